@@ -1,0 +1,1034 @@
+# The merge core: typed comparators over Arrow buffers, the six-state loser
+# tree, a binary heap over the same comparators, and vectorized group
+# reductions for the merge engines.  The Python layer (src/mergetree) feeds
+# batches through the Arrow C Data Interface and assembles output with `take`;
+# this module only produces index buffers and counters.
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t,
+                          uint16_t, uint32_t, uint64_t)
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp, memcpy, memset
+
+cimport numpy as cnp
+import numpy as np
+
+from mergetree_arrow_abi cimport ArrowArray
+from mergetree_key_columns cimport (
+    ColumnView, KEY_BINARY, KEY_BOOL, KEY_DECIMAL128, KEY_FIXED_BINARY,
+    KEY_FLOAT32, KEY_FLOAT64, KEY_INT8, KEY_INT16, KEY_INT32, KEY_INT64,
+    KEY_LARGE_BINARY, KEY_UINT8, KEY_UINT16, KEY_UINT32, KEY_UINT64)
+from mergetree_loser_tree cimport (
+    EMIT_ALL, EMIT_FIRST, EMIT_LAST, LOSER_POPPED, LOSER_WITH_NEW_KEY,
+    LOSER_WITH_SAME_KEY, Leaf, MergeState, STEP_BAD_STATE, STEP_DONE,
+    STEP_NEED_BATCH, STEP_OUTPUT_FULL, STEP_RETRACTION, STEP_UNSORTED,
+    WINNER_POPPED, WINNER_WITH_NEW_KEY, WINNER_WITH_SAME_KEY)
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    static inline uint64_t mt_load_be64(const uint8_t* p) {
+        uint64_t v; memcpy(&v, p, 8);
+    #if defined(__GNUC__) || defined(__clang__)
+        return __builtin_bswap64(v);
+    #else
+        return ((v & 0xFFull) << 56) | ((v & 0xFF00ull) << 40) | ((v & 0xFF0000ull) << 24)
+             | ((v & 0xFF000000ull) << 8) | ((v >> 8) & 0xFF000000ull) | ((v >> 24) & 0xFF0000ull)
+             | ((v >> 40) & 0xFF00ull) | (v >> 56);
+    #endif
+    }
+    static inline uint64_t mt_double_bits(double d) { uint64_t v; memcpy(&v, &d, 8); return v; }
+    #define MT_SIGN_BIT 0x8000000000000000ULL
+    """
+    uint64_t mt_load_be64(const uint8_t* p) noexcept nogil
+    uint64_t mt_double_bits(double d) noexcept nogil
+    const uint64_t SIGN_BIT "MT_SIGN_BIT"
+
+# Row kinds, as in Paimon: +I, -U, +U, -D.
+cdef enum:
+    ROW_KIND_INSERT = 0
+    ROW_KIND_UPDATE_BEFORE = 1
+    ROW_KIND_UPDATE_AFTER = 2
+    ROW_KIND_DELETE = 3
+
+ctypedef fused fixed_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+    float
+    double
+
+ctypedef fused fold_t:
+    int64_t
+    double
+
+
+# ---------------------------------------------------------------------------
+# Comparators.  Every key column gets an order-preserving 64-bit image of its
+# value (the "prefix"); most comparisons end on one integer compare.  Full
+# comparisons are needed only when prefixes tie and the prefix is not the
+# whole key (strings, decimals, composite keys, nulls).
+# ---------------------------------------------------------------------------
+
+cdef inline bint bit_is_set(const uint8_t* bitmap, int64_t i) noexcept nogil:
+    return (bitmap[i >> 3] >> (i & 7)) & 1
+
+
+cdef inline bint is_null(const ColumnView* c, int64_t row) noexcept nogil:
+    return c.validity != NULL and not bit_is_set(c.validity, c.bit_offset + row)
+
+
+cdef inline uint64_t fixed_prefix(fixed_t value) noexcept nogil:
+    cdef double d
+    cdef uint64_t bits
+    if fixed_t is float or fixed_t is double:
+        d = value
+        if d != d:
+            return 0xFFF8000000000000ULL  # every NaN sorts last, above +inf
+        bits = mt_double_bits(d)
+        # Negative floats: flip all bits; positive: flip the sign bit.  This
+        # puts -0.0 before 0.0 and keeps the IEEE order everywhere else.
+        if bits & SIGN_BIT:
+            return ~bits
+        return bits | SIGN_BIT
+    elif fixed_t is int8_t or fixed_t is int16_t or fixed_t is int32_t or fixed_t is int64_t:
+        return (<uint64_t>(<int64_t>value)) ^ SIGN_BIT
+    else:
+        return <uint64_t>value
+
+
+cdef inline int compare_fixed(fixed_t a, fixed_t b) noexcept nogil:
+    cdef uint64_t pa, pb
+    if fixed_t is float or fixed_t is double:
+        pa = fixed_prefix(a)
+        pb = fixed_prefix(b)
+        return (pa > pb) - (pa < pb)
+    else:
+        return (a > b) - (a < b)
+
+
+cdef inline const uint8_t* binary_value(const ColumnView* c, int64_t row, int64_t* length) noexcept nogil:
+    cdef int64_t start, end
+    if c.key_class == KEY_BINARY:
+        start = (<const int32_t*>c.offsets)[row]
+        end = (<const int32_t*>c.offsets)[row + 1]
+    elif c.key_class == KEY_LARGE_BINARY:
+        start = (<const int64_t*>c.offsets)[row]
+        end = (<const int64_t*>c.offsets)[row + 1]
+    else:  # fixed-size binary
+        length[0] = c.width
+        return c.values + row * c.width
+    length[0] = end - start
+    return c.values + start
+
+
+cdef inline uint64_t bytes_prefix(const uint8_t* data, int64_t length) noexcept nogil:
+    cdef uint8_t buf[8]
+    if length >= 8:
+        return mt_load_be64(data)
+    memset(buf, 0, 8)
+    memcpy(buf, data, <size_t>length)
+    return mt_load_be64(buf)
+
+
+cdef inline int compare_bytes(const uint8_t* a, int64_t la, const uint8_t* b, int64_t lb) noexcept nogil:
+    cdef int64_t n = la if la < lb else lb
+    cdef int r = memcmp(a, b, <size_t>n) if n > 0 else 0
+    if r != 0:
+        return -1 if r < 0 else 1
+    return (la > lb) - (la < lb)
+
+
+cdef inline uint64_t column_prefix(const ColumnView* c, int64_t row, int32_t* exact) noexcept nogil:
+    """The value's 64-bit order-preserving image; `exact` says whether it is lossless."""
+    cdef int32_t cls = c.key_class
+    cdef const uint8_t* data
+    cdef int64_t length
+    if is_null(c, row):
+        exact[0] = 0     # nulls sort first: 0 is the smallest image; ties go to full compare
+        return 0
+    exact[0] = 1
+    if cls == KEY_INT64:
+        return fixed_prefix((<const int64_t*>c.values)[row])
+    elif cls == KEY_INT32:
+        return fixed_prefix((<const int32_t*>c.values)[row])
+    elif cls == KEY_BINARY or cls == KEY_LARGE_BINARY or cls == KEY_FIXED_BINARY:
+        data = binary_value(c, row, &length)
+        exact[0] = cls == KEY_FIXED_BINARY and c.width <= 8
+        return bytes_prefix(data, length)
+    elif cls == KEY_INT8:
+        return fixed_prefix((<const int8_t*>c.values)[row])
+    elif cls == KEY_INT16:
+        return fixed_prefix((<const int16_t*>c.values)[row])
+    elif cls == KEY_UINT8:
+        return fixed_prefix((<const uint8_t*>c.values)[row])
+    elif cls == KEY_UINT16:
+        return fixed_prefix((<const uint16_t*>c.values)[row])
+    elif cls == KEY_UINT32:
+        return fixed_prefix((<const uint32_t*>c.values)[row])
+    elif cls == KEY_UINT64:
+        return fixed_prefix((<const uint64_t*>c.values)[row])
+    elif cls == KEY_FLOAT32:
+        return fixed_prefix((<const float*>c.values)[row])
+    elif cls == KEY_FLOAT64:
+        return fixed_prefix((<const double*>c.values)[row])
+    elif cls == KEY_BOOL:
+        return bit_is_set(c.values, c.bit_offset + row)
+    elif cls == KEY_DECIMAL128:
+        # little-endian two's complement: the high word carries the sign
+        exact[0] = 0
+        return (<uint64_t>(<const int64_t*>(c.values + row * 16 + 8))[0]) ^ SIGN_BIT
+    exact[0] = 0
+    return 0
+
+
+cdef inline int compare_column(const ColumnView* a, int64_t ra, const ColumnView* b, int64_t rb) noexcept nogil:
+    """Compare one key column of two rows; nulls first."""
+    cdef bint na = is_null(a, ra)
+    cdef bint nb = is_null(b, rb)
+    cdef int32_t cls = a.key_class
+    cdef const uint8_t* da
+    cdef const uint8_t* db
+    cdef int64_t la, lb
+    cdef uint64_t ua, ub
+    if na or nb:
+        return (<int>nb) - (<int>na) if not (na and nb) else 0
+    if cls == KEY_INT64:
+        return compare_fixed((<const int64_t*>a.values)[ra], (<const int64_t*>b.values)[rb])
+    elif cls == KEY_BINARY or cls == KEY_LARGE_BINARY or cls == KEY_FIXED_BINARY:
+        da = binary_value(a, ra, &la)
+        db = binary_value(b, rb, &lb)
+        return compare_bytes(da, la, db, lb)
+    elif cls == KEY_INT32:
+        return compare_fixed((<const int32_t*>a.values)[ra], (<const int32_t*>b.values)[rb])
+    elif cls == KEY_INT8:
+        return compare_fixed((<const int8_t*>a.values)[ra], (<const int8_t*>b.values)[rb])
+    elif cls == KEY_INT16:
+        return compare_fixed((<const int16_t*>a.values)[ra], (<const int16_t*>b.values)[rb])
+    elif cls == KEY_UINT8:
+        return compare_fixed((<const uint8_t*>a.values)[ra], (<const uint8_t*>b.values)[rb])
+    elif cls == KEY_UINT16:
+        return compare_fixed((<const uint16_t*>a.values)[ra], (<const uint16_t*>b.values)[rb])
+    elif cls == KEY_UINT32:
+        return compare_fixed((<const uint32_t*>a.values)[ra], (<const uint32_t*>b.values)[rb])
+    elif cls == KEY_UINT64:
+        return compare_fixed((<const uint64_t*>a.values)[ra], (<const uint64_t*>b.values)[rb])
+    elif cls == KEY_FLOAT32:
+        return compare_fixed((<const float*>a.values)[ra], (<const float*>b.values)[rb])
+    elif cls == KEY_FLOAT64:
+        return compare_fixed((<const double*>a.values)[ra], (<const double*>b.values)[rb])
+    elif cls == KEY_BOOL:
+        return (<int>bit_is_set(a.values, a.bit_offset + ra)) - (<int>bit_is_set(b.values, b.bit_offset + rb))
+    elif cls == KEY_DECIMAL128:
+        da = a.values + ra * 16
+        db = b.values + rb * 16
+        la = (<const int64_t*>(da + 8))[0]
+        lb = (<const int64_t*>(db + 8))[0]
+        if la != lb:
+            return -1 if la < lb else 1
+        ua = (<const uint64_t*>da)[0]
+        ub = (<const uint64_t*>db)[0]
+        return (ua > ub) - (ua < ub)
+    return 0
+
+
+cdef inline int compare_rows(int32_t nkeys, int32_t first_column,
+                             const ColumnView* a, int64_t ra,
+                             const ColumnView* b, int64_t rb) noexcept nogil:
+    cdef int32_t c
+    cdef int r
+    for c in range(first_column, nkeys):
+        r = compare_column(&a[c], ra, &b[c], rb)
+        if r != 0:
+            return r
+    return 0
+
+
+cdef inline void load_key(Leaf* leaf) noexcept nogil:
+    leaf.prefix = column_prefix(&leaf.keys[0], leaf.row, &leaf.exact)
+    if leaf.seq_values != NULL:
+        leaf.seq = leaf.seq_values[leaf.row]
+
+
+cdef inline int compare_keys(MergeState* m, const Leaf* a, const Leaf* b) noexcept nogil:
+    """Key order of two live leaves: <0, 0, >0."""
+    m.key_comparisons += 1
+    if a.prefix != b.prefix:
+        return -1 if a.prefix < b.prefix else 1
+    if a.exact and b.exact:
+        if m.nkeys == 1:
+            return 0
+        return compare_rows(m.nkeys, 1, a.keys, a.row, b.keys, b.row)
+    return compare_rows(m.nkeys, 0, a.keys, a.row, b.keys, b.row)
+
+
+cdef inline bint is_older(MergeState* m, int32_t a, int32_t b) noexcept nogil:
+    """Is leaf a's row an older version than leaf b's?  Ties go to the run order."""
+    m.sequence_comparisons += 1
+    cdef int64_t sa = m.leaves[a].seq
+    cdef int64_t sb = m.leaves[b].seq
+    if sa != sb:
+        return sa < sb
+    return a < b
+
+
+cdef inline int compare_new_keys(MergeState* m, const Leaf* climber, const Leaf* parked) noexcept nogil:
+    """Like compare_keys, but an exhausted run is +infinity; two exhausted runs: the climber wins."""
+    if climber.exhausted:
+        return 1 if not parked.exhausted else -1
+    if parked.exhausted:
+        return -1
+    return compare_keys(m, climber, parked)
+
+
+# ---------------------------------------------------------------------------
+# Leaf advancement and order checking.
+# ---------------------------------------------------------------------------
+
+cdef inline int advance_leaf(MergeState* m, int32_t w) noexcept nogil:
+    """Move leaf w to its next row.  0: done; 1: needs the next batch; -1: run out of order."""
+    cdef Leaf* leaf = &m.leaves[w]
+    cdef uint64_t old_prefix = leaf.prefix
+    cdef int32_t old_exact = leaf.exact
+    cdef int r
+    if leaf.row + 1 >= leaf.nrows:
+        return 1
+    leaf.row += 1
+    leaf.pos += 1
+    leaf.state = WINNER_WITH_NEW_KEY
+    leaf.first_same_key = -1
+    load_key(leaf)
+    if m.check_order:
+        if leaf.prefix != old_prefix:
+            r = -1 if old_prefix < leaf.prefix else 1
+        elif old_exact and leaf.exact and m.nkeys == 1:
+            r = 0
+        else:
+            r = compare_rows(m.nkeys, 0, leaf.keys, leaf.row - 1, leaf.keys, leaf.row)
+        if r >= 0:
+            m.error_run = w
+            m.error_pos = leaf.pos
+            return -1
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The six-state loser tree.
+# ---------------------------------------------------------------------------
+
+cdef int climb(MergeState* m, int32_t w, int32_t node) noexcept nogil:
+    """Carry leaf w up from tree node `node` to the root, applying the state
+    transitions of docs/ALGORITHM.md.  Returns 0, or -1 on an impossible state."""
+    cdef int32_t* tree = m.tree
+    cdef Leaf* leaves = m.leaves
+    cdef Leaf* W
+    cdef Leaf* L
+    cdef int32_t lid, ws, ls
+    cdef int c
+    while node > 0:
+        lid = tree[node]
+        if lid < 0:  # building the tree: park here
+            tree[node] = w
+            leaves[w].state = LOSER_WITH_NEW_KEY
+            return 0
+        W = &leaves[w]
+        L = &leaves[lid]
+        ws = W.state
+        ls = L.state
+        if ws == WINNER_WITH_NEW_KEY:
+            if ls == LOSER_WITH_NEW_KEY:
+                c = compare_new_keys(m, W, L)
+                if c > 0:
+                    L.state = WINNER_WITH_NEW_KEY
+                    W.state = LOSER_WITH_NEW_KEY
+                    tree[node] = w
+                    w = lid
+                elif c == 0:
+                    if is_older(m, w, lid):
+                        L.state = LOSER_WITH_SAME_KEY
+                        if W.first_same_key < 0:
+                            W.first_same_key = node
+                    else:
+                        W.state = LOSER_WITH_SAME_KEY
+                        L.state = WINNER_WITH_NEW_KEY
+                        if L.first_same_key < 0:
+                            L.first_same_key = node
+                        tree[node] = w
+                        w = lid
+            elif ls == LOSER_POPPED:
+                # the parked leaf still has to advance: it goes up first
+                L.state = WINNER_POPPED
+                L.first_same_key = -1
+                W.state = LOSER_WITH_NEW_KEY
+                tree[node] = w
+                w = lid
+            else:
+                return -1  # a new key can never meet an unpopped loser of the old key
+        elif ws == WINNER_WITH_SAME_KEY:
+            if ls == LOSER_WITH_SAME_KEY:
+                if is_older(m, lid, w):
+                    L.state = WINNER_WITH_SAME_KEY
+                    W.state = LOSER_WITH_SAME_KEY
+                    if L.first_same_key < 0:
+                        L.first_same_key = node
+                    tree[node] = w
+                    w = lid
+                elif W.first_same_key < 0:
+                    W.first_same_key = node
+            elif ls != LOSER_WITH_NEW_KEY and ls != LOSER_POPPED:
+                return -1
+        elif ws == WINNER_POPPED:
+            if ls == LOSER_WITH_SAME_KEY:
+                L.state = WINNER_WITH_SAME_KEY
+                W.state = LOSER_POPPED
+                tree[node] = w
+                w = lid
+            elif ls != LOSER_WITH_NEW_KEY and ls != LOSER_POPPED:
+                return -1
+        else:
+            return -1
+        node >>= 1
+    tree[0] = w
+    return 0
+
+
+cdef int build_tree(MergeState* m) noexcept nogil:
+    cdef int32_t i
+    for i in range(m.k):
+        m.tree[i] = -1
+        m.leaves[i].state = WINNER_WITH_NEW_KEY
+        m.leaves[i].first_same_key = -1
+    if m.k == 1:
+        m.tree[0] = 0
+        return 0
+    for i in range(m.k - 1, -1, -1):
+        if climb(m, i, (i + m.k) >> 1) < 0:
+            return -1
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# The binary heap (algorithm "heap"), over the same comparators.
+# ---------------------------------------------------------------------------
+
+cdef inline bint heap_less(MergeState* m, int32_t a, int32_t b) noexcept nogil:
+    cdef int c = compare_keys(m, &m.leaves[a], &m.leaves[b])
+    if c != 0:
+        return c < 0
+    return is_older(m, a, b)
+
+
+cdef void heap_sift_up(MergeState* m, int32_t i) noexcept nogil:
+    cdef int32_t* h = m.heap
+    cdef int32_t item = h[i]
+    cdef int32_t parent
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not heap_less(m, item, h[parent]):
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = item
+
+
+cdef void heap_sift_down(MergeState* m, int32_t i) noexcept nogil:
+    cdef int32_t* h = m.heap
+    cdef int32_t n = m.heap_size
+    cdef int32_t item = h[i]
+    cdef int32_t child
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and heap_less(m, h[child + 1], h[child]):
+            child += 1
+        if not heap_less(m, h[child], item):
+            break
+        h[i] = h[child]
+        i = child
+    h[i] = item
+
+
+cdef inline void heap_push(MergeState* m, int32_t w) noexcept nogil:
+    m.heap[m.heap_size] = w
+    m.heap_size += 1
+    heap_sift_up(m, m.heap_size - 1)
+
+
+cdef inline int32_t heap_pop(MergeState* m) noexcept nogil:
+    cdef int32_t top = m.heap[0]
+    m.heap_size -= 1
+    if m.heap_size > 0:
+        m.heap[0] = m.heap[m.heap_size]
+        heap_sift_down(m, 0)
+    return top
+
+
+# ---------------------------------------------------------------------------
+# Output: every popped row becomes (run, position in run); groups are handed
+# to the engine whole, and EMIT_LAST / EMIT_FIRST reduce them on the spot.
+# ---------------------------------------------------------------------------
+
+cdef inline bint row_is_retraction(const Leaf* leaf) noexcept nogil:
+    cdef int8_t kind
+    if leaf.kind_values == NULL:
+        return False
+    kind = leaf.kind_values[leaf.row]
+    return kind == ROW_KIND_UPDATE_BEFORE or kind == ROW_KIND_DELETE
+
+
+cdef inline int emit_member(MergeState* m, int32_t w, int64_t group_start) noexcept nogil:
+    """Record leaf w's row as the next (older-to-newer) member of the current group."""
+    cdef Leaf* leaf = &m.leaves[w]
+    cdef int64_t slot
+    m.rows_in += 1
+    if m.emit_mode == EMIT_ALL:
+        slot = m.n_out
+        m.n_out += 1
+    elif m.emit_mode == EMIT_LAST:
+        slot = group_start
+        m.n_out = group_start + 1
+    else:  # EMIT_FIRST
+        if m.first_row_rejects_retractions and row_is_retraction(leaf):
+            m.error_run = w
+            m.error_pos = leaf.pos
+            return -1
+        if m.n_out > group_start:
+            return 0
+        slot = group_start
+        m.n_out = group_start + 1
+    m.out_run[slot] = w
+    m.out_pos[slot] = leaf.pos
+    return 0
+
+
+cdef inline void finish_group(MergeState* m, int32_t last_leaf, int64_t group_start) noexcept nogil:
+    if m.emit_mode == EMIT_ALL:
+        m.group_ends[m.n_groups] = m.n_out
+        m.n_groups += 1
+    elif m.emit_mode == EMIT_LAST and not m.keep_deletes and row_is_retraction(&m.leaves[last_leaf]):
+        m.n_out = group_start  # the newest version is a retraction: the key is gone
+    else:
+        m.n_groups += 1
+
+
+cdef inline bint output_full(MergeState* m) noexcept nogil:
+    return m.n_out + m.k > m.out_capacity or m.n_groups >= m.group_capacity
+
+
+cdef int tree_step(MergeState* m) noexcept nogil:
+    cdef int32_t w, j, other
+    cdef Leaf* leaf
+    cdef int r
+    cdef int64_t group_start
+    if m.resume_run >= 0:  # Python supplied a batch (or the end) for the popped root
+        w = m.resume_run
+        m.resume_run = -1
+        if climb(m, w, (w + m.k) >> 1) < 0:
+            return STEP_BAD_STATE
+    while True:
+        w = m.tree[0]
+        leaf = &m.leaves[w]
+        if leaf.state == WINNER_POPPED:
+            # start of the next round: advance every leaf popped in the last group
+            r = advance_leaf(m, w)
+            if r == 1:
+                m.need_run = w
+                return STEP_NEED_BATCH
+            if r < 0:
+                return STEP_UNSORTED
+            if climb(m, w, (w + m.k) >> 1) < 0:
+                return STEP_BAD_STATE
+            continue
+        if leaf.state != WINNER_WITH_NEW_KEY:
+            return STEP_BAD_STATE
+        if leaf.exhausted:
+            return STEP_DONE
+        if output_full(m):
+            return STEP_OUTPUT_FULL
+        # pop the whole key group, oldest to newest, before any run advances
+        group_start = m.n_out
+        while True:
+            if emit_member(m, w, group_start) < 0:
+                return STEP_RETRACTION
+            leaf.state = WINNER_POPPED
+            j = leaf.first_same_key
+            if j < 0:
+                break
+            # hand over directly to the next leaf with the same key
+            other = m.tree[j]
+            m.tree[j] = w
+            leaf.state = LOSER_POPPED
+            m.leaves[other].state = WINNER_WITH_SAME_KEY
+            if climb(m, other, j >> 1) < 0:
+                return STEP_BAD_STATE
+            w = m.tree[0]
+            leaf = &m.leaves[w]
+            if leaf.state != WINNER_WITH_SAME_KEY:
+                return STEP_BAD_STATE
+        finish_group(m, w, group_start)
+
+
+cdef int heap_step(MergeState* m) noexcept nogil:
+    cdef int32_t w, top
+    cdef int r
+    cdef int64_t group_start
+    if not m.initialized:
+        for w in range(m.k):
+            if not m.leaves[w].exhausted:
+                heap_push(m, w)
+        m.initialized = 1
+    if m.resume_run >= 0:
+        w = m.resume_run
+        m.resume_run = -1
+        if not m.leaves[w].exhausted:
+            heap_push(m, w)
+        m.advance_index += 1
+    while True:
+        while m.advance_index < m.n_popped:
+            w = m.popped[m.advance_index]
+            r = advance_leaf(m, w)
+            if r == 1:
+                m.need_run = w
+                return STEP_NEED_BATCH
+            if r < 0:
+                return STEP_UNSORTED
+            heap_push(m, w)
+            m.advance_index += 1
+        m.n_popped = 0
+        m.advance_index = 0
+        if m.heap_size == 0:
+            return STEP_DONE
+        if output_full(m):
+            return STEP_OUTPUT_FULL
+        group_start = m.n_out
+        top = heap_pop(m)
+        w = top
+        while True:
+            if emit_member(m, w, group_start) < 0:
+                return STEP_RETRACTION
+            m.popped[m.n_popped] = w
+            m.n_popped += 1
+            if m.heap_size == 0 or compare_keys(m, &m.leaves[m.heap[0]], &m.leaves[top]) != 0:
+                break
+            w = heap_pop(m)
+        finish_group(m, w, group_start)
+
+
+# ---------------------------------------------------------------------------
+# The Python-facing merge object.
+# ---------------------------------------------------------------------------
+
+cdef int fill_view(ColumnView* view, int32_t key_class, int32_t width,
+                   const ArrowArray* parent, const ArrowArray* arr) except -1:
+    cdef int64_t offset = parent.offset + arr.offset
+    view.key_class = key_class
+    view.width = width
+    view.bit_offset = offset
+    view.length = arr.length
+    view.validity = <const uint8_t*>arr.buffers[0] if arr.null_count != 0 else NULL
+    view.offsets = NULL
+    if key_class == KEY_BINARY:
+        if arr.n_buffers != 3:
+            raise ValueError("binary key column must have 3 buffers")
+        view.offsets = (<const int32_t*>arr.buffers[1]) + offset
+        view.values = <const uint8_t*>arr.buffers[2]
+    elif key_class == KEY_LARGE_BINARY:
+        if arr.n_buffers != 3:
+            raise ValueError("large binary key column must have 3 buffers")
+        view.offsets = (<const int64_t*>arr.buffers[1]) + offset
+        view.values = <const uint8_t*>arr.buffers[2]
+    elif key_class == KEY_BOOL:
+        view.values = <const uint8_t*>arr.buffers[1]
+    else:
+        if arr.n_buffers != 2:
+            raise ValueError("fixed-width key column must have 2 buffers")
+        view.values = (<const uint8_t*>arr.buffers[1]) + offset * width
+    return 0
+
+
+cdef class MergeCore:
+    """Incremental k-way merge.  Python supplies each run's batches on demand
+    (`install_batch` / `finish_run`) and calls `step` until it reports DONE."""
+
+    cdef MergeState m
+    cdef ColumnView* views       # 2 slots per leaf (current / previous batch) x nkeys
+    cdef int32_t* view_slot
+    cdef int32_t* key_classes
+    cdef int32_t* key_widths
+    cdef int32_t has_seq, has_kind
+
+    def __cinit__(self, int k, key_classes, key_widths, bint has_seq, bint has_kind,
+                  str algorithm, int emit_mode, bint keep_deletes, bint check_order,
+                  bint first_row_rejects_retractions, Py_ssize_t out_capacity,
+                  Py_ssize_t group_capacity):
+        cdef int i
+        if k < 1:
+            raise ValueError("a merge needs at least one run")
+        if algorithm not in ("loser-tree", "heap"):
+            raise ValueError(f"unknown algorithm {algorithm!r}")
+        memset(&self.m, 0, sizeof(MergeState))
+        self.m.k = k
+        self.m.nkeys = len(key_classes)
+        if self.m.nkeys < 1:
+            raise ValueError("a merge needs at least one key column")
+        self.m.use_heap = algorithm == "heap"
+        self.m.emit_mode = emit_mode
+        self.m.keep_deletes = keep_deletes
+        self.m.check_order = check_order
+        self.m.first_row_rejects_retractions = first_row_rejects_retractions
+        self.m.resume_run = -1
+        self.m.need_run = -1
+        self.m.error_run = -1
+        self.m.out_capacity = max(out_capacity, k) + k
+        self.m.group_capacity = max(group_capacity, 1)
+        self.has_seq = has_seq
+        self.has_kind = has_kind
+        self.m.leaves = <Leaf*>calloc(k, sizeof(Leaf))
+        self.m.tree = <int32_t*>calloc(k, sizeof(int32_t))
+        self.m.heap = <int32_t*>calloc(k, sizeof(int32_t))
+        self.m.popped = <int32_t*>calloc(k, sizeof(int32_t))
+        self.views = <ColumnView*>calloc(2 * k * self.m.nkeys, sizeof(ColumnView))
+        self.view_slot = <int32_t*>calloc(k, sizeof(int32_t))
+        self.key_classes = <int32_t*>calloc(self.m.nkeys, sizeof(int32_t))
+        self.key_widths = <int32_t*>calloc(self.m.nkeys, sizeof(int32_t))
+        self.m.out_run = <int32_t*>malloc(self.m.out_capacity * sizeof(int32_t))
+        self.m.out_pos = <int64_t*>malloc(self.m.out_capacity * sizeof(int64_t))
+        self.m.group_ends = <int64_t*>malloc((self.m.group_capacity + 1) * sizeof(int64_t))
+        if (self.m.leaves == NULL or self.m.tree == NULL or self.m.heap == NULL
+                or self.m.popped == NULL or self.views == NULL or self.view_slot == NULL
+                or self.key_classes == NULL or self.key_widths == NULL
+                or self.m.out_run == NULL or self.m.out_pos == NULL or self.m.group_ends == NULL):
+            raise MemoryError()
+        for i in range(self.m.nkeys):
+            self.key_classes[i] = key_classes[i]
+            self.key_widths[i] = key_widths[i]
+        for i in range(k):
+            self.m.leaves[i].first_same_key = -1
+            self.m.leaves[i].keys = &self.views[(2 * i) * self.m.nkeys]
+
+    def __dealloc__(self):
+        free(self.m.leaves)
+        free(self.m.tree)
+        free(self.m.heap)
+        free(self.m.popped)
+        free(self.views)
+        free(self.view_slot)
+        free(self.key_classes)
+        free(self.key_widths)
+        free(self.m.out_run)
+        free(self.m.out_pos)
+        free(self.m.group_ends)
+
+    def install_batch(self, int run, object array_capsule):
+        """Make a non-empty batch (a struct array: key columns, then the
+        sequence and kind columns when present) the run's current batch.
+        Python must keep the capsule (and the previous batch) alive until the
+        rows are assembled.  Returns False if the batch breaks the run's order."""
+        cdef ArrowArray* arr
+        cdef Leaf* leaf
+        cdef int32_t slot, i, child
+        cdef ColumnView* views
+        cdef ColumnView* old_views
+        cdef int64_t old_row
+        cdef int64_t offset
+        cdef bint had_batch
+        if run < 0 or run >= self.m.k:
+            raise IndexError("run out of range")
+        if not PyCapsule_IsValid(array_capsule, b"arrow_array"):
+            raise TypeError("expected an 'arrow_array' PyCapsule")
+        arr = <ArrowArray*>PyCapsule_GetPointer(array_capsule, b"arrow_array")
+        if arr.n_children != self.m.nkeys + self.has_seq + self.has_kind:
+            raise ValueError("batch has the wrong number of columns")
+        if arr.length < 1:
+            raise ValueError("empty batches must not be installed")
+        leaf = &self.m.leaves[run]
+        had_batch = leaf.has_batch
+        old_views = leaf.keys
+        old_row = leaf.row
+        slot = 1 - self.view_slot[run] if had_batch else 0
+        views = &self.views[(2 * run + slot) * self.m.nkeys]
+        for i in range(self.m.nkeys):
+            fill_view(&views[i], self.key_classes[i], self.key_widths[i], arr, arr.children[i])
+        child = self.m.nkeys
+        if self.has_seq:
+            offset = arr.offset + arr.children[child].offset
+            leaf.seq_values = (<const int64_t*>arr.children[child].buffers[1]) + offset
+            child += 1
+        else:
+            leaf.seq_values = NULL
+        if self.has_kind:
+            offset = arr.offset + arr.children[child].offset
+            leaf.kind_values = (<const int8_t*>arr.children[child].buffers[1]) + offset
+        else:
+            leaf.kind_values = NULL
+        if self.m.check_order and had_batch:
+            if compare_rows(self.m.nkeys, 0, old_views, old_row, views, 0) >= 0:
+                self.m.error_run = run
+                self.m.error_pos = leaf.pos + 1
+                return False
+        self.view_slot[run] = slot
+        leaf.keys = views
+        leaf.row = 0
+        leaf.nrows = arr.length
+        if had_batch:
+            leaf.pos += 1
+        leaf.has_batch = 1
+        leaf.state = WINNER_WITH_NEW_KEY
+        leaf.first_same_key = -1
+        load_key(leaf)
+        if had_batch:
+            self.m.resume_run = run
+            self.m.need_run = -1
+        return True
+
+    def finish_run(self, int run):
+        """The run has no more rows."""
+        cdef Leaf* leaf
+        if run < 0 or run >= self.m.k:
+            raise IndexError("run out of range")
+        leaf = &self.m.leaves[run]
+        leaf.exhausted = 1
+        leaf.state = WINNER_WITH_NEW_KEY
+        leaf.first_same_key = -1
+        if leaf.has_batch:
+            leaf.row = leaf.nrows
+            leaf.pos += 1
+            self.m.resume_run = run
+            self.m.need_run = -1
+        leaf.has_batch = 1
+
+    def step(self):
+        """Run the merge (without the GIL) until the output fills, a run needs
+        its next batch, every run is exhausted, or the input is bad."""
+        cdef int result
+        cdef MergeState* m = &self.m
+        with nogil:
+            if m.use_heap:
+                result = heap_step(m)
+            else:
+                if not m.initialized:
+                    if build_tree(m) < 0:
+                        result = STEP_BAD_STATE
+                    else:
+                        m.initialized = 1
+                        result = tree_step(m)
+                else:
+                    result = tree_step(m)
+        return result
+
+    def take_output(self):
+        """Hand over the output buffers and reset them.
+
+        Returns (indices, group_ends, lo, hi): run r contributes the rows at
+        positions [lo[r], hi[r]) (counted over the whole run) and `indices`
+        point into the concatenation of those ranges in run order.
+        `group_ends` is None unless every member is emitted."""
+        cdef int64_t n = self.m.n_out
+        cdef int32_t k = self.m.k
+        cdef cnp.ndarray[cnp.int64_t, ndim=1] lo = np.full(k, -1, dtype=np.int64)
+        cdef cnp.ndarray[cnp.int64_t, ndim=1] hi = np.zeros(k, dtype=np.int64)
+        cdef cnp.ndarray[cnp.int64_t, ndim=1] base = np.zeros(k, dtype=np.int64)
+        cdef cnp.ndarray[cnp.int64_t, ndim=1] indices = np.empty(n, dtype=np.int64)
+        cdef int64_t[::1] lo_v = lo
+        cdef int64_t[::1] hi_v = hi
+        cdef int64_t[::1] base_v = base
+        cdef int64_t[::1] idx_v = indices
+        cdef int64_t i, total = 0
+        cdef int32_t r
+        cdef int32_t* out_run = self.m.out_run
+        cdef int64_t* out_pos = self.m.out_pos
+        group_ends = None
+        with nogil:
+            for i in range(n):  # a run's positions only grow, so first/last bound it
+                r = out_run[i]
+                if lo_v[r] < 0:
+                    lo_v[r] = out_pos[i]
+                hi_v[r] = out_pos[i] + 1
+            for r in range(k):
+                if lo_v[r] < 0:
+                    lo_v[r] = 0
+                    hi_v[r] = 0
+                base_v[r] = total
+                total += hi_v[r] - lo_v[r]
+            for i in range(n):
+                r = out_run[i]
+                idx_v[i] = base_v[r] + out_pos[i] - lo_v[r]
+        if self.m.emit_mode == EMIT_ALL:
+            group_ends = np.empty(self.m.n_groups, dtype=np.int64)
+            if self.m.n_groups:
+                memcpy(cnp.PyArray_DATA(group_ends), self.m.group_ends,
+                       self.m.n_groups * sizeof(int64_t))
+        self.m.n_out = 0
+        self.m.n_groups = 0
+        return indices, group_ends, lo, hi
+
+    @property
+    def pending_rows(self):
+        return self.m.n_out
+
+    @property
+    def need_run(self):
+        return self.m.need_run
+
+    @property
+    def error_run(self):
+        return self.m.error_run
+
+    @property
+    def error_pos(self):
+        return self.m.error_pos
+
+    def leaf_positions(self):
+        """Position (over the whole run) of each run's current row."""
+        return [self.m.leaves[i].pos for i in range(self.m.k)]
+
+    @property
+    def counters(self):
+        return (self.m.rows_in, self.m.key_comparisons, self.m.sequence_comparisons)
+
+
+# ---------------------------------------------------------------------------
+# Group reductions for the merge engines.  Inputs are in member order (oldest
+# to newest within each group); `group_ends[g]` is one past group g's last member.
+# ---------------------------------------------------------------------------
+
+def last_valid_per_group(const int64_t[::1] group_ends, const uint8_t[::1] valid,
+                         const int8_t[::1] kinds, bint reset_on_delete):
+    """For each group the member index of the newest valid value, or -1.
+
+    Retraction rows (-U, -D) never supply a value.  With `reset_on_delete` a
+    -D row forgets everything older (partial-update's remove-record-on-delete);
+    otherwise a retraction carrying a value clears the result
+    (last_non_null_value's retraction).  `kinds` may be empty (no kind column)."""
+    cdef Py_ssize_t g, i, start = 0, best
+    cdef Py_ssize_t n_groups = group_ends.shape[0]
+    cdef bint has_kinds = kinds.shape[0] > 0
+    cdef int8_t kind
+    out = np.empty(n_groups, dtype=np.int64)
+    cdef int64_t[::1] out_v = out
+    with nogil:
+        for g in range(n_groups):
+            best = -1
+            for i in range(start, group_ends[g]):
+                kind = kinds[i] if has_kinds else 0
+                if kind == ROW_KIND_UPDATE_BEFORE or kind == ROW_KIND_DELETE:
+                    if reset_on_delete:
+                        if kind == ROW_KIND_DELETE:
+                            best = -1
+                    elif valid[i]:
+                        best = -1
+                elif valid[i]:
+                    best = i
+            out_v[g] = best
+            start = group_ends[g]
+    return out
+
+
+def live_groups_after_delete(const int64_t[::1] group_ends, const int8_t[::1] kinds):
+    """For partial-update: does any +I/+U row follow the group's last -D?"""
+    cdef Py_ssize_t g, i, start = 0
+    cdef Py_ssize_t n_groups = group_ends.shape[0]
+    cdef bint live
+    out = np.empty(n_groups, dtype=np.bool_)
+    cdef cnp.npy_bool[::1] out_v = out
+    with nogil:
+        for g in range(n_groups):
+            live = False
+            for i in range(start, group_ends[g]):
+                if kinds[i] == ROW_KIND_DELETE:
+                    live = False
+                elif kinds[i] != ROW_KIND_UPDATE_BEFORE:
+                    live = True
+            out_v[g] = live
+            start = group_ends[g]
+    return out
+
+
+def fold_sum_product(const int64_t[::1] group_ends, fold_t[::1] values,
+                     const uint8_t[::1] valid, const int8_t[::1] kinds, bint product):
+    """Sequential sum or product per group with retraction (a retraction row
+    subtracts / divides), as Paimon's aggregators do.  Integer arithmetic wraps.
+    Returns (result, result_valid)."""
+    cdef Py_ssize_t g, i, start = 0
+    cdef Py_ssize_t n_groups = group_ends.shape[0]
+    cdef bint has_kinds = kinds.shape[0] > 0
+    cdef bint retract, have
+    cdef fold_t acc, v
+    if fold_t is double:
+        out = np.empty(n_groups, dtype=np.float64)
+    else:
+        out = np.empty(n_groups, dtype=np.int64)
+    out_valid = np.empty(n_groups, dtype=np.bool_)
+    cdef fold_t[::1] out_v = out
+    cdef cnp.npy_bool[::1] ok_v = out_valid
+    cdef bint divide_by_zero = False
+    with nogil:
+        for g in range(n_groups):
+            have = False
+            acc = 0
+            for i in range(start, group_ends[g]):
+                if not valid[i]:
+                    continue
+                v = values[i]
+                retract = has_kinds and (kinds[i] == ROW_KIND_UPDATE_BEFORE or kinds[i] == ROW_KIND_DELETE)
+                if not have:
+                    if product:
+                        acc = 1
+                    have = True
+                if product:
+                    if retract:
+                        if fold_t is double:
+                            acc = acc / v
+                        else:
+                            if v == 0:
+                                divide_by_zero = True
+                                break
+                            if v == -1:  # INT64_MIN // -1 would trap; wrap like Java
+                                acc = <int64_t>(0 - <uint64_t>acc)
+                            else:
+                                acc = acc // v  # truncating division (cdivision), as in Java
+                    else:
+                        if fold_t is double:
+                            acc = acc * v
+                        else:
+                            acc = <int64_t>(<uint64_t>acc * <uint64_t>v)
+                else:
+                    if fold_t is double:
+                        acc = acc - v if retract else acc + v
+                    else:
+                        acc = <int64_t>(<uint64_t>acc - <uint64_t>v) if retract else <int64_t>(<uint64_t>acc + <uint64_t>v)
+            if divide_by_zero:
+                break
+            out_v[g] = acc
+            ok_v[g] = have
+            start = group_ends[g]
+    if divide_by_zero:
+        raise ZeroDivisionError("product retraction divides by zero")
+    return out, out_valid
+
+
+# Names for the Python layer (cpdef enums of a shared .pxd are not exported).
+OUTPUT_FULL = STEP_OUTPUT_FULL
+NEED_BATCH = STEP_NEED_BATCH
+DONE = STEP_DONE
+UNSORTED = STEP_UNSORTED
+RETRACTION = STEP_RETRACTION
+BAD_STATE = STEP_BAD_STATE
+MODE_ALL = EMIT_ALL
+MODE_LAST = EMIT_LAST
+MODE_FIRST = EMIT_FIRST
+KEY_CLASSES = {
+    "int8": KEY_INT8, "int16": KEY_INT16, "int32": KEY_INT32, "int64": KEY_INT64,
+    "uint8": KEY_UINT8, "uint16": KEY_UINT16, "uint32": KEY_UINT32, "uint64": KEY_UINT64,
+    "float32": KEY_FLOAT32, "float64": KEY_FLOAT64, "bool": KEY_BOOL,
+    "decimal128": KEY_DECIMAL128, "binary": KEY_BINARY, "large_binary": KEY_LARGE_BINARY,
+    "fixed_binary": KEY_FIXED_BINARY,
+}

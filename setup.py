@@ -1,0 +1,39 @@
+"""Builds the Cython core.  Compiler directives are set here, once, for every module."""
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+COMPILER_DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+    "nonecheck": False,
+    "embedsignature": True,
+    "freethreading_compatible": True,
+}
+
+extra_compile_args = ["-O3"]
+if os.environ.get("MERGETREE_NATIVE"):  # local benchmarking only; wheels stay portable
+    extra_compile_args.append("-march=native")
+
+extensions = [
+    Extension(
+        "mergetree._core",
+        ["_core/mergetree_core.pyx"],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=extra_compile_args,
+    ),
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        include_path=["_core"],
+        compiler_directives=COMPILER_DIRECTIVES,
+    ),
+)

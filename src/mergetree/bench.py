@@ -1,0 +1,647 @@
+"""``mergetree bench``: mergetree's merge against other ways to keep the newest row per key.
+
+Two workloads, each ``K`` sorted runs of a shared key space twice as large as a
+run, so a key is found in about half of the runs:
+
+* ``int64``: int64 key ``k``, int64 sequence ``seq`` and three payload columns;
+* ``string128``: the same with 128-character random ASCII keys.
+
+Every contender computes the deduplicate result (the row with the highest
+``seq`` of every key, in key order) and returns it as Arrow.  Before any number
+is shown, each contender's output is checked against mergetree's: a contender
+that disagrees is reported as wrong and gets no ratio.
+
+Times are the best of ``--repeat`` runs, with Python's cyclic garbage collector
+paused while a run is timed (as ``timeit`` does).  The ``heapq.merge`` baseline
+runs on a 1,000,000-row slice of the input; its rows per second are comparable,
+its total time is not.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .progress import ProgressBar
+
+__all__ = ["Result", "Workload", "format_results", "main", "run_bench", "run_thread_scaling"]
+
+KEY = "k"
+SEQ = "seq"
+CHUNK_ROWS = 65_536
+STRING_KEY_LENGTH = 128
+HEAPQ_ROWS = 1_000_000
+DEFAULT_ROWS = 8_000_000
+DEFAULT_STRING_ROWS = 2_000_000
+DEFAULT_RUNS = 8
+DEFAULT_REPEAT = 3
+QUICK_FACTOR = 8
+SEED = 20240611
+
+MERGETREE_REFERENCE = "mergetree loser-tree"
+_ALPHABET = np.frombuffer(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8
+)
+
+
+# ---------------------------------------------------------------- workloads
+
+
+@dataclass
+class Workload:
+    name: str
+    runs: list  # of pa.Table, each sorted by KEY
+    heapq_rows: int = HEAPQ_ROWS  # size of the slice the heapq.merge baseline gets
+
+    @property
+    def rows(self) -> int:
+        return sum(run.num_rows for run in self.runs)
+
+    def head(self, rows: int) -> "Workload":
+        """The first ``rows / K`` rows of every run (still sorted runs)."""
+        per_run = max(rows // len(self.runs), 1)
+        return Workload(self.name, [run.slice(0, per_run) for run in self.runs], rows)
+
+    def heapq_slice(self) -> "Workload":
+        return self.head(self.heapq_rows) if self.heapq_rows < self.rows else self
+
+
+def _rows_per_run(total_rows: int, runs: int) -> int:
+    if runs < 1:
+        raise ValueError("--runs must be at least 1")
+    return max(total_rows // runs, 1)
+
+
+def _sorted_sample(rng: np.random.Generator, space: int, size: int) -> np.ndarray:
+    """``size`` distinct values of ``range(space)``, ascending."""
+    return np.sort(rng.choice(space, size=size, replace=False))
+
+
+def _payload(rng: np.random.Generator, seq: np.ndarray) -> dict:
+    numbers = pc.cast(pa.array(seq), pa.string())
+    return {
+        "v_int": pa.array(rng.integers(0, 1 << 40, size=len(seq), dtype=np.int64)),
+        "v_float": pa.array(rng.random(len(seq))),
+        "v_str": pc.binary_join_element_wise("p-", numbers, ""),
+    }
+
+
+def _run_table(keys: pa.Array | pa.ChunkedArray, seq: np.ndarray, rng: np.random.Generator) -> pa.Table:
+    columns = {KEY: keys, SEQ: pa.array(seq, type=pa.int64()), **_payload(rng, seq)}
+    table = pa.table(columns).combine_chunks()
+    return pa.Table.from_batches(table.to_batches(max_chunksize=CHUNK_ROWS), table.schema)
+
+
+def _sequences(run_index: int, per_run: int) -> np.ndarray:
+    """Unique sequence numbers; every row of run i is newer than any row of run i - 1."""
+    return np.arange(run_index * per_run, (run_index + 1) * per_run, dtype=np.int64)
+
+
+def make_int_workload(total_rows: int, runs: int, seed: int = SEED) -> Workload:
+    rng = np.random.default_rng(seed)
+    per_run = _rows_per_run(total_rows, runs)
+    tables = []
+    for index in range(runs):
+        keys = pa.array(_sorted_sample(rng, 2 * per_run, per_run).astype(np.int64))
+        tables.append(_run_table(keys, _sequences(index, per_run), rng))
+    return Workload("int64", tables)
+
+
+def _string_key_space(rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` random alphanumeric strings of STRING_KEY_LENGTH bytes, sorted (numpy ``S`` dtype)."""
+    letters = _ALPHABET[rng.integers(0, len(_ALPHABET), size=(size, STRING_KEY_LENGTH))]
+    return np.sort(letters.view(f"S{STRING_KEY_LENGTH}").ravel())
+
+
+def _string_array(fixed: np.ndarray) -> pa.ChunkedArray:
+    """Arrow utf8 chunks from a numpy ``S`` array whose strings all have full length."""
+    chunks = []
+    for start in range(0, len(fixed), CHUNK_ROWS):
+        part = fixed[start:start + CHUNK_ROWS]
+        offsets = np.arange(0, (len(part) + 1) * STRING_KEY_LENGTH, STRING_KEY_LENGTH, dtype=np.int32)
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(part.tobytes())]
+        chunks.append(pa.Array.from_buffers(pa.string(), len(part), buffers))
+    return pa.chunked_array(chunks, pa.string())
+
+
+def make_string_workload(total_rows: int, runs: int, seed: int = SEED + 1) -> Workload:
+    rng = np.random.default_rng(seed)
+    per_run = _rows_per_run(total_rows, runs)
+    space = _string_key_space(rng, 2 * per_run)
+    tables = []
+    for index in range(runs):
+        keys = _string_array(space[_sorted_sample(rng, len(space), per_run)])
+        tables.append(_run_table(keys, _sequences(index, per_run), rng))
+    return Workload("string128", tables)
+
+
+# --------------------------------------------------------------- contenders
+
+
+@dataclass
+class Contender:
+    name: str
+    run: Callable  # (list of runs) -> (pa.Table, stats or None)
+    threads: int = 1
+    heapq_slice: bool = False
+
+
+def _mergetree(algorithm: str) -> Callable:
+    import mergetree
+
+    def run(runs):
+        reader = mergetree.merge(runs, KEY, sequence=SEQ, engine="deduplicate", algorithm=algorithm)
+        table = reader.read_all()
+        return table, reader.stats
+
+    return run
+
+
+def _keep_last_per_key(table: pa.Table) -> pa.Table:
+    """Rows whose key differs from the next row's key (the table is sorted by key, seq)."""
+    if table.num_rows == 0:
+        return table
+    keys = table.column(KEY).combine_chunks()
+    differs = pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1))
+    return table.filter(pa.concat_arrays([differs, pa.array([True])]))
+
+
+def _pyarrow(runs):
+    ordered = pa.concat_tables(runs).sort_by([(KEY, "ascending"), (SEQ, "ascending")])
+    return _keep_last_per_key(ordered), None
+
+
+def _heapq(runs):
+    import heapq
+    from operator import itemgetter
+
+    names = runs[0].column_names
+    key_at, seq_at = names.index(KEY), names.index(SEQ)
+    lists = [list(zip(*(column.to_pylist() for column in run.columns))) for run in runs]
+    merged = heapq.merge(*lists, key=itemgetter(key_at, seq_at))
+    newest = []
+    for row in merged:
+        if newest and newest[-1][key_at] == row[key_at]:
+            newest[-1] = row
+        else:
+            newest.append(row)
+    columns = list(zip(*newest)) if newest else [[] for _ in names]
+    schema = runs[0].schema
+    return pa.table([pa.array(column, type=schema.field(i).type) for i, column in enumerate(columns)],
+                    schema=schema), None
+
+
+def _polars(runs):
+    import polars as pl
+
+    frame = pl.from_arrow(pa.concat_tables(runs), rechunk=False)
+    newest = frame.sort([KEY, SEQ]).unique(subset=KEY, keep="last", maintain_order=True)
+    return newest.to_arrow(), None
+
+
+_DUCKDB_QUERY = (f"SELECT * FROM runs QUALIFY row_number() OVER (PARTITION BY {KEY} ORDER BY {SEQ} DESC) = 1 "
+                 f"ORDER BY {KEY}")
+
+
+def _duckdb_table(relation) -> pa.Table:
+    for method in ("to_arrow_table", "fetch_arrow_table", "arrow"):
+        if hasattr(type(relation), method):
+            result = getattr(relation, method)()
+            return result.read_all() if isinstance(result, pa.RecordBatchReader) else result
+    raise RuntimeError("this duckdb has no way to return an Arrow table")
+
+
+def _duckdb(runs):
+    import duckdb
+
+    connection = duckdb.connect()
+    try:
+        connection.register("runs", pa.concat_tables(runs))
+        return _duckdb_table(connection.sql(_DUCKDB_QUERY)), None
+    finally:
+        connection.close()
+
+
+def _polars_threads() -> int | None:
+    try:
+        import polars as pl
+    except ImportError:
+        return None
+    return pl.thread_pool_size()
+
+
+def _duckdb_threads() -> int | None:
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    connection = duckdb.connect()
+    try:
+        return int(connection.sql("SELECT current_setting('threads')").fetchall()[0][0])
+    finally:
+        connection.close()
+
+
+def available_contenders() -> list[Contender]:
+    """Every contender that can run here, mergetree's loser tree first (the reference)."""
+    contenders = [
+        Contender(MERGETREE_REFERENCE, _mergetree("loser-tree")),
+        Contender("mergetree heap", _mergetree("heap")),
+        Contender("heapq.merge", _heapq, heapq_slice=True),
+        Contender("pyarrow", _pyarrow, threads=pa.cpu_count()),
+    ]
+    polars_threads = _polars_threads()
+    if polars_threads is not None:
+        contenders.append(Contender("polars", _polars, threads=polars_threads))
+    duckdb_threads = _duckdb_threads()
+    if duckdb_threads is not None:
+        contenders.append(Contender("duckdb", _duckdb, threads=duckdb_threads))
+    return contenders
+
+
+# ------------------------------------------------------------------ running
+
+
+@dataclass
+class Result:
+    contender: str
+    workload: str
+    rows_in: int
+    rows_out: int = 0
+    seconds: float = float("nan")
+    threads: int = 1
+    key_comparisons: int | None = None
+    sequence_comparisons: int | None = None
+    check: str = "ok"  # "ok", or why the output cannot be trusted
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.check == "ok"
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_in / self.seconds if self.ok and self.seconds > 0 else float("nan")
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "rows_per_second": self.rows_per_second}
+
+
+def _time_once(function: Callable, *args):
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        output = function(*args)
+        return time.perf_counter() - start, output
+    finally:
+        gc.enable()
+
+
+def _best_of(function: Callable, args: tuple, repeat: int, tick: Callable) -> tuple:
+    best, output = float("inf"), None
+    for _ in range(max(repeat, 1)):
+        output = None  # let the previous output go before the next run
+        seconds, output = _time_once(function, *args)
+        best = min(best, seconds)
+        tick()
+    return best, output
+
+
+def _same_rows(got: pa.Table, want: pa.Table) -> str:
+    """'ok' when ``got`` has ``want``'s row count, keys and sequence numbers in order."""
+    if got.num_rows != want.num_rows:
+        return f"wrong: {got.num_rows} rows, mergetree has {want.num_rows}"
+    for name in (KEY, SEQ):
+        expected = want.column(name).combine_chunks()
+        actual = got.column(name).combine_chunks()
+        if actual.type != expected.type:
+            actual = pc.cast(actual, expected.type)
+        if not actual.equals(expected):
+            return f"wrong: column {name!r} differs from mergetree's"
+    return "ok"
+
+
+def _reference(workload: Workload) -> pa.Table:
+    import mergetree
+
+    return mergetree.merge(workload.runs, KEY, sequence=SEQ, engine="deduplicate").read_all()
+
+
+def _measure(contender: Contender, subject: Workload, repeat: int, tick: Callable) -> tuple:
+    """Time one contender; returns its Result and its last output (None when it failed)."""
+    result = Result(contender.name, subject.name, subject.rows, threads=contender.threads)
+    try:
+        result.seconds, (table, stats) = _best_of(contender.run, (subject.runs,), repeat, tick)
+    except Exception as error:  # a failing contender is reported, not fatal
+        result.check = f"failed: {type(error).__name__}: {error}"
+        return result, None
+    result.rows_out = table.num_rows
+    result.key_comparisons = getattr(stats, "key_comparisons", None)
+    result.sequence_comparisons = getattr(stats, "sequence_comparisons", None)
+    if contender.heapq_slice:
+        result.notes.append(f"ran on a {subject.rows:,}-row slice (the first rows of every run)")
+    return result, table
+
+
+def _warm_up(contender: Contender, workload: Workload) -> None:
+    """One untimed run on a small slice, so lazy imports and first-call setup are not timed."""
+    try:
+        contender.run(workload.head(min(workload.rows, 32_768)).runs)
+    except Exception:  # the timed run reports the failure
+        pass
+
+
+def _bench_workload(workload: Workload, contenders: list, repeat: int, bar: ProgressBar) -> list:
+    results, reference = [], None
+    for contender in contenders:
+        bar.set_note(f"{workload.name}: {contender.name}")
+        _warm_up(contender, workload)
+        subject = workload.heapq_slice() if contender.heapq_slice else workload
+        result, table = _measure(contender, subject, repeat, bar.update)
+        if table is not None:
+            if contender.name == MERGETREE_REFERENCE:
+                reference = table
+            elif contender.heapq_slice:
+                result.check = _same_rows(table, _reference(subject))
+            elif reference is not None:
+                result.check = _same_rows(table, reference)
+            else:
+                result.check = "unchecked: mergetree failed, nothing to compare with"
+        results.append(result)
+        del table
+    return results
+
+
+def run_bench(rows: int = DEFAULT_ROWS, string_rows: int = DEFAULT_STRING_ROWS, runs: int = DEFAULT_RUNS,
+              repeat: int = DEFAULT_REPEAT, quick: bool = False, contenders: list[str] | None = None,
+              progress: bool | None = None, stream=sys.stderr) -> list[Result]:
+    """Build both workloads and time every contender on them.
+
+    ``quick`` divides every size (and the heapq slice) by 8.  ``contenders``
+    keeps only the named ones (``mergetree loser-tree`` always runs: it is the
+    reference the others are checked against).  Returns one Result per
+    contender and workload."""
+    factor = QUICK_FACTOR if quick else 1
+    chosen = [c for c in available_contenders()
+              if contenders is None or c.name in contenders or c.name == MERGETREE_REFERENCE]
+    workloads = [(make_int_workload, rows), (make_string_workload, string_rows)]
+    results = []
+    with ProgressBar(len(workloads) * len(chosen) * repeat, "bench", "timed runs",
+                     stream=stream, enabled=progress) as bar:
+        for make, size in workloads:
+            bar.set_note("building data")
+            workload = make(max(size // factor, runs), runs)
+            workload.heapq_rows = HEAPQ_ROWS // factor
+            results.extend(_bench_workload(workload, chosen, repeat, bar))
+            del workload
+    return results
+
+
+def run_thread_scaling(rows: int, runs: int, repeat: int) -> dict:
+    """Time one merge, then two merges at once in two threads on independent copies.
+
+    ``ratio`` is the throughput of the pair over the throughput of one merge;
+    2.0 is perfect scaling on two free cores, 1.0 means the merges serialized."""
+    import mergetree
+
+    copies = [make_int_workload(rows, runs, seed=SEED + 10), make_int_workload(rows, runs, seed=SEED + 11)]
+
+    def merge_one(workload):
+        return mergetree.merge(workload.runs, KEY, sequence=SEQ, engine="deduplicate").read_all().num_rows
+
+    single, _ = _best_of(merge_one, (copies[0],), repeat, lambda: None)
+    pair, _ = _best_of(_merge_in_threads, (merge_one, copies), repeat, lambda: None)
+    return {"rows_per_merge": copies[0].rows, "runs": runs, "one_merge_seconds": single,
+            "two_merges_seconds": pair, "ratio": 2 * single / pair, "cpu_count": os.cpu_count()}
+
+
+def _merge_in_threads(merge_one: Callable, workloads: list) -> None:
+    start = threading.Barrier(len(workloads))
+    errors = []
+
+    def work(workload):
+        start.wait()
+        try:
+            merge_one(workload)
+        except BaseException as error:  # re-raised in the calling thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in workloads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def _rate(rows_per_second: float) -> str:
+    if rows_per_second != rows_per_second:  # nan
+        return "-"
+    if rows_per_second >= 1e6:
+        return f"{rows_per_second / 1e6:.2f} M/s"
+    return f"{rows_per_second / 1e3:.1f} k/s"
+
+
+def _reference_result(results: list, workload: str) -> Result | None:
+    for result in results:
+        if result.workload == workload and result.contender == MERGETREE_REFERENCE and result.ok:
+            return result
+    return None
+
+
+def speedup(results: list, workload: str, contender: str) -> float | None:
+    """How many times mergetree's (loser tree) rows per second is the contender's."""
+    reference = _reference_result(results, workload)
+    for result in results:
+        if result.workload == workload and result.contender == contender and result.ok and reference:
+            return reference.rows_per_second / result.rows_per_second
+    return None
+
+
+def _table_rows(results: list) -> list:
+    rows = [("workload", "contender", "threads", "rows in", "rows out", "best s", "rows/s", "mergetree is")]
+    for r in results:
+        ratio = speedup(results, r.workload, r.contender)
+        shown = "(reference)" if r.contender == MERGETREE_REFERENCE and r.ok else (
+            f"{ratio:.2f}x {r.contender}" if ratio is not None else r.check)
+        rows.append((r.workload, r.contender, str(r.threads), f"{r.rows_in:,}", f"{r.rows_out:,}" if r.ok else "-",
+                     f"{r.seconds:.3f}" if r.ok else "-", _rate(r.rows_per_second), shown))
+    return rows
+
+
+def _comparison_lines(results: list) -> list:
+    lines = []
+    for workload in dict.fromkeys(r.workload for r in results):
+        heap = speedup(results, workload, "mergetree heap")
+        if heap is not None:
+            lines.append(f"{workload}: loser tree is {heap:.2f}x the heap")
+        for r in results:
+            if r.workload == workload and r.contender.startswith("mergetree") and r.ok and r.rows_out:
+                lines.append(f"{workload}: {r.contender}: {_per_row(r.key_comparisons, r.rows_out)} key and "
+                             f"{_per_row(r.sequence_comparisons, r.rows_out)} sequence comparisons per output row")
+    notes = {note for r in results for note in r.notes}
+    lines.extend(f"heapq.merge: {note}; its rows/s compare, its time does not" for note in sorted(notes))
+    return lines
+
+
+def _per_row(count: int | None, rows: int) -> str:
+    return "?" if count is None else f"{count / rows:.2f}"
+
+
+def format_results(results: list) -> str:
+    """The results as an aligned text table followed by the ratios and merge statistics."""
+    rows = _table_rows(results)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    numeric = {2, 3, 4, 5, 6}
+    lines = ["  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines + [""] + _comparison_lines(results))
+
+
+def _environment() -> dict:
+    versions = {"python": platform.python_version(), "pyarrow": pa.__version__, "numpy": np.__version__}
+    for name in ("mergetree", "polars", "duckdb"):
+        try:
+            versions[name] = getattr(__import__(name), "__version__", "?")
+        except ImportError:
+            pass
+    return {"platform": platform.platform(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
+            "versions": versions}
+
+
+def plot_results(results: list, path: str, title: str = "") -> None:
+    """A bar chart of input rows per second, log scale, one panel per workload."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = list(dict.fromkeys(r.workload for r in results))
+    figure, axes = plt.subplots(1, len(workloads), figsize=(6.5 * len(workloads), 4.2), squeeze=False)
+    for axis, workload in zip(axes[0], workloads):
+        _plot_panel(axis, [r for r in results if r.workload == workload and r.ok], workload)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=130)
+    plt.close(figure)
+
+
+def _plot_label(result: Result) -> str:
+    label = result.contender
+    if result.threads > 1:
+        label += f" ({result.threads} threads)"
+    if any("slice" in note for note in result.notes):
+        label += f"\n(on {result.rows_in:,} rows)"
+    return label
+
+
+def _plot_panel(axis, results: list, workload: str) -> None:
+    names = [_plot_label(r) for r in results][::-1]
+    speeds = [r.rows_per_second for r in results][::-1]
+    colors = ["tab:blue" if name.startswith("mergetree") else "tab:gray" for name in names]
+    bars = axis.barh(names, speeds, color=colors)
+    axis.set_xscale("log")
+    axis.set_xlim(min(speeds) / 3, max(speeds) * 8)
+    for bar, speed in zip(bars, speeds):
+        axis.text(speed * 1.1, bar.get_y() + bar.get_height() / 2, _rate(speed), va="center", fontsize=9)
+    rows = max((r.rows_in for r in results), default=0)
+    axis.tick_params(axis="y", labelsize=9)
+    axis.set_title(f"{workload} keys, {rows:,} input rows")
+    axis.set_xlabel("input rows per second (log scale, higher is better)")
+    axis.grid(axis="x", which="major", alpha=0.3)
+
+
+def _matplotlib_missing() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mergetree bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=DEFAULT_ROWS, help="input rows of the int64 workload")
+    parser.add_argument("--string-rows", type=int, default=DEFAULT_STRING_ROWS,
+                        help="input rows of the 128-character string key workload")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="number of sorted runs (K)")
+    parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="timed runs per contender; best kept")
+    parser.add_argument("--quick", action="store_true", help="divide every size by 8")
+    parser.add_argument("--threads", action="store_true",
+                        help="also time two merges at once in two threads against one")
+    parser.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
+    parser.add_argument("--json", metavar="FILE", help="write every number as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.runs < 1 or args.repeat < 1 or args.rows < 1 or args.string_rows < 1:
+        print("mergetree bench: --rows, --string-rows, --runs and --repeat must be positive", file=sys.stderr)
+        return 2
+    if args.plot and _matplotlib_missing():
+        print("mergetree bench: --plot needs matplotlib, which is not installed "
+              "(pip install matplotlib, or pip install 'mergetree[bench]')", file=sys.stderr)
+        return 2
+    environment = _environment()
+    print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
+          + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
+    results = run_bench(args.rows, args.string_rows, args.runs, args.repeat, args.quick,
+                        progress=False if args.no_progress else None)
+    print(format_results(results))
+    scaling = _thread_check(args) if args.threads else None
+    if args.plot:
+        plot_results(results, args.plot, title=f"deduplicate merge of {args.runs} sorted runs")
+        print(f"chart written to {args.plot}")
+    if args.json:
+        _write_json(args, environment, results, scaling)
+        print(f"numbers written to {args.json}")
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _thread_check(args) -> dict:
+    rows = max(args.rows // (QUICK_FACTOR if args.quick else 1), args.runs)
+    scaling = run_thread_scaling(rows, args.runs, args.repeat)
+    print(f"\nthreads: one merge of {scaling['rows_per_merge']:,} rows {scaling['one_merge_seconds']:.3f}s; "
+          f"two at once in two threads {scaling['two_merges_seconds']:.3f}s: "
+          f"{scaling['ratio']:.2f}x the throughput of one (2.00 is perfect on 2 free cores)")
+    return scaling
+
+
+def _write_json(args, environment: dict, results: list, scaling: dict | None) -> None:
+    workloads = dict.fromkeys(r.workload for r in results)
+    document = {
+        "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
+        "environment": environment,
+        "results": [r.to_dict() for r in results],
+        "mergetree_speedup": {w: {r.contender: speedup(results, w, r.contender)
+                                  for r in results if r.workload == w and r.contender != MERGETREE_REFERENCE}
+                              for w in workloads},
+        "threads": scaling,
+    }
+    with open(args.json, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=2, default=str)
+        handle.write("\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

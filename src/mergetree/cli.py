@@ -1,0 +1,27 @@
+"""The `mergetree` command line: `mergetree demo`, `mergetree bench`."""
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: mergetree COMMAND [options]
+
+commands:
+  demo     write sorted runs as Parquet, merge them with every engine, show a benchmark
+  bench    run the merge benchmark against its peers (see `mergetree bench --help`)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command == "bench":
+        from .bench import main as bench_main
+        return bench_main(rest)
+    if command == "demo":
+        from .demo import main as demo_main
+        return demo_main(rest)
+    print(f"mergetree: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+    return 2
