@@ -520,7 +520,8 @@ cdef inline void finish_group(MergeState* m, int32_t last_leaf, int64_t group_st
 
 
 cdef inline bint output_full(MergeState* m) noexcept nogil:
-    return m.n_out + m.k > m.out_capacity or m.n_groups >= m.group_capacity
+    # a group adds at most k members, so a group never overflows the buffers
+    return m.n_out >= m.out_capacity - m.k or m.n_groups >= m.group_capacity
 
 
 cdef int tree_step(MergeState* m) noexcept nogil:
@@ -687,7 +688,7 @@ cdef class MergeCore:
         self.m.resume_run = -1
         self.m.need_run = -1
         self.m.error_run = -1
-        self.m.out_capacity = max(out_capacity, k) + k
+        self.m.out_capacity = max(out_capacity, 1) + k
         self.m.group_capacity = max(group_capacity, 1)
         self.has_seq = has_seq
         self.has_kind = has_kind

@@ -102,7 +102,7 @@ class EnginePlan:
 
     def assemble(self, source: pa.RecordBatch, indices: np.ndarray,
                  group_ends: np.ndarray | None, locate: Locate) -> pa.RecordBatch:
-        rows = source.take(pa.array(indices, type=pa.int64()))
+        rows = take_rows(source, pa.array(indices, type=pa.int64()))
         if self.engine in ("deduplicate", "first-row", "none"):
             return rows
         assert group_ends is not None
@@ -155,6 +155,28 @@ class EnginePlan:
                         run=run, row=row, column=f.name)
                 columns.append(_AGGREGATORS[fn](col, groups).cast(f.type, safe=False))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def _view_storage(dtype: pa.DataType) -> pa.DataType | None:
+    if pa.types.is_string_view(dtype):
+        return pa.large_string()
+    if pa.types.is_binary_view(dtype):
+        return pa.large_binary()
+    return None
+
+
+def take_rows(batch: pa.RecordBatch, indices: pa.Array) -> pa.RecordBatch:
+    """batch.take(indices); view columns, which pyarrow cannot take, go through large types."""
+    if not any(_view_storage(t) for t in batch.schema.types):
+        return batch.take(indices)
+    columns = []
+    for col in batch.columns:
+        storage = _view_storage(col.type)
+        if storage is None:
+            columns.append(col.take(indices))
+        else:
+            columns.append(col.cast(storage).take(indices).cast(col.type))
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 class _Groups:

@@ -108,6 +108,7 @@ class MergeReader:
         self._sequence = sequence
         self._kind = kind
         self._rows_out = 0
+        self._batch_size = batch_size
         self._started = False
         self._finished = False
         self.schema = self._common_schema()
@@ -121,7 +122,7 @@ class MergeReader:
         self._capsules: list[Any] = [None] * len(runs)
         self._next_pos = [0] * len(runs)
         self._core = None
-        if runs:
+        if runs and self.schema.names:  # no schema at all means every run is an empty iterable
             group_capacity = batch_size
             out_capacity = batch_size if engine in ("deduplicate", "first-row", "none") else 4 * batch_size
             self._core = _core.MergeCore(
@@ -143,7 +144,7 @@ class MergeReader:
         return reference
 
     def _plan_columns(self) -> list[KeyColumnPlan]:
-        if not self._sources:
+        if not self._sources or not self.schema.names:
             return []
         names = self.schema.names
         for col, role in [(k, "key") for k in self._key] + [(self._sequence, "sequence"), (self._kind, "kind")]:
@@ -220,8 +221,9 @@ class MergeReader:
                 continue
             if result == _core.OUTPUT_FULL or (result == _core.DONE and core.pending_rows):
                 batch = self._flush()
-                if batch.num_rows:
-                    yield batch
+                # engine "none" may overshoot by part of a group: cut to batch_size
+                for start in range(0, batch.num_rows, self._batch_size):
+                    yield batch.slice(start, self._batch_size)
                 if result == _core.OUTPUT_FULL:
                     continue
             if result == _core.DONE:
