@@ -7,6 +7,7 @@ aggregators, including Java-style wrapping integer arithmetic.
 from __future__ import annotations
 
 import math
+import struct
 from decimal import Decimal
 from itertools import groupby
 from typing import Any
@@ -144,6 +145,8 @@ def _aggregate(fn: str, values: list[tuple[Any, bool]], type_name: str | None) -
                     acc = java_div(acc, v) if retract else wrap(acc * v, "int64")
         if acc is not None and type_name in INT_BITS:
             acc = wrap(acc, type_name)
+        if acc is not None and type_name == "float":  # float32: accumulate wide, round once
+            acc = float(struct.unpack("f", struct.pack("f", acc))[0])
         return acc
     if fn == "min":
         return min(present) if present else None

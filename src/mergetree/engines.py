@@ -82,7 +82,7 @@ class EnginePlan:
                 raise InvalidArgumentError(
                     f"unknown aggregate {fn!r} for column {column!r}; choose one of "
                     f"{', '.join(AGGREGATE_FUNCTIONS)}")
-            if column not in self.schema.names:
+            if self.schema.names and column not in self.schema.names:  # no schema: no runs
                 raise InvalidArgumentError(f"aggregations name column {column!r}, which the runs lack")
             if column in system:
                 raise InvalidArgumentError(f"column {column!r} is a key, sequence or kind column; "
@@ -153,7 +153,10 @@ class EnginePlan:
                         f"aggregate {fn!r} cannot be retracted (only "
                         f"{', '.join(sorted(RETRACTABLE))} can)",
                         run=run, row=row, column=f.name)
-                columns.append(_AGGREGATORS[fn](col, groups).cast(f.type, safe=False))
+                try:
+                    columns.append(_AGGREGATORS[fn](col, groups).cast(f.type, safe=False))
+                except ZeroDivisionError as exc:
+                    raise ZeroDivisionError(f"column {f.name!r}: {exc}") from None
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
