@@ -953,7 +953,7 @@ def live_groups_after_delete(const int64_t[::1] group_ends, const int8_t[::1] ki
     return out
 
 
-def fold_sum_product(const int64_t[::1] group_ends, fold_t[::1] values,
+def fold_sum_product(const int64_t[::1] group_ends, const fold_t[::1] values,
                      const uint8_t[::1] valid, const int8_t[::1] kinds, bint product):
     """Sequential sum or product per group with retraction (a retraction row
     subtracts / divides), as Paimon's aggregators do.  Integer arithmetic wraps.
