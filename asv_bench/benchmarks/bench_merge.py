@@ -30,7 +30,7 @@ def _int_key_space(rng, size):
 
 
 def _string_key_space(rng, size):
-    letters = _ALPHABET[rng.integers(0, len(_ALPHABET), size=(size, STRING_KEY_LENGTH))]
+    letters = _ALPHABET[rng.integers(0, len(_ALPHABET), size=(size, STRING_KEY_LENGTH), dtype=np.uint8)]
     ordered = np.sort(letters.view(f"S{STRING_KEY_LENGTH}").ravel())
     offsets = np.arange(0, (size + 1) * STRING_KEY_LENGTH, STRING_KEY_LENGTH, dtype=np.int64)
     buffers = [None, pa.py_buffer(offsets), pa.py_buffer(ordered.tobytes())]

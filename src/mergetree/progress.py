@@ -2,10 +2,11 @@
 
 On a terminal it redraws one line in place::
 
-    bench  37% |#####        | 3/8 [1.2s<2.0s] polars
+    bench  37% |#########               | 3/8 [1.2s<2.0s] polars
 
-Anywhere else (a pipe, a CI log) it writes one line when it starts and one
-when it finishes, so logs stay readable.
+Anywhere else (a pipe, a CI log) it writes one line at the start and one at
+the end, so logs stay clean.  ``enabled=None`` means on unless the environment
+variable ``MERGETREE_PROGRESS`` is ``0``.
 """
 from __future__ import annotations
 
@@ -24,24 +25,15 @@ def _seconds(value: float) -> str:
 
 
 class ProgressBar:
-    """Counts ``total`` steps of ``unit``.  ``enabled=None`` means on unless
-    the environment variable ``MERGETREE_PROGRESS`` is ``0``."""
-
     width = 24
 
     def __init__(self, total, desc="", unit="it", stream=sys.stderr, enabled=None):
         if enabled is None:
             enabled = os.environ.get("MERGETREE_PROGRESS", "1") != "0"
-        self.total = max(int(total), 0)
-        self.desc = desc
-        self.unit = unit
-        self.stream = stream
+        self.total, self.desc, self.unit, self.stream = max(int(total), 0), desc, unit, stream
         self.enabled = bool(enabled) and stream is not None
-        isatty = getattr(stream, "isatty", None)
-        self.tty = bool(self.enabled and isatty is not None and isatty())
-        self.count = 0
-        self.note = ""
-        self.start = time.perf_counter()
+        self.tty = self.enabled and bool(getattr(stream, "isatty", lambda: False)())
+        self.count, self.note, self.start = 0, "", time.perf_counter()
 
     def __enter__(self) -> "ProgressBar":
         self.start = time.perf_counter()
@@ -54,26 +46,20 @@ class ProgressBar:
         self.close(failed=exc_type is not None)
 
     def update(self, n: int = 1, note: str | None = None) -> None:
-        """Advance by ``n`` steps; ``note`` replaces the text after the bar."""
-        self.count = min(self.count + n, self.total) if self.total else self.count + n
-        if note is not None:
-            self.note = note
+        """Advance by ``n``; ``note`` (say, the step now running) replaces the text after the bar."""
+        self.count = min(self.count + n, self.total)
+        self.note = self.note if note is None else note
         self._draw()
 
     def set_note(self, note: str) -> None:
-        """Show ``note`` (for example the step now running) after the bar."""
-        self.note = note
-        self._draw()
+        self.update(0, note)
 
     def render(self) -> str:
         elapsed = time.perf_counter() - self.start
         fraction = self.count / self.total if self.total else 1.0
-        filled = int(round(fraction * self.width))
-        bar = "#" * filled + " " * (self.width - filled)
-        left = elapsed / self.count * (self.total - self.count) if self.count else None
-        eta = _seconds(left) if left is not None else "?"
-        line = (f"{self.desc} {fraction:4.0%} |{bar}| {self.count}/{self.total}"
-                f" [{_seconds(elapsed)}<{eta}]")
+        bar = ("#" * round(fraction * self.width)).ljust(self.width)
+        eta = _seconds(elapsed / self.count * (self.total - self.count)) if self.count else "?"
+        line = f"{self.desc} {fraction:4.0%} |{bar}| {self.count}/{self.total} [{_seconds(elapsed)}<{eta}]"
         return f"{line} {self.note}".rstrip()
 
     def close(self, failed: bool = False) -> None:
@@ -83,8 +69,7 @@ class ProgressBar:
             self.note = "failed" if failed else ""
             self._write("\r" + self.render() + "\x1b[K\n")
         else:
-            status = "stopped" if failed else "done"
-            elapsed = _seconds(time.perf_counter() - self.start)
+            status, elapsed = "stopped" if failed else "done", _seconds(time.perf_counter() - self.start)
             self._write(f"{self.desc}: {status}, {self.count}/{self.total} {self.unit} in {elapsed}\n")
         self.enabled = False
 
