@@ -29,7 +29,10 @@ bench: build
 	$(PY) -m mergetree bench
 
 asv: build
-	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr
+	$(PY) -m pip install -q asv
+	cd asv_bench && ../$(PY) -m asv machine --yes >/dev/null
+	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
+	cd asv_bench && ../$(PY) -m asv publish
 
 wheel: $(STAMP)
 	$(PY) -m pip wheel --no-build-isolation --no-deps -w dist .

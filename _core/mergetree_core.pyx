@@ -914,10 +914,6 @@ cdef class MergeCore:
     def error_pos(self):
         return self.m.error_pos
 
-    def leaf_positions(self):
-        """Position (over the whole run) of each run's current row."""
-        return [self.m.leaves[i].pos for i in range(self.m.k)]
-
     @property
     def counters(self):
         return (self.m.rows_in, self.m.key_comparisons, self.m.sequence_comparisons)

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._format import text_table
 from .progress import ProgressBar
 
 __all__ = ["Result", "Workload", "format_results", "main", "run_bench", "run_thread_scaling"]
@@ -546,13 +547,8 @@ def _per_row(count: int | None, rows: int) -> str:
 
 def format_results(results: list) -> str:
     """The results as an aligned text table followed by the ratios and merge statistics."""
-    rows = _table_rows(results)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    numeric = {2, 3, 4, 5, 6}
-    lines = ["  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines + [""] + _comparison_lines(results))
+    table = text_table(_table_rows(results), right_aligned={2, 3, 4, 5, 6})
+    return "\n".join([table, ""] + _comparison_lines(results))
 
 
 def _environment() -> dict:

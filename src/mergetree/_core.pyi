@@ -1,0 +1,61 @@
+"""Type stubs for the Cython core (`_core/mergetree_core.pyx`)."""
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+OUTPUT_FULL: int
+NEED_BATCH: int
+DONE: int
+UNSORTED: int
+RETRACTION: int
+BAD_STATE: int
+MODE_ALL: int
+MODE_LAST: int
+MODE_FIRST: int
+KEY_CLASSES: dict[str, int]
+
+class MergeCore:
+    def __init__(
+        self,
+        k: int,
+        key_classes: Sequence[int],
+        key_widths: Sequence[int],
+        has_seq: bool,
+        has_kind: bool,
+        algorithm: str,
+        emit_mode: int,
+        keep_deletes: bool,
+        check_order: bool,
+        first_row_rejects_retractions: bool,
+        out_capacity: int,
+        group_capacity: int,
+    ) -> None: ...
+    def install_batch(self, run: int, array_capsule: Any) -> bool: ...
+    def finish_run(self, run: int) -> None: ...
+    def step(self) -> int: ...
+    def take_output(
+        self,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+    @property
+    def pending_rows(self) -> int: ...
+    @property
+    def need_run(self) -> int: ...
+    @property
+    def error_run(self) -> int: ...
+    @property
+    def error_pos(self) -> int: ...
+    @property
+    def counters(self) -> tuple[int, int, int]: ...
+
+def last_valid_per_group(
+    group_ends: npt.NDArray[np.int64], valid: npt.NDArray[np.uint8], kinds: npt.NDArray[np.int8],
+    reset_on_delete: bool,
+) -> npt.NDArray[np.int64]: ...
+def live_groups_after_delete(
+    group_ends: npt.NDArray[np.int64], kinds: npt.NDArray[np.int8]
+) -> npt.NDArray[np.bool_]: ...
+def fold_sum_product(
+    group_ends: npt.NDArray[np.int64], values: npt.NDArray[Any], valid: npt.NDArray[np.uint8],
+    kinds: npt.NDArray[np.int8], product: bool,
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]: ...
