@@ -378,13 +378,18 @@ cdef inline int climb_new_key(MergeState* m, int32_t w, int32_t node) noexcept n
 
 
 cdef inline int climb_popped(MergeState* m, int32_t w, int32_t node) noexcept nogil:
-    """Carry popped leaf w (WINNER_POPPED) up: it passes everything except an
-    unpopped loser with the same key, which takes over the climb."""
+    """Carry popped leaf w (WINNER_POPPED) up during the next round; it goes
+    first because its run must advance.  It passes everything but an unpopped
+    loser with the same key, which would take over the climb (the seeds' rule;
+    groups are popped by jumping, so by then no such loser remains, and if one
+    did the root would not be WINNER_POPPED and tree_step reports a bad state)."""
     cdef int32_t* tree = m.tree
     cdef Leaf* leaves = m.leaves
     cdef int32_t lid, ls
     while node > 0:
         lid = tree[node]
+        if lid < 0:
+            return -1  # empty slots exist only while the tree is built
         ls = leaves[lid].state
         if ls == LOSER_WITH_SAME_KEY:
             leaves[lid].state = WINNER_WITH_SAME_KEY
@@ -407,6 +412,8 @@ cdef inline int climb_same_key(MergeState* m, int32_t w, int32_t node) noexcept 
     cdef int32_t lid, ls
     while node > 0:
         lid = tree[node]
+        if lid < 0:
+            return -1  # empty slots exist only while the tree is built
         L = &leaves[lid]
         ls = L.state
         if ls == LOSER_WITH_SAME_KEY:
