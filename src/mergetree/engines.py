@@ -119,7 +119,7 @@ class EnginePlan:
         for f in self.schema:
             col = rows.column(f.name)
             if f.name in self.key or f.name == self.sequence:
-                columns.append(col.take(groups.last))
+                columns.append(take_array(col, groups.last))
             elif f.name == self.kind:
                 kinds = np.zeros(groups.count, dtype=np.int8)
                 if live is not None:
@@ -140,7 +140,7 @@ class EnginePlan:
         for f in self.schema:
             col = rows.column(f.name)
             if f.name in self.key or f.name == self.sequence:
-                columns.append(col.take(groups.last))
+                columns.append(take_array(col, groups.last))
             elif f.name == self.kind:
                 columns.append(pa.array(np.zeros(groups.count, dtype=np.int8), type=f.type))
             else:
@@ -168,18 +168,19 @@ def _view_storage(dtype: pa.DataType) -> pa.DataType | None:
     return None
 
 
+def take_array(col: pa.Array, indices) -> pa.Array:
+    """col.take(indices); view types, which pyarrow cannot take, go through the large types."""
+    storage = _view_storage(col.type)
+    if storage is None:
+        return col.take(indices)
+    return col.cast(storage).take(indices).cast(col.type)
+
+
 def take_rows(batch: pa.RecordBatch, indices: pa.Array) -> pa.RecordBatch:
-    """batch.take(indices); view columns, which pyarrow cannot take, go through large types."""
+    """batch.take(indices), view columns included."""
     if not any(_view_storage(t) for t in batch.schema.types):
         return batch.take(indices)
-    columns = []
-    for col in batch.columns:
-        storage = _view_storage(col.type)
-        if storage is None:
-            columns.append(col.take(indices))
-        else:
-            columns.append(col.cast(storage).take(indices).cast(col.type))
-    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+    return pa.RecordBatch.from_arrays([take_array(c, indices) for c in batch.columns], schema=batch.schema)
 
 
 class _Groups:
@@ -213,8 +214,8 @@ def _take_or_null(col: pa.Array, idx: np.ndarray) -> pa.Array:
     """col[idx], with -1 meaning null."""
     missing = idx < 0
     if not missing.any():
-        return col.take(pa.array(idx, type=pa.int64()))
-    return col.take(pa.array(np.where(missing, 0, idx), type=pa.int64(), mask=missing))
+        return take_array(col, pa.array(idx, type=pa.int64()))
+    return take_array(col, pa.array(np.where(missing, 0, idx), type=pa.int64(), mask=missing))
 
 
 def _agg_sum_or_product(product: bool) -> Callable[[pa.Array, _Groups], pa.Array]:
@@ -277,7 +278,7 @@ _AGGREGATORS: dict[str, Callable[[pa.Array, _Groups], pa.Array]] = {
     "max": _agg_hash("max"),
     "bool_and": _agg_hash("all"),
     "bool_or": _agg_hash("any"),
-    "first_value": lambda col, groups: col.take(pa.array(groups.starts, type=pa.int64())),
+    "first_value": lambda col, groups: take_array(col, pa.array(groups.starts, type=pa.int64())),
     "last_value": _agg_last_value,
     "first_non_null_value": _agg_first_non_null,
     "last_non_null_value": _agg_last_non_null,
