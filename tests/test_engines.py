@@ -83,13 +83,15 @@ def test_aggregate_matches_model(data, retractions, algorithm):
     assert canonical(got.to_pylist()) == canonical(want)
 
 
+@pytest.mark.parametrize("algorithm", ["loser-tree", "heap"])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_partial_update_matches_model(data):
+def test_partial_update_matches_model(data, algorithm):
     runs, schema, _ = data.draw(aggregate_case(True))
     keep = data.draw(st.booleans())
     want = expected(runs, schema, engine="partial-update", keep_deletes=keep)
-    got = merged(runs, schema, engine="partial-update", keep_deletes=keep)
+    got = merged(runs, schema, engine="partial-update", keep_deletes=keep, algorithm=algorithm,
+                 batch_size=data.draw(st.sampled_from([1, 3, 1000])))
     assert canonical(got.to_pylist()) == canonical(want)
 
 
