@@ -110,7 +110,6 @@ class MergeReader:
         self._rows_out = 0
         self._batch_size = batch_size
         self._started = False
-        self._finished = False
         self.schema = self._common_schema()
         self._key_plans = self._plan_columns()
         self._engine = EnginePlan.create(engine, self.schema, key, sequence, kind, keep_deletes,
@@ -211,7 +210,6 @@ class MergeReader:
             raise RuntimeError("a MergeReader can be consumed only once")
         self._started = True
         if self._core is None:
-            self._finished = True
             return
         core = self._core
         while True:
@@ -227,7 +225,6 @@ class MergeReader:
                 if result == _core.OUTPUT_FULL:
                     continue
             if result == _core.DONE:
-                self._finished = True
                 return
             self._raise_step_error(result)
 
@@ -257,9 +254,8 @@ class MergeReader:
         source = pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
 
         def locate(index: int) -> tuple[int, int]:
+            # the last run starting at or before `index` is never an empty one
             run = int(np.searchsorted(bases, index, side="right") - 1)
-            while hi[run] == lo[run]:
-                run -= 1
             return run, int(lo[run] + index - bases[run])
 
         batch = self._engine.assemble(source, indices, group_ends, locate)
