@@ -112,6 +112,20 @@ def run_shapes(draw, n_runs: int) -> list[dict]:
     return shapes
 
 
+def batch_from_rows(rows: list[dict], schema: pa.Schema) -> pa.RecordBatch:
+    """RecordBatch.from_pylist; float16 goes through float32 (older pyarrow builds
+    float16 only from numpy halves)."""
+    halves = [i for i, f in enumerate(schema) if pa.types.is_float16(f.type)]
+    if not halves:
+        return pa.RecordBatch.from_pylist(rows, schema=schema)
+    wide = schema
+    for i in halves:
+        wide = wide.set(i, wide.field(i).with_type(pa.float32()))
+    batch = pa.RecordBatch.from_pylist(rows, schema=wide)
+    return pa.RecordBatch.from_arrays(
+        [c.cast(schema.field(i).type) for i, c in enumerate(batch.columns)], schema=schema)
+
+
 def build_run(rows: list[dict], schema: pa.Schema, shape: dict):
     """An Arrow run holding `rows` in the requested shape."""
     pad = shape["slice_pad"]
@@ -122,18 +136,18 @@ def build_run(rows: list[dict], schema: pa.Schema, shape: dict):
         if pad and chunk:
             # build a bigger batch and slice the rows out of its middle (non-zero offsets)
             padded = [chunk[0]] * pad + chunk + [chunk[-1]] * pad
-            batch = pa.RecordBatch.from_pylist(padded, schema=schema).slice(pad, len(chunk))
+            batch = batch_from_rows(padded, schema).slice(pad, len(chunk))
         else:
-            batch = pa.RecordBatch.from_pylist(chunk, schema=schema)
+            batch = batch_from_rows(chunk, schema)
         if shape["empty_batches"]:
             batches.append(batch.slice(0, 0))
         batches.append(batch)
     if shape["empty_batches"]:
-        batches.append(pa.RecordBatch.from_pylist([], schema=schema))
+        batches.append(batch_from_rows([], schema))
     container = shape["container"]
     if container == "batch":
         return pa.Table.from_batches(batches, schema=schema).combine_chunks().to_batches()[0] \
-            if rows else pa.RecordBatch.from_pylist([], schema=schema)
+            if rows else batch_from_rows([], schema)
     if container == "table":
         return pa.Table.from_batches(batches, schema=schema)
     if container == "batches":
