@@ -88,6 +88,8 @@ def _fold(members, key, sequence, kind, engine, aggregations, keep_deletes, type
         return newest
     if engine == "first-row":
         return members[0]
+    if len(members) == 1:  # one version passes through unchanged (Paimon's reducer)
+        return None if _is_retract(newest, kind) and not keep_deletes else newest
     system = set(key) | {sequence, kind}
     out = {c: newest[c] for c in columns if c in key or c == sequence}
     if engine == "partial-update":

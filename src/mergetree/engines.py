@@ -108,11 +108,31 @@ class EnginePlan:
         assert group_ends is not None
         groups = _Groups(rows, group_ends, self.kind)
         if self.engine == "partial-update":
-            return self._partial_update(rows, groups)
-        return self._aggregate(rows, groups, indices, locate)
+            reduced, live = self._partial_update(rows, groups)
+        else:
+            reduced, live = self._aggregate(rows, groups, indices, locate), None
+        return self._keep_single_versions(rows, groups, reduced, live)
+
+    def _keep_single_versions(self, rows: pa.RecordBatch, groups: _Groups, reduced: pa.RecordBatch,
+                              live: np.ndarray | None) -> pa.RecordBatch:
+        """A key with one version passes through unchanged (as Paimon's reducer does), so a
+        lone retraction stays a retraction; then keys whose result is a retraction go,
+        unless keep_deletes."""
+        single = groups.ends - groups.starts == 1
+        if single.any():
+            n = groups.count
+            pick = np.where(single, n + np.arange(n), np.arange(n))
+            alone = take_rows(rows, pa.array(groups.starts, type=pa.int64()))
+            reduced = take_rows(pa.Table.from_batches([reduced, alone]).combine_chunks().to_batches()[0]
+                                if n else reduced, pa.array(pick, type=pa.int64()))
+        keep = np.ones(groups.count, dtype=bool) if live is None else live.copy()
+        keep[single] = ~groups.retract[groups.starts[single]]
+        if self.keep_deletes or keep.all():
+            return reduced
+        return reduced.filter(pa.array(keep))
 
     # -- partial-update: the newest non-null value of each column ---------------
-    def _partial_update(self, rows: pa.RecordBatch, groups: _Groups) -> pa.RecordBatch:
+    def _partial_update(self, rows: pa.RecordBatch, groups: _Groups) -> tuple[pa.RecordBatch, np.ndarray | None]:
         live = (_core.live_groups_after_delete(groups.ends, groups.kinds)
                 if self.kind is not None else None)
         columns = []
@@ -128,10 +148,7 @@ class EnginePlan:
             else:
                 idx = _core.last_valid_per_group(groups.ends, _valid_mask(col), groups.kinds, True)
                 columns.append(_take_or_null(col, idx))
-        out = pa.RecordBatch.from_arrays(columns, schema=self.schema)
-        if live is not None and not self.keep_deletes and not live.all():
-            out = out.filter(pa.array(live))
-        return out
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema), live
 
     # -- aggregate: a function per column ------------------------------------------
     def _aggregate(self, rows: pa.RecordBatch, groups: _Groups, indices: np.ndarray,
@@ -145,8 +162,8 @@ class EnginePlan:
                 columns.append(pa.array(np.zeros(groups.count, dtype=np.int8), type=f.type))
             else:
                 fn = self.aggregations[f.name]
-                if groups.any_retraction and fn not in RETRACTABLE:
-                    member = int(np.flatnonzero(groups.retract)[0])
+                if groups.any_retraction and fn not in RETRACTABLE and groups.grouped_retraction.any():
+                    member = int(np.flatnonzero(groups.grouped_retraction)[0])
                     run, row = locate(int(indices[member]))
                     raise RetractionError(
                         f"run {run} row {row}: a retraction row reached column {f.name!r}, whose "
@@ -202,6 +219,9 @@ class _Groups:
             self.kinds = np.empty(0, dtype=np.int8)
             self.retract = np.zeros(rows.num_rows, dtype=bool)
         self.any_retraction = bool(self.retract.any())
+        # retractions that meet other versions of their key (a lone one passes through)
+        sizes = self.ends - self.starts
+        self.grouped_retraction = self.retract & np.repeat(sizes > 1, sizes) if self.any_retraction else self.retract
 
 
 def _valid_mask(col: pa.Array) -> np.ndarray:
