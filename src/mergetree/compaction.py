@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -310,12 +311,16 @@ class Levels(Generic[F]):
             if f.file_name in names:
                 raise InvalidArgumentError(f"file {f.file_name!r} is listed twice")
             names.add(f.file_name)
-            if isinstance(f.level, bool) or not isinstance(f.level, int) or not 0 <= f.level < num_levels:
+            try:
+                level = -1 if isinstance(f.level, bool) else operator.index(f.level)
+            except TypeError:
+                level = -1
+            if not 0 <= level < num_levels:
                 raise InvalidArgumentError(
                     f"file {f.file_name!r} is at level {f.level!r}, outside 0..{num_levels - 1}")
             if f.min_key > f.max_key:
                 raise InvalidArgumentError(f"file {_describe(f)} has min_key > max_key")
-            by_level[f.level].append(f)
+            by_level[level].append(f)
         by_level[0].sort(key=lambda f: (-f.max_seq, -f.min_seq, f.file_name))
         for level in range(1, num_levels):
             run = by_level[level]
