@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "setuptools>=77" wheel "Cython>=3.1" "numpy>=1.25" "pyarrow>=19" \
-		"pytest>=7" "hypothesis>=6.100"
+		"pytest>=7" "hypothesis>=6.100" "pyspark[sql]" "pandas<3"
 	-$(PY) -m pip install -q polars duckdb matplotlib
 	touch $(STAMP)
 
