@@ -1,0 +1,184 @@
+"""Read filters: simple expressions that can prune partitions, buckets and files, or
+pyarrow compute expressions that are only applied to rows.
+
+A simple filter is a tuple ``(column, op, value)`` with op one of ``= == != < <= > >=
+in not-in is-null is-not-null``, or ``("and", [filters])`` / ``("or", [filters])``;
+a list of filters means all of them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidArgumentError
+
+COMPARISONS = {"=", "==", "!=", "<", "<=", ">", ">="}
+OPERATORS = COMPARISONS | {"in", "not in", "is null", "is not null"}
+
+Filter = Any  # tuple | list | pc.Expression | None
+
+
+def normalize(f: Filter) -> Filter:
+    """Check a filter and put it in canonical form: None, a pc.Expression, or nested tuples."""
+    if f is None or isinstance(f, pc.Expression):
+        return f
+    if isinstance(f, list):
+        return ("and", [normalize(x) for x in f]) if len(f) != 1 else normalize(f[0])
+    if isinstance(f, tuple) and len(f) == 2 and f[0] in ("and", "or"):
+        if not isinstance(f[1], (list, tuple)) or not f[1]:
+            raise InvalidArgumentError(f"{f[0]!r} needs a non-empty list of filters")
+        return (f[0], [normalize(x) for x in f[1]])
+    if isinstance(f, tuple) and len(f) in (2, 3) and isinstance(f[0], str):
+        op = f[1].lower() if isinstance(f[1], str) else f[1]
+        if op not in OPERATORS:
+            raise InvalidArgumentError(f"unknown filter operator {f[1]!r}; use one of {sorted(OPERATORS)}")
+        if op in ("is null", "is not null"):
+            return (f[0], op, None)
+        if len(f) != 3:
+            raise InvalidArgumentError(f"filter {f!r} needs a value")
+        value = f[2]
+        if op in ("in", "not in"):
+            value = list(value)
+        return (f[0], "=" if op == "==" else op, value)
+    raise InvalidArgumentError(
+        f"a filter is (column, op, value), ('and'|'or', [filters]), a list of filters or a "
+        f"pyarrow compute expression, not {f!r}")
+
+
+def columns_of(f: Filter) -> set[str] | None:
+    """Columns a simple filter reads; None for an opaque pyarrow expression."""
+    if f is None:
+        return set()
+    if isinstance(f, pc.Expression):
+        return None
+    if f[0] in ("and", "or") and len(f) == 2:
+        out: set[str] = set()
+        for x in f[1]:
+            cols = columns_of(x)
+            if cols is None:
+                return None
+            out |= cols
+        return out
+    return {f[0]}
+
+
+def to_expression(f: Filter, schema: pa.Schema) -> pc.Expression | None:
+    if f is None or isinstance(f, pc.Expression):
+        return f
+    if f[0] in ("and", "or") and len(f) == 2:
+        parts = [to_expression(x, schema) for x in f[1]]
+        out = parts[0]
+        for p in parts[1:]:
+            out = (out & p) if f[0] == "and" else (out | p)
+        return out
+    column, op, value = f
+    if column not in schema.names:
+        raise InvalidArgumentError(f"filter names column {column!r}, which the table lacks")
+    field = pc.field(column)
+    dtype = schema.field(column).type
+    if op == "is null":
+        return field.is_null()
+    if op == "is not null":
+        return field.is_valid()
+    if op in ("in", "not in"):
+        values = pa.array(value, type=dtype)
+        expr = field.isin(values)
+        return ~expr if op == "not in" else expr
+    scalar = pa.scalar(value, type=dtype)
+    return {"=": field == scalar, "!=": field != scalar, "<": field < scalar, "<=": field <= scalar,
+            ">": field > scalar, ">=": field >= scalar}[op]
+
+
+def conjuncts(f: Filter) -> list[Filter]:
+    """The AND-ed parts of a filter."""
+    if f is None:
+        return []
+    if isinstance(f, tuple) and f[0] == "and" and len(f) == 2:
+        return [c for x in f[1] for c in conjuncts(x)]
+    return [f]
+
+
+def restrict(f: Filter, columns: set[str]) -> Filter:
+    """The conjuncts of f that read only `columns` (weaker than f: safe for pruning)."""
+    kept = [c for c in conjuncts(f) if (cols := columns_of(c)) is not None and cols <= columns]
+    if not kept:
+        return None
+    return kept[0] if len(kept) == 1 else ("and", kept)
+
+
+def _compare(lo, hi, op, value) -> bool:
+    """Could some v in [lo, hi] satisfy `v op value`?"""
+    try:
+        if op == "=":
+            return lo <= value <= hi
+        if op == "!=":
+            return not (lo == hi == value)
+        if op == "<":
+            return lo < value
+        if op == "<=":
+            return lo <= value
+        if op == ">":
+            return hi > value
+        if op == ">=":
+            return hi >= value
+    except TypeError:
+        return True
+    return True
+
+
+def may_match(f: Filter, stats: dict[str, tuple[Any, Any, int]], row_count: int) -> bool:
+    """False only if no row with these column statistics can satisfy f."""
+    if f is None or isinstance(f, pc.Expression):
+        return True
+    if f[0] == "and" and len(f) == 2:
+        return all(may_match(x, stats, row_count) for x in f[1])
+    if f[0] == "or" and len(f) == 2:
+        return any(may_match(x, stats, row_count) for x in f[1])
+    column, op, value = f
+    if column not in stats:
+        return True
+    lo, hi, nulls = stats[column]
+    if op == "is null":
+        return nulls > 0
+    if op == "is not null":
+        return nulls < row_count
+    if lo is None or hi is None:
+        return nulls < row_count if op != "!=" else True
+    if isinstance(lo, float) and (lo != lo or hi != hi):
+        return True  # NaN bounds say nothing
+    if op == "in":
+        return any(_compare(lo, hi, "=", v) for v in value if v is not None)
+    if op == "not in":
+        return True
+    return value is not None and _compare(lo, hi, op, value)
+
+
+def equality_values(f: Filter, column: str) -> list | None:
+    """The only values `column` can take under f (from = and IN), or None if unconstrained."""
+    if f is None or isinstance(f, pc.Expression):
+        return None
+    if f[0] == "and" and len(f) == 2:
+        found = None
+        for x in f[1]:
+            vals = equality_values(x, column)
+            if vals is not None:
+                found = vals if found is None else [v for v in found if v in vals]
+        return found
+    if f[0] == "or" and len(f) == 2:
+        out: list = []
+        for x in f[1]:
+            vals = equality_values(x, column)
+            if vals is None:
+                return None
+            out += [v for v in vals if v not in out]
+        return out
+    col, op, value = f
+    if col != column:
+        return None
+    if op == "=":
+        return [value]
+    if op == "in":
+        return list(value)
+    return None

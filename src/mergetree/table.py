@@ -1,0 +1,426 @@
+"""Primary-key and append tables on Parquet: writes, atomic snapshots, merge-on-read."""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import filters as flt
+from .data_files import DataFileMeta, read_run, write_sorted_run
+from .errors import InvalidArgumentError, MergeTreeError, SchemaMismatchError
+from .merge import merge
+from .compaction import parse_memory_size
+from .snapshots import CommitConflictError, FileEntry, Snapshot, SnapshotStore
+from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
+
+SCHEMA_FILE = "schema/schema-0.json"
+COMMIT_RETRIES = 10
+ROW_KIND_INSERT = 0
+ROW_KIND_DELETE = 3
+
+
+class TableExistsError(MergeTreeError):
+    """Table.create found a table already at that path."""
+
+
+@dataclass
+class BucketPlan:
+    """The files a read of one bucket touches, grouped into sections of overlapping key ranges."""
+
+    partition: tuple
+    bucket: int
+    sections: list[list[list[DataFileMeta]]]  # section -> sorted runs -> files in key order
+
+    @property
+    def files(self) -> list[DataFileMeta]:
+        return [f for section in self.sections for run in section for f in run]
+
+
+@dataclass
+class ReadPlan:
+    snapshot_id: int | None
+    buckets: list[BucketPlan] = field(default_factory=list)
+    files_total: int = 0
+    pruned_partitions: int = 0
+    pruned_buckets: int = 0
+    pruned_files: int = 0
+
+    @property
+    def files(self) -> list[DataFileMeta]:
+        return [f for b in self.buckets for f in b.files]
+
+
+class Table:
+    """A table directory.  Create one with `Table.create`, open one with `Table.open`."""
+
+    def __init__(self, path: str, schema: TableSchema) -> None:
+        self.path = os.path.abspath(path)
+        self.table_schema = schema
+        self.store = SnapshotStore(self.path, int(schema.options.get("manifest.merge-min-count", 30)))
+
+    # -- creating and opening ---------------------------------------------------------
+    @classmethod
+    def create(cls, path: str, schema: pa.Schema, primary_key=None, partition_by=None, buckets: int = 1,
+               bucket_key=None, merge_engine: str = "deduplicate", options: dict | None = None) -> Table:
+        ts = TableSchema.create(schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options)
+        target = os.path.join(path, SCHEMA_FILE)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(ts.to_json())
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, target)  # exclusive: two creators cannot both win
+        except FileExistsError:
+            raise TableExistsError(f"a table already exists at {path}") from None
+        finally:
+            os.unlink(tmp)
+        return cls(path, ts)
+
+    @classmethod
+    def open(cls, path: str) -> Table:
+        try:
+            with open(os.path.join(path, SCHEMA_FILE)) as f:
+                return cls(path, TableSchema.from_json(f.read()))
+        except FileNotFoundError:
+            raise MergeTreeError(f"no mergetree table at {path}") from None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.table_schema.schema
+
+    def snapshots(self) -> list[Snapshot]:
+        return [self.store.snapshot(i) for i in self.store.snapshot_ids()]
+
+    def latest_snapshot(self) -> Snapshot | None:
+        latest = self.store.latest_id()
+        return None if latest is None else self.store.snapshot(latest)
+
+    # -- writing ----------------------------------------------------------------------
+    def write(self, data: Any) -> Snapshot | None:
+        """Upsert rows (a pa.Table, RecordBatch, RecordBatchReader, Arrow stream or pandas
+        DataFrame).  Everything is checked first; the rows become visible in one commit."""
+        table = self._conform(data, complete=True)
+        return self._write_changes(table, ROW_KIND_INSERT)
+
+    def delete(self, keys: Any) -> Snapshot | None:
+        """Delete rows by primary key (`keys` holds at least the primary-key columns)."""
+        if not self.table_schema.has_primary_key:
+            raise InvalidArgumentError("an append table has no keys to delete by")
+        if self.table_schema.merge_engine == "first-row":
+            raise InvalidArgumentError("a first-row table keeps the first version of a key; it cannot delete")
+        return self._write_changes(self._conform(keys, complete=False), ROW_KIND_DELETE)
+
+    def _conform(self, data: Any, complete: bool) -> pa.Table:
+        """The input as a pa.Table of the table's schema, or a clear error (nothing written)."""
+        table = _as_table(data)
+        schema = self.schema
+        pk = self.table_schema.primary_key
+        missing = [n for n in schema.names if n not in table.column_names and (complete or n in pk)]
+        if missing:
+            raise SchemaMismatchError(f"the data lacks column(s) {missing} of table {self.path}")
+        extra = [n for n in table.column_names if n not in schema.names]
+        if extra:
+            raise SchemaMismatchError(f"the data has column(s) {extra} that table {self.path} lacks")
+        columns = []
+        for f in schema:
+            if f.name not in table.column_names:
+                columns.append(pa.nulls(table.num_rows, f.type))
+                continue
+            col = table.column(f.name)
+            if col.type != f.type:
+                try:
+                    col = col.cast(f.type, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise SchemaMismatchError(
+                        f"column {f.name!r} is {col.type} and cannot be safely cast to {f.type}: {exc}") from None
+            if f.name in pk and col.null_count:
+                row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                raise SchemaMismatchError(f"primary-key column {f.name!r} is null at row {row}")
+            columns.append(col)
+        return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
+
+    def _write_changes(self, table: pa.Table, kind: int) -> Snapshot | None:
+        if table.num_rows == 0:
+            return None
+        ts = self.table_schema
+        buffer_rows = _rows_per_buffer(table, parse_memory_size(ts.options["write-buffer-size"]))
+        target = parse_memory_size(ts.options["target-file-size"])
+        for attempt in range(COMMIT_RETRIES):
+            base = self.latest_snapshot()
+            live = self.store.live_files(base)
+            next_seq = _next_sequences(live.values())
+            adds: list[FileEntry] = []
+            try:
+                for start in range(0, table.num_rows, buffer_rows):
+                    chunk = table.slice(start, buffer_rows)
+                    for (partition, bucket), rows in self._split(chunk).items():
+                        adds += self._flush(rows, partition, bucket, kind, next_seq, target)
+                snapshot = self.store.commit(base.id if base else None, adds, [], "APPEND", ts.schema_id)
+            except CommitConflictError:
+                self._discard(adds)  # sequence numbers must follow the newer commit: redo
+                continue
+            except BaseException:
+                self._discard(adds)
+                raise
+            if ts.has_primary_key and ts.options.get("write-only", "false") != "true":
+                self._compact_after_write({(e.partition, e.bucket) for e in adds})
+            return snapshot
+        raise CommitConflictError(f"gave up after {COMMIT_RETRIES} conflicting commits on {self.path}")
+
+    def _discard(self, entries: list[FileEntry]) -> None:
+        for e in entries:
+            try:
+                os.unlink(os.path.join(self.path, e.file.file_name))
+            except FileNotFoundError:
+                pass
+
+    def _split(self, table: pa.Table) -> dict[tuple[tuple, int], pa.Table]:
+        """Rows by (partition values, bucket), each in input order."""
+        ts = self.table_schema
+        buckets = np.zeros(table.num_rows, dtype=np.int32)
+        if ts.buckets > 1:
+            from .buckets import bucket_ids
+            buckets = bucket_ids(table, list(ts.bucket_key), ts.buckets)
+        if not ts.partition_by and ts.buckets == 1:
+            return {((), 0): table}
+        keyed = table.select(list(ts.partition_by)).append_column("__bucket", pa.array(buckets))
+        keyed = keyed.append_column("__row", pa.array(np.arange(table.num_rows)))
+        groups = keyed.group_by(list(ts.partition_by) + ["__bucket"], use_threads=False).aggregate(
+            [("__row", "list")])
+        out = {}
+        for g in groups.to_pylist():
+            partition = tuple(g[c] for c in ts.partition_by)
+            out[(partition, g["__bucket"])] = table.take(pa.array(g["__row_list"], type=pa.int64()))
+        return out
+
+    def _directory(self, partition: tuple, bucket: int) -> str:
+        parts = [f"{c}={_partition_text(v)}" for c, v in zip(self.table_schema.partition_by, partition)]
+        return "/".join(parts + [f"bucket-{bucket}"])
+
+    def _flush(self, rows: pa.Table, partition: tuple, bucket: int, kind: int,
+               next_seq: dict, target: int) -> list[FileEntry]:
+        """Sort and fold one bucket's buffered rows and write them as level-0 files."""
+        ts = self.table_schema
+        directory = self._directory(partition, bucket)
+        if not ts.has_primary_key:
+            files = write_sorted_run(self.path, directory, rows, ts, 0, target)
+            return [FileEntry(partition, bucket, f) for f in files]
+        first = next_seq.get((partition, bucket), 0)
+        next_seq[(partition, bucket)] = first + rows.num_rows
+        physical = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind)
+        folded = self._fold(physical)
+        files = write_sorted_run(self.path, directory, folded, ts, 0, target)
+        return [FileEntry(partition, bucket, f) for f in files]
+
+    def _fold(self, physical: pa.Table) -> pa.Table:
+        """Sort by key and fold repeated keys with the merge engine, keeping retractions."""
+        ts = self.table_schema
+        order = pc.sort_indices(physical, [(k, "ascending") for k in ts.file_key] + [(SEQUENCE_COLUMN, "ascending")])
+        ordered = physical.take(order)
+        occurrence = _occurrence(ordered, ts.file_key)
+        if occurrence.max(initial=0) == 0:
+            return ordered
+        # the i-th version of every key forms run i: each run is strictly ascending
+        runs = [ordered.filter(pa.array(occurrence == i)) for i in range(int(occurrence.max()) + 1)]
+        return merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
+                     aggregations=self._aggregations(), keep_deletes=True).read_all()
+
+    def _aggregations(self) -> dict[str, str] | None:
+        if self.table_schema.merge_engine != "aggregate":
+            return None
+        prefix, suffix = "fields.", ".aggregate-function"
+        return {k[len(prefix):-len(suffix)]: v for k, v in self.table_schema.options.items()
+                if k.startswith(prefix) and k.endswith(suffix)}
+
+    def _compact_after_write(self, touched: set) -> None:
+        from .compactor import compact_buckets
+        compact_buckets(self, touched, full=False)
+
+    def compact(self, full: bool = False, progress: bool = False) -> Snapshot | None:
+        """Compact every bucket that needs it (all of them with full=True) in one commit."""
+        from .compactor import compact_buckets
+        return compact_buckets(self, None, full=full, progress=progress)
+
+    # -- reading ----------------------------------------------------------------------
+    def plan(self, filter: flt.Filter = None, snapshot: int | None = None) -> ReadPlan:
+        """Which files a read with this filter touches, by bucket and section."""
+        from .compaction import interval_partition
+        ts = self.table_schema
+        f = flt.normalize(filter)
+        snap = self.store.snapshot(snapshot) if snapshot is not None else self.latest_snapshot()
+        live = self.store.live_files(snap)
+        plan = ReadPlan(snap.id if snap else None, files_total=len(live))
+        by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+        for e in live.values():
+            by_bucket[(e.partition, e.bucket)].append(e.file)
+        wanted_buckets = self._buckets_for(f)
+        key_columns = set(ts.primary_key) | set(ts.partition_by)
+        key_filter = flt.restrict(f, key_columns) if ts.has_primary_key else f
+        partitions_seen, partitions_kept = set(), set()
+        for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            partitions_seen.add(partition)
+            if not flt.may_match(flt.restrict(f, set(ts.partition_by)),
+                                 {c: (v, v, int(v is None)) for c, v in zip(ts.partition_by, partition)}, 1):
+                plan.pruned_files += len(files)
+                continue
+            partitions_kept.add(partition)
+            if wanted_buckets is not None and bucket not in wanted_buckets:
+                plan.pruned_buckets += 1
+                plan.pruned_files += len(files)
+                continue
+            kept = [m for m in files if flt.may_match(key_filter, m.stats, m.row_count)]
+            sections = interval_partition(kept) if ts.has_primary_key else [[[m] for m in kept]]
+            final = []
+            for section in sections:
+                if len(section) == 1 and len(section[0]) == 1 or not ts.has_primary_key:
+                    # nothing overlaps this file: its rows are final, value statistics may prune it
+                    section = [[m for m in run if flt.may_match(f, m.stats, m.row_count)] for run in section]
+                    section = [run for run in section if run]
+                if section:
+                    final.append(section)
+            plan.pruned_files += len(files) - sum(len(run) for s in final for run in s)
+            if final:
+                plan.buckets.append(BucketPlan(partition, bucket, final))
+        plan.pruned_partitions = len(partitions_seen - partitions_kept)
+        return plan
+
+    def _buckets_for(self, f: flt.Filter) -> set[int] | None:
+        """Buckets that can hold matching rows, from = / IN on every bucket-key column."""
+        ts = self.table_schema
+        if ts.buckets == 1 or not ts.bucket_key:
+            return None
+        choices = [flt.equality_values(f, c) for c in ts.bucket_key]
+        if any(c is None for c in choices):
+            return None
+        import itertools
+
+        from .buckets import bucket_ids
+        combos = list(itertools.product(*choices))
+        if not combos:
+            return set()
+        if len(combos) > 10_000:
+            return None
+        probe = pa.table({c: pa.array([combo[i] for combo in combos], type=self.schema.field(c).type)
+                          for i, c in enumerate(ts.bucket_key)})
+        return set(int(b) for b in bucket_ids(probe, list(ts.bucket_key), ts.buckets))
+
+    def scan(self, columns: list[str] | None = None, filter: flt.Filter = None,
+             snapshot: int | None = None) -> pa.RecordBatchReader:
+        """A streaming read: one bucket section at a time, merged with the loser tree."""
+        columns = list(columns) if columns is not None else self.schema.names
+        for c in columns:
+            if c not in self.schema.names:
+                raise InvalidArgumentError(f"table has no column {c!r}")
+        f = flt.normalize(filter)
+        expression = flt.to_expression(f, self.schema)
+        plan = self.plan(f, snapshot)
+        out_schema = pa.schema([self.schema.field(c) for c in columns])
+        return pa.RecordBatchReader.from_batches(out_schema, self._read_plan(plan, columns, expression))
+
+    def read(self, columns: list[str] | None = None, filter: flt.Filter = None,
+             snapshot: int | None = None) -> pa.Table:
+        """Merge-on-read of the table (or of `snapshot`) as one pa.Table."""
+        reader = self.scan(columns, filter, snapshot)
+        return pa.Table.from_batches(list(reader), schema=reader.schema)
+
+    def _read_plan(self, plan: ReadPlan, columns: list[str], expression) -> Iterator[pa.RecordBatch]:
+        ts = self.table_schema
+        for bucket in plan.buckets:
+            for section in bucket.sections:
+                for batch in self._read_section(section):
+                    table = pa.Table.from_batches([batch])
+                    if expression is not None:
+                        table = table.filter(expression)
+                    for out in table.select(columns).to_batches():
+                        if out.num_rows:
+                            yield pa.RecordBatch.from_arrays(out.columns, schema=pa.schema(
+                                [ts.schema.field(c) for c in columns]))
+
+    def _read_section(self, section: list[list[DataFileMeta]]) -> Iterator[pa.RecordBatch]:
+        """The merged rows of one section, in table columns, retractions dropped."""
+        ts = self.table_schema
+        if not ts.has_primary_key:
+            for run in section:
+                yield from read_run(self.path, run)
+            return
+        names = self.schema.names
+        if len(section) == 1:  # one sorted run: rows are final; only retractions go
+            for batch in read_run(self.path, section[0]):
+                kinds = batch.column(KIND_COLUMN)
+                keep = pc.invert(pc.is_in(kinds, pa.array([1, 3], pa.int8())))
+                yield batch.filter(keep).select(names)
+            return
+        runs = [read_run(self.path, run) for run in section]
+        reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
+                       aggregations=self._aggregations())
+        for batch in reader:
+            yield batch.select(names)
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+def _as_table(data: Any) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data).read_all()
+    if type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, (list, dict)):
+        return pa.Table.from_pylist(data) if isinstance(data, list) else pa.table(data)
+    raise InvalidArgumentError(f"cannot write {type(data).__name__}; give a pyarrow Table, batches, "
+                               f"an Arrow stream or a pandas DataFrame")
+
+
+def _rows_per_buffer(table: pa.Table, buffer_bytes: int) -> int:
+    per_row = max(table.nbytes / max(table.num_rows, 1), 1.0)
+    return max(int(buffer_bytes / per_row), 1)
+
+
+def _next_sequences(entries) -> dict[tuple, int]:
+    out: dict[tuple, int] = {}
+    for e in entries:
+        key = (e.partition, e.bucket)
+        out[key] = max(out.get(key, 0), e.file.max_seq + 1)
+    return out
+
+
+def _physical(rows: pa.Table, ts: TableSchema, seq: np.ndarray, kind: int) -> pa.Table:
+    """The data-file layout: _KEY_ columns, sequence, kind, then the table columns."""
+    columns = [rows.column(k) for k in ts.primary_key]
+    columns += [pa.array(seq, pa.int64()), pa.array(np.full(len(seq), kind, dtype=np.int8))]
+    columns += rows.columns
+    return pa.Table.from_arrays(columns, schema=ts.file_schema)
+
+
+def _occurrence(ordered: pa.Table, key: list[str]) -> np.ndarray:
+    """For rows sorted by key: 0 for a key's first row, 1 for its second, ..."""
+    n = ordered.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    same = np.ones(n - 1, dtype=bool)
+    for k in key:
+        col = ordered.column(k)
+        same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.concatenate([[True], ~same]))
+    group_start = np.repeat(starts, np.diff(np.append(starts, n)))
+    return np.arange(n) - group_start
+
+
+def _partition_text(value: Any) -> str:
+    if value is None:
+        return "__NULL__"
+    text = str(value)
+    return "".join(c if c.isalnum() or c in "-_." else f"%{ord(c):02X}" for c in text)

@@ -1,0 +1,181 @@
+"""A table's schema file: columns, primary key, partitioning, buckets, merge engine, options."""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from .engines import ENGINES
+from .errors import InvalidArgumentError, UnsupportedTypeError
+
+# Physical columns of primary-key data files, laid out as Paimon does:
+# _KEY_<pk>..., _SEQUENCE_NUMBER, _VALUE_KIND, then every table column.
+KEY_PREFIX = "_KEY_"
+SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
+KIND_COLUMN = "_VALUE_KIND"
+SYSTEM_COLUMNS = (SEQUENCE_COLUMN, KIND_COLUMN)
+
+DEFAULT_OPTIONS = {
+    "write-buffer-size": "256 mb",
+    "target-file-size": "128 mb",
+    "write-only": "false",          # true: never compact after a write
+    "manifest.merge-min-count": "30",
+}
+
+
+def _type_to_json(dtype: pa.DataType) -> str:
+    # Arrow's IPC schema serialization is the exact, lossless description of a type
+    return base64.b64encode(pa.schema([pa.field("t", dtype)]).serialize().to_pybytes()).decode()
+
+
+def _type_from_json(text: str) -> pa.DataType:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text))).field("t").type
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """Everything fixed at `Table.create` time."""
+
+    schema: pa.Schema
+    primary_key: tuple[str, ...] = ()
+    partition_by: tuple[str, ...] = ()
+    buckets: int = 1
+    bucket_key: tuple[str, ...] = ()
+    merge_engine: str = "deduplicate"
+    options: dict[str, str] = field(default_factory=dict)
+    schema_id: int = 0
+
+    @classmethod
+    def create(cls, schema: pa.Schema, primary_key=None, partition_by=None, buckets: int = 1,
+               bucket_key=None, merge_engine: str = "deduplicate",
+               options: dict[str, str] | None = None) -> TableSchema:
+        pk = _names(primary_key)
+        parts = _names(partition_by)
+        bkey = _names(bucket_key)
+        names = schema.names
+        if len(set(names)) != len(names):
+            raise InvalidArgumentError(f"the schema repeats a column name: {names}")
+        for name in names:
+            if name.startswith("_") and (name in SYSTEM_COLUMNS or name.startswith(KEY_PREFIX)):
+                raise InvalidArgumentError(f"column name {name!r} is reserved")
+        for role, cols in (("primary key", pk), ("partition", parts), ("bucket key", bkey)):
+            for c in cols:
+                if c not in names:
+                    raise InvalidArgumentError(f"{role} column {c!r} is not in the schema {names}")
+        if not isinstance(buckets, int) or buckets < 1:
+            raise InvalidArgumentError(f"buckets must be a positive integer, not {buckets!r}")
+        if merge_engine not in ENGINES or merge_engine == "none":
+            raise InvalidArgumentError(f"unknown merge engine {merge_engine!r}")
+        if pk:
+            for c in parts:
+                if c not in pk:
+                    raise InvalidArgumentError(
+                        f"partition column {c!r} must be part of the primary key {list(pk)} "
+                        f"(a key must live in exactly one partition)")
+            if not bkey:
+                bkey = tuple(c for c in pk if c not in parts) or pk
+            for c in bkey:
+                if c not in pk:
+                    raise InvalidArgumentError(f"bucket key column {c!r} must be part of the primary key")
+        elif merge_engine != "deduplicate":
+            raise InvalidArgumentError("merge engines need a primary key")
+        if buckets > 1 and not bkey:
+            raise InvalidArgumentError("an append table with several buckets needs a bucket_key")
+        opts = dict(DEFAULT_OPTIONS)
+        opts.update({str(k): str(v) for k, v in (options or {}).items()})
+        fields = [f.with_nullable(False) if f.name in pk else f for f in schema]
+        return cls(pa.schema(fields), pk, parts, buckets, bkey, merge_engine, opts)
+
+    @property
+    def has_primary_key(self) -> bool:
+        return bool(self.primary_key)
+
+    @property
+    def file_schema(self) -> pa.Schema:
+        """The columns of a data file."""
+        if not self.primary_key:
+            return self.schema
+        keys = [pa.field(KEY_PREFIX + k, self.schema.field(k).type, nullable=False) for k in self.primary_key]
+        system = [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
+                  pa.field(KIND_COLUMN, pa.int8(), nullable=False)]
+        # value columns are nullable in files: a delete carries only the key
+        return pa.schema(keys + system + [f.with_nullable(True) for f in self.schema])
+
+    @property
+    def file_key(self) -> list[str]:
+        return [KEY_PREFIX + k for k in self.primary_key]
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "schema_id": self.schema_id,
+            "fields": [{"name": f.name, "type": _type_to_json(f.type), "nullable": f.nullable,
+                        "type_text": str(f.type)} for f in self.schema],
+            "primary_key": list(self.primary_key), "partition_by": list(self.partition_by),
+            "buckets": self.buckets, "bucket_key": list(self.bucket_key),
+            "merge_engine": self.merge_engine, "options": self.options,
+        }, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> TableSchema:
+        d = json.loads(text)
+        schema = pa.schema([pa.field(f["name"], _type_from_json(f["type"]), nullable=f["nullable"])
+                            for f in d["fields"]])
+        return cls(schema, tuple(d["primary_key"]), tuple(d["partition_by"]), d["buckets"],
+                   tuple(d["bucket_key"]), d["merge_engine"], dict(d["options"]), d["schema_id"])
+
+
+def _names(value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+# -- plain values in JSON metadata (keys, statistics, partition values) --------------
+
+def encode_value(value: Any) -> Any:
+    """A JSON-safe, type-tagged form of a scalar from `pa.Scalar.as_py()`."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return {"f": repr(value)}  # keeps nan, inf and -0.0
+    if isinstance(value, bytes):
+        return {"b": base64.b64encode(value).decode()}
+    if isinstance(value, Decimal):
+        return {"d": str(value)}
+    if isinstance(value, dt.datetime):
+        return {"ts": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"date": value.isoformat()}
+    if isinstance(value, dt.time):
+        return {"time": value.isoformat()}
+    if isinstance(value, dt.timedelta):
+        return {"td": [value.days, value.seconds, value.microseconds]}
+    raise UnsupportedTypeError(f"cannot store {type(value).__name__} values in table metadata")
+
+
+def decode_value(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    (tag, v), = value.items()
+    if tag == "f":
+        return float(v)
+    if tag == "b":
+        return base64.b64decode(v)
+    if tag == "d":
+        return Decimal(v)
+    if tag == "ts":
+        return dt.datetime.fromisoformat(v)
+    if tag == "date":
+        return dt.date.fromisoformat(v)
+    if tag == "time":
+        return dt.time.fromisoformat(v)
+    if tag == "td":
+        return dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
+    raise ValueError(f"unknown value tag {tag!r}")
