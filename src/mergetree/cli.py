@@ -8,6 +8,10 @@ USAGE = """usage: mergetree COMMAND [options]
 commands:
   demo     write sorted runs as Parquet, merge them with every engine, show a benchmark
   bench    run the merge benchmark against its peers (see `mergetree bench --help`)
+  info     PATH: a table's schema, snapshots, and each bucket's levels and sorted runs
+  compact  PATH [--full]: compact the table, with a progress bar
+  read     PATH [--filter 'col op value' ...] [--columns a,b] [--limit N] [--snapshot ID]
+  expire   PATH [--retain N] [--older-than-hours H] [--orphans]: expire snapshots, clean up
 """
 
 
@@ -20,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     if command == "bench":
         from .bench import main as bench_main
         return bench_main(rest)
+    if command in ("info", "compact", "read", "expire"):
+        from .table_cli import main as table_main
+        return table_main(command, rest)
     if command == "demo":
         from .demo import main as demo_main
         return demo_main(rest)

@@ -1,7 +1,9 @@
 """Primary-key and append tables on Parquet: writes, atomic snapshots, merge-on-read."""
 from __future__ import annotations
 
+import datetime as dt
 import os
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from .data_files import DataFileMeta, read_run, write_sorted_run
 from .errors import InvalidArgumentError, MergeTreeError, SchemaMismatchError
 from .merge import merge
 from .compaction import parse_memory_size
-from .snapshots import CommitConflictError, FileEntry, Snapshot, SnapshotStore
+from .snapshots import MANIFEST_DIR, SNAPSHOT_DIR, CommitConflictError, FileEntry, Snapshot, SnapshotStore
 from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 
 SCHEMA_FILE = "schema/schema-0.json"
@@ -177,10 +179,7 @@ class Table:
 
     def _discard(self, entries: list[FileEntry]) -> None:
         for e in entries:
-            try:
-                os.unlink(os.path.join(self.path, e.file.file_name))
-            except FileNotFoundError:
-                pass
+            _unlink_quietly(os.path.join(self.path, e.file.file_name))
 
     def _split(self, table: pa.Table) -> dict[tuple[tuple, int], pa.Table]:
         """Rows by (partition values, bucket), each in input order."""
@@ -241,8 +240,62 @@ class Table:
                 if k.startswith(prefix) and k.endswith(suffix)}
 
     def _compact_after_write(self, touched: set) -> None:
-        from .compactor import compact_buckets
-        compact_buckets(self, touched, full=False)
+        from .compactor import CompactionConflictError, compact_buckets
+        try:
+            compact_buckets(self, touched, full=False)
+        except CompactionConflictError:
+            pass  # another process compacted these files first; the write is committed
+
+    # -- housekeeping -----------------------------------------------------------------
+    def expire_snapshots(self, retain_last: int = 1, older_than: dt.timedelta | None = None) -> list[int]:
+        """Delete old snapshots (always keeping the newest `retain_last`, and any younger
+        than `older_than`) and the files only they used.  Returns the expired ids."""
+        if retain_last < 1:
+            raise InvalidArgumentError("retain_last must be at least 1")
+        ids = self.store.snapshot_ids()
+        candidates = ids[:-retain_last]
+        if older_than is not None:
+            cutoff = (time.time() - older_than.total_seconds()) * 1000
+            candidates = [i for i in candidates if self.store.snapshot(i).time_millis < cutoff]
+        if not candidates:
+            return []
+        before = self._referenced(ids)
+        for i in candidates:  # oldest first: the table stays readable at every step
+            os.unlink(os.path.join(self.path, SNAPSHOT_DIR, f"snapshot-{i}.json"))
+        after = self._referenced(self.store.snapshot_ids())
+        for name in sorted(before - after):
+            _unlink_quietly(os.path.join(self.path, name))
+        return candidates
+
+    def remove_orphan_files(self, older_than: dt.timedelta = dt.timedelta(hours=1)) -> list[str]:
+        """Delete files no snapshot references (left by failed writes, crashes or aborted
+        compactions) that are older than `older_than`, so that commits in flight keep theirs."""
+        referenced = self._referenced(self.store.snapshot_ids()) | {SCHEMA_FILE}
+        cutoff = time.time() - older_than.total_seconds()
+        removed = []
+        for directory, _, names in os.walk(self.path):
+            for name in names:
+                full = os.path.join(directory, name)
+                relative = os.path.relpath(full, self.path)
+                if relative.startswith(SNAPSHOT_DIR + os.sep) and not name.endswith(".tmp"):
+                    continue
+                if relative in referenced or os.path.getmtime(full) > cutoff:
+                    continue
+                _unlink_quietly(full)
+                removed.append(relative)
+        return sorted(removed)
+
+    def _referenced(self, snapshot_ids: list[int]) -> set[str]:
+        """Paths (relative to the table) of every manifest and data file the snapshots use."""
+        out: set[str] = set()
+        for i in snapshot_ids:
+            snap = self.store.snapshot(i)
+            for manifest_list in (snap.base_manifest_list, snap.delta_manifest_list):
+                out.add(f"{MANIFEST_DIR}/{manifest_list}")
+                for manifest in self.store.manifest_names(manifest_list):
+                    out.add(f"{MANIFEST_DIR}/{manifest}")
+            out.update(self.store.live_files(snap))
+        return out
 
     def compact(self, full: bool = False, progress: bool = False) -> Snapshot | None:
         """Compact every bucket that needs it (all of them with full=True) in one commit."""
@@ -417,6 +470,13 @@ def _occurrence(ordered: pa.Table, key: list[str]) -> np.ndarray:
     starts = np.flatnonzero(np.concatenate([[True], ~same]))
     group_start = np.repeat(starts, np.diff(np.append(starts, n)))
     return np.arange(n) - group_start
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _partition_text(value: Any) -> str:
