@@ -52,7 +52,7 @@ class FileEntry:
 class Snapshot:
     id: int
     schema_id: int
-    commit_kind: str            # APPEND | COMPACT | OVERWRITE
+    commit_kind: str            # APPEND | COMPACT
     time_millis: int
     base_manifest_list: str
     delta_manifest_list: str
