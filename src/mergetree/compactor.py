@@ -11,13 +11,13 @@ from .compaction import CompactionOptions, CompactionPlan, Levels, full_compacti
 from .data_files import DataFileMeta, read_run, write_data_file
 from .merge import merge
 from .progress import ProgressBar
-from .snapshots import CommitConflictError, FileEntry, Snapshot
+from .snapshots import CommitConflictError, FileEntry, Snapshot, backoff
 from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN
 
 if TYPE_CHECKING:
     from .table import Table
 
-COMMIT_RETRIES = 10
+COMMIT_RETRIES = 30
 MAX_ROUNDS_AFTER_WRITE = 8
 
 
@@ -89,7 +89,7 @@ def _compact_once(table: Table, only: set | None, full: bool, progress: bool | N
 
 def _commit(table: Table, base_id: int, adds: list[FileEntry], deletes: list[FileEntry]) -> Snapshot:
     """Commit, rebasing over commits that left every input file in place."""
-    for _ in range(COMMIT_RETRIES):
+    for attempt in range(COMMIT_RETRIES):
         try:
             return table.store.commit(base_id, adds, deletes, "COMPACT", table.table_schema.schema_id)
         except CommitConflictError:
@@ -102,6 +102,7 @@ def _commit(table: Table, base_id: int, adds: list[FileEntry], deletes: list[Fil
                     f"another commit replaced {len(gone)} input file(s) of this compaction "
                     f"(e.g. {gone[0]}); nothing was committed") from None
             base_id = latest.id
+            backoff(attempt)
     raise CompactionConflictError(f"gave up after {COMMIT_RETRIES} conflicting commits")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 import uuid
 from collections.abc import Iterable
@@ -61,6 +62,11 @@ class Snapshot:
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, indent=1)
+
+
+def backoff(attempt: int) -> None:
+    """Sleep a little after a lost commit race, longer each time, with jitter so racers spread out."""
+    time.sleep(random.uniform(0, min(0.005 * 2 ** attempt, 0.5)))
 
 
 def _write_json_atomically(path: str, payload: str) -> str:

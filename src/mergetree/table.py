@@ -18,11 +18,12 @@ from .data_files import DataFileMeta, read_run, write_sorted_run
 from .errors import InvalidArgumentError, MergeTreeError, SchemaMismatchError
 from .merge import merge
 from .compaction import parse_memory_size
-from .snapshots import MANIFEST_DIR, SNAPSHOT_DIR, CommitConflictError, FileEntry, Snapshot, SnapshotStore
+from .snapshots import (MANIFEST_DIR, SNAPSHOT_DIR, CommitConflictError, FileEntry, Snapshot, SnapshotStore,
+                        backoff)
 from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 
 SCHEMA_FILE = "schema/schema-0.json"
-COMMIT_RETRIES = 10
+COMMIT_RETRIES = 30
 ROW_KIND_INSERT = 0
 ROW_KIND_DELETE = 3
 
@@ -157,26 +158,45 @@ class Table:
         target = parse_memory_size(ts.options["target-file-size"])
         for attempt in range(COMMIT_RETRIES):
             base = self.latest_snapshot()
-            live = self.store.live_files(base)
-            next_seq = _next_sequences(live.values())
+            next_seq = _next_sequences(self.store.live_files(base).values())
+            first_seq = dict(next_seq)
             adds: list[FileEntry] = []
             try:
                 for start in range(0, table.num_rows, buffer_rows):
                     chunk = table.slice(start, buffer_rows)
                     for (partition, bucket), rows in self._split(chunk).items():
+                        first_seq.setdefault((partition, bucket), next_seq.get((partition, bucket), 0))
                         adds += self._flush(rows, partition, bucket, kind, next_seq, target)
-                snapshot = self.store.commit(base.id if base else None, adds, [], "APPEND", ts.schema_id)
-            except CommitConflictError:
-                self._discard(adds)  # sequence numbers must follow the newer commit: redo
-                continue
+                snapshot = self._commit_write(base, adds, first_seq)
             except BaseException:
                 self._discard(adds)
                 raise
+            if snapshot is None:  # another write took our buckets' sequence numbers: redo
+                backoff(attempt)
+                continue
             if ts.has_primary_key and ts.options.get("write-only", "false") != "true":
                 self._compact_after_write({(e.partition, e.bucket) for e in adds})
             return snapshot
         raise CommitConflictError(f"gave up after {COMMIT_RETRIES} conflicting commits on {self.path}")
 
+    def _commit_write(self, base: Snapshot | None, adds: list[FileEntry], first_seq: dict) -> Snapshot | None:
+        """Commit new files; after a lost race, commit again on the newer snapshot as long as
+        no other write gave our buckets newer sequence numbers (compactions never do).
+        None means the write must be redone; its files are already deleted."""
+        touched = {(e.partition, e.bucket) for e in adds}
+        for attempt in range(COMMIT_RETRIES):
+            try:
+                return self.store.commit(base.id if base else None, adds, [], "APPEND",
+                                         self.table_schema.schema_id)
+            except CommitConflictError:
+                base = self.latest_snapshot()
+                latest_next = _next_sequences(self.store.live_files(base).values())
+                if any(latest_next.get(b, 0) > first_seq.get(b, 0) for b in touched):
+                    self._discard(adds)
+                    return None
+                backoff(attempt)
+        self._discard(adds)
+        return None
     def _discard(self, entries: list[FileEntry]) -> None:
         for e in entries:
             _unlink_quietly(os.path.join(self.path, e.file.file_name))
