@@ -1,0 +1,148 @@
+"""Table creation, bad input (nothing written), append tables, pruning and the plan."""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from mergetree import InvalidArgumentError, SchemaMismatchError
+from mergetree.buckets import bucket_ids
+from mergetree.table import Table, TableExistsError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
+
+
+def make(tmp_path, **kwargs) -> Table:
+    return Table.create(str(tmp_path / "t"), kwargs.pop("schema", SCHEMA), **kwargs)
+
+
+def test_create_twice_and_open(tmp_path):
+    t = make(tmp_path, primary_key="id")
+    with pytest.raises(TableExistsError):
+        make(tmp_path, primary_key="id")
+    opened = Table.open(t.path)
+    assert opened.schema == t.schema and opened.table_schema.primary_key == ("id",)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"primary_key": "nope"}, "primary key column 'nope'"),
+    ({"primary_key": "id", "partition_by": "region"}, "must be part of the primary key"),
+    ({"primary_key": "id", "buckets": 0}, "buckets must be a positive integer"),
+    ({"primary_key": "id", "merge_engine": "none"}, "unknown merge engine"),
+    ({"merge_engine": "aggregate"}, "need a primary key"),
+    ({"buckets": 4}, "needs a bucket_key"),
+])
+def test_bad_create_arguments(tmp_path, kwargs, message):
+    with pytest.raises(InvalidArgumentError, match=message):
+        make(tmp_path, **kwargs)
+
+
+@pytest.mark.parametrize("data, message", [
+    (pa.table({"id": [1], "region": ["x"]}), r"lacks column\(s\) \['amount'\]"),
+    (pa.table({"id": [1], "region": ["x"], "amount": [1.0], "extra": [1]}), r"has column\(s\) \['extra'\]"),
+    (pa.table({"id": ["one"], "region": ["x"], "amount": [1.0]}), "cannot be safely cast"),
+    (pa.table({"id": [1.5], "region": ["x"], "amount": [1.0]}), "cannot be safely cast"),
+    (pa.table({"id": pa.array([1, None], pa.int64()), "region": ["x", "y"], "amount": [1.0, 2.0]}),
+     "primary-key column 'id' is null at row 1"),
+])
+def test_bad_writes_raise_and_write_nothing(tmp_path, data, message):
+    t = make(tmp_path, primary_key="id", buckets=2)
+    t.write(pa.table({"id": [7], "region": ["z"], "amount": [7.0]}))
+    files_before = sorted(p for p in (tmp_path / "t").rglob("*") if p.is_file())
+    with pytest.raises(SchemaMismatchError, match=message):
+        t.write(data)
+    assert sorted(p for p in (tmp_path / "t").rglob("*") if p.is_file()) == files_before
+    assert len(t.snapshots()) == 1
+    assert t.read().to_pylist() == [{"id": 7, "region": "z", "amount": 7.0}]
+
+
+def test_safe_casts_and_pandas_and_streams_are_accepted(tmp_path):
+    t = make(tmp_path, primary_key="id")
+    t.write(pa.table({"id": pa.array([1, 2], pa.int32()), "region": ["a", "b"], "amount": [1, 2]}))
+    t.write(pa.RecordBatchReader.from_batches(
+        t.schema, pa.table({"id": [3], "region": ["c"], "amount": [3.0]}, schema=t.schema).to_batches()))
+    pandas = pytest.importorskip("pandas")
+    t.write(pandas.DataFrame({"id": [4], "region": ["d"], "amount": [4.0]}))
+    assert t.read().column("id").to_pylist() == [1, 2, 3, 4]
+
+
+def test_append_table_keeps_every_row(tmp_path):
+    t = make(tmp_path, buckets=3, bucket_key="region")
+    t.write(pa.table({"id": [1, 1, 2], "region": ["a", "b", "a"], "amount": [1.0, 2.0, 3.0]}))
+    t.write(pa.table({"id": [1], "region": ["a"], "amount": [4.0]}))
+    rows = sorted(t.read().to_pylist(), key=lambda r: r["amount"])
+    assert [r["amount"] for r in rows] == [1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(InvalidArgumentError, match="no keys to delete"):
+        t.delete(pa.table({"id": [1]}))
+    assert t.compact(full=True) is None  # nothing to merge in an append table
+
+
+def test_bucket_pruning_equality_and_in(tmp_path):
+    t = make(tmp_path, primary_key="id", buckets=8, options={"write-only": "true"})
+    ids = list(range(400))
+    t.write(pa.table({"id": ids, "region": ["r"] * 400, "amount": [float(i) for i in ids]}))
+    owner = {i: int(b) for i, b in zip(ids, bucket_ids(pa.table({"id": ids}), ["id"], 8))}
+    plan = t.plan(("id", "=", 17))
+    assert [b.bucket for b in plan.buckets] == [owner[17]] and plan.pruned_buckets == 7
+    plan = t.plan(("id", "in", [17, 18, 250]))
+    assert {b.bucket for b in plan.buckets} == {owner[17], owner[18], owner[250]}
+    assert t.read(filter=("id", "in", [17, 18, 250])).column("id").to_pylist() == [17, 18, 250]
+    # no pruning for a range, a negation or a pyarrow expression: every bucket is read
+    for f in [("id", ">", 5), ("id", "!=", 17), pc.field("id") == 17]:
+        assert t.plan(f).pruned_buckets == 0
+    assert t.read(filter=pc.field("id") == 17).num_rows == 1
+
+
+def test_partition_pruning_and_directories(tmp_path):
+    schema = pa.schema([("day", pa.date32()), ("id", pa.int64()), ("v", pa.string())])
+    t = make(tmp_path, schema=schema, primary_key=["day", "id"], partition_by="day", buckets=2)
+    days = [dt.date(2024, 5, 1), dt.date(2024, 5, 2)]
+    t.write(pa.table({"day": [days[0], days[1], days[1]], "id": [1, 1, 2], "v": ["a", "b", "c"]}))
+    assert (tmp_path / "t" / "day=2024-05-01").is_dir()
+    plan = t.plan(("day", "=", days[1]))
+    assert plan.pruned_partitions == 1 and all(b.partition == (days[1],) for b in plan.buckets)
+    assert t.read(filter=("day", "=", days[1])).column("v").to_pylist() in (["b", "c"], ["c", "b"])
+
+
+def test_key_range_pruning_and_value_filters_after_merge(tmp_path):
+    t = make(tmp_path, primary_key="id", options={"write-only": "true"})
+    t.write(pa.table({"id": [1, 2, 3], "region": ["a", "a", "a"], "amount": [1.0, 1.0, 1.0]}))
+    t.write(pa.table({"id": [100, 101], "region": ["b", "b"], "amount": [5.0, 5.0]}))
+    t.write(pa.table({"id": [2], "region": ["c"], "amount": [9.0]}))  # newer version of key 2
+    plan = t.plan(("id", ">=", 100))
+    assert plan.pruned_files == 2 and len(plan.files) == 1
+    # key 2's newest version has region 'c': an older 'a' must not come back through the filter
+    assert t.read(filter=("region", "=", "a")).column("id").to_pylist() == [1, 3]
+    assert t.read(filter=("amount", ">", 8.0)).column("id").to_pylist() == [2]
+    # the non-overlapped file (ids 100, 101) may be pruned by its value statistics
+    assert t.plan(("region", "=", "zzz")).pruned_files >= 1
+
+
+@pytest.mark.parametrize("engine", ["partial-update", "aggregate", "first-row"])
+def test_merge_engines_through_the_table(tmp_path, engine):
+    options = {"fields.amount.aggregate-function": "sum"} if engine == "aggregate" else {}
+    t = make(tmp_path, primary_key="id", merge_engine=engine, options=options)
+    t.write(pa.table({"id": [1, 2], "region": ["a", None], "amount": [1.0, 2.0]}))
+    t.write(pa.table({"id": [1, 1], "region": [None, "b"], "amount": [10.0, None]}))
+    t.compact(full=True)
+    t.write(pa.table({"id": [2], "region": ["z"], "amount": [5.0]}))
+    got = {r["id"]: (r["region"], r["amount"]) for r in t.read().to_pylist()}
+    expected = {
+        "partial-update": {1: ("b", 10.0), 2: ("z", 5.0)},
+        "aggregate": {1: ("b", 11.0), 2: ("z", 7.0)},
+        "first-row": {1: ("a", 1.0), 2: (None, 2.0)},
+    }[engine]
+    assert got == expected
+
+
+def test_metadata_round_trips_exotic_key_values(tmp_path):
+    schema = pa.schema([("k", pa.decimal128(10, 2)), ("ts", pa.timestamp("us")), ("b", pa.binary())])
+    t = make(tmp_path, schema=schema, primary_key=["k", "ts"])
+    t.write(pa.table({"k": [Decimal("1.50"), Decimal("-2.00")], "ts": [dt.datetime(2024, 1, 1)] * 2,
+                      "b": [b"\x00\xff", None]}, schema=schema))
+    (meta,) = Table.open(t.path).plan().files
+    assert meta.min_key == (Decimal("-2.00"), dt.datetime(2024, 1, 1))
+    assert t.read(filter=("k", "=", Decimal("1.50"))).column("b").to_pylist() == [b"\x00\xff"]
