@@ -22,3 +22,16 @@ def test_quickstart_runs_as_documented():
     documented = re.findall(r"^# (\{.*\})", code, re.M)
     assert printed[0] == documented[0].split("   ")[0]
     assert printed[1].startswith("MergeStats(rows_in=6, rows_out=3,")
+
+
+def test_tables_snippet_runs(tmp_path):
+    if not README.exists():
+        import pytest
+        pytest.skip("README.md is not beside the tests")
+    code = re.search(r"## Tables\n\n```python\n(.*?)```", README.read_text(), re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code.replace("/data/visits", str(tmp_path / "visits")), "README tables", "exec"), namespace)
+    t = namespace["t"]
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "city": "Oslo", "visits": 1}, {"id": 2, "city": "Lima", "visits": 5}]
+    assert t.read(snapshot=1).num_rows == 3
