@@ -2,6 +2,7 @@
 reopens, filtered reads and time travel, checking every read against a dict model."""
 from __future__ import annotations
 
+import datetime
 import shutil
 import tempfile
 
@@ -70,7 +71,7 @@ class TableMachine(RuleBasedStateMachine):
         return sorted(table.to_pylist(), key=lambda r: (r.get("p", ""), r["id"]))
 
     ACTIONS = (["write_rows"] * 4 + ["upsert_known_keys"] * 4 + ["delete"] * 2
-               + ["compact", "reopen", "read_range", "read_value_filter", "time_travel"])
+               + ["compact", "reopen", "read_range", "read_value_filter", "time_travel", "expire"])
 
     @rule(data=st.data())
     def act(self, data):
@@ -114,6 +115,14 @@ class TableMachine(RuleBasedStateMachine):
     def compact(self, data):
         full = data.draw(st.booleans(), label="full")
         self.remember(self.table.compact(full=full))
+
+    def expire(self, data):
+        """Expire old snapshots and remove orphans: nothing a live snapshot needs may go."""
+        retain = data.draw(st.integers(1, 4), label="retain")
+        expired = self.table.expire_snapshots(retain_last=retain)
+        for i in expired:
+            self.history.pop(i, None)
+        self.table.remove_orphan_files(older_than=datetime.timedelta(0))
 
     def reopen(self, data):
         self.table = Table.open(self.dir)
