@@ -10,11 +10,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema, decode_value, encode_value
 
-ROW_GROUP_ROWS = 65536
+ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
 READ_BATCH_ROWS = 65536
 
 
@@ -108,13 +109,24 @@ def write_sorted_run(root: str, directory: str, table: pa.Table, schema: TableSc
             for start in range(0, table.num_rows, rows_per_file)]
 
 
-def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-    """Stream a data file a row group at a time."""
-    reader = pq.ParquetFile(os.path.join(root, meta.file_name), pre_buffer=False)
-    yield from reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns)
+def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = None,
+                   row_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
+    """Stream a data file a row group at a time; `row_filter` keeps only matching rows and
+    skips row groups whose statistics rule them out (order is kept)."""
+    path = os.path.join(root, meta.file_name)
+    if row_filter is None:
+        reader = pq.ParquetFile(path, pre_buffer=False)
+        yield from reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns)
+        return
+    scanner = ds.dataset(path, format="parquet").scanner(
+        columns=columns, filter=row_filter, batch_size=READ_BATCH_ROWS, use_threads=False)
+    for batch in scanner.to_batches():
+        if batch.num_rows:
+            yield batch
 
 
-def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None,
+             row_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
     """A sorted run spread over several non-overlapping files, in key order."""
     for meta in files:
-        yield from read_data_file(root, meta, columns)
+        yield from read_data_file(root, meta, columns, row_filter)

@@ -108,6 +108,15 @@ def restrict(f: Filter, columns: set[str]) -> Filter:
     return kept[0] if len(kept) == 1 else ("and", kept)
 
 
+def rename(f: Filter, names: dict[str, str]) -> Filter:
+    """The same simple filter over renamed columns."""
+    if f is None:
+        return None
+    if f[0] in ("and", "or") and len(f) == 2:
+        return (f[0], [rename(x, names) for x in f[1]])
+    return (names.get(f[0], f[0]),) + tuple(f[1:])
+
+
 def _compare(lo, hi, op, value) -> bool:
     """Could some v in [lo, hi] satisfy `v op value`?"""
     try:

@@ -20,7 +20,7 @@ from .merge import merge
 from .compaction import parse_memory_size
 from .snapshots import (MANIFEST_DIR, SNAPSHOT_DIR, CommitConflictError, FileEntry, Snapshot, SnapshotStore,
                         backoff)
-from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
+from .table_schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 
 SCHEMA_FILE = "schema/schema-0.json"
 COMMIT_RETRIES = 30
@@ -396,7 +396,7 @@ class Table:
         expression = flt.to_expression(f, self.schema)
         plan = self.plan(f, snapshot)
         out_schema = pa.schema([self.schema.field(c) for c in columns])
-        return pa.RecordBatchReader.from_batches(out_schema, self._read_plan(plan, columns, expression))
+        return pa.RecordBatchReader.from_batches(out_schema, self._read_plan(plan, columns, expression, f))
 
     def read(self, columns: list[str] | None = None, filter: flt.Filter = None,
              snapshot: int | None = None) -> pa.Table:
@@ -404,11 +404,16 @@ class Table:
         reader = self.scan(columns, filter, snapshot)
         return pa.Table.from_batches(list(reader), schema=reader.schema)
 
-    def _read_plan(self, plan: ReadPlan, columns: list[str], expression) -> Iterator[pa.RecordBatch]:
+    def _read_plan(self, plan: ReadPlan, columns: list[str], expression, f: flt.Filter) -> Iterator[pa.RecordBatch]:
         ts = self.table_schema
+        # key predicates hold for every version of a key, so they may filter rows inside
+        # each file before the merge (and skip row groups by their statistics)
+        key_filter = flt.restrict(f, set(ts.primary_key)) if ts.has_primary_key else None
+        file_filter = flt.to_expression(flt.rename(key_filter, {k: KEY_PREFIX + k for k in ts.primary_key}),
+                                        ts.file_schema) if key_filter is not None else None
         for bucket in plan.buckets:
             for section in bucket.sections:
-                for batch in self._read_section(section):
+                for batch in self._read_section(section, file_filter):
                     table = pa.Table.from_batches([batch])
                     if expression is not None:
                         table = table.filter(expression)
@@ -417,7 +422,8 @@ class Table:
                             yield pa.RecordBatch.from_arrays(out.columns, schema=pa.schema(
                                 [ts.schema.field(c) for c in columns]))
 
-    def _read_section(self, section: list[list[DataFileMeta]]) -> Iterator[pa.RecordBatch]:
+    def _read_section(self, section: list[list[DataFileMeta]],
+                      file_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
         """The merged rows of one section, in table columns, retractions dropped."""
         ts = self.table_schema
         if not ts.has_primary_key:
@@ -426,12 +432,12 @@ class Table:
             return
         names = self.schema.names
         if len(section) == 1:  # one sorted run: rows are final; only retractions go
-            for batch in read_run(self.path, section[0]):
+            for batch in read_run(self.path, section[0], row_filter=file_filter):
                 kinds = batch.column(KIND_COLUMN)
                 keep = pc.invert(pc.is_in(kinds, pa.array([1, 3], pa.int8())))
                 yield batch.filter(keep).select(names)
             return
-        runs = [read_run(self.path, run) for run in section]
+        runs = [read_run(self.path, run, row_filter=file_filter) for run in section]
         reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                        aggregations=self._aggregations())
         for batch in reader:
