@@ -623,12 +623,29 @@ def _parser() -> argparse.ArgumentParser:
                         help="input rows of the 128-character string key workload")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="number of sorted runs (K)")
     parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="timed runs per contender; best kept")
-    parser.add_argument("--quick", action="store_true", help="divide every size by 8")
+    parser.add_argument("--quick", action="store_true", help="divide every size by 8 (the table workload's by 10)")
     parser.add_argument("--threads", action="store_true",
                         help="also time two merges at once in two threads against one")
     parser.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
     parser.add_argument("--json", metavar="FILE", help="write every number as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    table = parser.add_argument_group(
+        "table workload", "upserts into a bucketed primary-key table written without compaction, then a full "
+        "read, point lookups, a full compaction and a read of the result; pypaimon and pypaimon-rust (when "
+        "installed) write and read the same upserts (see mergetree.bench_table)")
+    table.add_argument("--table", action="store_true", help="also run the table workload")
+    table.add_argument("--table-only", action="store_true", help="run only the table workload")
+    table.add_argument("--table-upserts", type=int, default=None,
+                       help="upserts in total (default 10,000,000; --quick divides it by 10)")
+    table.add_argument("--table-keys", type=int, default=None,
+                       help="size of the key space (default 2,000,000; --quick divides it by 10)")
+    table.add_argument("--table-commits", type=int, default=None, help="commits (default 10)")
+    table.add_argument("--table-buckets", type=int, default=None, help="buckets (default 4)")
+    table.add_argument("--lookups", type=int, default=None,
+                       help="point lookups of random keys (default 200; --quick divides it by 4)")
+    table.add_argument("--no-peers", action="store_true", help="table workload: mergetree only")
+    table.add_argument("--table-dir", metavar="DIR",
+                       help="write the tables here and keep them (default: a temporary directory, removed)")
     return parser
 
 
@@ -642,19 +659,60 @@ def main(argv: list[str] | None = None) -> int:
               "(pip install matplotlib, or pip install 'mergetree[bench]')", file=sys.stderr)
         return 2
     environment = _environment()
-    print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
-          + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
-    results = run_bench(args.rows, args.string_rows, args.runs, args.repeat, args.quick,
-                        progress=False if args.no_progress else None)
-    print(format_results(results))
-    scaling = _thread_check(args) if args.threads else None
+    results, scaling = [], None
+    if not args.table_only:
+        print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
+              + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
+        results = run_bench(args.rows, args.string_rows, args.runs, args.repeat, args.quick,
+                            progress=False if args.no_progress else None)
+        print(format_results(results))
+        scaling = _thread_check(args) if args.threads else None
+    table = _table_bench(args, environment) if args.table or args.table_only else None
     if args.plot:
-        plot_results(results, args.plot, title=f"deduplicate merge of {args.runs} sorted runs")
-        print(f"chart written to {args.plot}")
+        table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
+        if not args.table_only:
+            plot_results(results, args.plot, title=f"deduplicate merge of {args.runs} sorted runs")
+            print(f"chart written to {args.plot}")
+        if table is not None:
+            from .bench_table import plot_table_results
+            plot_table_results(table["results"], table_chart, title=table["title"])
+            print(f"table chart written to {table_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling)
+        _write_json(args, environment, results, scaling, table)
         print(f"numbers written to {args.json}")
-    return 0 if all(r.ok for r in results) else 1
+    table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
+    return 0 if all(r.ok for r in results) and table_ok else 1
+
+
+def _beside(path: str, suffix: str) -> str:
+    """``chart.png`` -> ``chart-table.png``."""
+    stem, extension = os.path.splitext(path)
+    return f"{stem}{suffix}{extension or '.png'}"
+
+
+def _table_bench(args, environment: dict) -> dict:
+    """Run the table workload (mergetree.bench_table), print its table; returns its numbers."""
+    from . import bench_table as bt
+
+    sizes = {"upserts": args.table_upserts or bt.DEFAULT_UPSERTS, "keys": args.table_keys or bt.DEFAULT_KEYS,
+             "commits": args.table_commits or bt.DEFAULT_COMMITS, "buckets": args.table_buckets or bt.DEFAULT_BUCKETS,
+             "lookups": args.lookups or bt.DEFAULT_LOOKUPS}
+    shown = {k: (max(v // bt.QUICK_FACTOR, 1) if args.quick and k in ("upserts", "keys") else
+                 max(v // 4, 1) if args.quick and k == "lookups" else v) for k, v in sizes.items()}
+    peers = ", ".join(f"{k} {v}" for k, v in bt.peer_versions().items()) if not args.no_peers else "no peers"
+    if not args.table_only:
+        print()
+    print(f"mergetree bench --table: {shown['upserts']:,} upserts of {shown['keys']:,} keys in "
+          f"{shown['commits']} commits into {shown['buckets']} buckets, {shown['lookups']} lookups, "
+          f"{environment['cpu_count']} CPUs, pyarrow {pa.__version__}, {peers}", flush=True)
+    results = bt.run_table_bench(sizes["upserts"], sizes["keys"], sizes["commits"], sizes["buckets"],
+                                 sizes["lookups"], args.repeat, args.quick, peers=not args.no_peers,
+                                 directory=args.table_dir, progress=False if args.no_progress else None)
+    print(bt.format_table_results(results))
+    title = (f"{shown['upserts']:,} upserts, {shown['commits']} commits, {shown['buckets']} buckets: "
+             f"mergetree vs Paimon from Python")
+    return {"sizes": shown, "peers": bt.peer_versions(), "results": results, "title": title,
+            "ratios": bt.table_ratios(results)}
 
 
 def _thread_check(args) -> dict:
@@ -668,7 +726,7 @@ def _thread_check(args) -> dict:
     return scaling
 
 
-def _write_json(args, environment: dict, results: list, scaling: dict | None) -> None:
+def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None) -> None:
     workloads = dict.fromkeys(r.workload for r in results)
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
@@ -679,6 +737,9 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None) ->
                               for w in workloads},
         "threads": scaling,
     }
+    if table is not None:
+        document["table"] = {"sizes": table["sizes"], "peers": table["peers"], "ratios": table["ratios"],
+                             "results": [r.to_dict() for r in table["results"]]}
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=str)
         handle.write("\n")

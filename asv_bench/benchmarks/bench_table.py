@@ -1,0 +1,117 @@
+"""asv benchmarks of the primary-key table layer (a small `mergetree bench --table`).
+
+200,000 upserts in 5 commits of 40,000 distinct random keys each (drawn from a key space of
+80,000, so a commit touches half of it) into a 4-bucket table written with ``write-only``:
+every commit stays a sorted run of its own in every bucket, so reads merge 5 runs per bucket.
+"""
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mergetree.table import Table
+
+UPSERTS = 200_000
+COMMITS = 5
+KEYS = 80_000
+BUCKETS = 4
+LOOKUPS = 20
+SCHEMA = pa.schema([("id", pa.int64()), ("v_int", pa.int64()), ("v_float", pa.float64()), ("v_str", pa.string())])
+
+
+def make_commits(upserts=UPSERTS, commits=COMMITS, keys=KEYS, seed=11):
+    rng = np.random.default_rng(seed)
+    per_commit = upserts // commits
+    tables = []
+    for index in range(commits):
+        ids = rng.choice(keys, size=per_commit, replace=False).astype(np.int64)
+        tables.append(pa.table({
+            "id": pa.array(ids),
+            "v_int": pa.array(rng.integers(0, 1 << 40, size=per_commit, dtype=np.int64)),
+            "v_float": pa.array(rng.random(per_commit)),
+            "v_str": pc.binary_join_element_wise(f"c{index}-", pc.cast(pa.array(ids), pa.string()), ""),
+        }, schema=SCHEMA))
+    return tables
+
+
+def write_table(path, commits):
+    table = Table.create(path, SCHEMA, primary_key=["id"], buckets=BUCKETS, options={"write-only": "true"})
+    for commit in commits:
+        table.write(commit)
+    return table
+
+
+class _TableDirectory:
+    """Each setup gets a fresh directory, removed in teardown."""
+
+    def _fresh(self):
+        self.root = tempfile.mkdtemp(prefix="mergetree-asv-")
+        return os.path.join(self.root, "t")
+
+    def teardown(self, *args):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class TableWrite(_TableDirectory):
+    """Five commits into an empty table (with compaction off)."""
+
+    number = 1  # every timed call needs an empty table: setup runs before each
+    repeat = 5
+    timeout = 300
+
+    def setup(self):
+        self.commits = make_commits()
+        self.path = self._fresh()
+
+    def time_write(self):
+        write_table(self.path, self.commits)
+
+
+class TableRead(_TableDirectory):
+    """Reads of the unmerged table: 5 sorted runs per bucket."""
+
+    timeout = 300
+
+    def setup(self):
+        self.table = write_table(self._fresh(), make_commits())
+        self.keys = [int(k) for k in np.random.default_rng(3).choice(KEYS, size=LOOKUPS, replace=False)]
+        self.calls = 0
+
+    def time_read_unmerged(self):
+        self.table.read()
+
+    def peakmem_read(self):
+        self.table.read()
+
+    def time_point_lookup(self):
+        """One read(filter=("id", "=", k)); successive calls cycle through LOOKUPS random keys."""
+        self.calls += 1
+        self.table.read(filter=("id", "=", self.keys[self.calls % len(self.keys)]))
+
+    def track_point_lookup_ms(self):
+        """Mean latency of a lookup over the LOOKUPS random keys."""
+        import time
+
+        start = time.perf_counter()
+        for key in self.keys:
+            self.table.read(filter=("id", "=", key))
+        return (time.perf_counter() - start) * 1e3 / len(self.keys)
+
+    track_point_lookup_ms.unit = "ms per lookup"
+
+
+class TableCompact(_TableDirectory):
+    """A full compaction of the 5 unmerged runs in every bucket."""
+
+    number = 1  # compaction changes the table: setup writes a fresh one before each timed call
+    repeat = 5
+    timeout = 300
+
+    def setup(self):
+        self.table = write_table(self._fresh(), make_commits())
+
+    def time_compact_full(self):
+        self.table.compact(full=True)
