@@ -6,7 +6,7 @@ STAMP := $(VENV)/.deps-installed
 
 .PHONY: demo test bench build venv wheel clean asv
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "setuptools>=77" wheel "Cython>=3.1" "numpy>=1.25" "pyarrow>=19" \
