@@ -15,6 +15,10 @@ Times are the best of ``--repeat`` runs, with Python's cyclic garbage collector
 paused while a run is timed (as ``timeit`` does).  The ``heapq.merge`` baseline
 runs on a 1,000,000-row slice of the input; its rows per second are comparable,
 its total time is not.
+
+``--table`` adds (and ``--table-only`` runs alone) the primary-key table workload of
+``mergetree.bench_table``: upserts, merge-on-read, point lookups and a full compaction,
+against pypaimon and pypaimon-rust when they are installed.
 """
 from __future__ import annotations
 
@@ -614,6 +618,8 @@ def _matplotlib_missing() -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import bench_table
+
     parser = argparse.ArgumentParser(
         prog="mergetree bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Time mergetree's deduplicate merge against heapq.merge, pyarrow, polars and duckdb "
@@ -635,14 +641,14 @@ def _parser() -> argparse.ArgumentParser:
         "installed) write and read the same upserts (see mergetree.bench_table)")
     table.add_argument("--table", action="store_true", help="also run the table workload")
     table.add_argument("--table-only", action="store_true", help="run only the table workload")
-    table.add_argument("--table-upserts", type=int, default=None,
-                       help="upserts in total (default 10,000,000; --quick divides it by 10)")
-    table.add_argument("--table-keys", type=int, default=None,
-                       help="size of the key space (default 2,000,000; --quick divides it by 10)")
-    table.add_argument("--table-commits", type=int, default=None, help="commits (default 10)")
-    table.add_argument("--table-buckets", type=int, default=None, help="buckets (default 4)")
-    table.add_argument("--lookups", type=int, default=None,
-                       help="point lookups of random keys (default 200; --quick divides it by 4)")
+    table.add_argument("--table-upserts", type=int, default=bench_table.DEFAULT_UPSERTS,
+                       help="upserts in total (--quick divides it by 10)")
+    table.add_argument("--table-keys", type=int, default=bench_table.DEFAULT_KEYS,
+                       help="size of the key space (--quick divides it by 10)")
+    table.add_argument("--table-commits", type=int, default=bench_table.DEFAULT_COMMITS, help="commits")
+    table.add_argument("--table-buckets", type=int, default=bench_table.DEFAULT_BUCKETS, help="buckets")
+    table.add_argument("--lookups", type=int, default=bench_table.DEFAULT_LOOKUPS,
+                       help="point lookups of random keys (--quick divides it by 4)")
     table.add_argument("--no-peers", action="store_true", help="table workload: mergetree only")
     table.add_argument("--table-dir", metavar="DIR",
                        help="write the tables here and keep them (default: a temporary directory, removed)")
@@ -654,10 +660,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or args.repeat < 1 or args.rows < 1 or args.string_rows < 1:
         print("mergetree bench: --rows, --string-rows, --runs and --repeat must be positive", file=sys.stderr)
         return 2
+    if min(args.table_upserts, args.table_keys, args.table_commits, args.table_buckets, args.lookups) < 1:
+        print("mergetree bench: --table-upserts, --table-keys, --table-commits, --table-buckets and --lookups "
+              "must be positive", file=sys.stderr)
+        return 2
     if args.plot and _matplotlib_missing():
         print("mergetree bench: --plot needs matplotlib, which is not installed "
               "(pip install matplotlib, or pip install 'mergetree[bench]')", file=sys.stderr)
         return 2
+    if args.table or args.table_only:
+        from .bench_table import check_sizes, quick_sizes
+        upserts, keys, _ = (quick_sizes(args.table_upserts, args.table_keys, args.lookups) if args.quick
+                            else (args.table_upserts, args.table_keys, args.lookups))
+        try:
+            check_sizes(upserts, keys, args.table_commits, args.table_buckets)
+        except ValueError as error:
+            print(f"mergetree bench: {error}", file=sys.stderr)
+            return 2
     environment = _environment()
     results, scaling = [], None
     if not args.table_only:
@@ -694,11 +713,12 @@ def _table_bench(args, environment: dict) -> dict:
     """Run the table workload (mergetree.bench_table), print its table; returns its numbers."""
     from . import bench_table as bt
 
-    sizes = {"upserts": args.table_upserts or bt.DEFAULT_UPSERTS, "keys": args.table_keys or bt.DEFAULT_KEYS,
-             "commits": args.table_commits or bt.DEFAULT_COMMITS, "buckets": args.table_buckets or bt.DEFAULT_BUCKETS,
-             "lookups": args.lookups or bt.DEFAULT_LOOKUPS}
-    shown = {k: (max(v // bt.QUICK_FACTOR, 1) if args.quick and k in ("upserts", "keys") else
-                 max(v // 4, 1) if args.quick and k == "lookups" else v) for k, v in sizes.items()}
+    sizes = {"upserts": args.table_upserts, "keys": args.table_keys, "commits": args.table_commits,
+             "buckets": args.table_buckets, "lookups": args.lookups}
+    shown = dict(sizes)
+    if args.quick:
+        shown["upserts"], shown["keys"], shown["lookups"] = bt.quick_sizes(sizes["upserts"], sizes["keys"],
+                                                                           sizes["lookups"])
     peers = ", ".join(f"{k} {v}" for k, v in bt.peer_versions().items()) if not args.no_peers else "no peers"
     if not args.table_only:
         print()
