@@ -116,6 +116,7 @@ def _rewrite(table: Table, partition: tuple, bucket: int, runs: list[list[DataFi
                    keep_deletes=not drop_delete)
     out = []
     for chunk in _rolled(reader, target, bar):
+        chunk = ts.restore_key_columns(chunk)
         out.append(FileEntry(partition, bucket, write_data_file(table.path, directory, chunk, ts, level)))
     return out
 

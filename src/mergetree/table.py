@@ -6,6 +6,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,8 +250,9 @@ class Table:
             return ordered
         # the i-th version of every key forms run i: each run is strictly ascending
         runs = [ordered.filter(pa.array(occurrence == i)) for i in range(int(occurrence.max()) + 1)]
-        return merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
-                     aggregations=self._aggregations(), keep_deletes=True).read_all()
+        folded = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
+                       aggregations=self._aggregations(), keep_deletes=True).read_all()
+        return ts.restore_key_columns(folded)
 
     def _aggregations(self) -> dict[str, str] | None:
         if self.table_schema.merge_engine != "aggregate":
@@ -385,42 +387,62 @@ class Table:
                           for i, c in enumerate(ts.bucket_key)})
         return set(int(b) for b in bucket_ids(probe, list(ts.bucket_key), ts.buckets))
 
+    def read(self, columns: list[str] | None = None, filter: flt.Filter = None,
+             snapshot: int | None = None, threads: int | None = None) -> pa.Table:
+        """Merge-on-read of the table (or of `snapshot`) as one pa.Table.  Buckets are read in
+        `threads` threads (default: one per CPU); the merge and Parquet decoding run without
+        the GIL, so they overlap."""
+        columns, f, expression, plan = self._prepare_read(columns, filter, snapshot)
+        out_schema = pa.schema([self.schema.field(c) for c in columns])
+        file_filter = self._file_filter(f)
+        workers = threads or os.cpu_count() or 1
+        if workers > 1 and len(plan.buckets) > 1:
+            with ThreadPoolExecutor(max_workers=min(workers, len(plan.buckets))) as pool:
+                parts = pool.map(lambda b: list(self._read_bucket(b, columns, expression, file_filter)),
+                                 plan.buckets)
+                batches = [batch for part in parts for batch in part]
+        else:
+            batches = [batch for b in plan.buckets for batch in self._read_bucket(b, columns, expression, file_filter)]
+        return pa.Table.from_batches(batches, schema=out_schema)
+
     def scan(self, columns: list[str] | None = None, filter: flt.Filter = None,
              snapshot: int | None = None) -> pa.RecordBatchReader:
         """A streaming read: one bucket section at a time, merged with the loser tree."""
+        columns, f, expression, plan = self._prepare_read(columns, filter, snapshot)
+        out_schema = pa.schema([self.schema.field(c) for c in columns])
+        file_filter = self._file_filter(f)
+        batches = (batch for b in plan.buckets for batch in self._read_bucket(b, columns, expression, file_filter))
+        return pa.RecordBatchReader.from_batches(out_schema, batches)
+
+    def _prepare_read(self, columns, filter, snapshot):
         columns = list(columns) if columns is not None else self.schema.names
         for c in columns:
             if c not in self.schema.names:
                 raise InvalidArgumentError(f"table has no column {c!r}")
         f = flt.normalize(filter)
-        expression = flt.to_expression(f, self.schema)
-        plan = self.plan(f, snapshot)
-        out_schema = pa.schema([self.schema.field(c) for c in columns])
-        return pa.RecordBatchReader.from_batches(out_schema, self._read_plan(plan, columns, expression, f))
+        return columns, f, flt.to_expression(f, self.schema), self.plan(f, snapshot)
 
-    def read(self, columns: list[str] | None = None, filter: flt.Filter = None,
-             snapshot: int | None = None) -> pa.Table:
-        """Merge-on-read of the table (or of `snapshot`) as one pa.Table."""
-        reader = self.scan(columns, filter, snapshot)
-        return pa.Table.from_batches(list(reader), schema=reader.schema)
-
-    def _read_plan(self, plan: ReadPlan, columns: list[str], expression, f: flt.Filter) -> Iterator[pa.RecordBatch]:
+    def _file_filter(self, f: flt.Filter) -> pc.Expression | None:
+        """Key predicates hold for every version of a key, so they may filter rows inside
+        each file before the merge (and skip row groups by their statistics)."""
         ts = self.table_schema
-        # key predicates hold for every version of a key, so they may filter rows inside
-        # each file before the merge (and skip row groups by their statistics)
         key_filter = flt.restrict(f, set(ts.primary_key)) if ts.has_primary_key else None
-        file_filter = flt.to_expression(flt.rename(key_filter, {k: KEY_PREFIX + k for k in ts.primary_key}),
-                                        ts.file_schema) if key_filter is not None else None
-        for bucket in plan.buckets:
-            for section in bucket.sections:
-                for batch in self._read_section(section, file_filter):
-                    table = pa.Table.from_batches([batch])
-                    if expression is not None:
-                        table = table.filter(expression)
-                    for out in table.select(columns).to_batches():
-                        if out.num_rows:
-                            yield pa.RecordBatch.from_arrays(out.columns, schema=pa.schema(
-                                [ts.schema.field(c) for c in columns]))
+        if key_filter is None:
+            return None
+        return flt.to_expression(flt.rename(key_filter, {k: KEY_PREFIX + k for k in ts.primary_key}),
+                                 ts.file_schema)
+
+    def _read_bucket(self, bucket: BucketPlan, columns: list[str], expression,
+                     file_filter: pc.Expression | None) -> Iterator[pa.RecordBatch]:
+        out_schema = pa.schema([self.schema.field(c) for c in columns])
+        for section in bucket.sections:
+            for batch in self._read_section(section, file_filter):
+                table = pa.Table.from_batches([batch])
+                if expression is not None:
+                    table = table.filter(expression)
+                for out in table.select(columns).to_batches():
+                    if out.num_rows:
+                        yield pa.RecordBatch.from_arrays(out.columns, schema=out_schema)
 
     def _read_section(self, section: list[list[DataFileMeta]],
                       file_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
@@ -441,7 +463,7 @@ class Table:
         reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                        aggregations=self._aggregations())
         for batch in reader:
-            yield batch.select(names)
+            yield ts.restore_key_columns(batch).select(names)
 
 
 # -- helpers -----------------------------------------------------------------------------

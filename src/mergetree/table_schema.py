@@ -110,6 +110,15 @@ class TableSchema:
     def file_key(self) -> list[str]:
         return [KEY_PREFIX + k for k in self.primary_key]
 
+    def restore_key_columns(self, data):
+        """Copy the `_KEY_` columns over the table's key columns.  Merge engines fold the
+        table columns like values, which can null a key (a key whose versions are all
+        deletes); the `_KEY_` columns are the truth."""
+        for k in self.primary_key:
+            i = data.schema.get_field_index(k)
+            data = data.set_column(i, data.schema.field(i), data.column(KEY_PREFIX + k))
+        return data
+
     def to_json(self) -> str:
         return json.dumps({
             "schema_id": self.schema_id,
