@@ -203,22 +203,35 @@ class Table:
             _unlink_quietly(os.path.join(self.path, e.file.file_name))
 
     def _split(self, table: pa.Table) -> dict[tuple[tuple, int], pa.Table]:
-        """Rows by (partition values, bucket), each in input order."""
+        """Rows by (partition values, bucket), each in input order (one stable sort, then slices)."""
         ts = self.table_schema
-        buckets = np.zeros(table.num_rows, dtype=np.int32)
+        buckets = np.zeros(table.num_rows, dtype=np.int64)
         if ts.buckets > 1:
             from .buckets import bucket_ids
-            buckets = bucket_ids(table, list(ts.bucket_key), ts.buckets)
+            buckets = bucket_ids(table, list(ts.bucket_key), ts.buckets).astype(np.int64)
         if not ts.partition_by and ts.buckets == 1:
             return {((), 0): table}
-        keyed = table.select(list(ts.partition_by)).append_column("__bucket", pa.array(buckets))
-        keyed = keyed.append_column("__row", pa.array(np.arange(table.num_rows)))
-        groups = keyed.group_by(list(ts.partition_by) + ["__bucket"], use_threads=False).aggregate(
-            [("__row", "list")])
+        keys = [buckets]
+        dictionaries = []
+        for name in ts.partition_by:
+            encoded = table.column(name).combine_chunks().dictionary_encode()
+            null_code = len(encoded.dictionary)
+            keys.append(encoded.indices.fill_null(null_code).to_numpy().astype(np.int64))
+            dictionaries.append((null_code, encoded.dictionary))
+        order = np.lexsort(keys[::-1])  # stable: rows keep input order inside a group
+        ordered = table.take(pa.array(order))
+        sorted_keys = [k[order] for k in keys]
+        change = np.zeros(len(order), dtype=bool)
+        change[0] = True
+        for k in sorted_keys:
+            change[1:] |= k[1:] != k[:-1]
+        starts = np.flatnonzero(change)
+        ends = np.append(starts[1:], len(order))
         out = {}
-        for g in groups.to_pylist():
-            partition = tuple(g[c] for c in ts.partition_by)
-            out[(partition, g["__bucket"])] = table.take(pa.array(g["__row_list"], type=pa.int64()))
+        for start, end in zip(starts, ends):
+            values = tuple(None if k[start] == null_code else dictionary[int(k[start])].as_py()
+                           for k, (null_code, dictionary) in zip(sorted_keys[1:], dictionaries))
+            out[(values, int(sorted_keys[0][start]))] = ordered.slice(start, end - start)
         return out
 
     def _directory(self, partition: tuple, bucket: int) -> str:
