@@ -164,10 +164,10 @@ class Table:
             adds: list[FileEntry] = []
             try:
                 for start in range(0, table.num_rows, buffer_rows):
-                    chunk = table.slice(start, buffer_rows)
-                    for (partition, bucket), rows in self._split(chunk).items():
-                        first_seq.setdefault((partition, bucket), next_seq.get((partition, bucket), 0))
-                        adds += self._flush(rows, partition, bucket, kind, next_seq, target)
+                    groups = self._split(table.slice(start, buffer_rows))
+                    for key in groups:
+                        first_seq.setdefault(key, next_seq.get(key, 0))
+                    adds += self._flush_all(groups, kind, next_seq, target)
                 snapshot = self._commit_write(base, adds, first_seq)
             except BaseException:
                 self._discard(adds)
@@ -238,16 +238,36 @@ class Table:
         parts = [f"{c}={_partition_text(v)}" for c, v in zip(self.table_schema.partition_by, partition)]
         return "/".join(parts + [f"bucket-{bucket}"])
 
-    def _flush(self, rows: pa.Table, partition: tuple, bucket: int, kind: int,
-               next_seq: dict, target: int) -> list[FileEntry]:
-        """Sort and fold one bucket's buffered rows and write them as level-0 files."""
+    def _flush_all(self, groups: dict, kind: int, next_seq: dict, target: int) -> list[FileEntry]:
+        """Flush every (partition, bucket) group of a write buffer, in parallel threads:
+        sorting and Parquet encoding run without the GIL.  Sequence numbers are taken
+        per bucket, so the groups do not interfere."""
+        for (partition, bucket), rows in groups.items():
+            first = next_seq.get((partition, bucket), 0)
+            next_seq[(partition, bucket)] = first + rows.num_rows
+        jobs = [(rows, partition, bucket, next_seq[(partition, bucket)] - rows.num_rows)
+                for (partition, bucket), rows in groups.items()]
+        workers = min(len(jobs), os.cpu_count() or 1)
+        if workers <= 1:
+            return [e for job in jobs for e in self._flush(*job, kind, target)]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self._flush, *job, kind, target) for job in jobs]
+        done = [f.result() for f in futures if f.exception() is None]
+        failed = [f.exception() for f in futures if f.exception() is not None]
+        if failed:
+            self._discard([e for entries in done for e in entries])
+            raise failed[0]
+        return [e for entries in done for e in entries]
+
+    def _flush(self, rows: pa.Table, partition: tuple, bucket: int, first: int, kind: int,
+               target: int) -> list[FileEntry]:
+        """Sort and fold one bucket's buffered rows (sequence numbers from `first`) and write
+        them as level-0 files."""
         ts = self.table_schema
         directory = self._directory(partition, bucket)
         if not ts.has_primary_key:
             files = write_sorted_run(self.path, directory, rows, ts, 0, target)
             return [FileEntry(partition, bucket, f) for f in files]
-        first = next_seq.get((partition, bucket), 0)
-        next_seq[(partition, bucket)] = first + rows.num_rows
         physical = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind)
         folded = self._fold(physical)
         files = write_sorted_run(self.path, directory, folded, ts, 0, target)
