@@ -158,3 +158,10 @@ def test_key_columns_survive_folding_deletes(tmp_path):
     assert t.read(filter=[("id", ">=", 26), ("id", "<", 32)]).column("id").to_pylist() == [26, 27, 28, 30, 31]
     (meta,) = [m for m in t.plan().files if m.delete_count]
     assert meta.stats["id"][:2] == (5, 29)
+
+
+def test_aggregate_and_first_row_tables_refuse_key_deletes(tmp_path):
+    for engine, message in (("aggregate", "aggregate table"), ("first-row", "first-row table")):
+        t = Table.create(str(tmp_path / engine), SCHEMA, primary_key="id", merge_engine=engine)
+        with pytest.raises(InvalidArgumentError, match=message):
+            t.delete(pa.table({"id": [1]}))

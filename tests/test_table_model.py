@@ -21,7 +21,7 @@ ROW = st.fixed_dictionaries({"id": IDS, "p": PARTS, "a": st.one_of(st.none(), st
 
 
 class TableMachine(RuleBasedStateMachine):
-    @initialize(engine=st.sampled_from(["deduplicate", "partial-update", "first-row"]),
+    @initialize(engine=st.sampled_from(["deduplicate", "partial-update", "first-row", "aggregate"]),
                 buckets=st.sampled_from([1, 1, 3]), partitioned=st.booleans(),
                 trigger=st.integers(2, 5), write_only=st.booleans(),
                 file_size=st.sampled_from(["2 kb", "1 mb"]))
@@ -33,6 +33,7 @@ class TableMachine(RuleBasedStateMachine):
         self.table = Table.create(self.dir, SCHEMA if partitioned else SCHEMA.remove(1), primary_key=pk,
                                   partition_by=["p"] if partitioned else None, buckets=buckets,
                                   merge_engine=engine, options={
+                                      "fields.a.aggregate-function": "sum",
                                       "num-sorted-run.compaction-trigger": str(trigger),
                                       "write-only": str(write_only).lower(), "target-file-size": file_size})
         self.model: dict[tuple, dict] = {}
@@ -54,6 +55,9 @@ class TableMachine(RuleBasedStateMachine):
             self.model[k] = dict(row)
         elif self.engine == "partial-update":
             self.model[k] = {c: (row[c] if row[c] is not None else old[c]) for c in row}
+        elif self.engine == "aggregate":  # a: sum, b: last non-null
+            a = old["a"] if row["a"] is None else row["a"] if old["a"] is None else old["a"] + row["a"]
+            self.model[k] = {**row, "a": a, "b": row["b"] if row["b"] is not None else old["b"]}
         # first-row keeps the first version
 
     def remember(self, snapshot):
@@ -101,7 +105,7 @@ class TableMachine(RuleBasedStateMachine):
         self.write(rows)
 
     def delete(self, data):
-        if self.engine == "first-row":
+        if self.engine in ("first-row", "aggregate"):
             return
         keys = data.draw(st.lists(st.tuples(IDS, PARTS), min_size=1, max_size=10))
         rows = [{"id": i, "p": p} for i, p in keys]

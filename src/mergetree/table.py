@@ -120,6 +120,10 @@ class Table:
             raise InvalidArgumentError("an append table has no keys to delete by")
         if self.table_schema.merge_engine == "first-row":
             raise InvalidArgumentError("a first-row table keeps the first version of a key; it cannot delete")
+        if self.table_schema.merge_engine == "aggregate":
+            raise InvalidArgumentError(
+                "an aggregate table folds a delete into its aggregates (a key-only delete would "
+                "retract nothing); write compensating values instead")
         return self._write_changes(self._conform(keys, complete=False), ROW_KIND_DELETE)
 
     def _conform(self, data: Any, complete: bool) -> pa.Table:
