@@ -20,21 +20,21 @@ extra_compile_args = ["-O3"]
 if os.environ.get("MERGETREE_NATIVE"):  # local benchmarking only; wheels stay portable
     extra_compile_args.append("-march=native")
 
+
+
+def cython_extension(module: str, source: str) -> Extension:
+    return Extension(
+        module,
+        [source],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=extra_compile_args,
+    )
+
+
 extensions = [
-    Extension(
-        "mergetree._core",
-        ["_core/mergetree_core.pyx"],
-        include_dirs=[np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=extra_compile_args,
-    ),
-    Extension(
-        "mergetree._bucket",
-        ["_core/mergetree_bucket.pyx"],
-        include_dirs=[np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=extra_compile_args,
-    ),
+    cython_extension("mergetree._core", "_core/mergetree_core.pyx"),      # the merge
+    cython_extension("mergetree._bucket", "_core/mergetree_bucket.pyx"),  # Spark bucket hashes
 ]
 
 setup(
