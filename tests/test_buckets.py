@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import shutil
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -439,26 +437,7 @@ def test_hashing_releases_the_gil_and_is_thread_safe():
 # (b) Against a real Spark (local[2]).
 # ---------------------------------------------------------------------------
 
-IN_SOURCE_TREE = (Path(__file__).resolve().parent.parent / "Makefile").exists()
-
-
-@pytest.fixture(scope="session")
-def spark():
-    if shutil.which("java") is None:
-        pytest.skip("no java on PATH: the real-Spark checks need a JVM")
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        if IN_SOURCE_TREE:  # `make test` installs pyspark: its absence is a broken setup
-            pytest.fail("pyspark is not installed: run `.venv/bin/python -m pip install 'pyspark[sql]' "
-                        "'pandas<3'` (a .venv made before pyspark joined the Makefile's test "
-                        "dependencies lacks it; or delete .venv/.deps-installed and `make test`)")
-        # tests copied away from the source tree (the installed-wheel checks) get only
-        # pytest and hypothesis
-        pytest.skip("pyspark is not installed where the tests run outside the source tree")
-    from spark_session import spark_session, stop_spark_session
-    yield spark_session()
-    stop_spark_session()
+# the `spark` fixture (one local[2] session per run) is in conftest.py
 
 
 def spark_rows(rng: np.random.Generator, n: int) -> pa.Table:
