@@ -1,0 +1,218 @@
+"""PySpark integration: a `mergetree` Python data source for reads.
+
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    df = spark.read.format("mergetree").load("/data/visits")          # options: snapshot, batchSize
+
+One Spark partition per bucket; each task merges its bucket's sorted runs with the loser
+tree and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN
+filters on the bucket key prune buckets; key ranges and statistics prune files; every
+filter that arrives is also applied exactly after the merge, so results are exact.  Needs
+pyspark >= 4 (`pip install "mergetree[spark]"`) with
+`spark.sql.python.filterPushdown.enabled=true` for pushdown.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from .errors import UnsupportedTypeError
+
+try:
+    from pyspark.sql.datasource import (
+        DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition,
+        IsNotNull, IsNull, LessThan, LessThanOrEqual,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without pyspark
+    raise ImportError("mergetree.spark needs pyspark >= 4.0: pip install 'mergetree[spark]'") from exc
+
+SOURCE_NAME = "mergetree"
+
+
+def register(spark: Any) -> None:
+    """Make `spark.read.format("mergetree")` available in this session."""
+    spark.dataSource.register(MergetreeDataSource)
+
+
+# -- types ------------------------------------------------------------------------------
+
+def spark_arrow_type(dtype: pa.DataType) -> pa.DataType:
+    """The Arrow type Spark uses for a column of this type (what read() must yield)."""
+    if pa.types.is_dictionary(dtype):
+        return spark_arrow_type(dtype.value_type)
+    if pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        return pa.string()
+    if pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype) or pa.types.is_fixed_size_binary(dtype):
+        return pa.binary()
+    if pa.types.is_timestamp(dtype):
+        return pa.timestamp("us", tz="UTC" if dtype.tz else None)
+    if pa.types.is_date64(dtype):
+        return pa.date32()
+    if pa.types.is_uint8(dtype):
+        return pa.int16()
+    if pa.types.is_uint16(dtype):
+        return pa.int32()
+    if pa.types.is_uint32(dtype):
+        return pa.int64()
+    if (pa.types.is_signed_integer(dtype) or (pa.types.is_floating(dtype) and not pa.types.is_float16(dtype))
+            or pa.types.is_boolean(dtype) or pa.types.is_string(dtype) or pa.types.is_binary(dtype)
+            or pa.types.is_date32(dtype) or pa.types.is_decimal128(dtype)):
+        return dtype
+    raise UnsupportedTypeError(f"Spark has no column type for Arrow {dtype}")
+
+
+def spark_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, spark_arrow_type(f.type), nullable=True) for f in schema])
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    """A Spark DDL string for the schema."""
+    names = {pa.int8(): "byte", pa.int16(): "short", pa.int32(): "int", pa.int64(): "long",
+             pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean", pa.string(): "string",
+             pa.binary(): "binary", pa.date32(): "date", pa.timestamp("us", tz="UTC"): "timestamp",
+             pa.timestamp("us"): "timestamp_ntz"}
+    parts = []
+    for f in spark_schema(schema):
+        if pa.types.is_decimal(f.type):
+            text = f"decimal({f.type.precision},{f.type.scale})"
+        else:
+            text = names[f.type]
+        parts.append(f"`{f.name}` {text}")
+    return ", ".join(parts)
+
+
+# -- filters ----------------------------------------------------------------------------
+
+_COMPARISONS = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
+
+
+def to_mergetree_filter(f: Any, schema: pa.Schema) -> tuple | None:
+    """A Spark filter as a mergetree filter tuple, or None if it cannot be expressed."""
+    attribute = getattr(f, "attribute", ())
+    if len(attribute) != 1 or attribute[0] not in schema.names:
+        return None  # nested fields, unknown columns
+    column = attribute[0]
+    if isinstance(f, IsNull):
+        return (column, "is null", None)
+    if isinstance(f, IsNotNull):
+        return (column, "is not null", None)
+    if isinstance(f, In):
+        return (column, "in", list(f.value))
+    op = _COMPARISONS.get(type(f))
+    if op is None:
+        return None  # Not, EqualNullSafe, string predicates: Spark applies them
+    return (column, op, f.value)
+
+
+# -- the data source --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BucketPartition(InputPartition):
+    """One bucket of one partition: the unit of a read task."""
+
+    partition: tuple
+    bucket: int
+
+    def __init__(self, partition: tuple, bucket: int) -> None:  # InputPartition wants a value
+        object.__setattr__(self, "partition", partition)
+        object.__setattr__(self, "bucket", bucket)
+        object.__setattr__(self, "value", (partition, bucket))
+
+
+class MergetreeDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def _table(self):
+        from .table import Table
+        return Table.open(self.options["path"])
+
+    def schema(self) -> str:
+        return spark_ddl(self._table().schema)
+
+    def reader(self, schema: Any) -> MergetreeReader:
+        return MergetreeReader({k.lower(): v for k, v in self.options.items()})  # Spark's keys ignore case
+
+
+class MergetreeReader(DataSourceReader):
+    def __init__(self, options: dict) -> None:
+        from .table import Table
+        self.path = options["path"]
+        self.batch_size = int(options.get("batchsize", 65536))
+        table = Table.open(self.path)
+        snapshot = options.get("snapshot")
+        latest = table.latest_snapshot()
+        self.snapshot = int(snapshot) if snapshot is not None else (latest.id if latest else None)
+        self.filters: list[tuple] = []
+        self.report_path = options.get("planreport")
+
+    def pushFilters(self, filters: list) -> Iterator:
+        """Keep what mergetree can evaluate (it prunes with it and applies it exactly after
+        the merge); hand the rest back to Spark."""
+        from .table import Table
+        schema = Table.open(self.path).schema
+        for f in filters:
+            converted = to_mergetree_filter(f, schema)
+            if converted is None:
+                yield f
+            else:
+                self.filters.append(converted)
+
+    def _filter(self):
+        return self.filters or None
+
+    def partitions(self) -> list[BucketPartition]:
+        from .table import Table
+        table = Table.open(self.path)
+        if self.snapshot is None:
+            return []
+        plan = table.plan(self._filter(), self.snapshot)
+        parts = [BucketPartition(b.partition, b.bucket) for b in plan.buckets]
+        if self.report_path:  # the plan runs in a short-lived process: leave facts on disk
+            with open(self.report_path, "w") as f:
+                json.dump({"snapshot": plan.snapshot_id, "filters": [list(map(_jsonable, x)) for x in self.filters],
+                           "buckets": [b.bucket for b in plan.buckets], "files": len(plan.files),
+                           "files_total": plan.files_total, "pruned_buckets": plan.pruned_buckets,
+                           "pruned_files": plan.pruned_files, "pruned_partitions": plan.pruned_partitions}, f)
+        return parts
+
+    def read(self, partition: BucketPartition) -> Iterator[pa.RecordBatch]:
+        from . import filters as flt
+        from .table import Table
+        table = Table.open(self.path)
+        out_schema = spark_schema(table.schema)
+        f = flt.normalize(self._filter())
+        expression = flt.to_expression(f, table.schema)
+        for bucket in table.plan(f, self.snapshot).buckets:
+            if bucket.partition != tuple(partition.partition) or bucket.bucket != partition.bucket:
+                continue
+            for batch in table._read_bucket(bucket, table.schema.names, expression, table._file_filter(f)):
+                for start in range(0, batch.num_rows, self.batch_size):
+                    yield _conform(batch.slice(start, self.batch_size), out_schema)
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    columns = []
+    for col, field in zip(batch.columns, schema):
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        # timestamps narrower than µs widen exactly; ns truncate to Spark's µs
+        columns.append(col if col.type == field.type else col.cast(field.type, safe=False))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (dt.date, dt.datetime, Decimal, bytes)):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+__all__ = ["MergetreeDataSource", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
