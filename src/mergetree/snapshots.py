@@ -53,7 +53,7 @@ class FileEntry:
 class Snapshot:
     id: int
     schema_id: int
-    commit_kind: str            # APPEND | COMPACT
+    commit_kind: str            # APPEND | COMPACT | OVERWRITE
     time_millis: int
     base_manifest_list: str
     delta_manifest_list: str

@@ -1,8 +1,9 @@
-"""PySpark integration: a `mergetree` Python data source for reads.
+"""PySpark integration: a `mergetree` Python data source for reads and writes.
 
     import mergetree.spark
     mergetree.spark.register(spark)
     df = spark.read.format("mergetree").load("/data/visits")          # options: snapshot, batchSize
+    df.write.format("mergetree").mode("append").option("primaryKey", "id").option("buckets", "4").save(path)
 
 One Spark partition per bucket; each task merges its bucket's sorted runs with the loser
 tree and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterator
@@ -25,8 +27,8 @@ from .errors import UnsupportedTypeError
 
 try:
     from pyspark.sql.datasource import (
-        DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition,
-        IsNotNull, IsNull, LessThan, LessThanOrEqual,
+        DataSource, DataSourceArrowWriter, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
+        InputPartition, IsNotNull, IsNull, LessThan, LessThanOrEqual, WriterCommitMessage,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without pyspark
     raise ImportError("mergetree.spark needs pyspark >= 4.0: pip install 'mergetree[spark]'") from exc
@@ -139,6 +141,9 @@ class MergetreeDataSource(DataSource):
     def reader(self, schema: Any) -> MergetreeReader:
         return MergetreeReader({k.lower(): v for k, v in self.options.items()})  # Spark's keys ignore case
 
+    def writer(self, schema: Any, overwrite: bool) -> MergetreeWriter:
+        return MergetreeWriter({k.lower(): v for k, v in self.options.items()}, schema, overwrite)
+
 
 class MergetreeReader(DataSourceReader):
     def __init__(self, options: dict) -> None:
@@ -195,6 +200,104 @@ class MergetreeReader(DataSourceReader):
             for batch in table._read_bucket(bucket, table.schema.names, expression, table._file_filter(f)):
                 for start in range(0, batch.num_rows, self.batch_size):
                     yield _conform(batch.slice(start, self.batch_size), out_schema)
+
+
+# -- writes -----------------------------------------------------------------------------
+
+# Each task numbers its rows from base + task * TASK_SEQUENCE_SPAN, so the sequence numbers of
+# tasks writing the same bucket never collide.
+TASK_SEQUENCE_SPAN = 1 << 32
+CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine"}
+
+
+@dataclass
+class FilesMessage(WriterCommitMessage):
+    """A task's written files, as manifest entries."""
+
+    entries: list
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+class MergetreeWriter(DataSourceArrowWriter):
+    """Writes level-0 files per task; the driver commits them all as one snapshot."""
+
+    def __init__(self, options: dict, spark_schema_: Any, overwrite: bool) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from .table import Table, _next_sequences
+        self.path = options["path"]
+        self.overwrite = overwrite
+        if os.path.exists(os.path.join(self.path, "schema")):
+            table = Table.open(self.path)
+        else:  # create the table from the DataFrame's schema
+            table = Table.create(
+                self.path, to_arrow_schema(spark_schema_, timezone="UTC"), primary_key=_names(options.get("primarykey")),
+                partition_by=_names(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
+                bucket_key=_names(options.get("bucketkey")),
+                merge_engine=options.get("mergeengine", "deduplicate"),
+                options={k: v for k, v in options.items() if k not in CREATE_OPTIONS})
+        base = table.latest_snapshot()
+        self.base_id = base.id if base else None
+        self.next_seq = {} if overwrite else _next_sequences(table.store.live_files(base).values())
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
+        from pyspark import TaskContext
+
+        from .compaction import parse_memory_size
+        from .table import ROW_KIND_INSERT, Table
+        table = Table.open(self.path)
+        task = TaskContext.get().partitionId()
+        batches = list(iterator)
+        if not batches:
+            return FilesMessage([])
+        data = table._conform(pa.Table.from_batches(batches), complete=True)
+        next_seq = {key: first + task * TASK_SEQUENCE_SPAN for key, first in self.next_seq.items()}
+        target = parse_memory_size(table.table_schema.options["target-file-size"])
+        entries = []
+        try:
+            groups = table._split(data)
+            for key in groups:
+                next_seq.setdefault(key, task * TASK_SEQUENCE_SPAN)
+            entries = table._flush_all(groups, ROW_KIND_INSERT, next_seq, target)
+        except BaseException:
+            table._discard(entries)
+            raise
+        return FilesMessage([e.to_json("ADD") for e in entries])
+
+    def commit(self, messages: list) -> None:
+        from .snapshots import CommitConflictError, FileEntry
+        from .table import Table, _next_sequences
+        table = Table.open(self.path)
+        adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
+        base = table.store.snapshot(self.base_id) if self.base_id is not None else None
+        for _ in range(30):
+            deletes = list(table.store.live_files(base).values()) if self.overwrite else []
+            try:
+                table.store.commit(base.id if base else None, adds, deletes,
+                                   "OVERWRITE" if self.overwrite else "APPEND", table.table_schema.schema_id)
+                return
+            except CommitConflictError:
+                latest = table.latest_snapshot()
+                newer = _next_sequences(table.store.live_files(latest).values())
+                if not self.overwrite and any(newer.get(k, 0) > v for k, v in self.next_seq.items()):
+                    table._discard(adds)
+                    raise CommitConflictError(
+                        "another write committed to this table while the Spark job ran; the job's files "
+                        "were removed, run it again") from None
+                base = latest
+        table._discard(adds)
+        raise CommitConflictError("gave up committing the Spark job's files after 30 conflicts")
+
+    def abort(self, messages: list) -> None:
+        """Failed job: remove the files of tasks that reported; the rest are orphans
+        (`Table.remove_orphan_files`)."""
+        from .snapshots import FileEntry
+        from .table import Table
+        table = Table.open(self.path)
+        table._discard([FileEntry.from_json(e) for m in messages if m is not None for e in m.entries])
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
