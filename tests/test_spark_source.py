@@ -144,3 +144,30 @@ def test_failed_job_leaves_the_table_unchanged(spark, tmp_path):
     import datetime as _dt
     table.remove_orphan_files(older_than=_dt.timedelta(0))  # debris of tasks that wrote before the failure
     assert table.read().equals(before)
+
+
+def test_distributed_compaction_equals_local(spark, tmp_path):
+    import shutil
+
+    import mergetree.spark
+    from mergetree.compaction import CompactionOptions
+    from mergetree.compactor import _levels
+    base = str(tmp_path / "c")
+    t = Table.create(base, SCHEMA, primary_key="id", buckets=3, options={"write-only": "true"})
+    rng = np.random.default_rng(9)
+    for c in range(6):
+        t.write(rows(rng.choice(400, 150, replace=False).astype(np.int64), f"c{c}"))
+    t.delete(pa.table({"id": pa.array(range(0, 400, 9), pa.int64())}))
+    shutil.copytree(base, str(tmp_path / "local"))
+    local = Table.open(str(tmp_path / "local"))
+    local.compact(full=True)
+    snapshot = mergetree.spark.compact(spark, base, full=True)
+    assert snapshot is not None and snapshot.commit_kind == "COMPACT"
+    distributed = Table.open(base)
+    key = lambda r: r["id"]  # noqa: E731
+    assert sorted(distributed.read().to_pylist(), key=key) == sorted(local.read().to_pylist(), key=key)
+    options = CompactionOptions.from_options(distributed.table_schema.options)
+    for levels in _levels(distributed, options).values():  # one sorted run per bucket, no deletes left
+        assert levels.number_of_sorted_runs() == 1
+        assert all(f.delete_count == 0 for f in levels.all_files())
+    assert mergetree.spark.compact(spark, base, full=True) is None  # nothing left to do

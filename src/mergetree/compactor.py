@@ -50,12 +50,13 @@ def _levels(table: Table, options: CompactionOptions) -> dict[tuple, Levels]:
     return {key: Levels(files, options.num_levels) for key, files in by_bucket.items()}
 
 
-def _compact_once(table: Table, only: set | None, full: bool, progress: bool | None) -> Snapshot | None:
+def plan_compaction(table: Table, only: set | None, full: bool) -> tuple[int | None, list[tuple[tuple, CompactionPlan]]]:
+    """The base snapshot and, per bucket that needs it, what to rewrite and upgrade."""
     ts = table.table_schema
     options = CompactionOptions.from_options(ts.options)
     base = table.latest_snapshot()
     if base is None or not ts.has_primary_key:
-        return None
+        return None, []
     plans: list[tuple[tuple, CompactionPlan]] = []
     for key, levels in sorted(_levels(table, options).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         if only is not None and key not in only:
@@ -63,31 +64,62 @@ def _compact_once(table: Table, only: set | None, full: bool, progress: bool | N
         unit = full_compaction(levels) if full else pick(levels, options)
         if unit is not None:
             plans.append((key, plan_rewrite(unit, options)))
-    if not plans:
-        return None
+    return base.id, plans
+
+
+def execute_plan(table: Table, key: tuple, plan: CompactionPlan,
+                 bar: ProgressBar | None = None) -> tuple[list[FileEntry], list[FileEntry]]:
+    """Carry out one bucket's plan: (adds, deletes).  New files are removed on failure."""
+    partition, bucket = key
+    options = CompactionOptions.from_options(table.table_schema.options)
     written: list[FileEntry] = []
     adds: list[FileEntry] = []
     deletes: list[FileEntry] = []
-    rows = sum(f.row_count for _, p in plans for g in p.rewrites for f in g.files)
     try:
-        with ProgressBar(rows, desc="compact", unit="rows", enabled=progress) as bar:
-            for (partition, bucket), plan in plans:
-                for group in plan.rewrites:
-                    new = _rewrite(table, partition, bucket, group.sorted_runs(), plan.output_level,
-                                   plan.drop_delete, options.target_file_size, bar)
-                    written += new
-                    adds += new
-                    deletes += [FileEntry(partition, bucket, f) for f in group.files]
-                for f in plan.upgrades:  # metadata only: the same file at a new level
-                    deletes.append(FileEntry(partition, bucket, f))
-                    adds.append(FileEntry(partition, bucket, f.with_level(plan.output_level)))
-        return _commit(table, base.id, adds, deletes)
+        for group in plan.rewrites:
+            new = _rewrite(table, partition, bucket, group.sorted_runs(), plan.output_level,
+                           plan.drop_delete, options.target_file_size, bar)
+            written += new
+            adds += new
+            deletes += [FileEntry(partition, bucket, f) for f in group.files]
     except BaseException:
         table._discard(written)
         raise
+    for f in plan.upgrades:  # metadata only: the same file at a new level
+        deletes.append(FileEntry(partition, bucket, f))
+        adds.append(FileEntry(partition, bucket, f.with_level(plan.output_level)))
+    return adds, deletes
 
 
-def _commit(table: Table, base_id: int, adds: list[FileEntry], deletes: list[FileEntry]) -> Snapshot:
+def rows_to_rewrite(plans: list[tuple[tuple, CompactionPlan]]) -> int:
+    return sum(f.row_count for _, p in plans for g in p.rewrites for f in g.files)
+
+
+def _compact_once(table: Table, only: set | None, full: bool, progress: bool | None) -> Snapshot | None:
+    base_id, plans = plan_compaction(table, only, full)
+    if not plans:
+        return None
+    adds: list[FileEntry] = []
+    deletes: list[FileEntry] = []
+    try:
+        with ProgressBar(rows_to_rewrite(plans), desc="compact", unit="rows", enabled=progress) as bar:
+            for key, plan in plans:
+                a, d = execute_plan(table, key, plan, bar)
+                adds += a
+                deletes += d
+        return commit_compaction(table, base_id, adds, deletes)
+    except BaseException:
+        discard_new_files(table, adds, deletes)
+        raise
+
+
+def discard_new_files(table: Table, adds: list[FileEntry], deletes: list[FileEntry]) -> None:
+    """Remove a failed compaction's outputs (an upgraded file is an input: it stays)."""
+    inputs = {e.file.file_name for e in deletes}
+    table._discard([e for e in adds if e.file.file_name not in inputs])
+
+
+def commit_compaction(table: Table, base_id: int, adds: list[FileEntry], deletes: list[FileEntry]) -> Snapshot:
     """Commit, rebasing over commits that left every input file in place."""
     for attempt in range(COMMIT_RETRIES):
         try:
@@ -107,7 +139,7 @@ def _commit(table: Table, base_id: int, adds: list[FileEntry], deletes: list[Fil
 
 
 def _rewrite(table: Table, partition: tuple, bucket: int, runs: list[list[DataFileMeta]], level: int,
-             drop_delete: bool, target: int, bar: ProgressBar) -> list[FileEntry]:
+             drop_delete: bool, target: int, bar: ProgressBar | None) -> list[FileEntry]:
     """Merge sorted runs into new files at `level`, rolled at about `target` bytes."""
     ts = table.table_schema
     directory = table._directory(partition, bucket)
@@ -121,7 +153,7 @@ def _rewrite(table: Table, partition: tuple, bucket: int, runs: list[list[DataFi
     return out
 
 
-def _rolled(reader, target: int, bar: ProgressBar) -> Iterator[pa.Table]:
+def _rolled(reader, target: int, bar: ProgressBar | None) -> Iterator[pa.Table]:
     """Group a stream of batches into tables of about `target` bytes in memory."""
     pending: list[pa.RecordBatch] = []
     size = 0
@@ -130,11 +162,13 @@ def _rolled(reader, target: int, bar: ProgressBar) -> Iterator[pa.Table]:
         pending.append(batch)
         size += batch.nbytes
         rows_in = reader.stats.rows_in
-        bar.update(rows_in - seen)
+        if bar is not None:
+            bar.update(rows_in - seen)
         seen = rows_in
         if size >= target:
             yield pa.Table.from_batches(pending)
             pending, size = [], 0
     if pending:
         yield pa.Table.from_batches(pending)
-    bar.update(reader.stats.rows_in - seen)
+    if bar is not None:
+        bar.update(reader.stats.rows_in - seen)

@@ -202,6 +202,40 @@ class MergetreeReader(DataSourceReader):
                     yield _conform(batch.slice(start, self.batch_size), out_schema)
 
 
+# -- distributed compaction ---------------------------------------------------------------
+
+def compact(spark: Any, path: str, full: bool = False):
+    """Compact a table with Spark: the driver plans every bucket's compaction, one task per
+    bucket merges and rewrites its files (through `mapInArrow`), and the driver commits all
+    results in one snapshot.  Returns the snapshot, or None if nothing needed compaction."""
+    from .compactor import commit_compaction, discard_new_files, execute_plan, plan_compaction
+    from .snapshots import FileEntry
+    from .table import Table
+    table = Table.open(path)
+    base_id, plans = plan_compaction(table, None, full)
+    if not plans:
+        return None
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_table = Table.open(path)
+        for batch in batches:
+            for i in batch.column("unit").to_pylist():
+                key, plan = plans[i]
+                adds, deletes = execute_plan(task_table, key, plan)
+                yield pa.record_batch({"adds": [json.dumps([e.to_json("ADD") for e in adds])],
+                                       "deletes": [json.dumps([e.to_json("DELETE") for e in deletes])]})
+
+    units = spark.sparkContext.parallelize([(i,) for i in range(len(plans))], len(plans))  # a task each
+    results = spark.createDataFrame(units, "unit int").mapInArrow(run, "adds string, deletes string").collect()
+    adds = [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])]
+    deletes = [FileEntry.from_json(e) for r in results for e in json.loads(r["deletes"])]
+    try:
+        return commit_compaction(table, base_id, adds, deletes)
+    except BaseException:
+        discard_new_files(table, adds, deletes)
+        raise
+
+
 # -- writes -----------------------------------------------------------------------------
 
 # Each task numbers its rows from base + task * TASK_SEQUENCE_SPAN, so the sequence numbers of
@@ -318,4 +352,4 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["MergetreeDataSource", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
+__all__ = ["MergetreeDataSource", "compact", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
