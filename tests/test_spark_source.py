@@ -171,3 +171,24 @@ def test_distributed_compaction_equals_local(spark, tmp_path):
         assert levels.number_of_sorted_runs() == 1
         assert all(f.delete_count == 0 for f in levels.all_files())
     assert mergetree.spark.compact(spark, base, full=True) is None  # nothing left to do
+
+
+def test_merge_sorted_runs_in_map_in_arrow(spark):
+    import mergetree
+    import mergetree.spark
+    from reference import merge_model
+    rng = np.random.default_rng(3)
+    rows_ = []
+    for run in range(5):
+        for bucket in range(3):
+            for k in sorted(rng.choice(60, 25, replace=False).tolist()):
+                rows_.append((bucket, run, k * 3 + bucket, f"r{run}", run * 1000 + k))
+    df = spark.createDataFrame(rows_, "bucket int, run int, k long, v string, seq long")
+    prepared = df.repartition(2, "bucket").sortWithinPartitions("bucket", "run", "k")
+    merged = prepared.mapInArrow(mergetree.spark.merge_sorted_runs("k", group="bucket", sequence="seq"),
+                                 df.schema)
+    got = sorted((r.asDict() for r in merged.collect()), key=lambda r: r["k"])
+    runs = [[dict(zip(("bucket", "run", "k", "v", "seq"), r)) for r in rows_ if r[1] == i] for i in range(5)]
+    runs = [sorted(r, key=lambda x: x["k"]) for r in runs]
+    want = merge_model(runs, ["k"], sequence="seq", columns=["bucket", "run", "k", "v", "seq"])
+    assert got == sorted(want, key=lambda r: r["k"])

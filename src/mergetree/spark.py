@@ -202,6 +202,38 @@ class MergetreeReader(DataSourceReader):
                     yield _conform(batch.slice(start, self.batch_size), out_schema)
 
 
+# -- mapInArrow helpers ---------------------------------------------------------------------
+
+def merge_sorted_runs(key: str | list[str], *, run: str = "run", group: str | None = None,
+                      **merge_options: Any):
+    """A function for `df.mapInArrow(fn, df.schema)` that merges the sorted runs in each task.
+
+    Every row names its run in column `run` (a higher run id is newer unless `sequence` is
+    given); the rows of one run must arrive in key order, e.g. after
+    `df.repartition(group).sortWithinPartitions(group, run, *key)`.  With `group` (a bucket
+    column, say) each group is merged on its own.  `merge_options` are those of
+    `mergetree.merge` (sequence, kind, engine, aggregations, keep_deletes, ...).  A task
+    holds its partition's rows in memory while it merges them."""
+    from .merge import merge
+
+    def merge_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = pa.Table.from_batches(list(batches))
+        if table.num_rows == 0:
+            return
+        for part in _split_by(table, group) if group else [table]:
+            runs = _split_by(part, run)  # ascending run ids: oldest first
+            yield from merge(runs, key, **merge_options)
+
+    return merge_task
+
+
+def _split_by(table: pa.Table, column: str) -> list[pa.Table]:
+    """The rows of each value of `column`, in ascending value order, each in arrival order."""
+    import pyarrow.compute as pc
+    values = pc.unique(table.column(column)).sort()
+    return [table.filter(pc.equal(table.column(column), v)) for v in values]
+
+
 # -- distributed compaction ---------------------------------------------------------------
 
 def compact(spark: Any, path: str, full: bool = False):
@@ -352,4 +384,4 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["MergetreeDataSource", "compact", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
+__all__ = ["MergetreeDataSource", "compact", "merge_sorted_runs", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
