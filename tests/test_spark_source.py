@@ -184,7 +184,8 @@ def test_merge_sorted_runs_in_map_in_arrow(spark):
             for k in sorted(rng.choice(60, 25, replace=False).tolist()):
                 rows_.append((bucket, run, k * 3 + bucket, f"r{run}", run * 1000 + k))
     df = spark.createDataFrame(rows_, "bucket int, run int, k long, v string, seq long")
-    prepared = df.repartition(2, "bucket").sortWithinPartitions("bucket", "run", "k")
+    # 5 partitions for 3 buckets: some tasks get no rows at all
+    prepared = df.repartition(5, "bucket").sortWithinPartitions("bucket", "run", "k")
     merged = prepared.mapInArrow(mergetree.spark.merge_sorted_runs("k", group="bucket", sequence="seq"),
                                  df.schema)
     got = sorted((r.asDict() for r in merged.collect()), key=lambda r: r["k"])
@@ -192,3 +193,18 @@ def test_merge_sorted_runs_in_map_in_arrow(spark):
     runs = [sorted(r, key=lambda x: x["k"]) for r in runs]
     want = merge_model(runs, ["k"], sequence="seq", columns=["bucket", "run", "k", "v", "seq"])
     assert got == sorted(want, key=lambda r: r["k"])
+
+
+def test_readme_map_in_arrow_example(spark):
+    import re
+    from pathlib import Path
+
+    import mergetree.spark  # noqa: F401  (the snippet uses it)
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    if not readme.exists():
+        pytest.skip("README.md is not beside the tests")
+    code = re.search(r"```python\n(rows = \[\(b, run.*?)```", readme.read_text(), re.S).group(1)
+    namespace = {"spark": spark, "mergetree": mergetree}
+    exec(compile(code.replace(".show(3)", ".limit(3)"), "README mapInArrow", "exec"), namespace)
+    got = [r.asDict() for r in namespace["merged"].orderBy("k").collect()]
+    assert len(got) == 10 and all(r["run"] == 2 for r in got)  # the newest run wins every key

@@ -217,9 +217,10 @@ def merge_sorted_runs(key: str | list[str], *, run: str = "run", group: str | No
     from .merge import merge
 
     def merge_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = pa.Table.from_batches(list(batches))
-        if table.num_rows == 0:
+        collected = list(batches)
+        if not collected:  # an empty partition
             return
+        table = pa.Table.from_batches(collected)
         for part in _split_by(table, group) if group else [table]:
             runs = _split_by(part, run)  # ascending run ids: oldest first
             yield from merge(runs, key, **merge_options)
