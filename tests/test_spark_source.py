@@ -208,3 +208,21 @@ def test_readme_map_in_arrow_example(spark):
     exec(compile(code.replace(".show(3)", ".limit(3)"), "README mapInArrow", "exec"), namespace)
     got = [r.asDict() for r in namespace["merged"].orderBy("k").collect()]
     assert len(got) == 10 and all(r["run"] == 2 for r in got)  # the newest run wins every key
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregate", "first-row"])
+def test_read_equals_table_read_for_every_engine(spark, tmp_path, engine):
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    schema = pa.schema([("id", pa.int32()), ("city", pa.string()), ("n", pa.int64())])
+    t = Table.create(str(tmp_path / engine), schema, primary_key="id", buckets=3, merge_engine=engine,
+                     options={"write-only": "true", "fields.n.aggregate-function": "sum"})
+    rng = np.random.default_rng(len(engine))
+    for c in range(4):
+        ids = rng.choice(80, 40, replace=False).astype(np.int32)
+        t.write(pa.table({"id": ids, "city": [None if (i + c) % 4 == 0 else f"c{c}" for i in ids],
+                          "n": [None if (i * c) % 5 == 0 else int(i) + c for i in ids]}, schema=schema))
+    if engine in ("deduplicate", "partial-update"):
+        t.delete(pa.table({"id": pa.array([1, 2, 3, 5, 8], pa.int32())}))
+    got = sorted((r.asDict() for r in spark.read.format("mergetree").load(t.path).collect()), key=lambda r: r["id"])
+    assert got == sorted(t.read().to_pylist(), key=lambda r: r["id"])
