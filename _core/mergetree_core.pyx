@@ -1063,3 +1063,84 @@ KEY_CLASSES = {
     "decimal128": KEY_DECIMAL128, "binary": KEY_BINARY, "large_binary": KEY_LARGE_BINARY,
     "fixed_binary": KEY_FIXED_BINARY,
 }
+
+
+# ---------------------------------------------------------------------------
+# Sorted merge join of two key sequences, each strictly ascending (primary keys
+# after a merge).  Returns index buffers; -1 marks the missing side of an
+# outer row.  The Python layer assembles the joined columns with `take`.
+# ---------------------------------------------------------------------------
+
+JOIN_INNER = 0
+JOIN_LEFT = 1
+JOIN_FULL = 2
+
+
+def merge_join(object left_capsule, object right_capsule, key_classes, key_widths, int how):
+    """(left_indices, right_indices) of the joined rows, in key order."""
+    cdef ArrowArray* left
+    cdef ArrowArray* right
+    cdef int32_t nkeys = len(key_classes)
+    cdef int32_t c
+    cdef ColumnView* views
+    cdef int64_t i = 0, j = 0, n = 0, nl, nr
+    cdef int64_t* out_l
+    cdef int64_t* out_r
+    cdef int r
+    if how not in (JOIN_INNER, JOIN_LEFT, JOIN_FULL):
+        raise ValueError(f"unknown join kind {how}")
+    cdef bint keep_left = how != JOIN_INNER   # unmatched left rows stay
+    cdef bint keep_right = how == JOIN_FULL   # unmatched right rows stay
+    for capsule in (left_capsule, right_capsule):
+        if not PyCapsule_IsValid(capsule, b"arrow_array"):
+            raise TypeError("expected 'arrow_array' PyCapsules")
+    left = <ArrowArray*>PyCapsule_GetPointer(left_capsule, b"arrow_array")
+    right = <ArrowArray*>PyCapsule_GetPointer(right_capsule, b"arrow_array")
+    if left.n_children != nkeys or right.n_children != nkeys:
+        raise ValueError("both sides need exactly the key columns")
+    nl, nr = left.length, right.length
+    views = <ColumnView*>calloc(2 * max(nkeys, 1), sizeof(ColumnView))
+    if views == NULL:
+        raise MemoryError()
+    try:
+        for c in range(nkeys):
+            fill_view(&views[c], key_classes[c], key_widths[c], left, left.children[c])
+            fill_view(&views[nkeys + c], key_classes[c], key_widths[c], right, right.children[c])
+        li = np.empty(nl + nr, dtype=np.int64)
+        ri = np.empty(nl + nr, dtype=np.int64)
+        out_l = <int64_t*>cnp.PyArray_DATA(li)
+        out_r = <int64_t*>cnp.PyArray_DATA(ri)
+        with nogil:
+            while i < nl and j < nr:
+                r = compare_rows(nkeys, 0, views, i, &views[nkeys], j)
+                if r == 0:
+                    out_l[n] = i
+                    out_r[n] = j
+                    n += 1
+                    i += 1
+                    j += 1
+                elif r < 0:
+                    if keep_left:
+                        out_l[n] = i
+                        out_r[n] = -1
+                        n += 1
+                    i += 1
+                else:
+                    if keep_right:
+                        out_l[n] = -1
+                        out_r[n] = j
+                        n += 1
+                    j += 1
+            while i < nl and keep_left:
+                out_l[n] = i
+                out_r[n] = -1
+                n += 1
+                i += 1
+            while j < nr and keep_right:
+                out_l[n] = -1
+                out_r[n] = j
+                n += 1
+                j += 1
+        return li[:n], ri[:n]
+    finally:
+        free(views)

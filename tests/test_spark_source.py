@@ -226,3 +226,51 @@ def test_read_equals_table_read_for_every_engine(spark, tmp_path, engine):
         t.delete(pa.table({"id": pa.array([1, 2, 3, 5, 8], pa.int32())}))
     got = sorted((r.asDict() for r in spark.read.format("mergetree").load(t.path).collect()), key=lambda r: r["id"])
     assert got == sorted(t.read().to_pylist(), key=lambda r: r["id"])
+
+
+@pytest.fixture(scope="module")
+def join_tables(tmp_path_factory):
+    root = tmp_path_factory.mktemp("join")
+    rng = np.random.default_rng(11)
+    paths = []
+    for side, n in (("l", 400), ("r", 300)):
+        schema = pa.schema([("id", pa.int64()), (f"{side}_name", pa.string()), ("shared", pa.int64())])
+        t = Table.create(str(root / side), schema, primary_key="id", buckets=4, options={"write-only": "true"})
+        for c in range(3):
+            ids = rng.choice(600, n // 2, replace=False).astype(np.int64)
+            t.write(pa.table({"id": ids, f"{side}_name": [f"{side}{c}-{i}" for i in ids],
+                              "shared": ids * (c + 1)}, schema=schema))
+        paths.append(t.path)
+    return paths
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "full"])
+def test_bucket_join_equals_spark_join_without_exchange(spark, join_tables, how):
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    left_path, right_path = join_tables
+    joined = mergetree.spark.bucket_join(spark, left_path, right_path, "id", how)
+    plan = joined._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" not in plan and "Sort" not in plan, plan
+    assert joined.rdd.getNumPartitions() == 4
+    reader = spark.read.format("mergetree")
+    expected = (reader.load(left_path).join(reader.load(right_path).withColumnRenamed("shared", "shared_right"),
+                                            on="id", how="full_outer" if how == "full" else how))
+    key = lambda r: r["id"]  # noqa: E731
+    got = sorted((r.asDict() for r in joined.collect()), key=key)
+    want = sorted((r.asDict() for r in expected.select(*joined.columns).collect()), key=key)
+    assert got == want and got
+
+
+def test_bucket_join_refuses_mismatched_tables_or_falls_back(spark, join_tables, tmp_path):
+    import mergetree.spark
+    from mergetree import InvalidArgumentError
+    left_path, _ = join_tables
+    other = Table.create(str(tmp_path / "o"), pa.schema([("id", pa.int64()), ("x", pa.int64())]),
+                         primary_key="id", buckets=3)
+    other.write(pa.table({"id": [1, 2, 3], "x": [1, 2, 3]}))
+    with pytest.raises(InvalidArgumentError, match="bucket counts differ"):
+        mergetree.spark.bucket_join(spark, left_path, other.path, "id")
+    df = mergetree.spark.bucket_join(spark, left_path, other.path, "id", fallback=True)
+    local = Table.open(left_path).read(filter=("id", "in", [1, 2, 3]))
+    assert df.count() == local.num_rows

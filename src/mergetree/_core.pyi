@@ -59,3 +59,11 @@ def fold_sum_product(
     group_ends: npt.NDArray[np.int64], values: npt.NDArray[Any], valid: npt.NDArray[np.uint8],
     kinds: npt.NDArray[np.int8], product: bool,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.bool_]]: ...
+
+JOIN_INNER: int
+JOIN_LEFT: int
+JOIN_FULL: int
+
+def merge_join(
+    left_capsule: Any, right_capsule: Any, key_classes: Sequence[int], key_widths: Sequence[int], how: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...

@@ -235,6 +235,63 @@ def _split_by(table: pa.Table, column: str) -> list[pa.Table]:
     return [table.filter(pc.equal(table.column(column), v)) for v in values]
 
 
+# -- bucket joins -----------------------------------------------------------------------------
+
+def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str], how: str = "inner",
+                fallback: bool = False):
+    """Join two tables bucketed identically on their primary key without a shuffle: one task
+    per bucket merge-reads both sides (already in key order) and joins them with a sorted
+    merge join in the Cython core.  Both tables need primary key == bucket key == `on`, the
+    same bucket count, and no partitioning; otherwise a clear error, or with
+    `fallback=True` an ordinary Spark join of the two tables."""
+    from .errors import InvalidArgumentError
+    from .join import JOINS, join_sorted, joined_schema
+    from .table import Table
+    on = [on] if isinstance(on, str) else list(on)
+    left, right = Table.open(left_path), Table.open(right_path)
+    if how not in JOINS:
+        raise InvalidArgumentError(f"unknown join {how!r}; choose inner, left or full")
+    problem = _bucket_join_problem(left, right, on)
+    if problem:
+        if not fallback:
+            raise InvalidArgumentError(f"cannot bucket-join: {problem} (pass fallback=True for a normal join)")
+        register(spark)
+        reader = spark.read.format(SOURCE_NAME)
+        return reader.load(left_path).join(reader.load(right_path), on=on, how="full_outer" if how == "full" else how)
+    buckets = left.table_schema.buckets
+    snapshots = [(t.latest_snapshot().id if t.latest_snapshot() else None) for t in (left, right)]
+    out_schema = spark_schema(joined_schema(left.schema, right.schema, on))
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sides = [Table.open(left_path), Table.open(right_path)]
+        for batch in batches:
+            for bucket in batch.column("bucket").to_pylist():
+                tables = [t.read_bucket(bucket, snapshot=s) if s is not None else t.schema.empty_table()
+                          for t, s in zip(sides, snapshots)]
+                joined = join_sorted(tables[0], tables[1], on, how)
+                for out in joined.to_batches():
+                    yield _conform(out, out_schema)
+
+    units = spark.sparkContext.parallelize([(b,) for b in range(buckets)], buckets)  # a task per bucket
+    return spark.createDataFrame(units, "bucket int").mapInArrow(run, spark_ddl(out_schema))
+
+
+def _bucket_join_problem(left, right, on: list[str]) -> str | None:
+    for name, t in (("left", left), ("right", right)):
+        ts = t.table_schema
+        if list(ts.primary_key) != on or list(ts.bucket_key) != on:
+            return (f"the {name} table's primary key {list(ts.primary_key)} and bucket key "
+                    f"{list(ts.bucket_key)} must both be the join key {on}")
+        if ts.partition_by:
+            return f"the {name} table is partitioned by {list(ts.partition_by)}"
+    if left.table_schema.buckets != right.table_schema.buckets:
+        return f"bucket counts differ ({left.table_schema.buckets} vs {right.table_schema.buckets})"
+    for name in on:
+        if left.schema.field(name).type != right.schema.field(name).type:
+            return f"join column {name!r} has types {left.schema.field(name).type} and {right.schema.field(name).type}"
+    return None
+
+
 # -- distributed compaction ---------------------------------------------------------------
 
 def compact(spark: Any, path: str, full: bool = False):
@@ -385,4 +442,4 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["MergetreeDataSource", "compact", "merge_sorted_runs", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
+__all__ = ["MergetreeDataSource", "bucket_join", "compact", "merge_sorted_runs", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
