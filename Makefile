@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.deps-installed
 
-.PHONY: demo test bench build venv wheel clean asv
+.PHONY: demo demo-spark test bench build venv wheel clean asv
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ build: $(STAMP)
 
 demo: build
 	$(PY) -m mergetree demo
+
+demo-spark: build
+	$(PY) -m mergetree demo-spark
 
 test: build
 	$(PY) -m pytest -q tests

@@ -1,4 +1,4 @@
-"""The `mergetree` command line: `mergetree demo`, `mergetree bench`."""
+"""The `mergetree` command line: `mergetree demo`, `mergetree demo-spark`, `mergetree bench`."""
 from __future__ import annotations
 
 import sys
@@ -7,6 +7,7 @@ USAGE = """usage: mergetree COMMAND [options]
 
 commands:
   demo     write sorted runs as Parquet, merge them with every engine, show a benchmark
+  demo-spark  a CDC pipeline on Spark: upserts and deletes, compaction, a pruned point read, a bucket join
   bench    run the merge benchmark against its peers (see `mergetree bench --help`)
   info     PATH: a table's schema, snapshots, and each bucket's levels and sorted runs
   compact  PATH [--full]: compact the table, with a progress bar
@@ -30,5 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     if command == "demo":
         from .demo import main as demo_main
         return demo_main(rest)
+    if command == "demo-spark":
+        from .demo_spark import main as demo_spark_main
+        return demo_spark_main(rest)
     print(f"mergetree: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
