@@ -652,6 +652,11 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--no-peers", action="store_true", help="table workload: mergetree only")
     table.add_argument("--table-dir", metavar="DIR",
                        help="write the tables here and keep them (default: a temporary directory, removed)")
+    spark = parser.add_argument_group(
+        "Spark workload", "mergetree's PySpark data source, bucket_join and compact against plain Spark in "
+        "local[2] (needs pyspark; see mergetree.bench_spark)")
+    spark.add_argument("--spark", action="store_true", help="also run the Spark workload")
+    spark.add_argument("--spark-only", action="store_true", help="run only the Spark workload")
     return parser
 
 
@@ -679,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     environment = _environment()
     results, scaling = [], None
-    if not args.table_only:
+    if not args.table_only and not args.spark_only:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
         results = run_bench(args.rows, args.string_rows, args.runs, args.repeat, args.quick,
@@ -687,9 +692,10 @@ def main(argv: list[str] | None = None) -> int:
         print(format_results(results))
         scaling = _thread_check(args) if args.threads else None
     table = _table_bench(args, environment) if args.table or args.table_only else None
+    spark = _spark_bench(args) if args.spark or args.spark_only else None
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
-        if not args.table_only:
+        if not args.table_only and not args.spark_only:
             plot_results(results, args.plot, title=f"deduplicate merge of {args.runs} sorted runs")
             print(f"chart written to {args.plot}")
         if table is not None:
@@ -697,10 +703,27 @@ def main(argv: list[str] | None = None) -> int:
             plot_table_results(table["results"], table_chart, title=table["title"])
             print(f"table chart written to {table_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling, table)
+        _write_json(args, environment, results, scaling, table, spark)
         print(f"numbers written to {args.json}")
     table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
-    return 0 if all(r.ok for r in results) and table_ok else 1
+    spark_ok = spark is None or all(r.check == "ok" for r in spark)
+    return 0 if all(r.ok for r in results) and table_ok and spark_ok else 1
+
+
+def _spark_bench(args) -> list:
+    """Run the Spark workload (mergetree.bench_spark), print its table; returns its results."""
+    from . import bench_spark as bs
+
+    factor = bs.QUICK_FACTOR if args.quick else 1
+    print(f"\nmergetree bench --spark: two tables of {bs.DEFAULT_UPSERTS // factor:,} upserts of "
+          f"{bs.DEFAULT_KEYS // factor:,} keys in {bs.DEFAULT_COMMITS} write-only commits, "
+          f"{bs.DEFAULT_BUCKETS} buckets, Spark local[2], best of {min(args.repeat, 2)}", flush=True)
+    start = time.perf_counter()
+    results = bs.run_spark_bench(repeat=min(args.repeat, 2), quick=args.quick,
+                                 progress=False if args.no_progress else None)
+    print(bs.format_spark_results(results))
+    print(f"spark workload took {time.perf_counter() - start:.0f}s")
+    return results
 
 
 def _beside(path: str, suffix: str) -> str:
@@ -746,7 +769,8 @@ def _thread_check(args) -> dict:
     return scaling
 
 
-def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None) -> None:
+def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
+                spark: list | None = None) -> None:
     workloads = dict.fromkeys(r.workload for r in results)
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
@@ -760,6 +784,9 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
     if table is not None:
         document["table"] = {"sizes": table["sizes"], "peers": table["peers"], "ratios": table["ratios"],
                              "results": [r.to_dict() for r in table["results"]]}
+    if spark is not None:
+        from .bench_spark import spark_ratios
+        document["spark"] = {"results": [r.to_dict() for r in spark], "ratios": spark_ratios(spark)}
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=str)
         handle.write("\n")
