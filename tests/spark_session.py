@@ -5,9 +5,7 @@ One session per test run: call `spark_session()` from a session-scoped fixture a
 """
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 import tempfile
 from typing import Any
 
@@ -24,29 +22,10 @@ def spark_session() -> Any:
     global _session, _warehouse
     if _session is not None:
         return _session
-    from pyspark.sql import SparkSession
+    from mergetree.spark import local_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     _warehouse = tempfile.mkdtemp(prefix="mergetree-spark-warehouse-")
-    jvm_options = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-    _session = (
-        SparkSession.builder.master("local[2]")
-        .appName("mergetree-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", _warehouse)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.driver.extraJavaOptions", jvm_options)
-        .getOrCreate()
-    )
-    _session.sparkContext.setLogLevel("ERROR")
+    _session = local_session("mergetree-tests", _warehouse)
     return _session
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -64,21 +63,10 @@ class SparkResult:
 
 
 def spark_session(warehouse: str, partitions: int):
-    from pyspark.sql import SparkSession
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("mergetree-bench")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(partitions))
-             .config("spark.default.parallelism", "2")
-             .config("spark.driver.memory", "4g")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-             .config("spark.sql.session.timeZone", "UTC").config("spark.sql.warehouse.dir", warehouse)
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.sql.python.filterPushdown.enabled", "true")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    from .spark import local_session
+    # timed runs: keep the JVM's full JIT (no fast-start flags)
+    return local_session("mergetree-bench", warehouse, partitions, fast_start=False,
+                         **{"spark.driver.memory": "4g"})
 
 
 def write_table(path: str, upserts: int, keys: int, commits: int, buckets: int, seed: int) -> np.ndarray:

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -105,27 +104,8 @@ def table_rows(table: pa.Table) -> dict:
 
 def quick_session() -> Any:
     """A local[2] session with the fast settings from shared/notes/spark.md."""
-    from pyspark.sql import SparkSession
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    warehouse = tempfile.mkdtemp(prefix="mergetree-demo-warehouse-")
-    session = (
-        SparkSession.builder.master("local[2]").appName("mergetree-demo-spark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", warehouse)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    from .spark import local_session
+    return local_session("mergetree-demo-spark", tempfile.mkdtemp(prefix="mergetree-demo-warehouse-"))
 
 
 def run_pipeline(spark: Any, directory: str, events: int = 200_000, buckets: int = BUCKETS) -> Checks:

@@ -36,6 +36,38 @@ except ImportError as exc:  # pragma: no cover - exercised only without pyspark
 SOURCE_NAME = "mergetree"
 
 
+def local_session(app_name: str = "mergetree", warehouse: str | None = None, shuffle_partitions: int = 2,
+                  fast_start: bool = True, **config: str) -> Any:
+    """A `local[2]` SparkSession with the settings that keep tests, demos and benchmarks
+    quick on a small machine (UI off, few shuffle partitions, loopback, UTC, Arrow and
+    Python filter pushdown on).  `fast_start` trades JIT quality for start-up time: leave
+    it off for long runs that are being timed."""
+    import sys
+    import tempfile
+
+    from pyspark.sql import SparkSession
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = {
+        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions), "spark.default.parallelism": "2",
+        "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": warehouse or tempfile.mkdtemp(prefix="mergetree-spark-warehouse-"),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.python.filterPushdown.enabled": "true",
+    }
+    if fast_start:
+        settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    settings.update(config)
+    builder = SparkSession.builder.master("local[2]").appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
 def register(spark: Any) -> None:
     """Make `spark.read.format("mergetree")` available in this session."""
     spark.dataSource.register(MergetreeDataSource)
@@ -442,4 +474,4 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["MergetreeDataSource", "bucket_join", "compact", "merge_sorted_runs", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
+__all__ = ["MergetreeDataSource", "bucket_join", "compact", "local_session", "merge_sorted_runs", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
