@@ -91,7 +91,7 @@ import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal
 from typing import Any, Generic, Protocol, TypeVar
 
 from .errors import InvalidArgumentError

@@ -123,8 +123,7 @@ class EnginePlan:
             n = groups.count
             pick = np.where(single, n + np.arange(n), np.arange(n))
             alone = take_rows(rows, pa.array(groups.starts, type=pa.int64()))
-            reduced = take_rows(pa.Table.from_batches([reduced, alone]).combine_chunks().to_batches()[0]
-                                if n else reduced, pa.array(pick, type=pa.int64()))
+            reduced = take_rows(pa.concat_batches([reduced, alone]), pa.array(pick, type=pa.int64()))
         keep = np.ones(groups.count, dtype=bool) if live is None else live.copy()
         keep[single] = ~groups.retract[groups.starts[single]]
         if self.keep_deletes or keep.all():

@@ -50,8 +50,8 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
         if left.schema.field(name).type != right.schema.field(name).type:
             raise SchemaMismatchError(f"join column {name!r} is {left.schema.field(name).type} on the left "
                                       f"and {right.schema.field(name).type} on the right")
-    left_keys, left_capsule, plans = _key_capsule(left, on)
-    right_keys, right_capsule, _ = _key_capsule(right, on)
+    _, left_capsule, plans = _key_capsule(left, on)  # the capsules keep the key buffers alive
+    _, right_capsule, _ = _key_capsule(right, on)
     li, ri = _core.merge_join(left_capsule, right_capsule, [p.key_class for p in plans],
                               [p.width for p in plans], JOINS[how])
     schema = joined_schema(left.schema, right.schema, on, suffix)

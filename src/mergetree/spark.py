@@ -147,15 +147,12 @@ def to_mergetree_filter(f: Any, schema: pa.Schema) -> tuple | None:
 
 @dataclass(frozen=True)
 class BucketPartition(InputPartition):
-    """One bucket of one partition: the unit of a read task."""
+    """One bucket of one partition, with the files the driver planned for it: the unit of a
+    read task (so tasks never re-plan the table)."""
 
-    partition: tuple
-    bucket: int
-
-    def __init__(self, partition: tuple, bucket: int) -> None:  # InputPartition wants a value
-        object.__setattr__(self, "partition", partition)
-        object.__setattr__(self, "bucket", bucket)
-        object.__setattr__(self, "value", (partition, bucket))
+    def __init__(self, bucket_plan) -> None:  # InputPartition is a frozen dataclass
+        object.__setattr__(self, "value", (bucket_plan.partition, bucket_plan.bucket))
+        object.__setattr__(self, "bucket_plan", bucket_plan)
 
 
 class MergetreeDataSource(DataSource):
@@ -210,7 +207,7 @@ class MergetreeReader(DataSourceReader):
         if self.snapshot is None:
             return []
         plan = table.plan(self._filter(), self.snapshot)
-        parts = [BucketPartition(b.partition, b.bucket) for b in plan.buckets]
+        parts = [BucketPartition(b) for b in plan.buckets]
         if self.report_path:  # the plan runs in a short-lived process: leave facts on disk
             with open(self.report_path, "w") as f:
                 json.dump({"snapshot": plan.snapshot_id, "filters": [list(map(_jsonable, x)) for x in self.filters],
@@ -225,13 +222,10 @@ class MergetreeReader(DataSourceReader):
         table = Table.open(self.path)
         out_schema = spark_schema(table.schema)
         f = flt.normalize(self._filter())
-        expression = flt.to_expression(f, table.schema)
-        for bucket in table.plan(f, self.snapshot).buckets:
-            if bucket.partition != tuple(partition.partition) or bucket.bucket != partition.bucket:
-                continue
-            for batch in table._read_bucket(bucket, table.schema.names, expression, table._file_filter(f)):
-                for start in range(0, batch.num_rows, self.batch_size):
-                    yield _conform(batch.slice(start, self.batch_size), out_schema)
+        for batch in table._read_bucket(partition.bucket_plan, table.schema.names,
+                                        flt.to_expression(f, table.schema), table._file_filter(f)):
+            for start in range(0, batch.num_rows, self.batch_size):
+                yield _conform(batch.slice(start, self.batch_size), out_schema)
 
 
 # -- mapInArrow helpers ---------------------------------------------------------------------
@@ -291,21 +285,29 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
         reader = spark.read.format(SOURCE_NAME)
         return reader.load(left_path).join(reader.load(right_path), on=on, how="full_outer" if how == "full" else how)
     buckets = left.table_schema.buckets
-    snapshots = [(t.latest_snapshot().id if t.latest_snapshot() else None) for t in (left, right)]
+    # plan both sides once, here; each task gets its bucket's files
+    plans = [{b.bucket: b for b in t.plan().buckets} for t in (left, right)]
     out_schema = spark_schema(joined_schema(left.schema, right.schema, on))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sides = [Table.open(left_path), Table.open(right_path)]
         for batch in batches:
             for bucket in batch.column("bucket").to_pylist():
-                tables = [t.read_bucket(bucket, snapshot=s) if s is not None else t.schema.empty_table()
-                          for t, s in zip(sides, snapshots)]
+                tables = [_read_planned(t, plan.get(bucket)) for t, plan in zip(sides, plans)]
                 joined = join_sorted(tables[0], tables[1], on, how)
                 for out in joined.to_batches():
                     yield _conform(out, out_schema)
 
     units = spark.sparkContext.parallelize([(b,) for b in range(buckets)], buckets)  # a task per bucket
     return spark.createDataFrame(units, "bucket int").mapInArrow(run, spark_ddl(out_schema))
+
+
+def _read_planned(table, bucket_plan) -> pa.Table:
+    """A bucket's merged rows in key order (empty if the bucket has no files)."""
+    if bucket_plan is None:
+        return table.schema.empty_table()
+    batches = list(table._read_bucket(bucket_plan, table.schema.names, None, None))
+    return pa.Table.from_batches(batches, schema=table.schema)
 
 
 def _bucket_join_problem(left, right, on: list[str]) -> str | None:

@@ -442,15 +442,6 @@ class Table:
             batches = [batch for b in plan.buckets for batch in self._read_bucket(b, columns, expression, file_filter)]
         return pa.Table.from_batches(batches, schema=out_schema)
 
-    def read_bucket(self, bucket: int, partition: tuple = (), snapshot: int | None = None,
-                    columns: list[str] | None = None) -> pa.Table:
-        """One bucket's merged rows, in key order (the unit of a bucket join or a Spark task)."""
-        columns, f, expression, plan = self._prepare_read(columns, None, snapshot)
-        out_schema = pa.schema([self.schema.field(c) for c in columns])
-        batches = [batch for b in plan.buckets if b.bucket == bucket and b.partition == tuple(partition)
-                   for batch in self._read_bucket(b, columns, expression, None)]
-        return pa.Table.from_batches(batches, schema=out_schema)
-
     def scan(self, columns: list[str] | None = None, filter: flt.Filter = None,
              snapshot: int | None = None) -> pa.RecordBatchReader:
         """A streaming read: one bucket section at a time, merged with the loser tree."""
