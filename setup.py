@@ -13,13 +13,15 @@ COMPILER_DIRECTIVES = {
     "initializedcheck": False,
     "nonecheck": False,
     "embedsignature": True,
-    "freethreading_compatible": True,
+    # not declared free-threading compatible: a MergeCore is a mutable state
+    # machine meant for one thread at a time (the GIL serializes its methods)
 }
+if os.environ.get("MERGETREE_BOUNDSCHECK"):  # a checked build for the fuzz tests
+    COMPILER_DIRECTIVES.update(boundscheck=True, wraparound=True, initializedcheck=True)
 
 extra_compile_args = ["-O3"]
 if os.environ.get("MERGETREE_NATIVE"):  # local benchmarking only; wheels stay portable
     extra_compile_args.append("-march=native")
-
 
 
 def cython_extension(module: str, source: str) -> Extension:

@@ -6,11 +6,15 @@
 # Arrow types onto these kernels and normalizes values first (timestamps to
 # microseconds, dictionary decoding, ...); this module only reads buffers.
 #
-# Arrays are read by buffer address (`arr.buffers()`, `buf.address`), honouring
-# `arr.offset` and a missing validity buffer; we never link against libarrow.
-# The caller keeps the array alive for the duration of the call.
+# Arrays are read through the Arrow PyCapsule protocol (`__arrow_c_array__`),
+# checked by the same code as the merge core's input (mergetree_arrow_columns);
+# we never link against libarrow.
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+
+from mergetree_arrow_columns cimport (
+    ArrowColumn, LAYOUT_BINARY, LAYOUT_BITS, LAYOUT_FIXED, LAYOUT_LARGE_BINARY, array_of,
+    export_capsules, import_column, schema_of)
 
 cimport numpy as cnp
 import numpy as np
@@ -251,62 +255,33 @@ cdef void pmod_all(const int32_t* h, int32_t n, int64_t length, int32_t* out) no
 # Python entry points: check the buffers, then run a loop without the GIL.
 # ---------------------------------------------------------------------------
 
-cdef class _Buffers:
-    """Addresses of one Arrow array's buffers, checked against its length."""
+cdef class _Column:
+    """One exported Arrow array (`__arrow_c_array__`), checked, with its capsules
+    held for the duration of a fold."""
+    cdef ArrowColumn col
+    cdef tuple capsules
     cdef const uint8_t* validity
     cdef const uint8_t* values
     cdef const uint8_t* data
     cdef int64_t offset
     cdef int64_t length
 
-    def __init__(self, arr, int32_t[::1] hashes, int64_t value_bytes_per_row, bint bits=False,
-                 int64_t offset_width=0):
-        cdef int64_t needed
-        buffers = arr.buffers()
-        self.offset = arr.offset
-        self.length = len(arr)
-        if self.length != hashes.shape[0]:
-            raise ValueError(f"array has {self.length} rows but the hash array has {hashes.shape[0]}")
-        self.validity = NULL
-        if arr.null_count and buffers[0] is not None:
-            self._check(buffers[0], (self.offset + self.length + 7) // 8, "validity")
-            self.validity = <const uint8_t*><size_t>buffers[0].address
-        self.values = NULL
-        self.data = NULL
-        if self.length == 0:
-            return
-        if offset_width:
-            needed = (self.offset + self.length + 1) * offset_width
-        elif bits:
-            needed = (self.offset + self.length + 7) // 8
-        else:
-            needed = (self.offset + self.length) * value_bytes_per_row
-        if buffers[1] is None:
-            if needed:
-                raise ValueError("array has no values buffer")
-            return  # fixed-size binary of width 0: nothing to read
-        self._check(buffers[1], needed, "values")
-        self.values = <const uint8_t*><size_t>buffers[1].address
-        if offset_width:
-            if len(buffers) < 3:
-                raise ValueError("binary array has no data buffer")
-            if buffers[2] is not None:
-                self.data = <const uint8_t*><size_t>buffers[2].address
-                data_size = buffers[2].size
-            else:
-                data_size = 0
-            if offset_width == 4:
-                last = (<const int32_t*>self.values)[self.offset + self.length]
-                first = (<const int32_t*>self.values)[self.offset]
-            else:
-                last = (<const int64_t*>self.values)[self.offset + self.length]
-                first = (<const int64_t*>self.values)[self.offset]
-            if first < 0 or last < first or last > data_size:
-                raise ValueError(f"binary offsets [{first}, {last}] exceed the data buffer ({data_size} bytes)")
-
-    cdef _check(self, buf, int64_t needed, str what):
-        if buf.size < needed:
-            raise ValueError(f"{what} buffer holds {buf.size} bytes, {needed} needed")
+    def __init__(self, arr, int32_t[::1] hashes, int layout, int width):
+        self.capsules = export_capsules(arr)
+        array = array_of(self.capsules)
+        if array.length < 0:
+            raise ValueError("negative array length")
+        import_column(schema_of(self.capsules), array, 0, array.length, &self.col)
+        if self.col.layout != layout or (layout == LAYOUT_FIXED and self.col.width != width):
+            raise ValueError(f"the array's layout ({self.col.layout}, {self.col.width} bytes) is not "
+                             f"the one this fold reads ({layout}, {width} bytes)")
+        if self.col.length != hashes.shape[0]:
+            raise ValueError(f"array has {self.col.length} rows but the hash array has {hashes.shape[0]}")
+        self.validity = self.col.validity
+        self.values = self.col.values
+        self.data = self.col.data
+        self.offset = self.col.offset
+        self.length = self.col.length
 
 
 def fold_int(arr, int32_t[::1] hashes, int width, bint signed):
@@ -314,7 +289,7 @@ def fold_int(arr, int32_t[::1] hashes, int width, bint signed):
     uint8/uint16 widened by value) into `hashes` in place."""
     if not (width == 1 or width == 2 or (width == 4 and signed)):
         raise ValueError(f"fold_int takes 1-, 2- or signed 4-byte integers, not width {width}")
-    cdef _Buffers b = _Buffers(arr, hashes, width)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_FIXED, width)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     if b.length == 0:
         return
@@ -336,7 +311,7 @@ def fold_long(arr, int32_t[::1] hashes, int width, bint signed):
     uint32 widened by value) into `hashes` in place."""
     if not ((width == 8 and signed) or (width == 4 and not signed)):
         raise ValueError(f"fold_long takes int64 or uint32, not width {width} signed={signed}")
-    cdef _Buffers b = _Buffers(arr, hashes, width)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_FIXED, width)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     if b.length == 0:
         return
@@ -349,7 +324,7 @@ def fold_long(arr, int32_t[::1] hashes, int width, bint signed):
 
 def fold_bool(arr, int32_t[::1] hashes):
     """Fold a boolean column (hashed as the int 1 or 0) into `hashes` in place."""
-    cdef _Buffers b = _Buffers(arr, hashes, 0, bits=True)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_BITS, 0)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     if b.length == 0:
         return
@@ -359,7 +334,7 @@ def fold_bool(arr, int32_t[::1] hashes):
 
 def fold_float(arr, int32_t[::1] hashes):
     """Fold a float32 column (IEEE bits as an int; -0.0 as 0.0; every NaN as Java's NaN)."""
-    cdef _Buffers b = _Buffers(arr, hashes, 4)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_FIXED, 4)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     if b.length == 0:
         return
@@ -369,7 +344,7 @@ def fold_float(arr, int32_t[::1] hashes):
 
 def fold_double(arr, int32_t[::1] hashes):
     """Fold a float64 column (IEEE bits as a long; -0.0 as 0.0; every NaN as Java's NaN)."""
-    cdef _Buffers b = _Buffers(arr, hashes, 8)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_FIXED, 8)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     if b.length == 0:
         return
@@ -380,7 +355,7 @@ def fold_double(arr, int32_t[::1] hashes):
 def fold_decimal(arr, int32_t[::1] hashes, int precision):
     """Fold a decimal128 column: the unscaled value as a long when precision <= 18,
     else the bytes of its shortest big-endian two's complement."""
-    cdef _Buffers b = _Buffers(arr, hashes, 16)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_FIXED, 16)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     cdef bint big = precision > 18
     if b.length == 0:
@@ -392,7 +367,7 @@ def fold_decimal(arr, int32_t[::1] hashes, int precision):
 def fold_binary(arr, int32_t[::1] hashes, bint large):
     """Fold a string/binary column (32-bit offsets, or 64-bit when `large`) with
     Spark's tail-byte rule."""
-    cdef _Buffers b = _Buffers(arr, hashes, 0, offset_width=8 if large else 4)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_LARGE_BINARY if large else LAYOUT_BINARY, 0)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     if b.length == 0:
         return
@@ -405,7 +380,7 @@ def fold_binary(arr, int32_t[::1] hashes, bint large):
 
 def fold_fixed_binary(arr, int32_t[::1] hashes, int64_t width):
     """Fold a fixed-size binary column (hashed like binary) into `hashes` in place."""
-    cdef _Buffers b = _Buffers(arr, hashes, width)
+    cdef _Column b = _Column(arr, hashes, LAYOUT_FIXED, width)
     cdef int32_t* h = &hashes[0] if hashes.shape[0] else NULL
     if b.length == 0:
         return

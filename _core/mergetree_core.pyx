@@ -3,7 +3,6 @@
 # reductions for the merge engines.  The Python layer (src/mergetree) feeds
 # batches through the Arrow C Data Interface and assembles output with `take`;
 # this module only produces index buffers and counters.
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t,
                           uint16_t, uint32_t, uint64_t)
 from libc.stdlib cimport calloc, free, malloc
@@ -12,7 +11,10 @@ from libc.string cimport memcmp, memcpy, memset
 cimport numpy as cnp
 import numpy as np
 
-from mergetree_arrow_abi cimport ArrowArray
+from mergetree_arrow_abi cimport ArrowArray, ArrowSchema
+from mergetree_arrow_columns cimport (
+    ArrowColumn, LAYOUT_BINARY, LAYOUT_BITS, LAYOUT_FIXED, LAYOUT_LARGE_BINARY, array_of,
+    check_struct, export_capsules, import_column, schema_of)
 from mergetree_key_columns cimport (
     ColumnView, KEY_BINARY, KEY_BOOL, KEY_DECIMAL128, KEY_FIXED_BINARY,
     KEY_FLOAT32, KEY_FLOAT64, KEY_INT8, KEY_INT16, KEY_INT32, KEY_INT64,
@@ -661,32 +663,83 @@ cdef int heap_step(MergeState* m) noexcept nogil:
 # The Python-facing merge object.
 # ---------------------------------------------------------------------------
 
-cdef int fill_view(ColumnView* view, int32_t key_class, int32_t width,
+def key_format_accepted(int key_class, bytes fmt, int width):
+    """Does an exported column of Arrow format `fmt` have the layout of `key_class`?"""
+    if key_class == KEY_INT8:
+        return fmt == b"c"
+    if key_class == KEY_INT16:
+        return fmt == b"s"
+    if key_class == KEY_INT32:  # dates and times share int32's layout
+        return fmt in (b"i", b"tdD", b"tts", b"ttm")
+    if key_class == KEY_INT64:  # so do timestamps, durations, date64 and time64 with int64's
+        return fmt in (b"l", b"tdm", b"ttu", b"ttn") or fmt[:3] in (b"tss", b"tsm", b"tsu", b"tsn") \
+            or fmt in (b"tDs", b"tDm", b"tDu", b"tDn")
+    if key_class == KEY_UINT8:
+        return fmt == b"C"
+    if key_class == KEY_UINT16:
+        return fmt == b"S"
+    if key_class == KEY_UINT32:
+        return fmt == b"I"
+    if key_class == KEY_UINT64:
+        return fmt == b"L"
+    if key_class == KEY_FLOAT32:
+        return fmt == b"f"
+    if key_class == KEY_FLOAT64:
+        return fmt == b"g"
+    if key_class == KEY_BOOL:
+        return fmt == b"b"
+    if key_class == KEY_DECIMAL128:
+        return fmt[:2] == b"d:" and (fmt.count(b",") == 1 or fmt.endswith(b",128"))
+    if key_class == KEY_BINARY:
+        return fmt in (b"u", b"z")
+    if key_class == KEY_LARGE_BINARY:
+        return fmt in (b"U", b"Z")
+    if key_class == KEY_FIXED_BINARY:
+        return fmt == b"w:" + str(width).encode()
+    return False
+
+
+cdef int fill_view(ColumnView* view, int32_t key_class, int32_t width, const ArrowSchema* schema,
                    const ArrowArray* parent, const ArrowArray* arr) except -1:
-    cdef int64_t offset = parent.offset + arr.offset
+    """Check one exported key column against its key class and point `view` at it."""
+    cdef ArrowColumn col
+    import_column(schema, arr, parent.offset, parent.length, &col)
+    if not key_format_accepted(key_class, <bytes>schema.format, width):
+        raise ValueError(f"key column {(<bytes>schema.name).decode('utf-8', 'replace') if schema.name else ''!r} "
+                         f"was exported as Arrow format {(<bytes>schema.format)!r}, which does not match "
+                         f"the key class {key_class} the merge was built for")
     view.key_class = key_class
     view.width = width
-    view.bit_offset = offset
-    view.length = arr.length
-    view.validity = <const uint8_t*>arr.buffers[0] if arr.null_count != 0 else NULL
+    view.bit_offset = col.offset
+    view.length = col.length
+    view.validity = col.validity
     view.offsets = NULL
-    if key_class == KEY_BINARY:
-        if arr.n_buffers != 3:
-            raise ValueError("binary key column must have 3 buffers")
-        view.offsets = (<const int32_t*>arr.buffers[1]) + offset
-        view.values = <const uint8_t*>arr.buffers[2]
-    elif key_class == KEY_LARGE_BINARY:
-        if arr.n_buffers != 3:
-            raise ValueError("large binary key column must have 3 buffers")
-        view.offsets = (<const int64_t*>arr.buffers[1]) + offset
-        view.values = <const uint8_t*>arr.buffers[2]
-    elif key_class == KEY_BOOL:
-        view.values = <const uint8_t*>arr.buffers[1]
+    if col.layout == LAYOUT_BINARY:
+        view.offsets = (<const int32_t*>col.values) + col.offset
+        view.values = col.data
+    elif col.layout == LAYOUT_LARGE_BINARY:
+        view.offsets = (<const int64_t*>col.values) + col.offset
+        view.values = col.data
+    elif col.layout == LAYOUT_BITS:
+        view.values = col.values
     else:
-        if arr.n_buffers != 2:
-            raise ValueError("fixed-width key column must have 2 buffers")
-        view.values = (<const uint8_t*>arr.buffers[1]) + offset * width
+        view.values = col.values + col.offset * col.width
     return 0
+
+
+cdef const void* fixed_values(const ArrowSchema* schema, const ArrowArray* parent, const ArrowArray* arr,
+                              bytes fmt, str role) except NULL:
+    """The values of the int64 sequence or int8 kind column, checked, shifted to row 0."""
+    cdef ArrowColumn col
+    import_column(schema, arr, parent.offset, parent.length, &col)
+    if <bytes>schema.format != fmt:
+        raise ValueError(f"the {role} column was exported as Arrow format {(<bytes>schema.format)!r}, "
+                         f"not {fmt!r}")
+    return <const void*>(col.values + col.offset * col.width)
+
+
+# Rows per output buffer at most (the Python layer's batch_size is bounded the same way).
+MAX_CAPACITY = 1 << 31
 
 
 cdef class MergeCore:
@@ -699,6 +752,9 @@ cdef class MergeCore:
     cdef int32_t* key_classes
     cdef int32_t* key_widths
     cdef int32_t has_seq, has_kind
+    cdef bint failed
+    cdef bint busy               # step() runs without the GIL: no other call may touch the state
+    cdef list held               # per leaf and view slot: the batch its views point into
 
     def __cinit__(self, int k, key_classes, key_widths, bint has_seq, bint has_kind,
                   str algorithm, int emit_mode, bint keep_deletes, bint check_order,
@@ -711,9 +767,15 @@ cdef class MergeCore:
             raise ValueError(f"unknown algorithm {algorithm!r}")
         memset(&self.m, 0, sizeof(MergeState))
         self.m.k = k
+        if len(key_classes) != len(key_widths):
+            raise ValueError("key_classes and key_widths differ in length")
         self.m.nkeys = len(key_classes)
         if self.m.nkeys < 1:
             raise ValueError("a merge needs at least one key column")
+        if emit_mode not in (EMIT_ALL, EMIT_LAST, EMIT_FIRST):
+            raise ValueError(f"unknown emit mode {emit_mode}")
+        if not (1 <= out_capacity <= MAX_CAPACITY and 1 <= group_capacity <= MAX_CAPACITY):
+            raise ValueError(f"output capacities must be between 1 and {MAX_CAPACITY}")
         self.m.use_heap = algorithm == "heap"
         self.m.emit_mode = emit_mode
         self.m.keep_deletes = keep_deletes
@@ -722,8 +784,8 @@ cdef class MergeCore:
         self.m.resume_run = -1
         self.m.need_run = -1
         self.m.error_run = -1
-        self.m.out_capacity = max(out_capacity, 1) + k
-        self.m.group_capacity = max(group_capacity, 1)
+        self.m.out_capacity = out_capacity + k
+        self.m.group_capacity = group_capacity
         self.has_seq = has_seq
         self.has_kind = has_kind
         self.m.leaves = <Leaf*>calloc(k, sizeof(Leaf))
@@ -742,7 +804,12 @@ cdef class MergeCore:
                 or self.key_classes == NULL or self.key_widths == NULL
                 or self.m.out_run == NULL or self.m.out_pos == NULL or self.m.group_ends == NULL):
             raise MemoryError()
+        self.held = [None] * (2 * k)
         for i in range(self.m.nkeys):
+            if key_classes[i] < KEY_INT8 or key_classes[i] > KEY_FIXED_BINARY:
+                raise ValueError(f"unknown key class {key_classes[i]}")
+            if key_classes[i] == KEY_FIXED_BINARY and key_widths[i] < 0:
+                raise ValueError("a fixed-size binary key needs a width >= 0")
             self.key_classes[i] = key_classes[i]
             self.key_widths[i] = key_widths[i]
         for i in range(k):
@@ -762,55 +829,67 @@ cdef class MergeCore:
         free(self.m.out_pos)
         free(self.m.group_ends)
 
-    def install_batch(self, int run, object array_capsule):
-        """Make a non-empty batch (a struct array: key columns, then the
-        sequence and kind columns when present) the run's current batch.
-        Python must keep the capsule (and the previous batch) alive until the
-        rows are assembled.  Returns False if the batch breaks the run's order."""
-        cdef ArrowArray* arr
+    cdef int enter(self) except -1:
+        if self.busy:
+            raise RuntimeError("this MergeCore is in use by another thread")
+        return 0
+
+    def install_batch(self, int run, object batch):
+        """Make a non-empty batch the run's current batch.  `batch` is any object
+        with `__arrow_c_array__` exporting a record batch of the key columns,
+        then the sequence and kind columns when present; every column is checked
+        against the key classes before use.  The core keeps the batch (and the
+        previous one) alive.  Returns False if the batch breaks the run's order."""
+        cdef const ArrowSchema* schema
+        cdef const ArrowArray* arr
         cdef Leaf* leaf
         cdef int32_t slot, i, child
         cdef ColumnView* views
         cdef ColumnView* old_views
         cdef int64_t old_row
-        cdef int64_t offset
+        cdef const int64_t* seq_values = NULL
+        cdef const int8_t* kind_values = NULL
         cdef bint had_batch
+        self.enter()
         if run < 0 or run >= self.m.k:
-            raise IndexError("run out of range")
-        if not PyCapsule_IsValid(array_capsule, b"arrow_array"):
-            raise TypeError("expected an 'arrow_array' PyCapsule")
-        arr = <ArrowArray*>PyCapsule_GetPointer(array_capsule, b"arrow_array")
-        if arr.n_children != self.m.nkeys + self.has_seq + self.has_kind:
-            raise ValueError("batch has the wrong number of columns")
-        if arr.length < 1:
-            raise ValueError("empty batches must not be installed")
+            raise IndexError(f"run {run} out of range (the merge has {self.m.k} runs)")
         leaf = &self.m.leaves[run]
         had_batch = leaf.has_batch
-        old_views = leaf.keys
-        old_row = leaf.row
+        if had_batch and (self.m.need_run != run or leaf.exhausted):
+            raise ValueError(f"run {run} did not ask for a batch")
+        capsules = export_capsules(batch)
+        schema = schema_of(capsules)
+        arr = array_of(capsules)
+        check_struct(schema, arr, self.m.nkeys + self.has_seq + self.has_kind)
+        if arr.length < 1:
+            raise ValueError("empty batches must not be installed")
         slot = 1 - self.view_slot[run] if had_batch else 0
         views = &self.views[(2 * run + slot) * self.m.nkeys]
         for i in range(self.m.nkeys):
-            fill_view(&views[i], self.key_classes[i], self.key_widths[i], arr, arr.children[i])
+            fill_view(&views[i], self.key_classes[i], self.key_widths[i], schema.children[i], arr,
+                      arr.children[i])
         child = self.m.nkeys
         if self.has_seq:
-            offset = arr.offset + arr.children[child].offset
-            leaf.seq_values = (<const int64_t*>arr.children[child].buffers[1]) + offset
+            seq_values = <const int64_t*>fixed_values(schema.children[child], arr, arr.children[child],
+                                                     b"l", "sequence")
             child += 1
-        else:
-            leaf.seq_values = NULL
         if self.has_kind:
-            offset = arr.offset + arr.children[child].offset
-            leaf.kind_values = (<const int8_t*>arr.children[child].buffers[1]) + offset
-        else:
-            leaf.kind_values = NULL
+            kind_values = <const int8_t*>fixed_values(schema.children[child], arr, arr.children[child],
+                                                     b"c", "kind")
+        # everything checked: from here on the leaf changes
+        old_views = leaf.keys
+        old_row = leaf.row
         if self.m.check_order and had_batch:
             if compare_rows(self.m.nkeys, 0, old_views, old_row, views, 0) >= 0:
                 self.m.error_run = run
                 self.m.error_pos = leaf.pos + 1
+                self.failed = True
                 return False
+        self.held[2 * run + slot] = (batch, capsules)  # the views point into it
         self.view_slot[run] = slot
         leaf.keys = views
+        leaf.seq_values = seq_values
+        leaf.kind_values = kind_values
         leaf.row = 0
         leaf.nrows = arr.length
         if had_batch:
@@ -827,9 +906,12 @@ cdef class MergeCore:
     def finish_run(self, int run):
         """The run has no more rows."""
         cdef Leaf* leaf
+        self.enter()
         if run < 0 or run >= self.m.k:
-            raise IndexError("run out of range")
+            raise IndexError(f"run {run} out of range (the merge has {self.m.k} runs)")
         leaf = &self.m.leaves[run]
+        if leaf.has_batch and (self.m.need_run != run or leaf.exhausted):
+            raise ValueError(f"run {run} did not ask for a batch")
         leaf.exhausted = 1
         leaf.state = WINNER_WITH_NEW_KEY
         leaf.first_same_key = -1
@@ -844,7 +926,15 @@ cdef class MergeCore:
         """Run the merge (without the GIL) until the output fills, a run needs
         its next batch, every run is exhausted, or the input is bad."""
         cdef int result
+        cdef int32_t i
         cdef MergeState* m = &self.m
+        self.enter()
+        if self.failed:
+            raise ValueError("the merge already stopped on bad input")
+        for i in range(m.k):
+            if not m.leaves[i].has_batch:
+                raise ValueError(f"run {i} has neither a batch nor its end yet")
+        self.busy = True
         with nogil:
             if m.use_heap:
                 result = heap_step(m)
@@ -857,6 +947,9 @@ cdef class MergeCore:
                         result = tree_step(m)
                 else:
                     result = tree_step(m)
+        self.busy = False
+        if result != STEP_OUTPUT_FULL and result != STEP_NEED_BATCH and result != STEP_DONE:
+            self.failed = True
         return result
 
     def take_output(self):
@@ -880,6 +973,7 @@ cdef class MergeCore:
         cdef int32_t r
         cdef int32_t* out_run = self.m.out_run
         cdef int64_t* out_pos = self.m.out_pos
+        self.enter()
         group_ends = None
         with nogil:
             for i in range(n):  # a run's positions only grow, so first/last bound it
@@ -931,6 +1025,27 @@ cdef class MergeCore:
 # to newest within each group); `group_ends[g]` is one past group g's last member.
 # ---------------------------------------------------------------------------
 
+cdef int check_groups(const int64_t[::1] group_ends, Py_ssize_t members, const int8_t[::1] kinds,
+                      bint kinds_optional) except -1:
+    """Group ends must rise from 0 to at most `members`; kinds hold one per member
+    (or none at all where that is allowed)."""
+    cdef Py_ssize_t g, n = group_ends.shape[0]
+    cdef int64_t prev = 0
+    cdef Py_ssize_t bad = -1
+    if kinds.shape[0] != members and not (kinds_optional and kinds.shape[0] == 0):
+        raise ValueError(f"kinds has {kinds.shape[0]} entries for {members} members")
+    with nogil:
+        for g in range(n):
+            if group_ends[g] < prev or group_ends[g] > members:
+                bad = g
+                break
+            prev = group_ends[g]
+    if bad >= 0:
+        raise ValueError(f"group_ends[{bad}] = {group_ends[bad]} is out of order or beyond the "
+                         f"{members} members")
+    return 0
+
+
 def last_valid_per_group(const int64_t[::1] group_ends, const uint8_t[::1] valid,
                          const int8_t[::1] kinds, bint reset_on_delete):
     """For each group the member index of the newest valid value, or -1.
@@ -943,6 +1058,7 @@ def last_valid_per_group(const int64_t[::1] group_ends, const uint8_t[::1] valid
     cdef Py_ssize_t n_groups = group_ends.shape[0]
     cdef bint has_kinds = kinds.shape[0] > 0
     cdef int8_t kind
+    check_groups(group_ends, valid.shape[0], kinds, True)
     out = np.empty(n_groups, dtype=np.int64)
     cdef int64_t[::1] out_v = out
     with nogil:
@@ -968,6 +1084,7 @@ def live_groups_after_delete(const int64_t[::1] group_ends, const int8_t[::1] ki
     cdef Py_ssize_t g, i, start = 0
     cdef Py_ssize_t n_groups = group_ends.shape[0]
     cdef bint live
+    check_groups(group_ends, kinds.shape[0], kinds, False)
     out = np.empty(n_groups, dtype=np.bool_)
     cdef cnp.npy_bool[::1] out_v = out
     with nogil:
@@ -993,6 +1110,9 @@ def fold_sum_product(const int64_t[::1] group_ends, const fold_t[::1] values,
     cdef bint has_kinds = kinds.shape[0] > 0
     cdef bint retract, have
     cdef fold_t acc, v
+    if values.shape[0] != valid.shape[0]:
+        raise ValueError(f"values has {values.shape[0]} entries, valid {valid.shape[0]}")
+    check_groups(group_ends, valid.shape[0], kinds, True)
     if fold_t is double:
         out = np.empty(n_groups, dtype=np.float64)
     else:
@@ -1076,10 +1196,14 @@ JOIN_LEFT = 1
 JOIN_FULL = 2
 
 
-def merge_join(object left_capsule, object right_capsule, key_classes, key_widths, int how):
-    """(left_indices, right_indices) of the joined rows, in key order."""
-    cdef ArrowArray* left
-    cdef ArrowArray* right
+def merge_join(object left_batch, object right_batch, key_classes, key_widths, int how):
+    """(left_indices, right_indices) of the joined rows, in key order.  Each side
+    is an object with `__arrow_c_array__` exporting a record batch of the key
+    columns, strictly ascending (unsorted input gives a wrong join, never a crash)."""
+    cdef const ArrowSchema* left_schema
+    cdef const ArrowSchema* right_schema
+    cdef const ArrowArray* left
+    cdef const ArrowArray* right
     cdef int32_t nkeys = len(key_classes)
     cdef int32_t c
     cdef ColumnView* views
@@ -1091,21 +1215,27 @@ def merge_join(object left_capsule, object right_capsule, key_classes, key_width
         raise ValueError(f"unknown join kind {how}")
     cdef bint keep_left = how != JOIN_INNER   # unmatched left rows stay
     cdef bint keep_right = how == JOIN_FULL   # unmatched right rows stay
-    for capsule in (left_capsule, right_capsule):
-        if not PyCapsule_IsValid(capsule, b"arrow_array"):
-            raise TypeError("expected 'arrow_array' PyCapsules")
-    left = <ArrowArray*>PyCapsule_GetPointer(left_capsule, b"arrow_array")
-    right = <ArrowArray*>PyCapsule_GetPointer(right_capsule, b"arrow_array")
-    if left.n_children != nkeys or right.n_children != nkeys:
-        raise ValueError("both sides need exactly the key columns")
+    if nkeys < 1 or len(key_widths) != nkeys:
+        raise ValueError("a join needs one key class and width per key column")
+    for c in range(nkeys):
+        if key_classes[c] < KEY_INT8 or key_classes[c] > KEY_FIXED_BINARY:
+            raise ValueError(f"unknown key class {key_classes[c]}")
+    left_capsules = export_capsules(left_batch)  # held until the function returns
+    right_capsules = export_capsules(right_batch)
+    left_schema, left = schema_of(left_capsules), array_of(left_capsules)
+    right_schema, right = schema_of(right_capsules), array_of(right_capsules)
+    check_struct(left_schema, left, nkeys)
+    check_struct(right_schema, right, nkeys)
     nl, nr = left.length, right.length
     views = <ColumnView*>calloc(2 * max(nkeys, 1), sizeof(ColumnView))
     if views == NULL:
         raise MemoryError()
     try:
         for c in range(nkeys):
-            fill_view(&views[c], key_classes[c], key_widths[c], left, left.children[c])
-            fill_view(&views[nkeys + c], key_classes[c], key_widths[c], right, right.children[c])
+            fill_view(&views[c], key_classes[c], key_widths[c], left_schema.children[c], left,
+                      left.children[c])
+            fill_view(&views[nkeys + c], key_classes[c], key_widths[c], right_schema.children[c], right,
+                      right.children[c])
         li = np.empty(nl + nr, dtype=np.int64)
         ri = np.empty(nl + nr, dtype=np.int64)
         out_l = <int64_t*>cnp.PyArray_DATA(li)

@@ -416,8 +416,10 @@ def test_kernels_check_their_inputs():
         _bucket.fold_long(arr, np.zeros(2, np.int32), 8, True)
     with pytest.raises(ValueError, match="width"):
         _bucket.fold_long(arr, np.zeros(3, np.int32), 2, True)
-    with pytest.raises(ValueError, match="values buffer"):
-        _bucket.fold_decimal(arr, np.zeros(3, np.int32), 20)  # 24 bytes, 48 needed
+    with pytest.raises(ValueError, match="layout"):
+        _bucket.fold_decimal(arr, np.zeros(3, np.int32), 20)  # int64 is not a 16-byte decimal
+    with pytest.raises(TypeError, match="__arrow_c_array__"):
+        _bucket.fold_long(np.arange(3), np.zeros(3, np.int32), 8, True)
     with pytest.raises(ValueError, match="positive"):
         _bucket.pmod(np.zeros(1, np.int32), 0)
 

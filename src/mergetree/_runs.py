@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
+from .arrow_input import check_batch
 from .errors import InvalidRowError, SchemaMismatchError, UnsupportedTypeError
 
 RunLike = Any  # pa.Table | pa.RecordBatch | pa.RecordBatchReader | Arrow stream | iterable of batches
@@ -87,6 +88,7 @@ class RunSource:
         for batch in self._batches:
             self.batches_pulled += 1
             if batch.num_rows:
+                check_batch(batch, f"run {self.index} batch {self.batches_pulled - 1}")
                 return batch
         return None
 

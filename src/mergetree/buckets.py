@@ -49,9 +49,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _bucket
+from .arrow_input import check_array
 from .errors import InvalidArgumentError, SchemaMismatchError, UnsupportedTypeError
 
-__all__ = ["SPARK_HASH_SEED", "bucket_ids", "spark_hash"]
+__all__ = ["SPARK_HASH_SEED", "bucket_ids", "check_hashable", "spark_hash"]
 
 SPARK_HASH_SEED = 42
 
@@ -86,6 +87,7 @@ def spark_hash(data: pa.Table | pa.RecordBatch, columns: list[str] | str) -> np.
     for name in names:
         column = _column(data, name)
         fold = _plan(name, column.type)
+        check_array(column, f"bucket column {name!r}")
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         start = 0
         for chunk in chunks:
@@ -105,6 +107,11 @@ def _column(data: pa.Table | pa.RecordBatch, name: str) -> pa.Array | pa.Chunked
     if len(indices) > 1:
         raise SchemaMismatchError(f"column name {name!r} is ambiguous: the data has it {len(indices)} times")
     return data.column(indices[0])
+
+
+def check_hashable(name: str, dtype: pa.DataType) -> None:
+    """Raise UnsupportedTypeError unless a column of this type has a Spark bucket hash."""
+    _plan(name, dtype)
 
 
 def _plan(name: str, dtype: pa.DataType) -> Fold:

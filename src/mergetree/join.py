@@ -7,13 +7,14 @@ import pyarrow.compute as pc
 
 from . import _core
 from ._runs import plan_key_column
+from .arrow_input import check_batch
 from .engines import take_array
 from .errors import InvalidArgumentError, SchemaMismatchError
 
 JOINS = {"inner": _core.JOIN_INNER, "left": _core.JOIN_LEFT, "full": _core.JOIN_FULL}
 
 
-def _key_capsule(table: pa.Table, on: list[str]):
+def _key_batch(table: pa.Table, on: list[str]):
     columns = []
     plans = []
     for name in on:
@@ -21,8 +22,7 @@ def _key_capsule(table: pa.Table, on: list[str]):
         col = table.column(name).combine_chunks()
         columns.append(plan.normalize(col) if plan.normalize else col)
         plans.append(plan)
-    batch = pa.RecordBatch.from_arrays(columns, names=on)
-    return batch, batch.__arrow_c_array__()[1], plans
+    return pa.RecordBatch.from_arrays(columns, names=on), plans
 
 
 def joined_schema(left: pa.Schema, right: pa.Schema, on: list[str], suffix: str = "_right") -> pa.Schema:
@@ -50,9 +50,11 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
         if left.schema.field(name).type != right.schema.field(name).type:
             raise SchemaMismatchError(f"join column {name!r} is {left.schema.field(name).type} on the left "
                                       f"and {right.schema.field(name).type} on the right")
-    _, left_capsule, plans = _key_capsule(left, on)  # the capsules keep the key buffers alive
-    _, right_capsule, _ = _key_capsule(right, on)
-    li, ri = _core.merge_join(left_capsule, right_capsule, [p.key_class for p in plans],
+    check_batch(left, "the left side")
+    check_batch(right, "the right side")
+    left_keys, plans = _key_batch(left, on)
+    right_keys, _ = _key_batch(right, on)
+    li, ri = _core.merge_join(left_keys, right_keys, [p.key_class for p in plans],
                               [p.width for p in plans], JOINS[how])
     schema = joined_schema(left.schema, right.schema, on, suffix)
     left_index = pa.array(np.where(li < 0, 0, li), type=pa.int64(), mask=li < 0)

@@ -15,7 +15,7 @@ from ._runs import (
 )
 from .engines import EnginePlan
 from .errors import (
-    InvalidArgumentError, MergeStateError, RetractionError, SchemaMismatchError,
+    InvalidArgumentError, MalformedArrowError, MergeStateError, RetractionError, SchemaMismatchError,
     UnsortedRunError, UnsupportedTypeError,
 )
 
@@ -118,7 +118,6 @@ class MergeReader:
         self._core_names += [c for c in (sequence, kind) if c is not None]
         # per run: [(first position, batch)] still referenced by pending output
         self._retained: list[list[tuple[int, pa.RecordBatch]]] = [[] for _ in runs]
-        self._capsules: list[Any] = [None] * len(runs)
         self._next_pos = [0] * len(runs)
         self._core = None
         if runs and self.schema.names:  # no schema at all means every run is an empty iterable
@@ -190,12 +189,13 @@ class MergeReader:
             check_kind_values(col, run, pos, self._kind)
             columns.append(col)
         core_batch = pa.RecordBatch.from_arrays(columns, names=self._core_names)
-        _, capsule = core_batch.__arrow_c_array__()
         self._retained[run].append((pos, batch))
-        if not self._core.install_batch(run, capsule):
+        try:
+            installed = self._core.install_batch(run, core_batch)  # the core keeps core_batch alive
+        except ValueError as exc:  # checked in Python already; this is the core's own check
+            raise MalformedArrowError(f"run {run}: the core rejected a batch: {exc}") from None
+        if not installed:
             self._raise_unsorted()
-        # the capsule owns the exported buffers: keep it until the next batch replaces it
-        self._capsules[run] = (capsule, core_batch)
 
     def _raise_unsorted(self) -> None:
         run, row = self._core.error_run, self._core.error_pos
