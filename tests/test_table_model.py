@@ -33,7 +33,7 @@ class TableMachine(RuleBasedStateMachine):
         self.table = Table.create(self.dir, SCHEMA if partitioned else SCHEMA.remove(1), primary_key=pk,
                                   partition_by=["p"] if partitioned else None, buckets=buckets,
                                   merge_engine=engine, options={
-                                      "fields.a.aggregate-function": "sum",
+                                      **({"fields.a.aggregate-function": "sum"} if engine == "aggregate" else {}),
                                       "num-sorted-run.compaction-trigger": str(trigger),
                                       "write-only": str(write_only).lower(), "target-file-size": file_size})
         self.model: dict[tuple, dict] = {}

@@ -11,7 +11,8 @@ from .compaction import CompactionOptions, CompactionPlan, Levels, full_compacti
 from .data_files import DataFileMeta, read_run, write_data_file
 from .merge import merge
 from .progress import ProgressBar
-from .snapshots import CommitConflictError, FileEntry, Snapshot, backoff
+from .errors import CommitConflictError, CompactionConflictError
+from .snapshots import FileEntry, Snapshot, backoff
 from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN
 
 if TYPE_CHECKING:
@@ -19,10 +20,6 @@ if TYPE_CHECKING:
 
 COMMIT_RETRIES = 30
 MAX_ROUNDS_AFTER_WRITE = 8
-
-
-class CompactionConflictError(CommitConflictError):
-    """Files this compaction read were replaced by another commit; nothing was committed."""
 
 
 def compact_buckets(table: Table, only: set | None, full: bool, progress: bool | None = False) -> Snapshot | None:
@@ -33,7 +30,7 @@ def compact_buckets(table: Table, only: set | None, full: bool, progress: bool |
     """
     snapshot = _compact_once(table, only, full, progress)
     if only is not None:
-        options = CompactionOptions.from_options(table.table_schema.options)
+        options = table.options.compaction
         for _ in range(MAX_ROUNDS_AFTER_WRITE):
             stalled = {key for key, levels in _levels(table, options).items()
                        if key in only and write_stall(levels, options)}
@@ -53,7 +50,7 @@ def _levels(table: Table, options: CompactionOptions) -> dict[tuple, Levels]:
 def plan_compaction(table: Table, only: set | None, full: bool) -> tuple[int | None, list[tuple[tuple, CompactionPlan]]]:
     """The base snapshot and, per bucket that needs it, what to rewrite and upgrade."""
     ts = table.table_schema
-    options = CompactionOptions.from_options(ts.options)
+    options = table.options.compaction
     base = table.latest_snapshot()
     if base is None or not ts.has_primary_key:
         return None, []
@@ -71,7 +68,7 @@ def execute_plan(table: Table, key: tuple, plan: CompactionPlan,
                  bar: ProgressBar | None = None) -> tuple[list[FileEntry], list[FileEntry]]:
     """Carry out one bucket's plan: (adds, deletes).  New files are removed on failure."""
     partition, bucket = key
-    options = CompactionOptions.from_options(table.table_schema.options)
+    options = table.options.compaction
     written: list[FileEntry] = []
     adds: list[FileEntry] = []
     deletes: list[FileEntry] = []
@@ -144,7 +141,7 @@ def _rewrite(table: Table, partition: tuple, bucket: int, runs: list[list[DataFi
     ts = table.table_schema
     directory = table._directory(partition, bucket)
     reader = merge([read_run(table.path, run) for run in runs], ts.file_key, sequence=SEQUENCE_COLUMN,
-                   kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=table._aggregations(),
+                   kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=table.options.aggregations or None,
                    keep_deletes=not drop_delete)
     out = []
     for chunk in _rolled(reader, target, bar):

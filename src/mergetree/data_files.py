@@ -3,7 +3,6 @@ and the metadata a manifest records for each."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -13,6 +12,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from . import paths
+from .errors import CorruptTableError
 from .table_schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema, decode_value, encode_value
 
 ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
@@ -79,7 +80,7 @@ def column_stats(table: pa.Table, columns: list[str]) -> dict[str, tuple[Any, An
 def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSchema,
                     level: int) -> DataFileMeta:
     """Write one Parquet data file (already sorted by key for primary-key tables)."""
-    name = f"{directory}/data-{uuid.uuid4().hex}.parquet"
+    name = paths.data_file_name(directory)
     path = os.path.join(root, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS)
@@ -112,17 +113,30 @@ def write_sorted_run(root: str, directory: str, table: pa.Table, schema: TableSc
 def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = None,
                    row_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
     """Stream a data file a row group at a time; `row_filter` keeps only matching rows and
-    skips row groups whose statistics rule them out (order is kept)."""
+    skips row groups whose statistics rule them out (order is kept).  A missing, truncated
+    or unreadable file raises CorruptTableError naming it."""
     path = os.path.join(root, meta.file_name)
-    if row_filter is None:
-        reader = pq.ParquetFile(path, pre_buffer=False)
-        yield from reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns)
-        return
-    scanner = ds.dataset(path, format="parquet").scanner(
-        columns=columns, filter=row_filter, batch_size=READ_BATCH_ROWS, use_threads=False)
-    for batch in scanner.to_batches():
-        if batch.num_rows:
-            yield batch
+    try:
+        if row_filter is None:
+            reader = pq.ParquetFile(path, pre_buffer=False)
+            batches = reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns)
+        else:
+            scanner = ds.dataset(path, format="parquet").scanner(
+                columns=columns, filter=row_filter, batch_size=READ_BATCH_ROWS, use_threads=False)
+            batches = scanner.to_batches()
+        rows = 0
+        for batch in batches:
+            rows += batch.num_rows
+            if batch.num_rows:
+                yield batch
+    except FileNotFoundError:
+        raise CorruptTableError(f"data file {meta.file_name} of table {root} is missing", path=path) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"data file {meta.file_name} of table {root} is unreadable: {exc}",
+                                path=path) from None
+    if row_filter is None and rows != meta.row_count:
+        raise CorruptTableError(f"data file {meta.file_name} of table {root} holds {rows} rows, its manifest "
+                                f"says {meta.row_count}", path=path)
 
 
 def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None,

@@ -35,7 +35,7 @@ ROW_KIND_DELETE = 3
 Locate = Callable[[int], tuple[int, int]]
 
 
-def _check_aggregate_type(column: str, fn: str, dtype: pa.DataType) -> None:
+def check_aggregate_type(column: str, fn: str, dtype: pa.DataType) -> None:
     numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
     ok = {
         "sum": numeric,
@@ -91,7 +91,7 @@ class EnginePlan:
         for f in self.schema:
             if f.name not in system:
                 fn = requested.get(f.name, DEFAULT_AGGREGATE)
-                _check_aggregate_type(f.name, fn, f.type)
+                check_aggregate_type(f.name, fn, f.type)
                 resolved[f.name] = fn
         return resolved
 

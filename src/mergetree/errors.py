@@ -1,4 +1,5 @@
-"""Exceptions raised by mergetree.  Every one names the run, row and column involved."""
+"""Exceptions raised by mergetree.  Each says what was wrong and where: the run, row and
+column of a merge input, or the table file involved."""
 from __future__ import annotations
 
 
@@ -36,5 +37,43 @@ class RetractionError(InvalidRowError):
     """A retraction row (-U or -D) reached an engine or aggregate that cannot undo it."""
 
 
+class MalformedArrowError(MergeTreeError, ValueError):
+    """Arrow input is structurally broken (offsets out of order or past the data, buffers
+    too short, dictionary indices out of range, ...); nothing was read from it."""
+
+
 class MergeStateError(MergeTreeError, RuntimeError):
     """The merge tree reached an impossible state: a bug in mergetree, never bad input."""
+
+
+class TableExistsError(MergeTreeError):
+    """`Table.create` found a table (or other files) already at that path."""
+
+
+class CorruptTableError(MergeTreeError):
+    """A table file (schema, snapshot, manifest or data file) is missing, truncated or
+    unreadable.  The message names the file and, where there is one, the way to recover."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class CommitConflictError(MergeTreeError):
+    """Another commit changed what this commit depends on; nothing was committed."""
+
+
+class CompactionConflictError(CommitConflictError):
+    """Files this compaction read were replaced by another commit; nothing was committed."""
+
+
+class SnapshotNotFoundError(MergeTreeError, LookupError):
+    """The requested snapshot does not exist (expired, or never committed)."""
+
+
+class UnsupportedFormatError(MergeTreeError):
+    """A table file was written by a newer mergetree, in a format version this one cannot read."""
+
+
+class TableNotFoundError(MergeTreeError, LookupError):
+    """There is no mergetree table at the path given."""

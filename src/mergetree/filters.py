@@ -20,31 +20,74 @@ OPERATORS = COMPARISONS | {"in", "not in", "is null", "is not null"}
 Filter = Any  # tuple | list | pc.Expression | None
 
 
-def normalize(f: Filter) -> Filter:
-    """Check a filter and put it in canonical form: None, a pc.Expression, or nested tuples."""
-    if f is None or isinstance(f, pc.Expression):
+def normalize(f: Filter, schema: pa.Schema | None = None) -> Filter:
+    """Check a filter and put it in canonical form: None, a pc.Expression, or nested tuples.
+    With `schema`, every column must exist and every value must fit its column's type
+    (values come back as that type's Python values: no string is parsed, no float truncated)."""
+    if f is None:
+        return f
+    if isinstance(f, pc.Expression):
+        if schema is not None:
+            try:  # bind it: unknown columns and type errors surface here, not mid-read
+                schema.empty_table().filter(f)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise InvalidArgumentError(f"the filter expression {f} does not apply to the table: {exc}") from None
         return f
     if isinstance(f, list):
-        return ("and", [normalize(x) for x in f]) if len(f) != 1 else normalize(f[0])
+        if not f:
+            return None
+        return ("and", [normalize(x, schema) for x in f]) if len(f) != 1 else normalize(f[0], schema)
     if isinstance(f, tuple) and len(f) == 2 and f[0] in ("and", "or"):
         if not isinstance(f[1], (list, tuple)) or not f[1]:
             raise InvalidArgumentError(f"{f[0]!r} needs a non-empty list of filters")
-        return (f[0], [normalize(x) for x in f[1]])
+        return (f[0], [normalize(x, schema) for x in f[1]])
     if isinstance(f, tuple) and len(f) in (2, 3) and isinstance(f[0], str):
+        column = f[0]
         op = f[1].lower() if isinstance(f[1], str) else f[1]
         if op not in OPERATORS:
             raise InvalidArgumentError(f"unknown filter operator {f[1]!r}; use one of {sorted(OPERATORS)}")
+        dtype = _column_type(schema, column)
         if op in ("is null", "is not null"):
-            return (f[0], op, None)
+            return (column, op, None)
         if len(f) != 3:
             raise InvalidArgumentError(f"filter {f!r} needs a value")
         value = f[2]
         if op in ("in", "not in"):
-            value = list(value)
-        return (f[0], "=" if op == "==" else op, value)
+            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+                raise InvalidArgumentError(f"{op!r} takes a list of values, not {value!r} (in filter {f!r})")
+            value = [_typed(v, dtype, column, op) for v in value]
+        else:
+            value = _typed(value, dtype, column, op)
+        return (column, "=" if op == "==" else op, value)
     raise InvalidArgumentError(
         f"a filter is (column, op, value), ('and'|'or', [filters]), a list of filters or a "
         f"pyarrow compute expression, not {f!r}")
+
+
+def _column_type(schema: pa.Schema | None, column: str) -> pa.DataType | None:
+    if schema is None:
+        return None
+    if column not in schema.names:
+        raise InvalidArgumentError(f"filter names column {column!r}, which the table lacks; columns: {schema.names}")
+    return schema.field(column).type
+
+
+def _typed(value: Any, dtype: pa.DataType | None, column: str, op: str) -> Any:
+    """`value` as a Python value of the column's type, or InvalidArgumentError."""
+    if value is None:
+        raise InvalidArgumentError(f"filter on {column!r}: {op!r} cannot compare with None "
+                                   f"(use 'is null' / 'is not null')")
+    if dtype is None:
+        return value
+    if isinstance(value, float) and (pa.types.is_integer(dtype) or pa.types.is_decimal(dtype)) \
+            and not value.is_integer():
+        raise InvalidArgumentError(f"filter on {column!r} ({dtype}): {value!r} is not a whole number")
+    try:
+        return pa.scalar(value, type=dtype).as_py()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+            OverflowError) as exc:
+        raise InvalidArgumentError(
+            f"filter on {column!r}: {value!r} ({type(value).__name__}) is not a {dtype} value ({exc})") from None
 
 
 def columns_of(f: Filter) -> set[str] | None:

@@ -404,7 +404,6 @@ class MergetreeWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
         from pyspark import TaskContext
 
-        from .compaction import parse_memory_size
         from .table import ROW_KIND_INSERT, Table
         table = Table.open(self.path)
         task = TaskContext.get().partitionId()
@@ -413,7 +412,7 @@ class MergetreeWriter(DataSourceArrowWriter):
             return FilesMessage([])
         data = table._conform(pa.Table.from_batches(batches), complete=True)
         next_seq = {key: first + task * TASK_SEQUENCE_SPAN for key, first in self.next_seq.items()}
-        target = parse_memory_size(table.table_schema.options["target-file-size"])
+        target = table.options.target_file_size
         entries = []
         try:
             groups = table._split(data)
@@ -426,7 +425,8 @@ class MergetreeWriter(DataSourceArrowWriter):
         return FilesMessage([e.to_json("ADD") for e in entries])
 
     def commit(self, messages: list) -> None:
-        from .snapshots import CommitConflictError, FileEntry
+        from .errors import CommitConflictError
+        from .snapshots import FileEntry
         from .table import Table, _next_sequences
         table = Table.open(self.path)
         adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]

@@ -15,22 +15,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import filters as flt
+from . import paths
+from .arrow_input import check_batch, is_implicit_cast
 from .data_files import DataFileMeta, read_run, write_sorted_run
-from .errors import InvalidArgumentError, MergeTreeError, SchemaMismatchError
+from .errors import (
+    CommitConflictError, CompactionConflictError, CorruptTableError, InvalidArgumentError, SchemaMismatchError, TableExistsError,
+    TableNotFoundError,
+)
 from .merge import merge
-from .compaction import parse_memory_size
-from .snapshots import (MANIFEST_DIR, SNAPSHOT_DIR, CommitConflictError, FileEntry, Snapshot, SnapshotStore,
-                        backoff)
+from .snapshots import FileEntry, Snapshot, SnapshotStore, backoff, read_json, recovery_hint, write_json_atomically
 from .table_schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 
-SCHEMA_FILE = "schema/schema-0.json"
 COMMIT_RETRIES = 30
 ROW_KIND_INSERT = 0
 ROW_KIND_DELETE = 3
-
-
-class TableExistsError(MergeTreeError):
-    """Table.create found a table already at that path."""
+DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/)
 
 
 @dataclass
@@ -66,35 +65,83 @@ class Table:
     def __init__(self, path: str, schema: TableSchema) -> None:
         self.path = os.path.abspath(path)
         self.table_schema = schema
-        self.store = SnapshotStore(self.path, int(schema.options.get("manifest.merge-min-count", 30)))
+        self.options = schema.table_options
+        self.store = SnapshotStore(self.path, schema.partition_by, self.options.manifest_merge_min_count)
 
     # -- creating and opening ---------------------------------------------------------
     @classmethod
-    def create(cls, path: str, schema: pa.Schema, primary_key=None, partition_by=None, buckets: int = 1,
-               bucket_key=None, merge_engine: str = "deduplicate", options: dict | None = None) -> Table:
+    def create(cls, path: str | os.PathLike, schema: pa.Schema, primary_key=None, partition_by=None,
+               buckets: int = 1, bucket_key=None, merge_engine: str = "deduplicate",
+               options: dict | None = None) -> Table:
+        """Create a table in a new or empty directory.  Everything is checked first: a bad
+        argument or option raises before anything is written."""
+        path = _as_path(path)
         ts = TableSchema.create(schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options)
-        target = os.path.join(path, SCHEMA_FILE)
+        if os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
+            raise TableExistsError(f"a table already exists at {path}")
+        if os.path.exists(path):
+            if not os.path.isdir(path):
+                raise TableExistsError(f"{path} is a file, not a directory")
+            if os.listdir(path):
+                raise TableExistsError(
+                    f"{path} already holds files and is not a mergetree table; create the table in a "
+                    f"new or empty directory (mergetree's cleanup must own everything in it)")
+        target = os.path.join(path, paths.SCHEMA_FILE)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(ts.to_json())
-            f.flush()
-            os.fsync(f.fileno())
+        tmp = write_json_atomically(target, ts.to_json())
         try:
             os.link(tmp, target)  # exclusive: two creators cannot both win
         except FileExistsError:
             raise TableExistsError(f"a table already exists at {path}") from None
         finally:
             os.unlink(tmp)
-        return cls(path, ts)
+        table = cls(path, ts)
+        table.store.ensure_directories()
+        return table
 
     @classmethod
-    def open(cls, path: str) -> Table:
+    def open(cls, path: str | os.PathLike, check: bool = True) -> Table:
+        """Open a table.  With `check` (the default) the latest snapshot is read too, so a
+        damaged one is reported here, naming the file and how to recover; `check=False`
+        opens a table whose latest snapshot is damaged, to read an older one."""
+        path = _as_path(path)
+        if not os.path.exists(path):
+            raise TableNotFoundError(f"no mergetree table at {path}: the path does not exist")
+        if not os.path.isdir(path):
+            raise TableNotFoundError(f"no mergetree table at {path}: it is a file, not a directory")
+        if not os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
+            raise TableNotFoundError(f"no mergetree table at {path}: it has no {paths.SCHEMA_FILE}")
+        document = read_json(path, paths.SCHEMA_FILE, "schema file")
         try:
-            with open(os.path.join(path, SCHEMA_FILE)) as f:
-                return cls(path, TableSchema.from_json(f.read()))
-        except FileNotFoundError:
-            raise MergeTreeError(f"no mergetree table at {path}") from None
+            ts = TableSchema.from_json(document)
+            table = cls(path, ts)
+        except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
+            raise CorruptTableError(f"the schema file {paths.SCHEMA_FILE} of table {path} is damaged: {exc!r}",
+                                    path=os.path.join(path, paths.SCHEMA_FILE)) from None
+        if check:
+            table.latest_snapshot()
+        return table
+
+    @classmethod
+    def repair(cls, path: str | os.PathLike) -> list[str]:
+        """Set damaged snapshot files at the top of the history aside (into
+        snapshot/damaged/, never deleted) so the table continues from its newest intact
+        snapshot.  Returns the files moved; the changes they committed are lost."""
+        table = cls.open(path, check=False)
+        moved = []
+        for snapshot_id in reversed(table.store.snapshot_ids()):
+            try:
+                table.store.snapshot(snapshot_id)
+                table.store.live_files(table.store.snapshot(snapshot_id))
+                break
+            except CorruptTableError:
+                relative = paths.snapshot_file(snapshot_id)
+                aside = os.path.join(table.path, paths.SNAPSHOT_DIR, DAMAGED_DIR)
+                os.makedirs(aside, exist_ok=True)
+                os.replace(os.path.join(table.path, relative),
+                           os.path.join(aside, f"snapshot-{snapshot_id}.json.{int(time.time())}"))
+                moved.append(relative)
+        return moved
 
     @property
     def schema(self) -> pa.Schema:
@@ -127,9 +174,13 @@ class Table:
         return self._write_changes(self._conform(keys, complete=False), ROW_KIND_DELETE)
 
     def _conform(self, data: Any, complete: bool) -> pa.Table:
-        """The input as a pa.Table of the table's schema, or a clear error (nothing written)."""
-        table = _as_table(data)
+        """The input as a pa.Table of the table's schema, or a clear error (nothing written).
+        Arrow columns are cast only within a kind of value and only when every value
+        survives (`is_implicit_cast`); Python and pandas values are converted to the
+        table's types value by value.  Strings never become numbers, numbers never strings."""
         schema = self.schema
+        table = _as_table(data, schema)
+        check_batch(table, "the data")
         pk = self.table_schema.primary_key
         missing = [n for n in schema.names if n not in table.column_names and (complete or n in pk)]
         if missing:
@@ -137,6 +188,8 @@ class Table:
         extra = [n for n in table.column_names if n not in schema.names]
         if extra:
             raise SchemaMismatchError(f"the data has column(s) {extra} that table {self.path} lacks")
+        if len(set(table.column_names)) != len(table.column_names):
+            raise SchemaMismatchError(f"the data repeats a column: {table.column_names}")
         columns = []
         for f in schema:
             if f.name not in table.column_names:
@@ -144,6 +197,11 @@ class Table:
                 continue
             col = table.column(f.name)
             if col.type != f.type:
+                if not is_implicit_cast(col.type, f.type):
+                    raise SchemaMismatchError(
+                        f"column {f.name!r} is {col.type}, table {self.path} has {f.type}; mergetree casts "
+                        f"only within a kind of value (numbers to numbers, strings to strings, ...) and "
+                        f"never parses or formats: cast the column yourself")
                 try:
                     col = col.cast(f.type, safe=True)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -159,8 +217,8 @@ class Table:
         if table.num_rows == 0:
             return None
         ts = self.table_schema
-        buffer_rows = _rows_per_buffer(table, parse_memory_size(ts.options["write-buffer-size"]))
-        target = parse_memory_size(ts.options["target-file-size"])
+        buffer_rows = _rows_per_buffer(table, self.options.write_buffer_size)
+        target = self.options.target_file_size
         for attempt in range(COMMIT_RETRIES):
             base = self.latest_snapshot()
             next_seq = _next_sequences(self.store.live_files(base).values())
@@ -179,7 +237,7 @@ class Table:
             if snapshot is None:  # another write took our buckets' sequence numbers: redo
                 backoff(attempt)
                 continue
-            if ts.has_primary_key and ts.options.get("write-only", "false") != "true":
+            if ts.has_primary_key and not self.options.write_only:
                 self._compact_after_write({(e.partition, e.bucket) for e in adds})
             return snapshot
         raise CommitConflictError(f"gave up after {COMMIT_RETRIES} conflicting commits on {self.path}")
@@ -204,7 +262,12 @@ class Table:
         return None
     def _discard(self, entries: list[FileEntry]) -> None:
         for e in entries:
-            _unlink_quietly(os.path.join(self.path, e.file.file_name))
+            self._unlink_owned(e.file.file_name)
+
+    def _unlink_owned(self, relative: str) -> None:
+        """Delete a file of the table; a name the table cannot own is never deleted."""
+        if paths.is_owned(relative, self.table_schema.partition_by):
+            _unlink_quietly(os.path.join(self.path, relative))
 
     def _split(self, table: pa.Table) -> dict[tuple[tuple, int], pa.Table]:
         """Rows by (partition values, bucket), each in input order (one stable sort, then slices)."""
@@ -239,8 +302,7 @@ class Table:
         return out
 
     def _directory(self, partition: tuple, bucket: int) -> str:
-        parts = [f"{c}={_partition_text(v)}" for c, v in zip(self.table_schema.partition_by, partition)]
-        return "/".join(parts + [f"bucket-{bucket}"])
+        return paths.bucket_directory(self.table_schema.partition_by, partition, bucket)
 
     def _flush_all(self, groups: dict, kind: int, next_seq: dict, target: int) -> list[FileEntry]:
         """Flush every (partition, bucket) group of a write buffer, in parallel threads:
@@ -288,57 +350,63 @@ class Table:
         # the i-th version of every key forms run i: each run is strictly ascending
         runs = [ordered.filter(pa.array(occurrence == i)) for i in range(int(occurrence.max()) + 1)]
         folded = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
-                       aggregations=self._aggregations(), keep_deletes=True).read_all()
+                       aggregations=self.options.aggregations or None, keep_deletes=True).read_all()
         return ts.restore_key_columns(folded)
 
-    def _aggregations(self) -> dict[str, str] | None:
-        if self.table_schema.merge_engine != "aggregate":
-            return None
-        prefix, suffix = "fields.", ".aggregate-function"
-        return {k[len(prefix):-len(suffix)]: v for k, v in self.table_schema.options.items()
-                if k.startswith(prefix) and k.endswith(suffix)}
-
     def _compact_after_write(self, touched: set) -> None:
-        from .compactor import CompactionConflictError, compact_buckets
+        from .compactor import compact_buckets
         try:
             compact_buckets(self, touched, full=False)
         except CompactionConflictError:
             pass  # another process compacted these files first; the write is committed
 
     # -- housekeeping -----------------------------------------------------------------
-    def expire_snapshots(self, retain_last: int = 1, older_than: dt.timedelta | None = None) -> list[int]:
+    def expire_snapshots(self, retain_last: int = 1, older_than: dt.timedelta | float | None = None) -> list[int]:
         """Delete old snapshots (always keeping the newest `retain_last`, and any younger
-        than `older_than`) and the files only they used.  Returns the expired ids."""
-        if retain_last < 1:
-            raise InvalidArgumentError("retain_last must be at least 1")
+        than `older_than`: a timedelta or seconds) and the files only they used.
+        Returns the expired ids."""
+        if isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1:
+            raise InvalidArgumentError(f"retain_last must be an integer of at least 1, not {retain_last!r}")
+        age = None if older_than is None else _seconds(older_than, "older_than")
         ids = self.store.snapshot_ids()
         candidates = ids[:-retain_last]
-        if older_than is not None:
-            cutoff = (time.time() - older_than.total_seconds()) * 1000
+        if age is not None:
+            cutoff = (time.time() - age) * 1000
             candidates = [i for i in candidates if self.store.snapshot(i).time_millis < cutoff]
         if not candidates:
             return []
         before = self._referenced(ids)
         for i in candidates:  # oldest first: the table stays readable at every step
-            os.unlink(os.path.join(self.path, SNAPSHOT_DIR, f"snapshot-{i}.json"))
+            os.unlink(os.path.join(self.path, paths.snapshot_file(i)))
         after = self._referenced(self.store.snapshot_ids())
         for name in sorted(before - after):
-            _unlink_quietly(os.path.join(self.path, name))
+            self._unlink_owned(name)
         return candidates
 
-    def remove_orphan_files(self, older_than: dt.timedelta = dt.timedelta(hours=1)) -> list[str]:
-        """Delete files no snapshot references (left by failed writes, crashes or aborted
-        compactions) that are older than `older_than`, so that commits in flight keep theirs."""
-        referenced = self._referenced(self.store.snapshot_ids()) | {SCHEMA_FILE}
-        cutoff = time.time() - older_than.total_seconds()
+    def remove_orphan_files(self, older_than: dt.timedelta | float = dt.timedelta(hours=1)) -> list[str]:
+        """Delete the table's files that no snapshot references (left by failed writes,
+        crashes or aborted compactions) and that are older than `older_than` (a timedelta
+        or seconds), so that commits in flight keep theirs.  Only files whose names and
+        places match the table's own patterns are ever deleted; snapshots and the schema
+        never are."""
+        age = _seconds(older_than, "older_than")
+        referenced = self._referenced(self.store.snapshot_ids())
+        cutoff = time.time() - age
+        partition_by = self.table_schema.partition_by
         removed = []
-        for directory, _, names in os.walk(self.path):
+        for directory, subdirectories, names in os.walk(self.path):
+            if os.path.relpath(directory, self.path) == os.path.join(paths.SNAPSHOT_DIR, DAMAGED_DIR):
+                subdirectories.clear()
+                continue
             for name in names:
                 full = os.path.join(directory, name)
-                relative = os.path.relpath(full, self.path)
-                if relative.startswith(SNAPSHOT_DIR + os.sep) and not name.endswith(".tmp"):
+                relative = os.path.relpath(full, self.path).replace(os.sep, "/")
+                if not paths.is_owned(relative, partition_by) or relative in referenced:
                     continue
-                if relative in referenced or os.path.getmtime(full) > cutoff:
+                if (paths.snapshot_id_of(relative) is not None or relative.startswith(paths.SCHEMA_DIR + "/")) \
+                        and not paths.is_temporary(relative):
+                    continue  # a published snapshot or schema is the table itself
+                if os.path.islink(full) or os.path.getmtime(full) > cutoff:
                     continue
                 _unlink_quietly(full)
                 removed.append(relative)
@@ -350,14 +418,17 @@ class Table:
         for i in snapshot_ids:
             snap = self.store.snapshot(i)
             for manifest_list in (snap.base_manifest_list, snap.delta_manifest_list):
-                out.add(f"{MANIFEST_DIR}/{manifest_list}")
+                if manifest_list:
+                    out.add(f"{paths.MANIFEST_DIR}/{manifest_list}")
                 for manifest in self.store.manifest_names(manifest_list):
-                    out.add(f"{MANIFEST_DIR}/{manifest}")
+                    out.add(f"{paths.MANIFEST_DIR}/{manifest}")
             out.update(self.store.live_files(snap))
         return out
 
     def compact(self, full: bool = False, progress: bool = False) -> Snapshot | None:
         """Compact every bucket that needs it (all of them with full=True) in one commit."""
+        if not isinstance(full, bool):
+            raise InvalidArgumentError(f"full must be True or False, not {full!r}")
         from .compactor import compact_buckets
         return compact_buckets(self, None, full=full, progress=progress)
 
@@ -366,8 +437,8 @@ class Table:
         """Which files a read with this filter touches, by bucket and section."""
         from .compaction import interval_partition
         ts = self.table_schema
-        f = flt.normalize(filter)
-        snap = self.store.snapshot(snapshot) if snapshot is not None else self.latest_snapshot()
+        f = flt.normalize(filter, self.schema)
+        snap = self._snapshot_for(snapshot)
         live = self.store.live_files(snap)
         plan = ReadPlan(snap.id if snap else None, files_total=len(live))
         by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
@@ -424,11 +495,16 @@ class Table:
                           for i, c in enumerate(ts.bucket_key)})
         return set(int(b) for b in bucket_ids(probe, list(ts.bucket_key), ts.buckets))
 
-    def read(self, columns: list[str] | None = None, filter: flt.Filter = None,
+    def read(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
              snapshot: int | None = None, threads: int | None = None) -> pa.Table:
-        """Merge-on-read of the table (or of `snapshot`) as one pa.Table.  Buckets are read in
-        `threads` threads (default: one per CPU); the merge and Parquet decoding run without
-        the GIL, so they overlap."""
+        """Merge-on-read of the table (or of `snapshot`) as one pa.Table.
+
+        Rows come bucket by bucket (partitions and buckets in order, each bucket's rows in
+        primary-key order), not in one global key order: sort the result if you need it.
+        Buckets are read in `threads` threads (default: one per CPU); the merge and Parquet
+        decoding run without the GIL, so they overlap."""
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
         columns, f, expression, plan = self._prepare_read(columns, filter, snapshot)
         out_schema = pa.schema([self.schema.field(c) for c in columns])
         file_filter = self._file_filter(f)
@@ -442,9 +518,10 @@ class Table:
             batches = [batch for b in plan.buckets for batch in self._read_bucket(b, columns, expression, file_filter)]
         return pa.Table.from_batches(batches, schema=out_schema)
 
-    def scan(self, columns: list[str] | None = None, filter: flt.Filter = None,
+    def scan(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
              snapshot: int | None = None) -> pa.RecordBatchReader:
-        """A streaming read: one bucket section at a time, merged with the loser tree."""
+        """A streaming read: one bucket section at a time, merged with the loser tree (rows
+        in the order `read` gives them)."""
         columns, f, expression, plan = self._prepare_read(columns, filter, snapshot)
         out_schema = pa.schema([self.schema.field(c) for c in columns])
         file_filter = self._file_filter(f)
@@ -452,12 +529,32 @@ class Table:
         return pa.RecordBatchReader.from_batches(out_schema, batches)
 
     def _prepare_read(self, columns, filter, snapshot):
-        columns = list(columns) if columns is not None else self.schema.names
-        for c in columns:
-            if c not in self.schema.names:
-                raise InvalidArgumentError(f"table has no column {c!r}")
-        f = flt.normalize(filter)
+        columns = self._columns(columns)
+        f = flt.normalize(filter, self.schema)
         return columns, f, flt.to_expression(f, self.schema), self.plan(f, snapshot)
+
+    def _columns(self, columns: Any) -> list[str]:
+        names = self.schema.names
+        if columns is None:
+            return names
+        if isinstance(columns, str):
+            columns = [columns]
+        if not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
+            raise InvalidArgumentError(f"columns must be a column name or a list of names, not {columns!r}")
+        for c in columns:
+            if c not in names:
+                raise InvalidArgumentError(f"table has no column {c!r}; columns: {names}")
+        if len(set(columns)) != len(columns):
+            raise InvalidArgumentError(f"columns names a column twice: {list(columns)}")
+        return list(columns)
+
+    def _snapshot_for(self, snapshot: Any) -> Snapshot | None:
+        """The snapshot a read asks for (None: the latest)."""
+        if snapshot is None:
+            return self.latest_snapshot()
+        if isinstance(snapshot, bool) or not isinstance(snapshot, int):
+            raise InvalidArgumentError(f"snapshot must be a snapshot id (an int), not {snapshot!r}")
+        return self.store.snapshot(snapshot)
 
     def _file_filter(self, f: flt.Filter) -> pc.Expression | None:
         """Key predicates hold for every version of a key, so they may filter rows inside
@@ -498,28 +595,68 @@ class Table:
             return
         runs = [read_run(self.path, run, row_filter=file_filter) for run in section]
         reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
-                       aggregations=self._aggregations())
+                       aggregations=self.options.aggregations or None)
         for batch in reader:
             yield ts.restore_key_columns(batch).select(names)
 
 
 # -- helpers -----------------------------------------------------------------------------
 
-def _as_table(data: Any) -> pa.Table:
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.RecordBatchReader.from_stream(data).read_all()
-    if type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
-    if isinstance(data, (list, dict)):
-        return pa.Table.from_pylist(data) if isinstance(data, list) else pa.table(data)
-    raise InvalidArgumentError(f"cannot write {type(data).__name__}; give a pyarrow Table, batches, "
-                               f"an Arrow stream or a pandas DataFrame")
+def _as_table(data: Any, schema: pa.Schema) -> pa.Table:
+    """Arrow data as it is; pandas and plain Python data converted straight to the table's
+    types (they carry no Arrow types of their own), value by value."""
+    try:
+        if isinstance(data, pa.Table):
+            return data
+        if isinstance(data, pa.RecordBatch):
+            return pa.Table.from_batches([data])
+        if isinstance(data, pa.RecordBatchReader):
+            return data.read_all()
+        if type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "columns"):
+            names = [str(c) for c in data.columns]
+            return pa.Table.from_pandas(data, schema=_known(schema, names), preserve_index=False)
+        if hasattr(data, "__arrow_c_stream__"):
+            return pa.RecordBatchReader.from_stream(data).read_all()
+        if isinstance(data, dict):
+            return pa.table(data, schema=_known(schema, [str(k) for k in data]))
+        if isinstance(data, list) and not data:
+            return _known(schema, schema.names).empty_table()
+        if isinstance(data, list) and all(isinstance(row, dict) for row in data):
+            names = list(dict.fromkeys(str(k) for row in data for k in row))
+            return pa.Table.from_pylist(data, schema=_known(schema, names))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+            OverflowError) as exc:
+        raise SchemaMismatchError(f"the data does not fit the table's columns: {exc}") from None
+    raise InvalidArgumentError(f"cannot write {type(data).__name__}; give a pyarrow Table, RecordBatch, "
+                               f"RecordBatchReader, an Arrow stream, a pandas DataFrame, a dict of columns "
+                               f"or a list of row dicts")
+
+
+def _known(schema: pa.Schema, names: list[str]) -> pa.Schema:
+    """The table's fields for these names (nullable; extra names are reported by _conform)."""
+    extra = [n for n in names if n not in schema.names]
+    if extra:
+        raise SchemaMismatchError(f"the data has column(s) {extra} that the table lacks")
+    return pa.schema([schema.field(n).with_nullable(True) for n in names])
+
+
+def _as_path(path: Any) -> str:
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"a table path is a str or os.PathLike, not {type(path).__name__}")
+    return os.path.abspath(os.fspath(path))
+
+
+def _seconds(duration: Any, name: str) -> float:
+    """A duration given as a timedelta or as seconds, checked."""
+    if isinstance(duration, dt.timedelta):
+        seconds = duration.total_seconds()
+    elif isinstance(duration, (int, float)) and not isinstance(duration, bool):
+        seconds = float(duration)
+    else:
+        raise InvalidArgumentError(f"{name} must be a datetime.timedelta or a number of seconds, not {duration!r}")
+    if not seconds >= 0:
+        raise InvalidArgumentError(f"{name} must not be negative, got {duration!r}")
+    return seconds
 
 
 def _rows_per_buffer(table: pa.Table, buffer_bytes: int) -> int:
@@ -562,10 +699,3 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def _partition_text(value: Any) -> str:
-    if value is None:
-        return "__NULL__"
-    text = str(value)
-    return "".join(c if c.isalnum() or c in "-_." else f"%{ord(c):02X}" for c in text)

@@ -9,7 +9,7 @@ from collections import defaultdict
 import pyarrow as pa
 
 from ._format import arrow_table, text_table
-from .compaction import CompactionOptions, Levels
+from .compaction import Levels
 from .errors import InvalidArgumentError
 from .table import Table
 
@@ -31,7 +31,7 @@ def info(args: argparse.Namespace) -> int:
     if len(rows) > 1:
         print(text_table(rows, right_aligned={0, 3, 4}))
     print("\nbuckets (sorted runs: each level-0 file, then each non-empty level):")
-    options = CompactionOptions.from_options(ts.options)
+    options = table.options.compaction
     by_bucket = defaultdict(list)
     for e in table.store.live_files(table.latest_snapshot()).values():
         by_bucket[(e.partition, e.bucket)].append(e.file)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -12,6 +11,7 @@ import pyarrow as pa
 
 from .engines import ENGINES
 from .errors import InvalidArgumentError, UnsupportedTypeError
+from .options import TableOptions, resolve_options
 
 # Physical columns of primary-key data files, laid out as Paimon does:
 # _KEY_<pk>..., _SEQUENCE_NUMBER, _VALUE_KIND, then every table column.
@@ -19,13 +19,6 @@ KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 KIND_COLUMN = "_VALUE_KIND"
 SYSTEM_COLUMNS = (SEQUENCE_COLUMN, KIND_COLUMN)
-
-DEFAULT_OPTIONS = {
-    "write-buffer-size": "256 mb",
-    "target-file-size": "128 mb",
-    "write-only": "false",          # true: never compact after a write
-    "manifest.merge-min-count": "30",
-}
 
 
 def _type_to_json(dtype: pa.DataType) -> str:
@@ -54,23 +47,31 @@ class TableSchema:
     def create(cls, schema: pa.Schema, primary_key=None, partition_by=None, buckets: int = 1,
                bucket_key=None, merge_engine: str = "deduplicate",
                options: dict[str, str] | None = None) -> TableSchema:
-        pk = _names(primary_key)
-        parts = _names(partition_by)
-        bkey = _names(bucket_key)
+        """Check everything about a new table before anything is written."""
+        if not isinstance(schema, pa.Schema):
+            raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
+        pk = _names(primary_key, "primary_key")
+        parts = _names(partition_by, "partition_by")
+        bkey = _names(bucket_key, "bucket_key")
         names = schema.names
+        if not names:
+            raise InvalidArgumentError("a table needs at least one column")
         if len(set(names)) != len(names):
             raise InvalidArgumentError(f"the schema repeats a column name: {names}")
         for name in names:
-            if name.startswith("_") and (name in SYSTEM_COLUMNS or name.startswith(KEY_PREFIX)):
+            if name in SYSTEM_COLUMNS or name.startswith(KEY_PREFIX):
                 raise InvalidArgumentError(f"column name {name!r} is reserved")
         for role, cols in (("primary key", pk), ("partition", parts), ("bucket key", bkey)):
+            if len(set(cols)) != len(cols):
+                raise InvalidArgumentError(f"the {role} names a column twice: {list(cols)}")
             for c in cols:
                 if c not in names:
                     raise InvalidArgumentError(f"{role} column {c!r} is not in the schema {names}")
-        if not isinstance(buckets, int) or buckets < 1:
-            raise InvalidArgumentError(f"buckets must be a positive integer, not {buckets!r}")
-        if merge_engine not in ENGINES or merge_engine == "none":
-            raise InvalidArgumentError(f"unknown merge engine {merge_engine!r}")
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or not 1 <= buckets <= 2**31 - 1:
+            raise InvalidArgumentError(f"buckets must be an integer from 1 to 2147483647, not {buckets!r}")
+        if not isinstance(merge_engine, str) or merge_engine not in ENGINES or merge_engine == "none":
+            choices = ", ".join(e for e in ENGINES if e != "none")
+            raise InvalidArgumentError(f"unknown merge engine {merge_engine!r}; choose one of {choices}")
         if pk:
             for c in parts:
                 if c not in pk:
@@ -86,10 +87,15 @@ class TableSchema:
             raise InvalidArgumentError("merge engines need a primary key")
         if buckets > 1 and not bkey:
             raise InvalidArgumentError("an append table with several buckets needs a bucket_key")
-        opts = dict(DEFAULT_OPTIONS)
-        opts.update({str(k): str(v) for k, v in (options or {}).items()})
+        _check_column_types(schema, pk, parts, bkey if buckets > 1 else ())
+        opts = resolve_options(options, schema, merge_engine, set(pk))
         fields = [f.with_nullable(False) if f.name in pk else f for f in schema]
         return cls(pa.schema(fields), pk, parts, buckets, bkey, merge_engine, opts)
+
+    @property
+    def table_options(self) -> TableOptions:
+        """The options, parsed (they were checked when the table was created)."""
+        return TableOptions.parse(self.options, self.schema, self.merge_engine, set(self.primary_key))
 
     @property
     def has_primary_key(self) -> bool:
@@ -119,31 +125,51 @@ class TableSchema:
             data = data.set_column(i, data.schema.field(i), data.column(KEY_PREFIX + k))
         return data
 
-    def to_json(self) -> str:
-        return json.dumps({
+    def to_json(self) -> dict:
+        return {
             "schema_id": self.schema_id,
             "fields": [{"name": f.name, "type": _type_to_json(f.type), "nullable": f.nullable,
                         "type_text": str(f.type)} for f in self.schema],
             "primary_key": list(self.primary_key), "partition_by": list(self.partition_by),
             "buckets": self.buckets, "bucket_key": list(self.bucket_key),
             "merge_engine": self.merge_engine, "options": self.options,
-        }, indent=1)
+        }
 
     @classmethod
-    def from_json(cls, text: str) -> TableSchema:
-        d = json.loads(text)
+    def from_json(cls, d: dict) -> TableSchema:
+        """Parse a schema document; KeyError, TypeError or ValueError if it is malformed."""
         schema = pa.schema([pa.field(f["name"], _type_from_json(f["type"]), nullable=f["nullable"])
                             for f in d["fields"]])
         return cls(schema, tuple(d["primary_key"]), tuple(d["partition_by"]), d["buckets"],
                    tuple(d["bucket_key"]), d["merge_engine"], dict(d["options"]), d["schema_id"])
 
 
-def _names(value) -> tuple[str, ...]:
+def _names(value: Any, role: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         return (value,)
-    return tuple(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InvalidArgumentError(f"{role} must be a column name or a list of names, not {value!r}")
+
+
+def _check_column_types(schema: pa.Schema, primary_key: tuple[str, ...], partition_by: tuple[str, ...],
+                        hashed: tuple[str, ...]) -> None:
+    """Keys must be orderable, partition values storable, bucket columns hashable like Spark."""
+    from ._runs import plan_key_column
+    from .buckets import check_hashable
+    for name in primary_key:
+        plan_key_column(name, schema.field(name).type)  # raises UnsupportedTypeError
+    for name in partition_by:
+        dtype = schema.field(name).type
+        if (pa.types.is_nested(dtype) or pa.types.is_dictionary(dtype) or pa.types.is_null(dtype)
+                or pa.types.is_float16(dtype) or isinstance(dtype, pa.ExtensionType)):
+            raise UnsupportedTypeError(
+                f"partition column {name!r} has type {dtype}; partition values must be plain scalars "
+                f"(integers, floats, strings, binary, bool, dates, times, timestamps, decimals)")
+    for name in hashed:
+        check_hashable(name, schema.field(name).type)
 
 
 # -- plain values in JSON metadata (keys, statistics, partition values) --------------

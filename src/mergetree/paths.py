@@ -1,0 +1,114 @@
+"""The names of a table's own files, in one place.
+
+Everything mergetree writes in a table directory matches one of these patterns, and every
+cleanup (orphan removal, snapshot expiration, a failed write discarding its files) deletes
+only paths that match them: a foreign file in the directory is never touched, whatever
+its age.  Names read from metadata are checked against the same patterns before use, so
+a damaged manifest cannot point a deletion outside the table either.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+
+__all__ = [
+    "MANIFEST_DIR", "SCHEMA_DIR", "SCHEMA_FILE", "SNAPSHOT_DIR", "bucket_directory", "data_file_name",
+    "is_data_file",
+    "is_manifest", "is_manifest_list", "is_owned", "is_temporary", "manifest_list_name", "manifest_name",
+    "partition_text", "snapshot_file", "snapshot_id_of", "temporary_name",
+]
+
+SCHEMA_DIR = "schema"
+SNAPSHOT_DIR = "snapshot"
+MANIFEST_DIR = "manifest"
+SCHEMA_FILE = f"{SCHEMA_DIR}/schema-0.json"
+
+_HEX = "[0-9a-f]{32}"
+_SNAPSHOT = re.compile(rf"{SNAPSHOT_DIR}/snapshot-(\d+)\.json")
+_SCHEMA = re.compile(rf"{SCHEMA_DIR}/schema-\d+\.json")
+_MANIFEST = re.compile(rf"manifest-{_HEX}\.json")
+_MANIFEST_LIST = re.compile(rf"manifest-list-{_HEX}\.json")
+_DATA = re.compile(rf"bucket-\d+/data-{_HEX}\.parquet")
+_TEMPORARY = re.compile(rf"(.+)\.(?:{_HEX}|\d+)\.tmp")
+
+
+def snapshot_file(snapshot_id: int) -> str:
+    return f"{SNAPSHOT_DIR}/snapshot-{snapshot_id}.json"
+
+
+def snapshot_id_of(name: str) -> int | None:
+    """The id in a snapshot file's name (relative to the table), or None."""
+    match = _SNAPSHOT.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def manifest_name() -> str:
+    return f"manifest-{uuid.uuid4().hex}.json"
+
+
+def manifest_list_name() -> str:
+    return f"manifest-list-{uuid.uuid4().hex}.json"
+
+
+def is_manifest(name: str) -> bool:
+    """A manifest's name as a manifest list holds it (relative to manifest/)."""
+    return _MANIFEST.fullmatch(name) is not None
+
+
+def is_manifest_list(name: str) -> bool:
+    return _MANIFEST_LIST.fullmatch(name) is not None
+
+
+def temporary_name(final: str) -> str:
+    """Where a file is written before it is published under `final`."""
+    return f"{final}.{uuid.uuid4().hex}.tmp"
+
+
+def partition_text(value: object) -> str:
+    """A partition value as one safe path component."""
+    if value is None:
+        return "__NULL__"
+    if value == "":
+        return "__EMPTY__"
+    return "".join(c if c.isalnum() or c in "-_." else f"%{ord(c):02X}" for c in str(value))
+
+
+def bucket_directory(partition_by: Sequence[str], partition: Sequence[object], bucket: int) -> str:
+    """A bucket's directory relative to the table: `[col=value/...]bucket-N`."""
+    parts = [f"{c}={partition_text(v)}" for c, v in zip(partition_by, partition)]
+    return "/".join(parts + [f"bucket-{bucket}"])
+
+
+def data_file_name(directory: str) -> str:
+    """A new data file's name in a bucket directory."""
+    return f"{directory}/data-{uuid.uuid4().hex}.parquet"
+
+
+def is_data_file(name: str, partition_by: Sequence[str]) -> bool:
+    """Is `name` (relative to the table) a data file's name for this partitioning?"""
+    parts = name.split("/")
+    if len(parts) != len(partition_by) + 2:
+        return False
+    for part, column in zip(parts, partition_by):
+        prefix = f"{column}="
+        if not part.startswith(prefix) or len(part) == len(prefix):
+            return False
+    return _DATA.fullmatch("/".join(parts[-2:])) is not None
+
+
+def is_owned(name: str, partition_by: Sequence[str]) -> bool:
+    """Could mergetree have written `name` (relative to the table, '/'-separated)?"""
+    temporary = _TEMPORARY.fullmatch(name)
+    if temporary:
+        name = temporary.group(1)
+    if _SNAPSHOT.fullmatch(name) or _SCHEMA.fullmatch(name):
+        return True
+    if name.startswith(MANIFEST_DIR + "/"):
+        rest = name[len(MANIFEST_DIR) + 1:]
+        return is_manifest(rest) or is_manifest_list(rest)
+    return is_data_file(name, partition_by)
+
+
+def is_temporary(name: str) -> bool:
+    return _TEMPORARY.fullmatch(name) is not None
