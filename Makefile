@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.deps-installed
+# the in-place build is redone only when the core's sources or the build files change
+CORE_STAMP := $(VENV)/.core-built
+CORE_SOURCES := $(wildcard _core/*.pyx _core/*.pxd) setup.py pyproject.toml
 
-.PHONY: demo demo-spark test bench build venv wheel clean asv
+.PHONY: demo demo-spark test bench build venv wheel clean asv fuzz-checked
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +19,11 @@ $(STAMP): pyproject.toml Makefile
 
 venv: $(STAMP)
 
-build: $(STAMP)
+$(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	touch $(CORE_STAMP)
+
+build: $(CORE_STAMP)
 
 demo: build
 	$(PY) -m mergetree demo
@@ -31,6 +37,15 @@ test: build
 bench: build
 	$(PY) -m mergetree bench
 
+# The malformed-Arrow fuzzer against a build of the core with Cython's bounds checks on.
+fuzz-checked: $(STAMP)
+	rm -rf build/checked build/cython-checked
+	MERGETREE_BOUNDSCHECK=1 $(PY) setup.py -q build_ext --build-lib build/checked/lib --build-temp build/checked/tmp
+	mkdir -p build/checked/pkg && cp -r src/mergetree build/checked/pkg/
+	rm -f build/checked/pkg/mergetree/*.so && cp build/checked/lib/mergetree/*.so build/checked/pkg/mergetree/
+	PYTHONPATH=build/checked/pkg $(PY) -c "import mergetree._core as c; print('checked core:', c.__file__)"
+	PYTHONPATH=build/checked/pkg $(PY) tests/fuzz_malformed_arrow.py $${FUZZ_EXAMPLES:-3000} 7 2>/dev/null
+
 asv: build
 	$(PY) -m pip install -q asv
 	cd asv_bench && ../$(PY) -m asv machine --yes >/dev/null
@@ -41,4 +56,4 @@ wheel: $(STAMP)
 	$(PY) -m pip wheel --no-build-isolation --no-deps -w dist .
 
 clean:
-	rm -rf build dist wheelhouse *.egg-info src/*.egg-info _core/*.c src/mergetree/*.so
+	rm -rf build dist wheelhouse *.egg-info src/*.egg-info _core/*.c src/mergetree/*.so $(CORE_STAMP)

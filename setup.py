@@ -16,7 +16,10 @@ COMPILER_DIRECTIVES = {
     # not declared free-threading compatible: a MergeCore is a mutable state
     # machine meant for one thread at a time (the GIL serializes its methods)
 }
-if os.environ.get("MERGETREE_BOUNDSCHECK"):  # a checked build for the fuzz tests
+# A checked build for the fuzz tests (`make fuzz-checked`): bounds checks everywhere, and
+# its C sources kept apart so the normal build never picks them up.
+CHECKED = bool(os.environ.get("MERGETREE_BOUNDSCHECK"))
+if CHECKED:
     COMPILER_DIRECTIVES.update(boundscheck=True, wraparound=True, initializedcheck=True)
 
 extra_compile_args = ["-O3"]
@@ -44,5 +47,6 @@ setup(
         extensions,
         include_path=["_core"],
         compiler_directives=COMPILER_DIRECTIVES,
+        build_dir="build/cython-checked" if CHECKED else None,
     ),
 )

@@ -2,7 +2,8 @@
 
 Every `fold_*` updates `hashes` (C-contiguous, writable int32, one slot per row of `arr`)
 in place: hashes[i] = Spark's hash of arr[i] seeded with hashes[i]; nulls leave it as is.
-`arr` is a non-chunked pyarrow Array of the layout the function names.
+`arr` is any object with `__arrow_c_array__` (a non-chunked pyarrow Array, say) of the layout
+the function names; its export is checked before the loop reads it.
 """
 from typing import Any
 

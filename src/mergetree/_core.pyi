@@ -14,6 +14,9 @@ MODE_ALL: int
 MODE_LAST: int
 MODE_FIRST: int
 KEY_CLASSES: dict[str, int]
+MAX_CAPACITY: int
+
+def key_format_accepted(key_class: int, fmt: bytes, width: int) -> bool: ...
 
 class MergeCore:
     def __init__(
@@ -31,7 +34,7 @@ class MergeCore:
         out_capacity: int,
         group_capacity: int,
     ) -> None: ...
-    def install_batch(self, run: int, array_capsule: Any) -> bool: ...
+    def install_batch(self, run: int, batch: Any) -> bool: ...  # batch: has __arrow_c_array__
     def finish_run(self, run: int) -> None: ...
     def step(self) -> int: ...
     def take_output(
@@ -65,5 +68,5 @@ JOIN_LEFT: int
 JOIN_FULL: int
 
 def merge_join(
-    left_capsule: Any, right_capsule: Any, key_classes: Sequence[int], key_widths: Sequence[int], how: int
+    left_batch: Any, right_batch: Any, key_classes: Sequence[int], key_widths: Sequence[int], how: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...

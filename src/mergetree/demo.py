@@ -56,7 +56,8 @@ def open_runs(paths: list[Path]) -> list:
 ENGINES = [
     ("deduplicate", "the newest version of each id; ids whose newest change is a delete vanish", {}),
     ("partial-update", "per column, the newest non-null value; a delete resets the id", {}),
-    ("aggregate", "visits summed (deletes subtract), spend maximal, city the newest non-null",
+    ("aggregate", "visits summed, spend maximal, city the newest non-null (over the inserts and updates: "
+                  "max cannot undo a delete, so deletes are left out here)",
      {"aggregations": {"visits": "sum", "spend": "max", "city": "last_non_null_value"}}),
     ("none", "every change, in (id, seq) order: a plain k-way merge", {}),
 ]

@@ -1,7 +1,7 @@
 """`mergetree.merge`: a streaming k-way merge of sorted Arrow runs."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from .errors import (
 )
 
 ALGORITHMS = ("loser-tree", "heap")
+MAX_BATCH_SIZE = 1 << 28  # rows per output batch at most (the core sizes its buffers by it)
 
 
 @dataclass(frozen=True)
@@ -81,17 +82,35 @@ def merge(
     check_order
         Verify that every run is strictly ascending (raises `UnsortedRunError`).
     """
-    keys = [key] if isinstance(key, str) else list(key)
-    if not keys or not all(isinstance(k, str) for k in keys):
-        raise InvalidArgumentError("key must be a column name or a non-empty list of names")
+    if isinstance(key, str):
+        keys = [key]
+    elif isinstance(key, (list, tuple)) and key and all(isinstance(k, str) for k in key):
+        keys = list(key)
+    else:
+        raise InvalidArgumentError(f"key must be a column name or a non-empty list of names, not {key!r}")
     if len(set(keys)) != len(keys):
         raise InvalidArgumentError(f"key names a column twice: {keys}")
+    for name, value in (("sequence", sequence), ("kind", kind)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(f"{name} must be a column name or None, not {value!r}")
+    if not isinstance(engine, str):
+        raise InvalidArgumentError(f"engine must be a string such as 'deduplicate', not {engine!r}")
+    if aggregations is not None and not (isinstance(aggregations, Mapping)
+                                         and all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in aggregations.items())):
+        raise InvalidArgumentError(f"aggregations must map column names to function names, e.g. "
+                                   f"{{'amount': 'sum'}}, not {aggregations!r}")
+    for name, flag in (("keep_deletes", keep_deletes), ("check_order", check_order)):
+        if not isinstance(flag, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, not {flag!r}")
     if algorithm not in ALGORITHMS:
         raise InvalidArgumentError(f"unknown algorithm {algorithm!r}; choose 'loser-tree' or 'heap'")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidArgumentError(f"batch_size must be a positive integer, not {batch_size!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise InvalidArgumentError(f"batch_size must be an integer from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}")
     if isinstance(runs, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
         raise InvalidArgumentError("runs must be a list of runs; wrap a single run in a list")
+    if isinstance(runs, (str, bytes, Mapping)) or not isinstance(runs, Iterable):
+        raise InvalidArgumentError(f"runs must be a list of sorted runs, not {type(runs).__name__}")
     return MergeReader(list(runs), keys, sequence, kind, engine, aggregations, keep_deletes,
                        algorithm, batch_size, check_order)
 

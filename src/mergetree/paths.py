@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 
 __all__ = [
-    "MANIFEST_DIR", "SCHEMA_DIR", "SCHEMA_FILE", "SNAPSHOT_DIR", "bucket_directory", "data_file_name",
+    "LATEST_HINT", "MANIFEST_DIR", "SCHEMA_DIR", "SCHEMA_FILE", "SNAPSHOT_DIR", "bucket_directory", "data_file_name",
     "is_data_file",
     "is_manifest", "is_manifest_list", "is_owned", "is_temporary", "manifest_list_name", "manifest_name",
     "partition_text", "snapshot_file", "snapshot_id_of", "temporary_name",
@@ -23,6 +23,10 @@ SCHEMA_DIR = "schema"
 SNAPSHOT_DIR = "snapshot"
 MANIFEST_DIR = "manifest"
 SCHEMA_FILE = f"{SCHEMA_DIR}/schema-0.json"
+# The id of the newest snapshot committed, written after each commit: a hint that can lag
+# behind (a crash between commit and hint) but never run ahead, so a hint above the newest
+# snapshot file means that file was lost.
+LATEST_HINT = f"{SNAPSHOT_DIR}/LATEST"
 
 _HEX = "[0-9a-f]{32}"
 _SNAPSHOT = re.compile(rf"{SNAPSHOT_DIR}/snapshot-(\d+)\.json")
@@ -102,6 +106,8 @@ def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     temporary = _TEMPORARY.fullmatch(name)
     if temporary:
         name = temporary.group(1)
+        if name == LATEST_HINT:
+            return True
     if _SNAPSHOT.fullmatch(name) or _SCHEMA.fullmatch(name):
         return True
     if name.startswith(MANIFEST_DIR + "/"):

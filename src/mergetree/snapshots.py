@@ -180,8 +180,46 @@ class SnapshotStore:
         return sorted(i for i in ids if i is not None)
 
     def latest_id(self) -> int | None:
+        """The newest snapshot's id; CorruptTableError if the LATEST hint shows that a newer
+        snapshot was committed and its file is gone."""
         ids = self.snapshot_ids()
-        return ids[-1] if ids else None
+        latest = ids[-1] if ids else None
+        hint = self.latest_hint()
+        if hint is not None and (latest is None or hint > latest):
+            relative = paths.snapshot_file(hint)
+            raise CorruptTableError(
+                f"the snapshot {relative} of table {self.root} is missing (the table's {paths.LATEST_HINT} "
+                f"says snapshot {hint} was committed); {recovery_hint(self.root, hint, ids)}",
+                path=os.path.join(self.root, relative))
+        return latest
+
+    def latest_hint(self) -> int | None:
+        try:
+            with open(os.path.join(self.root, paths.LATEST_HINT)) as f:
+                text = f.read().strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None  # only a hint: an unreadable one says nothing
+
+    def write_latest_hint(self, snapshot_id: int | None) -> None:
+        path = os.path.join(self.root, paths.LATEST_HINT)
+        if snapshot_id is None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            return
+        tmp = paths.temporary_name(path)
+        with open(tmp, "w") as f:
+            f.write(str(snapshot_id))
+        os.replace(tmp, path)
+
+    def update_latest_hint(self, snapshot_id: int) -> None:
+        """Raise the hint to `snapshot_id` (a slower committer never lowers it much: the next
+        commit raises it again)."""
+        current = self.latest_hint()
+        if current is None or current < snapshot_id:
+            self.write_latest_hint(snapshot_id)
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         relative = paths.snapshot_file(snapshot_id)
@@ -190,14 +228,13 @@ class SnapshotStore:
             have = f"snapshots {known[0]}..{known[-1]} exist" if known else "the table has no snapshots"
             raise SnapshotNotFoundError(
                 f"snapshot {snapshot_id} does not exist (expired or never committed); {have}")
-        document = read_json(self.root, relative, "snapshot")
         try:
-            return Snapshot.from_json(document, snapshot_id)
-        except ValueError as exc:
-            raise CorruptTableError(
-                f"the snapshot {relative} of table {self.root} is damaged: {exc}; "
-                f"{recovery_hint(self.root, snapshot_id, self.snapshot_ids())}",
-                path=os.path.join(self.root, relative)) from None
+            return Snapshot.from_json(read_json(self.root, relative, "snapshot"), snapshot_id)
+        except (CorruptTableError, ValueError) as exc:
+            detail = str(exc) if isinstance(exc, CorruptTableError) else \
+                f"the snapshot {relative} of table {self.root} is damaged: {exc}"
+            raise CorruptTableError(f"{detail}; {recovery_hint(self.root, snapshot_id, self.snapshot_ids())}",
+                                    path=os.path.join(self.root, relative)) from None
 
     def manifest_names(self, manifest_list: str) -> list[str]:
         if not manifest_list:
@@ -291,4 +328,5 @@ class SnapshotStore:
         finally:
             os.unlink(tmp)
         _fsync_dir(os.path.dirname(final))
+        self.update_latest_hint(snapshot.id)
         return snapshot

@@ -126,13 +126,19 @@ class Table:
     def repair(cls, path: str | os.PathLike) -> list[str]:
         """Set damaged snapshot files at the top of the history aside (into
         snapshot/damaged/, never deleted) so the table continues from its newest intact
-        snapshot.  Returns the files moved; the changes they committed are lost."""
+        snapshot.  Returns what was done, a line per snapshot file; the changes those
+        snapshots committed are lost."""
         table = cls.open(path, check=False)
         moved = []
-        for snapshot_id in reversed(table.store.snapshot_ids()):
+        intact = None
+        ids = table.store.snapshot_ids()
+        hint = table.store.latest_hint()
+        if hint is not None:  # snapshot files the hint knows of that are gone
+            moved += [f"{paths.snapshot_file(i)} (missing)" for i in range(max(ids, default=0) + 1, hint + 1)]
+        for snapshot_id in reversed(ids):
             try:
-                table.store.snapshot(snapshot_id)
                 table.store.live_files(table.store.snapshot(snapshot_id))
+                intact = snapshot_id
                 break
             except CorruptTableError:
                 relative = paths.snapshot_file(snapshot_id)
@@ -140,7 +146,8 @@ class Table:
                 os.makedirs(aside, exist_ok=True)
                 os.replace(os.path.join(table.path, relative),
                            os.path.join(aside, f"snapshot-{snapshot_id}.json.{int(time.time())}"))
-                moved.append(relative)
+                moved.append(f"{relative} (damaged: moved to {paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/)")
+        table.store.write_latest_hint(intact)
         return moved
 
     @property
@@ -368,6 +375,7 @@ class Table:
         if isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1:
             raise InvalidArgumentError(f"retain_last must be an integer of at least 1, not {retain_last!r}")
         age = None if older_than is None else _seconds(older_than, "older_than")
+        self._check_latest_intact()
         ids = self.store.snapshot_ids()
         candidates = ids[:-retain_last]
         if age is not None:
@@ -390,6 +398,7 @@ class Table:
         places match the table's own patterns are ever deleted; snapshots and the schema
         never are."""
         age = _seconds(older_than, "older_than")
+        self._check_latest_intact()
         referenced = self._referenced(self.store.snapshot_ids())
         cutoff = time.time() - age
         partition_by = self.table_schema.partition_by
@@ -411,6 +420,13 @@ class Table:
                 _unlink_quietly(full)
                 removed.append(relative)
         return sorted(removed)
+
+    def _check_latest_intact(self) -> None:
+        """Cleanup of a table whose newest snapshot is damaged or lost would delete that
+        snapshot's files: refuse (CorruptTableError) until it is repaired."""
+        latest = self.latest_snapshot()
+        if latest is not None:
+            self.store.live_files(latest)
 
     def _referenced(self, snapshot_ids: list[int]) -> set[str]:
         """Paths (relative to the table) of every manifest and data file the snapshots use."""
