@@ -72,16 +72,13 @@ cdef inline tuple format_layout(bytes fmt):
                      f"(nested, view and dictionary types are normalized before export)")
 
 
-cdef inline int64_t first_decrease32(const int32_t* offsets, int64_t rows) noexcept nogil:
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+
+cdef inline int64_t first_decrease(const offset_t* offsets, int64_t rows) noexcept nogil:
     """The first row whose end offset is below its start, or -1."""
-    cdef int64_t i
-    for i in range(rows):
-        if offsets[i + 1] < offsets[i]:
-            return i
-    return -1
-
-
-cdef inline int64_t first_decrease64(const int64_t* offsets, int64_t rows) noexcept nogil:
     cdef int64_t i
     for i in range(rows):
         if offsets[i + 1] < offsets[i]:
@@ -145,13 +142,13 @@ cdef inline int import_column(const ArrowSchema* schema, const ArrowArray* arr, 
     if layout == LAYOUT_BINARY:
         off32 = (<const int32_t*>out.values) + start
         with nogil:
-            bad = first_decrease32(off32, rows)
+            bad = first_decrease(off32, rows)
         first = off32[0]
         end = off32[rows]
     else:
         off64 = (<const int64_t*>out.values) + start
         with nogil:
-            bad = first_decrease64(off64, rows)
+            bad = first_decrease(off64, rows)
         first = off64[0]
         end = off64[rows]
     if first < 0:

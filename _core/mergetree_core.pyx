@@ -663,40 +663,26 @@ cdef int heap_step(MergeState* m) noexcept nogil:
 # The Python-facing merge object.
 # ---------------------------------------------------------------------------
 
+# The Arrow formats whose buffers each key class reads (dates, times, timestamps and
+# durations share the layout of the integer of their width).
+_KEY_FORMATS = {
+    KEY_INT8: (b"c",), KEY_INT16: (b"s",), KEY_INT32: (b"i", b"tdD", b"tts", b"ttm"),
+    KEY_INT64: (b"l", b"tdm", b"ttu", b"ttn", b"tDs", b"tDm", b"tDu", b"tDn"),
+    KEY_UINT8: (b"C",), KEY_UINT16: (b"S",), KEY_UINT32: (b"I",), KEY_UINT64: (b"L",),
+    KEY_FLOAT32: (b"f",), KEY_FLOAT64: (b"g",), KEY_BOOL: (b"b",),
+    KEY_BINARY: (b"u", b"z"), KEY_LARGE_BINARY: (b"U", b"Z"),
+}
+
+
 def key_format_accepted(int key_class, bytes fmt, int width):
     """Does an exported column of Arrow format `fmt` have the layout of `key_class`?"""
-    if key_class == KEY_INT8:
-        return fmt == b"c"
-    if key_class == KEY_INT16:
-        return fmt == b"s"
-    if key_class == KEY_INT32:  # dates and times share int32's layout
-        return fmt in (b"i", b"tdD", b"tts", b"ttm")
-    if key_class == KEY_INT64:  # so do timestamps, durations, date64 and time64 with int64's
-        return fmt in (b"l", b"tdm", b"ttu", b"ttn") or fmt[:3] in (b"tss", b"tsm", b"tsu", b"tsn") \
-            or fmt in (b"tDs", b"tDm", b"tDu", b"tDn")
-    if key_class == KEY_UINT8:
-        return fmt == b"C"
-    if key_class == KEY_UINT16:
-        return fmt == b"S"
-    if key_class == KEY_UINT32:
-        return fmt == b"I"
-    if key_class == KEY_UINT64:
-        return fmt == b"L"
-    if key_class == KEY_FLOAT32:
-        return fmt == b"f"
-    if key_class == KEY_FLOAT64:
-        return fmt == b"g"
-    if key_class == KEY_BOOL:
-        return fmt == b"b"
+    if key_class == KEY_INT64 and fmt[:3] in (b"tss", b"tsm", b"tsu", b"tsn"):
+        return True  # timestamps: "tsu:<zone>"
     if key_class == KEY_DECIMAL128:
         return fmt[:2] == b"d:" and (fmt.count(b",") == 1 or fmt.endswith(b",128"))
-    if key_class == KEY_BINARY:
-        return fmt in (b"u", b"z")
-    if key_class == KEY_LARGE_BINARY:
-        return fmt in (b"U", b"Z")
     if key_class == KEY_FIXED_BINARY:
         return fmt == b"w:" + str(width).encode()
-    return False
+    return fmt in _KEY_FORMATS.get(key_class, ())
 
 
 cdef int fill_view(ColumnView* view, int32_t key_class, int32_t width, const ArrowSchema* schema,
