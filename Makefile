@@ -1,20 +1,21 @@
-# Every target sets itself up: a virtual environment in .venv and an in-place build of the core.
+# Every target sets itself up: a virtual environment in .venv with the dependencies and extras
+# pyproject.toml declares (read by scripts/requirements.py), and an in-place build of the core.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+EXTRAS := test,spark,bench,lint
 STAMP := $(VENV)/.deps-installed
 # the in-place build is redone only when the core's sources or the build files change
 CORE_STAMP := $(VENV)/.core-built
 CORE_SOURCES := $(wildcard _core/*.pyx _core/*.pxd) setup.py pyproject.toml
 
-.PHONY: demo demo-spark test bench build venv wheel clean asv fuzz-checked
+.PHONY: demo demo-spark test lint bench build venv wheel clean asv fuzz-checked
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "setuptools>=77" wheel "Cython>=3.1" "numpy>=1.25" "pyarrow>=19" \
-		"pytest>=7" "hypothesis>=6.100" "pyspark[sql]" "pandas<3"
-	-$(PY) -m pip install -q polars duckdb matplotlib
+	$(PY) -m pip install -q $$($(PY) scripts/requirements.py build) wheel
+	set -f; $(PY) -m pip install -q $$($(PY) scripts/requirements.py $(EXTRAS))  # set -f: no globbing of [extras]
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -34,8 +35,19 @@ demo-spark: build
 test: build
 	$(PY) -m pytest -q tests
 
+# ruff (lint + import order) and mypy on the Python layer, cython-lint on the core
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks examples asv_bench scripts
+	$(VENV)/bin/mypy
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint _core
+
 bench: build
 	$(PY) -m mergetree bench
+
+asv: build
+	cd asv_bench && ../$(PY) -m asv machine --yes >/dev/null
+	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
+	cd asv_bench && ../$(PY) -m asv publish
 
 # The malformed-Arrow fuzzer against a build of the core with Cython's bounds checks on.
 fuzz-checked: $(STAMP)
@@ -45,12 +57,6 @@ fuzz-checked: $(STAMP)
 	rm -f build/checked/pkg/mergetree/*.so && cp build/checked/lib/mergetree/*.so build/checked/pkg/mergetree/
 	PYTHONPATH=build/checked/pkg $(PY) -c "import mergetree._core as c; print('checked core:', c.__file__)"
 	PYTHONPATH=build/checked/pkg $(PY) tests/fuzz_malformed_arrow.py $${FUZZ_EXAMPLES:-3000} 7 2>/dev/null
-
-asv: build
-	$(PY) -m pip install -q asv
-	cd asv_bench && ../$(PY) -m asv machine --yes >/dev/null
-	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
-	cd asv_bench && ../$(PY) -m asv publish
 
 wheel: $(STAMP)
 	$(PY) -m pip wheel --no-build-isolation --no-deps -w dist .

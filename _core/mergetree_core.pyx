@@ -13,7 +13,7 @@ import numpy as np
 
 from mergetree_arrow_abi cimport ArrowArray, ArrowSchema
 from mergetree_arrow_columns cimport (
-    ArrowColumn, LAYOUT_BINARY, LAYOUT_BITS, LAYOUT_FIXED, LAYOUT_LARGE_BINARY, array_of,
+    ArrowColumn, LAYOUT_BINARY, LAYOUT_BITS, LAYOUT_LARGE_BINARY, array_of,
     check_struct, export_capsules, import_column, schema_of)
 from mergetree_key_columns cimport (
     ColumnView, KEY_BINARY, KEY_BOOL, KEY_DECIMAL128, KEY_FIXED_BINARY,
@@ -856,12 +856,12 @@ cdef class MergeCore:
                       arr.children[i])
         child = self.m.nkeys
         if self.has_seq:
-            seq_values = <const int64_t*>fixed_values(schema.children[child], arr, arr.children[child],
-                                                     b"l", "sequence")
+            seq_values = <const int64_t*>fixed_values(
+                schema.children[child], arr, arr.children[child], b"l", "sequence")
             child += 1
         if self.has_kind:
-            kind_values = <const int8_t*>fixed_values(schema.children[child], arr, arr.children[child],
-                                                     b"c", "kind")
+            kind_values = <const int8_t*>fixed_values(
+                schema.children[child], arr, arr.children[child], b"c", "kind")
         # everything checked: from here on the leaf changes
         old_views = leaf.keys
         old_row = leaf.row
@@ -1141,7 +1141,10 @@ def fold_sum_product(const int64_t[::1] group_ends, const fold_t[::1] values,
                     if fold_t is double:
                         acc = acc - v if retract else acc + v
                     else:
-                        acc = <int64_t>(<uint64_t>acc - <uint64_t>v) if retract else <int64_t>(<uint64_t>acc + <uint64_t>v)
+                        if retract:
+                            acc = <int64_t>(<uint64_t>acc - <uint64_t>v)
+                        else:
+                            acc = <int64_t>(<uint64_t>acc + <uint64_t>v)
             if divide_by_zero:
                 break
             out_v[g] = acc

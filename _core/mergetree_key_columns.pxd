@@ -28,6 +28,6 @@ cdef struct ColumnView:
     int32_t width           # bytes per value (fixed-width classes)
     int64_t bit_offset      # array offset, for the validity and bool bitmaps
     int64_t length
-    const uint8_t* validity # NULL when the column has no nulls
+    const uint8_t* validity  # NULL when the column has no nulls
     const uint8_t* values   # fixed-width values, bool bitmap, or binary data
     const void* offsets     # int32_t* or int64_t* for binary classes

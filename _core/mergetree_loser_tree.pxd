@@ -34,7 +34,7 @@ cdef struct Leaf:
     int64_t nrows          # rows in the current batch
     int64_t pos            # position of `row` counted over the whole run
     int32_t state          # a NodeState
-    int32_t first_same_key # lowest tree node where this leaf beat an equal key, or -1
+    int32_t first_same_key  # lowest tree node where this leaf beat an equal key, or -1
     int32_t exact          # the prefix is the whole key (so equal prefixes mean equal keys)
     int32_t exhausted      # the run has no more rows
     int32_t has_batch      # a batch is installed

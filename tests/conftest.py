@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-IN_SOURCE_TREE = (Path(__file__).resolve().parent.parent / "Makefile").exists()
+REPO_ROOT = Path(__file__).resolve().parent.parent
+IN_SOURCE_TREE = (REPO_ROOT / "Makefile").exists()
 
 
 @pytest.fixture(scope="session")

@@ -19,11 +19,10 @@ from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import mergetree
-from mergetree import _core
-from mergetree._runs import plan_key_column
-from mergetree.arrow_input import check_array, structural_type
-from mergetree.buckets import spark_hash
-from mergetree.join import join_sorted
+from mergetree import _core, join_sorted
+from mergetree.merge.arrow_input import check_array, structural_type
+from mergetree.merge.runs import plan_key_column
+from mergetree.table.buckets import spark_hash
 
 CLEAN = (mergetree.MergeTreeError, ValueError, TypeError, IndexError, OverflowError, pa.ArrowException)
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import string
-from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
 from hypothesis import strategies as st
-
 from reference import order_key
 
 UTC = dt.timezone.utc
@@ -84,7 +82,8 @@ def sorted_runs(draw, type_names: list[str], *, max_runs: int = 64, nullable: bo
     payload = payload if payload is not None else st.one_of(st.none(), st.integers(-5, 5))
     runs = []
     for _ in range(n_runs):
-        chosen = draw(st.lists(st.sampled_from(pool), max_size=len(pool), unique_by=lambda t: tuple(order_key(v) for v in t)))
+        chosen = draw(st.lists(st.sampled_from(pool), max_size=len(pool),
+                               unique_by=lambda t: tuple(order_key(v) for v in t)))
         chosen.sort(key=lambda t: tuple(order_key(v) for v in t))
         rows = []
         for t in chosen:

@@ -6,12 +6,12 @@
 """
 from __future__ import annotations
 
-import datetime as dt
+import itertools
 import math
-import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,9 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mergetree import InvalidArgumentError, SchemaMismatchError, UnsupportedTypeError
-from mergetree import _bucket
-from mergetree.buckets import bucket_ids, spark_hash
+from mergetree import InvalidArgumentError, SchemaMismatchError, UnsupportedTypeError, _bucket
+from mergetree.table.buckets import bucket_ids, spark_hash
 
 # ---------------------------------------------------------------------------
 # The reference: Spark's Murmur3, one value at a time, on Python ints.
@@ -268,7 +267,7 @@ def key_column(draw, n: int) -> tuple[str, list, pa.Array | pa.ChunkedArray]:
         cuts = sorted(draw(st.lists(st.integers(0, n), max_size=3)))
         bounds = [0, *cuts, n]
         chunks = []
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             piece = kind.array([None, *values[a:b]] if nullable else values[a:b])
             chunks.append(piece.slice(1) if nullable else piece)
         arr = pa.chunked_array(chunks, type=chunks[0].type)

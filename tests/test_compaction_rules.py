@@ -10,9 +10,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError
-from mergetree.compaction import (
-    CompactionOptions, CompactUnit, LevelSortedRun, Levels, RewriteGroup, create_unit, full_compaction,
-    interval_partition, parse_memory_size, pick, plan_rewrite, write_stall,
+from mergetree.table.compaction.planner import (
+    CompactionOptions,
+    CompactUnit,
+    Levels,
+    LevelSortedRun,
+    RewriteGroup,
+    create_unit,
+    full_compaction,
+    interval_partition,
+    parse_memory_size,
+    pick,
+    plan_rewrite,
+    write_stall,
 )
 
 MiB = 1024 * 1024
@@ -515,12 +525,12 @@ def test_partition_properties(files):
     for section in sections:
         for run in section:
             assert run, "empty run"
-            for prev, nxt in zip(run, run[1:]):
+            for prev, nxt in itertools.pairwise(run):
                 assert prev.max_key < nxt.min_key  # non-overlapping, key order
         members = [f for run in section for f in run]
         assert len(section) == max_overlap_depth(members)  # the fewest runs possible
     bounds = [(min(f.min_key for r in s for f in r), max(f.max_key for r in s for f in r)) for s in sections]
-    for (_, hi), (lo, _) in zip(bounds, bounds[1:]):
+    for (_, hi), (lo, _) in itertools.pairwise(bounds):
         assert hi < lo  # sections are disjoint and ascending
     assert max(len(s) for s in sections) == max_overlap_depth(files)
 
@@ -600,7 +610,7 @@ def test_overlap_section_absorbs_neighbouring_small_files():
     runs = first.sorted_runs()
     assert len(runs) == 2 and sorted(names(runs[0] + runs[1])) == ["s", "x", "y"]
     for run in runs:
-        assert all(p.max_key < n.min_key for p, n in zip(run, run[1:]))
+        assert all(p.max_key < n.min_key for p, n in itertools.pairwise(run))
 
 
 def test_files_already_at_the_output_level():
@@ -682,7 +692,7 @@ def execute_plan(levels, unit, options):
     assert sorted(seen) == sorted(names(unit.files)), "every unit file handled exactly once"
     for group in plan.rewrites:
         for run in group.sorted_runs():
-            assert all(p.max_key < n.min_key for p, n in zip(run, run[1:]))
+            assert all(p.max_key < n.min_key for p, n in itertools.pairwise(run))
     added = [merged(g.files, unit.output_level, unit.drop_delete) for g in plan.rewrites]
     added += [replace(f, level=unit.output_level) for f in plan.upgrades]
     removed = [f for g in plan.rewrites for f in g.files] + list(plan.upgrades)

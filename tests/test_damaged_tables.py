@@ -11,8 +11,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from mergetree import CorruptTableError, MergeTreeError, TableNotFoundError
-from mergetree.table import Table
+from mergetree import CorruptTableError, MergeTreeError, Table, TableNotFoundError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 DAMAGES = ["truncated", "emptied", "garbage", "deleted"]
@@ -24,8 +23,8 @@ def build(tmp_path) -> tuple[Table, dict[str, str]]:
     for i in range(3):
         t.write(pa.table({"id": [i, 10 + i], "v": [f"a{i}", f"b{i}"]}))
     snap = t.latest_snapshot()
-    delta_manifest = t.store.manifest_names(snap.delta_manifest_list)[0]
-    data = t.store.read_manifest(delta_manifest)[0][1].file.file_name
+    delta_manifest = t.directory.store.manifest_names(snap.delta_manifest_list)[0]
+    data = t.directory.store.read_manifest(delta_manifest)[0][1].file.file_name
     return t, {
         "schema": "schema/schema-0.json",
         "snapshot": f"snapshot/snapshot-{snap.id}.json",

@@ -5,11 +5,11 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference import ReferenceError_, merge_model
+from strategies import canonical
 
 import mergetree
 from mergetree import RetractionError
-from reference import ReferenceError_, merge_model
-from strategies import canonical
 
 # column -> (Arrow type, value strategy, aggregate functions that apply)
 COLUMNS = {
@@ -42,7 +42,7 @@ def aggregate_case(draw, retractions: bool):
     n_runs = draw(st.integers(0, 9))
     keys = list(range(draw(st.integers(1, 8))))
     runs = []
-    for r in range(n_runs):
+    for _r in range(n_runs):
         chosen = sorted(draw(st.sets(st.sampled_from(keys))))
         rows = []
         for k in chosen:

@@ -6,7 +6,11 @@ import pytest
 
 import mergetree
 from mergetree import (
-    InvalidArgumentError, InvalidRowError, SchemaMismatchError, UnsortedRunError, UnsupportedTypeError,
+    InvalidArgumentError,
+    InvalidRowError,
+    SchemaMismatchError,
+    UnsortedRunError,
+    UnsupportedTypeError,
 )
 
 

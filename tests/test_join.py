@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mergetree.join import join_sorted
+from mergetree import join_sorted
 
 
 @pytest.mark.parametrize("how", ["inner", "left", "full"])
@@ -16,7 +16,8 @@ from mergetree.join import join_sorted
 def test_join_sorted_matches_model(how, left, right):
     order = lambda keys: sorted(keys, key=lambda s: s.encode())  # noqa: E731  (Arrow's UTF-8 byte order)
     lt = pa.table({"k": pa.array(order(left), pa.string()), "v": pa.array([left[k] for k in order(left)], pa.int64())})
-    rt = pa.table({"k": pa.array(order(right), pa.string()), "w": pa.array([right[k] for k in order(right)], pa.bool_())})
+    rt = pa.table({"k": pa.array(order(right), pa.string()),
+                   "w": pa.array([right[k] for k in order(right)], pa.bool_())})
     keys = {"inner": left.keys() & right.keys(), "left": left.keys(), "full": left.keys() | right.keys()}[how]
     want = [{"k": k, "v": left.get(k), "w": right.get(k)} for k in order(keys)]
     assert join_sorted(lt, rt, "k", how).to_pylist() == want

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import mergetree
 from reference import ReferenceError_, merge_model
 from strategies import KEY_TYPES, build_run, canonical, make_schema, run_shapes, sorted_runs
+
+import mergetree
 
 ALGORITHMS = ["loser-tree", "heap"]
 SETTINGS = settings(max_examples=60, deadline=None,

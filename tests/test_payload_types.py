@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import mergetree
 from reference import merge_model
 from strategies import batch_from_rows, canonical
+
+import mergetree
 
 PAYLOADS = {
     "b": (pa.bool_(), st.booleans()),

@@ -15,10 +15,14 @@ import pytest
 
 import mergetree
 from mergetree import (
-    InvalidArgumentError, MalformedArrowError, SchemaMismatchError, TableExistsError, TableNotFoundError,
+    InvalidArgumentError,
+    MalformedArrowError,
+    SchemaMismatchError,
+    Table,
+    TableExistsError,
+    TableNotFoundError,
     UnsupportedTypeError,
 )
-from mergetree.table import Table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("visits", pa.int64())])
 
@@ -122,10 +126,10 @@ def test_decreasing_offsets_raise_in_merge_bucket_hash_join_and_write(tmp_path):
         mergetree.merge([pa.table({"k": keys})], "k").read_all()
     with pytest.raises(MalformedArrowError):  # in a payload column too
         mergetree.merge([pa.table({"k": [1, 2, 3], "v": keys})], "k").read_all()
-    from mergetree.buckets import bucket_ids
+    from mergetree.table.buckets import bucket_ids
     with pytest.raises(MalformedArrowError, match="bucket column 'k'"):
         bucket_ids(pa.table({"k": keys}), ["k"], 4)
-    from mergetree.join import join_sorted
+    from mergetree import join_sorted
     with pytest.raises(MalformedArrowError):
         join_sorted(pa.table({"k": keys}), pa.table({"k": ["a"]}), "k")
     t = Table.create(str(tmp_path / "s"), pa.schema([("k", pa.string())]), primary_key="k")

@@ -8,9 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from mergetree import InvalidArgumentError, SchemaMismatchError
-from mergetree.buckets import bucket_ids
-from mergetree.table import Table, TableExistsError
+from mergetree import InvalidArgumentError, SchemaMismatchError, Table, TableExistsError
+from mergetree.table.buckets import bucket_ids
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
 

@@ -6,7 +6,7 @@ import sys
 
 import pyarrow as pa
 
-from mergetree.table import Table
+from mergetree import Table
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -9,13 +9,13 @@ import time
 
 import pyarrow as pa
 
-from mergetree.table import Table
+from mergetree import Table
 
 WRITES = 20
 
 WRITER = textwrap.dedent("""
     import sys, numpy as np, pyarrow as pa
-    from mergetree.table import Table
+    from mergetree import Table
     import os, time
     path, name = sys.argv[1], sys.argv[2]
     table = Table.open(path)
@@ -30,8 +30,8 @@ WRITER = textwrap.dedent("""
 
 COMPACTOR = textwrap.dedent("""
     import sys, time
-    from mergetree.table import Table
-    from mergetree.compactor import CompactionConflictError
+    from mergetree import Table
+    from mergetree import CompactionConflictError
     table = Table.open(sys.argv[1])
     done = 0
     deadline = time.time() + 120
@@ -68,8 +68,8 @@ def test_two_writers_and_a_compactor(tmp_path):
     for snap in table.snapshots():
         if snap.commit_kind != "APPEND":
             continue
-        added = [e for name in table.store.manifest_names(snap.delta_manifest_list)
-                 for kind, e in table.store.read_manifest(name) if kind == "ADD"]
+        added = [e for name in table.directory.store.manifest_names(snap.delta_manifest_list)
+                 for kind, e in table.directory.store.read_manifest(name) if kind == "ADD"]
         rows = pa.concat_tables([pa.parquet.read_table(f"{path}/{e.file.file_name}") for e in added])
         tags = set(rows.column("tag").to_pylist())
         assert len(tags) == 1

@@ -12,10 +12,10 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import pyarrow as pa
 
-from mergetree.table import Table
+from mergetree import Table
+from mergetree.table.housekeeping import referenced_files
 
 KEYS = 3000
 
@@ -35,7 +35,7 @@ OPS = textwrap.dedent("""
 
 CHILD = OPS + textwrap.dedent("""
     import sys
-    from mergetree.table import Table
+    from mergetree import Table
     table = Table.open(sys.argv[1])
     done = sum(1 for s in table.snapshots() if s.commit_kind == "APPEND")
     for i in range(done, done + 1000):
@@ -99,7 +99,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     before = table_state(table)
     removed = table.remove_orphan_files(older_than=dt.timedelta(0))
     assert table_state(Table.open(path)) == before
-    referenced = table._referenced(table.store.snapshot_ids())
+    referenced = referenced_files(table.directory, table.directory.store.snapshot_ids())
     on_disk = {os.path.relpath(os.path.join(d, n), path) for d, _, names in os.walk(path) for n in names}
     leftovers = {p for p in on_disk - referenced
                  if not p.startswith(("snapshot/snapshot-", "schema/")) and p != "snapshot/LATEST"}

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from mergetree.table import Table
+from mergetree import Table
 
 SCHEMA = pa.schema([("id", pa.int32()), ("p", pa.string()), ("a", pa.int64()), ("b", pa.string())])
 IDS = st.integers(0, 40)

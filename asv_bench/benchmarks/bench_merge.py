@@ -85,7 +85,7 @@ class MergeEngines:
     """Every engine and both tree shapes, over K and both key types."""
 
     params = (KEY_TYPES, RUN_COUNTS, ENGINES, ALGORITHMS)
-    param_names = ["key", "runs", "engine", "algorithm"]
+    param_names = ("key", "runs", "engine", "algorithm")
     timeout = 120
 
     def setup(self, key_type, runs, engine, algorithm):
@@ -102,7 +102,7 @@ class Streaming:
     """Deduplicate, iterating over batches without collecting a table."""
 
     params = (KEY_TYPES, [8, 128])
-    param_names = ["key", "runs"]
+    param_names = ("key", "runs")
 
     def setup(self, key_type, runs):
         self.runs = make_runs(ROWS, runs, key_type)
@@ -123,7 +123,7 @@ class HeapqBaseline:
     """Python's heapq.merge doing the deduplicate merge on the same runs."""
 
     params = (KEY_TYPES, RUN_COUNTS)
-    param_names = ["key", "runs"]
+    param_names = ("key", "runs")
     timeout = 300
 
     def setup(self, key_type, runs):

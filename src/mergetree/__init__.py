@@ -1,4 +1,18 @@
-"""mergetree: primary-key LSM tables on Parquet, built on a six-state loser-tree merge."""
+"""mergetree: primary-key LSM tables on Parquet, built on a six-state loser-tree merge.
+
+The public API, from the top:
+
+- `merge(runs, key, ...)` -> `MergeReader`: the k-way merge of sorted Arrow runs
+  (`mergetree.merge` is this function; the subpackage of the same name holds its parts).
+- `Table`: primary-key and append tables on Parquet (`Table.create`, `Table.open`).
+- `join_sorted`: a sorted merge join of two key-ordered tables.
+- `RowKind`, `ENGINES`, `AGGREGATE_FUNCTIONS`, `ALGORITHMS`, every error class.
+- `mergetree.spark` (import it yourself; needs pyspark): the Spark data source and jobs.
+"""
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
 from .errors import (
     CommitConflictError,
     CompactionConflictError,
@@ -17,10 +31,13 @@ from .errors import (
     UnsupportedFormatError,
     UnsupportedTypeError,
 )
-from .engines import AGGREGATE_FUNCTIONS, ENGINES
-from .merge import ALGORITHMS, MergeReader, MergeStats, merge
+from .merge import AGGREGATE_FUNCTIONS, ALGORITHMS, ENGINES, MergeReader, MergeStats, RowKind, join_sorted, merge
+from .table import Table
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("mergetree")
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "AGGREGATE_FUNCTIONS",
@@ -37,12 +54,16 @@ __all__ = [
     "MergeStats",
     "MergeTreeError",
     "RetractionError",
+    "RowKind",
     "SchemaMismatchError",
     "SnapshotNotFoundError",
+    "Table",
     "TableExistsError",
     "TableNotFoundError",
     "UnsortedRunError",
     "UnsupportedFormatError",
     "UnsupportedTypeError",
+    "__version__",
+    "join_sorted",
     "merge",
 ]

@@ -1,5 +1,6 @@
 """Type stubs for the Cython core (`_core/mergetree_core.pyx`)."""
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt

@@ -2,6 +2,11 @@
 column of a merge input, or the table file involved."""
 from __future__ import annotations
 
+__all__ = ["CommitConflictError", "CompactionConflictError", "CorruptTableError", "InvalidArgumentError",
+           "InvalidRowError", "MalformedArrowError", "MergeStateError", "MergeTreeError", "RetractionError",
+           "SchemaMismatchError", "SnapshotNotFoundError", "TableExistsError", "TableNotFoundError",
+           "UnsortedRunError", "UnsupportedFormatError", "UnsupportedTypeError"]
+
 
 class MergeTreeError(Exception):
     """Base class of mergetree's errors."""

@@ -1,0 +1,6 @@
+"""The `mergetree` command line (`python -m mergetree`, or the `mergetree` script)."""
+from __future__ import annotations
+
+from .app import main
+
+__all__ = ["main"]

@@ -1,0 +1,151 @@
+"""The `mergetree` command line: one argparse entry with a subcommand per job.
+
+User mistakes (a missing table, an unknown snapshot, a bad filter, a damaged file) print
+one line to stderr and exit non-zero: 2 for a wrong argument, 1 for anything else that
+went wrong.  `--debug` shows the traceback instead.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgumentError, MergeTreeError
+from . import commands
+from .render import err_console
+
+__all__ = ["build_parser", "main"]
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+# Tools that live beside the library in a source checkout, imported only when run:
+# (command, module, help).  `import mergetree` never loads them.
+FORWARDED = (
+    ("demo", "examples.demo", "write sorted runs as Parquet, merge them with every engine, show a benchmark"),
+    ("demo-spark", "examples.demo_spark", "a CDC pipeline on a local Spark: upserts and deletes, compaction, "
+                                          "a pruned point read, a bucket join"),
+    ("bench", "benchmarks.bench", "the merge and table benchmarks against their peers (`mergetree bench --help`)"),
+)
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
+def _checkout_root() -> Path | None:
+    """The source checkout this package runs from (an editable install), if any."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "benchmarks" / "__init__.py").is_file() and (root / "examples").is_dir() else None
+
+
+def _forward(command: str, module: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        root = _checkout_root()
+        if root is None:
+            raise InvalidArgumentError(
+                f"`mergetree {command}` runs from a source checkout of mergetree (the benchmarks and demos "
+                f"are not part of the installed package): clone the repository and run `make "
+                f"{'demo' if command == 'demo' else command}` there")
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        return int(importlib.import_module(module).main(args.rest) or 0)
+    return run
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _non_negative_hours(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more hours, not {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mergetree", description="Primary-key LSM tables on Parquet, merged by a six-state loser tree.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mergetree {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help: str, run: Callable[[argparse.Namespace], int],
+                **kwargs: Any) -> argparse.ArgumentParser:
+        p = subcommands.add_parser(name, help=help, description=help,
+                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kwargs)
+        p.set_defaults(run=run, forwarded=False)
+        return p
+
+    for name, module, help in FORWARDED:
+        # the tool parses its own options (`mergetree NAME --help` shows them)
+        command(name, help, _forward(name, module), add_help=False).set_defaults(forwarded=True)
+
+    p = command("info", "a table's schema, snapshots, and each bucket's levels and sorted runs", commands.info)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--snapshots", type=_non_negative_int, default=10, help="how many recent snapshots to list")
+
+    p = command("compact", "compact the table (with a progress bar)", commands.compact)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--full", action="store_true", help="compact every bucket into its last level")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("read", "read the table (rows come bucket by bucket, each bucket in key order)", commands.read)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
+                   help="a predicate; repeat for AND. Operators: = != < <= > >= in (a, b) not in (a, b) "
+                        "is null, is not null")
+    p.add_argument("--columns", help="comma-separated columns (default: all)")
+    p.add_argument("--limit", type=_non_negative_int, default=20, help="rows to show (0: only the count)")
+    p.add_argument("--snapshot", type=int, help="read this snapshot id (time travel; default: the latest)")
+
+    p = command("expire", "expire old snapshots (and optionally orphan files)", commands.expire)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--retain", type=_positive_int, default=1,
+                   help="snapshots to keep; the default keeps only the latest, ending time travel to older ones")
+    p.add_argument("--older-than-hours", type=_non_negative_hours,
+                   help="only expire snapshots older than this (default: any age)")
+    p.add_argument("--orphans", action="store_true",
+                   help="also remove the table's unreferenced files (foreign files are never touched)")
+    p.add_argument("--orphans-older-than-hours", type=_non_negative_hours, default=1.0,
+                   help="only remove orphan files older than this, so commits in flight keep theirs")
+
+    p = command("repair", "set a damaged latest snapshot aside so the table opens at the newest "
+                          "intact one (the damaged file is kept in snapshot/damaged/)", commands.repair)
+    p.add_argument("path", help="table directory")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    if args.forwarded:
+        args.rest = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        err_console.print("mergetree: interrupted")
+        return 130
+    except (MergeTreeError, OSError) as exc:
+        if args.debug:
+            raise
+        print(f"mergetree {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, InvalidArgumentError) else EXIT_FAILED

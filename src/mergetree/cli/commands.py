@@ -1,0 +1,147 @@
+"""The table commands: info, compact, read, expire, repair."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import InvalidArgumentError
+from ..table import Table
+from ..table.compaction.runner import bucket_levels
+from .render import arrow_preview, out_console, progress, text_table
+
+__all__ = ["compact", "expire", "info", "parse_filter", "read", "repair"]
+
+_FILTER = re.compile(
+    r"""\s*(?P<column>`[^`]+`|"[^"]+"|[^\s=!<>]+)\s*
+        (?P<op>is\s+not\s+null|is\s+null|not\s+in(?=[\s(])|in(?=[\s(])|<=|>=|!=|==|=|<|>)
+        \s*(?P<value>.*?)\s*""",
+    re.IGNORECASE | re.VERBOSE)
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"`":
+        return text[1:-1]
+    return text
+
+
+def parse_filter(text: str, schema: pa.Schema) -> tuple:
+    """'col op value' as a filter tuple.  Operators: = == != < <= > >= in not in is null
+    is not null; IN lists as `in (1, 2)` or `in 1,2`; values may be quoted ('a b')."""
+    match = _FILTER.fullmatch(text)
+    if match is None:
+        raise InvalidArgumentError(
+            f"cannot read filter {text!r}; write e.g. 'id = 5', 'id in (1, 2)', 'city is null', "
+            f"\"name = 'a b'\", 'ts >= 2024-01-01'")
+    column = _unquote(match.group("column"))
+    op = " ".join(match.group("op").lower().split())
+    value = match.group("value")
+    if column not in schema.names:
+        raise InvalidArgumentError(f"filter names column {column!r}; columns: {schema.names}")
+    dtype = schema.field(column).type
+    if op in ("is null", "is not null"):
+        if value:
+            raise InvalidArgumentError(f"filter {text!r}: nothing may follow {op!r}")
+        return (column, op, None)
+    if not value:
+        raise InvalidArgumentError(f"filter {text!r} needs a value after {op!r}")
+
+    def typed(item: str) -> Any:
+        item = _unquote(item.strip())
+        if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+            return item
+        try:
+            return pa.scalar(item).cast(dtype).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise InvalidArgumentError(f"filter {text!r}: cannot read {item!r} as {dtype} "
+                                       f"(column {column!r})") from None
+    if op in ("in", "not in"):
+        if value.startswith("(") and value.endswith(")"):
+            value = value[1:-1]
+        items = value.split(",")
+        if not all(v.strip() for v in items):
+            raise InvalidArgumentError(f"filter {text!r}: an empty value in the {op!r} list")
+        return (column, op, [typed(v) for v in items])
+    return (column, op, typed(value))
+
+
+def info(args: argparse.Namespace) -> int:
+    table = Table.open(args.path)
+    ts = table.table_schema
+    out = out_console
+    out.print(f"table {table.path}")
+    out.print(f"  primary key: {list(ts.primary_key) or '(append table)'}   partitioned by: {list(ts.partition_by)}"
+              f"   buckets: {ts.buckets} on {list(ts.bucket_key)}   merge engine: {ts.merge_engine}")
+    out.print(text_table([["column", "type", "nullable"]] + [[f.name, str(f.type), str(f.nullable)]
+                                                              for f in ts.schema]))
+    snapshots = table.snapshots()
+    out.print(f"\nsnapshots: {len(snapshots)}")
+    rows: list[list[str]] = [["id", "kind", "committed", "rows (physical)", "delta"]]
+    for s in snapshots[-args.snapshots:] if args.snapshots else []:
+        when = dt.datetime.fromtimestamp(s.time_millis / 1000).isoformat(sep=" ", timespec="seconds")
+        rows.append([str(s.id), s.commit_kind, when, f"{s.total_record_count:,}", f"{s.delta_record_count:+,}"])
+    if len(rows) > 1:
+        out.print(text_table(rows, right_aligned={0, 3, 4}))
+    out.print("\nbuckets (sorted runs: each level-0 file, then each non-empty level):")
+    num_levels = table.options.compaction.num_levels
+    header = ["partition", "bucket", "runs"] + [f"L{i}" for i in range(num_levels)] + ["rows", "MiB"]
+    rows = [header]
+    levels_by_bucket = bucket_levels(table.directory)
+    for (partition, bucket), levels in sorted(levels_by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        files = [f for i in range(num_levels) for f in levels.files_at(i)]
+        per_level = [len(levels.files_at(i)) for i in range(num_levels)]
+        rows.append([",".join(map(str, partition)) or "-", str(bucket), str(levels.number_of_sorted_runs())]
+                    + [str(n) if n else "." for n in per_level]
+                    + [f"{sum(f.row_count for f in files):,}", f"{sum(f.file_size for f in files) / 2**20:.1f}"])
+    out.print(text_table(rows, right_aligned=set(range(1, len(header)))) if len(rows) > 1 else "  (empty)")
+    return 0
+
+
+def compact(args: argparse.Namespace) -> int:
+    table = Table.open(args.path)
+    with progress("compact", "rows", enabled=not args.no_progress) as update:
+        snapshot = table.compact(full=args.full, progress=update)
+    out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "nothing to compact")
+    return 0
+
+
+def _rows(n: int) -> str:
+    return f"({n:,} row{'' if n == 1 else 's'})"
+
+
+def read(args: argparse.Namespace) -> int:
+    table = Table.open(args.path)
+    filters = [parse_filter(f, table.schema) for f in args.filter or []]
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    result = table.read(columns=columns, filter=filters or None, snapshot=args.snapshot)
+    if args.limit:
+        out_console.print(arrow_preview(result, args.limit))
+    out_console.print(_rows(result.num_rows))
+    return 0
+
+
+def expire(args: argparse.Namespace) -> int:
+    table = Table.open(args.path)
+    older = dt.timedelta(hours=args.older_than_hours) if args.older_than_hours is not None else None
+    expired = table.expire_snapshots(retain_last=args.retain, older_than=older)
+    kept = table.directory.store.snapshot_ids()
+    out_console.print(f"expired {len(expired)} snapshot(s)" + (f": {expired[0]}..{expired[-1]}" if expired else "")
+                      + (f"; kept {len(kept)}: {kept[0]}..{kept[-1]}" if kept else ""))
+    if args.orphans:
+        removed = table.remove_orphan_files(older_than=dt.timedelta(hours=args.orphans_older_than_hours))
+        out_console.print(f"removed {len(removed)} orphan file(s)")
+    return 0
+
+
+def repair(args: argparse.Namespace) -> int:
+    done = Table.repair(args.path)
+    if not done:
+        out_console.print("nothing to repair: the latest snapshot is intact")
+        return 0
+    latest = Table.open(args.path).latest_snapshot()
+    out_console.print(f"repaired {len(done)} snapshot file(s): {'; '.join(done)}")
+    out_console.print(f"the table continues from snapshot {latest.id if latest else '(none: it is empty)'}")
+    return 0

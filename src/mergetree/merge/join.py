@@ -1,0 +1,73 @@
+"""Sorted merge joins of key-ordered, key-unique tables (e.g. two buckets' merged rows)."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import _core
+from ..errors import InvalidArgumentError, SchemaMismatchError
+from .arrow_input import check_batch
+from .engines import take_array
+from .runs import plan_key_column
+
+__all__ = ["JOINS", "join_sorted", "joined_schema"]
+
+JOINS = {"inner": _core.JOIN_INNER, "left": _core.JOIN_LEFT, "full": _core.JOIN_FULL}
+
+
+def _key_batch(table: pa.Table, on: list[str]):
+    columns = []
+    plans = []
+    for name in on:
+        plan = plan_key_column(name, table.schema.field(name).type)
+        col = table.column(name).combine_chunks()
+        columns.append(plan.normalize(col) if plan.normalize else col)
+        plans.append(plan)
+    return pa.RecordBatch.from_arrays(columns, names=on), plans
+
+
+def joined_schema(left: pa.Schema, right: pa.Schema, on: list[str], suffix: str = "_right") -> pa.Schema:
+    fields = [left.field(n).with_nullable(True) for n in left.names]
+    for f in right:
+        if f.name in on:
+            continue
+        name = f.name + suffix if f.name in left.names else f.name
+        fields.append(f.with_name(name).with_nullable(True))
+    return pa.schema(fields)
+
+
+def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str = "inner",
+                suffix: str = "_right") -> pa.Table:
+    """Join two tables that are each strictly ascending by `on` (unique keys), in one pass.
+
+    Output: every left column (for a full join, key columns take the right key where the
+    left is missing), then the right's other columns (renamed with `suffix` on a clash)."""
+    on = [on] if isinstance(on, str) else list(on)
+    if how not in JOINS:
+        raise InvalidArgumentError(f"unknown join {how!r}; choose inner, left or full")
+    for name in on:
+        if name not in left.schema.names or name not in right.schema.names:
+            raise SchemaMismatchError(f"join column {name!r} is missing on one side")
+        if left.schema.field(name).type != right.schema.field(name).type:
+            raise SchemaMismatchError(f"join column {name!r} is {left.schema.field(name).type} on the left "
+                                      f"and {right.schema.field(name).type} on the right")
+    check_batch(left, "the left side")
+    check_batch(right, "the right side")
+    left_keys, plans = _key_batch(left, on)
+    right_keys, _ = _key_batch(right, on)
+    li, ri = _core.merge_join(left_keys, right_keys, [p.key_class for p in plans],
+                              [p.width for p in plans], JOINS[how])
+    schema = joined_schema(left.schema, right.schema, on, suffix)
+    left_index = pa.array(np.where(li < 0, 0, li), type=pa.int64(), mask=li < 0)
+    right_index = pa.array(np.where(ri < 0, 0, ri), type=pa.int64(), mask=ri < 0)
+    columns = []
+    for name in left.schema.names:
+        col = take_array(left.column(name).combine_chunks(), left_index)
+        if how == "full" and name in on:
+            col = pc.coalesce(col, take_array(right.column(name).combine_chunks(), right_index))
+        columns.append(col)
+    for name in right.schema.names:
+        if name not in on:
+            columns.append(take_array(right.column(name).combine_chunks(), right_index))
+    return pa.Table.from_arrays(columns, schema=schema)

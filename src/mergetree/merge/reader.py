@@ -1,0 +1,329 @@
+"""`mergetree.merge`: a streaming k-way merge of sorted Arrow runs."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .. import _core
+from ..errors import (
+    InvalidArgumentError,
+    MalformedArrowError,
+    MergeStateError,
+    RetractionError,
+    SchemaMismatchError,
+    UnsortedRunError,
+    UnsupportedTypeError,
+)
+from .engines import EnginePlan
+from .runs import (
+    KeyColumnPlan,
+    RunLike,
+    RunSource,
+    check_kind_values,
+    check_same_schema,
+    check_sequence_values,
+    plan_key_column,
+)
+
+__all__ = ["ALGORITHMS", "MAX_BATCH_SIZE", "MergeReader", "MergeStats", "merge"]
+
+ALGORITHMS = ("loser-tree", "heap")
+MAX_BATCH_SIZE = 1 << 28  # rows per output batch at most (the core sizes its buffers by it)
+
+
+@dataclass(frozen=True)
+class MergeStats:
+    """Counters of a merge so far."""
+
+    rows_in: int
+    rows_out: int
+    key_comparisons: int
+    sequence_comparisons: int
+
+
+def merge(
+    runs: Sequence[RunLike],
+    key: str | Sequence[str],
+    *,
+    sequence: str | None = None,
+    kind: str | None = None,
+    engine: str = "deduplicate",
+    aggregations: Mapping[str, str] | None = None,
+    keep_deletes: bool = False,
+    algorithm: str = "loser-tree",
+    batch_size: int = 65536,
+    check_order: bool = True,
+) -> MergeReader:
+
+    """Merge sorted runs by key, folding the versions of each key with a merge engine.
+
+    Parameters
+    ----------
+    runs
+        Sorted runs, oldest first: each a ``pa.Table``, ``pa.RecordBatch``,
+        ``pa.RecordBatchReader``, an object with ``__arrow_c_stream__``, or an
+        iterable of record batches.  Every run is strictly ascending by `key`
+        and all runs share one schema.  Runs are streamed a batch at a time.
+    key
+        Key column name, or names for a composite key (lexicographic,
+        ascending, nulls first).
+    sequence
+        An int64 column ordering versions of one key (higher is newer).  When
+        omitted, a later run is newer than an earlier one; ties also go to the later run.
+    kind
+        An int8 row-kind column: 0 (+I), 1 (-U), 2 (+U), 3 (-D).
+    engine
+        ``"deduplicate"`` (newest wins), ``"first-row"`` (oldest wins),
+        ``"partial-update"`` (newest non-null value per column), ``"aggregate"``
+        (a function per column, see `aggregations`) or ``"none"`` (every row, in
+        key then sequence order).
+    aggregations
+        For ``engine="aggregate"``: column name -> function (sum, product, min,
+        max, bool_and, bool_or, first_value, last_value, first_non_null_value,
+        last_non_null_value, listagg).  Unnamed columns use last_non_null_value.
+    keep_deletes
+        Keep keys whose merged result is a retraction (deduplicate,
+        partial-update); by default they are dropped.
+    algorithm
+        ``"loser-tree"`` (the six-state loser tree) or ``"heap"`` (a binary heap).
+    batch_size
+        Maximum rows per output batch.
+    check_order
+        Verify that every run is strictly ascending (raises `UnsortedRunError`).
+    """
+    if isinstance(key, str):
+        keys = [key]
+    elif isinstance(key, (list, tuple)) and key and all(isinstance(k, str) for k in key):
+        keys = list(key)
+    else:
+        raise InvalidArgumentError(f"key must be a column name or a non-empty list of names, not {key!r}")
+    if len(set(keys)) != len(keys):
+        raise InvalidArgumentError(f"key names a column twice: {keys}")
+    for name, value in (("sequence", sequence), ("kind", kind)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(f"{name} must be a column name or None, not {value!r}")
+    if not isinstance(engine, str):
+        raise InvalidArgumentError(f"engine must be a string such as 'deduplicate', not {engine!r}")
+    if aggregations is not None and not (isinstance(aggregations, Mapping)
+                                         and all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in aggregations.items())):
+        raise InvalidArgumentError(f"aggregations must map column names to function names, e.g. "
+                                   f"{{'amount': 'sum'}}, not {aggregations!r}")
+    for name, flag in (("keep_deletes", keep_deletes), ("check_order", check_order)):
+        if not isinstance(flag, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, not {flag!r}")
+    if algorithm not in ALGORITHMS:
+        raise InvalidArgumentError(f"unknown algorithm {algorithm!r}; choose 'loser-tree' or 'heap'")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise InvalidArgumentError(f"batch_size must be an integer from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}")
+    if isinstance(runs, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+        raise InvalidArgumentError("runs must be a list of runs; wrap a single run in a list")
+    if isinstance(runs, (str, bytes, Mapping)) or not isinstance(runs, Iterable):
+        raise InvalidArgumentError(f"runs must be a list of sorted runs, not {type(runs).__name__}")
+    return MergeReader(list(runs), keys, sequence, kind, engine, aggregations, keep_deletes,
+                       algorithm, batch_size, check_order)
+
+
+class MergeReader:
+    """The merged stream.  Iterate it for record batches, call `read_all()`,
+    or hand it to anything that accepts an Arrow stream (``__arrow_c_stream__``)."""
+
+    def __init__(self, runs: list[RunLike], key: list[str], sequence: str | None, kind: str | None,
+                 engine: str, aggregations: Mapping[str, str] | None, keep_deletes: bool,
+                 algorithm: str, batch_size: int, check_order: bool) -> None:
+        self._sources = [RunSource(i, run) for i, run in enumerate(runs)]
+        self._key = key
+        self._sequence = sequence
+        self._kind = kind
+        self._rows_out = 0
+        self._batch_size = batch_size
+        self._started = False
+        self.schema = self._common_schema()
+        self._key_plans = self._plan_columns()
+        self._engine = EnginePlan.create(engine, self.schema, key, sequence, kind, keep_deletes,
+                                         aggregations)
+        self._core_names = [p.name for p in self._key_plans]
+        self._core_names += [c for c in (sequence, kind) if c is not None]
+        # per run: [(first position, batch)] still referenced by pending output
+        self._retained: list[list[tuple[int, pa.RecordBatch]]] = [[] for _ in runs]
+        self._next_pos = [0] * len(runs)
+        self._core: _core.MergeCore | None = None  # None: no runs, nothing to merge
+        if runs and self.schema.names:  # no schema at all means every run is an empty iterable
+            group_capacity = batch_size
+            out_capacity = batch_size if engine in ("deduplicate", "first-row", "none") else 4 * batch_size
+            self._core = _core.MergeCore(
+                len(runs), [p.key_class for p in self._key_plans], [p.width for p in self._key_plans],
+                sequence is not None, kind is not None, algorithm, self._engine.emit_mode,
+                keep_deletes, check_order, engine == "first-row", out_capacity, group_capacity)
+            for source in self._sources:
+                self._supply(source.index)
+
+    # -- set-up ---------------------------------------------------------------------
+    def _common_schema(self) -> pa.Schema:
+        schemas = [(s.index, s.peek_schema()) for s in self._sources]
+        known = [(i, sch) for i, sch in schemas if sch is not None]
+        if not known:
+            return pa.schema([])
+        _, reference = known[0]
+        for i, sch in known[1:]:
+            check_same_schema(reference, sch, i)
+        return reference
+
+    def _plan_columns(self) -> list[KeyColumnPlan]:
+        if not self._sources or not self.schema.names:
+            return []
+        names = self.schema.names
+        for col, role in [(k, "key") for k in self._key] + [(self._sequence, "sequence"), (self._kind, "kind")]:
+            if col is not None and col not in names:
+                raise SchemaMismatchError(f"the runs have no {role} column {col!r}; columns: {names}")
+        if self._sequence is not None:
+            if self._sequence in self._key:
+                raise InvalidArgumentError(f"column {self._sequence!r} cannot be both key and sequence")
+            dtype = self.schema.field(self._sequence).type
+            if dtype != pa.int64():
+                raise UnsupportedTypeError(f"sequence column {self._sequence!r} must be int64, not {dtype}")
+        if self._kind is not None:
+            if self._kind in self._key or self._kind == self._sequence:
+                raise InvalidArgumentError(f"column {self._kind!r} cannot be the kind column and a key/sequence")
+            dtype = self.schema.field(self._kind).type
+            if dtype != pa.int8():
+                raise UnsupportedTypeError(f"kind column {self._kind!r} must be int8, not {dtype}")
+        return [plan_key_column(k, self.schema.field(k).type) for k in self._key]
+
+    # -- feeding the core -----------------------------------------------------------
+    def _running(self) -> _core.MergeCore:
+        if self._core is None:
+            raise MergeStateError("the merge has no core (it has no runs): nothing to feed or read")
+        return self._core
+
+    def _supply(self, run: int) -> None:
+        """Give the core run's next non-empty batch, or tell it the run has ended."""
+        source = self._sources[run]
+        batch = source.next_batch()
+        if batch is None:
+            self._running().finish_run(run)
+            return
+        if batch.schema is not self.schema:
+            check_same_schema(self.schema, batch.schema, run)
+            if not batch.schema.equals(self.schema):
+                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+        pos = self._next_pos[run]
+        self._next_pos[run] = pos + batch.num_rows
+        columns = []
+        for plan in self._key_plans:
+            col = batch.column(plan.name)
+            columns.append(plan.normalize(col) if plan.normalize else col)
+        if self._sequence is not None:
+            col = batch.column(self._sequence)
+            check_sequence_values(col, run, pos, self._sequence)
+            columns.append(col)
+        if self._kind is not None:
+            col = batch.column(self._kind)
+            check_kind_values(col, run, pos, self._kind)
+            columns.append(col)
+        core_batch = pa.RecordBatch.from_arrays(columns, names=self._core_names)
+        self._retained[run].append((pos, batch))
+        try:
+            installed = self._running().install_batch(run, core_batch)  # the core keeps core_batch alive
+        except ValueError as exc:  # checked in Python already; this is the core's own check
+            raise MalformedArrowError(f"run {run}: the core rejected a batch: {exc}") from None
+        if not installed:
+            self._raise_unsorted()
+
+    def _raise_unsorted(self) -> None:
+        core = self._running()
+        run, row = core.error_run, core.error_pos
+        raise UnsortedRunError(
+            f"run {run} is not sorted by {self._key} at row {row}: its key is not greater than the "
+            f"key of row {row - 1} (runs must be strictly ascending, without repeated keys)",
+            run=run, row=row, column=", ".join(self._key))
+
+    # -- output -----------------------------------------------------------------------
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if self._started:
+            raise RuntimeError("a MergeReader can be consumed only once")
+        self._started = True
+        if self._core is None:
+            return
+        core = self._core
+        while True:
+            result = core.step()
+            if result == _core.NEED_BATCH:
+                self._supply(core.need_run)
+                continue
+            if result == _core.OUTPUT_FULL or (result == _core.DONE and core.pending_rows):
+                batch = self._flush()
+                # engine "none" may overshoot by part of a group: cut to batch_size
+                for start in range(0, batch.num_rows, self._batch_size):
+                    yield batch.slice(start, self._batch_size)
+                if result == _core.OUTPUT_FULL:
+                    continue
+            if result == _core.DONE:
+                return
+            self._raise_step_error(result)
+
+    def _raise_step_error(self, result: int) -> None:
+        core = self._running()
+        if result == _core.UNSORTED:
+            self._raise_unsorted()
+        if result == _core.RETRACTION:
+            run, row = core.error_run, core.error_pos
+            raise RetractionError(
+                f"run {run} row {row}: engine 'first-row' cannot accept a retraction row (-U/-D) "
+                f"in column {self._kind!r}; filter retractions out first or use 'deduplicate'",
+                run=run, row=row, column=str(self._kind))
+        raise MergeStateError(f"the merge tree reached an impossible state (step result {result}); "
+                              f"this is a bug in mergetree, please report it")
+
+    def _flush(self) -> pa.RecordBatch:
+        indices, group_ends, lo, hi = self._running().take_output()
+        pieces: list[pa.RecordBatch] = []
+        bases = np.zeros(len(lo), dtype=np.int64)
+        total = 0
+        for run in range(len(lo)):
+            bases[run] = total
+            total += int(hi[run] - lo[run])
+            if hi[run] > lo[run]:
+                pieces.extend(self._slices(run, int(lo[run]), int(hi[run])))
+        source = pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
+
+        def locate(index: int) -> tuple[int, int]:
+            # the last run starting at or before `index` is never an empty one
+            run = int(np.searchsorted(bases, index, side="right") - 1)
+            return run, int(lo[run] + index - bases[run])
+
+        batch = self._engine.assemble(source, indices, group_ends, locate)
+        for retained in self._retained:  # only each run's current batch can be referenced again
+            del retained[:-1]
+        self._rows_out += batch.num_rows
+        return batch
+
+    def _slices(self, run: int, lo: int, hi: int) -> list[pa.RecordBatch]:
+        out = []
+        for start, batch in self._retained[run]:
+            a, b = max(lo, start), min(hi, start + batch.num_rows)
+            if a < b:
+                out.append(batch.slice(a - start, b - a))
+        return out
+
+    def read_all(self) -> pa.Table:
+        """Every remaining output row as one table."""
+        return pa.Table.from_batches(list(self), schema=self.schema)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        reader = pa.RecordBatchReader.from_batches(self.schema, iter(self))
+        return reader.__arrow_c_stream__(requested_schema)
+
+    @property
+    def stats(self) -> MergeStats:
+        rows_in, key_cmp, seq_cmp = self._core.counters if self._core is not None else (0, 0, 0)
+        return MergeStats(rows_in, self._rows_out, key_cmp, seq_cmp)
+
+    @property
+    def batches_pulled(self) -> list[int]:
+        """How many batches each run has yielded so far (streaming diagnostics)."""
+        return [s.batches_pulled for s in self._sources]

@@ -1,0 +1,29 @@
+"""PySpark integration (needs pyspark >= 4: `pip install "mergetree[spark]"`).
+
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    df = spark.read.format("mergetree").load("/data/visits")          # options: snapshot, batchSize
+    df.write.format("mergetree").mode("append").option("primaryKey", "id").option("buckets", "4").save(path)
+    mergetree.spark.compact(spark, path, full=True)
+    mergetree.spark.bucket_join(spark, left_path, right_path, on="id")
+
+One Spark partition per bucket; each task merges its bucket's sorted runs with the loser tree
+and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN filters
+on the bucket key prune buckets; key ranges and statistics prune files; every filter that
+arrives is also applied exactly after the merge, so results are exact.  Filter pushdown needs
+`spark.sql.python.filterPushdown.enabled=true` (set by `local_session`).
+"""
+from __future__ import annotations
+
+try:
+    import pyspark.sql.datasource  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without pyspark
+    raise ImportError("mergetree.spark needs pyspark >= 4.0: pip install 'mergetree[spark]'") from exc
+
+from .jobs import bucket_join, compact, merge_sorted_runs
+from .session import local_session
+from .source import SOURCE_NAME, MergetreeDataSource, register
+from .types import spark_arrow_type, spark_ddl, spark_schema
+
+__all__ = ["SOURCE_NAME", "MergetreeDataSource", "bucket_join", "compact", "local_session", "merge_sorted_runs",
+           "register", "spark_arrow_type", "spark_ddl", "spark_schema"]

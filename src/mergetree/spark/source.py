@@ -1,0 +1,224 @@
+"""The `mergetree` Python data source: reads with one Spark partition per bucket (merged with the
+loser tree in the task), filter pushdown, time travel; writes through the table's own write
+path with one atomic snapshot per job."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    WriterCommitMessage,
+)
+
+from ..errors import CommitConflictError, InvalidArgumentError
+from ..merge import RowKind
+from ..table import Table
+from ..table import filters as flt
+from ..table.commit import commit_with_rebase, next_sequences
+from ..table.read import BucketPlan, file_filter, read_bucket
+from ..table.snapshots import FileEntry, Snapshot
+from ..table.write import conform, flush_buckets, split_by_bucket
+from .types import spark_ddl, spark_schema, to_spark_batch
+
+__all__ = ["SOURCE_NAME", "MergetreeDataSource", "register", "to_mergetree_filter"]
+
+SOURCE_NAME = "mergetree"
+
+
+def register(spark: Any) -> None:
+    """Make `spark.read.format("mergetree")` and `df.write.format("mergetree")` available."""
+    spark.dataSource.register(MergetreeDataSource)
+
+
+# -- filters ----------------------------------------------------------------------------
+
+_COMPARISONS = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
+
+
+def to_mergetree_filter(f: Any, schema: pa.Schema) -> tuple | None:
+    """A Spark filter as a checked mergetree filter tuple, or None if it cannot be expressed."""
+    attribute: tuple = getattr(f, "attribute", ())
+    if len(attribute) != 1 or attribute[0] not in schema.names:
+        return None  # nested fields, unknown columns
+    column = attribute[0]
+    if isinstance(f, IsNull):
+        converted: tuple = (column, "is null", None)
+    elif isinstance(f, IsNotNull):
+        converted = (column, "is not null", None)
+    elif isinstance(f, In):
+        converted = (column, "in", list(f.value))
+    elif type(f) in _COMPARISONS:
+        converted = (column, _COMPARISONS[type(f)], f.value)
+    else:
+        return None  # Not, EqualNullSafe, string predicates: Spark applies them
+    try:
+        return flt.normalize(converted, schema)
+    except InvalidArgumentError:
+        return None  # a value mergetree cannot compare exactly (say, a NULL in IN): Spark applies it
+
+
+# -- reads --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BucketPartition(InputPartition):
+    """One bucket of one partition, with the files the driver planned for it: the unit of a
+    read task (so tasks never re-plan the table)."""
+
+    def __init__(self, bucket_plan: BucketPlan) -> None:  # InputPartition is a frozen dataclass
+        object.__setattr__(self, "value", (bucket_plan.partition, bucket_plan.bucket))
+        object.__setattr__(self, "bucket_plan", bucket_plan)
+
+
+class MergetreeDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return spark_ddl(Table.open(self.options["path"]).schema)
+
+    def reader(self, schema: Any) -> MergetreeReader:
+        return MergetreeReader({k.lower(): v for k, v in self.options.items()})  # Spark's keys ignore case
+
+    def writer(self, schema: Any, overwrite: bool) -> MergetreeWriter:
+        return MergetreeWriter({k.lower(): v for k, v in self.options.items()}, schema, overwrite)
+
+
+class MergetreeReader(DataSourceReader):
+    """Options: `snapshot` (time travel), `batchSize` (rows per Arrow batch handed to Spark)."""
+
+    def __init__(self, options: dict) -> None:
+        self.path = options["path"]
+        self.batch_size = int(options.get("batchsize", 65536))
+        table = Table.open(self.path)
+        snapshot = options.get("snapshot")
+        latest = table.latest_snapshot()
+        self.snapshot = int(snapshot) if snapshot is not None else (latest.id if latest else None)
+        self.filters: list[tuple] = []
+
+    def pushFilters(self, filters: list) -> Iterator:
+        """Keep what mergetree can evaluate (it prunes with it and applies it exactly after
+        the merge); hand the rest back to Spark."""
+        schema = Table.open(self.path).schema
+        for f in filters:
+            converted = to_mergetree_filter(f, schema)
+            if converted is None:
+                yield f
+            else:
+                self.filters.append(converted)
+
+    def partitions(self) -> list[BucketPartition]:
+        if self.snapshot is None:
+            return []
+        plan = Table.open(self.path).plan(self.filters or None, self.snapshot)
+        return [BucketPartition(b) for b in plan.buckets]
+
+    def read(self, partition: BucketPartition) -> Iterator[pa.RecordBatch]:
+        directory = Table.open(self.path).directory
+        schema = directory.schema.schema
+        out_schema = spark_schema(schema)
+        f = flt.normalize(self.filters or None, schema)
+        for batch in read_bucket(directory, partition.bucket_plan, schema.names, flt.to_expression(f, schema),
+                                 file_filter(directory, f)):
+            for start in range(0, batch.num_rows, self.batch_size):
+                yield to_spark_batch(batch.slice(start, self.batch_size), out_schema)
+
+
+# -- writes -----------------------------------------------------------------------------
+
+# Each task numbers its rows from base + task * TASK_SEQUENCE_SPAN, so the sequence numbers of
+# tasks writing the same bucket never collide.
+TASK_SEQUENCE_SPAN = 1 << 32
+CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine"}
+
+
+@dataclass
+class FilesMessage(WriterCommitMessage):
+    """A task's written files, as manifest entries."""
+
+    entries: list
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+class MergetreeWriter(DataSourceArrowWriter):
+    """Writes level-0 files per task through the table's write path; the driver commits them
+    all as one snapshot.  Creates the table from the DataFrame's schema if there is none
+    (options `primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine`, and any table
+    option by its name)."""
+
+    def __init__(self, options: dict, spark_schema_: Any, overwrite: bool) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+        self.path = options["path"]
+        self.overwrite = overwrite
+        if os.path.exists(os.path.join(self.path, "schema")):
+            table = Table.open(self.path)
+        else:
+            table = Table.create(
+                self.path, to_arrow_schema(spark_schema_, timezone="UTC"),
+                primary_key=_names(options.get("primarykey")),
+                partition_by=_names(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
+                bucket_key=_names(options.get("bucketkey")),
+                merge_engine=options.get("mergeengine", "deduplicate"),
+                options={k: v for k, v in options.items() if k not in CREATE_OPTIONS})
+        base = table.latest_snapshot()
+        self.base_id = base.id if base else None
+        self.next_seq = {} if overwrite else next_sequences(table.directory.live_files(base).values())
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
+        from pyspark import TaskContext
+        directory = Table.open(self.path).directory
+        task = TaskContext.get().partitionId()
+        batches = list(iterator)
+        if not batches:
+            return FilesMessage([])
+        data = conform(directory, pa.Table.from_batches(batches), complete=True)
+        next_seq = {key: first + task * TASK_SEQUENCE_SPAN for key, first in self.next_seq.items()}
+        groups = split_by_bucket(directory, data)
+        for key in groups:
+            next_seq.setdefault(key, task * TASK_SEQUENCE_SPAN)
+        entries = flush_buckets(directory, groups, RowKind.INSERT, next_seq)  # removes its files on failure
+        return FilesMessage([e.to_json("ADD") for e in entries])
+
+    def commit(self, messages: list) -> None:
+        directory = Table.open(self.path).directory
+        adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
+        base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
+
+        def rebase(latest: Snapshot | None) -> list[FileEntry]:
+            if self.overwrite:
+                return list(directory.live_files(latest).values())
+            newer = next_sequences(directory.live_files(latest).values())
+            if any(newer.get(k, 0) > v for k, v in self.next_seq.items()):
+                raise CommitConflictError("another write committed to this table while the Spark job ran; the "
+                                          "job's files were removed, run it again")
+            return []
+        deletes = list(directory.live_files(base).values()) if self.overwrite else []
+        try:
+            commit_with_rebase(directory, base, adds, deletes, "OVERWRITE" if self.overwrite else "APPEND", rebase)
+        except BaseException:
+            directory.discard(adds)
+            raise
+
+    def abort(self, messages: list) -> None:
+        """Failed job: remove the files of tasks that reported; the rest are orphans
+        (`Table.remove_orphan_files`)."""
+        directory = Table.open(self.path).directory
+        directory.discard([FileEntry.from_json(e) for m in messages if m is not None for e in m.entries])

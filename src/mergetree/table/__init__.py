@@ -1,0 +1,14 @@
+"""Primary-key and append tables on Parquet: schema and options, data files, snapshots and
+manifests, the write and read paths, buckets, filters, compaction and housekeeping.  Built
+on `mergetree.merge`; `Table` is the public face."""
+from __future__ import annotations
+
+from .files import DataFileMeta
+from .options import OPTIONS, TableOptions
+from .read import BucketPlan, ReadPlan
+from .schema import TableSchema
+from .snapshots import FileEntry, Snapshot
+from .table import Table
+
+__all__ = ["OPTIONS", "BucketPlan", "DataFileMeta", "FileEntry", "ReadPlan", "Snapshot", "Table", "TableOptions",
+           "TableSchema"]

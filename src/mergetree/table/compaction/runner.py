@@ -1,0 +1,186 @@
+"""Running compactions: merge the files the planner chose and commit the result.
+
+Split into steps so that the Spark job can run them apart: `plan_compaction` on the driver,
+`execute_plan` for one bucket in a task, `commit_compaction` on the driver again.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from ...errors import CompactionConflictError
+from ...merge import merge
+from ..commit import commit_with_rebase
+from ..directory import TableDirectory
+from ..files import DataFileMeta, read_run, write_data_file
+from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
+from ..snapshots import FileEntry, Snapshot
+from .planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite, write_stall
+
+__all__ = ["BucketCompaction", "Progress", "bucket_levels", "commit_compaction", "compact_buckets",
+           "discard_new_files", "execute_plan", "plan_compaction", "rows_to_rewrite"]
+
+MAX_ROUNDS_AFTER_WRITE = 8
+
+# Progress of long work: called with (rows done, rows in total), first with (0, total).
+Progress = Callable[[int, int], None]
+BucketCompaction = tuple[tuple, CompactionPlan]  # ((partition, bucket), plan)
+
+
+def compact_buckets(directory: TableDirectory, only: set | None, full: bool,
+                    progress: Progress | None = None) -> Snapshot | None:
+    """Compact the buckets in `only` (every bucket when None) and commit once.
+
+    After a write (`only` given) compaction repeats while a bucket has more sorted
+    runs than the stop trigger, which is how writes stall instead of piling up runs.
+    """
+    snapshot = _compact_once(directory, only, full, progress)
+    if only is not None:
+        options = directory.options.compaction
+        for _ in range(MAX_ROUNDS_AFTER_WRITE):
+            stalled = {key for key, levels in bucket_levels(directory).items()
+                       if key in only and write_stall(levels, options)}
+            if not stalled:
+                break
+            snapshot = _compact_once(directory, stalled, full, progress) or snapshot
+    return snapshot
+
+
+def bucket_levels(directory: TableDirectory, snapshot: Snapshot | None = None) -> dict[tuple, Levels]:
+    """(partition, bucket) -> its files by LSM level, at `snapshot` (default: the latest)."""
+    options: CompactionOptions = directory.options.compaction
+    by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for e in directory.live_files(snapshot or directory.latest_snapshot()).values():
+        by_bucket[(e.partition, e.bucket)].append(e.file)
+    return {key: Levels(files, options.num_levels) for key, files in by_bucket.items()}
+
+
+def plan_compaction(directory: TableDirectory, only: set | None,
+                    full: bool) -> tuple[int | None, list[BucketCompaction]]:
+    """The base snapshot and, per bucket that needs it, what to rewrite and upgrade."""
+    options = directory.options.compaction
+    base = directory.latest_snapshot()
+    if base is None or not directory.schema.has_primary_key:
+        return None, []
+    plans: list[BucketCompaction] = []
+    for key, levels in sorted(bucket_levels(directory, base).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if only is not None and key not in only:
+            continue
+        unit = full_compaction(levels) if full else pick(levels, options)
+        if unit is not None:
+            plans.append((key, plan_rewrite(unit, options)))
+    return base.id, plans
+
+
+def rows_to_rewrite(plans: list[BucketCompaction]) -> int:
+    return sum(f.row_count for _, p in plans for g in p.rewrites for f in g.files)
+
+
+def execute_plan(directory: TableDirectory, key: tuple, plan: CompactionPlan,
+                 advance: Callable[[int], None] | None = None) -> tuple[list[FileEntry], list[FileEntry]]:
+    """Carry out one bucket's plan: (adds, deletes).  New files are removed on failure.
+    `advance(rows)` is told of every input row merged."""
+    partition, bucket = key
+    written: list[FileEntry] = []
+    adds: list[FileEntry] = []
+    deletes: list[FileEntry] = []
+    try:
+        for group in plan.rewrites:
+            new = _rewrite(directory, partition, bucket, group.sorted_runs(), plan.output_level, plan.drop_delete,
+                           advance)
+            written += new
+            adds += new
+            deletes += [FileEntry(partition, bucket, f) for f in group.files]
+    except BaseException:
+        directory.discard(written)
+        raise
+    for f in plan.upgrades:  # metadata only: the same file at a new level
+        deletes.append(FileEntry(partition, bucket, f))
+        adds.append(FileEntry(partition, bucket, f.with_level(plan.output_level)))
+    return adds, deletes
+
+
+def _compact_once(directory: TableDirectory, only: set | None, full: bool,
+                  progress: Progress | None) -> Snapshot | None:
+    base_id, plans = plan_compaction(directory, only, full)
+    if not plans or base_id is None:
+        return None
+    adds: list[FileEntry] = []
+    deletes: list[FileEntry] = []
+    total = rows_to_rewrite(plans)
+    done = 0
+
+    def advance(rows: int) -> None:
+        nonlocal done
+        done += rows
+        if progress is not None:
+            progress(done, total)
+    if progress is not None:
+        progress(0, total)
+    try:
+        for key, plan in plans:
+            a, d = execute_plan(directory, key, plan, advance)
+            adds += a
+            deletes += d
+        return commit_compaction(directory, base_id, adds, deletes)
+    except BaseException:
+        discard_new_files(directory, adds, deletes)
+        raise
+
+
+def discard_new_files(directory: TableDirectory, adds: list[FileEntry], deletes: list[FileEntry]) -> None:
+    """Remove a failed compaction's outputs (an upgraded file is an input: it stays)."""
+    inputs = {e.file.file_name for e in deletes}
+    directory.discard([e for e in adds if e.file.file_name not in inputs])
+
+
+def commit_compaction(directory: TableDirectory, base_id: int, adds: list[FileEntry],
+                      deletes: list[FileEntry]) -> Snapshot:
+    """Commit, rebasing over commits that left every input file in place (at its level)."""
+    def rebase(latest: Snapshot | None) -> list[FileEntry]:
+        live = directory.live_files(latest)
+        gone = [e.file.file_name for e in deletes if e.file.file_name not in live
+                or live[e.file.file_name].file.level != e.file.level]
+        if gone:
+            raise CompactionConflictError(f"another commit replaced {len(gone)} input file(s) of this compaction "
+                                          f"(e.g. {gone[0]}); nothing was committed")
+        return deletes
+    return commit_with_rebase(directory, directory.store.snapshot(base_id), adds, deletes, "COMPACT", rebase)
+
+
+def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: list[list[DataFileMeta]], level: int,
+             drop_delete: bool, advance: Callable[[int], None] | None) -> list[FileEntry]:
+    """Merge sorted runs into new files at `level`, rolled at about target-file-size."""
+    ts = directory.schema
+    relative = directory.bucket_directory(partition, bucket)
+    reader = merge([read_run(directory.path, run) for run in runs], ts.file_key, sequence=SEQUENCE_COLUMN,
+                   kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=directory.options.aggregations or None,
+                   keep_deletes=not drop_delete)
+    out = []
+    for chunk in _rolled(reader, directory.options.target_file_size, advance):
+        chunk = ts.restore_key_columns(chunk)
+        out.append(FileEntry(partition, bucket, write_data_file(directory.path, relative, chunk, ts, level)))
+    return out
+
+
+def _rolled(reader, target: int, advance: Callable[[int], None] | None) -> Iterator[pa.Table]:
+    """Group a stream of batches into tables of about `target` bytes in memory."""
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    seen = 0
+    for batch in reader:
+        pending.append(batch)
+        size += batch.nbytes
+        rows_in = reader.stats.rows_in
+        if advance is not None:
+            advance(rows_in - seen)
+        seen = rows_in
+        if size >= target:
+            yield pa.Table.from_batches(pending)
+            pending, size = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+    if advance is not None:
+        advance(reader.stats.rows_in - seen)

@@ -1,0 +1,106 @@
+"""An opened table directory: what every part of the table layer (writes, reads, compaction,
+housekeeping, the Spark jobs) works on.  Creating and opening a table happen here."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import CorruptTableError, InvalidArgumentError, TableExistsError, TableNotFoundError
+from . import paths
+from .options import TableOptions
+from .schema import TableSchema
+from .snapshots import FileEntry, Snapshot, SnapshotStore, read_json, write_json_atomically
+
+__all__ = ["TableDirectory", "as_path", "create_table", "open_table"]
+
+
+@dataclass(frozen=True)
+class TableDirectory:
+    """A table's directory, fixed schema, parsed options and snapshot store."""
+
+    path: str
+    schema: TableSchema
+    options: TableOptions
+    store: SnapshotStore
+
+    @classmethod
+    def load(cls, path: str, schema: TableSchema) -> TableDirectory:
+        options = schema.table_options
+        return cls(path, schema, options, SnapshotStore(path, schema.partition_by, options.manifest_merge_min_count))
+
+    def latest_snapshot(self) -> Snapshot | None:
+        latest = self.store.latest_id()
+        return None if latest is None else self.store.snapshot(latest)
+
+    def live_files(self, snapshot: Snapshot | None) -> dict[str, FileEntry]:
+        return self.store.live_files(snapshot)
+
+    def bucket_directory(self, partition: tuple, bucket: int) -> str:
+        return paths.bucket_directory(self.schema.partition_by, partition, bucket)
+
+    def unlink_owned(self, relative: str) -> None:
+        """Delete a file of the table; a name the table cannot own is never deleted."""
+        if paths.is_owned(relative, self.schema.partition_by):
+            try:
+                os.unlink(os.path.join(self.path, relative))
+            except FileNotFoundError:
+                pass
+
+    def discard(self, entries: Iterable[FileEntry]) -> None:
+        """Delete the data files of an uncommitted (failed or lost) change."""
+        for e in entries:
+            self.unlink_owned(e.file.file_name)
+
+
+def as_path(path: Any) -> str:
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"a table path is a str or os.PathLike, not {type(path).__name__}")
+    return os.path.abspath(os.fspath(path))
+
+
+def create_table(path: str, ts: TableSchema) -> TableDirectory:
+    """Publish a new table's schema file in a new or empty directory."""
+    if os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
+        raise TableExistsError(f"a table already exists at {path}")
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise TableExistsError(f"{path} is a file, not a directory")
+        if os.listdir(path):
+            raise TableExistsError(
+                f"{path} already holds files and is not a mergetree table; create the table in a "
+                f"new or empty directory (mergetree's cleanup must own everything in it)")
+    target = os.path.join(path, paths.SCHEMA_FILE)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = write_json_atomically(target, ts.to_json())
+    try:
+        os.link(tmp, target)  # exclusive: two creators cannot both win
+    except FileExistsError:
+        raise TableExistsError(f"a table already exists at {path}") from None
+    finally:
+        os.unlink(tmp)
+    directory = TableDirectory.load(path, ts)
+    directory.store.ensure_directories()
+    return directory
+
+
+def open_table(path: str, check: bool) -> TableDirectory:
+    """Read a table's schema (and, with `check`, its latest snapshot), or say what is wrong."""
+    if not os.path.exists(path):
+        raise TableNotFoundError(f"no mergetree table at {path}: the path does not exist")
+    if not os.path.isdir(path):
+        raise TableNotFoundError(f"no mergetree table at {path}: it is a file, not a directory")
+    if not os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
+        raise TableNotFoundError(f"no mergetree table at {path}: it has no {paths.SCHEMA_FILE}")
+    document = read_json(path, paths.SCHEMA_FILE, "schema file")
+    try:
+        directory = TableDirectory.load(path, TableSchema.from_json(document))
+    except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"the schema file {paths.SCHEMA_FILE} of table {path} is damaged: {exc!r}",
+                                path=os.path.join(path, paths.SCHEMA_FILE)) from None
+    if check:
+        directory.latest_snapshot()
+    return directory

@@ -1,0 +1,327 @@
+"""Snapshots and manifests: which data files make up each version of a table.
+
+A commit is the exclusive creation of `snapshot/snapshot-<id>.json`: the file is
+written in full under a temporary name and published with `os.link`, which
+fails if another committer took that id first.  Data files and manifests are
+written before the snapshot, so a crash at any point leaves either the old
+version or the new one, plus unreferenced files that `remove_orphan_files`
+deletes.  A snapshot references a *base* manifest list (the table before the
+commit) and a *delta* list (this commit's changes), so a commit writes
+metadata proportional to its change; the base is folded into one manifest once
+it holds `manifest.merge-min-count` manifests.
+
+Every metadata file carries a `format-version`; every read checks the file's
+shape and raises `CorruptTableError` naming the file when it is missing,
+truncated or garbled.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CommitConflictError, CorruptTableError, SnapshotNotFoundError, UnsupportedFormatError
+from . import paths
+from .files import DataFileMeta
+from .values import decode_value, encode_value
+
+__all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "check_format_version",
+           "read_json", "write_json_atomically"]
+
+# The version of the table format this code writes; it reads this one and every older one.
+FORMAT_VERSION = 1
+COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE")
+
+
+def check_format_version(document: dict, relative: str) -> None:
+    """Refuse metadata written by a newer mergetree (files without a version are version 1)."""
+    version = document.get("format-version", 1)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CorruptTableError(f"{relative}: format-version must be an integer, not {version!r}", path=relative)
+    if version > FORMAT_VERSION:
+        raise UnsupportedFormatError(
+            f"{relative} has table format version {version}; this mergetree reads versions up to "
+            f"{FORMAT_VERSION}: upgrade mergetree to read the table")
+
+
+def read_json(root: str, relative: str, what: str) -> dict:
+    """A metadata file as a dict, or CorruptTableError naming it."""
+    path = os.path.join(root, relative)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise CorruptTableError(f"the {what} {relative} of table {root} is missing", path=path) from None
+    except OSError as exc:
+        raise CorruptTableError(f"cannot read the {what} {relative} of table {root}: {exc}", path=path) from None
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        detail = "the file is empty" if not raw.strip() else f"not valid JSON ({exc})"
+        raise CorruptTableError(f"the {what} {relative} of table {root} is damaged: {detail}",
+                                path=path) from None
+    if not isinstance(document, dict):
+        raise CorruptTableError(f"the {what} {relative} of table {root} is damaged: not a JSON object",
+                                path=path)
+    check_format_version(document, relative)
+    return document
+
+
+def write_json_atomically(path: str, document: dict) -> str:
+    """Write a metadata file (with the format version) to a temporary name beside `path`
+    and fsync it; returns the temporary path for the caller to publish."""
+    tmp = paths.temporary_name(path)
+    with open(tmp, "w") as f:
+        json.dump({"format-version": FORMAT_VERSION, **document}, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A data file and where it lives."""
+
+    partition: tuple
+    bucket: int
+    file: DataFileMeta
+
+    def to_json(self, kind: str) -> dict:
+        return {"kind": kind, "partition": [encode_value(v) for v in self.partition],
+                "bucket": self.bucket, "file": self.file.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> FileEntry:
+        return cls(tuple(decode_value(v) for v in d["partition"]), d["bucket"], DataFileMeta.from_json(d["file"]))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    id: int
+    schema_id: int
+    commit_kind: str            # APPEND | COMPACT | OVERWRITE
+    time_millis: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    total_record_count: int
+    delta_record_count: int
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: dict, snapshot_id: int) -> Snapshot:
+        """Parse and check a snapshot document (ValueError says what is wrong)."""
+        values: dict[str, Any] = {}
+        for name, kind in (("id", int), ("schema_id", int), ("commit_kind", str), ("time_millis", int),
+                           ("base_manifest_list", str), ("delta_manifest_list", str),
+                           ("total_record_count", int), ("delta_record_count", int)):
+            value = d.get(name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise ValueError(f"field {name!r} is {value!r}, not a {kind.__name__}")
+            values[name] = value
+        if values["id"] != snapshot_id:
+            raise ValueError(f"it says it is snapshot {values['id']}")
+        if values["commit_kind"] not in COMMIT_KINDS:
+            raise ValueError(f"unknown commit kind {values['commit_kind']!r}")
+        for name in ("base_manifest_list", "delta_manifest_list"):
+            if values[name] and not paths.is_manifest_list(values[name]):
+                raise ValueError(f"{name} {values[name]!r} is not a manifest list's name")
+        return cls(**values)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def recovery_hint(root: str, damaged_id: int, intact: Sequence[int]) -> str:
+    """How to get past a damaged snapshot file (said in errors and in docs/FORMAT.md)."""
+    older = [i for i in intact if i < damaged_id]
+    if not older:
+        return "no older snapshot is left to fall back to."
+    return (f"older snapshots are intact (newest: {older[-1]}); read one with "
+            f"Table.open(path, check=False).read(snapshot={older[-1]}), or run `mergetree repair {root}` "
+            f"to set the damaged snapshot file aside so the table continues from snapshot {older[-1]} "
+            f"(the changes committed after it are lost)")
+
+
+class SnapshotStore:
+    """Reads and commits the snapshots of one table directory."""
+
+    def __init__(self, root: str, partition_by: Sequence[str] = (), manifest_merge_min_count: int = 30) -> None:
+        self.root = root
+        self.partition_by = tuple(partition_by)
+        self.merge_min_count = manifest_merge_min_count
+
+    def ensure_directories(self) -> None:
+        os.makedirs(os.path.join(self.root, paths.SNAPSHOT_DIR), exist_ok=True)
+        os.makedirs(os.path.join(self.root, paths.MANIFEST_DIR), exist_ok=True)
+
+    # -- reading ---------------------------------------------------------------------
+    def snapshot_ids(self) -> list[int]:
+        try:
+            names = os.listdir(os.path.join(self.root, paths.SNAPSHOT_DIR))
+        except FileNotFoundError:
+            return []
+        ids = [paths.snapshot_id_of(f"{paths.SNAPSHOT_DIR}/{name}") for name in names]
+        return sorted(i for i in ids if i is not None)
+
+    def latest_id(self) -> int | None:
+        """The newest snapshot's id; CorruptTableError if the LATEST hint shows that a newer
+        snapshot was committed and its file is gone."""
+        ids = self.snapshot_ids()
+        latest = ids[-1] if ids else None
+        hint = self.latest_hint()
+        if hint is not None and (latest is None or hint > latest):
+            relative = paths.snapshot_file(hint)
+            raise CorruptTableError(
+                f"the snapshot {relative} of table {self.root} is missing (the table's {paths.LATEST_HINT} "
+                f"says snapshot {hint} was committed); {recovery_hint(self.root, hint, ids)}",
+                path=os.path.join(self.root, relative))
+        return latest
+
+    def latest_hint(self) -> int | None:
+        try:
+            with open(os.path.join(self.root, paths.LATEST_HINT)) as f:
+                text = f.read().strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None  # only a hint: an unreadable one says nothing
+
+    def write_latest_hint(self, snapshot_id: int | None) -> None:
+        path = os.path.join(self.root, paths.LATEST_HINT)
+        if snapshot_id is None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            return
+        tmp = paths.temporary_name(path)
+        with open(tmp, "w") as f:
+            f.write(str(snapshot_id))
+        os.replace(tmp, path)
+
+    def update_latest_hint(self, snapshot_id: int) -> None:
+        """Raise the hint to `snapshot_id` (a slower committer never lowers it much: the next
+        commit raises it again)."""
+        current = self.latest_hint()
+        if current is None or current < snapshot_id:
+            self.write_latest_hint(snapshot_id)
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        relative = paths.snapshot_file(snapshot_id)
+        if not os.path.exists(os.path.join(self.root, relative)):
+            known = self.snapshot_ids()
+            have = f"snapshots {known[0]}..{known[-1]} exist" if known else "the table has no snapshots"
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot_id} does not exist (expired or never committed); {have}")
+        try:
+            return Snapshot.from_json(read_json(self.root, relative, "snapshot"), snapshot_id)
+        except (CorruptTableError, ValueError) as exc:
+            detail = str(exc) if isinstance(exc, CorruptTableError) else \
+                f"the snapshot {relative} of table {self.root} is damaged: {exc}"
+            raise CorruptTableError(f"{detail}; {recovery_hint(self.root, snapshot_id, self.snapshot_ids())}",
+                                    path=os.path.join(self.root, relative)) from None
+
+    def manifest_names(self, manifest_list: str) -> list[str]:
+        if not manifest_list:
+            return []
+        relative = f"{paths.MANIFEST_DIR}/{manifest_list}"
+        names = read_json(self.root, relative, "manifest list").get("manifests")
+        if not isinstance(names, list) or not all(isinstance(n, str) and paths.is_manifest(n) for n in names):
+            raise CorruptTableError(f"the manifest list {relative} of table {self.root} is damaged: "
+                                    f"'manifests' is not a list of manifest names",
+                                    path=os.path.join(self.root, relative))
+        return names
+
+    def read_manifest(self, name: str) -> list[tuple[str, FileEntry]]:
+        relative = f"{paths.MANIFEST_DIR}/{name}"
+        document = read_json(self.root, relative, "manifest")
+        try:
+            out = []
+            for e in document["entries"]:
+                entry = FileEntry.from_json(e)
+                if e["kind"] not in ("ADD", "DELETE"):
+                    raise ValueError(f"unknown entry kind {e['kind']!r}")
+                if not paths.is_data_file(entry.file.file_name, self.partition_by):
+                    raise ValueError(f"{entry.file.file_name!r} is not a data file name of this table")
+                out.append((e["kind"], entry))
+            return out
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptTableError(f"the manifest {relative} of table {self.root} is damaged: {exc!r}",
+                                    path=os.path.join(self.root, relative)) from None
+
+    def live_files(self, snapshot: Snapshot | None) -> dict[str, FileEntry]:
+        """file name -> entry for every data file of the snapshot."""
+        if snapshot is None:
+            return {}
+        names = self.manifest_names(snapshot.base_manifest_list) + self.manifest_names(snapshot.delta_manifest_list)
+        return self._fold(names)
+
+    def _fold(self, manifest_names: Iterable[str]) -> dict[str, FileEntry]:
+        live: dict[str, FileEntry] = {}
+        for name in manifest_names:
+            for kind, entry in self.read_manifest(name):
+                if kind == "ADD":
+                    live[entry.file.file_name] = entry
+                else:
+                    live.pop(entry.file.file_name, None)
+        return live
+
+    # -- writing ---------------------------------------------------------------------
+    def _publish(self, relative: str, document: dict) -> None:
+        path = os.path.join(self.root, relative)
+        os.replace(write_json_atomically(path, document), path)
+
+    def _write_manifest(self, entries: list[tuple[str, FileEntry]]) -> str:
+        name = paths.manifest_name()
+        self._publish(f"{paths.MANIFEST_DIR}/{name}", {"entries": [e.to_json(kind) for kind, e in entries]})
+        return name
+
+    def _write_manifest_list(self, manifests: list[str]) -> str:
+        name = paths.manifest_list_name()
+        self._publish(f"{paths.MANIFEST_DIR}/{name}", {"manifests": manifests})
+        return name
+
+    def commit(self, base_id: int | None, adds: list[FileEntry], deletes: list[FileEntry], kind: str,
+               schema_id: int = 0) -> Snapshot:
+        """Publish snapshot base_id + 1 with these changes, or raise CommitConflictError
+        if another commit published it first (the caller decides how to retry)."""
+        latest = self.latest_id()
+        if latest != base_id:
+            raise CommitConflictError(f"the table moved from snapshot {base_id} to {latest}")
+        self.ensure_directories()
+        base = self.snapshot(base_id) if base_id is not None else None
+        delta_entries = [("DELETE", e) for e in deletes] + [("ADD", e) for e in adds]
+        delta_list = self._write_manifest_list([self._write_manifest(delta_entries)])
+        base_manifests = []
+        total = 0
+        if base is not None:
+            base_manifests = (self.manifest_names(base.base_manifest_list)
+                              + self.manifest_names(base.delta_manifest_list))
+            total = base.total_record_count
+        if len(base_manifests) >= self.merge_min_count:
+            live = self._fold(base_manifests)
+            base_manifests = [self._write_manifest([("ADD", e) for e in live.values()])]
+        base_list = self._write_manifest_list(base_manifests)
+        delta_rows = sum(e.file.row_count for e in adds) - sum(e.file.row_count for e in deletes)
+        snapshot = Snapshot((base_id or 0) + 1, schema_id, kind, int(time.time() * 1000), base_list, delta_list,
+                            total + delta_rows, delta_rows)
+        final = os.path.join(self.root, paths.snapshot_file(snapshot.id))
+        tmp = write_json_atomically(final, snapshot.to_json())
+        try:
+            os.link(tmp, final)  # atomic and exclusive: fails if the id is taken
+        except FileExistsError:
+            raise CommitConflictError(f"snapshot {snapshot.id} was committed by someone else") from None
+        finally:
+            os.unlink(tmp)
+        _fsync_dir(os.path.dirname(final))
+        self.update_latest_hint(snapshot.id)
+        return snapshot
