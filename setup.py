@@ -40,6 +40,8 @@ def cython_extension(module: str, source: str) -> Extension:
 extensions = [
     cython_extension("mergetree._core", "_core/mergetree_core.pyx"),      # the merge
     cython_extension("mergetree._bucket", "_core/mergetree_bucket.pyx"),  # Spark bucket hashes
+    cython_extension("mergetree._curves", "_core/mergetree_curves.pyx"),  # Z-order and Hilbert keys
+    cython_extension("mergetree._bloom", "_core/mergetree_bloom.pyx"),    # Parquet Bloom filter probes
 ]
 
 setup(

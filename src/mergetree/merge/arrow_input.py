@@ -13,10 +13,11 @@ fixed-size binary, nested types recursively).
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import MalformedArrowError
 
-__all__ = ["check_array", "check_batch", "is_implicit_cast", "structural_type"]
+__all__ = ["check_array", "check_batch", "is_implicit_cast", "sort_indices", "structural_type"]
 
 _BYTES = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary(), pa.string_view(): pa.binary_view()}
 
@@ -126,3 +127,14 @@ def is_implicit_cast(source: pa.DataType, target: pa.DataType) -> bool:
             return False
         return all(is_implicit_cast(source.field(i).type, target.field(i).type) for i in range(source.num_fields))
     return False
+
+
+_PER_KEY_NULLS = tuple(int(p) for p in pa.__version__.split(".")[:2]) >= (25, 0)
+
+
+def sort_indices(data: pa.Table | pa.RecordBatch, keys: list[tuple[str, str]], null_placement: str) -> pa.Array:
+    """`pc.sort_indices` with one null placement for every key, on every pyarrow we support
+    (from 25 on the placement goes with each key; before, with the options)."""
+    if _PER_KEY_NULLS:
+        return pc.sort_indices(data, sort_keys=[(name, order, null_placement) for name, order in keys])
+    return pc.sort_indices(data, sort_keys=keys, null_placement=null_placement)

@@ -9,13 +9,20 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CorruptTableError, InvalidArgumentError, TableExistsError, TableNotFoundError
+from ..errors import (
+    CommitConflictError,
+    CorruptTableError,
+    InvalidArgumentError,
+    MergeTreeError,
+    TableExistsError,
+    TableNotFoundError,
+)
 from . import paths
 from .options import TableOptions
 from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot, SnapshotStore, read_json, write_json_atomically
 
-__all__ = ["TableDirectory", "as_path", "create_table", "open_table"]
+__all__ = ["TableDirectory", "alter_options", "as_path", "create_table", "open_table"]
 
 
 @dataclass(frozen=True)
@@ -51,9 +58,10 @@ class TableDirectory:
                 pass
 
     def discard(self, entries: Iterable[FileEntry]) -> None:
-        """Delete the data files of an uncommitted (failed or lost) change."""
+        """Delete the data files (and their sidecars) of an uncommitted (failed or lost) change."""
         for e in entries:
-            self.unlink_owned(e.file.file_name)
+            for relative in [e.file.file_name, *e.file.sidecars()]:
+                self.unlink_owned(relative)
 
 
 def as_path(path: Any) -> str:
@@ -95,12 +103,48 @@ def open_table(path: str, check: bool) -> TableDirectory:
         raise TableNotFoundError(f"no mergetree table at {path}: it is a file, not a directory")
     if not os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
         raise TableNotFoundError(f"no mergetree table at {path}: it has no {paths.SCHEMA_FILE}")
-    document = read_json(path, paths.SCHEMA_FILE, "schema file")
-    try:
-        directory = TableDirectory.load(path, TableSchema.from_json(document))
-    except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
-        raise CorruptTableError(f"the schema file {paths.SCHEMA_FILE} of table {path} is damaged: {exc!r}",
-                                path=os.path.join(path, paths.SCHEMA_FILE)) from None
+    directory = TableDirectory.load(path, _read_schema(path, _latest_schema_id(path)))
     if check:
         directory.latest_snapshot()
     return directory
+
+
+def _latest_schema_id(path: str) -> int:
+    names = os.listdir(os.path.join(path, paths.SCHEMA_DIR))
+    ids = [paths.schema_id_of(f"{paths.SCHEMA_DIR}/{name}") for name in names]
+    return max(i for i in ids if i is not None)
+
+
+def _read_schema(path: str, schema_id: int) -> TableSchema:
+    relative = paths.schema_file(schema_id)
+    document = read_json(path, relative, "schema file")
+    try:
+        ts = TableSchema.from_json(document)
+        if ts.schema_id != schema_id:
+            raise ValueError(f"it says it is schema {ts.schema_id}")
+        ts.table_options  # noqa: B018  (parsing checks the stored options)
+        return ts
+    except (KeyError, TypeError, ValueError, pa.ArrowException, MergeTreeError) as exc:
+        raise CorruptTableError(f"the schema file {relative} of table {path} is damaged: {exc!r}",
+                                path=os.path.join(path, relative)) from None
+
+
+def alter_options(directory: TableDirectory, changes: dict) -> TableDirectory:
+    """Publish the next schema version with changed options (None removes one).  Exclusive,
+    like a commit: if another change published that version first, raise CommitConflictError
+    (reopen the table and try again).  Data files are not touched: new options apply to what
+    is written from now on (`optimize` and `build_indexes` bring older files along)."""
+    latest = _latest_schema_id(directory.path)
+    if latest != directory.schema.schema_id:
+        raise CommitConflictError(f"the table's options changed since it was opened (schema {latest}); reopen it")
+    ts = directory.schema.with_options(changes)
+    target = os.path.join(directory.path, paths.schema_file(ts.schema_id))
+    tmp = write_json_atomically(target, ts.to_json())
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise CommitConflictError("another process changed the table's options at the same time; reopen the "
+                                  "table and try again") from None
+    finally:
+        os.unlink(tmp)
+    return TableDirectory.load(directory.path, ts)

@@ -3,8 +3,8 @@ and the metadata a manifest records for each."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -15,11 +15,16 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError
 from ..merge.row_kind import retraction_kinds
 from . import paths
+from .indexes import bloom
+from .indexes.bitmap import ColumnBitmap, build_bitmaps
+from .indexes.bloom import ColumnBloom
+from .options import TableOptions
+from .preaggregates import write_preaggregate
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .values import decode_value, encode_value
 
-__all__ = ["READ_BATCH_ROWS", "ROW_GROUP_ROWS", "DataFileMeta", "column_stats", "read_data_file", "read_run",
-           "write_data_file", "write_sorted_run"]
+__all__ = ["READ_BATCH_ROWS", "ROW_GROUP_ROWS", "DataFileMeta", "build_file_indexes", "column_stats", "final_rows",
+           "read_data_file", "read_run", "remove_data_file", "write_data_file", "write_sorted_run"]
 
 ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
 READ_BATCH_ROWS = 65536
@@ -40,12 +45,32 @@ class DataFileMeta:
     delete_count: int = 0
     # column -> (min, max, null_count); min/max None when not kept for the type
     stats: dict[str, tuple[Any, Any, int]] = field(default_factory=dict, hash=False, compare=False)
+    # file indexes and pre-aggregates (JSON, see `build_file_indexes`): "bloom" column -> ColumnBloom,
+    # "bitmap" column -> ColumnBitmap (rows in the "bitmap" sidecar), "preagg" model -> {rows, source_rows},
+    # "sorted_by" [columns]: the order of the rows inside the file, when it has one
+    indexes: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def sidecars(self) -> list[str]:
+        """The files beside this data file that belong to it."""
+        indexed = any(b.get("indexed", True) for b in self.indexes.get("bitmap", {}).values())
+        out = [paths.sidecar_name(self.file_name, "bitmap")] if indexed else []
+        return out + [paths.sidecar_name(self.file_name, f"agg-{name}") for name in self.indexes.get("preagg", {})]
+
+    def blooms(self) -> dict[str, ColumnBloom]:
+        return {c: ColumnBloom.from_json(d) for c, d in self.indexes.get("bloom", {}).items()}
+
+    def bitmaps(self) -> dict[str, ColumnBitmap]:
+        return {c: ColumnBitmap.from_json(d) for c, d in self.indexes.get("bitmap", {}).items()}
+
+    @property
+    def sorted_by(self) -> tuple[str, ...]:
+        return tuple(self.indexes.get("sorted_by", ()))
+
+    def with_indexes(self, indexes: dict[str, Any]) -> DataFileMeta:
+        return replace(self, indexes=indexes)
 
     def with_level(self, level: int) -> DataFileMeta:
-        d = asdict(self)
-        d["level"] = level
-        d["min_key"], d["max_key"] = self.min_key, self.max_key
-        return DataFileMeta(**d)
+        return replace(self, level=level)
 
     def to_json(self) -> dict:
         return {
@@ -54,6 +79,7 @@ class DataFileMeta:
             "max_key": [encode_value(v) for v in self.max_key], "min_seq": self.min_seq,
             "max_seq": self.max_seq, "delete_count": self.delete_count,
             "stats": {c: [encode_value(lo), encode_value(hi), n] for c, (lo, hi, n) in self.stats.items()},
+            **({"indexes": self.indexes} if self.indexes else {}),
         }
 
     @classmethod
@@ -61,7 +87,8 @@ class DataFileMeta:
         return cls(d["file_name"], d["level"], d["row_count"], d["file_size"],
                    tuple(decode_value(v) for v in d["min_key"]), tuple(decode_value(v) for v in d["max_key"]),
                    d["min_seq"], d["max_seq"], d["delete_count"],
-                   {c: (decode_value(lo), decode_value(hi), n) for c, (lo, hi, n) in d["stats"].items()})
+                   {c: (decode_value(lo), decode_value(hi), n) for c, (lo, hi, n) in d["stats"].items()},
+                   dict(d.get("indexes", {})))
 
 
 def _stat_worthy(dtype: pa.DataType) -> bool:
@@ -82,13 +109,19 @@ def column_stats(table: pa.Table, columns: list[str]) -> dict[str, tuple[Any, An
     return stats
 
 
-def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSchema,
-                    level: int) -> DataFileMeta:
-    """Write one Parquet data file (already sorted by key for primary-key tables)."""
+def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSchema, level: int,
+                    options: TableOptions | None = None, sorted_by: Sequence[str] = ()) -> DataFileMeta:
+    """Write one Parquet data file (already sorted by key for primary-key tables) with the
+    indexes and pre-aggregates `options` ask for (its sidecars are written first; a crash
+    leaves orphans that cleanup removes)."""
     name = paths.data_file_name(directory)
     path = os.path.join(root, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS)
+    bloom_columns = {c: schema.schema.field(c).type for c in (options.bloom_columns if options else ())}
+    pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS,
+                   bloom_filter_options=bloom.write_options(bloom_columns, ROW_GROUP_ROWS, options.bloom_fpp)
+                   if bloom_columns and options else None)
+    indexes = build_file_indexes(root, name, table, schema, options, sorted_by) if options else {}
     min_key = max_key = ()
     min_seq = max_seq = 0
     deletes = 0
@@ -101,33 +134,96 @@ def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSch
         kinds = table.column(KIND_COLUMN)
         deletes = pc.sum(pc.is_in(kinds, retraction_kinds())).as_py() or 0
     return DataFileMeta(name, level, table.num_rows, os.path.getsize(path), min_key, max_key,
-                        min_seq, max_seq, deletes, column_stats(table, schema.schema.names))
+                        min_seq, max_seq, deletes, column_stats(table, schema.schema.names), indexes)
+
+
+def final_rows(table: pa.Table, schema: TableSchema) -> pa.Table:
+    """A data file's rows as a read sees them when nothing overlaps the file: retractions
+    dropped, table columns only."""
+    if not schema.has_primary_key:
+        return table
+    keep = pc.invert(pc.is_in(table.column(KIND_COLUMN), retraction_kinds()))
+    return table.filter(keep).select(schema.schema.names)
+
+
+def build_file_indexes(root: str, name: str, table: pa.Table, schema: TableSchema, options: TableOptions,
+                       sorted_by: Sequence[str] = ()) -> dict[str, Any]:
+    """The Bloom filter description, bitmap index and pre-aggregates of a data file written
+    with Bloom filters for `options.bloom_columns` (sidecars are written here)."""
+    indexes: dict[str, Any] = {}
+    if options.bloom_columns:
+        described = bloom.describe(os.path.join(root, name), list(options.bloom_columns))
+        indexes["bloom"] = {c: b.to_json() for c, b in described.items()}
+    if options.bitmap_columns:
+        built = build_bitmaps(table, options.bitmap_columns, options.bitmap_max_values,
+                              os.path.join(root, paths.sidecar_name(name, "bitmap")))
+        if built:
+            indexes["bitmap"] = {c: b.to_json() for c, b in built.items()}
+    if options.aggregate_models:
+        rows = final_rows(table, schema)
+        indexes["preagg"] = {
+            model.name: write_preaggregate(rows, model,
+                                           os.path.join(root, paths.sidecar_name(name, f"agg-{model.name}")))
+            for model in options.aggregate_models.values()}
+    if sorted_by:
+        indexes["sorted_by"] = list(sorted_by)
+    return indexes
 
 
 def write_sorted_run(root: str, directory: str, table: pa.Table, schema: TableSchema, level: int,
-                     target_file_size: int) -> list[DataFileMeta]:
-    """Write a sorted table as one or more files of about `target_file_size` bytes (in memory)."""
+                     options: TableOptions, sorted_by: Sequence[str] = ()) -> list[DataFileMeta]:
+    """Write a sorted table as files of about `options.target_file_size` bytes (in memory);
+    a failure removes the files already written."""
     if table.num_rows == 0:
         return []
     bytes_per_row = max(table.nbytes / table.num_rows, 1.0)
-    rows_per_file = max(int(target_file_size / bytes_per_row), 1)
-    return [write_data_file(root, directory, table.slice(start, rows_per_file), schema, level)
-            for start in range(0, table.num_rows, rows_per_file)]
+    rows_per_file = max(int(options.target_file_size / bytes_per_row), 1)
+    written: list[DataFileMeta] = []
+    try:
+        for start in range(0, table.num_rows, rows_per_file):
+            written.append(write_data_file(root, directory, table.slice(start, rows_per_file), schema, level,
+                                           options, sorted_by))
+    except BaseException:
+        for meta in written:
+            remove_data_file(root, meta)
+        raise
+    return written
+
+
+def remove_data_file(root: str, meta: DataFileMeta) -> None:
+    """Delete an uncommitted data file and its sidecars."""
+    for relative in [meta.file_name, *meta.sidecars()]:
+        try:
+            os.unlink(os.path.join(root, relative))
+        except FileNotFoundError:
+            pass
 
 
 def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = None,
-                   row_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
+                   row_filter: pc.Expression | None = None,
+                   row_groups: Collection[int] | None = None) -> Iterator[pa.RecordBatch]:
     """Stream a data file a row group at a time; `row_filter` keeps only matching rows and
-    skips row groups whose statistics rule them out (order is kept).  A missing, truncated
-    or unreadable file raises CorruptTableError naming it."""
+    skips row groups whose statistics rule them out, `row_groups` (an index's verdict) reads
+    only those (order is kept).  A missing, truncated or unreadable file raises
+    CorruptTableError naming it."""
     path = os.path.join(root, meta.file_name)
+    groups = None if row_groups is None else sorted(row_groups)
     try:
         if row_filter is None:
             reader = pq.ParquetFile(path, pre_buffer=False)
-            batches = reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns)
+            if groups is not None:
+                groups = [g for g in groups if g < reader.num_row_groups]
+            batches = reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns, row_groups=groups)
         else:
-            scanner = ds.dataset(path, format="parquet").scanner(
-                columns=columns, filter=row_filter, batch_size=READ_BATCH_ROWS, use_threads=False)
+            dataset = ds.dataset(path, format="parquet")
+            if groups is not None:
+                fragment = next(iter(dataset.get_fragments()))
+                source = fragment.subset(row_group_ids=groups)
+                scanner = ds.Scanner.from_fragment(source, schema=dataset.schema, columns=columns, filter=row_filter,
+                                                   batch_size=READ_BATCH_ROWS, use_threads=False)
+            else:
+                scanner = dataset.scanner(columns=columns, filter=row_filter, batch_size=READ_BATCH_ROWS,
+                                          use_threads=False)
             batches = scanner.to_batches()
         rows = 0
         for batch in batches:
@@ -139,13 +235,16 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is unreadable: {exc}",
                                 path=path) from None
-    if row_filter is None and rows != meta.row_count:
+    if row_filter is None and groups is None and rows != meta.row_count:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} holds {rows} rows, its manifest "
                                 f"says {meta.row_count}", path=path)
 
 
 def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None,
-             row_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
-    """A sorted run spread over several non-overlapping files, in key order."""
+             row_filter: pc.Expression | None = None,
+             row_groups: Mapping[str, Collection[int]] | None = None) -> Iterator[pa.RecordBatch]:
+    """A sorted run spread over several non-overlapping files, in key order; `row_groups`
+    restricts some files (by name) to some of their row groups."""
     for meta in files:
-        yield from read_data_file(root, meta, columns, row_filter)
+        yield from read_data_file(root, meta, columns, row_filter,
+                                  None if row_groups is None else row_groups.get(meta.file_name))

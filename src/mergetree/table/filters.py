@@ -131,7 +131,8 @@ def to_expression(f: Filter, schema: pa.Schema) -> pc.Expression | None:
     if op in ("in", "not in"):
         values = pa.array(value, type=dtype)
         expr = field.isin(values)
-        return ~expr if op == "not in" else expr
+        # SQL: `x NOT IN (...)` is unknown, so false, when x is null (as `x != v` is)
+        return (~expr & field.is_valid()) if op == "not in" else expr
     scalar = pa.scalar(value, type=dtype)
     return {"=": field == scalar, "!=": field != scalar, "<": field < scalar, "<=": field <= scalar,
             ">": field > scalar, ">=": field >= scalar}[op]

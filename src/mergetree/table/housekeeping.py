@@ -48,7 +48,9 @@ def referenced_files(directory: TableDirectory, snapshot_ids: list[int]) -> set[
                 out.add(f"{paths.MANIFEST_DIR}/{manifest_list}")
             for manifest in store.manifest_names(manifest_list):
                 out.add(f"{paths.MANIFEST_DIR}/{manifest}")
-        out.update(store.live_files(snap))
+        for name, entry in store.live_files(snap).items():
+            out.add(name)
+            out.update(entry.file.sidecars())
     return out
 
 

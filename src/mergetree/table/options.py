@@ -28,8 +28,27 @@ from .compaction.planner import (
     CompactionOptions,
     parse_memory_size,
 )
+from .indexes.bloom import check_bloom_column
 
-__all__ = ["OPTIONS", "OptionSpec", "TableOptions", "aggregate_option", "describe_options", "resolve_options"]
+__all__ = [
+    "CLUSTERING_STRATEGIES",
+    "KEY_BITMAP_COLUMNS",
+    "KEY_BLOOM_COLUMNS",
+    "KEY_CLUSTERING_COLUMNS",
+    "KEY_CLUSTERING_STRATEGY",
+    "KEY_SORT_WITHIN",
+    "MEASURE_FUNCTIONS",
+    "OPTIONS",
+    "PK_CLUSTERING_MESSAGE",
+    "AggregateModel",
+    "Clustering",
+    "OptionSpec",
+    "TableOptions",
+    "aggregate_model_options",
+    "aggregate_option",
+    "describe_options",
+    "resolve_options",
+]
 
 
 def _parse_bool(text: str, key: str) -> bool:
@@ -68,15 +87,51 @@ def _parse_ratio(text: str, key: str) -> float:
     return value
 
 
+def _parse_fraction(text: str, key: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise InvalidArgumentError(f"option {key!r} must be a number, got {text!r}") from None
+    if not 0 < value < 1:
+        raise InvalidArgumentError(f"option {key!r} must be between 0 and 1 (exclusive), got {text!r}")
+    return value
+
+
+def _parse_names(text: str, key: str) -> tuple[str, ...]:
+    """A comma-separated list of column names (checked against the schema later)."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"option {key!r} names a column twice: {text!r}")
+    return names
+
+
+CLUSTERING_STRATEGIES = ("linear", "zorder", "hilbert")
+
+
+def _parse_strategy(text: str, key: str) -> str:
+    value = text.strip().lower()
+    if value not in CLUSTERING_STRATEGIES:
+        raise InvalidArgumentError(f"option {key!r} must be one of {', '.join(CLUSTERING_STRATEGIES)}, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class OptionSpec:
-    """One table option: its key, default (None: derived from others), parser and meaning."""
+    """One table option: its key, default (None: derived from others, or unset), parser and meaning."""
 
     key: str
     default: str | None
     parse: Callable[[str, str], Any]
     doc: str
 
+
+KEY_BLOOM_COLUMNS = "file-index.bloom-filter.columns"
+KEY_BLOOM_FPP = "file-index.bloom-filter.fpp"
+KEY_BITMAP_COLUMNS = "file-index.bitmap.columns"
+KEY_BITMAP_MAX_VALUES = "file-index.bitmap.max-values"
+KEY_CLUSTERING_COLUMNS = "clustering.columns"
+KEY_CLUSTERING_STRATEGY = "clustering.strategy"
+KEY_SORT_WITHIN = "sort-within.columns"
 
 OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
     OptionSpec("write-buffer-size", "256 mb", _parse_size,
@@ -98,10 +153,28 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "percentage slack when collecting runs of similar size for a compaction"),
     OptionSpec(KEY_SMALL_FILE_RATIO, "0.7", _parse_ratio,
                "files below this fraction of target-file-size are rewritten with their neighbours"),
+    OptionSpec(KEY_BLOOM_COLUMNS, None, _parse_names,
+               "columns with a Parquet Bloom filter in every data file (= and IN skip files and row groups)"),
+    OptionSpec(KEY_BLOOM_FPP, "0.01", _parse_fraction, "the Bloom filters' false-positive probability"),
+    OptionSpec(KEY_BITMAP_COLUMNS, None, _parse_names,
+               "low-cardinality columns with a bitmap index (value -> rows; =, IN and ranges skip files and "
+               "row groups)"),
+    OptionSpec(KEY_BITMAP_MAX_VALUES, "1000", _int_parser(1),
+               "a file with more distinct values than this in a bitmap column gets no bitmap for it"),
+    OptionSpec(KEY_CLUSTERING_COLUMNS, None, _parse_names,
+               "append tables: the layout `optimize` clusters files by (1 to 8 columns)"),
+    OptionSpec(KEY_CLUSTERING_STRATEGY, None, _parse_strategy,
+               "linear (sort by the columns in order), zorder or hilbert (default: linear for one column, "
+               "hilbert for more)"),
+    OptionSpec(KEY_SORT_WITHIN, None, _parse_names,
+               "append tables: the row order inside each data file (speeds up Top-N reads)"),
 )}
 
 # fields.<column>.aggregate-function (aggregate tables): the column's aggregate.
 _AGGREGATE_KEY = re.compile(r"fields\.(.+)\.aggregate-function")
+# aggregate.<name>.group-by / aggregate.<name>.measures: a pre-aggregate model
+_MODEL_KEY = re.compile(r"aggregate\.([A-Za-z0-9_-]+)\.(group-by|measures)")
+MEASURE_FUNCTIONS = ("sum", "count", "min", "max")
 
 
 def aggregate_option(column: str) -> str:
@@ -110,30 +183,98 @@ def aggregate_option(column: str) -> str:
 
 def describe_options() -> list[tuple[str, str, str]]:
     """(key, default, meaning) of every option, for help texts and docs."""
-    rows = [(s.key, s.default if s.default is not None else "(derived)", s.doc) for s in OPTIONS.values()]
+    rows = [(s.key, s.default if s.default is not None else "(unset)", s.doc) for s in OPTIONS.values()]
     rows.append((aggregate_option("<column>"), "last_non_null_value",
                  f"aggregate tables: one of {', '.join(AGGREGATE_FUNCTIONS)}"))
+    rows.append(("aggregate.<name>.group-by / .measures", "(unset)",
+                 "a pre-aggregate model (`Table.add_aggregate`): group-by columns and column:function measures"))
     return rows
 
 
-def resolve_options(options: Mapping[str, Any] | None, schema: pa.Schema, merge_engine: str,
-                    system_columns: set[str]) -> dict[str, str]:
-    """Check user options for a new table; returns every option as stored (defaults filled in)."""
-    if options is None:
-        options = {}
+def _options_as_strings(options: Mapping[str, Any]) -> dict[str, str | None]:
     if not isinstance(options, Mapping):
         raise InvalidArgumentError(f"options must be a dict of option -> value, not {type(options).__name__}")
-    stored = {key: spec.default for key, spec in OPTIONS.items() if spec.default is not None}
+    out: dict[str, str | None] = {}
     for key, value in options.items():
         if not isinstance(key, str):
             raise InvalidArgumentError(f"option keys are strings, not {key!r}")
+        if value is None:
+            out[key] = None
+            continue
         if isinstance(value, bool):
             value = "true" if value else "false"
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            value = ",".join(value)
         if not isinstance(value, (str, int, float)):
-            raise InvalidArgumentError(f"option {key!r} must be a string or number, not {value!r}")
-        stored[key] = str(value)
-    TableOptions.parse(stored, schema, merge_engine, system_columns)  # raises on anything wrong
+            raise InvalidArgumentError(f"option {key!r} must be a string, number or list of names, not {value!r}")
+        out[key] = str(value)
+    return out
+
+
+def resolve_options(options: Mapping[str, Any] | None, schema: pa.Schema, merge_engine: str,
+                    primary_key: tuple[str, ...], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Check options for a new table (or changes to an existing table's `base` options, where
+    None removes a key); returns every option as stored (defaults filled in)."""
+    stored = dict(base) if base is not None else \
+        {key: spec.default for key, spec in OPTIONS.items() if spec.default is not None}
+    for key, value in _options_as_strings(options or {}).items():
+        if value is None:
+            stored.pop(key, None)
+            spec = OPTIONS.get(key)
+            if spec is not None and spec.default is not None:
+                stored[key] = spec.default
+        else:
+            stored[key] = value
+    TableOptions.parse(stored, schema, merge_engine, primary_key)  # raises on anything wrong
     return stored
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """How `optimize` lays out an append table's files."""
+
+    columns: tuple[str, ...]
+    strategy: str  # linear | zorder | hilbert
+
+
+@dataclass(frozen=True)
+class AggregateModel:
+    """A pre-aggregate: per data file, its rows grouped by `group_by` with `measures`
+    ((column, function) pairs; column "*" with "count" counts rows)."""
+
+    name: str
+    group_by: tuple[str, ...]
+    measures: tuple[tuple[str, str], ...]
+
+    def output_name(self, column: str, function: str) -> str:
+        return f"{'rows' if column == '*' else column}_{function}"
+
+
+def _parse_measures(text: str, key: str, schema: pa.Schema) -> tuple[tuple[str, str], ...]:
+    out = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        column, _, function = part.rpartition(":")
+        if not column or function not in MEASURE_FUNCTIONS:
+            raise InvalidArgumentError(f"option {key!r}: write measures as column:function with a function in "
+                                       f"{', '.join(MEASURE_FUNCTIONS)}, e.g. 'amount:sum,*:count'; got {part!r}")
+        if column == "*":
+            if function != "count":
+                raise InvalidArgumentError(f"option {key!r}: '*' only takes count, not {function!r}")
+        elif column not in schema.names:
+            raise InvalidArgumentError(f"option {key!r} names column {column!r}, which the schema lacks")
+        else:
+            dtype = schema.field(column).type
+            numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+            if function == "sum" and not numeric:
+                raise InvalidArgumentError(f"option {key!r}: sum needs a numeric column, {column!r} is {dtype}")
+            if function in ("min", "max") and (pa.types.is_nested(dtype) or pa.types.is_boolean(dtype)):
+                raise InvalidArgumentError(f"option {key!r}: {function} cannot apply to {column!r} ({dtype})")
+        if (column, function) in out:
+            raise InvalidArgumentError(f"option {key!r} names {part!r} twice")
+        out.append((column, function))
+    if not out:
+        raise InvalidArgumentError(f"option {key!r} needs at least one measure")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -146,20 +287,33 @@ class TableOptions:
     manifest_merge_min_count: int
     compaction: CompactionOptions
     aggregations: dict[str, str] = field(default_factory=dict)
+    bloom_columns: tuple[str, ...] = ()
+    bloom_fpp: float = 0.01
+    bitmap_columns: tuple[str, ...] = ()
+    bitmap_max_values: int = 1000
+    clustering: Clustering | None = None
+    sort_within: tuple[str, ...] = ()
+    aggregate_models: dict[str, AggregateModel] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], schema: pa.Schema, merge_engine: str,
-              system_columns: set[str]) -> TableOptions:
+              primary_key: tuple[str, ...] | set[str]) -> TableOptions:
         values: dict[str, Any] = {}
         aggregations: dict[str, str] = {}
+        models: dict[str, dict[str, str]] = {}
         for key, text in raw.items():
             spec = OPTIONS.get(key)
             if spec is not None:
                 values[key] = spec.parse(text, key)
                 continue
+            model = _MODEL_KEY.fullmatch(key)
+            if model is not None:
+                models.setdefault(model.group(1), {})[model.group(2)] = text
+                continue
             match = _AGGREGATE_KEY.fullmatch(key)
             if match is None:
-                close = difflib.get_close_matches(key, [*OPTIONS, "fields.<column>.aggregate-function"], n=1)
+                close = difflib.get_close_matches(
+                    key, [*OPTIONS, "fields.<column>.aggregate-function", "aggregate.<name>.group-by"], n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known options: {', '.join(OPTIONS)}"
                 raise InvalidArgumentError(f"unknown table option {key!r}{hint}")
             column, function = match.group(1), text.strip()
@@ -167,7 +321,7 @@ class TableOptions:
                 raise InvalidArgumentError(f"option {key!r} needs merge_engine='aggregate', not {merge_engine!r}")
             if column not in schema.names:
                 raise InvalidArgumentError(f"option {key!r} names column {column!r}, which the schema lacks")
-            if column in system_columns:
+            if column in primary_key:
                 raise InvalidArgumentError(f"option {key!r}: {column!r} is a primary-key column; "
                                            f"keys are not aggregated")
             if function not in AGGREGATE_FUNCTIONS:
@@ -177,8 +331,73 @@ class TableOptions:
                                            f"(choose one of {', '.join(AGGREGATE_FUNCTIONS)})")
             check_aggregate_type(column, function, schema.field(column).type)
             aggregations[column] = function
+        for key in (KEY_BLOOM_COLUMNS, KEY_BITMAP_COLUMNS, KEY_CLUSTERING_COLUMNS, KEY_SORT_WITHIN):
+            for column in values.get(key, ()):
+                if column not in schema.names:
+                    raise InvalidArgumentError(f"option {key!r} names column {column!r}, which the schema lacks")
+        for column in values.get(KEY_BLOOM_COLUMNS, ()):
+            check_bloom_column(column, schema.field(column).type)
+        for column in values.get(KEY_BITMAP_COLUMNS, ()):
+            dtype = schema.field(column).type
+            if pa.types.is_nested(dtype) or pa.types.is_null(dtype) or pa.types.is_floating(dtype):
+                raise InvalidArgumentError(f"option {KEY_BITMAP_COLUMNS!r}: column {column!r} ({dtype}) cannot have a "
+                                           f"bitmap index (it takes integers, strings, binaries, bool, dates, "
+                                           f"timestamps and decimals)")
+        clustering = None
+        columns = values.get(KEY_CLUSTERING_COLUMNS, ())
+        if KEY_CLUSTERING_STRATEGY in values and not columns:
+            raise InvalidArgumentError(f"option {KEY_CLUSTERING_STRATEGY!r} needs {KEY_CLUSTERING_COLUMNS!r}")
+        if columns:
+            if primary_key:
+                raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
+            if len(columns) > 8:
+                raise InvalidArgumentError(f"option {KEY_CLUSTERING_COLUMNS!r}: at most 8 columns, got {len(columns)}")
+            strategy = values.get(KEY_CLUSTERING_STRATEGY, "linear" if len(columns) == 1 else "hilbert")
+            clustering = Clustering(columns, strategy)
+        if values.get(KEY_SORT_WITHIN) and primary_key:
+            raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
+        aggregate_models = {}
+        for name, parts in sorted(models.items()):
+            if set(parts) != {"group-by", "measures"}:
+                raise InvalidArgumentError(f"pre-aggregate {name!r} needs both aggregate.{name}.group-by and "
+                                           f"aggregate.{name}.measures")
+            group_by = _parse_names(parts["group-by"], f"aggregate.{name}.group-by")
+            for column in group_by:
+                if column not in schema.names:
+                    raise InvalidArgumentError(f"pre-aggregate {name!r} groups by {column!r}, which the schema lacks")
+            aggregate_models[name] = AggregateModel(name, group_by,
+                                                    _parse_measures(parts["measures"], f"aggregate.{name}.measures",
+                                                                    schema))
         compaction = CompactionOptions.from_options(raw)
         defaults = {k: spec.parse(spec.default, k) for k, spec in OPTIONS.items() if spec.default is not None}
         merged = {**defaults, **values}
         return cls(merged["write-buffer-size"], merged[KEY_TARGET_FILE_SIZE], merged["write-only"],
-                   merged["manifest.merge-min-count"], compaction, aggregations)
+                   merged["manifest.merge-min-count"], compaction, aggregations,
+                   merged.get(KEY_BLOOM_COLUMNS, ()), merged[KEY_BLOOM_FPP], merged.get(KEY_BITMAP_COLUMNS, ()),
+                   merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models)
+
+
+PK_CLUSTERING_MESSAGE = (
+    "a primary-key table's files are sorted by its primary key (merge-on-read and compaction need that "
+    "order), so they cannot be clustered or sorted by other columns. Cluster a primary-key table by "
+    "choosing its primary-key column order, bucket key and partitioning when you create it (and "
+    "use Bloom filter or bitmap indexes for the other columns), or keep the data in an append table")
+
+
+def aggregate_model_options(name: Any, group_by: Any, measures: Any, schema: pa.Schema) -> dict[str, str]:
+    """The options that declare a pre-aggregate model (see `Table.add_aggregate`)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise InvalidArgumentError(f"a pre-aggregate name is letters, digits, '_' and '-', not {name!r}")
+    groups = [group_by] if isinstance(group_by, str) else group_by
+    if not isinstance(groups, (list, tuple)) or not all(isinstance(g, str) for g in groups):
+        raise InvalidArgumentError(f"group_by must be a column name or a list of names, not {group_by!r}")
+    if not isinstance(measures, Mapping) or not measures:
+        raise InvalidArgumentError(f"measures must be a non-empty dict of column -> function(s), e.g. "
+                                   f"{{'amount': 'sum', '*': 'count'}}, not {measures!r}")
+    pairs = []
+    for column, functions in measures.items():
+        for function in [functions] if isinstance(functions, str) else list(functions):
+            pairs.append(f"{column}:{function}")
+    options = {f"aggregate.{name}.group-by": ",".join(groups), f"aggregate.{name}.measures": ",".join(pairs)}
+    _parse_measures(options[f"aggregate.{name}.measures"], f"aggregate.{name}.measures", schema)
+    return options

@@ -13,16 +13,16 @@ import uuid
 from collections.abc import Sequence
 
 __all__ = [
-    "LATEST_HINT", "MANIFEST_DIR", "SCHEMA_DIR", "SCHEMA_FILE", "SNAPSHOT_DIR", "bucket_directory", "data_file_name",
-    "is_data_file",
-    "is_manifest", "is_manifest_list", "is_owned", "is_temporary", "manifest_list_name", "manifest_name",
-    "partition_text", "snapshot_file", "snapshot_id_of", "temporary_name",
+    "LATEST_HINT", "MANIFEST_DIR", "SCHEMA_DIR", "SCHEMA_FILE", "SNAPSHOT_DIR", "bucket_directory",
+    "data_file_name", "is_data_file", "is_manifest", "is_manifest_list", "is_owned", "is_sidecar", "is_temporary",
+    "manifest_list_name", "manifest_name", "partition_text", "schema_file", "schema_id_of", "sidecar_name",
+    "snapshot_file", "snapshot_id_of", "temporary_name",
 ]
 
 SCHEMA_DIR = "schema"
 SNAPSHOT_DIR = "snapshot"
 MANIFEST_DIR = "manifest"
-SCHEMA_FILE = f"{SCHEMA_DIR}/schema-0.json"
+SCHEMA_FILE = f"{SCHEMA_DIR}/schema-0.json"  # the first version, written by create
 # The id of the newest snapshot committed, written after each commit: a hint that can lag
 # behind (a crash between commit and hint) but never run ahead, so a hint above the newest
 # snapshot file means that file was lost.
@@ -30,11 +30,23 @@ LATEST_HINT = f"{SNAPSHOT_DIR}/LATEST"
 
 _HEX = "[0-9a-f]{32}"
 _SNAPSHOT = re.compile(rf"{SNAPSHOT_DIR}/snapshot-(\d+)\.json")
-_SCHEMA = re.compile(rf"{SCHEMA_DIR}/schema-\d+\.json")
+_SCHEMA = re.compile(rf"{SCHEMA_DIR}/schema-(\d+)\.json")
 _MANIFEST = re.compile(rf"manifest-{_HEX}\.json")
 _MANIFEST_LIST = re.compile(rf"manifest-list-{_HEX}\.json")
 _DATA = re.compile(rf"bucket-\d+/data-{_HEX}\.parquet")
+# files beside a data file that belong to it: its bitmap index, its pre-aggregates
+_SIDECAR = re.compile(rf"bucket-\d+/data-{_HEX}\.(?:bitmap|agg-[A-Za-z0-9_-]+)\.parquet")
 _TEMPORARY = re.compile(rf"(.+)\.(?:{_HEX}|\d+)\.tmp")
+
+
+def schema_file(schema_id: int) -> str:
+    return f"{SCHEMA_DIR}/schema-{schema_id}.json"
+
+
+def schema_id_of(name: str) -> int | None:
+    """The id in a schema file's name (relative to the table), or None."""
+    match = _SCHEMA.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def snapshot_file(snapshot_id: int) -> str:
@@ -89,8 +101,7 @@ def data_file_name(directory: str) -> str:
     return f"{directory}/data-{uuid.uuid4().hex}.parquet"
 
 
-def is_data_file(name: str, partition_by: Sequence[str]) -> bool:
-    """Is `name` (relative to the table) a data file's name for this partitioning?"""
+def _in_bucket_directory(name: str, partition_by: Sequence[str], pattern: re.Pattern) -> bool:
     parts = name.split("/")
     if len(parts) != len(partition_by) + 2:
         return False
@@ -98,7 +109,21 @@ def is_data_file(name: str, partition_by: Sequence[str]) -> bool:
         prefix = f"{column}="
         if not part.startswith(prefix) or len(part) == len(prefix):
             return False
-    return _DATA.fullmatch("/".join(parts[-2:])) is not None
+    return pattern.fullmatch("/".join(parts[-2:])) is not None
+
+
+def is_data_file(name: str, partition_by: Sequence[str]) -> bool:
+    """Is `name` (relative to the table) a data file's name for this partitioning?"""
+    return _in_bucket_directory(name, partition_by, _DATA)
+
+
+def sidecar_name(data_file: str, kind: str) -> str:
+    """A file that belongs to a data file: kind "bitmap" or "agg-<model name>"."""
+    return f"{data_file[:-len('.parquet')]}.{kind}.parquet"
+
+
+def is_sidecar(name: str, partition_by: Sequence[str]) -> bool:
+    return _in_bucket_directory(name, partition_by, _SIDECAR)
 
 
 def is_owned(name: str, partition_by: Sequence[str]) -> bool:
@@ -113,7 +138,7 @@ def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     if name.startswith(MANIFEST_DIR + "/"):
         rest = name[len(MANIFEST_DIR) + 1:]
         return is_manifest(rest) or is_manifest_list(rest)
-    return is_data_file(name, partition_by)
+    return is_data_file(name, partition_by) or is_sidecar(name, partition_by)
 
 
 def is_temporary(name: str) -> bool:

@@ -1,11 +1,15 @@
 """The read path, shared by `Table.read`/`Table.scan`/`Table.plan` and the Spark data source:
-plan which files a filtered read touches, then merge each bucket's sections on read."""
+plan which files (and row groups) a filtered read touches, reporting what each pruning step
+removed, then merge each bucket's sections on read.  Top-N reads (`order_by` + `limit`) read
+files in the order of their statistics and stop as soon as no unread file can hold a better
+row."""
 from __future__ import annotations
 
 import itertools
 import os
+import threading
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidArgumentError
 from ..merge import merge
+from ..merge.arrow_input import sort_indices
 from ..merge.row_kind import retraction_kinds
 from . import filters as flt
 from .buckets import bucket_ids
@@ -22,19 +27,24 @@ from .compaction.planner import interval_partition
 from .directory import TableDirectory
 from .files import DataFileMeta, read_run
 from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN
+from .skipping import STEPS, decide
 from .snapshots import Snapshot
 
-__all__ = ["BucketPlan", "PreparedRead", "ReadPlan", "plan_read", "prepare_read", "read_bucket", "read_table",
-           "scan_table"]
+__all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "order_by_for",
+           "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table", "snapshot_for", "top_rows"]
+
+OrderBy = list[tuple[str, str]]  # [(column, "asc" | "desc")]
 
 
 @dataclass
 class BucketPlan:
-    """The files a read of one bucket touches, grouped into sections of overlapping key ranges."""
+    """The files a read of one bucket touches, grouped into sections of overlapping key ranges,
+    and the row groups an index restricted some of them to."""
 
     partition: tuple
     bucket: int
     sections: list[list[list[DataFileMeta]]]  # section -> sorted runs -> files in key order
+    row_groups: dict[str, frozenset[int]] = field(default_factory=dict)  # file name -> row groups to read
 
     @property
     def files(self) -> list[DataFileMeta]:
@@ -42,19 +52,66 @@ class BucketPlan:
 
 
 @dataclass
+class PruneStep:
+    """What one pruning step removed."""
+
+    files: int = 0
+    bytes: int = 0
+
+    def add(self, files: Sequence[DataFileMeta]) -> None:
+        self.files += len(files)
+        self.bytes += sum(m.file_size for m in files)
+
+
+@dataclass
 class ReadPlan:
-    """Which files a read touches, and how many pruning ruled out."""
+    """Which files a read touches, and what each pruning step removed (`steps`, in the order
+    of `skipping.STEPS`; Top-N may remove more files while the read runs)."""
 
     snapshot_id: int | None
     buckets: list[BucketPlan] = field(default_factory=list)
     files_total: int = 0
+    bytes_total: int = 0
     pruned_partitions: int = 0
     pruned_buckets: int = 0
-    pruned_files: int = 0
+    steps: dict[str, PruneStep] = field(default_factory=lambda: {s: PruneStep() for s in STEPS})
+    row_groups_skipped: int = 0
 
     @property
     def files(self) -> list[DataFileMeta]:
         return [f for b in self.buckets for f in b.files]
+
+    @property
+    def pruned_files(self) -> int:
+        return self.files_total - len(self.files)
+
+    def explain(self) -> list[list[str]]:
+        """The plan as table rows: each step and what it removed, then what is left to read."""
+        rows = [["step", "files removed", "MiB removed"]]
+        for name, step in self.steps.items():
+            rows.append([name, f"{step.files:,}", f"{step.bytes / 2**20:.1f}"])
+        left = self.files
+        rows.append(["to read", f"{len(left):,} of {self.files_total:,}",
+                     f"{sum(m.file_size for m in left) / 2**20:.1f} of {self.bytes_total / 2**20:.1f}"])
+        return rows
+
+
+@dataclass
+class ReadStats:
+    """What a read actually did (Top-N may stop before the plan's files are all read)."""
+
+    files_total: int = 0
+    bytes_total: int = 0
+    files_read: int = 0
+    bytes_read: int = 0
+    rows_out: int = 0
+    used_preaggregates: int = 0  # files answered from their pre-aggregates (Table.aggregate)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(self, files: Sequence[DataFileMeta]) -> None:
+        with self._lock:
+            self.files_read += len(files)
+            self.bytes_read += sum(m.file_size for m in files)
 
 
 def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
@@ -66,12 +123,50 @@ def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
     return directory.store.snapshot(snapshot)
 
 
-def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any) -> ReadPlan:
-    """Which files a read with the (normalized) filter `f` touches, by bucket and section."""
+def order_by_for(directory: TableDirectory, order_by: Any, limit: Any) -> tuple[OrderBy, int | None]:
+    """Checked `order_by` ([(column, "asc"|"desc")], a column name, or a list of names) and `limit`."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgumentError(f"limit must be a non-negative integer or None, not {limit!r}")
+    if order_by is None:
+        return [], limit
+    items = [order_by] if isinstance(order_by, (str, tuple)) else order_by
+    if not isinstance(items, list) or not items:
+        raise InvalidArgumentError(f"order_by must be a column, (column, 'asc'|'desc'), or a list of them, "
+                                   f"not {order_by!r}")
+    out: OrderBy = []
+    names = directory.schema.schema.names
+    for item in items:
+        column, direction = (item, "asc") if isinstance(item, str) else (tuple(item) + ("asc",))[:2]
+        if not isinstance(column, str) or column not in names:
+            raise InvalidArgumentError(f"order_by names {column!r}, which is not a column; columns: {names}")
+        if direction not in ("asc", "desc"):
+            raise InvalidArgumentError(f"order_by direction must be 'asc' or 'desc', not {direction!r}")
+        dtype = directory.schema.schema.field(column).type
+        if pa.types.is_nested(dtype):
+            raise InvalidArgumentError(f"cannot order by {column!r} of type {dtype}")
+        out.append((column, direction))
+    return out, limit
+
+
+def _best(meta: DataFileMeta, column: str, direction: str) -> tuple[int, Any]:
+    """A sort key for reading files in Top-N order: the best value the file can offer."""
+    lo, hi, _ = meta.stats.get(column, (None, None, 0))
+    value = lo if direction == "asc" else hi
+    if value is None:
+        return (1, 0)  # only nulls (or no statistics): nulls sort last
+    return (0, value)
+
+
+def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by: OrderBy | None = None,
+              limit: int | None = None) -> ReadPlan:
+    """Which files (and row groups) a read with the normalized filter `f` touches."""
     ts = directory.schema
+    root = directory.path
     snap = snapshot_for(directory, snapshot)
     live = directory.live_files(snap)
-    plan = ReadPlan(snap.id if snap else None, files_total=len(live))
+    plan = ReadPlan(snap.id if snap else None, files_total=len(live),
+                    bytes_total=sum(e.file.file_size for e in live.values()))
+    steps = plan.steps
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for e in live.values():
         by_bucket[(e.partition, e.bucket)].append(e.file)
@@ -84,28 +179,110 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any) -> ReadPl
         partitions_seen.add(partition)
         if not flt.may_match(partition_filter, {c: (v, v, int(v is None)) for c, v in zip(ts.partition_by, partition)},
                              1):
-            plan.pruned_files += len(files)
+            steps["partition"].add(files)
             continue
         partitions_kept.add(partition)
         if wanted_buckets is not None and bucket not in wanted_buckets:
             plan.pruned_buckets += 1
-            plan.pruned_files += len(files)
+            steps["bucket"].add(files)
             continue
-        kept = [m for m in files if flt.may_match(key_filter, m.stats, m.row_count)]
-        sections = interval_partition(kept) if ts.has_primary_key else [[[m] for m in kept]]
+        row_groups: dict[str, frozenset[int]] = {}
+        kept = []
+        for m in files:  # key predicates (every predicate, in an append table) hold for every version
+            verdict = decide(root, m, key_filter)
+            if not verdict.keep:
+                steps[verdict.removed_by or "min/max"].add([m])
+                continue
+            if verdict.row_groups is not None:
+                row_groups[m.file_name] = verdict.row_groups
+            kept.append(m)
+        sections = interval_partition(kept) if ts.has_primary_key else ([[[m] for m in kept]] if kept else [])
         final = []
         for section in sections:
-            if (len(section) == 1 and len(section[0]) == 1) or not ts.has_primary_key:
-                # nothing overlaps this file: its rows are final, value statistics may prune it
-                section = [[m for m in run if flt.may_match(f, m.stats, m.row_count)] for run in section]
-                section = [run for run in section if run]
-            if section:
-                final.append(section)
-        plan.pruned_files += len(files) - sum(len(run) for s in final for run in s)
+            if ts.has_primary_key and len(section) == 1 and len(section[0]) == 1:
+                # nothing overlaps this file: its rows are final, so value predicates may skip it too
+                m = section[0][0]
+                verdict = decide(root, m, f)
+                if not verdict.keep:
+                    steps[verdict.removed_by or "min/max"].add([m])
+                    continue
+                if verdict.row_groups is not None:
+                    previous = row_groups.get(m.file_name)
+                    row_groups[m.file_name] = verdict.row_groups if previous is None else previous & verdict.row_groups
+            final.append(section)
         if final:
-            plan.buckets.append(BucketPlan(partition, bucket, final))
+            plan.buckets.append(BucketPlan(partition, bucket, final, row_groups))
     plan.pruned_partitions = len(partitions_seen - partitions_kept)
+    plan.row_groups_skipped = sum(
+        max((m.row_count + 8191) // 8192, 1) - len(b.row_groups[m.file_name])
+        for b in plan.buckets for m in b.files if m.file_name in b.row_groups)
+    if order_by and limit is not None and f is None:
+        _plan_top_n(directory, plan, order_by, limit)
     return plan
+
+
+def _final_units(directory: TableDirectory, plan: ReadPlan, column: str) -> tuple[list, list]:
+    """(must, optional): what a Top-N read on `column` always reads (several overlapping runs
+    of a primary-key table; files without statistics for the column), and single files whose
+    rows are final, ranked by their statistics."""
+    must: list = []
+    optional: list = []
+    for b in plan.buckets:
+        for section in b.sections:
+            if directory.schema.has_primary_key and not (len(section) == 1 and len(section[0]) == 1):
+                must.append((b, section))
+                continue
+            for run in section:
+                lo, _, nulls = run[0].stats.get(column, (None, None, 0))
+                known = column in run[0].stats and (lo is not None or nulls == run[0].row_count)
+                (optional if known else must).append((b, [run]))
+    return must, optional
+
+
+def _ranked(units: list, column: str, direction: str) -> list:
+    """Final single-file units in Top-N reading order: best value first, files of nulls last."""
+    valued = [u for u in units if _best(u[1][0][0], column, direction)[0] == 0]
+    nulls = [u for u in units if _best(u[1][0][0], column, direction)[0] == 1]
+    valued.sort(key=lambda u: _best(u[1][0][0], column, direction)[1], reverse=direction == "desc")
+    return valued + nulls
+
+
+def _plan_top_n(directory: TableDirectory, plan: ReadPlan, order_by: OrderBy, limit: int) -> None:
+    """Without a row filter, file statistics alone bound a Top-N read: the best files that
+    together hold `limit` rows set a threshold, and a file whose best value is worse cannot
+    contribute.  (With a filter, the read decides the same while it runs.)  Merged sections
+    count no rows here: their row count after the merge is unknown."""
+    column, direction = order_by[0]
+    _, optional = _final_units(directory, plan, column)
+    if any(_best(run[0][0], column, direction)[0] == 1 for _, run in optional):
+        return
+    ranked = _ranked(optional, column, direction)
+    rows, threshold = 0, None
+    for _, run in ranked:
+        if rows >= limit:
+            break
+        m = run[0][0]
+        lo, hi, nulls = m.stats[column]
+        # only rows with a value in the column count: nulls sort last (retractions may be among
+        # the nulls, so this may undercount, which only makes the bound looser)
+        rows += max(m.row_count - nulls - m.delete_count, 0)
+        edge = hi if direction == "asc" else lo
+        if threshold is None:
+            threshold = edge
+        else:
+            threshold = max(threshold, edge) if direction == "asc" else min(threshold, edge)
+    if rows < limit or threshold is None:
+        return
+    drop = {run[0][0].file_name for _, run in ranked
+            if _cannot_beat(run[0][0], column, direction, threshold)}
+    if not drop:
+        return
+    plan.steps["top-n"].add([m for b in plan.buckets for m in b.files if m.file_name in drop])
+    for b in plan.buckets:
+        b.sections = [[run for run in section if not (len(run) == 1 and run[0].file_name in drop)]
+                      for section in b.sections]
+        b.sections = [s for s in b.sections if s]
+    plan.buckets = [b for b in plan.buckets if b.sections]
 
 
 def _buckets_for(directory: TableDirectory, f: flt.Filter) -> set[int] | None:
@@ -146,21 +323,29 @@ def columns_for(directory: TableDirectory, columns: Any) -> list[str]:
 @dataclass(frozen=True)
 class PreparedRead:
     """A checked read request: the columns and their schema, the filter as rows see it
-    (`expression`) and as each data file's key columns see it (`file_filter`), the plan."""
+    (`expression`) and as each data file's key columns see it (`file_filter`), the order
+    and limit, the plan, and the statistics the read fills in."""
 
     columns: list[str]
     output_schema: pa.Schema
     expression: pc.Expression | None
     file_filter: pc.Expression | None
     plan: ReadPlan
+    order_by: OrderBy = field(default_factory=list)
+    limit: int | None = None
+    stats: ReadStats = field(default_factory=ReadStats)
 
 
-def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, snapshot: Any) -> PreparedRead:
+def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, snapshot: Any,
+                 order_by: Any = None, limit: Any = None) -> PreparedRead:
     schema = directory.schema.schema
     names = columns_for(directory, columns)
     f = flt.normalize(filter, schema)
+    order, limit = order_by_for(directory, order_by, limit)
+    plan = plan_read(directory, f, snapshot, order, limit)
     return PreparedRead(names, pa.schema([schema.field(c) for c in names]), flt.to_expression(f, schema),
-                        file_filter(directory, f), plan_read(directory, f, snapshot))
+                        file_filter(directory, f), plan, order, limit,
+                        ReadStats(plan.files_total, plan.bytes_total))
 
 
 def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:
@@ -174,11 +359,15 @@ def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | Non
 
 
 def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str],
-                expression: pc.Expression | None, key_filter: pc.Expression | None) -> Iterator[pa.RecordBatch]:
+                expression: pc.Expression | None, key_filter: pc.Expression | None,
+                stats: ReadStats | None = None,
+                sections: list[list[list[DataFileMeta]]] | None = None) -> Iterator[pa.RecordBatch]:
     """One bucket's merged rows (in key order), filtered, in the given columns."""
     out_schema = pa.schema([directory.schema.schema.field(c) for c in columns])
-    for section in bucket.sections:
-        for batch in _read_section(directory, section, key_filter):
+    for section in bucket.sections if sections is None else sections:
+        if stats is not None:
+            stats.count([m for run in section for m in run])
+        for batch in _read_section(directory, section, key_filter, bucket.row_groups):
             table = pa.Table.from_batches([batch])
             if expression is not None:
                 table = table.filter(expression)
@@ -187,34 +376,96 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
                     yield pa.RecordBatch.from_arrays(out.columns, schema=out_schema)
 
 
-def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]],
-                  key_filter: pc.Expression | None) -> Iterator[pa.RecordBatch]:
+def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], key_filter: pc.Expression | None,
+                  row_groups: dict[str, frozenset[int]]) -> Iterator[pa.RecordBatch]:
     """The merged rows of one section, in table columns, retractions dropped."""
     ts = directory.schema
     if not ts.has_primary_key:
         for run in section:
-            yield from read_run(directory.path, run)
+            yield from read_run(directory.path, run, row_groups=row_groups)
         return
     names = ts.schema.names
     if len(section) == 1:  # one sorted run: rows are final; only retractions go
-        for batch in read_run(directory.path, section[0], row_filter=key_filter):
+        for batch in read_run(directory.path, section[0], row_filter=key_filter, row_groups=row_groups):
             keep = pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds()))
             yield batch.filter(keep).select(names)
         return
-    runs = [read_run(directory.path, run, row_filter=key_filter) for run in section]
+    runs = [read_run(directory.path, run, row_filter=key_filter, row_groups=row_groups) for run in section]
     reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                    aggregations=directory.options.aggregations or None)
     for batch in reader:
         yield ts.restore_key_columns(batch).select(names)
 
 
+def top_rows(table: pa.Table, order_by: OrderBy, limit: int | None) -> pa.Table:
+    """The first `limit` rows in `order_by` order (nulls last), ties broken by the other
+    columns in schema order, so the answer never depends on which files were read."""
+    keys = [(c, "ascending" if d == "asc" else "descending") for c, d in order_by]
+    named = {c for c, _ in order_by}
+    keys += [(f.name, "ascending") for f in table.schema if f.name not in named and not pa.types.is_nested(f.type)]
+    ordered = table.take(sort_indices(table, keys, "at_end"))
+    return ordered if limit is None else ordered.slice(0, limit)
+
+
+def _read_top_n(directory: TableDirectory, read: PreparedRead) -> pa.Table:
+    """Read files in the order of their best value in the first `order_by` column and stop
+    once the `limit`-th row so far beats every unread file (files that could tie are read)."""
+    column, direction = read.order_by[0]
+    limit = read.limit
+    must, optional = _final_units(directory, read.plan, column)
+    read_columns = list(dict.fromkeys(read.columns + [c for c, _ in read.order_by]))
+    schema = pa.schema([directory.schema.schema.field(c) for c in read_columns])
+
+    def rows_of(bucket: BucketPlan, section: list) -> pa.Table:
+        return pa.Table.from_batches(list(read_bucket(directory, bucket, read_columns, read.expression,
+                                                      read.file_filter, read.stats, [section])), schema=schema)
+    current = top_rows(pa.concat_tables([schema.empty_table()] + [rows_of(b, s) for b, s in must]),
+                       read.order_by, limit)
+    pending = _ranked(optional, column, direction)
+    while pending:
+        if limit is not None and current.num_rows >= limit:
+            nth = current.column(column)[limit - 1].as_py() if limit else None
+            # files come best first: once one cannot beat the limit-th row, no later one can
+            if limit == 0 or _cannot_beat(pending[0][1][0][0], column, direction, nth):
+                read.plan.steps["top-n"].add([run[0][0] for _, run in pending])
+                break
+        bucket, run = pending.pop(0)
+        current = top_rows(pa.concat_tables([current, rows_of(bucket, run)]), read.order_by, limit)
+    return current.select(read.columns)
+
+
+def _cannot_beat(meta: DataFileMeta, column: str, direction: str, nth: Any) -> bool:
+    """Can no row of this file come before a row whose `column` is `nth`?  (Ties can.)"""
+    best = _best(meta, column, direction)
+    if nth is None:
+        return False  # the limit-th row is a null: any value, or another null, may tie or beat it
+    if best[0] == 1:
+        return True  # only nulls, which sort after every value
+    try:
+        return bool(best[1] > nth) if direction == "asc" else bool(best[1] < nth)
+    except TypeError:
+        return False
+
+
 def read_table(directory: TableDirectory, read: PreparedRead, threads: int | None) -> pa.Table:
     """Every bucket of the plan, read in `threads` threads (default: one per CPU; the merge and
-    Parquet decoding run without the GIL, so they overlap), bucket after bucket."""
+    Parquet decoding run without the GIL, so they overlap), bucket after bucket; or a Top-N
+    read; or a read that stops after `limit` rows."""
+    if read.order_by:
+        out = _read_top_n(directory, read)
+    elif read.limit is not None:
+        out = _read_first(directory, read)
+    else:
+        out = _read_all(directory, read, threads)
+    read.stats.rows_out = out.num_rows
+    return out
+
+
+def _read_all(directory: TableDirectory, read: PreparedRead, threads: int | None) -> pa.Table:
     buckets = read.plan.buckets
 
     def one(b: BucketPlan) -> list[pa.RecordBatch]:
-        return list(read_bucket(directory, b, read.columns, read.expression, read.file_filter))
+        return list(read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats))
     workers = threads or os.cpu_count() or 1
     if workers > 1 and len(buckets) > 1:
         with ThreadPoolExecutor(max_workers=min(workers, len(buckets))) as pool:
@@ -224,8 +475,29 @@ def read_table(directory: TableDirectory, read: PreparedRead, threads: int | Non
     return pa.Table.from_batches(batches, schema=read.output_schema)
 
 
+def _read_first(directory: TableDirectory, read: PreparedRead) -> pa.Table:
+    """The first `limit` rows in read order (bucket by bucket); stops reading there."""
+    batches: list[pa.RecordBatch] = []
+    rows = 0
+    limit = read.limit or 0
+    for b in read.plan.buckets:
+        for section in b.sections:
+            if rows >= limit:
+                break
+            for batch in read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats,
+                                     [section]):
+                batches.append(batch)
+                rows += batch.num_rows
+                if rows >= limit:
+                    break
+    return pa.Table.from_batches(batches, schema=read.output_schema).slice(0, limit)
+
+
 def scan_table(directory: TableDirectory, read: PreparedRead) -> pa.RecordBatchReader:
     """A streaming read: one bucket section at a time."""
+    if read.order_by or read.limit is not None:
+        return pa.RecordBatchReader.from_batches(read.output_schema,
+                                                 read_table(directory, read, None).to_batches())
     batches = (batch for b in read.plan.buckets
-               for batch in read_bucket(directory, b, read.columns, read.expression, read.file_filter))
+               for batch in read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats))
     return pa.RecordBatchReader.from_batches(read.output_schema, batches)

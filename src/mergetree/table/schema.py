@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -90,14 +90,20 @@ class TableSchema:
         if buckets > 1 and not bkey:
             raise InvalidArgumentError("an append table with several buckets needs a bucket_key")
         _check_column_types(schema, pk, parts, bkey if buckets > 1 else ())
-        opts = resolve_options(options, schema, merge_engine, set(pk))
+        opts = resolve_options(options, schema, merge_engine, pk)
         fields = [f.with_nullable(False) if f.name in pk else f for f in schema]
         return cls(pa.schema(fields), pk, parts, buckets, bkey, merge_engine, opts)
 
     @property
     def table_options(self) -> TableOptions:
         """The options, parsed (they were checked when the table was created)."""
-        return TableOptions.parse(self.options, self.schema, self.merge_engine, set(self.primary_key))
+        return TableOptions.parse(self.options, self.schema, self.merge_engine, self.primary_key)
+
+    def with_options(self, changes: dict) -> TableSchema:
+        """The next version of this schema with `changes` applied to the options (a None value
+        removes an option), checked like options at create."""
+        options = resolve_options(changes, self.schema, self.merge_engine, self.primary_key, base=self.options)
+        return replace(self, options=options, schema_id=self.schema_id + 1)
 
     @property
     def has_primary_key(self) -> bool:

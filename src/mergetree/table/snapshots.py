@@ -252,6 +252,9 @@ class SnapshotStore:
                     raise ValueError(f"unknown entry kind {e['kind']!r}")
                 if not paths.is_data_file(entry.file.file_name, self.partition_by):
                     raise ValueError(f"{entry.file.file_name!r} is not a data file name of this table")
+                for sidecar in entry.file.sidecars():
+                    if not paths.is_sidecar(sidecar, self.partition_by):
+                        raise ValueError(f"{sidecar!r} is not a sidecar file name of this table")
                 out.append((e["kind"], entry))
             return out
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -12,10 +12,12 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
 from . import filters as flt
-from . import housekeeping, read, write
+from . import housekeeping, optimize, read, write
+from .aggregate import aggregate
 from .compaction.runner import Progress, compact_buckets
-from .directory import TableDirectory, as_path, create_table, open_table
-from .options import TableOptions
+from .directory import TableDirectory, alter_options, as_path, create_table, open_table
+from .info import TableInfo, table_info
+from .options import TableOptions, aggregate_model_options
 from .schema import TableSchema
 from .snapshots import Snapshot
 
@@ -27,6 +29,8 @@ class Table:
 
     def __init__(self, directory: TableDirectory) -> None:
         self.directory = directory
+        # what the latest read, scan or aggregate on this object did (files and bytes read)
+        self.last_read: read.ReadStats | None = None
 
     # -- creating and opening ---------------------------------------------------------
     @classmethod
@@ -71,6 +75,17 @@ class Table:
     def options(self) -> TableOptions:
         return self.directory.options
 
+    def info(self) -> TableInfo:
+        """The table's layout, size, options, index coverage and, per clustering column, how
+        tight its files are (the average number of files holding a value)."""
+        return table_info(self.directory)
+
+    def set_options(self, options: dict) -> None:
+        """Change table options (a value of None removes one); checked like options at create,
+        stored as a new schema version.  They apply to what is written from now on; `optimize`
+        and `build_indexes` bring existing files along."""
+        self.directory = alter_options(self.directory, options)
+
     def snapshots(self) -> list[Snapshot]:
         store = self.directory.store
         return [store.snapshot(i) for i in store.snapshot_ids()]
@@ -108,26 +123,86 @@ class Table:
         return compact_buckets(self.directory, None, full=full, progress=progress)
 
     # -- reading ----------------------------------------------------------------------
-    def plan(self, filter: flt.Filter = None, snapshot: int | None = None) -> read.ReadPlan:
-        """Which files a read with this filter touches, by bucket and section."""
-        return read.plan_read(self.directory, flt.normalize(filter, self.schema), snapshot)
+    def plan(self, filter: flt.Filter = None, snapshot: int | None = None, order_by: Any = None,
+             limit: int | None = None) -> read.ReadPlan:
+        """Which files (and row groups) a read with this filter touches, by bucket and section,
+        and what each pruning step removed (`ReadPlan.steps`, `ReadPlan.explain()`)."""
+        order, limit = read.order_by_for(self.directory, order_by, limit)
+        return read.plan_read(self.directory, flt.normalize(filter, self.schema), snapshot, order, limit)
 
     def read(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
-             snapshot: int | None = None, threads: int | None = None) -> pa.Table:
+             snapshot: int | None = None, threads: int | None = None, order_by: Any = None,
+             limit: int | None = None) -> pa.Table:
         """Merge-on-read of the table (or of `snapshot`) as one pa.Table.
 
-        Rows come bucket by bucket (partitions and buckets in order, each bucket's rows in
-        primary-key order), not in one global key order: sort the result if you need it.
-        Buckets are read in `threads` threads (default: one per CPU)."""
+        Without `order_by`, rows come bucket by bucket (partitions and buckets in order, each
+        bucket's rows in primary-key order), not in one global key order.  With `order_by`
+        ([(column, "asc"|"desc")], nulls last, ties broken by the other columns) and `limit`,
+        a Top-N read: files are read best first and reading stops once no unread file can
+        hold a better row.  `limit` alone stops after that many rows.  Buckets are read in
+        `threads` threads (default: one per CPU).  `last_read` then says what was read."""
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
-        return read.read_table(self.directory, read.prepare_read(self.directory, columns, filter, snapshot), threads)
+        prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
+        out = read.read_table(self.directory, prepared, threads)
+        self.last_read = prepared.stats
+        return out
 
     def scan(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
-             snapshot: int | None = None) -> pa.RecordBatchReader:
+             snapshot: int | None = None, order_by: Any = None, limit: int | None = None) -> pa.RecordBatchReader:
         """A streaming read: one bucket section at a time, merged with the loser tree (rows
-        in the order `read` gives them)."""
-        return read.scan_table(self.directory, read.prepare_read(self.directory, columns, filter, snapshot))
+        in the order `read` gives them; a Top-N or limited scan is computed first)."""
+        prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
+        self.last_read = prepared.stats
+        return read.scan_table(self.directory, prepared)
+
+    def aggregate(self, group_by: str | list[str] | None, measures: dict, filter: flt.Filter = None,
+                  snapshot: int | None = None) -> pa.Table:
+        """GROUP BY `group_by` with `measures` ({"amount": "sum", "price": ["min", "max"],
+        "*": "count"}); result columns `<column>_<function>` (`rows_count` for "*"), groups
+        sorted.  Answered from pre-aggregates (`add_aggregate`) where a model covers the query
+        and a file's rows are final, from a scan elsewhere; the answer is the same either way."""
+        result, _, stats = aggregate(self.directory, group_by, measures, filter, snapshot)
+        self.last_read = stats
+        return result
+
+    # -- data organization --------------------------------------------------------------
+    def optimize(self, order: str | list[str] | None = None, strategy: str | None = None,
+                 filter: flt.Filter = None, target_file_size: int | None = None,
+                 sort_within: str | list[str] | None = None, progress: Progress | None = None) -> Snapshot | None:
+        """Rewrite the files `filter` selects (all by default) so that each is tight on the
+        `order` columns: "linear" (sorted by them in order), "zorder" or "hilbert" (space-filling
+        curves over ranks from sampled quantiles, for 2 to 8 columns that are filtered on
+        separately).  `sort_within` orders rows inside each file (Top-N reads stop early).  An
+        explicit layout is stored in the table's options, so `optimize()` without arguments and
+        each write keep it.  One atomic commit; a concurrent commit that replaced an input file
+        aborts it cleanly.  On a primary-key table (files sorted by the key), only a full
+        compaction is possible: other columns raise an error saying what to do instead."""
+        self.directory, snapshot = optimize.optimize(self.directory, order, strategy, filter, target_file_size,
+                                                     sort_within, progress)
+        return snapshot
+
+    def build_indexes(self, progress: Progress | None = None) -> Snapshot | None:
+        """Give existing files the Bloom filters, bitmap indexes and pre-aggregates the options
+        declare (new files get them when written); one commit."""
+        return optimize.build_indexes(self.directory, progress)
+
+    def add_aggregate(self, name: str, group_by: str | list[str], measures: dict, build: bool = True) -> None:
+        """Declare a pre-aggregate model: every data file gets a small sidecar of its rows
+        grouped by `group_by` with `measures` ({"amount": "sum", "*": "count"}; sum, count,
+        min, max).  `build` back-fills existing files now."""
+        self.directory = alter_options(self.directory, aggregate_model_options(name, group_by, measures,
+                                                                                self.schema))
+        if build:
+            self.build_indexes()
+
+    def drop_aggregate(self, name: str) -> None:
+        """Forget a pre-aggregate model (files keep their sidecars until rewritten)."""
+        if name not in self.options.aggregate_models:
+            raise InvalidArgumentError(f"no pre-aggregate {name!r}; the table has "
+                                       f"{sorted(self.options.aggregate_models)}")
+        self.directory = alter_options(self.directory, {f"aggregate.{name}.group-by": None,
+                                                        f"aggregate.{name}.measures": None})
 
     # -- housekeeping -----------------------------------------------------------------
     def expire_snapshots(self, retain_last: int = 1, older_than: dt.timedelta | float | None = None) -> list[int]:

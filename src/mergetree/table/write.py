@@ -14,10 +14,11 @@ import pyarrow.compute as pc
 
 from ..errors import CommitConflictError, CompactionConflictError, InvalidArgumentError, SchemaMismatchError
 from ..merge import RowKind, merge
-from ..merge.arrow_input import check_batch, is_implicit_cast
+from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
 from .buckets import bucket_ids
 from .commit import COMMIT_RETRIES, backoff, commit_with_rebase, next_sequences
 from .compaction.runner import compact_buckets
+from .curves import cluster_order
 from .directory import TableDirectory
 from .files import write_sorted_run
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
@@ -174,13 +175,19 @@ def flush_buckets(directory: TableDirectory, groups: dict[BucketKey, pa.Table], 
 def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int, kind: RowKind) -> list[FileEntry]:
     """Sort and fold one bucket's buffered rows (sequence numbers from `first`) into level-0 files."""
     ts = directory.schema
+    options = directory.options
     partition, bucket = key
-    target = directory.options.target_file_size
     relative = directory.bucket_directory(partition, bucket)
+    sorted_by: tuple[str, ...] = ()
     if ts.has_primary_key:
         physical = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind)
         rows = _fold(directory, physical)
-    files = write_sorted_run(directory.path, relative, rows, ts, 0, target)
+    elif options.sort_within:  # an append table's in-file order (Top-N reads stop early)
+        rows = rows.take(sort_indices(rows, [(c, "ascending") for c in options.sort_within], "at_start"))
+        sorted_by = options.sort_within
+    elif options.clustering is not None:  # each write is clustered within itself; optimize goes across files
+        rows = rows.take(pa.array(cluster_order(rows, options.clustering.columns, options.clustering.strategy)))
+    files = write_sorted_run(directory.path, relative, rows, ts, 0, options, sorted_by)
     return [FileEntry(partition, bucket, f) for f in files]
 
 

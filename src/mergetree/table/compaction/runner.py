@@ -161,7 +161,8 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
     out = []
     for chunk in _rolled(reader, directory.options.target_file_size, advance):
         chunk = ts.restore_key_columns(chunk)
-        out.append(FileEntry(partition, bucket, write_data_file(directory.path, relative, chunk, ts, level)))
+        out.append(FileEntry(partition, bucket, write_data_file(directory.path, relative, chunk, ts, level,
+                                                                directory.options)))
     return out
 
 

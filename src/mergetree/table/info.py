@@ -1,0 +1,99 @@
+"""`Table.info()`: what a table is and how well it is organized, as data (the CLI prints it)."""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compaction.runner import bucket_levels
+from .directory import TableDirectory
+from .files import DataFileMeta
+
+__all__ = ["ColumnClustering", "TableInfo", "clustering_depth", "table_info"]
+
+
+@dataclass(frozen=True)
+class ColumnClustering:
+    """How tight the files are on one column: `depth` is the average number of files whose
+    [min, max] range holds a value (taken at every file's min and max); 1.0 means every value
+    lives in one file, the file count means no clustering at all."""
+
+    column: str
+    depth: float
+    files: int
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    path: str
+    primary_key: tuple[str, ...]
+    partition_by: tuple[str, ...]
+    buckets: int
+    bucket_key: tuple[str, ...]
+    merge_engine: str
+    schema_id: int
+    options: dict[str, str]
+    snapshot_id: int | None
+    files: int
+    rows: int
+    bytes: int
+    clustering: tuple[str, ...] = ()
+    strategy: str | None = None
+    sort_within: tuple[str, ...] = ()
+    column_clustering: list[ColumnClustering] = field(default_factory=list)
+    # index coverage: kind -> (files that have it, files the options want it in)
+    index_coverage: dict[str, tuple[int, int]] = field(default_factory=dict)
+    bloom_columns: tuple[str, ...] = ()
+    bitmap_columns: tuple[str, ...] = ()
+    aggregate_models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sorted_runs: dict[tuple, int] = field(default_factory=dict)  # (partition, bucket) -> sorted runs
+
+
+def clustering_depth(files: list[DataFileMeta], column: str) -> ColumnClustering:
+    """The average number of files whose statistics range holds a value of `column`, over
+    the values at every file's min and max (files without a range for it are left out)."""
+    ranges = [(m.stats[column][0], m.stats[column][1]) for m in files
+              if column in m.stats and m.stats[column][0] is not None and m.stats[column][1] is not None]
+    if not ranges:
+        return ColumnClustering(column, 0.0, 0)
+    try:
+        lows = sorted(lo for lo, _ in ranges)
+        highs = sorted(hi for _, hi in ranges)
+        points = [v for r in ranges for v in r]
+        # files holding p: those starting at or before p, minus those ending before p
+        total = sum(bisect.bisect_right(lows, p) - bisect.bisect_left(highs, p) for p in points)
+    except TypeError:  # values that do not compare (mixed types): no measure
+        return ColumnClustering(column, 0.0, len(ranges))
+    return ColumnClustering(column, total / len(points), len(ranges))
+
+
+def table_info(directory: TableDirectory) -> TableInfo:
+    ts = directory.schema
+    options = directory.options
+    snapshot = directory.latest_snapshot()
+    live = [e.file for e in directory.live_files(snapshot).values()]
+    clustering = options.clustering
+    measured = list(clustering.columns) if clustering else []
+    measured += [c for c in options.sort_within if c not in measured]
+    coverage: dict[str, tuple[int, int]] = {}
+    if options.bloom_columns:
+        coverage["bloom"] = (sum(set(options.bloom_columns) <= set(m.indexes.get("bloom", {})) for m in live),
+                             len(live))
+    if options.bitmap_columns:
+        coverage["bitmap"] = (sum(set(options.bitmap_columns) <= set(m.indexes.get("bitmap", {})) for m in live),
+                              len(live))
+    models = {}
+    for name, model in options.aggregate_models.items():
+        built = [m.indexes["preagg"][name] for m in live if name in m.indexes.get("preagg", {})]
+        coverage[f"pre-aggregate {name}"] = (len(built), len(live))
+        source = sum(b.get("source_rows", 0) for b in built)
+        models[name] = {"group_by": list(model.group_by),
+                        "measures": [f"{c}:{fn}" for c, fn in model.measures],
+                        "rows_kept": (sum(b.get("rows", 0) for b in built) / source) if source else None}
+    return TableInfo(
+        directory.path, ts.primary_key, ts.partition_by, ts.buckets, ts.bucket_key, ts.merge_engine, ts.schema_id,
+        dict(ts.options), snapshot.id if snapshot else None, len(live), sum(m.row_count for m in live),
+        sum(m.file_size for m in live), clustering.columns if clustering else (),
+        clustering.strategy if clustering else None, options.sort_within,
+        [clustering_depth(live, c) for c in measured], coverage, options.bloom_columns, options.bitmap_columns,
+        models, {key: levels.number_of_sorted_runs() for key, levels in bucket_levels(directory, snapshot).items()})

@@ -1,0 +1,197 @@
+"""Rewrites that change how data is laid out, not what it is: `optimize` (cluster an append
+table's files by a linear, Z-order or Hilbert order, optionally sorting rows inside each file)
+and `build_indexes` (give existing files the indexes and pre-aggregates the options declare).
+Both commit once, like a compaction: a concurrent commit that replaced an input file aborts
+the rewrite cleanly (`CompactionConflictError`, new files removed)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+import pyarrow as pa
+
+from ..errors import InvalidArgumentError
+from ..merge.arrow_input import sort_indices
+from . import filters as flt
+from .compaction.runner import Progress, commit_compaction, compact_buckets, discard_new_files
+from .curves import MAX_COLUMNS, cluster_order
+from .directory import TableDirectory, alter_options
+from .files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
+from .options import (
+    CLUSTERING_STRATEGIES,
+    KEY_CLUSTERING_COLUMNS,
+    KEY_CLUSTERING_STRATEGY,
+    KEY_SORT_WITHIN,
+    PK_CLUSTERING_MESSAGE,
+)
+from .read import plan_read
+from .snapshots import FileEntry, Snapshot
+
+__all__ = ["build_indexes", "optimize"]
+
+
+def _names(value, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InvalidArgumentError(f"{what} must be a column name or a list of names, not {value!r}")
+
+
+def optimize(directory: TableDirectory, order, strategy: str | None, filter: flt.Filter,
+             target_file_size: int | None, sort_within, progress: Progress | None) -> tuple[TableDirectory,
+                                                                                         Snapshot | None]:
+    """Cluster the files a filter selects (all, by default) by `order` with `strategy`, rows
+    inside each file sorted by `sort_within`; an explicit layout is stored in the table's
+    options first, so later `optimize()` calls (and each write) keep it.  Returns the
+    (possibly re-optioned) directory and the commit."""
+    ts = directory.schema
+    columns = _names(order, "order")
+    within = _names(sort_within, "sort_within")
+    if strategy is not None and strategy not in CLUSTERING_STRATEGIES:
+        raise InvalidArgumentError(f"strategy must be one of {', '.join(CLUSTERING_STRATEGIES)}, not {strategy!r}")
+    if target_file_size is not None and (isinstance(target_file_size, bool) or not isinstance(target_file_size, int)
+                                         or target_file_size < 1):
+        raise InvalidArgumentError(f"target_file_size must be a positive number of bytes, not {target_file_size!r}")
+    if ts.has_primary_key:
+        key_order = columns == ts.primary_key[:len(columns)] and strategy in (None, "linear")
+        if within or (columns and not key_order):
+            raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
+        # a primary-key table is already ordered by its key: a full compaction is its optimize
+        return directory, compact_buckets(directory, None, full=True, progress=progress)
+    for name in columns + within:
+        if name not in ts.schema.names:
+            raise InvalidArgumentError(f"no column {name!r}; columns: {ts.schema.names}")
+    if len(columns) > MAX_COLUMNS:
+        raise InvalidArgumentError(f"order takes 1 to {MAX_COLUMNS} columns, not {len(columns)}")
+    changes: dict = {}
+    if columns:
+        changes[KEY_CLUSTERING_COLUMNS] = ",".join(columns)
+        changes[KEY_CLUSTERING_STRATEGY] = strategy or ("linear" if len(columns) == 1 else "hilbert")
+    if within:
+        changes[KEY_SORT_WITHIN] = ",".join(within)
+    current = directory.options
+    if changes and (current.clustering is None or current.clustering.columns != columns
+                    or current.clustering.strategy != changes.get(KEY_CLUSTERING_STRATEGY)
+                    or (within and current.sort_within != within)):
+        directory = alter_options(directory, changes)
+    options = directory.options
+    if options.clustering is None and not options.sort_within:
+        raise InvalidArgumentError("this table has no layout yet: pass order=[columns] (and a strategy) or "
+                                   "sort_within=[columns]")
+    if target_file_size is not None:
+        options = replace(options, target_file_size=target_file_size)
+    return directory, _rewrite(directory, options, flt.normalize(filter, ts.schema), progress)
+
+
+def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progress | None) -> Snapshot | None:
+    ts = directory.schema
+    base = directory.latest_snapshot()
+    if base is None:
+        return None
+    plan = plan_read(directory, f, base.id)
+    groups: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for b in plan.buckets:
+        groups[(b.partition, b.bucket)] += b.files
+    total = sum(m.row_count for files in groups.values() for m in files)
+    done = 0
+    if progress is not None:
+        progress(0, total)
+    adds: list[FileEntry] = []
+    deletes: list[FileEntry] = []
+    try:
+        for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            rows = pa.Table.from_batches(list(read_run(directory.path, files)), schema=ts.file_schema)
+            if options.clustering is not None:
+                rows = rows.take(pa.array(cluster_order(rows, options.clustering.columns,
+                                                        options.clustering.strategy)))
+            new = _write_clustered(directory, options, partition, bucket, rows)
+            adds += new
+            deletes += [FileEntry(partition, bucket, m) for m in files]
+            done += sum(m.row_count for m in files)
+            if progress is not None:
+                progress(done, total)
+        if not deletes:
+            return None
+        return commit_compaction(directory, base.id, adds, deletes)
+    except BaseException:
+        discard_new_files(directory, adds, deletes)
+        raise
+
+
+def _write_clustered(directory: TableDirectory, options, partition: tuple, bucket: int,
+                     rows: pa.Table) -> list[FileEntry]:
+    """Cut clustered rows into files of about the target size; each file's rows sorted by
+    `sort_within` when the table asks for it."""
+    ts = directory.schema
+    relative = directory.bucket_directory(partition, bucket)
+    if not options.sort_within:
+        files = write_sorted_run(directory.path, relative, rows, ts, 0, options)
+        return [FileEntry(partition, bucket, m) for m in files]
+    out: list[FileEntry] = []
+    per_row = max(rows.nbytes / max(rows.num_rows, 1), 1.0)
+    step = max(int(options.target_file_size / per_row), 1)
+    try:
+        for start in range(0, rows.num_rows, step):
+            chunk = rows.slice(start, step)
+            chunk = chunk.take(sort_indices(chunk, [(c, "ascending") for c in options.sort_within], "at_start"))
+            meta = write_data_file(directory.path, relative, chunk, ts, 0, options, options.sort_within)
+            out.append(FileEntry(partition, bucket, meta))
+    except BaseException:
+        directory.discard(out)
+        raise
+    return out
+
+
+def _missing(meta: DataFileMeta, options) -> tuple[bool, bool]:
+    """(needs a rewrite for Bloom filters, needs sidecars) for one file under these options."""
+    blooms = set(meta.indexes.get("bloom", {}))
+    rewrite = not set(options.bloom_columns) <= blooms
+    # a bitmap column with too many values is recorded as such: it is not retried
+    sidecars = not set(options.bitmap_columns) <= set(meta.indexes.get("bitmap", {})) or \
+        not set(options.aggregate_models) <= set(meta.indexes.get("preagg", {}))
+    return rewrite, sidecars
+
+
+def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snapshot | None:
+    """Give every live file the Bloom filters, bitmap indexes and pre-aggregates the options
+    declare: files missing a Bloom filter are rewritten (Parquet stores it inside the file),
+    the others only get new sidecars and manifest entries."""
+    ts = directory.schema
+    options = directory.options
+    base = directory.latest_snapshot()
+    if base is None:
+        return None
+    todo = [(e, *_missing(e.file, options)) for e in directory.live_files(base).values()]
+    todo = [(e, rewrite, sidecars) for e, rewrite, sidecars in todo if rewrite or sidecars]
+    if not todo:
+        return None
+    total = sum(e.file.row_count for e, _, _ in todo)
+    done = 0
+    if progress is not None:
+        progress(0, total)
+    adds: list[FileEntry] = []
+    deletes: list[FileEntry] = []
+    try:
+        for entry, rewrite, _ in todo:
+            meta = entry.file
+            rows = pa.Table.from_batches(list(read_run(directory.path, [meta])), schema=ts.file_schema)
+            if rewrite:
+                new = write_data_file(directory.path, directory.bucket_directory(entry.partition, entry.bucket),
+                                      rows, ts, meta.level, options, meta.sorted_by)
+            else:
+                indexes = build_file_indexes(directory.path, meta.file_name, rows, ts,
+                                             replace(options, bloom_columns=()), meta.sorted_by)
+                new = meta.with_indexes({**meta.indexes, **indexes})
+            adds.append(FileEntry(entry.partition, entry.bucket, new))
+            deletes.append(entry)
+            done += meta.row_count
+            if progress is not None:
+                progress(done, total)
+        return commit_compaction(directory, base.id, adds, deletes)
+    except BaseException:
+        discard_new_files(directory, adds, deletes)
+        raise
+

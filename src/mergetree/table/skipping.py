@@ -1,0 +1,159 @@
+"""Which parts of a data file a filter can skip: the whole file by its min/max statistics,
+Bloom filters (= and IN) or bitmap index (=, IN, ranges, IS NULL), and row groups by the
+same indexes.  Every decision is conservative: a file or row group is skipped only when no
+row in it can satisfy the filter, so skipping never changes an answer.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.compute as pc
+
+from . import filters as flt
+from . import paths
+from .files import ROW_GROUP_ROWS, DataFileMeta
+from .indexes import bloom
+from .indexes.bitmap import read_bitmaps, rows_matching
+
+__all__ = ["STEPS", "FileDecision", "decide"]
+
+# The pruning steps, in the order a plan applies and reports them.
+STEPS = ("partition", "bucket", "min/max", "bloom", "bitmap", "top-n", "pre-aggregate")
+
+AllRowGroups = None  # a row-group set of None means "every row group"
+
+
+@dataclass(frozen=True)
+class FileDecision:
+    """Read the file or not; if read, which row groups (None: all of them)."""
+
+    keep: bool
+    removed_by: str | None = None
+    row_groups: frozenset[int] | None = None
+
+
+_KEEP_ALL = FileDecision(True)
+
+
+def decide(root: str, meta: DataFileMeta, f: flt.Filter, use_indexes: bool = True) -> FileDecision:
+    """What `f` (normalized) lets a read skip of this file."""
+    if f is None or isinstance(f, pc.Expression):
+        return _KEEP_ALL
+    if not flt.may_match(f, meta.stats, meta.row_count):
+        return FileDecision(False, "min/max")
+    if not use_indexes or not meta.indexes:
+        return _KEEP_ALL
+    groups = _row_group_count(meta)
+    row_groups: frozenset[int] | None = None
+    for step, probe in (("bloom", _bloom_leaf), ("bitmap", _bitmap_leaf)):
+        found = _evaluate(f, lambda leaf, probe=probe: probe(root, meta, leaf), groups)
+        if found is not None:
+            if not found:
+                return FileDecision(False, step)
+            row_groups = found if row_groups is None else row_groups & found
+            if not row_groups:
+                return FileDecision(False, step)
+    return FileDecision(True, None, row_groups)
+
+
+def _row_group_count(meta: DataFileMeta) -> int:
+    return max((meta.row_count + ROW_GROUP_ROWS - 1) // ROW_GROUP_ROWS, 1)
+
+
+def _evaluate(f: flt.Filter, leaf_groups, groups: int) -> frozenset[int] | None:
+    """The row groups that may hold matching rows by one index (None: it cannot tell)."""
+    if f[0] == "and" and len(f) == 2:
+        out: frozenset[int] | None = None
+        for part in f[1]:
+            found = _evaluate(part, leaf_groups, groups)
+            if found is not None:
+                out = found if out is None else out & found
+        return out
+    if f[0] == "or" and len(f) == 2:
+        union: set[int] = set()
+        for part in f[1]:
+            found = _evaluate(part, leaf_groups, groups)
+            if found is None:
+                return None
+            union |= found
+        return frozenset(union)
+    return leaf_groups(f)
+
+
+def _bloom_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
+    column, op, value = leaf
+    if op not in ("=", "in"):
+        return None
+    described = meta.indexes.get("bloom", {}).get(column)
+    if described is None:
+        return None
+    values = [value] if op == "=" else list(value)
+    found = bloom.row_groups_that_may_contain(os.path.join(root, meta.file_name),
+                                              bloom.ColumnBloom.from_json(described), values)
+    return frozenset(found)
+
+
+def _accepts(op: str, value: Any):
+    """The leaf as a test on one distinct value (None stands for the nulls)."""
+    def test(v: Any) -> bool:
+        if op == "is null":
+            return v is None
+        if op == "is not null":
+            return v is not None
+        if v is None:
+            return False  # a comparison is never true on null
+        try:
+            if op == "=":
+                return bool(v == value)
+            if op == "!=":
+                return bool(v != value)
+            if op == "in":
+                return v in value
+            if op == "not in":
+                return v not in value
+            return bool({"<": v < value, "<=": v <= value, ">": v > value, ">=": v >= value}[op])
+        except TypeError:
+            return True  # incomparable: cannot rule the value out
+    return test
+
+
+def _bitmap_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
+    column, op, value = leaf
+    described = meta.indexes.get("bitmap", {}).get(column)
+    if described is None or not described.get("indexed", True):
+        return None
+    test = _accepts(op, value)
+    listed = described.get("values")
+    if listed is not None and not any(test(v) for v in meta.bitmaps()[column].values or ()):
+        return frozenset()  # decided from the manifest: no I/O
+    sidecar = os.path.join(root, paths.sidecar_name(meta.file_name, "bitmap"))
+    rows = rows_matching(_cached_bitmaps(sidecar, column), test)
+    return frozenset(g for g in range(_row_group_count(meta))
+                     if rows.range_cardinality(g * ROW_GROUP_ROWS, (g + 1) * ROW_GROUP_ROWS))
+
+
+# A bounded cache of decoded bitmap sidecars: repeated queries probe the same files.
+_CACHE: OrderedDict[tuple[str, str, float], dict] = OrderedDict()
+_CACHE_SIZE = 256
+_CACHE_LOCK = threading.Lock()
+
+
+def _cached_bitmaps(sidecar: str, column: str) -> dict:
+    try:
+        key = (sidecar, column, os.path.getmtime(sidecar))
+    except OSError:
+        key = (sidecar, column, -1.0)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    value = read_bitmaps(sidecar, column)
+    with _CACHE_LOCK:
+        _CACHE[key] = value
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return value
