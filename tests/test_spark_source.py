@@ -272,3 +272,43 @@ def test_bucket_join_refuses_mismatched_tables_or_falls_back(spark, join_tables,
     df = mergetree.spark.bucket_join(spark, left_path, other.path, "id", fallback=True)
     local = Table.open(left_path).read(filter=("id", "in", [1, 2, 3]))
     assert df.count() == local.num_rows
+
+
+def test_distributed_optimize_clusters_like_the_local_one(spark, tmp_path):
+    import mergetree.spark
+    from mergetree.table.read import top_rows
+    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64()), ("name", pa.large_string()),
+                        ("at", pa.timestamp("ns"))])
+    rng = np.random.default_rng(11)
+    t = Table.create(str(tmp_path / "t"), schema, options={"target-file-size": "64 kb"})
+    for _ in range(6):
+        n = 4000
+        t.write(pa.table({"id": rng.integers(0, 10**12, n), "a": rng.integers(0, 10**6, n), "b": rng.normal(size=n),
+                          "name": [f"n{i}" for i in rng.integers(0, 50, n)],
+                          "at": pa.array(rng.integers(0, 10**18, n)).cast(pa.timestamp("ns"))}, schema=schema))
+    before = top_rows(t.read(), [("id", "asc")], None)
+    files_before = t.info().files
+    snapshot = mergetree.spark.optimize(spark, t.path, order=["a", "b"], strategy="hilbert")
+    assert snapshot is not None and snapshot.commit_kind == "COMPACT"
+    after = Table.open(t.path)
+    assert top_rows(after.read(), [("id", "asc")], None).equals(before)  # every row, exact (ns kept)
+    info = after.info()
+    assert info.clustering == ("a", "b") and info.strategy == "hilbert"
+    depth = {c.column: c.depth for c in info.column_clustering}
+    assert depth["a"] < info.files / 2 and depth["b"] < info.files / 2, (depth, info.files, files_before)
+
+
+def test_pushed_filters_use_bloom_filters(spark, tmp_path):
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = Table.create(str(tmp_path / "b"), schema, options={"file-index.bloom-filter.columns": "id"})
+    t.write(pa.table({"id": pa.array(range(0, 20_000, 2), pa.int64()), "v": ["x"] * 10_000}))
+    assert t.plan(("id", "=", 7)).steps["bloom"].files == 1  # inside min/max, absent: only the Bloom filter knows
+    from pyspark.sql.datasource import EqualTo
+
+    from mergetree.spark.source import to_mergetree_filter
+    pushed = to_mergetree_filter(EqualTo(("id",), 7), t.schema)  # what the source keeps of Spark's filter
+    assert pushed == ("id", "=", 7) and t.plan(pushed).files == []  # ... and the plan it makes from it
+    df = spark.read.format("mergetree").load(t.path)
+    assert df.where("id = 7").count() == 0 and df.where("id = 8").count() == 1

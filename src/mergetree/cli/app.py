@@ -112,8 +112,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a predicate; repeat for AND. Operators: = != < <= > >= in (a, b) not in (a, b) "
                         "is null, is not null")
     p.add_argument("--columns", help="comma-separated columns (default: all)")
-    p.add_argument("--limit", type=_non_negative_int, default=20, help="rows to show (0: only the count)")
+    p.add_argument("--limit", type=_non_negative_int, default=20,
+                   help="rows to show (0: only the count); with --order-by, a Top-N read of that many rows")
+    p.add_argument("--order-by", metavar="COL[:desc],...", help="order the rows (nulls last)")
     p.add_argument("--snapshot", type=int, help="read this snapshot id (time travel; default: the latest)")
+    p.add_argument("--explain", action="store_true",
+                   help="print what each pruning step removed and how many files the read touched")
+
+    p = command("optimize", "cluster an append table's files (linear, Z-order, Hilbert) or re-apply its layout; "
+                            "a full compaction for a primary-key table", commands.optimize)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--order", metavar="COL,...", help="columns to cluster by (default: the stored layout)")
+    p.add_argument("--strategy", choices=["linear", "zorder", "hilbert"],
+                   help="default: linear for one column, hilbert for more")
+    p.add_argument("--sort-within", metavar="COL,...", help="sort rows inside each file by these columns")
+    p.add_argument("--filter", action="append", metavar="'COL OP VALUE'", help="only the files this selects")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("build-indexes", "give existing files the indexes and pre-aggregates the options declare",
+                commands.build_indexes)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("expire", "expire old snapshots (and optionally orphan files)", commands.expire)
     p.add_argument("path", help="table directory")

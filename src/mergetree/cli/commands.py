@@ -13,7 +13,7 @@ from ..table import Table
 from ..table.compaction.runner import bucket_levels
 from .render import arrow_preview, out_console, progress, text_table
 
-__all__ = ["compact", "expire", "info", "parse_filter", "read", "repair"]
+__all__ = ["build_indexes", "compact", "expire", "info", "optimize", "parse_filter", "read", "repair"]
 
 _FILTER = re.compile(
     r"""\s*(?P<column>`[^`]+`|"[^"]+"|[^\s=!<>]+)\s*
@@ -97,7 +97,30 @@ def info(args: argparse.Namespace) -> int:
                     + [str(n) if n else "." for n in per_level]
                     + [f"{sum(f.row_count for f in files):,}", f"{sum(f.file_size for f in files) / 2**20:.1f}"])
     out.print(text_table(rows, right_aligned=set(range(1, len(header)))) if len(rows) > 1 else "  (empty)")
+    _print_organization(table)
     return 0
+
+
+def _print_organization(table: Table) -> None:
+    """The layout, its clustering measure, index coverage and pre-aggregates."""
+    info = table.info()
+    out = out_console
+    if info.clustering:
+        out.print(f"\nlayout: {info.strategy} on {list(info.clustering)}"
+                  + (f", rows sorted within files by {list(info.sort_within)}" if info.sort_within else ""))
+    elif info.sort_within:
+        out.print(f"\nlayout: rows sorted within files by {list(info.sort_within)}")
+    if info.column_clustering:
+        out.print(text_table([["column", "files holding a value (avg)", "files"]]
+                             + [[c.column, f"{c.depth:.1f}", str(c.files)] for c in info.column_clustering],
+                             right_aligned={1, 2}))
+    if info.index_coverage:
+        out.print(text_table([["index", "files with it", "files"]]
+                             + [[name, str(have), str(total)] for name, (have, total) in info.index_coverage.items()],
+                             right_aligned={1, 2}, title="\nindexes"))
+    for name, model in info.aggregate_models.items():
+        kept = "" if model["rows_kept"] is None else f"; files keep {model['rows_kept']:.1%} of their rows"
+        out.print(f"pre-aggregate {name}: group by {model['group_by']}, {', '.join(model['measures'])}{kept}")
 
 
 def compact(args: argparse.Namespace) -> int:
@@ -112,14 +135,62 @@ def _rows(n: int) -> str:
     return f"({n:,} row{'' if n == 1 else 's'})"
 
 
+def _order_by(text: str | None, schema: pa.Schema) -> list[tuple[str, str]] | None:
+    """'ts:desc,id' as [("ts", "desc"), ("id", "asc")]."""
+    if not text:
+        return None
+    out = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        column, _, direction = part.partition(":")
+        direction = direction.strip().lower() or "asc"
+        if column not in schema.names or direction not in ("asc", "desc"):
+            raise InvalidArgumentError(f"cannot read --order-by {part!r}: write column[:asc|desc]; columns: "
+                                       f"{schema.names}")
+        out.append((column, direction))
+    return out
+
+
 def read(args: argparse.Namespace) -> int:
     table = Table.open(args.path)
     filters = [parse_filter(f, table.schema) for f in args.filter or []]
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    result = table.read(columns=columns, filter=filters or None, snapshot=args.snapshot)
+    order_by = _order_by(args.order_by, table.schema)
+    top = args.limit if order_by else None  # with an order, the limit is a Top-N read
+    if args.explain:
+        plan = table.plan(filters or None, args.snapshot, order_by=order_by, limit=top)
+        out_console.print(text_table(plan.explain(), right_aligned={1, 2}, title="plan"))
+        if plan.row_groups_skipped:
+            out_console.print(f"row groups skipped inside the files read: {plan.row_groups_skipped:,}")
+    result = table.read(columns=columns, filter=filters or None, snapshot=args.snapshot, order_by=order_by,
+                        limit=top)
     if args.limit:
         out_console.print(arrow_preview(result, args.limit))
     out_console.print(_rows(result.num_rows))
+    if args.explain and table.last_read is not None:
+        stats = table.last_read
+        out_console.print(f"read {stats.files_read:,} of {stats.files_total:,} files "
+                          f"({stats.bytes_read / 2**20:.1f} of {stats.bytes_total / 2**20:.1f} MiB)")
+    return 0
+
+
+def optimize(args: argparse.Namespace) -> int:
+    table = Table.open(args.path)
+    order = [c.strip() for c in args.order.split(",")] if args.order else None
+    within = [c.strip() for c in args.sort_within.split(",")] if args.sort_within else None
+    filters = [parse_filter(f, table.schema) for f in args.filter or []]
+    with progress("optimize", "rows", enabled=not args.no_progress) as update:
+        snapshot = table.optimize(order=order, strategy=args.strategy, filter=filters or None,
+                                  sort_within=within, progress=update)
+    out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "nothing to optimize")
+    _print_organization(table)
+    return 0
+
+
+def build_indexes(args: argparse.Namespace) -> int:
+    table = Table.open(args.path)
+    with progress("build indexes", "rows", enabled=not args.no_progress) as update:
+        snapshot = table.build_indexes(progress=update)
+    out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "every file has its indexes")
     return 0
 
 

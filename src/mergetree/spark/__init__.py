@@ -6,6 +6,7 @@
     df.write.format("mergetree").mode("append").option("primaryKey", "id").option("buckets", "4").save(path)
     mergetree.spark.compact(spark, path, full=True)
     mergetree.spark.bucket_join(spark, left_path, right_path, on="id")
+    mergetree.spark.optimize(spark, path, order=["a", "b"], strategy="hilbert")
 
 One Spark partition per bucket; each task merges its bucket's sorted runs with the loser tree
 and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN filters
@@ -20,10 +21,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without pyspark
     raise ImportError("mergetree.spark needs pyspark >= 4.0: pip install 'mergetree[spark]'") from exc
 
-from .jobs import bucket_join, compact, merge_sorted_runs
+from .jobs import bucket_join, compact, merge_sorted_runs, optimize
 from .session import local_session
 from .source import SOURCE_NAME, MergetreeDataSource, register
 from .types import spark_arrow_type, spark_ddl, spark_schema
 
 __all__ = ["SOURCE_NAME", "MergetreeDataSource", "bucket_join", "compact", "local_session", "merge_sorted_runs",
-           "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
+           "optimize", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]

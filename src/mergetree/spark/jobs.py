@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -13,13 +14,17 @@ from ..errors import InvalidArgumentError
 from ..merge import merge
 from ..merge.join import JOINS, join_sorted, joined_schema
 from ..table import Table
+from ..table import filters as flt
 from ..table.compaction.runner import commit_compaction, discard_new_files, execute_plan, plan_compaction
-from ..table.read import BucketPlan, read_bucket
+from ..table.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
+from ..table.files import read_data_file
+from ..table.optimize import prepare_layout, write_clustered
+from ..table.read import BucketPlan, plan_read, read_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from .source import SOURCE_NAME, register
 from .types import spark_ddl, spark_schema, to_spark_batch
 
-__all__ = ["bucket_join", "compact", "merge_sorted_runs"]
+__all__ = ["bucket_join", "compact", "merge_sorted_runs", "optimize"]
 
 
 # -- mapInArrow helpers ---------------------------------------------------------------------
@@ -144,3 +149,142 @@ def compact(spark: Any, path: str, full: bool = False) -> Snapshot | None:
     except BaseException:
         discard_new_files(directory, adds, deletes)
         raise
+
+
+# -- distributed optimize -------------------------------------------------------------------
+
+_KEY = "__mergetree_curve_key"
+_SAMPLE_ROWS = 100_000
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(payload: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+
+
+def optimize(spark: Any, path: str, order: str | list[str] | None = None, strategy: str | None = None,
+             filter: Any = None, target_file_size: int | None = None,
+             sort_within: str | list[str] | None = None) -> Snapshot | None:
+    """`Table.optimize` as a Spark job.  The driver stores the layout, samples the clustering
+    columns of the selected files for rank boundaries and cuts each (partition, bucket) into key
+    ranges of about one output file each; one task per input file computes every row's curve
+    key and sends its rows, range by range, as Arrow IPC (so no value passes through Spark's own
+    types); after a shuffle by (group, range) one task per range sorts and writes its files; the
+    driver commits once.  A primary-key table gets a distributed full compaction."""
+    table = Table.open(path)
+    directory, options = prepare_layout(table.directory, order, strategy, target_file_size, sort_within)
+    if options is None:
+        return compact(spark, path, full=True)
+    base = directory.latest_snapshot()
+    if base is None:
+        return None
+    plan = plan_read(directory, flt.normalize(filter, directory.schema.schema), base.id)
+    groups = [(b.partition, b.bucket, b.files) for b in plan.buckets if b.files]
+    if not groups:
+        return None
+    clustering = options.clustering
+    columns = list(clustering.columns) if clustering is not None else []
+    boundaries = _sample_boundaries(directory, [f for _, _, files in groups for f in files], columns)
+    splitters = []
+    for _, _, files in groups:
+        ranges = max(1, round(sum(f.file_size for f in files) / max(options.target_file_size, 1) * 2))
+        splitters.append(_splitters(directory, files, columns, clustering, boundaries, ranges))
+    units = [(g, i) for g, (_, _, files) in enumerate(groups) for i in range(len(files))]
+    root, file_schema = directory.path, directory.schema.file_schema
+
+    def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for g, i in zip(batch.column("group").to_pylist(), batch.column("unit").to_pylist()):
+                meta = groups[g][2][i]
+                rows = pa.Table.from_batches(list(read_data_file(root, meta)), schema=file_schema)
+                keys = _keys(rows, columns, clustering, boundaries)
+                ranges = np.searchsorted(splitters[g], keys, side="right") if len(splitters[g]) else \
+                    np.zeros(rows.num_rows, dtype=np.int64)
+                rows = rows.append_column(_KEY, pa.array(keys, pa.uint64()))
+                for r in np.unique(ranges):
+                    piece = rows.filter(pa.array(ranges == r))
+                    yield pa.record_batch({"group": pa.array([g], pa.int32()), "range": pa.array([int(r)], pa.int32()),
+                                           "payload": pa.array([_ipc(piece)], pa.binary())})
+
+    def written(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_directory = Table.open(path).directory
+        pieces: dict[tuple[int, int], list[pa.Table]] = {}
+        for batch in batches:
+            for g, r, payload in zip(batch.column("group").to_pylist(), batch.column("range").to_pylist(),
+                                     batch.column("payload").to_pylist()):
+                pieces.setdefault((g, r), []).append(_from_ipc(payload))
+        entries: list[FileEntry] = []
+        try:
+            for (g, _), parts in sorted(pieces.items()):
+                partition, bucket, _ = groups[g]
+                rows = pa.concat_tables(parts)
+                if clustering is not None and clustering.strategy == "linear":
+                    order_ = cluster_order(rows, columns, "linear")
+                else:
+                    order_ = np.argsort(rows.column(_KEY).to_numpy(), kind="stable")
+                rows = rows.take(pa.array(order_)).drop_columns([_KEY])
+                entries += write_clustered(task_directory, options, partition, bucket, rows)
+        except BaseException:
+            task_directory.discard(entries)
+            raise
+        yield pa.record_batch({"adds": [json.dumps([e.to_json("ADD") for e in entries])]})
+
+    tasks = spark.sparkContext.parallelize(units, max(1, min(len(units), 64)))
+    shuffled = (spark.createDataFrame(tasks, "group int, unit int").mapInArrow(keyed, "group int, range int, "
+                                                                                        "payload binary")
+                .repartition(max(1, sum(len(s) + 1 for s in splitters)), "group", "range"))
+    results = shuffled.mapInArrow(written, "adds string").collect()
+    adds = [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])]
+    deletes = [FileEntry(partition, bucket, f) for partition, bucket, files in groups for f in files]
+    try:
+        return commit_compaction(directory, base.id, adds, deletes)
+    except BaseException:
+        discard_new_files(directory, adds, deletes)
+        raise
+
+
+def _sample_boundaries(directory, files, columns: list[str]) -> list[np.ndarray]:
+    """Rank boundaries per clustering column from an even sample of the selected files."""
+    if not columns:
+        return []
+    per_file = max(1, _SAMPLE_ROWS // max(len(files), 1))
+    parts = []
+    for meta in files:
+        rows = pa.Table.from_batches(list(read_data_file(directory.path, meta, columns)))
+        step = max(1, rows.num_rows // per_file)
+        parts.append(rows.take(pa.array(np.arange(0, rows.num_rows, step))))
+    sample = pa.concat_tables(parts)
+    return [rank_boundaries(sample.column(c), column=c) for c in columns]
+
+
+def _keys(rows: pa.Table, columns: list[str], clustering, boundaries: list[np.ndarray]) -> np.ndarray:
+    """Every row's position on the layout's curve, comparable across tasks (fixed rank spans).
+    For a linear layout: the first column's rank (rows are sorted exactly within a range)."""
+    if clustering is None:
+        return np.zeros(rows.num_rows, dtype=np.uint64)
+    ranks = [rank_ids(rows.column(c), b, column=c) for c, b in zip(columns, boundaries)]
+    if clustering.strategy == "linear" or len(columns) == 1:
+        return ranks[0].astype(np.uint64)
+    spans = [(0, len(b) + 1) for b in boundaries]
+    return curve_keys(ranks, clustering.strategy, spans)
+
+
+def _splitters(directory, files, columns, clustering, boundaries, ranges: int) -> np.ndarray:
+    """Key values that cut a group into `ranges` ranges of about equal rows (from a sample)."""
+    if clustering is None or ranges <= 1:
+        return np.zeros(0, dtype=np.uint64)
+    per_file = max(1, _SAMPLE_ROWS // 10 // max(len(files), 1))
+    parts = []
+    for meta in files:
+        rows = pa.Table.from_batches(list(read_data_file(directory.path, meta, columns)))
+        step = max(1, rows.num_rows // per_file)
+        parts.append(rows.take(pa.array(np.arange(0, rows.num_rows, step))))
+    keys = np.sort(_keys(pa.concat_tables(parts), columns, clustering, boundaries))
+    cuts = keys[np.linspace(0, len(keys), ranges + 1)[1:-1].astype(np.int64).clip(0, len(keys) - 1)]
+    return np.unique(cuts)

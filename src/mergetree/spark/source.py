@@ -129,6 +129,8 @@ class MergetreeReader(DataSourceReader):
         return [BucketPartition(b) for b in plan.buckets]
 
     def read(self, partition: BucketPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, BucketPartition):
+            return  # the plan kept no bucket: Spark still runs one task, on a partition of its own
         directory = Table.open(self.path).directory
         schema = directory.schema.schema
         out_schema = spark_schema(schema)

@@ -330,7 +330,8 @@ def _chunk_ranks(chunk: pa.Array, boundaries: np.ndarray, plan: _Plan) -> UInt32
 # Curve keys
 # ---------------------------------------------------------------------------
 
-def curve_keys(ranks: Sequence[np.ndarray], strategy: str) -> UInt64Array:
+def curve_keys(ranks: Sequence[np.ndarray], strategy: str,
+               spans: Sequence[tuple[int, int]] | None = None) -> UInt64Array:
     """The Z-order or Hilbert key of every row from its columns' ranks (1 to 8 equally long
     1-D arrays of non-negative integers below 2**32, e.g. from `rank_ids`).
 
@@ -344,6 +345,10 @@ def curve_keys(ranks: Sequence[np.ndarray], strategy: str) -> UInt64Array:
 
     ``strategy``: "zorder" (bit interleaving, column 0 most significant in each group) or
     "hilbert" (the Hilbert curve index; with one column both are the scaled rank).
+
+    ``spans``: fixed (min, max) rank per column instead of the observed ones, so that keys
+    computed over separate pieces of a table (Spark tasks) compare with each other; every
+    rank must lie inside its span.
     """
     if strategy not in CURVE_STRATEGIES:
         raise InvalidArgumentError(f"curve_keys takes strategy 'zorder' or 'hilbert', not {strategy!r} "
@@ -355,7 +360,7 @@ def curve_keys(ranks: Sequence[np.ndarray], strategy: str) -> UInt64Array:
         raise InvalidArgumentError(f"curve keys take 1 to {MAX_COLUMNS} columns of ranks, not {n_cols}")
     columns = [np.asarray(r) for r in ranks]
     n_rows = len(columns[0]) if columns[0].ndim == 1 else -1
-    spans: list[tuple[int, int]] = []
+    observed: list[tuple[int, int]] = []
     for i, col in enumerate(columns):
         if col.ndim != 1 or col.dtype.kind not in "ui":
             raise InvalidArgumentError(f"ranks[{i}] must be a 1-D integer array, not {col.ndim}-D {col.dtype}")
@@ -366,12 +371,21 @@ def curve_keys(ranks: Sequence[np.ndarray], strategy: str) -> UInt64Array:
             if lo < 0 or hi > _MAX_RANK_LIMIT:
                 raise InvalidArgumentError(f"ranks[{i}] holds {lo if lo < 0 else hi}: ranks must be from 0 to "
                                            f"{_MAX_RANK_LIMIT}")
-            spans.append((lo, hi))
+            observed.append((lo, hi))
     if n_rows == 0:
         return np.empty(0, dtype=np.uint64)
-    bits = max(1, min(max((hi - lo).bit_length() for lo, hi in spans), 64 // n_cols, 32))
+    if spans is not None:
+        fixed = [(int(lo), int(hi)) for lo, hi in spans]
+        if len(fixed) != n_cols or any(not (0 <= lo <= hi <= _MAX_RANK_LIMIT) for lo, hi in fixed):
+            raise InvalidArgumentError(f"spans must give 0 <= min <= max <= {_MAX_RANK_LIMIT} for each of the "
+                                       f"{n_cols} columns, not {spans!r}")
+        for i, ((lo, hi), (flo, fhi)) in enumerate(zip(observed, fixed)):
+            if lo < flo or hi > fhi:
+                raise InvalidArgumentError(f"ranks[{i}] run from {lo} to {hi}, outside the span ({flo}, {fhi})")
+        observed = fixed
+    bits = max(1, min(max((hi - lo).bit_length() for lo, hi in observed), 64 // n_cols, 32))
     matrix = np.empty((n_rows, n_cols), dtype=np.uint32)
-    for i, (col, (lo, hi)) in enumerate(zip(columns, spans)):
+    for i, (col, (lo, hi)) in enumerate(zip(columns, observed)):
         shifted = col.astype(np.uint64) - np.uint64(lo)
         matrix[:, i] = (shifted << np.uint64(bits)) // np.uint64(hi - lo + 1)
     keys: UInt64Array = (hilbert_keys if strategy == "hilbert" else zorder_keys)(matrix, bits)

@@ -23,11 +23,12 @@ from .options import (
     KEY_CLUSTERING_STRATEGY,
     KEY_SORT_WITHIN,
     PK_CLUSTERING_MESSAGE,
+    TableOptions,
 )
 from .read import plan_read
 from .snapshots import FileEntry, Snapshot
 
-__all__ = ["build_indexes", "optimize"]
+__all__ = ["build_indexes", "optimize", "prepare_layout", "write_clustered"]
 
 
 def _names(value, what: str) -> tuple[str, ...]:
@@ -40,13 +41,11 @@ def _names(value, what: str) -> tuple[str, ...]:
     raise InvalidArgumentError(f"{what} must be a column name or a list of names, not {value!r}")
 
 
-def optimize(directory: TableDirectory, order, strategy: str | None, filter: flt.Filter,
-             target_file_size: int | None, sort_within, progress: Progress | None) -> tuple[TableDirectory,
-                                                                                         Snapshot | None]:
-    """Cluster the files a filter selects (all, by default) by `order` with `strategy`, rows
-    inside each file sorted by `sort_within`; an explicit layout is stored in the table's
-    options first, so later `optimize()` calls (and each write) keep it.  Returns the
-    (possibly re-optioned) directory and the commit."""
+def prepare_layout(directory: TableDirectory, order, strategy: str | None, target_file_size: int | None,
+                   sort_within) -> tuple[TableDirectory, TableOptions | None]:
+    """Check an optimize request and store an explicit layout in the table's options.  Returns
+    the (possibly re-optioned) directory and the options to rewrite with, or None for a
+    primary-key table, whose optimize is a full compaction (its files are ordered by its key)."""
     ts = directory.schema
     columns = _names(order, "order")
     within = _names(sort_within, "sort_within")
@@ -59,8 +58,7 @@ def optimize(directory: TableDirectory, order, strategy: str | None, filter: flt
         key_order = columns == ts.primary_key[:len(columns)] and strategy in (None, "linear")
         if within or (columns and not key_order):
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
-        # a primary-key table is already ordered by its key: a full compaction is its optimize
-        return directory, compact_buckets(directory, None, full=True, progress=progress)
+        return directory, None
     for name in columns + within:
         if name not in ts.schema.names:
             raise InvalidArgumentError(f"no column {name!r}; columns: {ts.schema.names}")
@@ -83,7 +81,20 @@ def optimize(directory: TableDirectory, order, strategy: str | None, filter: flt
                                    "sort_within=[columns]")
     if target_file_size is not None:
         options = replace(options, target_file_size=target_file_size)
-    return directory, _rewrite(directory, options, flt.normalize(filter, ts.schema), progress)
+    return directory, options
+
+
+def optimize(directory: TableDirectory, order, strategy: str | None, filter: flt.Filter,
+             target_file_size: int | None, sort_within,
+             progress: Progress | None) -> tuple[TableDirectory, Snapshot | None]:
+    """Cluster the files a filter selects (all, by default) by `order` with `strategy`, rows
+    inside each file sorted by `sort_within`; an explicit layout is stored in the table's
+    options first, so later `optimize()` calls (and each write) keep it.  Returns the
+    (possibly re-optioned) directory and the commit."""
+    directory, options = prepare_layout(directory, order, strategy, target_file_size, sort_within)
+    if options is None:
+        return directory, compact_buckets(directory, None, full=True, progress=progress)
+    return directory, _rewrite(directory, options, flt.normalize(filter, directory.schema.schema), progress)
 
 
 def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progress | None) -> Snapshot | None:
@@ -107,7 +118,7 @@ def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progre
             if options.clustering is not None:
                 rows = rows.take(pa.array(cluster_order(rows, options.clustering.columns,
                                                         options.clustering.strategy)))
-            new = _write_clustered(directory, options, partition, bucket, rows)
+            new = write_clustered(directory, options, partition, bucket, rows)
             adds += new
             deletes += [FileEntry(partition, bucket, m) for m in files]
             done += sum(m.row_count for m in files)
@@ -121,7 +132,7 @@ def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progre
         raise
 
 
-def _write_clustered(directory: TableDirectory, options, partition: tuple, bucket: int,
+def write_clustered(directory: TableDirectory, options, partition: tuple, bucket: int,
                      rows: pa.Table) -> list[FileEntry]:
     """Cut clustered rows into files of about the target size; each file's rows sorted by
     `sort_within` when the table asks for it."""
