@@ -35,3 +35,17 @@ def test_tables_snippet_runs(tmp_path):
     assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "city": "Oslo", "visits": 1}, {"id": 2, "city": "Lima", "visits": 5}]
     assert t.read(snapshot=1).num_rows == 3
+
+
+def test_data_organization_snippet_runs(tmp_path):
+    if not README.exists():
+        import pytest
+        pytest.skip("README.md is not beside the tests")
+    code = re.search(r"## Data organization\n.*?```python\n(.*?)```", README.read_text(), re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code.replace("/data/events", str(tmp_path / "events")), "README organization", "exec"), namespace)
+    t = namespace["t"]
+    assert t.info().clustering == ("a", "b") and t.info().sort_within == ("ts",)
+    assert t.aggregate("category", {"amount": "sum"}).to_pylist() == [
+        {"category": "x", "amount_sum": 1.0}, {"category": "y", "amount_sum": 2.0}]
+    assert t.last_read.used_preaggregates == t.info().files
