@@ -897,6 +897,7 @@ _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _JULIAN_EPOCH_DAY = 2_440_588          # the Julian day of 1970-01-01, for INT96
 _NANOS_PER_DAY = 86_400 * 10**9
 _NANOS_PER_UNIT = {"ms": 1_000_000, "us": 1_000, "ns": 1}
+_NANOS_PER_ARROW_UNIT = {"s": 1_000_000_000, **_NANOS_PER_UNIT}
 _FLOAT_FORMATS = {16: "<e", 32: "<f", 64: "<d"}
 _INT32 = struct.Struct("<i")
 _INT64 = struct.Struct("<q")
@@ -982,7 +983,17 @@ def _encode_date(b: ColumnBloom, v: Any) -> Encoded:
     return _fixed_int(b.physical_type, v.toordinal() - _EPOCH_ORDINAL)
 
 
+def _scalar_nanos(v: pa.Scalar) -> int:
+    """Nanoseconds (since the epoch or midnight) of an Arrow timestamp or time scalar: read
+    from its integer value, as `as_py()` would drop nanoseconds (or refuse without pandas)."""
+    return int(v.value) * _NANOS_PER_ARROW_UNIT[v.type.unit]
+
+
 def _encode_time(b: ColumnBloom, v: Any) -> Encoded:
+    if isinstance(v, (pa.Time32Scalar, pa.Time64Scalar)):
+        nanos = _scalar_nanos(v)
+        n, rest = divmod(nanos, _NANOS_PER_UNIT[b.unit])
+        return [] if rest else _fixed_int(b.physical_type, n)
     if not isinstance(v, dt.time):
         raise _wrong(b, v, "a datetime.time")
     nanos = (((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond) * 1000 \
@@ -993,12 +1004,15 @@ def _encode_time(b: ColumnBloom, v: Any) -> Encoded:
 
 def _encode_timestamp(b: ColumnBloom, v: Any) -> Encoded:
     """Aware datetimes by their instant, naive ones as UTC wall-clock time (as Arrow does);
-    pandas Timestamps with their nanoseconds."""
-    if not isinstance(v, dt.datetime):
+    pandas Timestamps and Arrow timestamp scalars with their nanoseconds."""
+    if isinstance(v, pa.TimestampScalar):
+        nanos = _scalar_nanos(v)  # Arrow stores the UTC instant (or naive wall-clock as UTC)
+    elif isinstance(v, dt.datetime):
+        td = v - _EPOCH_UTC if v.utcoffset() is not None else v.replace(tzinfo=None) - _EPOCH
+        nanos = ((td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds) * 1000 \
+            + int(getattr(v, "nanosecond", 0) or 0)
+    else:
         raise _wrong(b, v, "a datetime.datetime")
-    td = v - _EPOCH_UTC if v.utcoffset() is not None else v.replace(tzinfo=None) - _EPOCH
-    nanos = ((td.days * 86_400 + td.seconds) * 1_000_000 + td.microseconds) * 1000 \
-        + int(getattr(v, "nanosecond", 0) or 0)
     if b.physical_type == "INT96":
         days, nanos_of_day = divmod(nanos, _NANOS_PER_DAY)
         julian = days + _JULIAN_EPOCH_DAY
@@ -1052,6 +1066,9 @@ _ENCODERS: dict[str, Callable[[ColumnBloom, Any], Encoded]] = {
 }
 
 
+_NANO_SCALARS = (pa.TimestampScalar, pa.Time32Scalar, pa.Time64Scalar)
+
+
 def _hashes(bloom: ColumnBloom, values: Iterable[Any]) -> np.ndarray | None:
     """The xxh64 hashes to probe for `values`, or None when any value may be anywhere."""
     if isinstance(values, (str, bytes, bytearray, memoryview)) or not isinstance(values, Iterable):
@@ -1059,7 +1076,9 @@ def _hashes(bloom: ColumnBloom, values: Iterable[Any]) -> np.ndarray | None:
     encode = _ENCODERS[bloom.kind]
     encoded: set[bytes] = set()
     for v in values:
-        if v is None:  # = NULL and IN (NULL) match no row
+        if isinstance(v, pa.Scalar) and not isinstance(v, _NANO_SCALARS):
+            v = v.as_py()  # Arrow scalars as their Python values (temporal ones keep nanoseconds)
+        if v is None or (isinstance(v, pa.Scalar) and not v.is_valid):  # = NULL matches no row
             continue
         e = encode(bloom, v)
         if e is None:
@@ -1118,7 +1137,8 @@ def _may_contain(path: str | os.PathLike[str], bloom: ColumnBloom, values: Itera
 def row_groups_that_may_contain(path: str | os.PathLike[str], bloom: ColumnBloom, values: Iterable[Any]) -> list[int]:
     """The row groups of the data file at `path` that may hold any of `values` (Python
     values of the column's Arrow type; None matches nothing), ascending.  A row group left
-    out certainly holds none of them.  Reads the filters in one request, or none when the
+    out certainly holds none of them.  Arrow scalars work too (timestamps keep their
+    nanoseconds without pandas).  Reads the filters in one request, or none when the
     description has them inline."""
     return _may_contain(path, bloom, values, first=False)
 
