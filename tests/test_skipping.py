@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from mergetree import Table
 from mergetree.table import filters as flt
+from mergetree.table import preaggregates
 from mergetree.table.preaggregates import combine_partials, normalize_measures, partial_aggregate
 from mergetree.table.read import top_rows
 
@@ -70,55 +72,62 @@ def canonical(t: pa.Table) -> pa.Table:
 @given(data=st.data(), primary_key=st.booleans())
 def test_skipping_never_changes_a_result(data, primary_key):
     directory = tempfile.mkdtemp(prefix="mergetree-skipping-")
+    # partials kept in the manifest, or only in their sidecars
+    inline_limit = data.draw(st.sampled_from([0, preaggregates.INLINE_MAX_BYTES]), label="inline partials")
     try:
-        options = {"target-file-size": data.draw(st.sampled_from(["600 b", "2 kb", "64 kb"]), label="file size"),
-                   "write-only": "true"}
-        bloom = data.draw(st.lists(st.sampled_from(["id", "a", "cat", "s"]), unique=True), label="bloom")
-        bitmap = data.draw(st.lists(st.sampled_from(["a", "cat", "s"]), unique=True), label="bitmap")
-        if bloom:
-            options["file-index.bloom-filter.columns"] = ",".join(bloom)
-        if bitmap:
-            options["file-index.bitmap.columns"] = ",".join(bitmap)
-            options["file-index.bitmap.max-values"] = str(data.draw(st.sampled_from([3, 1000]), label="max values"))
-        t = Table.create(f"{directory}/t", SCHEMA, primary_key="id" if primary_key else None,
-                         buckets=data.draw(st.sampled_from([1, 2])) if primary_key else 1, options=options)
-        if data.draw(st.booleans(), label="model"):
-            t.add_aggregate("m", ["cat", "s"], {"v": ["sum", "min", "max"], "*": "count", "a": "count"})
-        for _ in range(data.draw(st.integers(1, 5), label="writes")):
-            t.write(data.draw(batches(120)))
-            if primary_key and data.draw(st.booleans(), label="delete"):
-                t.delete(pa.table({"id": pa.array(data.draw(st.lists(st.integers(0, 119), max_size=10)), pa.int64())}))
-        if not primary_key and data.draw(st.booleans(), label="optimize"):
-            order = data.draw(st.lists(st.sampled_from(["a", "v", "cat", "s"]), min_size=1, max_size=3, unique=True))
-            t.optimize(order=order, strategy=data.draw(st.sampled_from(["linear", "zorder", "hilbert"])),
-                       sort_within=data.draw(st.sampled_from([None, "v", ["a", "s"]])))
-        elif primary_key and data.draw(st.booleans(), label="compact"):
-            t.compact(full=data.draw(st.booleans()))
-        if data.draw(st.booleans(), label="build indexes later"):
-            t.build_indexes()
-        for _ in range(4):
-            f = data.draw(filters, label="filter")
-            assert canonical(t.read(filter=f)).equals(canonical(plain(t, f))), f
-            order = data.draw(st.lists(st.tuples(st.sampled_from(["v", "a", "s", "id"]),
-                                                 st.sampled_from(["asc", "desc"])), min_size=1, max_size=2,
-                                       unique_by=lambda o: o[0]), label="order")
-            limit = data.draw(st.integers(0, 15), label="limit")
-            with_filter = data.draw(st.booleans(), label="top-n filter")
-            got = t.read(filter=f if with_filter else None, order_by=order, limit=limit)
-            want = top_rows(plain(t, f if with_filter else None), order, limit)
-            assert got.equals(want), (f, order, limit)
-            group_by = data.draw(st.sampled_from([[], ["cat"], ["s"], ["cat", "s"]]), label="group by")
-            measures = data.draw(st.sampled_from([{"v": "sum"}, {"*": "count", "v": ["min", "max"]},
-                                                  {"a": "count", "v": "sum"}]), label="measures")
-            agg_filter = data.draw(st.sampled_from([None, ("cat", "=", "x"), ("s", ">=", "s10"), f]),
-                                   label="agg filter")
-            got = t.aggregate(group_by, measures, filter=agg_filter)
-            pairs = normalize_measures(measures, t.schema)
-            rows = plain(t, agg_filter)
-            want = combine_partials([partial_aggregate(rows, group_by, pairs)], group_by, pairs, t.schema)
-            assert got.equals(want), (group_by, measures, agg_filter)
+        with mock.patch.object(preaggregates, "INLINE_MAX_BYTES", inline_limit):
+            _check_random_table(data, primary_key, directory)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _check_random_table(data, primary_key: bool, directory: str) -> None:
+    options = {"target-file-size": data.draw(st.sampled_from(["600 b", "2 kb", "64 kb"]), label="file size"),
+               "write-only": "true"}
+    bloom = data.draw(st.lists(st.sampled_from(["id", "a", "cat", "s"]), unique=True), label="bloom")
+    bitmap = data.draw(st.lists(st.sampled_from(["a", "cat", "s"]), unique=True), label="bitmap")
+    if bloom:
+        options["file-index.bloom-filter.columns"] = ",".join(bloom)
+    if bitmap:
+        options["file-index.bitmap.columns"] = ",".join(bitmap)
+        options["file-index.bitmap.max-values"] = str(data.draw(st.sampled_from([3, 1000]), label="max values"))
+    t = Table.create(f"{directory}/t", SCHEMA, primary_key="id" if primary_key else None,
+                     buckets=data.draw(st.sampled_from([1, 2])) if primary_key else 1, options=options)
+    if data.draw(st.booleans(), label="model"):
+        t.add_aggregate("m", ["cat", "s"], {"v": ["sum", "min", "max"], "*": "count", "a": "count"})
+    for _ in range(data.draw(st.integers(1, 5), label="writes")):
+        t.write(data.draw(batches(120)))
+        if primary_key and data.draw(st.booleans(), label="delete"):
+            t.delete(pa.table({"id": pa.array(data.draw(st.lists(st.integers(0, 119), max_size=10)), pa.int64())}))
+    if not primary_key and data.draw(st.booleans(), label="optimize"):
+        order = data.draw(st.lists(st.sampled_from(["a", "v", "cat", "s"]), min_size=1, max_size=3, unique=True))
+        t.optimize(order=order, strategy=data.draw(st.sampled_from(["linear", "zorder", "hilbert"])),
+                   sort_within=data.draw(st.sampled_from([None, "v", ["a", "s"]])))
+    elif primary_key and data.draw(st.booleans(), label="compact"):
+        t.compact(full=data.draw(st.booleans()))
+    if data.draw(st.booleans(), label="build indexes later"):
+        t.build_indexes()
+    for _ in range(4):
+        f = data.draw(filters, label="filter")
+        assert canonical(t.read(filter=f)).equals(canonical(plain(t, f))), f
+        order = data.draw(st.lists(st.tuples(st.sampled_from(["v", "a", "s", "id"]),
+                                             st.sampled_from(["asc", "desc"])), min_size=1, max_size=2,
+                                   unique_by=lambda o: o[0]), label="order")
+        limit = data.draw(st.integers(0, 15), label="limit")
+        with_filter = data.draw(st.booleans(), label="top-n filter")
+        got = t.read(filter=f if with_filter else None, order_by=order, limit=limit)
+        want = top_rows(plain(t, f if with_filter else None), order, limit)
+        assert got.equals(want), (f, order, limit)
+        group_by = data.draw(st.sampled_from([[], ["cat"], ["s"], ["cat", "s"]]), label="group by")
+        measures = data.draw(st.sampled_from([{"v": "sum"}, {"*": "count", "v": ["min", "max"]},
+                                              {"a": "count", "v": "sum"}]), label="measures")
+        agg_filter = data.draw(st.sampled_from([None, ("cat", "=", "x"), ("s", ">=", "s10"), f]),
+                               label="agg filter")
+        got = t.aggregate(group_by, measures, filter=agg_filter)
+        pairs = normalize_measures(measures, t.schema)
+        rows = plain(t, agg_filter)
+        want = combine_partials([partial_aggregate(rows, group_by, pairs)], group_by, pairs, t.schema)
+        assert got.equals(want), (group_by, measures, agg_filter)
 
 
 def test_indexes_really_skip(tmp_path):

@@ -73,7 +73,8 @@ def aggregate(directory: TableDirectory, group_by: Any, measures: Mapping[str, A
         for section, final in _units(directory, bucket):
             if model is not None and final is not None and model.name in final.indexes.get("preagg", {}):
                 sidecar = os.path.join(directory.path, paths.sidecar_name(final.file_name, f"agg-{model.name}"))
-                partials.append(read_partial(sidecar, partial_names, expression, sorted(flt.columns_of(f) or ())))
+                partials.append(read_partial(sidecar, final.indexes["preagg"][model.name], partial_names, expression,
+                                             sorted(flt.columns_of(f) or ())))
                 plan.steps["pre-aggregate"].add([final])
                 stats.used_preaggregates += 1
                 continue
