@@ -19,7 +19,9 @@ its total time is not.
 ``--table`` adds (and ``--table-only`` runs alone) the primary-key table workload of
 ``benchmarks/bench_table.py``: upserts, merge-on-read, point lookups and a full compaction,
 against pypaimon and pypaimon-rust when they are installed; ``--spark`` (``--spark-only``)
-the Spark workload of ``benchmarks/bench_spark.py``.
+the Spark workload of ``benchmarks/bench_spark.py``; ``--layout`` (``--layout-only``) the data
+layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
+and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``.
 """
 from __future__ import annotations
 
@@ -652,6 +654,12 @@ def _parser() -> argparse.ArgumentParser:
         "local[2] (needs pyspark; see benchmarks/bench_spark.py)")
     spark.add_argument("--spark", action="store_true", help="also run the Spark workload")
     spark.add_argument("--spark-only", action="store_true", help="run only the Spark workload")
+    layout = parser.add_argument_group(
+        "layout workload", "an append table of 10M rows in 200 files, unorganized and clustered (linear, Z-order, "
+        "Hilbert, by time), with Bloom, bitmap and pre-aggregates, 1,000 queries per workload, against delta-rs's "
+        "optimize.z_order on the same data (see benchmarks/bench_layout.py; --quick divides rows and queries by 10)")
+    layout.add_argument("--layout", action="store_true", help="also run the layout workload")
+    layout.add_argument("--layout-only", action="store_true", help="run only the layout workload")
     return parser
 
 
@@ -680,7 +688,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     environment = _environment()
     results, scaling = [], None
-    if not args.table_only and not args.spark_only:
+    merge_bench = not (args.table_only or args.spark_only or args.layout_only)
+    if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
         results = run_bench(args.rows, args.string_rows, args.runs, args.repeat, args.quick,
@@ -689,9 +698,11 @@ def main(argv: list[str] | None = None) -> int:
         scaling = _thread_check(args) if args.threads else None
     table = _table_bench(args, environment) if args.table or args.table_only else None
     spark = _spark_bench(args) if args.spark or args.spark_only else None
+    layout = _layout_bench(args, merge_bench or table is not None or spark is not None) \
+        if args.layout or args.layout_only else None
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
-        if not args.table_only and not args.spark_only:
+        if merge_bench:
             plot_results(results, args.plot, title=f"deduplicate merge of {args.runs} sorted runs")
             print(f"chart written to {args.plot}")
         if table is not None:
@@ -699,12 +710,43 @@ def main(argv: list[str] | None = None) -> int:
 
             plot_table_results(table["results"], table_chart, title=table["title"])
             print(f"table chart written to {table_chart}")
+        if layout is not None:
+            from .bench_layout import plot_layout_results
+
+            layout_chart = args.plot if args.layout_only else _beside(args.plot, "-layout")
+            plot_layout_results(layout, layout_chart, title=_layout_title(layout))
+            print(f"layout chart written to {layout_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling, table, spark)
+        _write_json(args, environment, results, scaling, table, spark, layout)
         print(f"numbers written to {args.json}")
     table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
     spark_ok = spark is None or all(r.check == "ok" for r in spark)
-    return 0 if all(r.ok for r in results) and table_ok and spark_ok else 1
+    layout_ok = layout is None or layout.ok
+    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok else 1
+
+
+def _layout_title(layout) -> str:
+    sizes = layout.sizes
+    return (f"{sizes['rows']:,} rows in {sizes['files']} files, {sizes['queries']:,} queries per workload: "
+            f"% of the files scanned per query")
+
+
+def _layout_bench(args, after_another: bool):
+    """Run the layout workload (benchmarks/bench_layout.py), print its tables and targets;
+    returns its report."""
+    from . import bench_layout as bl
+
+    rows, queries = bl.quick_sizes(bl.DEFAULT_ROWS, bl.DEFAULT_QUERIES) if args.quick else \
+        (bl.DEFAULT_ROWS, bl.DEFAULT_QUERIES)
+    if after_another:
+        print()
+    print(f"mergetree bench --layout: {rows:,} rows in {bl.DEFAULT_FILES} files, {queries:,} queries per workload "
+          f"and layout, {os.cpu_count()} CPUs, pyarrow {pa.__version__}, deltalake "
+          f"{bl.deltalake_version() or 'not installed'}", flush=True)
+    report = bl.run_layout_bench(quick=args.quick, progress=False if args.no_progress else None)
+    show(bl.format_layout_results(report))
+    print(f"layout workload took {report.seconds:.0f}s")
+    return report
 
 
 def _spark_bench(args) -> list:
@@ -767,7 +809,7 @@ def _thread_check(args) -> dict:
 
 
 def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
-                spark: list | None = None) -> None:
+                spark: list | None = None, layout=None) -> None:
     workloads = dict.fromkeys(r.workload for r in results)
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
@@ -785,6 +827,10 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
         from .bench_spark import spark_ratios
 
         document["spark"] = {"results": [r.to_dict() for r in spark], "ratios": spark_ratios(spark)}
+    if layout is not None:
+        from .bench_layout import layout_json
+
+        document["layout"] = layout_json(layout)
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=str)
         handle.write("\n")

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -152,6 +154,9 @@ def recovery_hint(root: str, damaged_id: int, intact: Sequence[int]) -> str:
             f"(the changes committed after it are lost)")
 
 
+CACHED_MANIFESTS = 1024  # parsed manifests a store keeps (a manifest holds up to a few thousand entries)
+
+
 class SnapshotStore:
     """Reads and commits the snapshots of one table directory."""
 
@@ -159,6 +164,11 @@ class SnapshotStore:
         self.root = root
         self.partition_by = tuple(partition_by)
         self.merge_min_count = manifest_merge_min_count
+        # Manifests are written once under unique names, so a parsed one stays true while its
+        # file is unchanged; every read plans from the same chain of manifests, and parsing them
+        # again dominated small reads.  name -> ((size, mtime_ns), entries)
+        self._manifests: OrderedDict[str, tuple[tuple[int, int], tuple[tuple[str, FileEntry], ...]]] = OrderedDict()
+        self._manifests_lock = threading.Lock()
 
     def ensure_directories(self) -> None:
         os.makedirs(os.path.join(self.root, paths.SNAPSHOT_DIR), exist_ok=True)
@@ -241,7 +251,28 @@ class SnapshotStore:
                                     path=os.path.join(self.root, relative))
         return names
 
-    def read_manifest(self, name: str) -> list[tuple[str, FileEntry]]:
+    def read_manifest(self, name: str) -> tuple[tuple[str, FileEntry], ...]:
+        """The (kind, entry) pairs of a manifest, checked; parsed again only when the file's
+        size or modification time changed (a damaged or replaced manifest is still noticed)."""
+        try:
+            st = os.stat(os.path.join(self.root, paths.MANIFEST_DIR, name))
+            version = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            version = None  # _load_manifest names the missing file
+        with self._manifests_lock:
+            cached = self._manifests.get(name)
+            if cached is not None and cached[0] == version:
+                self._manifests.move_to_end(name)
+                return cached[1]
+        entries = self._load_manifest(name)
+        if version is not None:
+            with self._manifests_lock:
+                self._manifests[name] = (version, entries)
+                while len(self._manifests) > CACHED_MANIFESTS:
+                    self._manifests.popitem(last=False)
+        return entries
+
+    def _load_manifest(self, name: str) -> tuple[tuple[str, FileEntry], ...]:
         relative = f"{paths.MANIFEST_DIR}/{name}"
         document = read_json(self.root, relative, "manifest")
         try:
@@ -256,7 +287,7 @@ class SnapshotStore:
                     if not paths.is_sidecar(sidecar, self.partition_by):
                         raise ValueError(f"{sidecar!r} is not a sidecar file name of this table")
                 out.append((e["kind"], entry))
-            return out
+            return tuple(out)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptTableError(f"the manifest {relative} of table {self.root} is damaged: {exc!r}",
                                     path=os.path.join(self.root, relative)) from None
