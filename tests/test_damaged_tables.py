@@ -10,6 +10,7 @@ import sys
 
 import pyarrow as pa
 import pytest
+from disk import table_files
 
 from mergetree import CorruptTableError, MergeTreeError, Table, TableNotFoundError
 
@@ -48,7 +49,7 @@ def damage(path: str, how: str) -> None:
 
 
 def all_files(root: str) -> set[str]:
-    return {os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names}
+    return table_files(root)
 
 
 @pytest.mark.parametrize("how", DAMAGES)

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from disk import table_files
 
 import mergetree
 from mergetree import (
@@ -32,7 +33,7 @@ def make(tmp_path, **kwargs) -> Table:
 
 
 def files_under(path) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, n), path) for d, _, names in os.walk(path) for n in names)
+    return sorted(table_files(path))
 
 
 # -- 1. cleanup deletes only what the table owns ------------------------------------------

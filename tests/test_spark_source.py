@@ -312,3 +312,22 @@ def test_pushed_filters_use_bloom_filters(spark, tmp_path):
     assert pushed == ("id", "=", 7) and t.plan(pushed).files == []  # ... and the plan it makes from it
     df = spark.read.format("mergetree").load(t.path)
     assert df.where("id = 7").count() == 0 and df.where("id = 8").count() == 1
+
+
+def test_spark_reads_are_logged_by_the_driver(spark, tmp_path):
+    import mergetree.spark
+    from mergetree.table import querylog
+    mergetree.spark.register(spark)
+    t = Table.create(str(tmp_path / "t"), SCHEMA, primary_key="id", buckets=4)
+    t.write(rows(np.arange(50, dtype=np.int64), "x"))
+    df = spark.read.format("mergetree").load(t.path).where("id = 17 and day >= date'2024-01-05'")
+    assert [r["id"] for r in df.collect()] == [17]
+    querylog.flush()
+    logged = [r for r in Table.open(querylog.log_path(t.path)).read().to_pylist() if r["source"] == "spark"]
+    assert logged, "the Spark read left no record"
+    last = logged[-1]
+    assert last["filter_columns"] == ["day", "id"] and last["kind"] == "read"
+    assert {"column": "id", "kind": "eq"} in last["predicates"]
+    assert last["files_scanned"] == 1 < last["files_total"] == 4  # bucket pruning, as planned
+    replayed = t.read(filter=querylog.filter_from_json(last["filter"]))
+    assert replayed.column("id").to_pylist() == [17]

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from disk import table_files
 
 from mergetree import InvalidArgumentError, SchemaMismatchError, Table, TableExistsError
 from mergetree.table.buckets import bucket_ids
@@ -50,10 +51,10 @@ def test_bad_create_arguments(tmp_path, kwargs, message):
 def test_bad_writes_raise_and_write_nothing(tmp_path, data, message):
     t = make(tmp_path, primary_key="id", buckets=2)
     t.write(pa.table({"id": [7], "region": ["z"], "amount": [7.0]}))
-    files_before = sorted(p for p in (tmp_path / "t").rglob("*") if p.is_file())
+    files_before = table_files(tmp_path / "t")
     with pytest.raises(SchemaMismatchError, match=message):
         t.write(data)
-    assert sorted(p for p in (tmp_path / "t").rglob("*") if p.is_file()) == files_before
+    assert table_files(tmp_path / "t") == files_before
     assert len(t.snapshots()) == 1
     assert t.read().to_pylist() == [{"id": 7, "region": "z", "amount": 7.0}]
 

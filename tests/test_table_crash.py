@@ -4,7 +4,6 @@ remove the debris without touching live data."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import random
 import signal
 import subprocess
@@ -13,6 +12,7 @@ import textwrap
 import time
 
 import pyarrow as pa
+from disk import table_files
 
 from mergetree import Table
 from mergetree.table.housekeeping import referenced_files
@@ -100,7 +100,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     removed = table.remove_orphan_files(older_than=dt.timedelta(0))
     assert table_state(Table.open(path)) == before
     referenced = referenced_files(table.directory, table.directory.store.snapshot_ids())
-    on_disk = {os.path.relpath(os.path.join(d, n), path) for d, _, names in os.walk(path) for n in names}
+    on_disk = table_files(path)
     leftovers = {p for p in on_disk - referenced
                  if not p.startswith(("snapshot/snapshot-", "schema/")) and p != "snapshot/LATEST"}
     assert not leftovers, leftovers

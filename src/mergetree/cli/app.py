@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgumentError, MergeTreeError
-from . import commands
+from ..table import querylog
+from . import commands, organize
 from .render import err_console
 
 __all__ = ["build_parser", "main"]
@@ -145,6 +146,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--orphans-older-than-hours", type=_non_negative_hours, default=1.0,
                    help="only remove orphan files older than this, so commits in flight keep theirs")
 
+    def queries_help(args: argparse.Namespace) -> int:
+        queries.print_help()
+        return EXIT_USAGE
+
+    queries = command("queries", "the table's query log: import a SQL history, show what was asked", queries_help)
+    queries_commands = queries.add_subparsers(dest="queries_command", metavar="SUBCOMMAND")
+    p = queries_commands.add_parser(
+        "import", help="parse a SQL history with sqlglot and log the queries that read the table",
+        description="parse a SQL history (one statement per line, or JSON lines with a 'query' or 'sql' field "
+                    "and optionally 'ts', 'user', 'duration_ms') and log every query that reads the table",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.set_defaults(run=organize.queries_import, forwarded=False)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--sql", required=True, metavar="FILE", help="the history file")
+    p.add_argument("--dialect", help="the SQL dialect (sqlglot's names: trino, spark, hive, presto, duckdb, ...)")
+    p.add_argument("--table", metavar="NAME", help="the table's name in the statements, e.g. db.events "
+                                                   "(default: the table directory's name)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p = queries_commands.add_parser("show", help="a summary of the logged queries",
+                                    formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.set_defaults(run=organize.queries_show, forwarded=False)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
+    p.add_argument("--top", type=_positive_int, default=15, help="filtered columns to list")
+
     p = command("repair", "set a damaged latest snapshot aside so the table opens at the newest "
                           "intact one (the damaged file is kept in snapshot/damaged/)", commands.repair)
     p.add_argument("path", help="table directory")
@@ -159,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        return args.run(args)
+        with querylog.query_source("cli"):
+            return args.run(args)
     except KeyboardInterrupt:
         err_console.print("mergetree: interrupted")
         return 130

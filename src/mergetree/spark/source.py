@@ -27,7 +27,7 @@ from pyspark.sql.datasource import (
 
 from ..errors import CommitConflictError, InvalidArgumentError
 from ..merge import RowKind
-from ..table import Table
+from ..table import Table, querylog
 from ..table import filters as flt
 from ..table.commit import commit_with_rebase, next_sequences
 from ..table.read import BucketPlan, file_filter, read_bucket
@@ -125,7 +125,15 @@ class MergetreeReader(DataSourceReader):
     def partitions(self) -> list[BucketPartition]:
         if self.snapshot is None:
             return []
-        plan = Table.open(self.path).plan(self.filters or None, self.snapshot)
+        table = Table.open(self.path)
+        plan = table.plan(self.filters or None, self.snapshot)
+        if querylog.logging_enabled(table.directory):
+            # the driver knows the files the query reads; rows and time are the executors'
+            files = plan.files
+            querylog.record(table.path, querylog.QueryRecord(
+                "read", flt.normalize(self.filters or None, table.schema), snapshot_id=plan.snapshot_id,
+                files_scanned=len(files), files_total=plan.files_total,
+                bytes_scanned=sum(m.file_size for m in files), bytes_total=plan.bytes_total, source="spark"))
         return [BucketPartition(b) for b in plan.buckets]
 
     def read(self, partition: BucketPartition) -> Iterator[pa.RecordBatch]:

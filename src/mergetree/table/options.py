@@ -132,6 +132,7 @@ KEY_BITMAP_MAX_VALUES = "file-index.bitmap.max-values"
 KEY_CLUSTERING_COLUMNS = "clustering.columns"
 KEY_CLUSTERING_STRATEGY = "clustering.strategy"
 KEY_SORT_WITHIN = "sort-within.columns"
+KEY_QUERY_LOG = "query-log.enabled"
 
 OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
     OptionSpec("write-buffer-size", "256 mb", _parse_size,
@@ -168,6 +169,9 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "hilbert for more)"),
     OptionSpec(KEY_SORT_WITHIN, None, _parse_names,
                "append tables: the row order inside each data file (speeds up Top-N reads)"),
+    OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
+               "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
+               "table's query log (queries/), which the advisor analyzes"),
 )}
 
 # fields.<column>.aggregate-function (aggregate tables): the column's aggregate.
@@ -294,6 +298,7 @@ class TableOptions:
     clustering: Clustering | None = None
     sort_within: tuple[str, ...] = ()
     aggregate_models: dict[str, AggregateModel] = field(default_factory=dict)
+    query_log: bool = True
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], schema: pa.Schema, merge_engine: str,
@@ -374,7 +379,8 @@ class TableOptions:
         return cls(merged["write-buffer-size"], merged[KEY_TARGET_FILE_SIZE], merged["write-only"],
                    merged["manifest.merge-min-count"], compaction, aggregations,
                    merged.get(KEY_BLOOM_COLUMNS, ()), merged[KEY_BLOOM_FPP], merged.get(KEY_BITMAP_COLUMNS, ()),
-                   merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models)
+                   merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models,
+                   merged[KEY_QUERY_LOG])
 
 
 PK_CLUSTERING_MESSAGE = (

@@ -334,6 +334,7 @@ class PreparedRead:
     order_by: OrderBy = field(default_factory=list)
     limit: int | None = None
     stats: ReadStats = field(default_factory=ReadStats)
+    filter: flt.Filter = None  # normalized (what the query log records)
 
 
 def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, snapshot: Any,
@@ -345,7 +346,7 @@ def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, sn
     plan = plan_read(directory, f, snapshot, order, limit)
     return PreparedRead(names, pa.schema([schema.field(c) for c in names]), flt.to_expression(f, schema),
                         file_filter(directory, f), plan, order, limit,
-                        ReadStats(plan.files_total, plan.bytes_total))
+                        ReadStats(plan.files_total, plan.bytes_total), f)
 
 
 def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -12,12 +14,14 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
 from . import filters as flt
-from . import housekeeping, optimize, read, write
+from . import housekeeping, optimize, querylog, read, write
 from .aggregate import aggregate
 from .compaction.runner import Progress, compact_buckets
 from .directory import TableDirectory, alter_options, as_path, create_table, open_table
 from .info import TableInfo, table_info
 from .options import TableOptions, aggregate_model_options
+from .preaggregates import normalize_measures
+from .read import ReadStats
 from .schema import TableSchema
 from .snapshots import Snapshot
 
@@ -143,18 +147,38 @@ class Table:
         `threads` threads (default: one per CPU).  `last_read` then says what was read."""
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
+        started = time.perf_counter()
         prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
         out = read.read_table(self.directory, prepared, threads)
         self.last_read = prepared.stats
+        if querylog.logging_enabled(self.directory):
+            self._log("read", prepared.filter, prepared.plan.snapshot_id, prepared.stats, started,
+                      columns=prepared.columns, order_by=prepared.order_by, limit=prepared.limit)
         return out
 
     def scan(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
              snapshot: int | None = None, order_by: Any = None, limit: int | None = None) -> pa.RecordBatchReader:
         """A streaming read: one bucket section at a time, merged with the loser tree (rows
         in the order `read` gives them; a Top-N or limited scan is computed first)."""
+        started = time.perf_counter()
         prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
         self.last_read = prepared.stats
-        return read.scan_table(self.directory, prepared)
+        reader = read.scan_table(self.directory, prepared)
+        if not querylog.logging_enabled(self.directory):
+            return reader
+
+        def logged() -> Iterator[pa.RecordBatch]:
+            rows = 0
+            try:
+                for batch in reader:
+                    rows += batch.num_rows
+                    yield batch
+            finally:  # logged when the scan is exhausted or dropped
+                prepared.stats.rows_out = rows
+                self._log("scan", prepared.filter, prepared.plan.snapshot_id, prepared.stats, started,
+                          columns=prepared.columns, order_by=prepared.order_by, limit=prepared.limit)
+
+        return pa.RecordBatchReader.from_batches(reader.schema, logged())
 
     def aggregate(self, group_by: str | list[str] | None, measures: dict, filter: flt.Filter = None,
                   snapshot: int | None = None) -> pa.Table:
@@ -162,9 +186,23 @@ class Table:
         "*": "count"}); result columns `<column>_<function>` (`rows_count` for "*"), groups
         sorted.  Answered from pre-aggregates (`add_aggregate`) where a model covers the query
         and a file's rows are final, from a scan elsewhere; the answer is the same either way."""
-        result, _, stats = aggregate(self.directory, group_by, measures, filter, snapshot)
+        started = time.perf_counter()
+        result, plan, stats = aggregate(self.directory, group_by, measures, filter, snapshot)
         self.last_read = stats
+        if querylog.logging_enabled(self.directory):
+            groups = [group_by] if isinstance(group_by, str) else list(group_by or [])
+            self._log("aggregate", flt.normalize(filter, self.schema), plan.snapshot_id, stats, started,
+                      group_by=groups, measures=[(c, f) for c, f in normalize_measures(measures, self.schema)])
         return result
+
+    def _log(self, kind: str, f: flt.Filter, snapshot_id: int | None, stats: ReadStats, started: float,
+             columns: Sequence[str] | None = None, order_by: Sequence[tuple[str, str]] = (),
+             limit: int | None = None, group_by: Sequence[str] = (),
+             measures: Sequence[tuple[str, str]] = ()) -> None:
+        querylog.record(self.path, querylog.QueryRecord(
+            kind, f, columns, list(order_by), limit, group_by, measures, snapshot_id, stats.files_read,
+            stats.files_total, stats.bytes_read, stats.bytes_total, stats.rows_out,
+            (time.perf_counter() - started) * 1000.0))
 
     # -- data organization --------------------------------------------------------------
     def optimize(self, order: str | list[str] | None = None, strategy: str | None = None,

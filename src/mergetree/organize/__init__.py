@@ -1,0 +1,8 @@
+"""Data organization driven by the query history (seed 003): importing a SQL history into a
+table's query log, and (next) the background optimizer, replay and the report.  The query log
+itself and the levers live in `mergetree.table`; this layer sits above it."""
+from __future__ import annotations
+
+from .sqlimport import ImportResult, extract_queries, import_sql
+
+__all__ = ["ImportResult", "extract_queries", "import_sql"]

@@ -1,0 +1,312 @@
+"""The query log (seed 003's query collection): what every read asked for and what it cost.
+
+Each `Table.read`, `scan` and `aggregate` (from Python, the CLI or the Spark data source)
+produces one `QueryRecord`: when, who, where from, the columns filtered with the kind of each
+predicate (=, IN, range, IS NULL, LIKE-prefix, ...), the filter itself (so the query can be
+replayed), order-by and limit, group-by and measures, files and bytes scanned against the
+total, and the time taken.  Records are kept in memory and appended in the background to the
+table's query log: an append table of its own at ``<table>/queries/`` (so it is queryable like
+any table, e.g. ``Table.open(log_path(path)).read()``), which the advisor reads.
+
+Logging is never on a read's critical path: recording is a list append, a background thread
+writes batches (at most every FLUSH_SECONDS, at once when MAX_BUFFERED pile up, and at
+interpreter exit), and a failed write is reported once through the ``mergetree.querylog``
+logger and dropped — it never fails or slows a read.  The option ``query-log.enabled=false``
+switches it off for a table, the environment variable ``MERGETREE_QUERY_LOG=0`` for the process.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import contextvars
+import datetime as dt
+import getpass
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import InvalidArgumentError, MergeTreeError, TableExistsError
+from ..merge import RowKind
+from . import filters as flt
+from .directory import TableDirectory, create_table, open_table
+from .schema import TableSchema
+from .values import decode_value, encode_value
+from .write import conform, write_rows
+
+__all__ = ["LOG_SCHEMA", "PREDICATE_KINDS", "QUERY_LOG_DIR", "QueryRecord", "append_rows", "filter_from_json",
+           "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "record"]
+
+QUERY_LOG_DIR = "queries"
+FLUSH_SECONDS = 1.0
+MAX_BUFFERED = 2_000          # records per table that wake the writer at once
+MAX_FILTER_JSON = 64 * 1024   # a larger filter (a huge IN list) is logged by shape only, not replayable
+LOG_OPTIONS = {"query-log.enabled": "false", "target-file-size": "16 mb"}
+
+# What a predicate does, as the advisor needs it: equality-like predicates favour Bloom filters,
+# ranges favour clustering and bitmaps.
+PREDICATE_KINDS = ("eq", "in", "range", "ne", "not_in", "is_null", "not_null", "like_prefix", "expression")
+_KIND_OF_OP = {"=": "eq", "in": "in", "<": "range", "<=": "range", ">": "range", ">=": "range", "!=": "ne",
+               "not in": "not_in", "is null": "is_null", "is not null": "not_null"}
+
+LOG_SCHEMA = pa.schema([
+    ("query_id", pa.string()),
+    ("ts", pa.timestamp("us", "UTC")),
+    ("user", pa.string()),
+    ("source", pa.string()),          # python, cli, spark, import
+    ("kind", pa.string()),            # read, scan, aggregate
+    ("snapshot_id", pa.int64()),
+    ("filter_columns", pa.list_(pa.string())),
+    ("predicates", pa.list_(pa.struct([("column", pa.string()), ("kind", pa.string())]))),
+    ("filter", pa.string()),          # JSON (see filter_to_json); null: none, or not replayable
+    ("columns", pa.list_(pa.string())),
+    ("order_by", pa.list_(pa.struct([("column", pa.string()), ("direction", pa.string())]))),
+    ("limit", pa.int64()),
+    ("group_by", pa.list_(pa.string())),
+    ("measures", pa.list_(pa.struct([("column", pa.string()), ("function", pa.string())]))),
+    ("files_scanned", pa.int64()),
+    ("files_total", pa.int64()),
+    ("bytes_scanned", pa.int64()),
+    ("bytes_total", pa.int64()),
+    ("rows_out", pa.int64()),
+    ("duration_ms", pa.float64()),
+    ("sql", pa.string()),             # imported queries: the statement
+])
+
+_source: contextvars.ContextVar[str] = contextvars.ContextVar("mergetree_query_source", default="python")
+_log = logging.getLogger("mergetree.querylog")
+
+
+def log_path(table_path: str) -> str:
+    """Where a table's query log lives."""
+    return os.path.join(table_path, QUERY_LOG_DIR)
+
+
+def logging_enabled(directory: TableDirectory) -> bool:
+    return directory.options.query_log and os.environ.get("MERGETREE_QUERY_LOG", "1") not in ("0", "false", "off")
+
+
+@contextlib.contextmanager
+def query_source(name: str) -> Iterator[None]:
+    """Reads inside this block are logged as coming from `name` (the CLI, Spark)."""
+    token = _source.set(name)
+    try:
+        yield
+    finally:
+        _source.reset(token)
+
+
+# ---------------------------------------------------------------------------
+# What a query asked for
+# ---------------------------------------------------------------------------
+
+def predicate_kinds(f: flt.Filter) -> list[tuple[str, str]]:
+    """(column, kind) of each predicate of a normalized filter, through AND and OR, once each
+    in order of appearance; a pyarrow expression counts as one "expression" predicate."""
+    out: dict[tuple[str, str], None] = {}
+
+    def walk(node: flt.Filter) -> None:
+        if node is None:
+            return
+        if not isinstance(node, tuple):  # a pc.Expression: opaque
+            out[("", "expression")] = None
+        elif node[0] in ("and", "or") and len(node) == 2:
+            for child in node[1]:
+                walk(child)
+        else:
+            out[(node[0], _KIND_OF_OP.get(node[1], "expression"))] = None
+
+    walk(f)
+    return list(out)
+
+
+def _encode_filter(node: flt.Filter) -> Any:
+    if node[0] in ("and", "or") and len(node) == 2:
+        return [node[0], [_encode_filter(child) for child in node[1]]]
+    column, op, value = node
+    encoded = [encode_value(v) for v in value] if isinstance(value, list) else encode_value(value)
+    return [column, op, encoded]
+
+
+def filter_to_json(f: flt.Filter) -> str | None:
+    """A normalized tuple filter as JSON (values type-tagged, so replay gets them back exactly);
+    None for no filter, a pyarrow expression, or a filter over MAX_FILTER_JSON bytes."""
+    if f is None or not isinstance(f, tuple):
+        return None
+    try:
+        text = json.dumps(_encode_filter(f), separators=(",", ":"))
+    except (MergeTreeError, TypeError, ValueError):
+        return None
+    return text if len(text) <= MAX_FILTER_JSON else None
+
+
+def _decode_filter(node: Any) -> flt.Filter:
+    if node[0] in ("and", "or") and len(node) == 2:
+        return (node[0], [_decode_filter(child) for child in node[1]])
+    column, op, value = node
+    return (column, op, [decode_value(v) for v in value] if isinstance(value, list) else decode_value(value))
+
+
+def filter_from_json(text: str | None) -> flt.Filter:
+    """The filter `filter_to_json` stored (None for none); InvalidArgumentError if damaged."""
+    if text is None:
+        return None
+    try:
+        return _decode_filter(json.loads(text))
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise InvalidArgumentError(f"a logged filter cannot be read back ({exc}): {text[:200]!r}") from None
+
+
+def _default_user() -> str | None:
+    user = os.environ.get("MERGETREE_USER")
+    if user:
+        return user
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no such user in a container
+        return None
+
+
+@dataclass
+class QueryRecord:
+    """One logged query (see LOG_SCHEMA for the stored columns)."""
+
+    kind: str
+    filter: flt.Filter = None
+    columns: Sequence[str] | None = None
+    order_by: Sequence[tuple[str, str]] = ()
+    limit: int | None = None
+    group_by: Sequence[str] = ()
+    measures: Sequence[tuple[str, str]] = ()
+    snapshot_id: int | None = None
+    files_scanned: int | None = None
+    files_total: int | None = None
+    bytes_scanned: int | None = None
+    bytes_total: int | None = None
+    rows_out: int | None = None
+    duration_ms: float | None = None
+    sql: str | None = None
+    source: str = field(default_factory=_source.get)
+    user: str | None = field(default_factory=_default_user)
+    ts: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+    query_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # a filter already as JSON; otherwise computed from `filter`
+    filter_json: str | None = None
+    # (column, kind) when known better than `filter` says (imported SQL: LIKE, subqueries)
+    predicates: Sequence[tuple[str, str]] | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        predicates = list(self.predicates) if self.predicates is not None else predicate_kinds(self.filter)
+        return {
+            "query_id": self.query_id, "ts": self.ts, "user": self.user, "source": self.source, "kind": self.kind,
+            "snapshot_id": self.snapshot_id,
+            "filter_columns": sorted({c for c, k in predicates if c}),
+            "predicates": [{"column": c, "kind": k} for c, k in predicates],
+            "filter": self.filter_json if self.filter_json is not None else filter_to_json(self.filter),
+            "columns": list(self.columns) if self.columns is not None else None,
+            "order_by": [{"column": c, "direction": d} for c, d in self.order_by],
+            "limit": self.limit, "group_by": list(self.group_by),
+            "measures": [{"column": c, "function": f} for c, f in self.measures],
+            "files_scanned": self.files_scanned, "files_total": self.files_total,
+            "bytes_scanned": self.bytes_scanned, "bytes_total": self.bytes_total, "rows_out": self.rows_out,
+            "duration_ms": self.duration_ms, "sql": self.sql,
+        }
+
+
+# ---------------------------------------------------------------------------
+# Buffering and the background writer
+# ---------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_buffers: dict[str, list[dict[str, Any]]] = {}   # table path -> rows not yet written
+_write_lock = threading.Lock()                    # one writer at a time (thread and flush())
+_wake = threading.Event()
+_thread: threading.Thread | None = None
+_failed: set[str] = set()                         # paths whose failure was reported
+
+
+def record(table_path: str, query: QueryRecord) -> None:
+    """Queue a record for the table's log.  Never raises."""
+    global _thread
+    try:
+        row = query.to_row()
+        with _lock:
+            rows = _buffers.setdefault(table_path, [])
+            rows.append(row)
+            if _thread is None or not _thread.is_alive():
+                _thread = threading.Thread(target=_run, name="mergetree-querylog", daemon=True)
+                _thread.start()
+            if len(rows) >= MAX_BUFFERED:
+                _wake.set()
+    except Exception as exc:  # logging must never fail a read
+        _report(table_path, exc)
+
+
+def flush(table_path: str | None = None) -> None:
+    """Write the queued records now (of one table, or of all).  Never raises."""
+    with _lock:
+        if table_path is None:
+            taken = dict(_buffers)
+            _buffers.clear()
+        else:
+            taken = {table_path: _buffers.pop(table_path)} if table_path in _buffers else {}
+    with _write_lock:
+        for path, rows in taken.items():
+            try:
+                append_rows(path, rows)
+            except Exception as exc:  # dropped, reported once
+                _report(path, exc)
+
+
+def append_rows(table_path: str, rows: list[dict[str, Any]]) -> None:
+    """Append log rows to the table's query log, creating the log on first use."""
+    if not rows:
+        return
+    directory = _open_or_create(log_path(table_path))
+    data = pa.Table.from_pylist(rows, schema=LOG_SCHEMA)
+    write_rows(directory, conform(directory, data, complete=True), RowKind.INSERT)
+
+
+def _open_or_create(path: str) -> TableDirectory:
+    try:
+        return open_table(path, check=False)
+    except MergeTreeError:
+        pass
+    try:
+        return create_table(path, TableSchema.create(LOG_SCHEMA, None, None, 1, None, "deduplicate", LOG_OPTIONS))
+    except TableExistsError:  # another process created it first
+        return open_table(path, check=False)
+
+
+def _report(path: str, exc: BaseException) -> None:
+    if path not in _failed:
+        _failed.add(path)
+        _log.warning("mergetree: the query log of %s cannot be written (%s: %s); its records are dropped",
+                     path, type(exc).__name__, exc)
+
+
+def _run() -> None:
+    while True:
+        _wake.wait(FLUSH_SECONDS)
+        _wake.clear()
+        flush()
+
+
+def _after_fork_in_child() -> None:
+    # the parent's records are the parent's to write; the writer thread did not survive the fork
+    global _thread, _lock, _write_lock
+    _buffers.clear()
+    _thread = None
+    _lock = threading.Lock()
+    _write_lock = threading.Lock()
+
+
+atexit.register(flush)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,188 @@
+"""The query log: every read kind is recorded with its shape and cost; logging never changes a
+result nor fails a read; it is off when disabled; logged filters replay exactly."""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mergetree import Table
+from mergetree.table import filters as flt
+from mergetree.table import querylog
+
+SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.string()), ("v", pa.float64()), ("d", pa.date32())])
+
+
+def make(path, options: dict | None = None) -> Table:
+    t = Table.create(str(path), SCHEMA, options=options)
+    t.write({"id": list(range(10)), "a": [f"s{i % 3}" for i in range(10)], "v": [i / 2 for i in range(10)],
+             "d": [dt.date(2024, 1, 1 + i) for i in range(10)]})
+    return t
+
+
+def logged(path) -> list[dict]:
+    querylog.flush()
+    log = querylog.log_path(str(path))
+    if not os.path.exists(log):
+        return []
+    return Table.open(log).read().sort_by("ts").to_pylist()
+
+
+def test_every_read_kind_is_logged_with_its_shape_and_cost(tmp_path):
+    t = make(tmp_path / "t")
+    t.read(filter=[("id", ">=", 2), ("or", [("a", "in", ["s1", "s2"]), ("v", "is null")])])
+    t.read(columns=["id"], order_by=[("v", "desc")], limit=3)
+    t.aggregate("a", {"v": ["sum", "max"], "*": "count"}, filter=("a", "=", "s0"))
+    assert sum(b.num_rows for b in t.scan(filter=("d", "<", dt.date(2024, 1, 4)))) == 3
+    rows = logged(tmp_path / "t")
+    assert [r["kind"] for r in rows] == ["read", "read", "aggregate", "scan"]
+    first, top, agg, scan = rows
+    assert first["filter_columns"] == ["a", "id", "v"]
+    assert first["predicates"] == [{"column": "id", "kind": "range"}, {"column": "a", "kind": "in"},
+                                   {"column": "v", "kind": "is_null"}]
+    assert first["rows_out"] == 5 and first["files_scanned"] == 1 and first["files_total"] == 1
+    assert first["bytes_scanned"] > 0 and first["duration_ms"] > 0 and first["source"] == "python"
+    assert top["order_by"] == [{"column": "v", "direction": "desc"}] and top["limit"] == 3
+    assert top["columns"] == ["id"] and top["filter"] is None and top["rows_out"] == 3
+    assert agg["group_by"] == ["a"] and agg["rows_out"] == 1
+    assert agg["measures"] == [{"column": "v", "function": "sum"}, {"column": "v", "function": "max"},
+                               {"column": "*", "function": "count"}]
+    assert scan["predicates"] == [{"column": "d", "kind": "range"}] and scan["rows_out"] == 3
+    assert all(r["snapshot_id"] == t.latest_snapshot().id for r in rows)
+    assert len({r["query_id"] for r in rows}) == 4
+    # the logged filter replays to the same answer
+    replayed = t.read(filter=querylog.filter_from_json(first["filter"]))
+    assert replayed.num_rows == first["rows_out"]
+
+
+def test_the_log_is_written_in_the_background(tmp_path):
+    t = make(tmp_path / "t")
+    t.read(filter=("id", "=", 3))
+    deadline = time.monotonic() + 10
+    log = querylog.log_path(str(tmp_path / "t"))
+    rows = 0
+    while time.monotonic() < deadline and rows == 0:  # no flush() here: the writer thread does it
+        time.sleep(0.05)
+        if os.path.exists(os.path.join(log, "snapshot", "snapshot-1.json")):
+            rows = Table.open(log).read().num_rows
+    assert rows == 1
+
+
+def test_logging_never_changes_a_result(tmp_path, monkeypatch):
+    t = make(tmp_path / "t")
+    filters = [None, ("id", "in", [1, 5, 9]), [("v", ">", 1.0), ("a", "!=", "s1")], ("d", "is not null")]
+    with_log = [t.read(filter=f) for f in filters] + [t.aggregate("a", {"v": "sum"})]
+    monkeypatch.setenv("MERGETREE_QUERY_LOG", "0")
+    without = [t.read(filter=f) for f in filters] + [t.aggregate("a", {"v": "sum"})]
+    assert all(x.equals(y) for x, y in zip(with_log, without))
+
+
+def test_a_failing_log_never_fails_a_read_and_is_reported_once(tmp_path, caplog):
+    t = make(tmp_path / "t")
+    (tmp_path / "t" / querylog.QUERY_LOG_DIR).write_text("in the way")  # the log cannot be created
+    with caplog.at_level(logging.WARNING, logger="mergetree.querylog"):
+        for i in range(3):
+            assert t.read(filter=("id", "=", i)).num_rows == 1
+            querylog.flush()
+    warnings = [r for r in caplog.records if r.name == "mergetree.querylog"]
+    assert len(warnings) == 1 and "cannot be written" in warnings[0].getMessage()
+    assert (tmp_path / "t" / querylog.QUERY_LOG_DIR).read_text() == "in the way"
+
+
+def test_logging_is_off_when_disabled(tmp_path, monkeypatch):
+    t = make(tmp_path / "t", {"query-log.enabled": "false"})
+    t.read()
+    t.aggregate("a", {"v": "sum"})
+    assert logged(tmp_path / "t") == []
+    u = make(tmp_path / "u")
+    monkeypatch.setenv("MERGETREE_QUERY_LOG", "0")
+    u.read()
+    assert logged(tmp_path / "u") == []
+    monkeypatch.delenv("MERGETREE_QUERY_LOG")
+    u.set_options({"query-log.enabled": "false"})
+    u.read()
+    assert logged(tmp_path / "u") == []
+    u.set_options({"query-log.enabled": None})
+    u.read()
+    assert len(logged(tmp_path / "u")) == 1
+
+
+def test_the_log_does_not_log_itself(tmp_path):
+    t = make(tmp_path / "t")
+    t.read()
+    assert logged(tmp_path / "t")
+    log = Table.open(querylog.log_path(str(tmp_path / "t")))
+    log.read()
+    querylog.flush()
+    assert not os.path.exists(querylog.log_path(log.path))
+
+
+def test_concurrent_readers_each_get_one_record(tmp_path):
+    t = make(tmp_path / "t")
+    threads = [threading.Thread(target=lambda: [t.read(filter=("id", "<", 5)) for _ in range(25)]) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    rows = logged(tmp_path / "t")
+    assert len(rows) == 100 and all(r["rows_out"] == 5 for r in rows)
+
+
+def test_the_cli_logs_as_cli(tmp_path):
+    make(tmp_path / "t")
+    out = subprocess.run([sys.executable, "-m", "mergetree", "read", str(tmp_path / "t"), "--filter", "id = 4"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = logged(tmp_path / "t")
+    assert [(r["source"], r["kind"], r["filter_columns"]) for r in rows] == [("cli", "read", ["id"])]
+
+
+values = st.one_of(st.integers(-2**63, 2**63 - 1), st.floats(allow_nan=True), st.text(max_size=8),
+                   st.binary(max_size=8), st.dates(), st.datetimes(timezones=st.just(dt.timezone.utc)),
+                   st.decimals(allow_nan=False, allow_infinity=False, places=3), st.booleans())
+leaf = st.one_of(
+    st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), values),
+    st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["in", "not in"]), st.lists(values, max_size=4)),
+    st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["is null", "is not null"]), st.none()))
+filters = st.recursive(leaf, lambda inner: st.tuples(st.sampled_from(["and", "or"]), st.lists(inner, min_size=1,
+                                                                                                  max_size=3)),
+                       max_leaves=8)
+
+
+def same(x, y) -> bool:
+    if isinstance(x, float) and isinstance(y, float) and math.isnan(x):
+        return math.isnan(y)
+    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+        return len(x) == len(y) and all(same(a, b) for a, b in zip(x, y))
+    return (type(x) is type(y) and x == y) or (isinstance(x, Decimal) and x == y)
+
+
+@settings(max_examples=200, deadline=None)
+@given(f=filters)
+def test_logged_filters_round_trip_exactly(f):
+    text = querylog.filter_to_json(f)
+    assert text is not None
+    assert same(querylog.filter_from_json(text), f)
+    kinds = querylog.predicate_kinds(f)
+    assert {c for c, _ in kinds} == flt.columns_of(f)
+    assert all(k in querylog.PREDICATE_KINDS for _, k in kinds)
+
+
+def test_huge_filters_are_logged_by_shape_only(tmp_path):
+    t = make(tmp_path / "t")
+    t.read(filter=("id", "in", list(range(50_000))))
+    (row,) = logged(tmp_path / "t")
+    assert row["filter"] is None and row["predicates"] == [{"column": "id", "kind": "in"}]
+    with pytest.raises(Exception, match="cannot be read back"):
+        querylog.filter_from_json("[1, 2")
