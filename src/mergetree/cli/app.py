@@ -171,6 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
     p.add_argument("--top", type=_positive_int, default=15, help="filtered columns to list")
 
+    p = command("advise", "recommend a layout, indexes, an in-file sort and pre-aggregates from the query log, "
+                          "each with its reason and replayed effect", organize.advise)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
+    p.add_argument("--json", action="store_true", help="print the advice as JSON")
+    p.add_argument("--apply", action="store_true", help="write the recommendation into the table's options")
+
     p = command("repair", "set a damaged latest snapshot aside so the table opens at the newest "
                           "intact one (the damaged file is kept in snapshot/damaged/)", commands.repair)
     p.add_argument("path", help="table directory")

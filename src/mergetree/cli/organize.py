@@ -1,20 +1,25 @@
-"""The commands of data organization by the query history: `queries import`, `queries show`."""
+"""The commands of data organization by the query history: `queries import`, `queries show`,
+`advise`."""
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import re
 from collections import Counter
 
 import pyarrow.compute as pc
+from rich.table import Table as RichTable
+from rich.text import Text
 
 from ..organize import import_sql
 from ..table import Table
+from ..table.advise import Advice
 from ..table.querylog import log_path
 from .render import out_console, progress, text_table
 
-__all__ = ["parse_age", "queries_import", "queries_show"]
+__all__ = ["advise", "parse_age", "queries_import", "queries_show", "render_advice"]
 
 _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -65,4 +70,53 @@ def queries_show(args: argparse.Namespace) -> int:
     if scanned:
         share = sum(r["bytes_scanned"] for r in scanned) / sum(r["bytes_total"] for r in scanned)
         out_console.print(f"bytes scanned: {share:.1%} of the bytes the queries' snapshots held")
+    return 0
+
+
+_STATUS_STYLE = {"kept": "", "added": "green", "removed": "red"}
+
+
+def render_advice(advice: Advice) -> RichTable:
+    """Current vs recommended per lever: kept plain, added green, removed red (as the seed's page)."""
+    table = RichTable(show_edge=False, pad_edge=False, box=None, header_style="bold", show_lines=False,
+                      title=f"{advice.queries:,} logged queries, {advice.replayed:,} replayed on simulated layouts",
+                      title_justify="left")
+    for name in ("lever", "current", "recommended", "files per query (replay)", "why"):
+        table.add_column(name, overflow="fold")
+    for lever in advice.levers:
+        current = Text(", ".join(lever.current) or "-")
+        recommended = Text()
+        for i, (item, status) in enumerate(lever.changes):
+            if i:
+                recommended.append(", ")
+            recommended.append(("-" if status == "removed" else "+" if status == "added" else "") + item,
+                               style=_STATUS_STYLE[status])
+        if not lever.changes:
+            recommended.append("-")
+        effect = (f"{lever.files_before:.1f} -> {lever.files_after:.1f} ({lever.queries:,} queries)"
+                  if lever.files_before is not None and lever.files_after is not None else "")
+        table.add_row(lever.lever, current, recommended, effect, Text(lever.reason))
+    return table
+
+
+def advise(args: argparse.Namespace) -> int:
+    table = Table.open(args.path)
+    advice = table.advise(since=args.since, apply=args.apply)
+    if args.json:
+        print(json.dumps(advice.to_json(), indent=2, default=str))
+        return 0
+    out_console.print(render_advice(advice))
+    for reason in advice.refused:
+        out_console.print(Text(f"not recommended: {reason}", style="dim"))
+    if advice.reduction is not None:
+        out_console.print(f"expected: {advice.files_before:.1f} -> {advice.files_after:.1f} files per query, "
+                          f"{advice.reduction:.0%} fewer bytes scanned (replay of {advice.replayed:,} queries; "
+                          f"{advice.seconds:.1f}s)")
+    if args.apply:
+        out_console.print("applied to the table's options" if advice.options else "nothing to apply")
+        if advice.options:
+            out_console.print(f"run `mergetree optimize {table.path}` to rewrite the files accordingly")
+    elif advice.options:
+        out_console.print(f"`mergetree advise {table.path} --apply` writes: "
+                          + ", ".join(f"{k}={v if v is not None else '(removed)'}" for k, v in advice.options.items()))
     return 0

@@ -15,6 +15,7 @@ from ..errors import InvalidArgumentError
 from ..merge import RowKind
 from . import filters as flt
 from . import housekeeping, optimize, querylog, read, write
+from .advise import Advice, advise
 from .aggregate import aggregate
 from .compaction.runner import Progress, compact_buckets
 from .directory import TableDirectory, alter_options, as_path, create_table, open_table
@@ -205,6 +206,20 @@ class Table:
             (time.perf_counter() - started) * 1000.0))
 
     # -- data organization --------------------------------------------------------------
+    def advise(self, since: dt.timedelta | dt.datetime | None = None, apply: bool = False,
+               sample_rows: int = 200_000) -> Advice:
+        """Recommend a layout, indexes, an in-file sort and pre-aggregates from the query log
+        (queries newer than `since`) and a sample of the data, each with its reason and the
+        effect measured by replaying the logged queries on simulated layouts.  `apply=True`
+        writes the recommendation into the table's options; `optimize` (or the optimizer
+        daemon) then carries it out."""
+        if since is not None and not isinstance(since, (dt.timedelta, dt.datetime)):
+            raise InvalidArgumentError(f"since must be a datetime.timedelta or datetime, not {since!r}")
+        advice = advise(self.directory, since, sample_rows)
+        if apply and advice.options:
+            self.set_options(advice.options)
+        return advice
+
     def optimize(self, order: str | list[str] | None = None, strategy: str | None = None,
                  filter: flt.Filter = None, target_file_size: int | None = None,
                  sort_within: str | list[str] | None = None, progress: Progress | None = None) -> Snapshot | None:
