@@ -178,6 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.add_argument("--apply", action="store_true", help="write the recommendation into the table's options")
 
+    p = command("replay", "re-plan logged queries on the table now, or on a simulated layout, and compare the "
+                          "files and bytes they scan with what they scanned when they ran", organize.replay)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
+    p.add_argument("--limit", type=_non_negative_int, default=1000,
+                   help="replay a uniform sample of this many queries (0: all)")
+    p.add_argument("--layout", metavar="STRATEGY:COL,...", help="simulate this layout, e.g. hilbert:a,b")
+    p.add_argument("--bloom", metavar="COL,...", help="with --layout: also simulate Bloom filters on these")
+    p.add_argument("--bitmap", metavar="COL,...", help="with --layout: also simulate bitmaps on these")
+    p.add_argument("--per-query", type=_non_negative_int, default=0, metavar="N", help="list the first N queries")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
     p = command("repair", "set a damaged latest snapshot aside so the table opens at the newest "
                           "intact one (the damaged file is kept in snapshot/damaged/)", commands.repair)
     p.add_argument("path", help="table directory")

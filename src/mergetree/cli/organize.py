@@ -14,12 +14,13 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..organize import import_sql
+from ..organize import replay as replay_queries
 from ..table import Table
 from ..table.advise import Advice
 from ..table.querylog import log_path
 from .render import out_console, progress, text_table
 
-__all__ = ["advise", "parse_age", "queries_import", "queries_show", "render_advice"]
+__all__ = ["advise", "parse_age", "queries_import", "queries_show", "render_advice", "replay"]
 
 _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -119,4 +120,38 @@ def advise(args: argparse.Namespace) -> int:
     elif advice.options:
         out_console.print(f"`mergetree advise {table.path} --apply` writes: "
                           + ", ".join(f"{k}={v if v is not None else '(removed)'}" for k, v in advice.options.items()))
+    return 0
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def replay(args: argparse.Namespace) -> int:
+    with progress("replay", "queries", enabled=not args.no_progress) as update:
+        result = replay_queries(args.path, since=args.since, limit=args.limit or None, layout=args.layout,
+                                bloom=[c.strip() for c in (args.bloom or "").split(",") if c.strip()],
+                                bitmap=[c.strip() for c in (args.bitmap or "").split(",") if c.strip()],
+                                progress=update)
+    n = len(result.queries)
+    if n == 0:
+        out_console.print("no replayable queries logged" + (f" ({result.skipped} without a kept filter)"
+                                                           if result.skipped else ""))
+        return 0
+    if args.per_query:
+        rows = [("query", "files then", "files now", "bytes then", "bytes now")]
+        for q in result.queries[:args.per_query]:
+            rows.append((q.predicates, "" if q.logged_files is None else f"{q.logged_files:,}", f"{q.files:,.1f}",
+                         "" if q.logged_bytes is None else _mib(q.logged_bytes), _mib(q.bytes)))
+        out_console.print(text_table(rows, right_aligned={1, 2, 3, 4}))
+    layout = "the table as it is now" if result.layout == "current" else f"simulated {result.layout}"
+    out_console.print(text_table([
+        ("replayed queries", "on", "files per query", "bytes per query", "as logged (files, bytes)"),
+        (f"{n:,}", layout, f"{result.files / n:,.1f}", _mib(result.bytes / n),
+         f"{result.logged_files / n:,.1f}, {_mib(result.logged_bytes / n)}")], right_aligned={0, 2, 3}))
+    if result.logged_bytes:
+        out_console.print(f"bytes scanned: {result.bytes / result.logged_bytes:.1%} of what the queries scanned "
+                          f"when they ran")
+    if result.skipped:
+        out_console.print(f"{result.skipped:,} logged queries had no replayable filter and were left out")
     return 0

@@ -3,6 +3,7 @@ table's query log, and (next) the background optimizer, replay and the report.  
 itself and the levers live in `mergetree.table`; this layer sits above it."""
 from __future__ import annotations
 
+from .replay import ReplayResult, replay
 from .sqlimport import ImportResult, extract_queries, import_sql
 
-__all__ = ["ImportResult", "extract_queries", "import_sql"]
+__all__ = ["ImportResult", "ReplayResult", "extract_queries", "import_sql", "replay"]
