@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-EXTRAS := test,spark,bench,lint
+EXTRAS := test,spark,bench,lint,report
 STAMP := $(VENV)/.deps-installed
 # the in-place build is redone only when the core's sources or the build files change
 CORE_STAMP := $(VENV)/.core-built
@@ -33,6 +33,7 @@ demo-spark: build
 	$(PY) -m mergetree demo-spark
 
 test: build
+	bash scripts/ensure_chromium.sh
 	$(PY) -m pytest -q tests
 
 # ruff (lint + import order) and mypy on the Python layer, cython-lint on the core

@@ -21,7 +21,8 @@ its total time is not.
 against pypaimon and pypaimon-rust when they are installed; ``--spark`` (``--spark-only``)
 the Spark workload of ``benchmarks/bench_spark.py``; ``--layout`` (``--layout-only``) the data
 layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
-and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``.
+and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
+``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py``.
 """
 from __future__ import annotations
 
@@ -660,6 +661,12 @@ def _parser() -> argparse.ArgumentParser:
         "optimize.z_order on the same data (see benchmarks/bench_layout.py; --quick divides rows and queries by 10)")
     layout.add_argument("--layout", action="store_true", help="also run the layout workload")
     layout.add_argument("--layout-only", action="store_true", help="run only the layout workload")
+    advisor = parser.add_argument_group(
+        "advisor workload", "the query-driven loop on the layout workload's table: queries logged, advise --apply, "
+        "the background optimizer, the same queries again; against the best fixed layout and the selectivity lower "
+        "bound (see benchmarks/bench_advisor.py; --quick divides rows and queries by 10)")
+    advisor.add_argument("--advisor", action="store_true", help="also run the advisor workload")
+    advisor.add_argument("--advisor-only", action="store_true", help="run only the advisor workload")
     return parser
 
 
@@ -688,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     environment = _environment()
     results, scaling = [], None
-    merge_bench = not (args.table_only or args.spark_only or args.layout_only)
+    merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
@@ -722,7 +729,16 @@ def main(argv: list[str] | None = None) -> int:
     table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
     spark_ok = spark is None or all(r.check == "ok" for r in spark)
     layout_ok = layout is None or layout.ok
-    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok else 1
+    advisor_ok = True
+    if args.advisor or args.advisor_only:
+        from . import bench_advisor
+
+        print(flush=True)
+        report = bench_advisor.run_advisor_bench(quick=args.quick, progress=False if args.no_progress else None)
+        print(bench_advisor.format_advisor_results(report))
+        print(f"advisor workload took {report.seconds:.0f}s")
+        advisor_ok = all(ok for _, ok in report.targets())
+    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok else 1
 
 
 def _layout_title(layout) -> str:

@@ -95,9 +95,30 @@ from mergetree.cli import render
 
 from . import timing
 
-__all__ = ["CellResult", "LayoutData", "LayoutInfo", "LayoutReport", "Query", "Target", "check_answer", "check_targets",
-           "context_lines", "deltalake_version", "format_layout_results", "layout_json", "make_data", "make_queries",
-           "plot_layout_results", "quick_sizes", "run_layout_bench"]
+__all__ = [
+    "CellResult",
+    "LayoutData",
+    "LayoutInfo",
+    "LayoutReport",
+    "MergetreeRunner",
+    "Query",
+    "Target",
+    "check_answer",
+    "check_targets",
+    "context_lines",
+    "deltalake_version",
+    "file_slices",
+    "format_layout_results",
+    "layout_json",
+    "make_data",
+    "make_queries",
+    "plot_layout_results",
+    "quick_sizes",
+    "row_mask",
+    "run_layout_bench",
+    "run_mergetree_cell",
+    "sidecar_bytes",
+]
 
 DEFAULT_ROWS = 10_000_000
 DEFAULT_FILES = 200
@@ -203,7 +224,7 @@ def make_data(rows: int = DEFAULT_ROWS, files: int = DEFAULT_FILES, seed: int = 
     return LayoutData(table, files, columns, sample)
 
 
-def _file_slices(data: LayoutData) -> list[pa.Table]:
+def file_slices(data: LayoutData) -> list[pa.Table]:
     per = data.rows // data.files
     return [data.table.slice(i * per, per if i < data.files - 1 else data.rows - i * per) for i in range(data.files)]
 
@@ -309,7 +330,7 @@ def make_queries(data: LayoutData, workload: str, count: int, seed: int = SEED) 
 # ---------------------------------------------------------------- expected answers
 
 
-def _mask(data: LayoutData, f: list | None, at: np.ndarray | None = None) -> np.ndarray:
+def row_mask(data: LayoutData, f: list | None, at: np.ndarray | None = None) -> np.ndarray:
     """Which rows (of all, or of the positions ``at``) pass the conjunction ``f``."""
     size = data.rows if at is None else len(at)
     keep = np.ones(size, dtype=bool)
@@ -334,7 +355,7 @@ def _mask(data: LayoutData, f: list | None, at: np.ndarray | None = None) -> np.
 
 def _expected_rows(data: LayoutData, query: Query) -> pa.Table:
     """The rows a filter query returns, sorted by id."""
-    where = np.flatnonzero(_mask(data, query.filter))
+    where = np.flatnonzero(row_mask(data, query.filter))
     where = where[np.argsort(data.columns["id"][where], kind="stable")]
     return data.table.take(pa.array(where)).combine_chunks()
 
@@ -343,7 +364,7 @@ def _expected_top(data: LayoutData, query: Query) -> pa.Table:
     order = data.top_order()
     for span in (4096, len(order)):
         candidates = order[:span]
-        chosen = candidates[_mask(data, query.filter, candidates)][:TOP_N]
+        chosen = candidates[row_mask(data, query.filter, candidates)][:TOP_N]
         if len(chosen) == TOP_N or span == len(order):
             return data.table.take(pa.array(chosen)).combine_chunks()
     raise AssertionError("unreachable")
@@ -352,7 +373,7 @@ def _expected_top(data: LayoutData, query: Query) -> pa.Table:
 def _expected_groups(data: LayoutData, query: Query) -> dict:
     """category -> {measure column: value}, categories in order."""
     codes = data.columns["category"]
-    keep = _mask(data, query.filter)
+    keep = row_mask(data, query.filter)
     kept = codes[keep]
     counts = np.bincount(kept, minlength=len(CATEGORIES))
     sums = {}
@@ -573,7 +594,7 @@ class _Layouts:
                              options={"target-file-size": str(int(self.target_file_size * 1.05))})
 
         def write_all():
-            for part in _file_slices(self.data):
+            for part in file_slices(self.data):
                 table.write(part)
 
         info.seconds = timing.timed(write_all).seconds
@@ -647,7 +668,7 @@ class _Layouts:
         self.delta_version = deltalake.__version__
         path = self.path(DELTA)
         started = time.perf_counter()
-        for part in _file_slices(self.data):
+        for part in file_slices(self.data):
             write_deltalake(path, part, mode="append")
         written = time.perf_counter() - started
         table = DeltaTable(path)
@@ -690,7 +711,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class _MergetreeCell:
+class MergetreeRunner:
     def __init__(self, table: Table, data: LayoutData, sidecar_bytes: dict[str, int]) -> None:
         self.table, self.data, self.sidecar_bytes = table, data, sidecar_bytes
 
@@ -716,7 +737,7 @@ class _MergetreeCell:
         return len(files), sum(m.file_size for m in files)
 
 
-def _sidecar_bytes(table: Table, model: str) -> dict[str, int]:
+def sidecar_bytes(table: Table, model: str) -> dict[str, int]:
     out = {}
     for m in table.plan().files:
         for name in m.sidecars():
@@ -725,9 +746,9 @@ def _sidecar_bytes(table: Table, model: str) -> dict[str, int]:
     return out
 
 
-def _run_mergetree_cell(cell: CellResult, table: Table, data: LayoutData, queries: list[Query], budget: float,
+def run_mergetree_cell(cell: CellResult, table: Table, data: LayoutData, queries: list[Query], budget: float,
                         min_run: int, advance: Callable[[int], None]) -> None:
-    runner = _MergetreeCell(table, data, _sidecar_bytes(table, MODEL))
+    runner = MergetreeRunner(table, data, sidecar_bytes(table, MODEL))
     first = table.plan()
     cell.files_total, cell.bytes_total = first.files_total, first.bytes_total
     plannable = cell.workload not in DECIDED_WHILE_RUNNING
@@ -898,7 +919,7 @@ def run_layout_bench(rows: int = DEFAULT_ROWS, files: int = DEFAULT_FILES, queri
                             _run_delta_cell(cell, layouts.delta, data, workload_queries[workload], budget, min_run,
                                             advance)
                         else:
-                            _run_mergetree_cell(cell, layouts.tables[name], data, workload_queries[workload],
+                            run_mergetree_cell(cell, layouts.tables[name], data, workload_queries[workload],
                                                 budget, min_run, advance)
                     except Exception as error:  # a failing cell is reported, not fatal
                         cell.check = f"failed: {type(error).__name__}: {error}"

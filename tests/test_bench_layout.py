@@ -3,6 +3,11 @@ against the numpy reference and right, and the checker itself rejects a wrong an
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
+from conftest import IN_SOURCE_TREE
+
+if not IN_SOURCE_TREE:  # the benchmarks live beside the package, in the source tree only
+    pytest.skip("the benchmarks are not installed with the wheel", allow_module_level=True)
 
 from benchmarks import bench_layout as bl
 

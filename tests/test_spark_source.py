@@ -331,3 +331,25 @@ def test_spark_reads_are_logged_by_the_driver(spark, tmp_path):
     assert last["files_scanned"] == 1 < last["files_total"] == 4  # bucket pruning, as planned
     replayed = t.read(filter=querylog.filter_from_json(last["filter"]))
     assert replayed.column("id").to_pylist() == [17]
+
+
+def test_optimize_pending_lays_out_waiting_data_once(spark, tmp_path):
+    import mergetree.spark
+    from mergetree.organize import history
+    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
+    t = Table.create(str(tmp_path / "t"), schema, options={
+        "write-only": "true", "target-file-size": "200 kb", "optimize.major-threshold": "100 kb",
+        "clustering.columns": "a,b", "clustering.strategy": "hilbert"})
+    rng = np.random.default_rng(8)
+    for i in range(6):
+        t.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "a": rng.integers(0, 10**6, 3000),
+                          "b": rng.normal(size=3000)}, schema=schema))
+    expected = t.read().sort_by("id")
+    reports = {r.tier: r for r in mergetree.spark.optimize_pending(spark, t.path)}
+    assert reports["major"].status == "committed" and reports["major"].files_in == 6
+    t = Table.open(t.path)
+    assert t.read().sort_by("id").equals(expected)
+    marks = {e.file.indexes["optimized"]["layout"] for e in t.directory.live_files(t.latest_snapshot()).values()}
+    assert marks == {"hilbert(a,b)"}
+    assert {r.status for r in mergetree.spark.optimize_pending(spark, [t.path])} == {"nothing"}
+    assert history(t.path).column("tier").to_pylist() == ["major"]

@@ -190,6 +190,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-query", type=_non_negative_int, default=0, metavar="N", help="list the first N queries")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    p = command("optimize-daemon", "optimize tables in the background: a minor pass merges new small files, a "
+                                   "major pass lays out data once optimize.major-threshold of it waits",
+                organize.optimize_daemon)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="table directories")
+    p.add_argument("--once", action="store_true", help="one round, then exit")
+    p.add_argument("--interval", type=float, default=60.0, help="seconds between rounds")
+
+    p = command("report", "a self-contained HTML page: statistics, current vs recommended configuration, bytes "
+                          "scanned before and after each optimization, charts", organize.report)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--html", metavar="FILE", help="write the page here")
+    p.add_argument("--png", metavar="DIR", help="write the charts as PNG files into this directory (matplotlib)")
+    p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
+
     p = command("repair", "set a damaged latest snapshot aside so the table opens at the newest "
                           "intact one (the damaged file is kept in snapshot/damaged/)", commands.repair)
     p.add_argument("path", help="table directory")

@@ -13,14 +13,15 @@ import pyarrow.compute as pc
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..organize import import_sql
+from ..errors import InvalidArgumentError
+from ..organize import build_report, import_sql, render_html, run_daemon, write_pngs
 from ..organize import replay as replay_queries
 from ..table import Table
 from ..table.advise import Advice
 from ..table.querylog import log_path
 from .render import out_console, progress, text_table
 
-__all__ = ["advise", "parse_age", "queries_import", "queries_show", "render_advice", "replay"]
+__all__ = ["advise", "optimize_daemon", "parse_age", "queries_import", "queries_show", "render_advice", "replay"]
 
 _AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -154,4 +155,27 @@ def replay(args: argparse.Namespace) -> int:
                           f"when they ran")
     if result.skipped:
         out_console.print(f"{result.skipped:,} logged queries had no replayable filter and were left out")
+    return 0
+
+
+def optimize_daemon(args: argparse.Namespace) -> int:
+    for path in args.paths:
+        Table.open(path)  # a wrong path is an error now, not a line every round
+    committed = run_daemon(args.paths, interval=args.interval, once=args.once,
+                           on_report=lambda r: out_console.print(f"{r.table}: {r.line()}"))
+    out_console.print(f"{committed} pass(es) committed")
+    return 0
+
+
+def report(args: argparse.Namespace) -> int:
+    if not args.html and not args.png:
+        raise InvalidArgumentError("say where to write the report: --html FILE and/or --png DIR")
+    data = build_report(args.path, since=args.since)
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as handle:
+            handle.write(render_html(data))
+        out_console.print(f"report written to {args.html}")
+    if args.png:
+        for path in write_pngs(data, args.png):
+            out_console.print(f"chart written to {path}")
     return 0

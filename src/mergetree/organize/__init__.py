@@ -4,6 +4,9 @@ itself and the levers live in `mergetree.table`; this layer sits above it."""
 from __future__ import annotations
 
 from .replay import ReplayResult, replay
+from .report import Report, build_report, render_html, write_pngs
+from .scheduler import PassReport, history, pending, run_daemon, run_once
 from .sqlimport import ImportResult, extract_queries, import_sql
 
-__all__ = ["ImportResult", "ReplayResult", "extract_queries", "import_sql", "replay"]
+__all__ = ["ImportResult", "PassReport", "ReplayResult", "Report", "build_report", "extract_queries", "history",
+           "import_sql", "pending", "render_html", "replay", "run_daemon", "run_once", "write_pngs"]

@@ -21,10 +21,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without pyspark
     raise ImportError("mergetree.spark needs pyspark >= 4.0: pip install 'mergetree[spark]'") from exc
 
-from .jobs import bucket_join, compact, merge_sorted_runs, optimize
+from .jobs import bucket_join, compact, merge_sorted_runs, optimize, optimize_pending
 from .session import local_session
 from .source import SOURCE_NAME, MergetreeDataSource, register
 from .types import spark_arrow_type, spark_ddl, spark_schema
 
 __all__ = ["SOURCE_NAME", "MergetreeDataSource", "bucket_join", "compact", "local_session", "merge_sorted_runs",
-           "optimize", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
+           "optimize", "optimize_pending", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]

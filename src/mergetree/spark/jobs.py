@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidArgumentError
+from ..errors import CompactionConflictError, InvalidArgumentError
 from ..merge import merge
 from ..merge.join import JOINS, join_sorted, joined_schema
 from ..table import Table
@@ -18,7 +19,8 @@ from ..table import filters as flt
 from ..table.compaction.runner import commit_compaction, discard_new_files, execute_plan, plan_compaction
 from ..table.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.files import read_data_file
-from ..table.optimize import prepare_layout, write_clustered
+from ..table.history import PassReport, record_pass
+from ..table.optimize import layout_signature, pending, prepare_layout, rewrite_files, write_clustered
 from ..table.read import BucketPlan, plan_read, read_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from .source import SOURCE_NAME, register
@@ -186,6 +188,13 @@ def optimize(spark: Any, path: str, order: str | list[str] | None = None, strate
         return None
     plan = plan_read(directory, flt.normalize(filter, directory.schema.schema), base.id)
     groups = [(b.partition, b.bucket, b.files) for b in plan.buckets if b.files]
+    return _rewrite_groups(spark, path, directory, options, base, groups)
+
+
+def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: Snapshot,
+                    groups: list[tuple[tuple, int, list]]) -> Snapshot | None:
+    """Lay out these files of each (partition, bucket) by the options' layout, in one commit;
+    the new files are marked as laid out for it (a "major" pass of the background optimizer)."""
     if not groups:
         return None
     clustering = options.clustering
@@ -196,6 +205,10 @@ def optimize(spark: Any, path: str, order: str | list[str] | None = None, strate
         ranges = max(1, round(sum(f.file_size for f in files) / max(options.target_file_size, 1) * 2))
         splitters.append(_splitters(directory, files, columns, clustering, boundaries, ranges))
     units = [(g, i) for g, (_, _, files) in enumerate(groups) for i in range(len(files))]
+    mark = {"tier": "major", "layout": layout_signature(options)}  # as the background optimizer marks it
+    if clustering is not None and clustering.tree is not None:
+        raise InvalidArgumentError("a qdtree layout is rewritten by Table.optimize or the optimizer daemon "
+                                   "(mergetree optimize-daemon); the Spark job lays out curves and linear orders")
     root, file_schema = directory.path, directory.schema.file_schema
 
     def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -229,7 +242,8 @@ def optimize(spark: Any, path: str, order: str | list[str] | None = None, strate
                 else:
                     order_ = np.argsort(rows.column(_KEY).to_numpy(), kind="stable")
                 rows = rows.take(pa.array(order_)).drop_columns([_KEY])
-                entries += write_clustered(task_directory, options, partition, bucket, rows)
+                entries += [FileEntry(e.partition, e.bucket, e.file.with_indexes({**e.file.indexes, "optimized": mark}))
+                            for e in write_clustered(task_directory, options, partition, bucket, rows)]
         except BaseException:
             task_directory.discard(entries)
             raise
@@ -268,6 +282,8 @@ def _keys(rows: pa.Table, columns: list[str], clustering, boundaries: list[np.nd
     For a linear layout: the first column's rank (rows are sorted exactly within a range)."""
     if clustering is None:
         return np.zeros(rows.num_rows, dtype=np.uint64)
+    if clustering.tree is not None:  # a qd-tree: its leaves are the ranges, in leaf order
+        return clustering.tree.route(rows).astype(np.uint64)
     ranks = [rank_ids(rows.column(c), b, column=c) for c, b in zip(columns, boundaries)]
     if clustering.strategy == "linear" or len(columns) == 1:
         return ranks[0].astype(np.uint64)
@@ -288,3 +304,50 @@ def _splitters(directory, files, columns, clustering, boundaries, ranges: int) -
     keys = np.sort(_keys(pa.concat_tables(parts), columns, clustering, boundaries))
     cuts = keys[np.linspace(0, len(keys), ranges + 1)[1:-1].astype(np.int64).clip(0, len(keys) - 1)]
     return np.unique(cuts)
+
+
+def optimize_pending(spark: Any, paths: str | list[str]) -> list[PassReport]:
+    """One round of the background optimizer on each table, with the major passes (laying out
+    the data not yet optimized, once `optimize.major-threshold` of it waits) as Spark jobs and
+    the minor passes (merging small new files) on the driver.  Each pass is one commit and is
+    recorded in the table's optimizer history; primary-key tables get a distributed compaction.
+    Returns what each pass did."""
+    reports: list[PassReport] = []
+    for path in [paths] if isinstance(paths, str) else list(paths):
+        table = Table.open(path)
+        if table.table_schema.has_primary_key:
+            started = time.perf_counter()
+            snapshot = compact(spark, path)
+            reports.append(PassReport(table.path, "minor", "committed" if snapshot else "nothing",
+                                      snapshot_id=snapshot.id if snapshot else None,
+                                      seconds=time.perf_counter() - started))
+            continue
+        for tier in ("major", "minor"):
+            directory = Table.open(path).directory
+            groups = pending(directory)[tier]
+            report = PassReport(table.path, tier, "nothing")
+            if groups:
+                started = time.perf_counter()
+                base = directory.latest_snapshot()
+                assert base is not None
+                try:
+                    if tier == "major" and (directory.options.clustering is None
+                                            or directory.options.clustering.tree is None):
+                        snapshot = _rewrite_groups(spark, path, directory, directory.options, base,
+                                                   [(p, b, files) for (p, b), files in groups.items()])
+                    else:
+                        snapshot = rewrite_files(directory, directory.options, base, groups, tier)
+                except CompactionConflictError:
+                    report.status = "conflict"
+                    reports.append(report)
+                    continue
+                if snapshot is not None:
+                    inputs = [m for files in groups.values() for m in files]
+                    report.status, report.snapshot_id = "committed", snapshot.id
+                    report.groups, report.files_in = len(groups), len(inputs)
+                    report.rows, report.bytes_in = sum(m.row_count for m in inputs), sum(m.file_size for m in inputs)
+                    report.layout = layout_signature(directory.options) if tier == "major" else ""
+                    report.seconds = time.perf_counter() - started
+                    record_pass(report)
+            reports.append(report)
+    return reports

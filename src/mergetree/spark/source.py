@@ -134,6 +134,9 @@ class MergetreeReader(DataSourceReader):
                 "read", flt.normalize(self.filters or None, table.schema), snapshot_id=plan.snapshot_id,
                 files_scanned=len(files), files_total=plan.files_total,
                 bytes_scanned=sum(m.file_size for m in files), bytes_total=plan.bytes_total, source="spark"))
+            # Spark plans in a short-lived Python worker that may exit before a background
+            # flush: write the record now (a failure is reported, never raised)
+            querylog.flush(table.path)
         return [BucketPartition(b) for b in plan.buckets]
 
     def read(self, partition: BucketPartition) -> Iterator[pa.RecordBatch]:

@@ -5,16 +5,18 @@ Both commit once, like a compaction: a concurrent commit that replaced an input 
 the rewrite cleanly (`CompactionConflictError`, new files removed)."""
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from ..merge.arrow_input import sort_indices
 from . import filters as flt
 from .compaction.runner import Progress, commit_compaction, compact_buckets, discard_new_files
-from .curves import MAX_COLUMNS, cluster_order
+from .curves import MAX_COLUMNS
 from .directory import TableDirectory, alter_options
 from .files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
 from .options import (
@@ -25,10 +27,12 @@ from .options import (
     PK_CLUSTERING_MESSAGE,
     TableOptions,
 )
+from .qdtree import layout_order
 from .read import plan_read
 from .snapshots import FileEntry, Snapshot
 
-__all__ = ["build_indexes", "optimize", "prepare_layout", "write_clustered"]
+__all__ = ["build_indexes", "layout_signature", "optimize", "optimized_tier", "pending", "prepare_layout",
+           "rewrite_files", "write_clustered"]
 
 
 def _names(value, what: str) -> tuple[str, ...]:
@@ -97,8 +101,56 @@ def optimize(directory: TableDirectory, order, strategy: str | None, filter: flt
     return directory, _rewrite(directory, options, flt.normalize(filter, directory.schema.schema), progress)
 
 
+def layout_signature(options: TableOptions) -> str:
+    """What an optimized file was laid out for: a file whose mark differs (or has none) is
+    not yet optimized for the table's current layout."""
+    parts = []
+    if options.clustering is not None:
+        parts.append(f"{options.clustering.strategy}({','.join(options.clustering.columns)})")
+        if options.clustering.tree is not None:  # another tree is another layout
+            parts[-1] += "#" + hashlib.sha1(options.clustering.tree.to_json().encode()).hexdigest()[:12]
+    if options.sort_within:
+        parts.append(f"sort({','.join(options.sort_within)})")
+    return ";".join(parts) or "none"
+
+
+def optimized_tier(meta: DataFileMeta, options: TableOptions) -> str | None:
+    """"major" for a file laid out for the current layout, "minor" for a file only merged
+    with its small neighbours, None for a file as written."""
+    mark = meta.indexes.get("optimized")
+    if not isinstance(mark, dict):
+        return None
+    if mark.get("tier") == "major":
+        return "major" if mark.get("layout") == layout_signature(options) else None
+    return "minor" if mark.get("tier") == "minor" else None
+
+
+def pending(directory: TableDirectory) -> dict[str, dict[tuple, list[DataFileMeta]]]:
+    """The files each tier of the background optimizer would rewrite now, by (partition,
+    bucket): "major" where the data not yet laid out for the current layout reaches
+    `optimize.major-threshold`, else "minor" where at least `optimize.minor-min-files` small
+    files wait.  Primary-key tables have none (their files stay sorted by key)."""
+    options = directory.options
+    snapshot = directory.latest_snapshot()
+    out: dict[str, dict[tuple, list[DataFileMeta]]] = {"minor": {}, "major": {}}
+    if snapshot is None or directory.schema.has_primary_key:
+        return out
+    groups: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for entry in directory.live_files(snapshot).values():
+        groups[(entry.partition, entry.bucket)].append(entry.file)
+    small = options.compaction.small_file_ratio * options.target_file_size
+    for key, files in groups.items():
+        waiting = [m for m in files if optimized_tier(m, options) != "major"]
+        if sum(m.file_size for m in waiting) >= options.major_threshold:
+            out["major"][key] = sorted(waiting, key=lambda m: m.file_name)
+            continue
+        tiny = [m for m in waiting if m.file_size < small]
+        if len(tiny) >= options.minor_min_files:
+            out["minor"][key] = sorted(tiny, key=lambda m: m.file_name)
+    return out
+
+
 def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progress | None) -> Snapshot | None:
-    ts = directory.schema
     base = directory.latest_snapshot()
     if base is None:
         return None
@@ -106,6 +158,17 @@ def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progre
     groups: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for b in plan.buckets:
         groups[(b.partition, b.bucket)] += b.files
+    return rewrite_files(directory, options, base, groups, "major", progress)
+
+
+def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapshot,
+                  groups: dict[tuple, list[DataFileMeta]], tier: str,
+                  progress: Progress | None = None) -> Snapshot | None:
+    """Rewrite these files of each (partition, bucket) in one commit: "major" lays them out by
+    the table's clustering and in-file sort, "minor" only merges them into files of the target
+    size.  The new files carry the tier (and the layout) they were written for."""
+    ts = directory.schema
+    mark = {"tier": tier, "layout": layout_signature(options)} if tier == "major" else {"tier": tier}
     total = sum(m.row_count for files in groups.values() for m in files)
     done = 0
     if progress is not None:
@@ -114,12 +177,27 @@ def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progre
     deletes: list[FileEntry] = []
     try:
         for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if not files:
+                continue
             rows = pa.Table.from_batches(list(read_run(directory.path, files)), schema=ts.file_schema)
-            if options.clustering is not None:
-                rows = rows.take(pa.array(cluster_order(rows, options.clustering.columns,
-                                                        options.clustering.strategy)))
-            new = write_clustered(directory, options, partition, bucket, rows)
-            adds += new
+            clustering = options.clustering if tier == "major" else None
+            if clustering is not None and clustering.tree is not None:
+                # a qd-tree's leaves are its files: each is described by the cuts on its path
+                leaves = clustering.tree.route(rows)
+                for leaf in np.unique(leaves):
+                    part = rows.filter(pa.array(leaves == leaf))
+                    written = write_clustered(directory, options, partition, bucket, part)
+                    described = {**mark, "leaf": clustering.tree.describe(int(leaf))}
+                    adds += [FileEntry(e.partition, e.bucket,
+                                       e.file.with_indexes({**e.file.indexes, "optimized": described}))
+                             for e in written]
+            else:
+                if clustering is not None:
+                    rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy)))
+                written = write_clustered(directory, options if tier == "major" else replace(options, sort_within=()),
+                                          partition, bucket, rows)
+                adds += [FileEntry(e.partition, e.bucket, e.file.with_indexes({**e.file.indexes, "optimized": mark}))
+                         for e in written]
             deletes += [FileEntry(partition, bucket, m) for m in files]
             done += sum(m.row_count for m in files)
             if progress is not None:

@@ -29,6 +29,7 @@ from .compaction.planner import (
     parse_memory_size,
 )
 from .indexes.bloom import check_bloom_column
+from .qdtree import QdTree
 
 __all__ = [
     "CLUSTERING_STRATEGIES",
@@ -105,7 +106,11 @@ def _parse_names(text: str, key: str) -> tuple[str, ...]:
     return names
 
 
-CLUSTERING_STRATEGIES = ("linear", "zorder", "hilbert")
+CLUSTERING_STRATEGIES = ("linear", "zorder", "hilbert", "qdtree")
+
+
+def _parse_qdtree(text: str, key: str) -> QdTree:
+    return QdTree.from_json(text)
 
 
 def _parse_strategy(text: str, key: str) -> str:
@@ -132,7 +137,10 @@ KEY_BITMAP_MAX_VALUES = "file-index.bitmap.max-values"
 KEY_CLUSTERING_COLUMNS = "clustering.columns"
 KEY_CLUSTERING_STRATEGY = "clustering.strategy"
 KEY_SORT_WITHIN = "sort-within.columns"
+KEY_QDTREE = "clustering.qdtree"
 KEY_QUERY_LOG = "query-log.enabled"
+KEY_MAJOR_THRESHOLD = "optimize.major-threshold"
+KEY_MINOR_MIN_FILES = "optimize.minor-min-files"
 
 OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
     OptionSpec("write-buffer-size", "256 mb", _parse_size,
@@ -166,9 +174,16 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "append tables: the layout `optimize` clusters files by (1 to 8 columns)"),
     OptionSpec(KEY_CLUSTERING_STRATEGY, None, _parse_strategy,
                "linear (sort by the columns in order), zorder or hilbert (default: linear for one column, "
-               "hilbert for more)"),
+               "hilbert for more), or qdtree (the cuts in clustering.qdtree, which the advisor writes)"),
+    OptionSpec(KEY_QDTREE, None, _parse_qdtree,
+               "a workload-driven layout: the qd-tree's cuts as JSON (written by `advise --apply`)"),
     OptionSpec(KEY_SORT_WITHIN, None, _parse_names,
                "append tables: the row order inside each data file (speeds up Top-N reads)"),
+    OptionSpec(KEY_MAJOR_THRESHOLD, "2 gb", _parse_size,
+               "the background optimizer lays out a partition's not-yet-optimized data (clustering, in-file sort, "
+               "indexes) once it reaches this size"),
+    OptionSpec(KEY_MINOR_MIN_FILES, "8", _int_parser(2),
+               "the background optimizer merges a partition's small new files once it has this many"),
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),
@@ -238,7 +253,8 @@ class Clustering:
     """How `optimize` lays out an append table's files."""
 
     columns: tuple[str, ...]
-    strategy: str  # linear | zorder | hilbert
+    strategy: str  # linear | zorder | hilbert | qdtree
+    tree: QdTree | None = field(default=None, compare=False)  # qdtree: the cuts
 
 
 @dataclass(frozen=True)
@@ -299,6 +315,8 @@ class TableOptions:
     sort_within: tuple[str, ...] = ()
     aggregate_models: dict[str, AggregateModel] = field(default_factory=dict)
     query_log: bool = True
+    major_threshold: int = 2 * 1024**3
+    minor_min_files: int = 8
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], schema: pa.Schema, merge_engine: str,
@@ -358,7 +376,15 @@ class TableOptions:
             if len(columns) > 8:
                 raise InvalidArgumentError(f"option {KEY_CLUSTERING_COLUMNS!r}: at most 8 columns, got {len(columns)}")
             strategy = values.get(KEY_CLUSTERING_STRATEGY, "linear" if len(columns) == 1 else "hilbert")
-            clustering = Clustering(columns, strategy)
+            tree = values.get(KEY_QDTREE)
+            if strategy == "qdtree":
+                if tree is None:
+                    raise InvalidArgumentError(f"clustering strategy 'qdtree' needs its cuts in {KEY_QDTREE!r} "
+                                               f"(`mergetree advise --apply` writes them)")
+                unknown = [c for c in tree.columns if c not in schema.names]
+                if unknown:
+                    raise InvalidArgumentError(f"option {KEY_QDTREE!r} cuts on {unknown}, which the schema lacks")
+            clustering = Clustering(columns, strategy, tree if strategy == "qdtree" else None)
         if values.get(KEY_SORT_WITHIN) and primary_key:
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
         aggregate_models = {}
@@ -380,7 +406,7 @@ class TableOptions:
                    merged["manifest.merge-min-count"], compaction, aggregations,
                    merged.get(KEY_BLOOM_COLUMNS, ()), merged[KEY_BLOOM_FPP], merged.get(KEY_BITMAP_COLUMNS, ()),
                    merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models,
-                   merged[KEY_QUERY_LOG])
+                   merged[KEY_QUERY_LOG], merged[KEY_MAJOR_THRESHOLD], merged[KEY_MINOR_MIN_FILES])
 
 
 PK_CLUSTERING_MESSAGE = (

@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import contextvars
 import datetime as dt
+import functools
 import getpass
 import json
 import logging
@@ -32,9 +33,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, MergeTreeError, TableExistsError
+from ..errors import CommitConflictError, InvalidArgumentError, MergeTreeError, TableExistsError
 from ..merge import RowKind
 from . import filters as flt
+from .compaction.runner import compact_buckets
 from .directory import TableDirectory, create_table, open_table
 from .schema import TableSchema
 from .values import decode_value, encode_value
@@ -44,10 +46,12 @@ __all__ = ["LOG_SCHEMA", "PREDICATE_KINDS", "QUERY_LOG_DIR", "QueryRecord", "app
            "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "record"]
 
 QUERY_LOG_DIR = "queries"
-FLUSH_SECONDS = 1.0
-MAX_BUFFERED = 2_000          # records per table that wake the writer at once
+FLUSH_SECONDS = 5.0          # each flush is a commit to the log: few and large beats many and small
+MAX_BUFFERED = 5_000          # records per table that wake the writer at once
+COMPACT_FILES = 16            # the log's level-0 files that make the writer compact it
 MAX_FILTER_JSON = 64 * 1024   # a larger filter (a huge IN list) is logged by shape only, not replayable
-LOG_OPTIONS = {"query-log.enabled": "false", "target-file-size": "16 mb"}
+# write-only: the writer thread compacts the log itself, every COMPACT_FILES flushes, not inline
+LOG_OPTIONS = {"query-log.enabled": "false", "target-file-size": "16 mb", "write-only": "true"}
 
 # What a predicate does, as the advisor needs it: equality-like predicates favour Bloom filters,
 # ranges favour clustering and bitmaps.
@@ -164,9 +168,11 @@ def filter_from_json(text: str | None) -> flt.Filter:
 
 
 def _default_user() -> str | None:
-    user = os.environ.get("MERGETREE_USER")
-    if user:
-        return user
+    return os.environ.get("MERGETREE_USER") or _login()
+
+
+@functools.lru_cache(maxsize=1)
+def _login() -> str | None:
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no such user in a container
@@ -224,7 +230,7 @@ class QueryRecord:
 # ---------------------------------------------------------------------------
 
 _lock = threading.Lock()
-_buffers: dict[str, list[dict[str, Any]]] = {}   # table path -> rows not yet written
+_buffers: dict[str, list[QueryRecord]] = {}      # table path -> records not yet written
 _write_lock = threading.Lock()                    # one writer at a time (thread and flush())
 _wake = threading.Event()
 _thread: threading.Thread | None = None
@@ -234,11 +240,10 @@ _failed: set[str] = set()                         # paths whose failure was repo
 def record(table_path: str, query: QueryRecord) -> None:
     """Queue a record for the table's log.  Never raises."""
     global _thread
-    try:
-        row = query.to_row()
+    try:  # the record becomes a row in the writer thread, off the read's path
         with _lock:
             rows = _buffers.setdefault(table_path, [])
-            rows.append(row)
+            rows.append(query)
             if _thread is None or not _thread.is_alive():
                 _thread = threading.Thread(target=_run, name="mergetree-querylog", daemon=True)
                 _thread.start()
@@ -257,9 +262,9 @@ def flush(table_path: str | None = None) -> None:
         else:
             taken = {table_path: _buffers.pop(table_path)} if table_path in _buffers else {}
     with _write_lock:
-        for path, rows in taken.items():
+        for path, records in taken.items():
             try:
-                append_rows(path, rows)
+                append_rows(path, [r.to_row() for r in records])
             except Exception as exc:  # dropped, reported once
                 _report(path, exc)
 
@@ -271,6 +276,12 @@ def append_rows(table_path: str, rows: list[dict[str, Any]]) -> None:
     directory = _open_or_create(log_path(table_path))
     data = pa.Table.from_pylist(rows, schema=LOG_SCHEMA)
     write_rows(directory, conform(directory, data, complete=True), RowKind.INSERT)
+    snapshot = directory.latest_snapshot()
+    if snapshot is not None and len(directory.live_files(snapshot)) >= COMPACT_FILES:
+        try:
+            compact_buckets(directory, None, full=True)
+        except CommitConflictError:
+            pass  # another process compacted it first
 
 
 def _open_or_create(path: str) -> TableDirectory:

@@ -18,9 +18,9 @@ from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
 from .buckets import bucket_ids
 from .commit import COMMIT_RETRIES, backoff, commit_with_rebase, next_sequences
 from .compaction.runner import compact_buckets
-from .curves import cluster_order
 from .directory import TableDirectory
 from .files import write_sorted_run
+from .qdtree import layout_order
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .snapshots import FileEntry, Snapshot
 
@@ -186,7 +186,8 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
         rows = rows.take(sort_indices(rows, [(c, "ascending") for c in options.sort_within], "at_start"))
         sorted_by = options.sort_within
     elif options.clustering is not None:  # each write is clustered within itself; optimize goes across files
-        rows = rows.take(pa.array(cluster_order(rows, options.clustering.columns, options.clustering.strategy)))
+        clustering = options.clustering
+        rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy, clustering.tree)))
     files = write_sorted_run(directory.path, relative, rows, ts, 0, options, sorted_by)
     return [FileEntry(partition, bucket, f) for f in files]
 

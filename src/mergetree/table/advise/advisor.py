@@ -24,6 +24,11 @@ Distribution (append tables; a primary-key table's files are sorted by its key):
   D3  The replay decides between the rule's choice and the other shapes (linear on the first
       candidate, linear on the first two, Z-order and Hilbert on the candidates): a shape that
       reads at least REPLAY_MARGIN fewer files than the rule's is taken instead, with the reason.
+  D5  A workload-driven layout (a qd-tree cut on the logged predicates, `qdtree`) is fitted on
+      the row sample and half of the queries, and taken instead when, replayed on the other
+      half, it reads QDTREE_MARGIN (a third) fewer of the files than the chosen curve: a tree
+      fitted to past predicates ages with the workload where a curve does not, so it must win
+      clearly.
   D4  Nothing changes unless the chosen layout reads at least MIN_GAIN fewer files than the
       current one; refused outright with fewer than MIN_FILES files after a rewrite.
 
@@ -72,9 +77,11 @@ from ..options import (
     KEY_BLOOM_COLUMNS,
     KEY_CLUSTERING_COLUMNS,
     KEY_CLUSTERING_STRATEGY,
+    KEY_QDTREE,
     KEY_SORT_WITHIN,
     AggregateModel,
 )
+from ..qdtree import QdTree, build_qdtree, query_box
 from .simulate import IndexSpec, Sample, SimulatedLayout, draw_sample, simulate
 from .workload import LoggedQuery, Workload, read_log, summarize
 
@@ -87,6 +94,7 @@ MAX_COLUMNS = 4
 MIN_FILES = 4
 MIN_GAIN = 0.20
 REPLAY_MARGIN = 0.05
+QDTREE_MARGIN = 1 / 3   # a layout fitted to past predicates ages with the workload: it must win clearly
 BITMAP_MAX_VALUES = 1_000
 MAX_AGGREGATION_RATIO = 0.10
 REPLAY_QUERIES = 2_000
@@ -297,6 +305,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     layout_strategy = options.clustering.strategy if options.clustering else "linear"
     current_layout = [_layout_name(layout_columns, layout_strategy)] if layout_columns else []
     chosen: SimulatedLayout = current
+    new_tree: QdTree | None = None
     filtering = [q for q in replayed if q.cluster_columns or q.is_top_n]
     new_layout: tuple[list[str], str] | None = None
     if directory.schema.has_primary_key:
@@ -370,6 +379,33 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
             share_before = before_files / max(len(metas), 1)
             share_after = rule_score / parts_after
             name = _layout_name(rule_columns, rule_strategy)
+            # D5: the workload-driven layout, fitted on half of the queries and judged on the
+            # other half against the chosen curve (a tree fitted to past ranges must also serve
+            # new ones)
+            halves = np.random.default_rng(1).random(len(filtering)) < 0.5
+            fit = [q for q, h in zip(filtering, halves) if h]
+            held_out = [q for q, h in zip(filtering, halves) if not h]
+            boxes = [box for box in (query_box(_safe_filter(q)) for q in fit) if box]
+            if candidates and boxes and held_out:
+                tree = build_qdtree(sample.rows, boxes, parts_after, candidates)
+                if tree.leaves > 1:
+                    # each leaf is written as files of the target size, as optimize does
+                    files_of_rows = tree.file_of_row(sample.rows, max(1, sample.rows.num_rows // parts_after))
+                    tree_parts = int(files_of_rows.max()) + 1
+                    tree_layout = simulate(sample, "qdtree", tree_parts, part_of_row=files_of_rows,
+                                           indexes=layout_index, ndv=ndv)
+                    tree_share = _mean_files(tree_layout, held_out, total_rows) / tree_parts
+                    curve_share = _mean_files(rule_layout, held_out, total_rows) / parts_after
+                    if tree_share < curve_share * (1 - QDTREE_MARGIN):
+                        tree_score = _mean_files(tree_layout, filtering, total_rows)
+                        reason = (f"replay on queries the tree was not fitted on: a qd-tree of {tree.leaves} leaves "
+                                  f"cut on the logged predicates reads {tree_share:.1%} of the files per query "
+                                  f"against {curve_share:.1%} for {name} ({reason}) (rule D5)")
+                        new_tree = tree
+                        rule_columns, rule_strategy, rule_score, rule_layout = (tree.columns, "qdtree", tree_score,
+                                                                                tree_layout)
+                        share_after = tree_score / tree_parts
+                        name = f"qdtree({', '.join(tree.columns)}; {tree.leaves} leaves)"
             if share_after <= share_before * (1 - MIN_GAIN):
                 new_layout = (rule_columns, rule_strategy)
                 chosen = rule_layout
@@ -386,9 +422,8 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     bloom_now, bitmap_now = set(options.bloom_columns), set(options.bitmap_columns)
     bloom_new, bitmap_new = set(bloom_now), set(bitmap_now)
     index_notes: dict[str, list[str]] = {"bloom": [], "bitmap": []}
-    base = simulate(sample, chosen.name, chosen.parts, new_layout[0] if new_layout else None,
-                    new_layout[1] if new_layout else "linear", IndexSpec(fpp=options.bloom_fpp), ndv) \
-        if chosen is not current else simulate(sample, "current", len(metas), None, indexes=IndexSpec(), ndv=ndv)
+    base = SimulatedLayout(chosen.name, chosen.parts, chosen.columns, IndexSpec(fpp=options.bloom_fpp),
+                           chosen.rows_per_part, ndv)
     index_effect: dict[str, tuple[int, float, float]] = {}
     for column in sorted(set(w.equality) | set(w.ranges) | bloom_now | bitmap_now):
         if column not in known:
@@ -501,6 +536,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     if new_layout is not None:
         opts[KEY_CLUSTERING_COLUMNS] = ",".join(new_layout[0])
         opts[KEY_CLUSTERING_STRATEGY] = new_layout[1]
+        opts[KEY_QDTREE] = new_tree.to_json() if new_tree is not None else None
     if bloom_new != bloom_now:
         opts[KEY_BLOOM_COLUMNS] = ",".join(sorted(bloom_new)) or None
     if bitmap_new != bitmap_now:

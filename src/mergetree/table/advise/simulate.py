@@ -245,15 +245,17 @@ class SimulatedLayout:
 
 
 def simulate(sample: Sample, name: str, parts: int, order: Sequence[str] | None = None, strategy: str = "linear",
-             indexes: IndexSpec = IndexSpec(), ndv: dict[str, float] | None = None) -> SimulatedLayout:
-    """The sample as `parts` files: as the table's files are (order None) or clustered."""
+             indexes: IndexSpec = IndexSpec(), ndv: dict[str, float] | None = None,
+             part_of_row: np.ndarray | None = None) -> SimulatedLayout:
+    """The sample as `parts` files: given (`part_of_row`), as the table's files are (order
+    None) or clustered."""
     n = sample.rows.num_rows
-    if order is None:
+    if part_of_row is None and order is None:
         part_of_row = sample.file_of_row
         parts = len(sample.files)
-    else:
+    elif part_of_row is None:
         parts = max(1, min(parts, n))
-        permutation = cluster_order(sample.rows, list(order), strategy) if n else np.empty(0, np.int64)
+        permutation = cluster_order(sample.rows, list(order or ()), strategy) if n else np.empty(0, np.int64)
         part_of_row = np.empty(n, dtype=np.int64)
         part_of_row[permutation] = (np.arange(n) * parts) // max(n, 1)
     columns = {c: _Column(sample.rows.column(c), part_of_row, parts) for c in sample.rows.column_names}

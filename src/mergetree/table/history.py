@@ -1,0 +1,82 @@
+"""The background optimizer's history: one row per pass (tier, files in and out, bytes, the
+snapshot it committed, the layout it applied), kept as an append table at `<table>/optimizer/`
+so the report can show scanned bytes before and after each pass."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import asdict, dataclass
+
+import pyarrow as pa
+
+from ..errors import MergeTreeError, TableExistsError
+from ..merge import RowKind
+from .directory import TableDirectory, create_table, open_table
+from .read import prepare_read, read_table
+from .schema import TableSchema
+from .write import conform, write_rows
+
+__all__ = ["HISTORY_DIR", "HISTORY_SCHEMA", "PassReport", "history", "record_pass"]
+
+HISTORY_DIR = "optimizer"
+HISTORY_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("us", "UTC")), ("tier", pa.string()), ("status", pa.string()),
+    ("groups", pa.int64()), ("files_in", pa.int64()), ("files_out", pa.int64()), ("rows", pa.int64()),
+    ("bytes_in", pa.int64()), ("bytes_out", pa.int64()), ("snapshot_id", pa.int64()),
+    ("layout", pa.string()), ("seconds", pa.float64()),
+])
+
+
+@dataclass
+class PassReport:
+    table: str
+    tier: str                 # minor | major
+    status: str               # committed | conflict | nothing
+    groups: int = 0           # (partition, bucket) pairs rewritten
+    files_in: int = 0
+    files_out: int = 0
+    rows: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    snapshot_id: int | None = None
+    layout: str = ""
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        if self.status != "committed":
+            return f"{self.tier}: {self.status}"
+        return (f"{self.tier}: {self.files_in} files ({self.bytes_in / 2**20:,.1f} MiB) of {self.groups} "
+                f"bucket(s) -> {self.files_out} files in snapshot {self.snapshot_id} ({self.seconds:.1f}s)")
+
+
+def _history_table(table_path: str) -> TableDirectory:
+    path = os.path.join(table_path, HISTORY_DIR)
+    try:
+        return open_table(path, check=False)
+    except MergeTreeError:
+        pass
+    try:
+        return create_table(path, TableSchema.create(HISTORY_SCHEMA, None, None, 1, None, "deduplicate",
+                                                     {"query-log.enabled": "false"}))
+    except TableExistsError:
+        return open_table(path, check=False)
+
+
+def record_pass(report: PassReport) -> None:
+    """Append a pass to the table's history (after its commit: a crash in between loses the
+    line, never the pass)."""
+    directory = _history_table(report.table)
+    row = {k: v for k, v in asdict(report).items() if k != "table"}
+    row["ts"] = dt.datetime.now(dt.timezone.utc)
+    data = pa.Table.from_pylist([row], schema=HISTORY_SCHEMA)
+    write_rows(directory, conform(directory, data, complete=True), RowKind.INSERT)
+
+
+def history(table_path: str) -> pa.Table:
+    """Every pass recorded for the table, oldest first (empty when none ran)."""
+    path = os.path.join(table_path, HISTORY_DIR)
+    if not os.path.isdir(path):
+        return HISTORY_SCHEMA.empty_table()
+    directory = open_table(path, check=True)
+    rows = read_table(directory, prepare_read(directory, None, None, None), None)
+    return rows.sort_by("ts")

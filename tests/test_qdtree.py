@@ -1,0 +1,146 @@
+"""The workload-driven layout (qd-tree): routing agrees with a row-by-row walk, cuts land on the
+logged predicates' bounds, the advisor takes it only when it beats the curves, and a table laid
+out by it keeps every row, describes each file by its cuts, and skips what the cuts promise."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mergetree import InvalidArgumentError, Table
+from mergetree.table import filters as flt
+from mergetree.table import querylog
+from mergetree.table.advise import LoggedQuery, advise_workload
+from mergetree.table.qdtree import QdTree, build_qdtree, query_box
+from mergetree.table.read import top_rows
+
+SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
+TEMPLATES = [[("a", "<", 10**8)], [("b", ">", 1.5)], [("a", ">=", 9 * 10**8), ("b", "<", -1.0)],
+             [("a", ">=", 4 * 10**8), ("a", "<", 42 * 10**7)]]
+
+
+def data(n: int, seed: int = 1) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table({"id": np.arange(n), "a": rng.integers(0, 10**9, n), "b": rng.normal(0, 1, n)}, schema=SCHEMA)
+
+
+def walk(tree: QdTree, row: dict) -> int:
+    if not tree.nodes:
+        return 0
+    at = 0
+    while at >= 0:
+        column, threshold, left, right = tree.nodes[at]
+        value = row[column]
+        at = left if value is None or value < threshold else right
+    return -at - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.tuples(st.one_of(st.none(), st.integers(-50, 50)), st.floats(-5, 5)), min_size=1,
+                       max_size=200),
+       bounds=st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), min_size=1, max_size=6),
+       leaves=st.integers(1, 12))
+def test_routing_agrees_with_a_row_by_row_walk(values, bounds, leaves):
+    table = pa.table({"a": pa.array([v for v, _ in values], pa.int64()), "b": [w for _, w in values]})
+    boxes = [{"a": (min(lo, hi), max(lo, hi))} for lo, hi in bounds] + [{"b": (0.0, None)}]
+    tree = build_qdtree(table, boxes, leaves)
+    routed = tree.route(table)
+    assert list(routed) == [walk(tree, r) for r in table.to_pylist()]
+    assert set(routed) <= set(range(tree.leaves))
+    files = tree.file_of_row(table, 7)
+    for leaf in set(routed):  # each leaf's rows fill its own files, 7 rows at most each
+        mine = files[routed == leaf]
+        assert not set(mine) & set(files[routed != leaf])
+        assert np.bincount(mine).max() <= 7
+    assert QdTree.from_json(tree.to_json()).nodes == tree.nodes
+
+
+def test_cuts_land_on_the_logged_bounds():
+    sample = data(20_000)
+    boxes = [query_box(flt.normalize(t, SCHEMA)) for t in TEMPLATES for _ in range(10)]
+    tree = build_qdtree(sample, boxes, 20)
+    thresholds = {(c, t) for c, t, _, _ in tree.nodes}
+    # `a < 1e8` cut at its bound (bounds are taken as inclusive: just above a high bound)
+    assert {("a", 10**8), ("a", 10**8 + 1)} & thresholds
+    assert {("a", 9 * 10**8), ("a", 4 * 10**8), ("a", 42 * 10**7 + 1)} & thresholds
+    assert {c for c, _ in thresholds} == {"a", "b"}
+    described = [tree.describe(i) for i in range(tree.leaves)]
+    assert all(" AND " in d or "<" in d or ">=" in d for d in described)
+    assert query_box(("or", [("a", "=", 1), ("a", "=", 2)])) == {}
+    assert query_box(("and", [("a", ">=", 3), ("a", "<=", 9), ("a", "in", [4, 5])])) == {"a": (4, 5)}
+
+
+def q(f) -> LoggedQuery:
+    f = flt.normalize(f, SCHEMA)
+    return LoggedQuery(tuple(querylog.predicate_kinds(f)), querylog.filter_to_json(f))
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    rows = data(100_000)
+    t = Table.create(str(tmp_path_factory.mktemp("qd") / "t"), SCHEMA, options={
+        "target-file-size": str(int(rows.nbytes / 50 * 1.05)), "write-only": "true", "query-log.enabled": "false"})
+    for i in range(50):
+        t.write(rows.slice(i * 2000, 2000))
+    return t
+
+
+def metas(t):
+    return [e.file for e in t.directory.live_files(t.latest_snapshot()).values()]
+
+
+def test_the_advisor_takes_a_qdtree_only_when_it_beats_the_curves(table):
+    templated = advise_workload(table.directory, [q(TEMPLATES[i % 4]) for i in range(400)], metas(table),
+                                sample_rows=50_000)
+    layout = next(x for x in templated.levers if x.lever == "distribution")
+    assert layout.recommended[0].startswith("qdtree(a, b;") and "rule D5" in layout.reason
+    assert templated.options["clustering.strategy"] == "qdtree" and "clustering.qdtree" in templated.options
+    rng = np.random.default_rng(2)
+    uniform = []
+    for i in range(400):  # the seed's 50/50 a|b: a curve serves it as well, so the rule's Hilbert stays
+        low = int(rng.integers(0, 10**9 - 10**7))
+        uniform.append(q([("a", ">=", low), ("a", "<", low + 10**7)]) if i % 2 else
+                       q([("b", ">=", float(rng.normal())), ("b", "<", 0.5)]))
+    seeded = advise_workload(table.directory, uniform, metas(table), sample_rows=50_000)
+    assert next(x for x in seeded.levers if x.lever == "distribution").recommended[0].startswith("hilbert")
+
+
+def test_a_table_laid_out_by_its_qdtree(tmp_path):
+    rows = data(60_000, seed=4)
+    t = Table.create(str(tmp_path / "t"), SCHEMA, options={
+        "target-file-size": str(int(rows.nbytes / 30 * 1.05)), "write-only": "true", "query-log.enabled": "false"})
+    for i in range(30):
+        t.write(rows.slice(i * 2000, 2000))
+    advice = advise_workload(t.directory, [q(TEMPLATES[i % 4]) for i in range(200)], metas(t), sample_rows=30_000)
+    assert advice.options["clustering.strategy"] == "qdtree"
+    before = {i: len(t.plan(TEMPLATES[i]).files) for i in range(4)}
+    t.set_options(advice.options)
+    t.optimize()
+    t = Table.open(t.path)
+    assert top_rows(t.read(), [("id", "asc")], None).equals(rows)
+    files = metas(t)
+    assert all("leaf" in m.indexes["optimized"] for m in files)
+    tree = t.options.clustering.tree
+    assert {m.indexes["optimized"]["leaf"] for m in files} == {tree.describe(i) for i in range(tree.leaves)}
+    for i, template in enumerate(TEMPLATES):
+        want = rows.filter(flt.to_expression(flt.normalize(template, SCHEMA), SCHEMA))
+        got = t.read(filter=template)
+        assert top_rows(got, [("id", "asc")], None).equals(top_rows(want, [("id", "asc")], None))
+        # the files a template reads hold not many more rows than it selects
+        read = sum(m.row_count for m in t.plan(template).files)
+        assert read <= max(2.5 * want.num_rows, want.num_rows + 6 * math.ceil(60_000 / 30)), (template, read)
+        assert len(t.plan(template).files) < before[i]
+
+
+def test_a_qdtree_strategy_needs_its_cuts(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="needs its cuts"):
+        Table.create(str(tmp_path / "t"), SCHEMA, options={"clustering.columns": "a",
+                                                           "clustering.strategy": "qdtree"})
+    with pytest.raises(InvalidArgumentError, match="cannot be read"):
+        Table.create(str(tmp_path / "u"), SCHEMA, options={"clustering.columns": "a",
+                                                           "clustering.strategy": "qdtree",
+                                                           "clustering.qdtree": "{not json"})
