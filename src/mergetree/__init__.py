@@ -8,6 +8,8 @@ The public API, from the top:
 - `join_sorted`: a sorted merge join of two key-ordered tables.
 - `RowKind`, `ENGINES`, `AGGREGATE_FUNCTIONS`, `ALGORITHMS`, every error class.
 - `mergetree.spark` (import it yourself; needs pyspark): the Spark data source and jobs.
+- `mergetree.organize`: data organization by the query history — SQL history import, replay,
+  the background optimizer, the report page (`Table.advise` is the advisor itself).
 """
 from __future__ import annotations
 

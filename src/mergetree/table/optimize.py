@@ -179,6 +179,9 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
         for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             if not files:
                 continue
+            # the same files give the same layout whoever asks (the curve's sample and its ties
+            # follow the row order): read them in name order, not in the order a plan lists them
+            files = sorted(files, key=lambda m: m.file_name)
             rows = pa.Table.from_batches(list(read_run(directory.path, files)), schema=ts.file_schema)
             clustering = options.clustering if tier == "major" else None
             if clustering is not None and clustering.tree is not None:

@@ -186,9 +186,12 @@ class SnapshotStore:
     def latest_id(self) -> int | None:
         """The newest snapshot's id; CorruptTableError if the LATEST hint shows that a newer
         snapshot was committed and its file is gone."""
+        # The hint first: it is written only after its snapshot is published, so a listing
+        # taken after reading it holds that snapshot (read the other way round, a commit
+        # landing in between would look like a lost snapshot).
+        hint = self.latest_hint()
         ids = self.snapshot_ids()
         latest = ids[-1] if ids else None
-        hint = self.latest_hint()
         if hint is not None and (latest is None or hint > latest):
             relative = paths.snapshot_file(hint)
             raise CorruptTableError(
