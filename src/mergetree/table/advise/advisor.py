@@ -22,8 +22,10 @@ Distribution (append tables; a primary-key table's files are sorted by its key):
       - most queries filtering b also filter a (>= TOGETHER) -> linear(a, b);
       - otherwise (a and b filtered apart) -> Hilbert over the candidates (at most MAX_COLUMNS).
   D3  The replay decides between the rule's choice and the other shapes (linear on the first
-      candidate, linear on the first two, Z-order and Hilbert on the candidates): a shape that
-      reads at least REPLAY_MARGIN fewer files than the rule's is taken instead, with the reason.
+      candidate, linear on the first two, Z-order and Hilbert on the candidates, also with columns
+      filtered by at least half of MIN_SHARE): a shape that reads at least REPLAY_MARGIN fewer
+      files than the rule's is taken instead, with the reason; `LeverAdvice.rule` keeps the
+      rule's own answer.
   D5  A workload-driven layout (a qd-tree cut on the logged predicates, `qdtree`) is fitted on
       the row sample and half of the queries, and taken instead when, replayed on the other
       half, it reads QDTREE_MARGIN (a third) fewer of the files than the chosen curve: a tree
@@ -113,6 +115,7 @@ class LeverAdvice:
     queries: int = 0                 # replayed queries the lever concerns
     files_before: float | None = None   # mean expected files read by those queries
     files_after: float | None = None
+    rule: str | None = None          # distribution: what the rules alone chose (the seed's answer)
 
     @property
     def changes(self) -> list[tuple[str, str]]:
@@ -259,7 +262,7 @@ def _distribution_rule(w: Workload, candidates: list[str]) -> tuple[list[str], s
         return [a, b], "linear", (f"{together:.0%} of the queries filtering {b} also filter {a} "
                                   f"(seed: 50% a and 50% a+b -> linear a, b)")
     beyond_a = sum(n for cols, n in w.together.items() if b in cols and a not in cols) / max(w.filtering, 1)
-    if share_a >= DOMINANT and beyond_a <= 1 - DOMINANT:
+    if share_a >= DOMINANT - 1e-9 and beyond_a <= 1 - DOMINANT + 1e-9:  # shares of whole queries: no float fuzz
         return [a], "linear", (f"{share_a:.0%} of the filtering queries filter {a}, {beyond_a:.0%} filter {b} "
                                f"without it (seed: 90% on a -> linear a)")
     columns = candidates[:MAX_COLUMNS]
@@ -317,6 +320,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
                               f"to skip any")
     else:
         candidates = []
+        near: list[str] = []  # below D1's share but otherwise fit: the replay (D3) may still try them
         bloom_bound: set[str] = set()  # left to a Bloom filter by D1: the layout is judged with it
         for column, _ in w.filtered.most_common():
             if column not in known or column not in ndv:
@@ -326,8 +330,11 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
             except Exception:
                 continue
             if w.share(column) < MIN_SHARE:
-                advice.refused.append(f"distribution on {column}: only {w.share(column):.0%} of the filtering "
+                advice.refused.append(f"distribution on {column}: only {w.share(column):.1%} of the filtering "
                                       f"queries filter it (rule D1: at least {MIN_SHARE:.0%})")
+                if w.share(column) >= MIN_SHARE / 2 and ndv[column] >= parts_after and not (
+                        w.equality[column] >= 0.9 * w.filtered[column] and ndv[column] > BITMAP_MAX_VALUES):
+                    near.append(column)
             elif w.equality[column] >= 0.9 * w.filtered[column] and ndv[column] > BITMAP_MAX_VALUES:
                 advice.refused.append(f"distribution on {column}: it is only looked up by = or IN and has about "
                                       f"{ndv[column]:,.0f} distinct values; a Bloom filter serves that without "
@@ -355,6 +362,10 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
                 shapes |= {(tuple(candidates[:2]), "linear"), (tuple(candidates[:MAX_COLUMNS]), "hilbert"),
                            (tuple(candidates[:MAX_COLUMNS]), "zorder")}
             shapes |= {((column,), "linear") for column in top_columns}
+            tried = (candidates + near)[:MAX_COLUMNS]
+            if len(tried) > len(candidates[:MAX_COLUMNS]) and len(tried) > 1:
+                shapes |= {(tuple(tried), "hilbert"), (tuple(tried), "zorder"), (tuple(tried[:2]), "linear")}
+            rule_name = _layout_name(rule_columns, rule_strategy)
             layout_index = IndexSpec(current_index.bloom | bloom_bound, current_index.bitmap, current_index.fpp)
             as_now = SimulatedLayout("current", current.parts, current.columns, layout_index, current.rows_per_part,
                                      ndv)
@@ -410,13 +421,13 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
                 new_layout = (rule_columns, rule_strategy)
                 chosen = rule_layout
                 advice.levers.append(LeverAdvice("distribution", current_layout, [name], reason, len(filtering),
-                                                 before_files, rule_score))
+                                                 before_files, rule_score, rule=rule_name))
             else:
                 advice.levers.append(LeverAdvice(
                     "distribution", current_layout, current_layout,
                     f"{name} would read {share_after:.1%} of the files per query against {share_before:.1%} now: "
                     f"less than {MIN_GAIN:.0%} better, so the layout stays (rule D4)", len(filtering),
-                    before_files, before_files))
+                    before_files, before_files, rule=rule_name))
 
     # -- indexes -----------------------------------------------------------------------
     bloom_now, bitmap_now = set(options.bloom_columns), set(options.bitmap_columns)
