@@ -35,15 +35,17 @@ def canonical(t: pa.Table) -> pa.Table:
 
 OPTIMIZER = textwrap.dedent("""
     import sys
-    from mergetree import Table, CompactionConflictError
+    from mergetree import Table, CommitConflictError
     t = Table.open(sys.argv[1])
     strategies = ["hilbert", "zorder", "linear"]
     for i in range(int(sys.argv[2])):
         try:
             t.optimize(order=["a", "b"] if i % 2 == 0 else ["b", "a"], strategy=strategies[i % 3],
                        sort_within="s" if i % 2 else None)
-        except CompactionConflictError:
-            pass  # a concurrent optimize replaced our inputs first: nothing of ours was committed
+        except CommitConflictError:
+            # a concurrent optimize replaced our inputs, or changed the layout options, first:
+            # nothing of ours was committed (CompactionConflictError is one of these)
+            pass
         t = Table.open(sys.argv[1])
 """)
 

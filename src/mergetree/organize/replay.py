@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..table import Table
 from ..table.advise import IndexSpec, LoggedQuery, draw_sample, read_log, simulate
-from ..table.advise.advisor import estimate_ndv
+from ..table.advise.advisor import estimate_ndv, files_after_rewrite
 from ..table.curves import STRATEGIES
 
 __all__ = ["QueryReplay", "ReplayResult", "parse_layout", "replay"]
@@ -96,7 +96,7 @@ def replay(path: str, since: dt.timedelta | dt.datetime | None = None, limit: in
         wanted = list(dict.fromkeys([*columns, *(c for q in queries for c, _ in q.predicates if c in known),
                                      *(q.order_by[0][0] for q in queries if q.order_by)]))
         sample = draw_sample(table.directory, metas, wanted)
-        parts = max(1, -(-sum(m.file_size for m in metas) // max(options.target_file_size, 1)))
+        parts = files_after_rewrite(table.directory, metas, options.target_file_size)
         indexes = IndexSpec(frozenset(options.bloom_columns) | set(bloom),
                             frozenset(options.bitmap_columns) | set(bitmap), options.bloom_fpp)
         sim = simulate(sample, layout, parts, columns, strategy, indexes, estimate_ndv(sample))

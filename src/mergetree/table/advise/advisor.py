@@ -87,7 +87,7 @@ from ..qdtree import QdTree, build_qdtree, query_box
 from .simulate import IndexSpec, Sample, SimulatedLayout, draw_sample, simulate
 from .workload import LoggedQuery, Workload, read_log, summarize
 
-__all__ = ["Advice", "LeverAdvice", "advise", "advise_workload"]
+__all__ = ["Advice", "LeverAdvice", "advise", "advise_workload", "files_after_rewrite"]
 
 MIN_SHARE = 0.10
 DOMINANT = 0.90
@@ -198,6 +198,20 @@ def estimate_ndv(sample: Sample) -> dict[str, float]:
     return out
 
 
+def files_after_rewrite(directory: TableDirectory, metas: Sequence[DataFileMeta], target_file_size: int) -> int:
+    """How many files a rewrite would write: files are rolled at the target size *in memory*
+    (Arrow), so the rows' in-memory size is measured on the largest file, not taken from the
+    compressed Parquet sizes."""
+    if not metas:
+        return 1
+    largest = max(metas, key=lambda m: m.row_count)
+    if largest.row_count == 0:
+        return 1
+    per_row = pq.read_table(f"{directory.path}/{largest.file_name}").nbytes / largest.row_count
+    total_rows = sum(m.row_count for m in metas)
+    return max(1, math.ceil(total_rows * per_row / max(target_file_size, 1)))
+
+
 def aggregation_ratio(directory: TableDirectory, metas: Sequence[DataFileMeta], group_by: Sequence[str],
                       files: int = 3) -> float:
     """Groups per row when grouping real files by `group_by` (the largest `files` files)."""
@@ -286,7 +300,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     known = set(schema.names)
     total_bytes = sum(m.file_size for m in metas)
     total_rows = sum(m.row_count for m in metas)
-    parts_after = max(1, math.ceil(total_bytes / max(options.target_file_size, 1)))
+    parts_after = files_after_rewrite(directory, metas, options.target_file_size)
     wanted: list[str] = [c for c, _ in w.filtered.most_common() if c in known]
     wanted += [c for c, _ in (w.equality + w.ranges).most_common() if c in known]
     wanted += [o[0][0] for o in w.orderings if o and o[0][0] in known]
