@@ -29,20 +29,11 @@ from .options import (
 )
 from .qdtree import layout_order
 from .read import plan_read
+from .schema import column_names
 from .snapshots import FileEntry, Snapshot
 
 __all__ = ["build_indexes", "layout_signature", "optimize", "optimized_tier", "pending", "prepare_layout",
            "rewrite_files", "write_clustered"]
-
-
-def _names(value, what: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise InvalidArgumentError(f"{what} must be a column name or a list of names, not {value!r}")
 
 
 def prepare_layout(directory: TableDirectory, order, strategy: str | None, target_file_size: int | None,
@@ -51,8 +42,8 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
     the (possibly re-optioned) directory and the options to rewrite with, or None for a
     primary-key table, whose optimize is a full compaction (its files are ordered by its key)."""
     ts = directory.schema
-    columns = _names(order, "order")
-    within = _names(sort_within, "sort_within")
+    columns = column_names(order, "order")
+    within = column_names(sort_within, "sort_within")
     if strategy is not None and strategy not in CLUSTERING_STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {', '.join(CLUSTERING_STRATEGIES)}, not {strategy!r}")
     if target_file_size is not None and (isinstance(target_file_size, bool) or not isinstance(target_file_size, int)

@@ -13,7 +13,7 @@ from ..merge.runs import plan_key_column
 from .buckets import check_hashable
 from .options import TableOptions, resolve_options
 
-__all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "SYSTEM_COLUMNS", "TableSchema"]
+__all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "SYSTEM_COLUMNS", "TableSchema", "column_names"]
 
 # Physical columns of primary-key data files, laid out as Paimon does:
 # _KEY_<pk>..., _SEQUENCE_NUMBER, _VALUE_KIND, then every table column.
@@ -52,9 +52,9 @@ class TableSchema:
         """Check everything about a new table before anything is written."""
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
-        pk = _names(primary_key, "primary_key")
-        parts = _names(partition_by, "partition_by")
-        bkey = _names(bucket_key, "bucket_key")
+        pk = column_names(primary_key, "primary_key")
+        parts = column_names(partition_by, "partition_by")
+        bkey = column_names(bucket_key, "bucket_key")
         names = schema.names
         if not names:
             raise InvalidArgumentError("a table needs at least one column")
@@ -152,7 +152,7 @@ class TableSchema:
                    tuple(d["bucket_key"]), d["merge_engine"], dict(d["options"]), d["schema_id"])
 
 
-def _names(value: Any, role: str) -> tuple[str, ...]:
+def column_names(value: Any, role: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):

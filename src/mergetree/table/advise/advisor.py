@@ -524,6 +524,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     # -- pre-aggregates ----------------------------------------------------------------
     models_now = dict(options.aggregate_models)
     models_new: dict[str, AggregateModel] = {}
+    ratios_by_grouping: dict[tuple[str, ...], float] = {}
     notes = []
     for grouping, count in w.groupings.most_common():
         if count / w.total < MIN_SHARE or not all(g in known for g in grouping):
@@ -534,7 +535,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
             notes.append(f"GROUP BY {', '.join(grouping) or '()'}: most of its queries filter other columns, which "
                          f"a pre-aggregate cannot answer (rule P1)")
             continue
-        ratio = aggregation_ratio(directory, metas, grouping)
+        ratio = ratios_by_grouping[tuple(grouping)] = aggregation_ratio(directory, metas, grouping)
         if ratio > MAX_AGGREGATION_RATIO:
             notes.append(f"GROUP BY {', '.join(grouping) or '()'}: files keep {ratio:.0%} of their rows after "
                          f"grouping; a pre-aggregate would not pay (rule P1: at most {MAX_AGGREGATION_RATIO:.0%})")
@@ -584,7 +585,9 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     before_bytes = after_bytes = 0.0
     bytes_now = total_bytes / max(len(metas), 1)
     bytes_new = total_bytes / max(final.parts, 1)
-    ratios = {m.name: aggregation_ratio(directory, metas, m.group_by) for m in models_new.values()}
+    # measured once per grouping (reading real files): P1 measured the new models' already
+    ratios = {m.name: ratios_by_grouping.get(tuple(m.group_by)) or aggregation_ratio(directory, metas, m.group_by)
+              for m in models_new.values()}
     for q in replayed:
         b = _files_read(current, q, total_rows)
         a = _files_read(final, q, total_rows)
