@@ -21,7 +21,8 @@ from mergetree_key_columns cimport (
     KEY_LARGE_BINARY, KEY_UINT8, KEY_UINT16, KEY_UINT32, KEY_UINT64)
 from mergetree_loser_tree cimport (
     EMIT_ALL, EMIT_FIRST, EMIT_LAST, LOSER_POPPED, LOSER_WITH_NEW_KEY,
-    LOSER_WITH_SAME_KEY, Leaf, MergeState, STEP_BAD_STATE, STEP_DONE,
+    LOSER_WITH_SAME_KEY, NODE_EMPTY_TAG, mt_levels,
+    Leaf, MergeState, STEP_BAD_STATE, STEP_DONE, mt_build_climb, mt_climb, mt_node,
     STEP_NEED_BATCH, STEP_OUTPUT_FULL, STEP_RETRACTION, STEP_UNSORTED,
     WINNER_POPPED, WINNER_WITH_NEW_KEY, WINNER_WITH_SAME_KEY)
 
@@ -660,6 +661,183 @@ cdef int heap_step(MergeState* m) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------
+# The fixed-width path.  When the key is one fixed-width column, its 64-bit
+# image is the whole key: comparing two keys costs what comparing two
+# sequences costs, so the six states (which exist to save key comparisons)
+# buy nothing.  The tree orders rows by (class, image, sequence, run) instead;
+# every key group then leaves the tree consecutively, oldest first, and the
+# emit modes reduce it as it passes.  Nodes carry their keys inline, so a climb
+# reads one node per level and selects without branches (mt_climb).
+# ---------------------------------------------------------------------------
+
+cdef inline void fixed_load(Leaf* leaf, int32_t run, int32_t k, mt_node* w,
+                            const fixed_t* tag) noexcept nogil:
+    """Fill node w from the run's current row (or mark the run's end).  Key nulls
+    never get here: a batch with one moves the merge to the general path before
+    it starts (nulls sort first, so later batches of a sorted run have none)."""
+    if leaf.exhausted:
+        w.key = 0xFFFFFFFFFFFFFFFFULL
+        w.seq = 0xFFFFFFFFFFFFFFFFULL
+        w.tag = <uint64_t>(k + run)
+        return
+    w.key = fixed_prefix((<const fixed_t*>leaf.keys[0].values)[leaf.row])
+    w.seq = (<uint64_t>leaf.seq_values[leaf.row]) ^ SIGN_BIT if leaf.seq_values != NULL else 0
+    w.tag = <uint64_t>run
+
+
+cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
+    # the hot state lives in locals (registers) and is written back on the way out
+    cdef mt_node* nodes = m.nodes
+    cdef Leaf* leaves = m.leaves
+    cdef int32_t* out_run = m.out_run
+    cdef int64_t* out_pos = m.out_pos
+    cdef int64_t* group_ends = m.group_ends
+    cdef int64_t n_out = m.n_out
+    cdef int64_t n_groups = m.n_groups
+    cdef int64_t rows_in = m.rows_in
+    cdef bint group_open = m.group_open
+    cdef bint last_dead = m.last_dead
+    cdef uint64_t last_key = m.last_key
+    cdef int32_t k = m.k
+    cdef int32_t mode = m.emit_mode
+    cdef int64_t limit = m.out_capacity - m.k
+    cdef int64_t group_capacity = m.group_capacity
+    cdef bint count_groups = m.emit_mode == EMIT_ALL   # only EMIT_ALL records group ends
+    cdef bint drop_retractions = not m.keep_deletes
+    cdef bint check_order = m.check_order
+    cdef mt_node w
+    cdef Leaf* leaf
+    cdef int32_t run
+    cdef int64_t slot, row
+    cdef int64_t levels = 0, members = 0
+    cdef uint64_t old_key
+    cdef bint new_key, exhausted
+    cdef int result
+    if not m.initialized:
+        for run in range(1, k):
+            nodes[run].tag = NODE_EMPTY_TAG
+        for run in range(k - 1, -1, -1):
+            fixed_load(&leaves[run], run, k, &w, tag)
+            mt_build_climb(nodes, w, (run + k) >> 1)
+        m.initialized = 1
+    elif m.resume_run >= 0:  # Python supplied a batch (or the end) for the last winner's run
+        run = m.resume_run
+        m.resume_run = -1
+        fixed_load(&leaves[run], run, k, &w, tag)
+        mt_climb(nodes, w, (run + k) >> 1)
+        levels += mt_levels((run + k) >> 1)
+    while True:
+        w = nodes[0]
+        run = <int32_t>w.tag
+        exhausted = w.tag >= <uint64_t>k
+        new_key = (not group_open) | (w.key != last_key)
+        # a new key completes the previous group: stop here if the input is over
+        # or the buffers are full (so a group is never split)
+        # (the end of the input shares the largest key image, so it is tested apart)
+        if exhausted | (new_key & ((n_out - last_dead >= limit)
+                                   | (count_groups & (n_groups + group_open >= group_capacity)))):
+            if mode == EMIT_ALL and group_open:
+                group_ends[n_groups] = n_out
+                n_groups += 1
+            n_out -= last_dead
+            last_dead = 0
+            group_open = 0
+            result = STEP_DONE if exhausted else STEP_OUTPUT_FULL
+            break
+        leaf = &leaves[run]
+        row = leaf.row
+        rows_in += 1
+        members += not new_key
+        if mode == EMIT_LAST:
+            # a newer member overwrites its group's slot; a new key takes the next
+            # slot, or the previous group's if that one ended on a dropped retraction
+            slot = n_out - 1 + new_key - (new_key & last_dead)
+            out_run[slot] = run
+            out_pos[slot] = leaf.pos
+            n_out = slot + 1
+            last_dead = drop_retractions & row_is_retraction(leaf)
+        elif mode == EMIT_FIRST:
+            if m.first_row_rejects_retractions and row_is_retraction(leaf):
+                m.error_run = run
+                m.error_pos = leaf.pos
+                result = STEP_RETRACTION
+                break
+            out_run[n_out] = run   # later members land in the unused slot after the group
+            out_pos[n_out] = leaf.pos
+            n_out += new_key
+        else:  # EMIT_ALL
+            group_ends[n_groups] = n_out   # kept only when a group really ended here
+            n_groups += new_key & group_open
+            out_run[n_out] = run
+            out_pos[n_out] = leaf.pos
+            n_out += 1
+        group_open = 1
+        last_key = w.key
+        if row + 1 >= leaf.nrows:
+            m.need_run = run
+            result = STEP_NEED_BATCH
+            break
+        leaf.row = row + 1
+        leaf.pos += 1
+        old_key = w.key
+        fixed_load(leaf, run, k, &w, tag)
+        if check_order and w.key <= old_key:
+            m.error_run = run
+            m.error_pos = leaf.pos
+            result = STEP_UNSORTED
+            break
+        mt_climb(nodes, w, (run + k) >> 1)
+        levels += mt_levels((run + k) >> 1)
+    m.n_out = n_out
+    m.n_groups = n_groups
+    m.rows_in = rows_in
+    m.group_open = group_open
+    m.last_dead = last_dead
+    m.last_key = last_key
+    # one comparison per level of every climb; a key group's later members are the
+    # rows whose order a sequence (or run) comparison decided
+    m.key_comparisons += levels
+    m.sequence_comparisons += members
+    return result
+
+
+cdef int64_t first_null(const ColumnView* c) noexcept nogil:
+    cdef int64_t row
+    for row in range(c.length):
+        if not bit_is_set(c.validity, c.bit_offset + row):
+            return row
+    return -1
+
+
+cdef bint fixed_width_class(int32_t key_class) noexcept nogil:
+    return KEY_INT8 <= key_class <= KEY_FLOAT64
+
+
+cdef int fixed_dispatch(MergeState* m, int32_t cls) noexcept nogil:
+    if cls == KEY_INT64:
+        return fixed_step(m, <const int64_t*>NULL)
+    elif cls == KEY_INT32:
+        return fixed_step(m, <const int32_t*>NULL)
+    elif cls == KEY_INT16:
+        return fixed_step(m, <const int16_t*>NULL)
+    elif cls == KEY_INT8:
+        return fixed_step(m, <const int8_t*>NULL)
+    elif cls == KEY_UINT64:
+        return fixed_step(m, <const uint64_t*>NULL)
+    elif cls == KEY_UINT32:
+        return fixed_step(m, <const uint32_t*>NULL)
+    elif cls == KEY_UINT16:
+        return fixed_step(m, <const uint16_t*>NULL)
+    elif cls == KEY_UINT8:
+        return fixed_step(m, <const uint8_t*>NULL)
+    elif cls == KEY_FLOAT64:
+        return fixed_step(m, <const double*>NULL)
+    elif cls == KEY_FLOAT32:
+        return fixed_step(m, <const float*>NULL)
+    return STEP_BAD_STATE
+
+
+# ---------------------------------------------------------------------------
 # The Python-facing merge object.
 # ---------------------------------------------------------------------------
 
@@ -778,6 +956,7 @@ cdef class MergeCore:
         self.m.tree = <int32_t*>calloc(k, sizeof(int32_t))
         self.m.heap = <int32_t*>calloc(k, sizeof(int32_t))
         self.m.popped = <int32_t*>calloc(k, sizeof(int32_t))
+        self.m.nodes = <mt_node*>calloc(k, sizeof(mt_node))
         self.views = <ColumnView*>calloc(2 * k * self.m.nkeys, sizeof(ColumnView))
         self.view_slot = <int32_t*>calloc(k, sizeof(int32_t))
         self.key_classes = <int32_t*>calloc(self.m.nkeys, sizeof(int32_t))
@@ -786,7 +965,7 @@ cdef class MergeCore:
         self.m.out_pos = <int64_t*>malloc(self.m.out_capacity * sizeof(int64_t))
         self.m.group_ends = <int64_t*>malloc((self.m.group_capacity + 1) * sizeof(int64_t))
         if (self.m.leaves == NULL or self.m.tree == NULL or self.m.heap == NULL
-                or self.m.popped == NULL or self.views == NULL or self.view_slot == NULL
+                or self.m.popped == NULL or self.m.nodes == NULL or self.views == NULL or self.view_slot == NULL
                 or self.key_classes == NULL or self.key_widths == NULL
                 or self.m.out_run == NULL or self.m.out_pos == NULL or self.m.group_ends == NULL):
             raise MemoryError()
@@ -798,6 +977,8 @@ cdef class MergeCore:
                 raise ValueError("a fixed-size binary key needs a width >= 0")
             self.key_classes[i] = key_classes[i]
             self.key_widths[i] = key_widths[i]
+        self.m.use_fixed = (not self.m.use_heap and self.m.nkeys == 1
+                            and fixed_width_class(self.key_classes[0]))
         for i in range(k):
             self.m.leaves[i].first_same_key = -1
             self.m.leaves[i].keys = &self.views[(2 * i) * self.m.nkeys]
@@ -807,6 +988,7 @@ cdef class MergeCore:
         free(self.m.tree)
         free(self.m.heap)
         free(self.m.popped)
+        free(self.m.nodes)
         free(self.views)
         free(self.view_slot)
         free(self.key_classes)
@@ -836,6 +1018,7 @@ cdef class MergeCore:
         cdef const int64_t* seq_values = NULL
         cdef const int8_t* kind_values = NULL
         cdef bint had_batch
+        cdef int64_t null_row
         self.enter()
         if run < 0 or run >= self.m.k:
             raise IndexError(f"run {run} out of range (the merge has {self.m.k} runs)")
@@ -862,6 +1045,17 @@ cdef class MergeCore:
         if self.has_kind:
             kind_values = <const int8_t*>fixed_values(
                 schema.children[child], arr, arr.children[child], b"c", "kind")
+        if self.m.use_fixed and views[0].validity != NULL:
+            null_row = first_null(&views[0])
+            if null_row >= 0:
+                if not self.m.initialized:
+                    self.m.use_fixed = 0   # null keys: the general path (comparators know nulls)
+                elif self.m.check_order:
+                    # nulls sort first: after the run's first rows, a null is out of order
+                    self.m.error_run = run
+                    self.m.error_pos = leaf.pos + 1 + null_row
+                    self.failed = True
+                    return False
         # everything checked: from here on the leaf changes
         old_views = leaf.keys
         old_row = leaf.row
@@ -924,6 +1118,8 @@ cdef class MergeCore:
         with nogil:
             if m.use_heap:
                 result = heap_step(m)
+            elif m.use_fixed:
+                result = fixed_dispatch(m, self.key_classes[0])
             else:
                 if not m.initialized:
                     if build_tree(m) < 0:
@@ -984,6 +1180,11 @@ cdef class MergeCore:
         self.m.n_out = 0
         self.m.n_groups = 0
         return indices, group_ends, lo, hi
+
+    @property
+    def fixed_path(self):
+        """Does the merge run the fixed-width path (one fixed-width key, no key nulls)?"""
+        return bool(self.m.use_fixed)
 
     @property
     def pending_rows(self):

@@ -26,6 +26,75 @@ cdef enum EmitMode:
     EMIT_LAST = 1   # the newest member only (deduplicate)
     EMIT_FIRST = 2  # the oldest member only (first-row)
 
+# The fixed-width path (see docs/ALGORITHM.md §10): when the whole key is one
+# fixed-width column without nulls, its 64-bit image is the key, and the tree
+# keeps each node's (image, sequence, run) inline.  A C struct, so the climb
+# can swap whole nodes without branches.
+cdef extern from *:
+    """
+    #include <stdint.h>
+    typedef struct {
+        uint64_t key;   /* order-preserving image of the key value */
+        uint64_t seq;   /* sequence with the sign bit flipped: unsigned order = signed order */
+        uint64_t tag;   /* the run; k + run once the run is exhausted */
+    } mt_node;
+    #define MT_EMPTY_TAG (~0ULL)  /* a slot not filled yet, while the tree is built */
+    /* (key, sequence, tag) order.  An exhausted run is (max, max, k + run): above every
+       row, even one whose key and sequence are both the largest values. */
+    static inline int mt_node_less(const mt_node* a, const mt_node* b) {
+    #if defined(__SIZEOF_INT128__)
+        unsigned __int128 x = ((unsigned __int128)a->key << 64) | a->seq;
+        unsigned __int128 y = ((unsigned __int128)b->key << 64) | b->seq;
+        return (x < y) | ((x == y) & (a->tag < b->tag));
+    #else
+        return (a->key < b->key) | ((a->key == b->key) &
+               ((a->seq < b->seq) | ((a->seq == b->seq) & (a->tag < b->tag))));
+    #endif
+    }
+    /* Carry `w` from tree slot `node` to the root: at every level the smaller of the
+       climber and the parked node climbs on and the larger parks.  The swap is done
+       with a mask, not a branch: which one wins is as random as the keys. */
+    static inline void mt_climb(mt_node* nodes, mt_node w, int32_t node) {
+        while (node > 0) {
+            mt_node* p = &nodes[node];
+            uint64_t m = (uint64_t)0 - (uint64_t)mt_node_less(p, &w);
+            uint64_t dk = (p->key ^ w.key) & m, ds = (p->seq ^ w.seq) & m, dt = (p->tag ^ w.tag) & m;
+            p->key ^= dk; p->seq ^= ds; p->tag ^= dt;
+            w.key ^= dk; w.seq ^= ds; w.tag ^= dt;
+            node >>= 1;
+        }
+        nodes[0] = w;
+    }
+    /* How many levels a climb from tree slot `node` passes. */
+    static inline int64_t mt_levels(int32_t node) {
+    #if defined(__GNUC__) || defined(__clang__)
+        return node > 0 ? 32 - __builtin_clz((unsigned)node) : 0;
+    #else
+        int64_t n = 0;
+        while (node > 0) { node >>= 1; n++; }
+        return n;
+    #endif
+    }
+    /* The same while the tree is built: the first climber to reach an empty slot parks there. */
+    static inline void mt_build_climb(mt_node* nodes, mt_node w, int32_t node) {
+        while (node > 0) {
+            mt_node p = nodes[node];
+            if (p.tag == MT_EMPTY_TAG) { nodes[node] = w; return; }
+            if (mt_node_less(&p, &w)) { nodes[node] = w; w = p; }
+            node >>= 1;
+        }
+        nodes[0] = w;
+    }
+    """
+    ctypedef struct mt_node:
+        uint64_t key
+        uint64_t seq
+        uint64_t tag
+    const uint64_t NODE_EMPTY_TAG "MT_EMPTY_TAG"
+    void mt_climb(mt_node* nodes, mt_node w, int32_t node) noexcept nogil
+    void mt_build_climb(mt_node* nodes, mt_node w, int32_t node) noexcept nogil
+    int64_t mt_levels(int32_t node) noexcept nogil
+
 # One leaf per run: the run's current row and its cached sort key.
 cdef struct Leaf:
     uint64_t prefix        # order-preserving 8-byte image of the first key column
@@ -49,6 +118,11 @@ cdef struct MergeState:
     int32_t* tree          # tree[0] = winner leaf; tree[1..k-1] = loser leaf per node; -1 = empty
     int32_t* heap          # binary heap of leaf ids (algorithm "heap")
     int32_t* popped        # leaves popped in the current group (heap)
+    mt_node* nodes         # fixed-width path: nodes[0] = winner, nodes[1..k-1] = losers
+    int32_t use_fixed      # the fixed-width path runs (one fixed-width key column, loser tree)
+    int32_t group_open     # fixed-width path: the last emitted key's group may continue
+    int32_t last_dead      # fixed-width path, EMIT_LAST: the last emitted row is a retraction to drop
+    uint64_t last_key      # fixed-width path: image of the last emitted key
     int32_t k
     int32_t nkeys
     int32_t use_heap

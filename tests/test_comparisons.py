@@ -48,13 +48,30 @@ def test_loser_tree_compares_less_than_heap(k, kind):
 
 def test_duplicates_are_resolved_by_sequence_comparisons_only():
     """When every run holds the same keys, a key group costs one full key comparison per
-    new key meeting a new key; the rest of the group is ordered by sequence alone."""
+    new key meeting a new key; the rest of the group is ordered by sequence alone.  (String
+    keys: the six-state tree; one fixed-width key takes the fixed-width path, below.)"""
     k, n = 16, 1000
-    runs = [pa.table({"k": np.arange(n, dtype=np.int64), "seq": np.full(n, r, dtype=np.int64)})
-            for r in range(k)]
+    keys = pa.array([f"key-{i:06d}" for i in range(n)])
+    runs = [pa.table({"k": keys, "seq": np.full(n, r, dtype=np.int64)}) for r in range(k)]
     reader = mergetree.merge(runs, "k", sequence="seq")
     out = reader.read_all()
     assert out["seq"].to_pylist() == [k - 1] * n
     stats = reader.stats
     assert stats.key_comparisons <= (k - 1) * n + k   # one per tree node per key, no more
     assert stats.sequence_comparisons > 0
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 8, 16, 33])
+def test_fixed_width_path_climbs_at_most_log2k_levels_per_row(k):
+    """One fixed-width key: every input row climbs once, one comparison per level;
+    a comparison between equal keys (a sequence comparison) happens only inside groups."""
+    n = 1000
+    runs = [pa.table({"k": np.arange(n, dtype=np.int64), "seq": np.full(n, r, dtype=np.int64)})
+            for r in range(k)]
+    reader = mergetree.merge(runs, "k", sequence="seq")
+    out = reader.read_all()
+    assert out["seq"].to_pylist() == [k - 1] * n
+    stats = reader.stats
+    depth = math.ceil(math.log2(k)) if k > 1 else 0
+    assert stats.key_comparisons <= depth * (stats.rows_in + k)
+    assert (stats.sequence_comparisons > 0) == (k > 1)

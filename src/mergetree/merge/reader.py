@@ -141,6 +141,7 @@ class MergeReader:
         self._kind = kind
         self._rows_out = 0
         self._batch_size = batch_size
+        self._algorithm = algorithm
         self._started = False
         self.schema = self._common_schema()
         self._key_plans = self._plan_columns()
@@ -322,6 +323,18 @@ class MergeReader:
     def stats(self) -> MergeStats:
         rows_in, key_cmp, seq_cmp = self._core.counters if self._core is not None else (0, 0, 0)
         return MergeStats(rows_in, self._rows_out, key_cmp, seq_cmp)
+
+    @property
+    def path(self) -> str:
+        """Which merge runs: ``"fixed-width"`` (the loser tree over one fixed-width key
+        without nulls, keys inline in the nodes), ``"six-state"`` (the six-state loser
+        tree, every other key) or ``"heap"``; ``"none"`` when there is nothing to merge.
+        Decided when the first batches arrive."""
+        if self._core is None:
+            return "none"
+        if self._core.fixed_path:
+            return "fixed-width"
+        return "heap" if self._algorithm == "heap" else "six-state"
 
     @property
     def batches_pulled(self) -> list[int]:
