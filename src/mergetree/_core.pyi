@@ -1,5 +1,5 @@
 """Type stubs for the Cython core (`_core/mergetree_core.pyx`)."""
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,8 @@ class MergeCore:
     def step(self) -> int: ...
     def take_output(
         self,
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64] | None,
+               npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
     @property
     def fixed_path(self) -> bool: ...
     @property
@@ -54,6 +55,14 @@ class MergeCore:
     @property
     def counters(self) -> tuple[int, int, int]: ...
 
+def resolve_sources(
+    out_run: npt.NDArray[np.int32], out_pos: npt.NDArray[np.int64], piece_start: npt.NDArray[np.int64],
+    piece_rows: npt.NDArray[np.int64], run_pieces: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]: ...
+def gather_column(
+    pieces: list[Any], src_piece: npt.NDArray[np.int32], src_row: npt.NDArray[np.int64],
+    allocate: Callable[[int], Any],
+) -> tuple[Any, int, Any, Any] | None: ...
 def last_valid_per_group(
     group_ends: npt.NDArray[np.int64], valid: npt.NDArray[np.uint8], kinds: npt.NDArray[np.int8],
     reset_on_delete: bool,

@@ -81,9 +81,9 @@ class EnginePlan:
         return {"deduplicate": _core.MODE_LAST, "first-row": _core.MODE_FIRST}.get(
             self.engine, _core.MODE_ALL)
 
-    def assemble(self, source: pa.RecordBatch, indices: np.ndarray,
-                 group_ends: np.ndarray | None, locate: Locate) -> pa.RecordBatch:
-        rows = take_rows(source, pa.array(indices, type=pa.int64()))
+    def assemble(self, rows: pa.RecordBatch, group_ends: np.ndarray | None, locate: Locate) -> pa.RecordBatch:
+        """Fold the output rows (every member, in group order) into the engine's result;
+        `locate(member)` is the member's (run, position) for error messages."""
         if self.engine in ("deduplicate", "first-row", "none"):
             return rows
         assert group_ends is not None
@@ -91,7 +91,7 @@ class EnginePlan:
         if self.engine == "partial-update":
             reduced, live = self._partial_update(rows, groups)
         else:
-            reduced, live = self._aggregate(rows, groups, indices, locate), None
+            reduced, live = self._aggregate(rows, groups, locate), None
         return self._keep_single_versions(rows, groups, reduced, live)
 
     def _keep_single_versions(self, rows: pa.RecordBatch, groups: _Groups, reduced: pa.RecordBatch,
@@ -131,8 +131,7 @@ class EnginePlan:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema), live
 
     # -- aggregate: a function per column ------------------------------------------
-    def _aggregate(self, rows: pa.RecordBatch, groups: _Groups, indices: np.ndarray,
-                   locate: Locate) -> pa.RecordBatch:
+    def _aggregate(self, rows: pa.RecordBatch, groups: _Groups, locate: Locate) -> pa.RecordBatch:
         columns = []
         for f in self.schema:
             col = rows.column(f.name)
@@ -144,7 +143,7 @@ class EnginePlan:
                 fn = self.aggregations[f.name]
                 if groups.any_retraction and fn not in RETRACTABLE and groups.grouped_retraction.any():
                     member = int(np.flatnonzero(groups.grouped_retraction)[0])
-                    run, row = locate(int(indices[member]))
+                    run, row = locate(member)
                     raise RetractionError(
                         f"run {run} row {row}: a retraction row reached column {f.name!r}, whose "
                         f"aggregate {fn!r} cannot be retracted (only "

@@ -5,7 +5,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from .. import _core
@@ -18,6 +17,7 @@ from ..errors import (
     UnsortedRunError,
     UnsupportedTypeError,
 )
+from .assemble import gather_rows
 from .engines import EnginePlan
 from .runs import (
     KeyColumnPlan,
@@ -281,34 +281,27 @@ class MergeReader:
                               f"this is a bug in mergetree, please report it")
 
     def _flush(self) -> pa.RecordBatch:
-        indices, group_ends, lo, hi = self._running().take_output()
-        pieces: list[pa.RecordBatch] = []
-        bases = np.zeros(len(lo), dtype=np.int64)
-        total = 0
-        for run in range(len(lo)):
-            bases[run] = total
-            total += int(hi[run] - lo[run])
-            if hi[run] > lo[run]:
-                pieces.extend(self._slices(run, int(lo[run]), int(hi[run])))
-        source = pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
+        out_run, out_pos, group_ends, lo, hi = self._running().take_output()
+        run_slices = [self._slices(run, int(lo[run]), int(hi[run])) if hi[run] > lo[run] else []
+                      for run in range(len(lo))]
+        rows = gather_rows(self.schema, run_slices, out_run, out_pos)
 
-        def locate(index: int) -> tuple[int, int]:
-            # the last run starting at or before `index` is never an empty one
-            run = int(np.searchsorted(bases, index, side="right") - 1)
-            return run, int(lo[run] + index - bases[run])
+        def locate(member: int) -> tuple[int, int]:
+            return int(out_run[member]), int(out_pos[member])
 
-        batch = self._engine.assemble(source, indices, group_ends, locate)
+        batch = self._engine.assemble(rows, group_ends, locate)
         for retained in self._retained:  # only each run's current batch can be referenced again
             del retained[:-1]
         self._rows_out += batch.num_rows
         return batch
 
-    def _slices(self, run: int, lo: int, hi: int) -> list[pa.RecordBatch]:
+    def _slices(self, run: int, lo: int, hi: int) -> list[tuple[int, pa.RecordBatch]]:
+        """Run's retained batches cut to positions [lo, hi), with their first positions."""
         out = []
         for start, batch in self._retained[run]:
             a, b = max(lo, start), min(hi, start + batch.num_rows)
             if a < b:
-                out.append(batch.slice(a - start, b - a))
+                out.append((a, batch.slice(a - start, b - a)))
         return out
 
     def read_all(self) -> pa.Table:
