@@ -149,8 +149,11 @@ cdef inline int compare_bytes(const uint8_t* a, int64_t la, const uint8_t* b, in
     return (la > lb) - (la < lb)
 
 
-cdef inline uint64_t column_prefix(const ColumnView* c, int64_t row, int32_t* exact) noexcept nogil:
-    """The value's 64-bit order-preserving image; `exact` says whether it is lossless."""
+cdef inline uint64_t column_prefix(const ColumnView* c, int64_t row, int32_t* exact,
+                                   int64_t skip=0) noexcept nogil:
+    """The value's 64-bit order-preserving image; `exact` says whether it is lossless.
+    Binary values are imaged from byte `skip` on: the merge's shared prefix, which
+    every key of the column holds (see prefix_skip)."""
     cdef int32_t cls = c.key_class
     cdef const uint8_t* data
     cdef int64_t length
@@ -164,8 +167,8 @@ cdef inline uint64_t column_prefix(const ColumnView* c, int64_t row, int32_t* ex
         return fixed_prefix((<const int32_t*>c.values)[row])
     elif cls == KEY_BINARY or cls == KEY_LARGE_BINARY or cls == KEY_FIXED_BINARY:
         data = binary_value(c, row, &length)
-        exact[0] = cls == KEY_FIXED_BINARY and c.width <= 8
-        return bytes_prefix(data, length)
+        exact[0] = cls == KEY_FIXED_BINARY and c.width - skip <= 8
+        return bytes_prefix(data + skip, length - skip)
     elif cls == KEY_INT8:
         return fixed_prefix((<const int8_t*>c.values)[row])
     elif cls == KEY_INT16:
@@ -254,8 +257,26 @@ cdef inline int compare_rows(int32_t nkeys, int32_t first_column,
     return 0
 
 
-cdef inline void load_key(Leaf* leaf) noexcept nogil:
-    leaf.prefix = column_prefix(&leaf.keys[0], leaf.row, &leaf.exact)
+cdef inline int compare_rows_skip(int32_t nkeys, int64_t skip, const ColumnView* a, int64_t ra,
+                                  const ColumnView* b, int64_t rb) noexcept nogil:
+    """compare_rows for two rows of the merge: the first column's bytes before `skip`
+    are the merge's shared prefix, equal in every key, so they are not compared."""
+    cdef const uint8_t* da
+    cdef const uint8_t* db
+    cdef int64_t la, lb
+    cdef int r
+    if skip == 0 or is_null(a, ra) or is_null(b, rb):
+        return compare_rows(nkeys, 0, a, ra, b, rb)
+    da = binary_value(a, ra, &la)
+    db = binary_value(b, rb, &lb)
+    r = compare_bytes(da + skip, la - skip, db + skip, lb - skip)
+    if r != 0 or nkeys == 1:
+        return r
+    return compare_rows(nkeys, 1, a, ra, b, rb)
+
+
+cdef inline void load_key(Leaf* leaf, int64_t skip) noexcept nogil:
+    leaf.prefix = column_prefix(&leaf.keys[0], leaf.row, &leaf.exact, skip)
     if leaf.seq_values != NULL:
         leaf.seq = leaf.seq_values[leaf.row]
 
@@ -269,7 +290,7 @@ cdef inline int compare_keys(MergeState* m, const Leaf* a, const Leaf* b) noexce
         if m.nkeys == 1:
             return 0
         return compare_rows(m.nkeys, 1, a.keys, a.row, b.keys, b.row)
-    return compare_rows(m.nkeys, 0, a.keys, a.row, b.keys, b.row)
+    return compare_rows_skip(m.nkeys, m.skip, a.keys, a.row, b.keys, b.row)
 
 
 cdef inline bint is_older(MergeState* m, int32_t a, int32_t b) noexcept nogil:
@@ -307,14 +328,14 @@ cdef inline int advance_leaf(MergeState* m, int32_t w) noexcept nogil:
     leaf.pos += 1
     leaf.state = WINNER_WITH_NEW_KEY
     leaf.first_same_key = -1
-    load_key(leaf)
+    load_key(leaf, m.skip)
     if m.check_order:
         if leaf.prefix != old_prefix:
             r = -1 if old_prefix < leaf.prefix else 1
         elif old_exact and leaf.exact and m.nkeys == 1:
             r = 0
         else:
-            r = compare_rows(m.nkeys, 0, leaf.keys, leaf.row - 1, leaf.keys, leaf.row)
+            r = compare_rows_skip(m.nkeys, m.skip, leaf.keys, leaf.row - 1, leaf.keys, leaf.row)
         if r >= 0:
             m.error_run = w
             m.error_pos = leaf.pos
@@ -918,6 +939,9 @@ cdef class MergeCore:
     cdef int32_t has_seq, has_kind
     cdef bint failed
     cdef bint busy               # step() runs without the GIL: no other call may touch the state
+    cdef bint skip_column        # the first key column is binary: keep its shared prefix out of comparisons
+    cdef bint skip_set
+    cdef uint8_t* skip_ref       # a copy of the shared prefix (m.skip bytes)
     cdef list held               # per leaf and view slot: the batch its views point into
 
     def __cinit__(self, int k, key_classes, key_widths, bint has_seq, bint has_kind,
@@ -979,6 +1003,7 @@ cdef class MergeCore:
             self.key_widths[i] = key_widths[i]
         self.m.use_fixed = (not self.m.use_heap and self.m.nkeys == 1
                             and fixed_width_class(self.key_classes[0]))
+        self.skip_column = self.key_classes[0] in (KEY_BINARY, KEY_LARGE_BINARY, KEY_FIXED_BINARY)
         for i in range(k):
             self.m.leaves[i].first_same_key = -1
             self.m.leaves[i].keys = &self.views[(2 * i) * self.m.nkeys]
@@ -996,6 +1021,59 @@ cdef class MergeCore:
         free(self.m.out_run)
         free(self.m.out_pos)
         free(self.m.group_ends)
+        free(self.skip_ref)
+
+    cdef int narrow_skip(self, const ColumnView* view, int64_t rows) except -1:
+        """Fold a new batch into the merge's shared key prefix.  The batch is sorted,
+        so every first-column value in it shares the prefix of its first and last;
+        the merge's prefix is the part of that which also matches the prefix so far.
+        When it shrinks, every leaf's cached image is recomputed (the tree's order
+        stays: both images order keys the same way)."""
+        cdef const uint8_t* first
+        cdef const uint8_t* last
+        cdef int64_t lf, ll, n, i
+        cdef int32_t r
+        if rows < 1:
+            return 0
+        if view.validity != NULL and first_null(view) >= 0:
+            n = 0   # a null has no bytes to share
+        else:
+            first = binary_value(view, 0, &lf)
+            last = binary_value(view, rows - 1, &ll)
+            n = lf if lf < ll else ll
+            i = 0
+            while i < n and first[i] == last[i]:
+                i += 1
+            n = i
+            if not self.skip_set:
+                self.skip_ref = <uint8_t*>malloc(n if n > 0 else 1)
+                if self.skip_ref == NULL:
+                    raise MemoryError()
+                memcpy(self.skip_ref, first, <size_t>n)
+                self.skip_set = True
+                self.m.skip = n
+                return 0
+            if self.m.skip < n:
+                n = self.m.skip
+            i = 0
+            while i < n and first[i] == self.skip_ref[i]:
+                i += 1
+            n = i
+        if not self.skip_set:
+            self.skip_set = True
+            self.m.skip = 0
+            return 0
+        if n < self.m.skip:
+            self.m.skip = n
+            for r in range(self.m.k):
+                if self.m.leaves[r].has_batch and not self.m.leaves[r].exhausted:
+                    load_key(&self.m.leaves[r], n)
+        return 0
+
+    @property
+    def shared_prefix(self):
+        """Bytes of the first key column skipped in comparisons (every key has them)."""
+        return self.m.skip
 
     cdef int enter(self) except -1:
         if self.busy:
@@ -1056,6 +1134,8 @@ cdef class MergeCore:
                     self.m.error_pos = leaf.pos + 1 + null_row
                     self.failed = True
                     return False
+        if self.skip_column:
+            self.narrow_skip(&views[0], arr.length)
         # everything checked: from here on the leaf changes
         old_views = leaf.keys
         old_row = leaf.row
@@ -1077,7 +1157,7 @@ cdef class MergeCore:
         leaf.has_batch = 1
         leaf.state = WINNER_WITH_NEW_KEY
         leaf.first_same_key = -1
-        load_key(leaf)
+        load_key(leaf, self.m.skip)
         if had_batch:
             self.m.resume_run = run
             self.m.need_run = -1

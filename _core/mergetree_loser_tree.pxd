@@ -125,6 +125,7 @@ cdef struct MergeState:
     uint64_t last_key      # fixed-width path: image of the last emitted key
     int32_t k
     int32_t nkeys
+    int64_t skip           # leading bytes of the first key column shared by every key (binary keys)
     int32_t use_heap
     int32_t heap_size
     int32_t n_popped
