@@ -1,10 +1,14 @@
 """`mergetree.merge`: a streaming k-way merge of sorted Arrow runs."""
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from .. import _core
@@ -17,6 +21,7 @@ from ..errors import (
     UnsortedRunError,
     UnsupportedTypeError,
 )
+from .arrow_input import sort_indices
 from .assemble import gather_rows
 from .engines import EnginePlan
 from .runs import (
@@ -29,9 +34,11 @@ from .runs import (
     plan_key_column,
 )
 
-__all__ = ["ALGORITHMS", "MAX_BATCH_SIZE", "MergeReader", "MergeStats", "merge"]
+__all__ = ["ALGORITHMS", "MAX_BATCH_SIZE", "MergeReader", "MergeStats", "exact_batches", "materialize", "merge"]
 
 ALGORITHMS = ("loser-tree", "heap")
+MIN_ROWS_PER_THREAD = 16_384  # smaller merges do not split: threads would cost more than they save
+SAMPLES_PER_THREAD = 256      # keys sampled per key range when choosing where to cut
 MAX_BATCH_SIZE = 1 << 28  # rows per output batch at most (the core sizes its buffers by it)
 
 
@@ -57,6 +64,7 @@ def merge(
     algorithm: str = "loser-tree",
     batch_size: int = 65536,
     check_order: bool = True,
+    threads: int = 1,
 ) -> MergeReader:
 
     """Merge sorted runs by key, folding the versions of each key with a merge engine.
@@ -94,6 +102,13 @@ def merge(
         Maximum rows per output batch.
     check_order
         Verify that every run is strictly ascending (raises `UnsortedRunError`).
+    threads
+        Merge in this many threads (``0``: one per CPU).  The runs are cut at the
+        same N - 1 keys (chosen from samples of the runs, found in each run by
+        binary search) and the N key ranges merge at once, the core running
+        without the GIL; batches still come out in key order, the same batches
+        as with one thread.  Each run is read into memory first (tables and
+        batches are used as they are).
     """
     if isinstance(key, str):
         keys = [key]
@@ -120,12 +135,54 @@ def merge(
         raise InvalidArgumentError(f"unknown algorithm {algorithm!r}; choose 'loser-tree' or 'heap'")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise InvalidArgumentError(f"batch_size must be an integer from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise InvalidArgumentError(f"threads must be 0 (one per CPU) or a positive integer, not {threads!r}")
     if isinstance(runs, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
         raise InvalidArgumentError("runs must be a list of runs; wrap a single run in a list")
     if isinstance(runs, (str, bytes, Mapping)) or not isinstance(runs, Iterable):
         raise InvalidArgumentError(f"runs must be a list of sorted runs, not {type(runs).__name__}")
-    return MergeReader(list(runs), keys, sequence, kind, engine, aggregations, keep_deletes,
-                       algorithm, batch_size, check_order)
+    threads = threads or os.cpu_count() or 1
+    run_list = list(runs)
+    if threads > 1:
+        run_list = [materialize(run) for run in run_list]
+    return MergeReader(run_list, keys, sequence, kind, engine, aggregations, keep_deletes,
+                       algorithm, batch_size, check_order, threads)
+
+
+def materialize(run: RunLike) -> RunLike:
+    """A run as a pa.Table (streams and iterables are read); an iterable with no
+    batches stays an empty list (it has no schema)."""
+    if isinstance(run, pa.Table):
+        return run
+    if isinstance(run, pa.RecordBatch):
+        return pa.Table.from_batches([run])
+    source = RunSource(0, run)
+    batches = []
+    while (batch := source.next_batch()) is not None:
+        batches.append(batch)
+    schema = batches[0].schema if batches else source.peek_schema()
+    return pa.Table.from_batches(batches, schema=schema) if schema is not None else []
+
+
+def exact_batches(batches: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
+    """The rows of `batches` in batches of exactly `size` rows, the last one shorter."""
+    carry: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        if not carry and batch.num_rows == size:
+            yield batch
+            continue
+        start = 0
+        while start < batch.num_rows:
+            take = min(size - held, batch.num_rows - start)
+            carry.append(batch.slice(start, take))
+            held += take
+            start += take
+            if held == size:
+                yield carry[0] if len(carry) == 1 else pa.concat_batches(carry)
+                carry, held = [], 0
+    if held:
+        yield carry[0] if len(carry) == 1 else pa.concat_batches(carry)
 
 
 class MergeReader:
@@ -134,7 +191,15 @@ class MergeReader:
 
     def __init__(self, runs: list[RunLike], key: list[str], sequence: str | None, kind: str | None,
                  engine: str, aggregations: Mapping[str, str] | None, keep_deletes: bool,
-                 algorithm: str, batch_size: int, check_order: bool) -> None:
+                 algorithm: str, batch_size: int, check_order: bool, threads: int = 1,
+                 first_positions: Sequence[int] | None = None) -> None:
+        # a parallel merge keeps its (materialized) runs to cut them into key ranges;
+        # a range's merge counts each run's positions from where its piece starts
+        self._threads = threads
+        self._runs = runs if threads > 1 else []
+        self._settings = (engine, aggregations, keep_deletes, check_order)
+        self._parts: list[MergeReader] = []
+        self._first_positions = list(first_positions) if first_positions is not None else [0] * len(runs)
         self._sources = [RunSource(i, run) for i, run in enumerate(runs)]
         self._key = key
         self._sequence = sequence
@@ -151,7 +216,7 @@ class MergeReader:
         self._core_names += [c for c in (sequence, kind) if c is not None]
         # per run: [(first position, batch)] still referenced by pending output
         self._retained: list[list[tuple[int, pa.RecordBatch]]] = [[] for _ in runs]
-        self._next_pos = [0] * len(runs)
+        self._next_pos = list(self._first_positions)
         self._core: _core.MergeCore | None = None  # None: no runs, nothing to merge
         if runs and self.schema.names:  # no schema at all means every run is an empty iterable
             group_capacity = batch_size
@@ -214,6 +279,7 @@ class MergeReader:
                 batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
         pos = self._next_pos[run]
         self._next_pos[run] = pos + batch.num_rows
+        core_pos = pos - self._first_positions[run]   # the core counts from the piece's start
         columns = []
         for plan in self._key_plans:
             col = batch.column(plan.name)
@@ -227,7 +293,7 @@ class MergeReader:
             check_kind_values(col, run, pos, self._kind)
             columns.append(col)
         core_batch = pa.RecordBatch.from_arrays(columns, names=self._core_names)
-        self._retained[run].append((pos, batch))
+        self._retained[run].append((core_pos, batch))
         try:
             installed = self._running().install_batch(run, core_batch)  # the core keeps core_batch alive
         except ValueError as exc:  # checked in Python already; this is the core's own check
@@ -237,7 +303,8 @@ class MergeReader:
 
     def _raise_unsorted(self) -> None:
         core = self._running()
-        run, row = core.error_run, core.error_pos
+        run = core.error_run
+        row = core.error_pos + self._first_positions[run]
         raise UnsortedRunError(
             f"run {run} is not sorted by {self._key} at row {row}: its key is not greater than the "
             f"key of row {row - 1} (runs must be strictly ascending, without repeated keys)",
@@ -250,29 +317,102 @@ class MergeReader:
         self._started = True
         if self._core is None:
             return
-        core = self._core
+        merged = self._merge_in_threads() if self._threads > 1 else self._merge()
+        yield from exact_batches(merged, self._batch_size)
+
+    def _merge(self) -> Iterator[pa.RecordBatch]:
+        core = self._running()
         while True:
             result = core.step()
             if result == _core.NEED_BATCH:
                 self._supply(core.need_run)
                 continue
             if result == _core.OUTPUT_FULL or (result == _core.DONE and core.pending_rows):
-                batch = self._flush()
-                # engine "none" may overshoot by part of a group: cut to batch_size
-                for start in range(0, batch.num_rows, self._batch_size):
-                    yield batch.slice(start, self._batch_size)
+                yield self._flush()
                 if result == _core.OUTPUT_FULL:
                     continue
             if result == _core.DONE:
                 return
             self._raise_step_error(result)
 
+    def _merge_in_threads(self) -> Iterator[pa.RecordBatch]:
+        """Cut every run at the same keys and merge the key ranges in threads; their
+        batches come out in key order."""
+        cuts = self._cut_runs()
+        engine, aggregations, keep_deletes, check_order = self._settings
+        for lo, hi in pairwise(cuts):
+            pieces = [run.slice(int(a), int(b - a)) for run, a, b in zip(self._runs, lo, hi)]
+            self._parts.append(MergeReader(pieces, self._key, self._sequence, self._kind, engine, aggregations,
+                                           keep_deletes, self._algorithm, self._batch_size, check_order,
+                                           first_positions=[int(a) for a in lo]))
+        with ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="mergetree-merge") as pool:
+            futures = [pool.submit(list, part) for part in self._parts]
+            try:
+                for future in futures:
+                    for batch in future.result():
+                        self._rows_out += batch.num_rows
+                        yield batch
+            finally:
+                for future in futures:
+                    future.cancel()
+
+    def _cut_runs(self) -> list[np.ndarray]:
+        """Positions cutting every run into `threads` key ranges: [0s, cut 1, ..., lengths].
+
+        The cut keys are quantiles of a sample of all runs' keys (each run sampled in
+        proportion to its length), found in every run with the core's comparators; a
+        run's cut positions never decrease, so a key lands in the same range in every
+        run.  With order checks on, the rows on both sides of every cut are checked
+        too (each range checks its own pieces)."""
+        tables = self._runs = [r if isinstance(r, pa.Table) else self.schema.empty_table() for r in self._runs]
+        lengths = np.array([t.num_rows for t in tables], dtype=np.int64)
+        total = int(lengths.sum())
+        n = min(self._threads, max(1, total // MIN_ROWS_PER_THREAD))
+        zeros = np.zeros(len(tables), dtype=np.int64)
+        if n < 2:
+            return [zeros, lengths]
+        classes = [p.key_class for p in self._key_plans]
+        widths = [p.width for p in self._key_plans]
+        keys = [self._key_batch(t) for t in tables]
+        per_row = SAMPLES_PER_THREAD * n / total
+        samples = [k.take(pa.array(np.linspace(0, k.num_rows - 1, max(1, round(k.num_rows * per_row)),
+                                               dtype=np.int64)))
+                   for k in keys if k.num_rows]
+        pool = pa.Table.from_batches(samples).combine_chunks()
+        order = sort_indices(pool, [(c, "ascending") for c in pool.column_names], "at_start")
+        picks = order.take(pa.array([len(order) * j // n for j in range(1, n)], type=pa.int64()))
+        probes = pool.take(picks).to_batches()[0] if pool.num_rows else None
+        cuts = [zeros]
+        found = [np.maximum.accumulate(_core.lower_bounds(k, probes, classes, widths)) for k in keys]
+        for j in range(n - 1):
+            cuts.append(np.array([f[j] for f in found], dtype=np.int64))
+        cuts.append(lengths)
+        if self._settings[3]:  # check_order
+            for run, (k, f) in enumerate(zip(keys, found)):
+                seams = np.unique(f[(f > 0) & (f < k.num_rows)])
+                bad = _core.first_unordered(k, seams, classes, widths) if len(seams) else -1
+                if bad >= 0:
+                    raise UnsortedRunError(
+                        f"run {run} is not sorted by {self._key} at row {bad}: its key is not greater than "
+                        f"the key of row {bad - 1} (runs must be strictly ascending, without repeated keys)",
+                        run=run, row=int(bad), column=", ".join(self._key))
+        return cuts
+
+    def _key_batch(self, table: pa.Table) -> pa.RecordBatch:
+        """The run's key columns, normalized as the core sees them, in one batch."""
+        columns = []
+        for plan in self._key_plans:
+            col = table.column(plan.name).combine_chunks()
+            columns.append(plan.normalize(col) if plan.normalize else col)
+        return pa.RecordBatch.from_arrays(columns, names=[p.name for p in self._key_plans])
+
     def _raise_step_error(self, result: int) -> None:
         core = self._running()
         if result == _core.UNSORTED:
             self._raise_unsorted()
         if result == _core.RETRACTION:
-            run, row = core.error_run, core.error_pos
+            run = core.error_run
+            row = core.error_pos + self._first_positions[run]
             raise RetractionError(
                 f"run {run} row {row}: engine 'first-row' cannot accept a retraction row (-U/-D) "
                 f"in column {self._kind!r}; filter retractions out first or use 'deduplicate'",
@@ -287,7 +427,8 @@ class MergeReader:
         rows = gather_rows(self.schema, run_slices, out_run, out_pos)
 
         def locate(member: int) -> tuple[int, int]:
-            return int(out_run[member]), int(out_pos[member])
+            run = int(out_run[member])
+            return run, int(out_pos[member]) + self._first_positions[run]
 
         batch = self._engine.assemble(rows, group_ends, locate)
         for retained in self._retained:  # only each run's current batch can be referenced again
@@ -314,6 +455,10 @@ class MergeReader:
 
     @property
     def stats(self) -> MergeStats:
+        if self._parts:
+            parts = [p.stats for p in self._parts]
+            return MergeStats(sum(p.rows_in for p in parts), self._rows_out,
+                              sum(p.key_comparisons for p in parts), sum(p.sequence_comparisons for p in parts))
         rows_in, key_cmp, seq_cmp = self._core.counters if self._core is not None else (0, 0, 0)
         return MergeStats(rows_in, self._rows_out, key_cmp, seq_cmp)
 
@@ -325,6 +470,8 @@ class MergeReader:
         Decided when the first batches arrive."""
         if self._core is None:
             return "none"
+        if self._parts:
+            return self._parts[0].path
         if self._core.fixed_path:
             return "fixed-width"
         return "heap" if self._algorithm == "heap" else "six-state"
