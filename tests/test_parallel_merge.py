@@ -93,3 +93,22 @@ def test_streams_and_empty_runs():
 def test_threads_must_be_a_count(bad):
     with pytest.raises(mergetree.InvalidArgumentError):
         mergetree.merge([pa.table({"k": [1]})], "k", threads=bad)
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregate"])
+def test_a_one_bucket_table_read_splits_its_merge_and_reads_the_same(tmp_path, engine):
+    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.string())])
+    options = {"write-only": "true"}
+    if engine == "aggregate":
+        options["fields.a.aggregate-function"] = "sum"
+    t = mergetree.Table.create(tmp_path / "t", schema, primary_key="id", buckets=1, merge_engine=engine,
+                               options=options)
+    rng = np.random.default_rng(3)
+    for commit in range(3):
+        ids = np.sort(rng.choice(60_000, 30_000, replace=False))
+        b = pa.array([None if i % 7 == commit else f"v{commit}-{i}" for i in ids])
+        t.write(pa.table({"id": ids, "a": np.full(len(ids), commit + 1), "b": b}, schema=schema))
+    one = t.read(threads=1)
+    two = t.read(threads=2)     # one bucket, two threads: the merge splits by key range
+    assert two.equals(one)
+    assert t.read(columns=["b"], threads=2).equals(one.select(["b"]))

@@ -362,38 +362,52 @@ def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | Non
 def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str],
                 expression: pc.Expression | None, key_filter: pc.Expression | None,
                 stats: ReadStats | None = None,
-                sections: list[list[list[DataFileMeta]]] | None = None) -> Iterator[pa.RecordBatch]:
-    """One bucket's merged rows (in key order), filtered, in the given columns."""
+                sections: list[list[list[DataFileMeta]]] | None = None,
+                merge_threads: int = 1) -> Iterator[pa.RecordBatch]:
+    """One bucket's merged rows (in key order), filtered, in the given columns; a section of
+    several runs merges in `merge_threads` threads (its runs are read into memory first)."""
     out_schema = pa.schema([directory.schema.schema.field(c) for c in columns])
+    # without a row filter only the asked columns are decoded (every engine folds each
+    # column on its own); a filter may name any column, so then all are read
+    needed = columns if expression is None else None
     for section in bucket.sections if sections is None else sections:
         if stats is not None:
             stats.count([m for run in section for m in run])
-        for batch in _read_section(directory, section, key_filter, bucket.row_groups):
-            table = pa.Table.from_batches([batch])
-            if expression is not None:
-                table = table.filter(expression)
-            for out in table.select(columns).to_batches():
+        for batch in _read_section(directory, section, key_filter, bucket.row_groups, needed, merge_threads):
+            if expression is None:
+                out = batch.select(columns)
+                if out.num_rows:
+                    yield pa.RecordBatch.from_arrays(out.columns, schema=out_schema)
+                continue
+            for out in pa.Table.from_batches([batch]).filter(expression).select(columns).to_batches():
                 if out.num_rows:
                     yield pa.RecordBatch.from_arrays(out.columns, schema=out_schema)
 
 
 def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], key_filter: pc.Expression | None,
-                  row_groups: dict[str, frozenset[int]]) -> Iterator[pa.RecordBatch]:
-    """The merged rows of one section, in table columns, retractions dropped."""
+                  row_groups: dict[str, frozenset[int]],
+                  needed: list[str] | None = None, merge_threads: int = 1) -> Iterator[pa.RecordBatch]:
+    """The merged rows of one section, in table columns (only the `needed` ones, when
+    given), retractions dropped."""
     ts = directory.schema
+    names = ts.schema.names if needed is None else [c for c in ts.schema.names if c in set(needed)]
     if not ts.has_primary_key:
         for run in section:
-            yield from read_run(directory.path, run, row_groups=row_groups)
+            yield from read_run(directory.path, run, columns=None if needed is None else names,
+                                row_groups=row_groups)
         return
-    names = ts.schema.names
+    file_columns = None if needed is None else ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + names
     if len(section) == 1:  # one sorted run: rows are final; only retractions go
-        for batch in read_run(directory.path, section[0], row_filter=key_filter, row_groups=row_groups):
+        for batch in read_run(directory.path, section[0], columns=file_columns, row_filter=key_filter,
+                              row_groups=row_groups):
             keep = pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds()))
             yield batch.filter(keep).select(names)
         return
-    runs = [read_run(directory.path, run, row_filter=key_filter, row_groups=row_groups) for run in section]
+    runs = [read_run(directory.path, run, columns=file_columns, row_filter=key_filter, row_groups=row_groups)
+            for run in section]
+    aggregations = {c: f for c, f in (directory.options.aggregations or {}).items() if c in names}
     reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
-                   aggregations=directory.options.aggregations or None)
+                   aggregations=aggregations or None, threads=merge_threads)
     for batch in reader:
         yield ts.restore_key_columns(batch).select(names)
 
@@ -465,9 +479,13 @@ def read_table(directory: TableDirectory, read: PreparedRead, threads: int | Non
 def _read_all(directory: TableDirectory, read: PreparedRead, threads: int | None) -> pa.Table:
     buckets = read.plan.buckets
 
-    def one(b: BucketPlan) -> list[pa.RecordBatch]:
-        return list(read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats))
     workers = threads or os.cpu_count() or 1
+    # fewer buckets than threads: the spare threads split each bucket's merge by key range
+    merge_threads = max(1, workers // max(1, len(buckets)))
+
+    def one(b: BucketPlan) -> list[pa.RecordBatch]:
+        return list(read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats,
+                                merge_threads=merge_threads))
     if workers > 1 and len(buckets) > 1:
         with ThreadPoolExecutor(max_workers=min(workers, len(buckets))) as pool:
             batches = [batch for part in pool.map(one, buckets) for batch in part]

@@ -130,7 +130,8 @@ class TableSchema:
         deletes); the `_KEY_` columns are the truth."""
         for k in self.primary_key:
             i = data.schema.get_field_index(k)
-            data = data.set_column(i, data.schema.field(i), data.column(KEY_PREFIX + k))
+            if i >= 0:  # a read of some columns may leave a key column out
+                data = data.set_column(i, data.schema.field(i), data.column(KEY_PREFIX + k))
         return data
 
     def to_json(self) -> dict:
