@@ -1,8 +1,9 @@
 # The merge core: typed comparators over Arrow buffers, the six-state loser
-# tree, a binary heap over the same comparators, and vectorized group
-# reductions for the merge engines.  The Python layer (src/mergetree) feeds
-# batches through the Arrow C Data Interface and assembles output with `take`;
-# this module only produces index buffers and counters.
+# tree, its fixed-width path, a binary heap over the same comparators, output
+# gathering, run cutting for parallel merges, and vectorized group reductions
+# for the merge engines.  The Python layer (src/mergetree) feeds batches through
+# the Arrow C Data Interface and assembles batches from the buffers this module
+# gathers; it never sees a pointer.
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t,
                           uint16_t, uint32_t, uint64_t)
 from libc.stdlib cimport calloc, free, malloc
@@ -1342,6 +1343,7 @@ cdef struct PieceColumn:
     const uint8_t* validity
     const uint8_t* values
     const uint8_t* data
+    const uint8_t* data_end   # binary: end of the piece's last value (readable up to here)
     int64_t offset
     int64_t length
 
@@ -1432,6 +1434,9 @@ def gather_column(list pieces, const int32_t[::1] src_piece, const int64_t[::1] 
     cdef uint8_t* out_data = NULL
     cdef int32_t* off32
     cdef int64_t* off64
+    cdef uint8_t* dst
+    cdef const uint8_t* src
+    cdef int64_t length
     if src_row.shape[0] != n:
         raise ValueError("gather_column: src_piece and src_row differ in length")
     if n_pieces == 0:
@@ -1463,6 +1468,11 @@ def gather_column(list pieces, const int32_t[::1] src_piece, const int64_t[::1] 
             cols[i].data = col.data
             cols[i].offset = col.offset
             cols[i].length = col.length
+            cols[i].data_end = NULL
+            if col.layout == LAYOUT_BINARY and col.data != NULL:
+                cols[i].data_end = col.data + (<const int32_t*>col.values)[col.offset + col.length]
+            elif col.layout == LAYOUT_LARGE_BINARY and col.data != NULL:
+                cols[i].data_end = col.data + (<const int64_t*>col.values)[col.offset + col.length]
             any_validity = any_validity or col.validity != NULL
         with nogil:   # every (piece, row) must exist before anything is read
             for i in range(n):
@@ -1519,7 +1529,8 @@ def gather_column(list pieces, const int32_t[::1] src_piece, const int64_t[::1] 
             off64[n] = total
         else:
             off32[n] = <int32_t>total
-        out_data = allocated(allocate, total, out, False)
+        # 16 bytes of slack: short values are copied as two 8-byte words (no memcpy call)
+        out_data = allocated(allocate, total + 16, out, False)
         data = out[len(out) - 1]   # (no wraparound in the core)
         with nogil:
             for i in range(n):
@@ -1527,12 +1538,20 @@ def gather_column(list pieces, const int32_t[::1] src_piece, const int64_t[::1] 
                 row = cols[p].offset + src_row[i]
                 if large:
                     start = (<const int64_t*>cols[p].values)[row]
-                    end = (<const int64_t*>cols[p].values)[row + 1]
-                    memcpy(out_data + off64[i], cols[p].data + start, <size_t>(end - start))
+                    dst = out_data + off64[i]
+                    length = off64[i + 1] - off64[i]
                 else:
                     start = (<const int32_t*>cols[p].values)[row]
-                    end = (<const int32_t*>cols[p].values)[row + 1]
-                    memcpy(out_data + off32[i], cols[p].data + start, <size_t>(end - start))
+                    dst = out_data + off32[i]
+                    length = off32[i + 1] - off32[i]
+                if length == 0:
+                    continue
+                src = cols[p].data + start
+                if length <= 16 and src + 16 <= cols[p].data_end:
+                    memcpy(dst, src, 8)
+                    memcpy(dst + 8, src + 8, 8)
+                else:
+                    memcpy(dst, src, <size_t>length)
             if any_validity:
                 null_count = gather_validity(cols, src_piece, src_row, out_valid)
         return validity, null_count, offsets, data

@@ -1,10 +1,12 @@
 """``mergetree bench``: mergetree's merge against other ways to keep the newest row per key.
 
-Two workloads, each ``K`` sorted runs of a shared key space twice as large as a
-run, so a key is found in about half of the runs:
+Four workloads, each ``K`` sorted runs:
 
-* ``int64``: int64 key ``k``, int64 sequence ``seq`` and three payload columns;
-* ``string128``: the same with 128-character random ASCII keys.
+* ``int64``: int64 key ``k``, int64 sequence ``seq`` and three payload columns; each run
+  a random half of a key space twice as large as a run (a key is in about half the runs);
+* ``int64-k16``: the same with 2K runs over 1,000,000 distinct keys (about 8 versions a key);
+* ``string128``: 128-character random ASCII keys, key space as for ``int64``;
+* ``prefix128``: 128-character keys sharing their first 100 characters (URLs, prefixed ids).
 
 Every contender computes the deduplicate result (the row with the highest
 ``seq`` of every key, in key order) and returns it as Arrow.  Before any number
@@ -48,7 +50,7 @@ from mergetree.cli import render
 
 from . import timing
 
-__all__ = ["Result", "Workload", "format_results", "main", "run_bench", "run_thread_scaling", "show"]
+__all__ = ["Result", "Workload", "best_peer", "format_results", "main", "run_bench", "run_thread_scaling", "show"]
 
 KEY = "k"
 SEQ = "seq"
@@ -58,11 +60,16 @@ HEAPQ_ROWS = 1_000_000
 DEFAULT_ROWS = 8_000_000
 DEFAULT_STRING_ROWS = 2_000_000
 DEFAULT_RUNS = 8
+K16_DISTINCT_KEYS = 1_000_000
+SHARED_PREFIX = b"https://shop.example.com/catalog/electronics/computers/laptops/ultrabooks/14-inch/item?id=".ljust(
+    100, b"0")  # the first 100 of every key's 128 characters
 DEFAULT_REPEAT = 3
 QUICK_FACTOR = 8
 SEED = 20240611
 
 MERGETREE_REFERENCE = "mergetree loser-tree"
+MERGETREE_THREADS = "mergetree loser-tree threads=2"
+PEERS = ("pyarrow", "polars", "polars unique", "duckdb", "duckdb arg_max")
 _ALPHABET = np.frombuffer(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8
 )
@@ -148,15 +155,38 @@ def _string_array(fixed: np.ndarray) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, pa.string())
 
 
-def make_string_workload(total_rows: int, runs: int, seed: int = SEED + 1) -> Workload:
+def make_k16_workload(total_rows: int, runs: int, seed: int = SEED + 2) -> Workload:
+    """Twice the runs over a fixed 1,000,000-key space (fewer at --quick sizes)."""
+    rng = np.random.default_rng(seed)
+    per_run = _rows_per_run(total_rows, 2 * runs)
+    space = max(per_run + 1, min(K16_DISTINCT_KEYS, total_rows // 8))
+    tables = []
+    for index in range(2 * runs):
+        keys = pa.array(_sorted_sample(rng, space, per_run).astype(np.int64))
+        tables.append(_run_table(keys, _sequences(index, per_run), rng))
+    return Workload("int64-k16", tables)
+
+
+def make_prefix_workload(total_rows: int, runs: int, seed: int = SEED + 3) -> Workload:
+    """String keys whose first 100 bytes are one shared prefix: the 8-byte cached image
+    of a key tells nothing, only the last 28 characters differ."""
+    return make_string_workload(total_rows, runs, seed, prefix=SHARED_PREFIX, name="prefix128")
+
+
+def make_string_workload(total_rows: int, runs: int, seed: int = SEED + 1, prefix: bytes = b"",
+                         name: str = "string128") -> Workload:
     rng = np.random.default_rng(seed)
     per_run = _rows_per_run(total_rows, runs)
     space = _string_key_space(rng, 2 * per_run)
+    if prefix:
+        raw = space.view(np.uint8).reshape(len(space), STRING_KEY_LENGTH).copy()
+        raw[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+        space = np.sort(raw.view(f"S{STRING_KEY_LENGTH}").ravel())
     tables = []
     for index in range(runs):
         keys = _string_array(space[_sorted_sample(rng, len(space), per_run)])
         tables.append(_run_table(keys, _sequences(index, per_run), rng))
-    return Workload("string128", tables)
+    return Workload(name, tables)
 
 
 # --------------------------------------------------------------- contenders
@@ -170,11 +200,12 @@ class Contender:
     heapq_slice: bool = False
 
 
-def _mergetree(algorithm: str) -> Callable:
+def _mergetree(algorithm: str, threads: int = 1) -> Callable:
     import mergetree
 
     def run(runs):
-        reader = mergetree.merge(runs, KEY, sequence=SEQ, engine="deduplicate", algorithm=algorithm)
+        reader = mergetree.merge(runs, KEY, sequence=SEQ, engine="deduplicate", algorithm=algorithm,
+                                 threads=threads)
         table = reader.read_all()
         return table, reader.stats
 
@@ -296,6 +327,7 @@ def available_contenders() -> list[Contender]:
     contenders = [
         Contender(MERGETREE_REFERENCE, _mergetree("loser-tree")),
         Contender("mergetree heap", _mergetree("heap")),
+        Contender(MERGETREE_THREADS, _mergetree("loser-tree", 2), threads=2),
         Contender("heapq.merge", _heapq, heapq_slice=True),
         Contender("pyarrow", _pyarrow, threads=pa.cpu_count()),
     ]
@@ -415,7 +447,8 @@ def run_bench(rows: int = DEFAULT_ROWS, string_rows: int = DEFAULT_STRING_ROWS, 
     factor = QUICK_FACTOR if quick else 1
     chosen = [c for c in available_contenders()
               if contenders is None or c.name in contenders or c.name == MERGETREE_REFERENCE]
-    workloads = [(make_int_workload, rows, "int64"), (make_string_workload, string_rows, "string128")]
+    workloads = [(make_int_workload, rows, "int64"), (make_k16_workload, rows, "int64-k16"),
+                 (make_string_workload, string_rows, "string128"), (make_prefix_workload, string_rows, "prefix128")]
     results = []
     for make, size, name in workloads:
         # a bar per workload, so the log tells which one ran how long
@@ -505,6 +538,25 @@ def speedup(results: list, workload: str, contender: str) -> float | None:
     return None
 
 
+def _ratio(results: list, workload: str, ours: str, theirs: str) -> float | None:
+    """How many times `ours`'s rows per second is `theirs`'s, in one workload."""
+    speeds = {r.contender: r.rows_per_second for r in results if r.workload == workload and r.ok}
+    if ours in speeds and theirs in speeds:
+        return speeds[ours] / speeds[theirs]
+    return None
+
+
+def best_peer(results: list, workload: str) -> tuple[str, float] | None:
+    """The fastest peer (pyarrow, polars, duckdb in any form) of a workload and mergetree's
+    single-threaded ratio to it."""
+    peers = [r for r in results if r.workload == workload and r.ok and r.contender in PEERS]
+    if not peers:
+        return None
+    fastest = max(peers, key=lambda r: r.rows_per_second)
+    ratio = _ratio(results, workload, MERGETREE_REFERENCE, fastest.contender)
+    return (fastest.contender, ratio) if ratio is not None else None
+
+
 def _table_rows(results: list) -> list:
     rows = [("workload", "contender", "threads", "rows in", "rows out", "best s", "rows/s", "mergetree is")]
     for r in results:
@@ -519,6 +571,12 @@ def _table_rows(results: list) -> list:
 def _comparison_lines(results: list) -> list:
     lines = []
     for workload in dict.fromkeys(r.workload for r in results):
+        best = best_peer(results, workload)
+        if best is not None:
+            peer, ratio = best
+            threaded = _ratio(results, workload, MERGETREE_THREADS, peer)
+            lines.append(f"{workload}: mergetree (1 thread) is {ratio:.2f}x the fastest peer ({peer})"
+                         + (f"; with threads=2 {threaded:.2f}x" if threaded is not None else ""))
         heap = speedup(results, workload, "mergetree heap")
         if heap is not None:
             lines.append(f"{workload}: loser tree is {heap:.2f}x the heap")
@@ -572,9 +630,13 @@ def plot_results(results: list, path: str, title: str = "") -> None:
     import matplotlib.pyplot as plt
 
     workloads = list(dict.fromkeys(r.workload for r in results))
-    figure, axes = plt.subplots(1, len(workloads), figsize=(6.5 * len(workloads), 4.2), squeeze=False)
-    for axis, workload in zip(axes[0], workloads):
+    columns = min(2, len(workloads))
+    rows = (len(workloads) + columns - 1) // columns
+    figure, axes = plt.subplots(rows, columns, figsize=(6.5 * columns, 4.2 * rows), squeeze=False)
+    for axis, workload in zip(axes.ravel(), workloads):
         _plot_panel(axis, [r for r in results if r.workload == workload and r.ok], workload)
+    for axis in axes.ravel()[len(workloads):]:
+        axis.set_visible(False)
     if title:
         figure.suptitle(title)
     figure.tight_layout()
@@ -834,6 +896,9 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
         "mergetree_speedup": {w: {r.contender: speedup(results, w, r.contender)
                                   for r in results if r.workload == w and r.contender != MERGETREE_REFERENCE}
                               for w in workloads},
+        "best_peer": {w: best_peer(results, w) for w in workloads},
+        "threads2_vs_best_peer": {w: _ratio(results, w, MERGETREE_THREADS, best[0])
+                                  for w in workloads if (best := best_peer(results, w)) is not None},
         "threads": scaling,
     }
     if table is not None:

@@ -373,36 +373,42 @@ class MergeReader:
             return [zeros, lengths]
         classes = [p.key_class for p in self._key_plans]
         widths = [p.width for p in self._key_plans]
-        keys = [self._key_batch(t) for t in tables]
+        keys = [t.select([p.name for p in self._key_plans]) for t in tables]  # zero-copy
         per_row = SAMPLES_PER_THREAD * n / total
-        samples = [k.take(pa.array(np.linspace(0, k.num_rows - 1, max(1, round(k.num_rows * per_row)),
-                                               dtype=np.int64)))
+        samples = [self._key_batch(k.take(pa.array(np.linspace(0, k.num_rows - 1, max(1, round(k.num_rows * per_row)),
+                                                               dtype=np.int64))))
                    for k in keys if k.num_rows]
-        pool = pa.Table.from_batches(samples).combine_chunks()
+        pool = pa.Table.from_batches(samples)
         order = sort_indices(pool, [(c, "ascending") for c in pool.column_names], "at_start")
         picks = order.take(pa.array([len(order) * j // n for j in range(1, n)], type=pa.int64()))
-        probes = pool.take(picks).to_batches()[0] if pool.num_rows else None
-        cuts = [zeros]
-        found = [np.maximum.accumulate(_core.lower_bounds(k, probes, classes, widths)) for k in keys]
-        for j in range(n - 1):
-            cuts.append(np.array([f[j] for f in found], dtype=np.int64))
-        cuts.append(lengths)
-        if self._settings[3]:  # check_order
+        probes = self._key_batch(pool.take(picks))
+        found = []
+        for k in keys:
+            # a run is sorted, so its lower bound is the sum of its chunks' lower bounds
+            bounds = np.zeros(n - 1, dtype=np.int64)
+            for chunk in k.to_batches():
+                if chunk.num_rows:
+                    bounds += _core.lower_bounds(self._key_batch(chunk), probes, classes, widths)
+            found.append(np.maximum.accumulate(bounds))
+        cuts = [zeros] + [np.array([f[j] for f in found], dtype=np.int64) for j in range(n - 1)] + [lengths]
+        if self._settings[3]:  # check_order: the rows on both sides of every cut
             for run, (k, f) in enumerate(zip(keys, found)):
-                seams = np.unique(f[(f > 0) & (f < k.num_rows)])
-                bad = _core.first_unordered(k, seams, classes, widths) if len(seams) else -1
-                if bad >= 0:
-                    raise UnsortedRunError(
-                        f"run {run} is not sorted by {self._key} at row {bad}: its key is not greater than "
-                        f"the key of row {bad - 1} (runs must be strictly ascending, without repeated keys)",
-                        run=run, row=int(bad), column=", ".join(self._key))
+                for seam in np.unique(f[(f > 0) & (f < k.num_rows)]):
+                    pair = self._key_batch(k.slice(int(seam) - 1, 2))
+                    if _core.first_unordered(pair, np.array([1], dtype=np.int64), classes, widths) >= 0:
+                        raise UnsortedRunError(
+                            f"run {run} is not sorted by {self._key} at row {seam}: its key is not greater than "
+                            f"the key of row {seam - 1} (runs must be strictly ascending, without repeated keys)",
+                            run=run, row=int(seam), column=", ".join(self._key))
         return cuts
 
-    def _key_batch(self, table: pa.Table) -> pa.RecordBatch:
-        """The run's key columns, normalized as the core sees them, in one batch."""
+    def _key_batch(self, table: pa.Table | pa.RecordBatch) -> pa.RecordBatch:
+        """Key columns, normalized as the core sees them, in one batch."""
         columns = []
         for plan in self._key_plans:
-            col = table.column(plan.name).combine_chunks()
+            col = table.column(plan.name)
+            if isinstance(col, pa.ChunkedArray):
+                col = col.combine_chunks()
             columns.append(plan.normalize(col) if plan.normalize else col)
         return pa.RecordBatch.from_arrays(columns, names=[p.name for p in self._key_plans])
 
