@@ -731,7 +731,8 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
     cdef Leaf* leaf
     cdef int32_t run
     cdef int64_t slot, row
-    cdef int64_t levels = 0, members = 0
+    cdef int64_t levels = 0, members = 0, climbs = 0
+    cdef bint has_seq = m.has_seq
     cdef uint64_t old_key
     cdef bint new_key, exhausted
     cdef int result
@@ -802,14 +803,17 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
         leaf.row = row + 1
         leaf.pos += 1
         old_key = w.key
-        fixed_load(leaf, run, k, &w, tag)
+        # the run has this row, so no end-of-run test (fixed_load has it for the cold paths)
+        w.key = fixed_prefix((<const fixed_t*>leaf.keys[0].values)[row + 1])
+        if has_seq:
+            w.seq = (<uint64_t>leaf.seq_values[row + 1]) ^ SIGN_BIT
         if check_order and w.key <= old_key:
             m.error_run = run
             m.error_pos = leaf.pos
             result = STEP_UNSORTED
             break
         mt_climb(nodes, w, (run + k) >> 1)
-        levels += mt_levels((run + k) >> 1)
+        climbs += 1
     m.n_out = n_out
     m.n_groups = n_groups
     m.rows_in = rows_in
@@ -818,7 +822,9 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
     m.last_key = last_key
     # one comparison per level of every climb; a key group's later members are the
     # rows whose order a sequence (or run) comparison decided
-    m.key_comparisons += levels
+    # every run's leaf sits at the same depth when k is a power of two; otherwise
+    # the hot-path climbs are counted at the deeper level (an upper bound)
+    m.key_comparisons += levels + climbs * mt_levels(k - 1)
     m.sequence_comparisons += members
     return result
 
@@ -977,6 +983,7 @@ cdef class MergeCore:
         self.m.group_capacity = group_capacity
         self.has_seq = has_seq
         self.has_kind = has_kind
+        self.m.has_seq = has_seq
         self.m.leaves = <Leaf*>calloc(k, sizeof(Leaf))
         self.m.tree = <int32_t*>calloc(k, sizeof(int32_t))
         self.m.heap = <int32_t*>calloc(k, sizeof(int32_t))

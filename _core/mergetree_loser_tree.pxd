@@ -119,6 +119,7 @@ cdef struct MergeState:
     int32_t* heap          # binary heap of leaf ids (algorithm "heap")
     int32_t* popped        # leaves popped in the current group (heap)
     mt_node* nodes         # fixed-width path: nodes[0] = winner, nodes[1..k-1] = losers
+    int32_t has_seq        # the runs carry a sequence column
     int32_t use_fixed      # the fixed-width path runs (one fixed-width key column, loser tree)
     int32_t group_open     # fixed-width path: the last emitted key's group may continue
     int32_t last_dead      # fixed-width path, EMIT_LAST: the last emitted row is a retraction to drop
