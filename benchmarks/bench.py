@@ -13,7 +13,7 @@ Every contender computes the deduplicate result (the row with the highest
 is shown, each contender's output is checked against mergetree's: a contender
 that disagrees is reported as wrong and gets no ratio.
 
-Times are the best of ``--repeat`` runs, with Python's cyclic garbage collector
+Times are the best of ``--repeat`` runs, taken round-robin across the contenders, with Python's cyclic garbage collector
 paused while a run is timed (as ``timeit`` does).  The ``heapq.merge`` baseline
 runs on a 1,000,000-row slice of the input; its rows per second are comparable,
 its total time is not.
@@ -390,21 +390,52 @@ def _reference(workload: Workload) -> pa.Table:
     return mergetree.merge(workload.runs, KEY, sequence=SEQ, engine="deduplicate").read_all()
 
 
-def _measure(contender: Contender, subject: Workload, repeat: int, tick: Callable[[], None]) -> tuple:
-    """Time one contender; returns its Result and its last output (None when it failed)."""
-    result = Result(contender.name, subject.name, subject.rows, threads=contender.threads)
-    try:
-        best = timing.best_of(contender.run, subject.runs, repeat=repeat, after_each=tick)
-        result.seconds, (table, stats) = best.seconds, best.output
-    except Exception as error:  # a failing contender is reported, not fatal
-        result.check = f"failed: {type(error).__name__}: {error}"
-        return result, None
-    result.rows_out = table.num_rows
-    result.key_comparisons = getattr(stats, "key_comparisons", None)
-    result.sequence_comparisons = getattr(stats, "sequence_comparisons", None)
-    if contender.heapq_slice:
-        result.notes.append(f"ran on a {subject.rows:,}-row slice (the first rows of every run)")
-    return result, table
+def _bench_workload(workload: Workload, contenders: list, repeat: int, tick: Callable[[], None]) -> list:
+    """Time every contender ``repeat`` times, round-robin (one run of each in turn), keeping
+    each one's best: on a shared machine a slow spell then hits every contender alike
+    instead of whichever one happened to be timed during it."""
+    subjects = [workload.heapq_slice() if c.heapq_slice else workload for c in contenders]
+    results = [Result(c.name, s.name, s.rows, threads=c.threads) for c, s in zip(contenders, subjects)]
+    outputs: list = [None] * len(contenders)
+    for contender in contenders:
+        _warm_up(contender, workload)
+    for _ in range(repeat):
+        for i, (contender, subject) in enumerate(zip(contenders, subjects)):
+            if not results[i].ok:
+                tick()
+                continue
+            try:
+                run = timing.timed(contender.run, subject.runs)
+            except Exception as error:  # a failing contender is reported, not fatal
+                results[i].check = f"failed: {type(error).__name__}: {error}"
+                outputs[i] = None
+                tick()
+                continue
+            if not run.seconds >= results[i].seconds:  # nan at first
+                results[i].seconds = run.seconds
+            outputs[i] = run.output
+            tick()
+    reference = None
+    for i, contender in enumerate(contenders):
+        result, subject = results[i], subjects[i]
+        if outputs[i] is None:
+            continue
+        table, stats = outputs[i]
+        result.rows_out = table.num_rows
+        result.key_comparisons = getattr(stats, "key_comparisons", None)
+        result.sequence_comparisons = getattr(stats, "sequence_comparisons", None)
+        if contender.heapq_slice:
+            result.notes.append(f"ran on a {subject.rows:,}-row slice (the first rows of every run)")
+        if contender.name == MERGETREE_REFERENCE:
+            reference = table
+        elif contender.heapq_slice:
+            result.check = _same_rows(table, _reference(subject))
+        elif reference is not None:
+            result.check = _same_rows(table, reference)
+        else:
+            result.check = "unchecked: mergetree failed, nothing to compare with"
+        outputs[i] = None
+    return results
 
 
 def _warm_up(contender: Contender, workload: Workload) -> None:
@@ -413,26 +444,6 @@ def _warm_up(contender: Contender, workload: Workload) -> None:
         contender.run(workload.head(min(workload.rows, 32_768)).runs)
     except Exception:  # the timed run reports the failure
         pass
-
-
-def _bench_workload(workload: Workload, contenders: list, repeat: int, tick: Callable[[], None]) -> list:
-    results, reference = [], None
-    for contender in contenders:
-        _warm_up(contender, workload)
-        subject = workload.heapq_slice() if contender.heapq_slice else workload
-        result, table = _measure(contender, subject, repeat, tick)
-        if table is not None:
-            if contender.name == MERGETREE_REFERENCE:
-                reference = table
-            elif contender.heapq_slice:
-                result.check = _same_rows(table, _reference(subject))
-            elif reference is not None:
-                result.check = _same_rows(table, reference)
-            else:
-                result.check = "unchecked: mergetree failed, nothing to compare with"
-        results.append(result)
-        del table
-    return results
 
 
 def run_bench(rows: int = DEFAULT_ROWS, string_rows: int = DEFAULT_STRING_ROWS, runs: int = DEFAULT_RUNS,
