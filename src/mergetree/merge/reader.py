@@ -375,9 +375,8 @@ class MergeReader:
         widths = [p.width for p in self._key_plans]
         keys = [t.select([p.name for p in self._key_plans]) for t in tables]  # zero-copy
         per_row = SAMPLES_PER_THREAD * n / total
-        samples = [self._key_batch(k.take(pa.array(np.linspace(0, k.num_rows - 1, max(1, round(k.num_rows * per_row)),
-                                                               dtype=np.int64))))
-                   for k in keys if k.num_rows]
+        samples = [sample for k in keys if k.num_rows
+                   for sample in self._sample(k, max(1, round(k.num_rows * per_row)))]
         pool = pa.Table.from_batches(samples)
         order = sort_indices(pool, [(c, "ascending") for c in pool.column_names], "at_start")
         picks = order.take(pa.array([len(order) * j // n for j in range(1, n)], type=pa.int64()))
@@ -401,6 +400,19 @@ class MergeReader:
                             f"the key of row {seam - 1} (runs must be strictly ascending, without repeated keys)",
                             run=run, row=int(seam), column=", ".join(self._key))
         return cuts
+
+    def _sample(self, keys: pa.Table, count: int) -> list[pa.RecordBatch]:
+        """`count` evenly spaced rows of a run's key columns, taken chunk by chunk (a take
+        across chunks would concatenate them first)."""
+        positions = np.linspace(0, keys.num_rows - 1, count, dtype=np.int64)
+        out, start = [], 0
+        for chunk in keys.to_batches():
+            end = start + chunk.num_rows
+            local = positions[(positions >= start) & (positions < end)] - start
+            if len(local):
+                out.append(self._key_batch(chunk.take(pa.array(local, type=pa.int64()))))
+            start = end
+        return out
 
     def _key_batch(self, table: pa.Table | pa.RecordBatch) -> pa.RecordBatch:
         """Key columns, normalized as the core sees them, in one batch."""
