@@ -20,7 +20,8 @@ STRING_KEY_LENGTH = 128
 RUN_COUNTS = [2, 8, 32, 128]
 ENGINES = ["deduplicate", "first-row", "partial-update", "aggregate", "none"]
 ALGORITHMS = ["loser-tree", "heap"]
-KEY_TYPES = ["int64", "string128"]
+KEY_TYPES = ["int64", "string128", "prefix128"]  # prefix128: the first 100 characters shared
+SHARED_PREFIX = b"https://shop.example.com/catalog/".ljust(100, b"x")
 AGGREGATIONS = {"v_int": "sum", "v_float": "max"}
 _ALPHABET = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
 
@@ -29,8 +30,9 @@ def _int_key_space(rng, size):
     return pa.array(np.arange(size, dtype=np.int64))
 
 
-def _string_key_space(rng, size):
+def _string_key_space(rng, size, prefix=b""):
     letters = _ALPHABET[rng.integers(0, len(_ALPHABET), size=(size, STRING_KEY_LENGTH), dtype=np.uint8)]
+    letters[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
     ordered = np.sort(letters.view(f"S{STRING_KEY_LENGTH}").ravel())
     offsets = np.arange(0, (size + 1) * STRING_KEY_LENGTH, STRING_KEY_LENGTH, dtype=np.int64)
     buffers = [None, pa.py_buffer(offsets), pa.py_buffer(ordered.tobytes())]
@@ -45,7 +47,10 @@ def make_runs(rows, runs, key_type, seed=7):
     """``runs`` sorted pa.Tables (chunks of 65,536 rows) with key ``k`` and sequence ``seq``."""
     rng = np.random.default_rng(seed)
     per_run = max(rows // runs, 1)
-    space = (_int_key_space if key_type == "int64" else _string_key_space)(rng, 2 * per_run)
+    if key_type == "int64":
+        space = _int_key_space(rng, 2 * per_run)
+    else:
+        space = _string_key_space(rng, 2 * per_run, SHARED_PREFIX if key_type == "prefix128" else b"")
     tables = []
     for index in range(runs):
         picked = np.sort(rng.choice(len(space), size=per_run, replace=False))
@@ -142,3 +147,16 @@ class HeapqBaseline:
     def peakmem_heapq_arrow_to_arrow(self, key_type, runs):
         newest = heapq_newest_per_key(as_row_lists(self.runs))
         pa.table(list(zip(*newest)), schema=self.runs[0].schema)
+
+
+class Threads:
+    """Deduplicate of 8 runs in 1, 2 and all threads (``merge(threads=N)``)."""
+
+    params = (["int64", "string128"], [1, 2, 0])
+    param_names = ("key", "threads")
+
+    def setup(self, key_type, threads):
+        self.runs = make_runs(4 * ROWS, 8, key_type)
+
+    def time_merge(self, key_type, threads):
+        mergetree.merge(self.runs, "k", sequence="seq", threads=threads).read_all()
