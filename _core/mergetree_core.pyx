@@ -692,9 +692,17 @@ cdef int heap_step(MergeState* m) noexcept nogil:
 # reads one node per level and selects without branches (mt_climb).
 # ---------------------------------------------------------------------------
 
+cdef inline void fixed_row(const Leaf* leaf, int64_t row, bint has_seq, mt_node* w,
+                           const fixed_t* tag) noexcept nogil:
+    """Node w's key (and sequence) from a row the run has."""
+    w.key = fixed_prefix((<const fixed_t*>leaf.keys[0].values)[row])
+    if has_seq:
+        w.seq = (<uint64_t>leaf.seq_values[row]) ^ SIGN_BIT
+
+
 cdef inline void fixed_load(Leaf* leaf, int32_t run, int32_t k, mt_node* w,
                             const fixed_t* tag) noexcept nogil:
-    """Fill node w from the run's current row (or mark the run's end).  Key nulls
+    """Fill node w from the run's current row, or mark the run's end.  Key nulls
     never get here: a batch with one moves the merge to the general path before
     it starts (nulls sort first, so later batches of a sorted run have none)."""
     if leaf.exhausted:
@@ -702,9 +710,9 @@ cdef inline void fixed_load(Leaf* leaf, int32_t run, int32_t k, mt_node* w,
         w.seq = 0xFFFFFFFFFFFFFFFFULL
         w.tag = <uint64_t>(k + run)
         return
-    w.key = fixed_prefix((<const fixed_t*>leaf.keys[0].values)[leaf.row])
-    w.seq = (<uint64_t>leaf.seq_values[leaf.row]) ^ SIGN_BIT if leaf.seq_values != NULL else 0
+    w.seq = 0
     w.tag = <uint64_t>run
+    fixed_row(leaf, leaf.row, leaf.seq_values != NULL, w, tag)
 
 
 cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
@@ -803,10 +811,7 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
         leaf.row = row + 1
         leaf.pos += 1
         old_key = w.key
-        # the run has this row, so no end-of-run test (fixed_load has it for the cold paths)
-        w.key = fixed_prefix((<const fixed_t*>leaf.keys[0].values)[row + 1])
-        if has_seq:
-            w.seq = (<uint64_t>leaf.seq_values[row + 1]) ^ SIGN_BIT
+        fixed_row(leaf, row + 1, has_seq, &w, tag)   # the run has this row: no end-of-run test
         if check_order and w.key <= old_key:
             m.error_run = run
             m.error_pos = leaf.pos
@@ -827,6 +832,14 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
     m.key_comparisons += levels + climbs * mt_levels(k - 1)
     m.sequence_comparisons += members
     return result
+
+
+cdef int64_t common_prefix(const uint8_t* a, int64_t la, const uint8_t* b, int64_t lb) noexcept nogil:
+    """How many leading bytes a and b share."""
+    cdef int64_t n = la if la < lb else lb, i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 cdef int64_t first_null(const ColumnView* c) noexcept nogil:
@@ -1039,39 +1052,25 @@ cdef class MergeCore:
         stays: both images order keys the same way)."""
         cdef const uint8_t* first
         cdef const uint8_t* last
-        cdef int64_t lf, ll, n, i
+        cdef int64_t lf, ll, n = 0
         cdef int32_t r
         if rows < 1:
             return 0
-        if view.validity != NULL and first_null(view) >= 0:
-            n = 0   # a null has no bytes to share
-        else:
+        if view.validity == NULL or first_null(view) < 0:  # a null has no bytes to share
             first = binary_value(view, 0, &lf)
             last = binary_value(view, rows - 1, &ll)
-            n = lf if lf < ll else ll
-            i = 0
-            while i < n and first[i] == last[i]:
-                i += 1
-            n = i
+            n = common_prefix(first, lf, last, ll)
             if not self.skip_set:
                 self.skip_ref = <uint8_t*>malloc(n if n > 0 else 1)
                 if self.skip_ref == NULL:
                     raise MemoryError()
                 memcpy(self.skip_ref, first, <size_t>n)
-                self.skip_set = True
-                self.m.skip = n
-                return 0
-            if self.m.skip < n:
-                n = self.m.skip
-            i = 0
-            while i < n and first[i] == self.skip_ref[i]:
-                i += 1
-            n = i
+            else:
+                n = common_prefix(first, n, self.skip_ref, self.m.skip)
         if not self.skip_set:
             self.skip_set = True
-            self.m.skip = 0
-            return 0
-        if n < self.m.skip:
+            self.m.skip = n
+        elif n < self.m.skip:
             self.m.skip = n
             for r in range(self.m.k):
                 if self.m.leaves[r].has_batch and not self.m.leaves[r].exhausted:

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _core
+from .engines import take_array
 
 __all__ = ["gather_rows"]
 
@@ -32,19 +33,16 @@ def gather_rows(schema: pa.Schema, run_slices: Sequence[Sequence[tuple[int, pa.R
             pieces.append(batch)
             starts.append(start)
         run_pieces.append(len(pieces))
-    n = len(out_run)
     if not pieces:
-        return pa.RecordBatch.from_pylist([], schema=schema) if n == 0 else _no_source(n)
+        if len(out_run):
+            raise AssertionError(f"{len(out_run)} output rows but no input slices (a bug in mergetree)")
+        return pa.RecordBatch.from_pylist([], schema=schema)
     src_piece, src_row = _core.resolve_sources(
         out_run, out_pos, np.asarray(starts, dtype=np.int64),
         np.asarray([p.num_rows for p in pieces], dtype=np.int64), np.asarray(run_pieces, dtype=np.int64))
     columns = [_gather_column(field.type, [p.column(i) for p in pieces], src_piece, src_row)
                for i, field in enumerate(schema)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def _no_source(rows: int) -> pa.RecordBatch:
-    raise AssertionError(f"{rows} output rows but no input slices (a bug in mergetree)")
 
 
 def _flat(dtype: pa.DataType) -> bool:
@@ -66,8 +64,6 @@ def _gather_column(dtype: pa.DataType, arrays: list[pa.Array], src_piece: np.nda
             parts = [validity, values] if data is None else [validity, values, data]
             return pa.Array.from_buffers(dtype, len(src_piece), parts, null_count=null_count)
     # a layout the core does not copy: pyarrow's take over the concatenation
-    from .engines import take_array
-
     bases = np.zeros(len(arrays), dtype=np.int64)
     np.cumsum([len(a) for a in arrays[:-1]], out=bases[1:])
     indices = bases[src_piece] + src_row

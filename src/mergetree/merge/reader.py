@@ -144,19 +144,19 @@ def merge(
     threads = threads or os.cpu_count() or 1
     run_list = list(runs)
     if threads > 1:
-        run_list = [materialize(run) for run in run_list]
+        run_list = [materialize(i, run) for i, run in enumerate(run_list)]
     return MergeReader(run_list, keys, sequence, kind, engine, aggregations, keep_deletes,
                        algorithm, batch_size, check_order, threads)
 
 
-def materialize(run: RunLike) -> RunLike:
+def materialize(index: int, run: RunLike) -> RunLike:
     """A run as a pa.Table (streams and iterables are read); an iterable with no
     batches stays an empty list (it has no schema)."""
     if isinstance(run, pa.Table):
         return run
     if isinstance(run, pa.RecordBatch):
         return pa.Table.from_batches([run])
-    source = RunSource(0, run)
+    source = RunSource(index, run)   # checked as it is read; errors name the run
     batches = []
     while (batch := source.next_batch()) is not None:
         batches.append(batch)
@@ -198,6 +198,7 @@ class MergeReader:
         self._threads = threads
         self._runs = runs if threads > 1 else []
         self._settings = (engine, aggregations, keep_deletes, check_order)
+        self._check_order = check_order
         self._parts: list[MergeReader] = []
         self._first_positions = list(first_positions) if first_positions is not None else [0] * len(runs)
         self._sources = [RunSource(i, run) for i, run in enumerate(runs)]
@@ -390,7 +391,7 @@ class MergeReader:
                     bounds += _core.lower_bounds(self._key_batch(chunk), probes, classes, widths)
             found.append(np.maximum.accumulate(bounds))
         cuts = [zeros] + [np.array([f[j] for f in found], dtype=np.int64) for j in range(n - 1)] + [lengths]
-        if self._settings[3]:  # check_order: the rows on both sides of every cut
+        if self._check_order:  # the rows on both sides of every cut
             for run, (k, f) in enumerate(zip(keys, found)):
                 for seam in np.unique(f[(f > 0) & (f < k.num_rows)]):
                     pair = self._key_batch(k.slice(int(seam) - 1, 2))

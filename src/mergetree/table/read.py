@@ -390,7 +390,8 @@ def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], 
     """The merged rows of one section, in table columns (only the `needed` ones, when
     given), retractions dropped."""
     ts = directory.schema
-    names = ts.schema.names if needed is None else [c for c in ts.schema.names if c in set(needed)]
+    wanted = None if needed is None else set(needed)
+    names = ts.schema.names if wanted is None else [c for c in ts.schema.names if c in wanted]
     if not ts.has_primary_key:
         for run in section:
             yield from read_run(directory.path, run, columns=None if needed is None else names,
