@@ -25,14 +25,14 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from ..errors import CommitConflictError, InvalidArgumentError
+from ..errors import InvalidArgumentError
 from ..merge import RowKind
 from ..table import Table, querylog
 from ..table import filters as flt
-from ..table.commit import commit_with_rebase, next_sequences
+from ..table.commit import Change, commit_with_rebase, next_sequences, renumbered
 from ..table.read import BucketPlan, file_filter, read_bucket
 from ..table.snapshots import FileEntry, Snapshot
-from ..table.write import conform, flush_buckets, split_by_bucket
+from ..table.write import conformed, spill
 from .types import spark_ddl, spark_schema, to_spark_batch
 
 __all__ = ["SOURCE_NAME", "MergetreeDataSource", "register", "to_mergetree_filter"]
@@ -196,36 +196,33 @@ class MergetreeWriter(DataSourceArrowWriter):
         self.next_seq = {} if overwrite else next_sequences(table.directory.live_files(base).values())
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
+        """Stream the task's rows through the table's write buffer: memory is bounded by
+        `write-buffer-size`, not by how many rows the task holds."""
         from pyspark import TaskContext
         directory = Table.open(self.path).directory
         task = TaskContext.get().partitionId()
-        batches = list(iterator)
-        if not batches:
-            return FilesMessage([])
-        data = conform(directory, pa.Table.from_batches(batches), complete=True)
         next_seq = {key: first + task * TASK_SEQUENCE_SPAN for key, first in self.next_seq.items()}
-        groups = split_by_bucket(directory, data)
-        for key in groups:
-            next_seq.setdefault(key, task * TASK_SEQUENCE_SPAN)
-        entries = flush_buckets(directory, groups, RowKind.INSERT, next_seq)  # removes its files on failure
-        return FilesMessage([e.to_json("ADD") for e in entries])
+        spilled: list[FileEntry] = []
+        pieces = conformed(directory, iterator, complete=True)
+        try:
+            for files in spill(directory, pieces, RowKind.INSERT, next_seq, task * TASK_SEQUENCE_SPAN):
+                spilled += files
+        except BaseException:
+            directory.discard(spilled)
+            raise
+        return FilesMessage([e.to_json("ADD") for e in spilled])
 
     def commit(self, messages: list) -> None:
         directory = Table.open(self.path).directory
         adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
         base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
 
-        def rebase(latest: Snapshot | None) -> list[FileEntry]:
+        def change_for(latest: Snapshot | None) -> Change:
             if self.overwrite:
-                return list(directory.live_files(latest).values())
-            newer = next_sequences(directory.live_files(latest).values())
-            if any(newer.get(k, 0) > v for k, v in self.next_seq.items()):
-                raise CommitConflictError("another write committed to this table while the Spark job ran; the "
-                                          "job's files were removed, run it again")
-            return []
-        deletes = list(directory.live_files(base).values()) if self.overwrite else []
+                return Change(adds, list(directory.live_files(latest).values()))
+            return Change(renumbered(directory, adds, latest), [])
         try:
-            commit_with_rebase(directory, base, adds, deletes, "OVERWRITE" if self.overwrite else "APPEND", rebase)
+            commit_with_rebase(directory, base, change_for, "OVERWRITE" if self.overwrite else "APPEND")
         except BaseException:
             directory.discard(adds)
             raise

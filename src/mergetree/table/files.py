@@ -49,6 +49,9 @@ class DataFileMeta:
     # "bitmap" column -> ColumnBitmap (rows in the "bitmap" sidecar), "preagg" model -> {rows, source_rows},
     # "sorted_by" [columns]: the order of the rows inside the file, when it has one
     indexes: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # added to every sequence number stored in the file: a write that lost a commit race is
+    # renumbered after the winner by its manifest entry, without rewriting its files
+    sequence_shift: int = 0
 
     def sidecars(self) -> list[str]:
         """The files beside this data file that belong to it."""
@@ -72,6 +75,11 @@ class DataFileMeta:
     def with_level(self, level: int) -> DataFileMeta:
         return replace(self, level=level)
 
+    def shifted(self, by: int) -> DataFileMeta:
+        """The file with its sequence numbers moved up by `by` (metadata only)."""
+        return replace(self, min_seq=self.min_seq + by, max_seq=self.max_seq + by,
+                       sequence_shift=self.sequence_shift + by)
+
     def to_json(self) -> dict:
         return {
             "file_name": self.file_name, "level": self.level, "row_count": self.row_count,
@@ -80,6 +88,7 @@ class DataFileMeta:
             "max_seq": self.max_seq, "delete_count": self.delete_count,
             "stats": {c: [encode_value(lo), encode_value(hi), n] for c, (lo, hi, n) in self.stats.items()},
             **({"indexes": self.indexes} if self.indexes else {}),
+            **({"sequence_shift": self.sequence_shift} if self.sequence_shift else {}),
         }
 
     @classmethod
@@ -88,7 +97,7 @@ class DataFileMeta:
                    tuple(decode_value(v) for v in d["min_key"]), tuple(decode_value(v) for v in d["max_key"]),
                    d["min_seq"], d["max_seq"], d["delete_count"],
                    {c: (decode_value(lo), decode_value(hi), n) for c, (lo, hi, n) in d["stats"].items()},
-                   dict(d.get("indexes", {})))
+                   dict(d.get("indexes", {})), d.get("sequence_shift", 0))
 
 
 def _stat_worthy(dtype: pa.DataType) -> bool:
@@ -229,7 +238,7 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
         for batch in batches:
             rows += batch.num_rows
             if batch.num_rows:
-                yield batch
+                yield _shift_sequences(batch, meta.sequence_shift)
     except FileNotFoundError:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is missing", path=path) from None
     except (OSError, pa.ArrowException) as exc:
@@ -238,6 +247,14 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
     if row_filter is None and groups is None and rows != meta.row_count:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} holds {rows} rows, its manifest "
                                 f"says {meta.row_count}", path=path)
+
+
+def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
+    """A batch of a renumbered file with its sequence numbers as the manifest says."""
+    index = batch.schema.get_field_index(SEQUENCE_COLUMN)
+    if not shift or index < 0:
+        return batch
+    return batch.set_column(index, SEQUENCE_COLUMN, pc.add(batch.column(index), pa.scalar(shift, pa.int64())))
 
 
 def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None,

@@ -14,7 +14,7 @@ from ..merge import RowKind
 from .directory import TableDirectory, create_table, open_table
 from .read import prepare_read, read_table
 from .schema import TableSchema
-from .write import conform, write_rows
+from .write import write_rows
 
 __all__ = ["HISTORY_DIR", "HISTORY_SCHEMA", "PassReport", "history", "record_pass"]
 
@@ -69,7 +69,7 @@ def record_pass(report: PassReport) -> None:
     row = {k: v for k, v in asdict(report).items() if k != "table"}
     row["ts"] = dt.datetime.now(dt.timezone.utc)
     data = pa.Table.from_pylist([row], schema=HISTORY_SCHEMA)
-    write_rows(directory, conform(directory, data, complete=True), RowKind.INSERT)
+    write_rows(directory, data, RowKind.INSERT)
 
 
 def history(table_path: str) -> pa.Table:

@@ -139,12 +139,17 @@ KEY_CLUSTERING_STRATEGY = "clustering.strategy"
 KEY_SORT_WITHIN = "sort-within.columns"
 KEY_QDTREE = "clustering.qdtree"
 KEY_QUERY_LOG = "query-log.enabled"
+KEY_COMMIT_EVERY = "write.commit-every-buffers"
 KEY_MAJOR_THRESHOLD = "optimize.major-threshold"
 KEY_MINOR_MIN_FILES = "optimize.minor-min-files"
 
 OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
     OptionSpec("write-buffer-size", "256 mb", _parse_size,
-               "rows are buffered up to about this much Arrow memory, then sorted and flushed as level-0 files"),
+               "rows are buffered up to about this much Arrow memory, then sorted, folded and spilled as level-0 "
+               "files; a write's memory is about this plus one input batch, whatever the input's length"),
+    OptionSpec(KEY_COMMIT_EVERY, "0", _int_parser(0),
+               "0: a write commits once, at its end (all or nothing); N: a long write commits after every N "
+               "spilled write buffers (each commit atomic), so its rows become visible piece by piece"),
     OptionSpec(KEY_TARGET_FILE_SIZE, "128 mb", _parse_size,
                "data files are rolled at about this size (in memory)"),
     OptionSpec("write-only", "false", _parse_bool,
@@ -317,6 +322,7 @@ class TableOptions:
     query_log: bool = True
     major_threshold: int = 2 * 1024**3
     minor_min_files: int = 8
+    commit_every_buffers: int = 0
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], schema: pa.Schema, merge_engine: str,
@@ -406,7 +412,8 @@ class TableOptions:
                    merged["manifest.merge-min-count"], compaction, aggregations,
                    merged.get(KEY_BLOOM_COLUMNS, ()), merged[KEY_BLOOM_FPP], merged.get(KEY_BITMAP_COLUMNS, ()),
                    merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models,
-                   merged[KEY_QUERY_LOG], merged[KEY_MAJOR_THRESHOLD], merged[KEY_MINOR_MIN_FILES])
+                   merged[KEY_QUERY_LOG], merged[KEY_MAJOR_THRESHOLD], merged[KEY_MINOR_MIN_FILES],
+                   merged[KEY_COMMIT_EVERY])
 
 
 PK_CLUSTERING_MESSAGE = (

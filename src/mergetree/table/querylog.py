@@ -40,7 +40,7 @@ from .compaction.runner import compact_buckets
 from .directory import TableDirectory, create_table, open_table
 from .schema import TableSchema
 from .values import decode_value, encode_value
-from .write import conform, write_rows
+from .write import write_rows
 
 __all__ = ["LOG_SCHEMA", "PREDICATE_KINDS", "QUERY_LOG_DIR", "QueryRecord", "append_rows", "filter_from_json",
            "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "record"]
@@ -275,7 +275,7 @@ def append_rows(table_path: str, rows: list[dict[str, Any]]) -> None:
         return
     directory = _open_or_create(log_path(table_path))
     data = pa.Table.from_pylist(rows, schema=LOG_SCHEMA)
-    write_rows(directory, conform(directory, data, complete=True), RowKind.INSERT)
+    write_rows(directory, data, RowKind.INSERT)
     snapshot = directory.latest_snapshot()
     if snapshot is not None and len(directory.live_files(snapshot)) >= COMPACT_FILES:
         try:

@@ -33,8 +33,11 @@ from .values import decode_value, encode_value
 __all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "check_format_version",
            "read_json", "write_json_atomically"]
 
-# The version of the table format this code writes; it reads this one and every older one.
-FORMAT_VERSION = 1
+# The newest table format this code reads (and every older one).  Each metadata file is written
+# with the oldest version that can describe it, so older mergetree versions keep reading a table
+# until it holds something they would misread: version 2 adds the `sequence_shift` of a data file
+# (a write renumbered after losing a commit race).
+FORMAT_VERSION = 2
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE")
 
 
@@ -72,12 +75,12 @@ def read_json(root: str, relative: str, what: str) -> dict:
     return document
 
 
-def write_json_atomically(path: str, document: dict) -> str:
-    """Write a metadata file (with the format version) to a temporary name beside `path`
+def write_json_atomically(path: str, document: dict, version: int = 1) -> str:
+    """Write a metadata file (with its format version) to a temporary name beside `path`
     and fsync it; returns the temporary path for the caller to publish."""
     tmp = paths.temporary_name(path)
     with open(tmp, "w") as f:
-        json.dump({"format-version": FORMAT_VERSION, **document}, f, indent=1)
+        json.dump({"format-version": version, **document}, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
     return tmp
@@ -110,6 +113,7 @@ class Snapshot:
     delta_manifest_list: str
     total_record_count: int
     delta_record_count: int
+    commit_retries: int = 0     # lost commit races before this one won (fairness, in `history`)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -125,6 +129,10 @@ class Snapshot:
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise ValueError(f"field {name!r} is {value!r}, not a {kind.__name__}")
             values[name] = value
+        retries = d.get("commit_retries", 0)
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise ValueError(f"field 'commit_retries' is {retries!r}, not a count")
+        values["commit_retries"] = retries
         if values["id"] != snapshot_id:
             raise ValueError(f"it says it is snapshot {values['id']}")
         if values["commit_kind"] not in COMMIT_KINDS:
@@ -313,13 +321,15 @@ class SnapshotStore:
         return live
 
     # -- writing ---------------------------------------------------------------------
-    def _publish(self, relative: str, document: dict) -> None:
+    def _publish(self, relative: str, document: dict, version: int = 1) -> None:
         path = os.path.join(self.root, relative)
-        os.replace(write_json_atomically(path, document), path)
+        os.replace(write_json_atomically(path, document, version), path)
 
     def _write_manifest(self, entries: list[tuple[str, FileEntry]]) -> str:
         name = paths.manifest_name()
-        self._publish(f"{paths.MANIFEST_DIR}/{name}", {"entries": [e.to_json(kind) for kind, e in entries]})
+        version = 2 if any(e.file.sequence_shift for _, e in entries) else 1
+        self._publish(f"{paths.MANIFEST_DIR}/{name}", {"entries": [e.to_json(kind) for kind, e in entries]},
+                      version)
         return name
 
     def _write_manifest_list(self, manifests: list[str]) -> str:
@@ -328,9 +338,10 @@ class SnapshotStore:
         return name
 
     def commit(self, base_id: int | None, adds: list[FileEntry], deletes: list[FileEntry], kind: str,
-               schema_id: int = 0) -> Snapshot:
+               schema_id: int = 0, retries: int = 0) -> Snapshot:
         """Publish snapshot base_id + 1 with these changes, or raise CommitConflictError
-        if another commit published it first (the caller decides how to retry)."""
+        if another commit published it first (the caller decides how to retry; `retries`
+        is recorded: how many races this change lost before)."""
         latest = self.latest_id()
         if latest != base_id:
             raise CommitConflictError(f"the table moved from snapshot {base_id} to {latest}")
@@ -350,7 +361,7 @@ class SnapshotStore:
         base_list = self._write_manifest_list(base_manifests)
         delta_rows = sum(e.file.row_count for e in adds) - sum(e.file.row_count for e in deletes)
         snapshot = Snapshot((base_id or 0) + 1, schema_id, kind, int(time.time() * 1000), base_list, delta_list,
-                            total + delta_rows, delta_rows)
+                            total + delta_rows, delta_rows, retries)
         final = os.path.join(self.root, paths.snapshot_file(snapshot.id))
         tmp = write_json_atomically(final, snapshot.to_json())
         try:

@@ -100,10 +100,14 @@ class Table:
 
     # -- writing ----------------------------------------------------------------------
     def write(self, data: Any) -> Snapshot | None:
-        """Upsert rows (a pa.Table, RecordBatch, RecordBatchReader, Arrow stream, pandas
-        DataFrame, dict of columns or list of row dicts).  Everything is checked first; the
-        rows become visible in one commit."""
-        return write.write_rows(self.directory, write.conform(self.directory, data, complete=True), RowKind.INSERT)
+        """Upsert rows: a pa.Table, RecordBatch, RecordBatchReader, any Arrow stream
+        (`__arrow_c_stream__`), an iterator of RecordBatches/Tables, a pandas DataFrame, a dict
+        of columns or a list of row dicts.  Streams are consumed batch by batch through the
+        write buffer (`write-buffer-size`), so memory stays bounded however long they are.
+        Every batch is checked; a bad one leaves nothing written.  The rows become visible in
+        one commit (or every `write.commit-every-buffers` buffers); a lost commit race is
+        retried without the input (the spilled files are the data)."""
+        return write.write_rows(self.directory, data, RowKind.INSERT)
 
     def delete(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key (`keys` holds at least the primary-key columns)."""
@@ -116,7 +120,7 @@ class Table:
             raise InvalidArgumentError(
                 "an aggregate table folds a delete into its aggregates (a key-only delete would "
                 "retract nothing); write compensating values instead")
-        return write.write_rows(self.directory, write.conform(self.directory, keys, complete=False), RowKind.DELETE)
+        return write.write_rows(self.directory, keys, RowKind.DELETE)
 
     def compact(self, full: bool = False, progress: Progress | None = None) -> Snapshot | None:
         """Compact every bucket that needs it (all of them with full=True) in one commit.

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ...errors import CompactionConflictError
 from ...merge import merge
-from ..commit import commit_with_rebase
+from ..commit import Change, commit_with_rebase
 from ..directory import TableDirectory
 from ..files import DataFileMeta, read_run, write_data_file
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
@@ -139,15 +139,15 @@ def discard_new_files(directory: TableDirectory, adds: list[FileEntry], deletes:
 def commit_compaction(directory: TableDirectory, base_id: int, adds: list[FileEntry],
                       deletes: list[FileEntry]) -> Snapshot:
     """Commit, rebasing over commits that left every input file in place (at its level)."""
-    def rebase(latest: Snapshot | None) -> list[FileEntry]:
+    def change_for(latest: Snapshot | None) -> Change:
         live = directory.live_files(latest)
         gone = [e.file.file_name for e in deletes if e.file.file_name not in live
                 or live[e.file.file_name].file.level != e.file.level]
         if gone:
             raise CompactionConflictError(f"another commit replaced {len(gone)} input file(s) of this compaction "
                                           f"(e.g. {gone[0]}); nothing was committed")
-        return deletes
-    return commit_with_rebase(directory, directory.store.snapshot(base_id), adds, deletes, "COMPACT", rebase)
+        return Change(adds, deletes)
+    return commit_with_rebase(directory, directory.store.snapshot(base_id), change_for, "COMPACT")
 
 
 def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: list[list[DataFileMeta]], level: int,
