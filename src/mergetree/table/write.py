@@ -162,10 +162,15 @@ def conform(directory: TableDirectory, data: Any, complete: bool, first_row: int
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 
+# engines whose fold of one write's versions of a key is a pick (a write has one row kind)
+_PICK = {"deduplicate": "last", "first-row": "first"}
+
+
 def split_by_bucket(directory: TableDirectory, table: pa.Table) -> dict[BucketKey, pa.Table]:
-    """Rows by (partition values, bucket) with one stable sort and slices: in input order, or,
-    in a primary-key table, by primary key (input order among equal keys), so spilling needs
-    no second sort."""
+    """Rows by (partition values, bucket) with one stable sort and one take: in input order,
+    or, in a primary-key table, by primary key (input order among equal keys) — and where the
+    engine keeps one version of a key (deduplicate: the last, first-row: the first), only that
+    version is taken.  Spilling then needs no second sort, and the buffer is copied once."""
     ts = directory.schema
     if table.num_rows == 0:
         return {}
@@ -180,39 +185,54 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table) -> dict[BucketKe
         dictionaries.append((null_code, encoded.dictionary))
     if not keys and not ts.has_primary_key:
         return {((), 0): table}
-    if not keys:
-        return {((), 0): table.take(sort_indices(table, [(k, "ascending") for k in ts.primary_key], "at_end"))}
-    group = np.zeros(table.num_rows, dtype=np.int64)
-    for k in keys:  # one dense group number per (bucket, partition values)
+    group = keys[0] if len(keys) == 1 else np.zeros(table.num_rows, dtype=np.int64)
+    for k in keys if len(keys) > 1 else ():  # one dense group number per (bucket, partition values)
         group = np.unique(group * (int(k.max(initial=0)) + 1) + k, return_inverse=True)[1].astype(np.int64)
     if ts.has_primary_key:
-        by = pa.table([pa.array(group)] + [table.column(k) for k in ts.primary_key],
-                      names=["group"] + list(ts.primary_key))
-        order = np.asarray(sort_indices(by, [(c, "ascending") for c in by.column_names], "at_end"))
+        order = _key_order(table, group, list(ts.primary_key), _PICK.get(ts.merge_engine))
     else:
         order = np.argsort(group, kind="stable")
     ordered = table.take(pa.array(order))
-    sorted_keys = [k[order] for k in keys]
+    del table
+    if not keys:
+        return {((), 0): ordered}
     sorted_group = group[order]
+    del group
     starts = np.flatnonzero(np.concatenate([[True], sorted_group[1:] != sorted_group[:-1]]))
-    ends = np.append(starts[1:], len(order))
+    ends = np.append(starts[1:], len(sorted_group))
+    first_rows = order[starts]  # each group's first row, in input positions
+    del order, sorted_group
     bucket_at = 1 if ts.buckets > 1 else 0
     out = {}
-    for start, end in zip(starts, ends):
-        values = tuple(None if k[start] == null_code else dictionary[int(k[start])].as_py()
-                       for k, (null_code, dictionary) in zip(sorted_keys[bucket_at:], dictionaries))
-        bucket = int(sorted_keys[0][start]) if ts.buckets > 1 else 0
+    for start, end, row in zip(starts, ends, first_rows):
+        values = tuple(None if k[row] == null_code else dictionary[int(k[row])].as_py()
+                       for k, (null_code, dictionary) in zip(keys[bucket_at:], dictionaries))
+        bucket = int(keys[0][row]) if ts.buckets > 1 else 0
         out[(values, bucket)] = ordered.slice(start, end - start)
     return out
+
+
+def _key_order(table: pa.Table, group: np.ndarray, key: list[str], pick: str | None) -> np.ndarray:
+    """Row positions by (group, key), stable; with `pick`, only each key's last (or first) row."""
+    by = pa.table([pa.array(group)] + [table.column(k) for k in key], names=["group"] + key)
+    order = np.asarray(sort_indices(by, [(c, "ascending") for c in by.column_names], "at_end")).view(np.int64)
+    if pick is None or len(order) < 2:
+        return order
+    same = np.ones(len(order) - 1, dtype=bool)
+    for col in by.columns:
+        ordered = col.take(pa.array(order))
+        same &= pc.equal(ordered.slice(1), ordered.slice(0, len(order) - 1)).to_numpy(zero_copy_only=False)
+        del ordered
+    keep = np.concatenate([~same, [True]]) if pick == "last" else np.concatenate([[True], ~same])
+    return order[keep]
 
 
 def flush_buckets(directory: TableDirectory, groups: dict[BucketKey, pa.Table], kind: RowKind,
                   next_seq: dict[BucketKey, int], fresh: int = 0) -> list[FileEntry]:
     """Write every (partition, bucket) group of a write buffer (from `split_by_bucket`) as
-    level-0 files, in parallel threads (folding and Parquet encoding run without the GIL).  Each group's rows take the
-    next sequence numbers of their bucket (`next_seq` is advanced; a bucket it lacks starts at
-    `fresh`).  On failure the files
-    already written are removed."""
+    level-0 files, in parallel threads (folding and Parquet encoding run without the GIL).
+    Each group's rows take the next sequence numbers of their bucket (`next_seq` is advanced;
+    a bucket it lacks starts at `fresh`).  On failure the files already written are removed."""
     jobs = []
     for key, rows in groups.items():
         first = next_seq.get(key, fresh)
@@ -247,7 +267,8 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
     sorted_by: tuple[str, ...] = ()
     if ts.has_primary_key:
         physical = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind)
-        rows = _fold(directory, physical)
+        # deduplicate and first-row kept one version per key already (`split_by_bucket`)
+        rows = physical if ts.merge_engine in _PICK else _fold(directory, physical)
     elif options.sort_within:  # an append table's in-file order (Top-N reads stop early)
         rows = rows.take(sort_indices(rows, [(c, "ascending") for c in options.sort_within], "at_start"))
         sorted_by = options.sort_within
@@ -308,11 +329,23 @@ def write_buffers(pieces: Iterable[pa.Table], buffer_bytes: int) -> Iterator[pa.
             held.append(part)
             size += part.num_rows * per_row
             if size >= buffer_bytes:
-                buffer = pa.concat_tables(held)
-                held, size = [], 0.0
-                yield buffer
+                size = 0.0
+                yield _contiguous(held)
     if held:
-        yield pa.concat_tables(held)
+        yield _contiguous(held)
+
+
+def _contiguous(held: list[pa.Table]) -> pa.Table:
+    """The held pieces as one table of single-chunk columns, the pieces let go: sorting a
+    contiguous buffer is faster, and a take across chunks would concatenate them anyway
+    (the buffer's memory then peaks at two copies, not three)."""
+    return pa.concat_tables(_drain(held)).combine_chunks()
+
+
+def _drain(items: list) -> list:
+    out = items[:]
+    items.clear()
+    return out
 
 
 def spill(directory: TableDirectory, pieces: Iterable[pa.Table], kind: RowKind,
@@ -321,10 +354,14 @@ def spill(directory: TableDirectory, pieces: Iterable[pa.Table], kind: RowKind,
     folded and written as level-0 files, whose entries are yielded (the caller owns them:
     it commits them or discards them).  Sequence numbers continue from `next_seq` (`fresh`
     for buckets it lacks)."""
-    for buffer in write_buffers(pieces, directory.options.write_buffer_size):
+    # a third of write-buffer-size holds input rows: making them contiguous, sorting them and
+    # their sorted copy take the rest (measured: `tests/test_streaming_write.py`)
+    for buffer in write_buffers(pieces, max(directory.options.write_buffer_size // 3, 1)):
         groups = split_by_bucket(directory, buffer)
         del buffer  # the sorted copy in `groups` is all a spill needs
-        yield flush_buckets(directory, groups, kind, next_seq, fresh)
+        files = flush_buckets(directory, groups, kind, next_seq, fresh)
+        del groups  # not held while the next buffer fills
+        yield files
 
 
 def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapshot | None) -> Snapshot:
