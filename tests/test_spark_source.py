@@ -353,3 +353,44 @@ def test_optimize_pending_lays_out_waiting_data_once(spark, tmp_path):
     assert marks == {"hilbert(a,b)"}
     assert {r.status for r in mergetree.spark.optimize_pending(spark, [t.path])} == {"nothing"}
     assert history(t.path).column("tier").to_pylist() == ["major"]
+
+
+def test_a_single_large_bucket_is_read_by_several_tasks(spark, tmp_path):
+    """A 1-bucket table of overlapping level-0 runs, read with a small splitSize: several
+    partitions (key ranges of the bucket), and exactly the Python read."""
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    path = str(tmp_path / "one")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
+    table = Table.create(path, schema, primary_key="id", options={"write-only": "true"})
+    rng = np.random.default_rng(11)
+    for c in range(4):
+        ids = rng.choice(100_000, 40_000, replace=False).astype(np.int64)
+        table.write(pa.table({"id": ids, "v": ids * c, "s": [f"c{c}-{i}" for i in ids]}, schema=schema))
+    table.delete(pa.table({"id": pa.array(range(0, 100_000, 97), pa.int64())}))
+    whole = spark.read.format("mergetree").load(path)
+    assert whole.rdd.getNumPartitions() == 1  # under the default splitSize
+    df = spark.read.format("mergetree").option("splitSize", "256kb").load(path)
+    assert df.rdd.getNumPartitions() > 1
+    got = sorted((r.asDict() for r in df.collect()), key=lambda r: r["id"])
+    assert got == table.read().sort_by("id").to_pylist()
+    # the partitions are key ranges: each holds a contiguous, disjoint slice of the keys
+    spans = df.rdd.mapPartitions(lambda rows: [[r.id for r in rows]]).collect()
+    spans = [(min(s), max(s)) for s in spans if s]
+    assert len(spans) > 1 and all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_write_tasks_stream_through_a_small_write_buffer(spark, tmp_path):
+    """Each task spills its rows a write buffer at a time: many level-0 files, one commit."""
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    path = str(tmp_path / "stream")
+    frame = spark.range(0, 60_000).selectExpr("id", "cast(id * 3 as bigint) as v").repartition(2)
+    frame.write.format("mergetree").mode("append").option("primaryKey", "id") \
+        .option("write-buffer-size", "256kb").option("write-only", "true").save(path)
+    table = Table.open(path)
+    assert [s.commit_kind for s in table.snapshots()] == ["APPEND"]
+    assert len(table.plan().files) > 4  # more than one spill per task
+    got = table.read().sort_by("id")
+    assert got.column("id").to_pylist() == list(range(60_000))
+    assert got.column("v").to_pylist() == [3 * i for i in range(60_000)]

@@ -1,6 +1,7 @@
-"""The `mergetree` Python data source: reads with one Spark partition per bucket (merged with the
-loser tree in the task), filter pushdown, time travel; writes through the table's own write
-path with one atomic snapshot per job."""
+"""The `mergetree` Python data source: reads with one Spark partition per bucket — or, for a
+bucket larger than `splitSize`, one per key range of it — merged with the loser tree in the
+task, filter pushdown, time travel; writes stream each task's rows through the table's own
+write buffer, with one atomic snapshot per job."""
 from __future__ import annotations
 
 import os
@@ -30,7 +31,8 @@ from ..merge import RowKind
 from ..table import Table, querylog
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences, renumbered
-from ..table.read import BucketPlan, file_filter, read_bucket
+from ..table.compaction.planner import parse_memory_size
+from ..table.read import BucketPlan, file_filter, read_bucket, split_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.write import conformed, spill
 from .types import spark_ddl, spark_schema, to_spark_batch
@@ -76,11 +78,11 @@ def to_mergetree_filter(f: Any, schema: pa.Schema) -> tuple | None:
 
 @dataclass(frozen=True)
 class BucketPartition(InputPartition):
-    """One bucket of one partition, with the files the driver planned for it: the unit of a
-    read task (so tasks never re-plan the table)."""
+    """One bucket of one partition (or one key range of a large bucket), with the files the
+    driver planned for it: the unit of a read task (so tasks never re-plan the table)."""
 
     def __init__(self, bucket_plan: BucketPlan) -> None:  # InputPartition is a frozen dataclass
-        object.__setattr__(self, "value", (bucket_plan.partition, bucket_plan.bucket))
+        object.__setattr__(self, "value", (bucket_plan.partition, bucket_plan.bucket, bucket_plan.key_range))
         object.__setattr__(self, "bucket_plan", bucket_plan)
 
 
@@ -99,12 +101,19 @@ class MergetreeDataSource(DataSource):
         return MergetreeWriter({k.lower(): v for k, v in self.options.items()}, schema, overwrite)
 
 
+DEFAULT_SPLIT_SIZE = "128 mb"
+MAX_SPLITS_PER_BUCKET = 256
+
+
 class MergetreeReader(DataSourceReader):
-    """Options: `snapshot` (time travel), `batchSize` (rows per Arrow batch handed to Spark)."""
+    """Options: `snapshot` (time travel), `batchSize` (rows per Arrow batch handed to Spark),
+    `splitSize` (a bucket whose files hold more than this, e.g. "64 mb", is read by several
+    tasks, one per key range; default 128 mb)."""
 
     def __init__(self, options: dict) -> None:
         self.path = options["path"]
         self.batch_size = int(options.get("batchsize", 65536))
+        self.split_size = parse_memory_size(options.get("splitsize", DEFAULT_SPLIT_SIZE), "splitSize")
         table = Table.open(self.path)
         snapshot = options.get("snapshot")
         latest = table.latest_snapshot()
@@ -137,7 +146,11 @@ class MergetreeReader(DataSourceReader):
             # Spark plans in a short-lived Python worker that may exit before a background
             # flush: write the record now (a failure is reported, never raised)
             querylog.flush(table.path)
-        return [BucketPartition(b) for b in plan.buckets]
+        return [BucketPartition(piece) for b in plan.buckets
+                for piece in split_bucket(table.directory, b, self._pieces(b))]
+
+    def _pieces(self, bucket: BucketPlan) -> int:
+        return min(max(-(-bucket.bytes // self.split_size), 1), MAX_SPLITS_PER_BUCKET)
 
     def read(self, partition: BucketPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, BucketPartition):

@@ -5,6 +5,7 @@ files in the order of their statistics and stop as soon as no unread file can ho
 row."""
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import threading
@@ -14,8 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..errors import InvalidArgumentError
 from ..merge import merge
@@ -31,7 +34,8 @@ from .skipping import STEPS, decide
 from .snapshots import Snapshot
 
 __all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "order_by_for",
-           "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table", "snapshot_for", "top_rows"]
+           "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table", "snapshot_for", "split_bucket",
+           "top_rows"]
 
 OrderBy = list[tuple[str, str]]  # [(column, "asc" | "desc")]
 
@@ -45,10 +49,17 @@ class BucketPlan:
     bucket: int
     sections: list[list[list[DataFileMeta]]]  # section -> sorted runs -> files in key order
     row_groups: dict[str, frozenset[int]] = field(default_factory=dict)  # file name -> row groups to read
+    # only keys whose first primary-key column is in [low, high) (None: unbounded): one of the
+    # pieces `split_bucket` cut a large bucket into
+    key_range: tuple[Any, Any] | None = None
 
     @property
     def files(self) -> list[DataFileMeta]:
         return [f for section in self.sections for run in section for f in run]
+
+    @property
+    def bytes(self) -> int:
+        return sum(m.file_size for m in self.files)
 
 
 @dataclass
@@ -359,6 +370,136 @@ def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | Non
     return flt.to_expression(flt.rename(key_filter, {k: KEY_PREFIX + k for k in ts.primary_key}), ts.file_schema)
 
 
+def split_bucket(directory: TableDirectory, bucket: BucketPlan, parts: int) -> list[BucketPlan]:
+    """A primary-key bucket cut into up to `parts` pieces by ranges of its first primary-key
+    column, of about equal rows.  The cuts come from the row groups' key statistics (Parquet
+    min/max, weighted by rows: spread evenly between min and max for numbers, half below a
+    cut that splits a group otherwise), so a bucket of overlapping level-0 runs splits as well
+    as a compacted one.  Every version of a key has the same first column, so each key is
+    merged whole in exactly one piece: any cuts give the right answer, good cuts balance the
+    pieces.  Each piece keeps only the files its range touches."""
+    ts = directory.schema
+    if parts <= 1 or not ts.has_primary_key or bucket.key_range is not None:
+        return [bucket]
+    groups = _row_group_ranges(directory, bucket.files)
+    dtype = ts.file_schema.field(ts.file_key[0]).type
+    numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype)
+    try:
+        cuts = _numeric_cuts(groups, parts, pa.types.is_integer(dtype)) if numeric else _ordered_cuts(groups, parts)
+        for value in cuts:
+            pa.scalar(value, dtype)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return [bucket]  # statistics Python cannot order or the key type cannot take back: read it whole
+    if not cuts:
+        return [bucket]
+    bounds = [None, *cuts, None]
+    return [piece for low, high in zip(bounds, bounds[1:])
+            if (piece := _restricted(bucket, low, high)).sections]
+
+
+def _row_group_ranges(directory: TableDirectory, files: list[DataFileMeta]) -> list[tuple[Any, Any, int]]:
+    """(min, max, rows) of the first key column in every row group of these files; a file
+    without usable statistics counts with its manifest's key range."""
+    column = directory.schema.file_key[0]
+    out: list[tuple[Any, Any, int]] = []
+    for meta in files:
+        try:
+            metadata = pq.ParquetFile(os.path.join(directory.path, meta.file_name)).metadata
+            index = metadata.schema.names.index(column)
+            groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
+            stats = [g.column(index).statistics for g in groups]
+            if all(st is not None and st.has_min_max for st in stats):
+                out += [(st.min, st.max, g.num_rows) for st, g in zip(stats, groups)]
+                continue
+        except (OSError, ValueError, pa.ArrowException):
+            pass  # the read itself reports a damaged file; cuts only need some values
+        if meta.min_key:
+            out.append((meta.min_key[0], meta.max_key[0], meta.row_count))
+    return out
+
+
+def _numeric_cuts(groups: list[tuple[Any, Any, int]], parts: int, integral: bool) -> list[Any]:
+    """Cuts for number keys: rows taken as spread evenly over each group's [min, max]; each
+    cut found by bisection on the estimated rows below it."""
+    if not groups:
+        return []
+    lo = np.array([g[0] for g in groups], dtype=np.float64)
+    hi = np.array([g[1] for g in groups], dtype=np.float64)
+    rows = np.array([g[2] for g in groups], dtype=np.float64)
+    width = np.where(hi > lo, hi - lo, 1.0)
+
+    def below(v: float) -> float:
+        fraction = np.where(hi > lo, np.clip((v - lo) / width, 0.0, 1.0), (v > lo).astype(np.float64))
+        return float((rows * fraction).sum())
+    total = rows.sum()
+    cuts: list[Any] = []
+    for j in range(1, parts):
+        a, b = float(lo.min()), float(hi.max())
+        for _ in range(64):
+            middle = (a + b) / 2
+            a, b = (middle, b) if below(middle) < total * j / parts else (a, middle)
+        value: Any = int(np.ceil(b)) if integral else b
+        if value > lo.min() and (not cuts or value > cuts[-1]):
+            cuts.append(value)
+    return cuts
+
+
+def _ordered_cuts(groups: list[tuple[Any, Any, int]], parts: int) -> list[Any]:
+    """Cuts for keys that only order (strings, dates, ...): candidates are the groups' bounds;
+    a group a cut falls inside counts half below it."""
+    if not groups:
+        return []
+    by_min = sorted(groups, key=lambda g: g[0])
+    by_max = sorted(groups, key=lambda g: g[1])
+    mins = [g[0] for g in by_min]
+    maxes = [g[1] for g in by_max]
+    min_rows = list(itertools.accumulate((g[2] for g in by_min), initial=0))
+    max_rows = list(itertools.accumulate((g[2] for g in by_max), initial=0))
+    total = min_rows[-1]
+    cuts: list[Any] = []
+    candidates = sorted(set(mins) | set(maxes))
+    j = 1
+    for v in candidates:
+        if j >= parts:
+            break
+        entirely = max_rows[bisect.bisect_left(maxes, v)]  # groups with max < v
+        started = min_rows[bisect.bisect_left(mins, v)]  # groups with min < v
+        if (entirely + started) / 2 >= total * j / parts and v > mins[0]:
+            cuts.append(v)
+            while j < parts and (entirely + started) / 2 >= total * j / parts:
+                j += 1
+    return cuts
+
+
+def _restricted(bucket: BucketPlan, low: Any, high: Any) -> BucketPlan:
+    """The bucket's plan for first-key values in [low, high): files that cannot hold one go."""
+    def touches(m: DataFileMeta) -> bool:
+        if not m.min_key:
+            return True
+        return (low is None or m.max_key[0] >= low) and (high is None or m.min_key[0] < high)
+    sections = [[kept for run in section if (kept := [m for m in run if touches(m)])] for section in bucket.sections]
+    return BucketPlan(bucket.partition, bucket.bucket, [s for s in sections if s], bucket.row_groups, (low, high))
+
+
+def _range_filter(directory: TableDirectory, bucket: BucketPlan, key_filter: pc.Expression | None
+                  ) -> pc.Expression | None:
+    """The key filter of a read of one piece of a split bucket (files' key column names)."""
+    if bucket.key_range is None:
+        return key_filter
+    low, high = bucket.key_range
+    column = pc.field(directory.schema.file_key[0])
+    dtype = directory.schema.file_schema.field(directory.schema.file_key[0]).type
+    parts = [key_filter] if key_filter is not None else []
+    if low is not None:
+        parts.append(column >= pa.scalar(low, dtype))
+    if high is not None:
+        parts.append(column < pa.scalar(high, dtype))
+    out = parts[0]
+    for part in parts[1:]:
+        out = out & part
+    return out
+
+
 def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str],
                 expression: pc.Expression | None, key_filter: pc.Expression | None,
                 stats: ReadStats | None = None,
@@ -370,6 +511,7 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
     # without a row filter only the asked columns are decoded (every engine folds each
     # column on its own); a filter may name any column, so then all are read
     needed = columns if expression is None else None
+    key_filter = _range_filter(directory, bucket, key_filter)
     for section in bucket.sections if sections is None else sections:
         if stats is not None:
             stats.count([m for run in section for m in run])
