@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from decimal import Decimal
 
 import numpy as np
@@ -377,7 +378,7 @@ def test_a_single_large_bucket_is_read_by_several_tasks(spark, tmp_path):
     # the partitions are key ranges: each holds a contiguous, disjoint slice of the keys
     spans = df.rdd.mapPartitions(lambda rows: [[r.id for r in rows]]).collect()
     spans = [(min(s), max(s)) for s in spans if s]
-    assert len(spans) > 1 and all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+    assert len(spans) > 1 and all(a[1] < b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_write_tasks_stream_through_a_small_write_buffer(spark, tmp_path):

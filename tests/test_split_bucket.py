@@ -3,6 +3,8 @@ read one after the other, give exactly the rows of the whole bucket, in the same
 any data — overlapping level-0 runs, compacted runs, string and composite keys, one key."""
 from __future__ import annotations
 
+import itertools
+
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -71,7 +73,7 @@ def test_a_large_bucket_of_overlapping_runs_splits_evenly(tmp_path):
     assert max(sizes) < 1.3 * min(sizes), sizes  # balanced by the row groups' statistics
     # the pieces' ranges are ascending and cover everything
     assert pieces[0].key_range[0] is None and pieces[-1].key_range[1] is None
-    assert all(a.key_range[1] == b.key_range[0] for a, b in zip(pieces, pieces[1:]))
+    assert all(a.key_range[1] == b.key_range[0] for a, b in itertools.pairwise(pieces))
 
 
 @pytest.mark.parametrize("kind", ["string", "composite", "one-key"])

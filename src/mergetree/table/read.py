@@ -393,7 +393,7 @@ def split_bucket(directory: TableDirectory, bucket: BucketPlan, parts: int) -> l
     if not cuts:
         return [bucket]
     bounds = [None, *cuts, None]
-    return [piece for low, high in zip(bounds, bounds[1:])
+    return [piece for low, high in itertools.pairwise(bounds)
             if (piece := _restricted(bucket, low, high)).sections]
 
 
