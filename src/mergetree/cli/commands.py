@@ -79,12 +79,13 @@ def info(args: argparse.Namespace) -> int:
                                                               for f in ts.schema]))
     snapshots = table.snapshots()
     out.print(f"\nsnapshots: {len(snapshots)}")
-    rows: list[list[str]] = [["id", "kind", "committed", "rows (physical)", "delta"]]
+    rows: list[list[str]] = [["id", "kind", "committed", "rows (physical)", "delta", "retries"]]
     for s in snapshots[-args.snapshots:] if args.snapshots else []:
         when = dt.datetime.fromtimestamp(s.time_millis / 1000).isoformat(sep=" ", timespec="seconds")
-        rows.append([str(s.id), s.commit_kind, when, f"{s.total_record_count:,}", f"{s.delta_record_count:+,}"])
+        rows.append([str(s.id), s.commit_kind, when, f"{s.total_record_count:,}", f"{s.delta_record_count:+,}",
+                     str(s.commit_retries)])
     if len(rows) > 1:
-        out.print(text_table(rows, right_aligned={0, 3, 4}))
+        out.print(text_table(rows, right_aligned={0, 3, 4, 5}))
     out.print("\nbuckets (sorted runs: each level-0 file, then each non-empty level):")
     num_levels = table.options.compaction.num_levels
     header = ["partition", "bucket", "runs"] + [f"L{i}" for i in range(num_levels)] + ["rows", "MiB"]
