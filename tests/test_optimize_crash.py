@@ -37,6 +37,7 @@ OPTIMIZER = textwrap.dedent("""
     import sys
     from mergetree import Table, CommitConflictError
     t = Table.open(sys.argv[1])
+    print("ready", flush=True)  # imports done: the parent's clock for the kill starts now
     strategies = ["hilbert", "zorder", "linear"]
     for i in range(int(sys.argv[2])):
         try:
@@ -70,8 +71,10 @@ def test_sigkill_mid_optimize_leaves_a_committed_state(tmp_path):
     rng = random.Random(5)
     kills = 0
     for _ in range(8):
-        child = subprocess.Popen([sys.executable, "-c", OPTIMIZER, path, "3"], stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.6, 1.6))
+        child = subprocess.Popen([sys.executable, "-c", OPTIMIZER, path, "3"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+        child.stdout.readline()  # a loaded machine may take seconds to import: kill mid-work, not mid-import
+        time.sleep(rng.uniform(0.1, 1.0))
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
             kills += 1

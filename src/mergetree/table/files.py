@@ -3,7 +3,7 @@ and the metadata a manifest records for each."""
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,8 +23,9 @@ from .preaggregates import write_preaggregate
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .values import decode_value, encode_value
 
-__all__ = ["READ_BATCH_ROWS", "ROW_GROUP_ROWS", "DataFileMeta", "build_file_indexes", "column_stats", "final_rows",
-           "read_data_file", "read_run", "remove_data_file", "write_data_file", "write_sorted_run"]
+__all__ = ["READ_BATCH_ROWS", "ROW_GROUP_ROWS", "DataFileMeta", "DataFileWriter", "build_file_indexes", "final_rows",
+           "read_data_file", "read_run", "remove_data_file", "write_data_file", "write_rolled",
+           "write_sorted_run"]
 
 ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
 READ_BATCH_ROWS = 65536
@@ -106,16 +107,102 @@ def _stat_worthy(dtype: pa.DataType) -> bool:
             or pa.types.is_boolean(dtype) or pa.types.is_binary(dtype))
 
 
-def column_stats(table: pa.Table, columns: list[str]) -> dict[str, tuple[Any, Any, int]]:
-    stats = {}
-    for name in columns:
-        col = table.column(name)
-        lo = hi = None
-        if _stat_worthy(col.type) and col.null_count < len(col):
-            bounds = pc.min_max(col)
-            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        stats[name] = (lo, hi, col.null_count)
-    return stats
+class DataFileWriter:
+    """One Parquet data file written batch by batch (rows sorted by key in a primary-key
+    table), its manifest metadata gathered on the way: memory is a row group, not the file —
+    unless bitmap indexes or pre-aggregates are asked for, which are built from the file's
+    rows at `close`.  `abort` removes what was written."""
+
+    def __init__(self, root: str, directory: str, schema: TableSchema, level: int,
+                 options: TableOptions | None = None, sorted_by: Sequence[str] = ()) -> None:
+        self.root, self.schema, self.level, self.options, self.sorted_by = root, schema, level, options, sorted_by
+        self.name = paths.data_file_name(directory)
+        self.path = os.path.join(root, self.name)
+        self.rows = 0
+        self.bytes = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._kept: list[pa.RecordBatch] | None = (
+            [] if options is not None and (options.bitmap_columns or options.aggregate_models) else None)
+        self._bounds: dict[str, tuple[list, list, int]] = {}
+        self._first_key: tuple = ()
+        self._last_key: tuple = ()
+        self._seq: tuple[list, list] = ([], [])
+        self._deletes = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if self._writer is None:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            options = self.options
+            bloom_columns = {c: self.schema.schema.field(c).type for c in (options.bloom_columns if options else ())}
+            self._writer = pq.ParquetWriter(
+                self.path, batch.schema,
+                bloom_filter_options=bloom.write_options(bloom_columns, ROW_GROUP_ROWS, options.bloom_fpp)
+                if bloom_columns and options else None)
+        self._writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+        self.rows += batch.num_rows
+        self.bytes += batch.nbytes
+        if self._kept is not None:
+            self._kept.append(batch)
+        for name in self.schema.schema.names:
+            col = batch.column(name)
+            lows, highs, nulls = self._bounds.get(name, ([], [], 0))
+            if _stat_worthy(col.type) and col.null_count < len(col):
+                bounds = pc.min_max(col)
+                lows.append(bounds["min"].as_py())
+                highs.append(bounds["max"].as_py())
+            self._bounds[name] = (lows, highs, nulls + col.null_count)
+        if self.schema.has_primary_key:
+            keys = batch.select(self.schema.file_key)
+            if not self._first_key:
+                self._first_key = tuple(keys.slice(0, 1).to_pylist()[0].values())
+            self._last_key = tuple(keys.slice(batch.num_rows - 1, 1).to_pylist()[0].values())
+            bounds = pc.min_max(batch.column(SEQUENCE_COLUMN))
+            self._seq[0].append(bounds["min"].as_py())
+            self._seq[1].append(bounds["max"].as_py())
+            self._deletes += pc.sum(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())).as_py() or 0
+
+    def close(self) -> DataFileMeta:
+        """Finish the file (and its sidecars); its manifest metadata."""
+        if self._writer is None:  # no rows: still a valid, empty file
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            empty = self.schema.file_schema if self.schema.has_primary_key else self.schema.schema
+            self._writer = pq.ParquetWriter(self.path, empty)
+        self._writer.close()
+        indexes: dict[str, Any] = {}
+        if self.options is not None:
+            rows = (pa.Table.from_batches(self._kept) if self._kept
+                    else (self.schema.file_schema if self.schema.has_primary_key
+                          else self.schema.schema).empty_table())
+            indexes = build_file_indexes(self.root, self.name, rows, self.schema, self.options, self.sorted_by)
+        stats = {}
+        for f in self.schema.schema:
+            lows, highs, nulls = self._bounds.get(f.name, ([], [], 0))
+            lo = hi = None
+            if lows:  # the min of the batches' minima is the file's minimum (Arrow's rules)
+                lo = pc.min_max(pa.array(lows, f.type))["min"].as_py()
+                hi = pc.min_max(pa.array(highs, f.type))["max"].as_py()
+            stats[f.name] = (lo, hi, nulls)
+        min_seq = min(self._seq[0], default=0)
+        max_seq = max(self._seq[1], default=0)
+        return DataFileMeta(self.name, self.level, self.rows, os.path.getsize(self.path), self._first_key,
+                            self._last_key, min_seq, max_seq, self._deletes, stats, indexes)
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except (OSError, pa.ArrowException):
+                pass
+        models = self.options.aggregate_models if self.options is not None else {}
+        sidecars = [paths.sidecar_name(self.name, "bitmap")] + [paths.sidecar_name(self.name, f"agg-{m}")
+                                                                 for m in models]
+        for relative in [self.name, *sidecars]:
+            try:
+                os.unlink(os.path.join(self.root, relative))
+            except FileNotFoundError:
+                pass
 
 
 def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSchema, level: int,
@@ -123,27 +210,37 @@ def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSch
     """Write one Parquet data file (already sorted by key for primary-key tables) with the
     indexes and pre-aggregates `options` ask for (its sidecars are written first; a crash
     leaves orphans that cleanup removes)."""
-    name = paths.data_file_name(directory)
-    path = os.path.join(root, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    bloom_columns = {c: schema.schema.field(c).type for c in (options.bloom_columns if options else ())}
-    pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS,
-                   bloom_filter_options=bloom.write_options(bloom_columns, ROW_GROUP_ROWS, options.bloom_fpp)
-                   if bloom_columns and options else None)
-    indexes = build_file_indexes(root, name, table, schema, options, sorted_by) if options else {}
-    min_key = max_key = ()
-    min_seq = max_seq = 0
-    deletes = 0
-    if schema.has_primary_key and table.num_rows:
-        keys = table.select(schema.file_key)
-        min_key = tuple(keys.slice(0, 1).to_pylist()[0].values())
-        max_key = tuple(keys.slice(table.num_rows - 1, 1).to_pylist()[0].values())
-        bounds = pc.min_max(table.column(SEQUENCE_COLUMN))
-        min_seq, max_seq = bounds["min"].as_py(), bounds["max"].as_py()
-        kinds = table.column(KIND_COLUMN)
-        deletes = pc.sum(pc.is_in(kinds, retraction_kinds())).as_py() or 0
-    return DataFileMeta(name, level, table.num_rows, os.path.getsize(path), min_key, max_key,
-                        min_seq, max_seq, deletes, column_stats(table, schema.schema.names), indexes)
+    writer = DataFileWriter(root, directory, schema, level, options, sorted_by)
+    try:
+        for batch in table.to_batches():
+            writer.write(batch)
+        return writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def write_rolled(root: str, directory: str, batches: Iterable[pa.RecordBatch], schema: TableSchema, level: int,
+                 options: TableOptions) -> Iterator[DataFileMeta]:
+    """Stream sorted batches into files rolled at about `options.target_file_size` bytes (in
+    memory): the memory is a batch and a row group, not a file.  A failure removes the file
+    being written; the caller owns the ones yielded."""
+    writer: DataFileWriter | None = None
+    try:
+        for batch in batches:
+            if writer is None:
+                writer = DataFileWriter(root, directory, schema, level, options)
+            writer.write(batch)
+            if writer.bytes >= options.target_file_size:
+                done, writer = writer, None
+                yield done.close()
+        if writer is not None:
+            done, writer = writer, None
+            yield done.close()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
 
 
 def final_rows(table: pa.Table, schema: TableSchema) -> pa.Table:

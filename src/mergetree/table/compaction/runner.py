@@ -14,7 +14,7 @@ from ...errors import CompactionConflictError
 from ...merge import merge
 from ..commit import Change, commit_with_rebase
 from ..directory import TableDirectory
-from ..files import DataFileMeta, read_run, write_data_file
+from ..files import DataFileMeta, read_run, write_rolled
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import FileEntry, Snapshot
 from .planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite, write_stall
@@ -152,36 +152,33 @@ def commit_compaction(directory: TableDirectory, base_id: int, adds: list[FileEn
 
 def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: list[list[DataFileMeta]], level: int,
              drop_delete: bool, advance: Callable[[int], None] | None) -> list[FileEntry]:
-    """Merge sorted runs into new files at `level`, rolled at about target-file-size."""
+    """Merge sorted runs into new files at `level`, streamed batch by batch into files rolled
+    at about target-file-size: memory is a batch per run plus a row group, however large the
+    bucket (bitmap indexes and pre-aggregates, when asked for, also hold one output file)."""
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket)
     reader = merge([read_run(directory.path, run) for run in runs], ts.file_key, sequence=SEQUENCE_COLUMN,
                    kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=directory.options.aggregations or None,
                    keep_deletes=not drop_delete)
-    out = []
-    for chunk in _rolled(reader, directory.options.target_file_size, advance):
-        chunk = ts.restore_key_columns(chunk)
-        out.append(FileEntry(partition, bucket, write_data_file(directory.path, relative, chunk, ts, level,
-                                                                directory.options)))
+    out: list[FileEntry] = []
+    try:
+        for meta in write_rolled(directory.path, relative, _restored(reader, ts, advance), ts, level,
+                                 directory.options):
+            out.append(FileEntry(partition, bucket, meta))
+    except BaseException:
+        directory.discard(out)
+        raise
     return out
 
 
-def _rolled(reader, target: int, advance: Callable[[int], None] | None) -> Iterator[pa.Table]:
-    """Group a stream of batches into tables of about `target` bytes in memory."""
-    pending: list[pa.RecordBatch] = []
-    size = 0
+def _restored(reader, ts, advance: Callable[[int], None] | None) -> Iterator[pa.RecordBatch]:
+    """The merged batches in the data-file layout, reporting input rows as they are merged."""
     seen = 0
     for batch in reader:
-        pending.append(batch)
-        size += batch.nbytes
         rows_in = reader.stats.rows_in
         if advance is not None:
             advance(rows_in - seen)
         seen = rows_in
-        if size >= target:
-            yield pa.Table.from_batches(pending)
-            pending, size = [], 0
-    if pending:
-        yield pa.Table.from_batches(pending)
+        yield ts.restore_key_columns(batch)
     if advance is not None:
         advance(reader.stats.rows_in - seen)
