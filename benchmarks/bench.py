@@ -24,7 +24,11 @@ against pypaimon and pypaimon-rust when they are installed; ``--spark`` (``--spa
 the Spark workload of ``benchmarks/bench_spark.py``; ``--layout`` (``--layout-only``) the data
 layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
 and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
-``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py``.
+``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py``;
+``--scale`` (``--scale-only``) the cost curves of ``benchmarks/bench_scale.py``: write, merge-on-read,
+full compaction, compacted read and point lookups at 1M, 10M and 100M rows, each operation in a
+child process of its own so its peak memory is its own, and (``--scale-spark``) a Spark read of one
+large bucket in ``local[1]`` against ``local[2]``.
 """
 from __future__ import annotations
 
@@ -689,7 +693,7 @@ def _matplotlib_missing() -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import bench_table
+    from . import bench_scale, bench_table
 
     parser = argparse.ArgumentParser(
         prog="mergetree bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -700,7 +704,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="input rows of the 128-character string key workload")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="number of sorted runs (K)")
     parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="timed runs per contender; best kept")
-    parser.add_argument("--quick", action="store_true", help="divide every size by 8 (the table workload's by 10)")
+    parser.add_argument("--quick", action="store_true",
+                        help="divide every size by 8 (the table workload's by 10; the scale workload runs 100k,1M,10M)")
     parser.add_argument("--threads", action="store_true",
                         help="also time two merges at once in two threads against one")
     parser.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
@@ -740,6 +745,25 @@ def _parser() -> argparse.ArgumentParser:
         "bound (see benchmarks/bench_advisor.py; --quick divides rows and queries by 10)")
     advisor.add_argument("--advisor", action="store_true", help="also run the advisor workload")
     advisor.add_argument("--advisor-only", action="store_true", help="run only the advisor workload")
+    scale = parser.add_argument_group(
+        "scale workload", "cost curves to 100M rows: for each size a 2-bucket table (every key written twice, "
+        "write-only, 64 mb write buffer) is written in one streaming write, read merge-on-read, fully compacted, "
+        "read again and looked up 200 times, each operation in a fresh child process that reports its time and "
+        "peak RSS; targets: the write's peak memory under the buffer + 256 MB, rows/s at the largest size within "
+        "20% of rows/s at 10M; the Spark part reads a 1-bucket table in local[1] and local[2] "
+        "(see benchmarks/bench_scale.py)")
+    scale.add_argument("--scale", action="store_true",
+                       help="also run the scale workload (with its Spark part when pyspark is importable)")
+    scale.add_argument("--scale-only", action="store_true",
+                       help="run only the scale workload (its Spark part only with --scale-spark)")
+    scale.add_argument("--scale-sizes", type=bench_scale.sizes_argument, metavar="SIZES", default=argparse.SUPPRESS,
+                       help="rows of each table, comma-separated, k/M suffixes allowed "
+                            "(default: 1M,10M,100M; with --quick 100k,1M,10M)")
+    scale.add_argument("--scale-spark", action="store_true",
+                       help="run the Spark part of the scale workload (implies the scale workload)")
+    scale.add_argument("--scale-spark-rows", type=bench_scale.row_count_argument, metavar="ROWS",
+                       default=argparse.SUPPRESS,
+                       help="rows of the Spark part's 1-bucket table (default: 10M; with --quick 1M)")
     return parser
 
 
@@ -768,7 +792,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     environment = _environment()
     results, scaling = [], None
-    merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only)
+    merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only or args.scale_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
@@ -780,6 +804,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = _spark_bench(args) if args.spark or args.spark_only else None
     layout = _layout_bench(args, merge_bench or table is not None or spark is not None) \
         if args.layout or args.layout_only else None
+    scale = _scale_bench(args, merge_bench or table is not None or spark is not None or layout is not None) \
+        if args.scale or args.scale_only or args.scale_spark else None
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
         if merge_bench:
@@ -796,12 +822,19 @@ def main(argv: list[str] | None = None) -> int:
             layout_chart = args.plot if args.layout_only else _beside(args.plot, "-layout")
             plot_layout_results(layout, layout_chart, title=_layout_title(layout))
             print(f"layout chart written to {layout_chart}")
+        if scale is not None and scale.results:
+            from .bench_scale import plot_scale_results
+
+            scale_chart = args.plot if args.scale_only else _beside(args.plot, "-scale")
+            plot_scale_results(scale.results, scale_chart, title=_scale_title(scale))
+            print(f"scale chart written to {scale_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling, table, spark, layout)
+        _write_json(args, environment, results, scaling, table, spark, layout, scale)
         print(f"numbers written to {args.json}")
     table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
     spark_ok = spark is None or all(r.check == "ok" for r in spark)
     layout_ok = layout is None or layout.ok
+    scale_ok = scale is None or scale.ok
     advisor_ok = True
     if args.advisor or args.advisor_only:
         from . import bench_advisor
@@ -811,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
         print(bench_advisor.format_advisor_results(report))
         print(f"advisor workload took {report.seconds:.0f}s")
         advisor_ok = all(ok for _, ok in report.targets())
-    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok else 1
+    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok else 1
 
 
 def _layout_title(layout) -> str:
@@ -835,6 +868,45 @@ def _layout_bench(args, after_another: bool):
     report = bl.run_layout_bench(quick=args.quick, progress=False if args.no_progress else None)
     show(bl.format_layout_results(report))
     print(f"layout workload took {report.seconds:.0f}s")
+    return report
+
+
+def _scale_sizes(args) -> tuple[list[int], int | None, str | None]:
+    """The scale workload's sizes, the Spark part's rows (None: not run) and why it is not run."""
+    from . import bench_scale as bsc
+
+    sizes = getattr(args, "scale_sizes", None) or list(bsc.QUICK_SIZES if args.quick else bsc.DEFAULT_SIZES)
+    spark_rows = getattr(args, "scale_spark_rows", None) or (bsc.QUICK_SPARK_ROWS if args.quick
+                                                              else bsc.DEFAULT_SPARK_ROWS)
+    wanted = args.scale_spark or (args.scale and not args.scale_only)
+    if not wanted:
+        return sizes, None, "not run (add --scale-spark)"
+    missing = bsc.spark_missing()
+    return (sizes, None, missing) if missing else (sizes, spark_rows, None)
+
+
+def _scale_title(scale) -> str:
+    from . import bench_scale as bsc
+
+    return (f"{', '.join(bsc.short_count(rows) for rows in scale.sizes)} rows, {bsc.BUCKETS} buckets, every key twice, "
+            f"write-only, {bsc.WRITE_BUFFER_MB} mb write buffer: cost against table size")
+
+
+def _scale_bench(args, after_another: bool):
+    """Run the scale workload (benchmarks/bench_scale.py), print its table and targets; returns its report."""
+    from . import bench_scale as bsc
+
+    sizes, spark_rows, skipped = _scale_sizes(args)
+    if after_another:
+        print()
+    spark = f"; Spark part: {spark_rows:,} rows in 1 bucket, local[1] and local[2]" if spark_rows else ""
+    print(f"mergetree bench --scale: {', '.join(f'{rows:,}' for rows in sizes)} rows, {bsc.BUCKETS} buckets, "
+          f"every key written twice, write-only, {bsc.WRITE_BUFFER_MB} mb write buffer, {bsc.LOOKUPS} lookups, "
+          f"one child process per operation{spark}; {os.cpu_count()} CPUs, pyarrow {pa.__version__}", flush=True)
+    report = bsc.run_scale_bench(sizes, lookups=bsc.LOOKUPS, spark_rows=spark_rows, spark_skipped=skipped,
+                                 progress=False if args.no_progress else None)
+    show(bsc.format_scale_results(report))
+    print(f"scale workload took {report.seconds:.0f}s")
     return report
 
 
@@ -898,7 +970,7 @@ def _thread_check(args) -> dict:
 
 
 def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
-                spark: list | None = None, layout=None) -> None:
+                spark: list | None = None, layout=None, scale=None) -> None:
     workloads = dict.fromkeys(r.workload for r in results)
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
@@ -923,6 +995,10 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
         from .bench_layout import layout_json
 
         document["layout"] = layout_json(layout)
+    if scale is not None:
+        from .bench_scale import scale_json
+
+        document["scale"] = scale_json(scale)
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=str)
         handle.write("\n")
