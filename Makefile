@@ -32,9 +32,11 @@ demo: build
 demo-spark: build
 	$(PY) -m mergetree demo-spark
 
+# two workers (pytest-xdist): CI and most laptops have two cores or more, and each worker starts
+# its own local Spark, so more workers would cost memory rather than time
 test: build
 	bash scripts/ensure_chromium.sh
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 tests
 
 # ruff (lint + import order) and mypy on the Python layer, cython-lint on the core
 lint: $(STAMP)
