@@ -23,12 +23,35 @@ from .preaggregates import write_preaggregate
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .values import decode_value, encode_value
 
-__all__ = ["READ_BATCH_ROWS", "ROW_GROUP_ROWS", "DataFileMeta", "DataFileWriter", "build_file_indexes", "final_rows",
-           "read_data_file", "read_run", "remove_data_file", "write_data_file", "write_rolled",
-           "write_sorted_run"]
+__all__ = [
+    "MERGE_READ_ROWS",
+    "READ_BATCH_ROWS",
+    "ROW_GROUP_ROWS",
+    "DataFileMeta",
+    "DataFileWriter",
+    "batch_rows_for",
+    "build_file_indexes",
+    "final_rows",
+    "read_data_file",
+    "read_run",
+    "remove_data_file",
+    "write_data_file",
+    "write_rolled",
+    "write_sorted_run",
+]
 
 ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
 READ_BATCH_ROWS = 65536
+# a merge holds a batch of every run at once: many runs read smaller batches, so a merge of
+# any fan-in holds about this many rows (and its batches stay in cache)
+MERGE_READ_ROWS = 16 * READ_BATCH_ROWS
+
+
+def batch_rows_for(runs: int) -> int:
+    """Rows per batch when reading one of `runs` runs merged together: whole row groups (a
+    batch that ends inside a row group keeps the rest of it decoded beside the batch)."""
+    groups = max(MERGE_READ_ROWS // max(runs, 1) // ROW_GROUP_ROWS, 1)
+    return min(groups * ROW_GROUP_ROWS, READ_BATCH_ROWS)
 
 
 @dataclass(frozen=True)
@@ -307,7 +330,8 @@ def remove_data_file(root: str, meta: DataFileMeta) -> None:
 
 def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = None,
                    row_filter: pc.Expression | None = None,
-                   row_groups: Collection[int] | None = None) -> Iterator[pa.RecordBatch]:
+                   row_groups: Collection[int] | None = None,
+                   batch_rows: int = READ_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """Stream a data file a row group at a time; `row_filter` keeps only matching rows and
     skips row groups whose statistics rule them out, `row_groups` (an index's verdict) reads
     only those (order is kept).  A missing, truncated or unreadable file raises
@@ -319,16 +343,17 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
             reader = pq.ParquetFile(path, pre_buffer=False)
             if groups is not None:
                 groups = [g for g in groups if g < reader.num_row_groups]
-            batches = reader.iter_batches(batch_size=READ_BATCH_ROWS, columns=columns, row_groups=groups)
+            batches = reader.iter_batches(batch_size=batch_rows, columns=columns, row_groups=groups,
+                                          use_threads=False)
         else:
             dataset = ds.dataset(path, format="parquet")
             if groups is not None:
                 fragment = next(iter(dataset.get_fragments()))
                 source = fragment.subset(row_group_ids=groups)
                 scanner = ds.Scanner.from_fragment(source, schema=dataset.schema, columns=columns, filter=row_filter,
-                                                   batch_size=READ_BATCH_ROWS, use_threads=False)
+                                                   batch_size=batch_rows, use_threads=False)
             else:
-                scanner = dataset.scanner(columns=columns, filter=row_filter, batch_size=READ_BATCH_ROWS,
+                scanner = dataset.scanner(columns=columns, filter=row_filter, batch_size=batch_rows,
                                           use_threads=False)
             batches = scanner.to_batches()
         rows = 0
@@ -356,9 +381,10 @@ def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
 
 def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None,
              row_filter: pc.Expression | None = None,
-             row_groups: Mapping[str, Collection[int]] | None = None) -> Iterator[pa.RecordBatch]:
+             row_groups: Mapping[str, Collection[int]] | None = None,
+             batch_rows: int = READ_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """A sorted run spread over several non-overlapping files, in key order; `row_groups`
     restricts some files (by name) to some of their row groups."""
     for meta in files:
         yield from read_data_file(root, meta, columns, row_filter,
-                                  None if row_groups is None else row_groups.get(meta.file_name))
+                                  None if row_groups is None else row_groups.get(meta.file_name), batch_rows)

@@ -28,7 +28,7 @@ from . import filters as flt
 from .buckets import bucket_ids
 from .compaction.planner import interval_partition
 from .directory import TableDirectory
-from .files import DataFileMeta, read_run
+from .files import DataFileMeta, batch_rows_for, read_run
 from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN
 from .skipping import STEPS, decide
 from .snapshots import Snapshot
@@ -546,8 +546,9 @@ def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], 
             keep = pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds()))
             yield batch.filter(keep).select(names)
         return
-    runs = [read_run(directory.path, run, columns=file_columns, row_filter=key_filter, row_groups=row_groups)
-            for run in section]
+    batch_rows = batch_rows_for(len(section))
+    runs = [read_run(directory.path, run, columns=file_columns, row_filter=key_filter, row_groups=row_groups,
+                     batch_rows=batch_rows) for run in section]
     aggregations = {c: f for c, f in (directory.options.aggregations or {}).items() if c in names}
     reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                    aggregations=aggregations or None, threads=merge_threads)

@@ -14,7 +14,7 @@ from ...errors import CompactionConflictError
 from ...merge import merge
 from ..commit import Change, commit_with_rebase
 from ..directory import TableDirectory
-from ..files import DataFileMeta, read_run, write_rolled
+from ..files import DataFileMeta, batch_rows_for, read_run, write_rolled
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import FileEntry, Snapshot
 from .planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite, write_stall
@@ -157,7 +157,9 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
     bucket (bitmap indexes and pre-aggregates, when asked for, also hold one output file)."""
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket)
-    reader = merge([read_run(directory.path, run) for run in runs], ts.file_key, sequence=SEQUENCE_COLUMN,
+    batch_rows = batch_rows_for(len(runs))
+    reader = merge([read_run(directory.path, run, batch_rows=batch_rows) for run in runs], ts.file_key,
+                   sequence=SEQUENCE_COLUMN,
                    kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=directory.options.aggregations or None,
                    keep_deletes=not drop_delete)
     out: list[FileEntry] = []
