@@ -101,14 +101,14 @@ class MergetreeDataSource(DataSource):
         return MergetreeWriter({k.lower(): v for k, v in self.options.items()}, schema, overwrite)
 
 
-DEFAULT_SPLIT_SIZE = "128 mb"
+DEFAULT_SPLIT_SIZE = "32 mb"
 MAX_SPLITS_PER_BUCKET = 256
 
 
 class MergetreeReader(DataSourceReader):
     """Options: `snapshot` (time travel), `batchSize` (rows per Arrow batch handed to Spark),
     `splitSize` (a bucket whose files hold more than this, e.g. "64 mb", is read by several
-    tasks, one per key range; default 128 mb)."""
+    tasks, one per key range; default 32 mb)."""
 
     def __init__(self, options: dict) -> None:
         self.path = options["path"]

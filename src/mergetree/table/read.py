@@ -377,11 +377,13 @@ def split_bucket(directory: TableDirectory, bucket: BucketPlan, parts: int) -> l
     cut that splits a group otherwise), so a bucket of overlapping level-0 runs splits as well
     as a compacted one.  Every version of a key has the same first column, so each key is
     merged whole in exactly one piece: any cuts give the right answer, good cuts balance the
-    pieces.  Each piece keeps only the files its range touches."""
+    pieces.  Each piece reads only the files and row groups its range touches, and drops the
+    rows of boundary row groups outside it after the merge."""
     ts = directory.schema
     if parts <= 1 or not ts.has_primary_key or bucket.key_range is not None:
         return [bucket]
-    groups = _row_group_ranges(directory, bucket.files)
+    stats = _row_group_ranges(directory, bucket.files)
+    groups = [g for ranges in stats.values() for g in ranges]
     dtype = ts.file_schema.field(ts.file_key[0]).type
     numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype)
     try:
@@ -394,14 +396,14 @@ def split_bucket(directory: TableDirectory, bucket: BucketPlan, parts: int) -> l
         return [bucket]
     bounds = [None, *cuts, None]
     return [piece for low, high in itertools.pairwise(bounds)
-            if (piece := _restricted(bucket, low, high)).sections]
+            if (piece := _restricted(bucket, stats, low, high)).sections]
 
 
-def _row_group_ranges(directory: TableDirectory, files: list[DataFileMeta]) -> list[tuple[Any, Any, int]]:
-    """(min, max, rows) of the first key column in every row group of these files; a file
-    without usable statistics counts with its manifest's key range."""
+def _row_group_ranges(directory: TableDirectory, files: list[DataFileMeta]) -> dict[str, list[tuple[Any, Any, int]]]:
+    """File name -> (min, max, rows) of the first key column in each of its row groups (one
+    entry for the whole file, from its manifest, when the statistics are not usable)."""
     column = directory.schema.file_key[0]
-    out: list[tuple[Any, Any, int]] = []
+    out: dict[str, list[tuple[Any, Any, int]]] = {}
     for meta in files:
         try:
             metadata = pq.ParquetFile(os.path.join(directory.path, meta.file_name)).metadata
@@ -409,12 +411,13 @@ def _row_group_ranges(directory: TableDirectory, files: list[DataFileMeta]) -> l
             groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
             stats = [g.column(index).statistics for g in groups]
             if all(st is not None and st.has_min_max for st in stats):
-                out += [(st.min, st.max, g.num_rows) for st, g in zip(stats, groups)]
+                out[meta.file_name] = [(st.min, st.max, g.num_rows) for st, g in zip(stats, groups)]
                 continue
         except (OSError, ValueError, pa.ArrowException):
             pass  # the read itself reports a damaged file; cuts only need some values
+        out[meta.file_name] = []
         if meta.min_key:
-            out.append((meta.min_key[0], meta.max_key[0], meta.row_count))
+            out[meta.file_name].append((meta.min_key[0], meta.max_key[0], meta.row_count))
     return out
 
 
@@ -471,33 +474,54 @@ def _ordered_cuts(groups: list[tuple[Any, Any, int]], parts: int) -> list[Any]:
     return cuts
 
 
-def _restricted(bucket: BucketPlan, low: Any, high: Any) -> BucketPlan:
-    """The bucket's plan for first-key values in [low, high): files that cannot hold one go."""
-    def touches(m: DataFileMeta) -> bool:
-        if not m.min_key:
-            return True
-        return (low is None or m.max_key[0] >= low) and (high is None or m.min_key[0] < high)
-    sections = [[kept for run in section if (kept := [m for m in run if touches(m)])] for section in bucket.sections]
-    return BucketPlan(bucket.partition, bucket.bucket, [s for s in sections if s], bucket.row_groups, (low, high))
+def _restricted(bucket: BucketPlan, stats: dict[str, list[tuple[Any, Any, int]]], low: Any,
+                high: Any) -> BucketPlan:
+    """The bucket's plan for first-key values in [low, high): files and row groups that cannot
+    hold one go.  Row groups are only narrowed for files whose statistics are per row group;
+    a file known only by its manifest is read whole (the merge output is trimmed anyway)."""
+    def inside(lo: Any, hi: Any) -> bool:
+        return (low is None or hi >= low) and (high is None or lo < high)
+    row_groups = dict(bucket.row_groups)
+    sections = []
+    for section in bucket.sections:
+        runs = []
+        for run in section:
+            kept = []
+            for m in run:
+                if m.min_key and not inside(m.min_key[0], m.max_key[0]):
+                    continue
+                ranges = stats.get(m.file_name, [])
+                if sum(rows for _, _, rows in ranges) == m.row_count and len(ranges) > 1:
+                    wanted = frozenset(i for i, (lo, hi, _) in enumerate(ranges) if inside(lo, hi))
+                    if not wanted:
+                        continue
+                    previous = row_groups.get(m.file_name)
+                    row_groups[m.file_name] = wanted if previous is None else previous & wanted
+                kept.append(m)
+            if kept:
+                runs.append(kept)
+        if runs:
+            sections.append(runs)
+    return BucketPlan(bucket.partition, bucket.bucket, sections, row_groups, (low, high))
 
 
-def _range_filter(directory: TableDirectory, bucket: BucketPlan, key_filter: pc.Expression | None
-                  ) -> pc.Expression | None:
-    """The key filter of a read of one piece of a split bucket (files' key column names)."""
-    if bucket.key_range is None:
-        return key_filter
-    low, high = bucket.key_range
-    column = pc.field(directory.schema.file_key[0])
-    dtype = directory.schema.file_schema.field(directory.schema.file_key[0]).type
-    parts = [key_filter] if key_filter is not None else []
+def _in_range(directory: TableDirectory, batch: pa.RecordBatch, key_range: tuple[Any, Any] | None
+              ) -> pa.RecordBatch:
+    """The rows of a merged batch (in key order) whose first key column is in the range."""
+    if key_range is None or batch.num_rows == 0:
+        return batch
+    low, high = key_range
+    column = batch.column(directory.schema.primary_key[0])
+    first, last = column[0].as_py(), column[batch.num_rows - 1].as_py()
+    if (low is None or first >= low) and (high is None or last < high):
+        return batch  # the common case: the whole batch is inside
+    keep = None
     if low is not None:
-        parts.append(column >= pa.scalar(low, dtype))
+        keep = pc.greater_equal(column, pa.scalar(low, column.type))
     if high is not None:
-        parts.append(column < pa.scalar(high, dtype))
-    out = parts[0]
-    for part in parts[1:]:
-        out = out & part
-    return out
+        below = pc.less(column, pa.scalar(high, column.type))
+        keep = below if keep is None else pc.and_(keep, below)
+    return batch.filter(keep)
 
 
 def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str],
@@ -511,11 +535,14 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
     # without a row filter only the asked columns are decoded (every engine folds each
     # column on its own); a filter may name any column, so then all are read
     needed = columns if expression is None else None
-    key_filter = _range_filter(directory, bucket, key_filter)
+    if bucket.key_range is not None and needed is not None:
+        # the range is cut on the first key column: it must come out of the merge
+        needed = list(dict.fromkeys([*needed, directory.schema.primary_key[0]]))
     for section in bucket.sections if sections is None else sections:
         if stats is not None:
             stats.count([m for run in section for m in run])
-        for batch in _read_section(directory, section, key_filter, bucket.row_groups, needed, merge_threads):
+        for merged in _read_section(directory, section, key_filter, bucket.row_groups, needed, merge_threads):
+            batch = _in_range(directory, merged, bucket.key_range)
             if expression is None:
                 out = batch.select(columns)
                 if out.num_rows:
