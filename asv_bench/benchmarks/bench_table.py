@@ -115,3 +115,34 @@ class TableCompact(_TableDirectory):
 
     def time_compact_full(self):
         self.table.compact(full=True)
+
+
+def stream_batches(rows, batch_rows=16_384, seed=5):
+    """A generated stream of upserts (the input is never whole in memory)."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, rows, batch_rows):
+        ids = rng.integers(0, rows, size=min(batch_rows, rows - start), dtype=np.int64)
+        yield pa.record_batch([pa.array(ids), pa.array(ids * 3), pa.array(rng.random(len(ids))),
+                               pc.binary_join_element_wise("s-", pc.cast(pa.array(ids), pa.string()), "")],
+                              schema=SCHEMA)
+
+
+class StreamingWrite(_TableDirectory):
+    """One streamed write of 1,000,000 rows (about 35 MB as Arrow) through an 8 MB write
+    buffer: time, and peak memory, which should stay about the buffer above the baseline."""
+
+    number = 1
+    repeat = 3
+    timeout = 300
+    ROWS = 1_000_000
+
+    def setup(self):
+        self.path = self._fresh()
+        self.table = Table.create(self.path, SCHEMA, primary_key=["id"], buckets=2,
+                                  options={"write-only": "true", "write-buffer-size": "8 mb"})
+
+    def time_stream_write(self):
+        self.table.write(stream_batches(self.ROWS))
+
+    def peakmem_stream_write(self):
+        self.table.write(stream_batches(self.ROWS))
