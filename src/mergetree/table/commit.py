@@ -73,7 +73,10 @@ def next_sequences(entries: Iterable[FileEntry]) -> dict[tuple, int]:
 
 def renumbered(directory: TableDirectory, adds: list[FileEntry], latest: Snapshot | None) -> list[FileEntry]:
     """A write's new files with their sequence numbers moved, bucket by bucket, just past the
-    newest sequence number `latest` holds there (unchanged when they already are)."""
+    newest sequence number `latest` holds there (unchanged when they already are).  An append
+    table's rows have no versions to order: its files are never renumbered."""
+    if not directory.schema.has_primary_key:
+        return adds
     taken = next_sequences(directory.live_files(latest).values())
     lowest: dict[tuple, int] = {}
     for e in adds:

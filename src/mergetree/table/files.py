@@ -151,6 +151,8 @@ class DataFileWriter:
         self._last_key: tuple = ()
         self._seq: tuple[list, list] = ([], [])
         self._deletes = 0
+        self._pending: list[pa.RecordBatch] = []  # rows not yet in a whole row group
+        self._pending_rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -163,7 +165,10 @@ class DataFileWriter:
                 self.path, batch.schema,
                 bloom_filter_options=bloom.write_options(bloom_columns, ROW_GROUP_ROWS, options.bloom_fpp)
                 if bloom_columns and options else None)
-        self._writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+        self._pending.append(batch)
+        self._pending_rows += batch.num_rows
+        if self._pending_rows >= ROW_GROUP_ROWS:
+            self._write_row_groups(final=False)
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
         if self._kept is not None:
@@ -186,8 +191,22 @@ class DataFileWriter:
             self._seq[1].append(bounds["max"].as_py())
             self._deletes += pc.sum(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())).as_py() or 0
 
+    def _write_row_groups(self, final: bool) -> None:
+        """Write the pending rows as row groups of exactly ROW_GROUP_ROWS rows (the last one of
+        the file may be shorter): the bitmap index and row-group skipping count rows so."""
+        assert self._writer is not None
+        pending = pa.Table.from_batches(self._pending)
+        whole = pending.num_rows if final else pending.num_rows - pending.num_rows % ROW_GROUP_ROWS
+        if whole:
+            self._writer.write_table(pending.slice(0, whole), row_group_size=ROW_GROUP_ROWS)
+        rest = pending.slice(whole)
+        self._pending = rest.to_batches() if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+
     def close(self) -> DataFileMeta:
         """Finish the file (and its sidecars); its manifest metadata."""
+        if self._pending_rows:
+            self._write_row_groups(final=True)
         if self._writer is None:  # no rows: still a valid, empty file
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             empty = self.schema.file_schema if self.schema.has_primary_key else self.schema.schema
@@ -255,13 +274,15 @@ def write_rolled(root: str, directory: str, batches: Iterable[pa.RecordBatch], s
                 writer = DataFileWriter(root, directory, schema, level, options)
             writer.write(batch)
             if writer.bytes >= options.target_file_size:
-                done, writer = writer, None
-                yield done.close()
+                meta = writer.close()
+                writer = None
+                yield meta
         if writer is not None:
-            done, writer = writer, None
-            yield done.close()
+            meta = writer.close()
+            writer = None
+            yield meta
     except BaseException:
-        if writer is not None:
+        if writer is not None:  # also a file whose close failed
             writer.abort()
         raise
 

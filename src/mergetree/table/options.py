@@ -147,8 +147,9 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
     OptionSpec("write-buffer-size", "256 mb", _parse_size,
                "rows are buffered up to about this much Arrow memory, then sorted, folded and spilled as level-0 "
                "files; a write's memory is about this plus one input batch, whatever the input's length"),
-    OptionSpec(KEY_COMMIT_EVERY, "0", _int_parser(0),
-               "0: a write commits once, at its end (all or nothing); N: a long write commits after every N "
+    # no stored default: tables that never set it stay readable by mergetree versions before it
+    OptionSpec(KEY_COMMIT_EVERY, None, _int_parser(0),
+               "unset or 0: a write commits once, at its end (all or nothing); N: a long write commits after every N "
                "spilled write buffers (each commit atomic), so its rows become visible piece by piece"),
     OptionSpec(KEY_TARGET_FILE_SIZE, "128 mb", _parse_size,
                "data files are rolled at about this size (in memory)"),
@@ -413,7 +414,7 @@ class TableOptions:
                    merged.get(KEY_BLOOM_COLUMNS, ()), merged[KEY_BLOOM_FPP], merged.get(KEY_BITMAP_COLUMNS, ()),
                    merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models,
                    merged[KEY_QUERY_LOG], merged[KEY_MAJOR_THRESHOLD], merged[KEY_MINOR_MIN_FILES],
-                   merged[KEY_COMMIT_EVERY])
+                   merged.get(KEY_COMMIT_EVERY, 0))
 
 
 PK_CLUSTERING_MESSAGE = (

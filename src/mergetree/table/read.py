@@ -382,12 +382,15 @@ def split_bucket(directory: TableDirectory, bucket: BucketPlan, parts: int) -> l
     ts = directory.schema
     if parts <= 1 or not ts.has_primary_key or bucket.key_range is not None:
         return [bucket]
+    if pa.types.is_floating(ts.file_schema.field(ts.file_key[0]).type):
+        # the merge orders floats totally (-0.0 < 0.0, NaN last); Parquet statistics and
+        # Arrow comparisons do not: such a bucket is read whole
+        return [bucket]
     stats = _row_group_ranges(directory, bucket.files)
     groups = [g for ranges in stats.values() for g in ranges]
     dtype = ts.file_schema.field(ts.file_key[0]).type
-    numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype)
     try:
-        cuts = _numeric_cuts(groups, parts, pa.types.is_integer(dtype)) if numeric else _ordered_cuts(groups, parts)
+        cuts = _numeric_cuts(groups, parts) if pa.types.is_integer(dtype) else _ordered_cuts(groups, parts)
         for value in cuts:
             pa.scalar(value, dtype)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -421,8 +424,8 @@ def _row_group_ranges(directory: TableDirectory, files: list[DataFileMeta]) -> d
     return out
 
 
-def _numeric_cuts(groups: list[tuple[Any, Any, int]], parts: int, integral: bool) -> list[Any]:
-    """Cuts for number keys: rows taken as spread evenly over each group's [min, max]; each
+def _numeric_cuts(groups: list[tuple[Any, Any, int]], parts: int) -> list[Any]:
+    """Cuts for integer keys: rows taken as spread evenly over each group's [min, max]; each
     cut found by bisection on the estimated rows below it."""
     if not groups:
         return []
@@ -441,7 +444,7 @@ def _numeric_cuts(groups: list[tuple[Any, Any, int]], parts: int, integral: bool
         for _ in range(64):
             middle = (a + b) / 2
             a, b = (middle, b) if below(middle) < total * j / parts else (a, middle)
-        value: Any = int(np.ceil(b)) if integral else b
+        value = int(np.ceil(b))
         if value > lo.min() and (not cuts or value > cuts[-1]):
             cuts.append(value)
     return cuts

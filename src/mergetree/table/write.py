@@ -25,8 +25,8 @@ from .qdtree import layout_order
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .snapshots import FileEntry, Snapshot
 
-__all__ = ["BucketKey", "as_table", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces", "spill",
-           "split_by_bucket", "write_buffers", "write_rows"]
+__all__ = ["BucketKey", "as_table", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces",
+           "key_image", "spill", "split_by_bucket", "write_buffers", "write_rows"]
 
 BucketKey = tuple[tuple, int]  # (partition values, bucket)
 
@@ -75,8 +75,8 @@ def _in_memory(data: Any, schema: pa.Schema) -> pa.Table:
 
 def input_pieces(data: Any, schema: pa.Schema) -> Iterator[pa.Table]:
     """The input as tables, one batch at a time for a stream (a RecordBatchReader, any object
-    with `__arrow_c_stream__`, an iterator or list of RecordBatches/Tables — or of anything
-    `write` takes); in-memory data as one table."""
+    with `__arrow_c_stream__`, an iterator or list of RecordBatches/Tables — an iterator may
+    also yield pandas DataFrames or dicts of columns); in-memory data as one table."""
     if not _is_stream(data):
         yield _in_memory(data, schema)
         return
@@ -212,9 +212,26 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table) -> dict[BucketKe
     return out
 
 
+_SIGN = np.uint64(1 << 63)
+_NAN_IMAGE = np.uint64(0xFFF8000000000000)
+
+
+def key_image(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A primary-key column as the merge core orders and compares it: a float column becomes
+    unsigned integers in its total order (-0.0 before 0.0, every NaN equal and last), where
+    Arrow's sort and `equal` would call -0.0 and 0.0 the same key; other columns as they are."""
+    if not pa.types.is_floating(column.type):
+        return column
+    values = np.asarray(column.to_numpy(), dtype=np.float64)  # key columns hold no nulls
+    bits = values.view(np.uint64)
+    image = np.where(bits & _SIGN, ~bits, bits | _SIGN)
+    image[np.isnan(values)] = _NAN_IMAGE
+    return pa.array(image)
+
+
 def _key_order(table: pa.Table, group: np.ndarray, key: list[str], pick: str | None) -> np.ndarray:
     """Row positions by (group, key), stable; with `pick`, only each key's last (or first) row."""
-    by = pa.table([pa.array(group)] + [table.column(k) for k in key], names=["group"] + key)
+    by = pa.table([pa.array(group)] + [key_image(table.column(k)) for k in key], names=["group"] + key)
     order = np.asarray(sort_indices(by, [(c, "ascending") for c in by.column_names], "at_end")).view(np.int64)
     if pick is None or len(order) < 2:
         return order
@@ -308,7 +325,7 @@ def _occurrence(ordered: pa.Table, key: list[str]) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     same = np.ones(n - 1, dtype=bool)
     for k in key:
-        col = ordered.column(k)
+        col = key_image(ordered.column(k))
         same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
     starts = np.flatnonzero(np.concatenate([[True], ~same]))
     group_start = np.repeat(starts, np.diff(np.append(starts, n)))
