@@ -3,6 +3,8 @@ and the metadata a manifest records for each."""
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError
@@ -367,16 +370,10 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
             batches = reader.iter_batches(batch_size=batch_rows, columns=columns, row_groups=groups,
                                           use_threads=False)
         else:
-            dataset = ds.dataset(path, format="parquet")
-            if groups is not None:
-                fragment = next(iter(dataset.get_fragments()))
-                source = fragment.subset(row_group_ids=groups)
-                scanner = ds.Scanner.from_fragment(source, schema=dataset.schema, columns=columns, filter=row_filter,
-                                                   batch_size=batch_rows, use_threads=False)
-            else:
-                scanner = dataset.scanner(columns=columns, filter=row_filter, batch_size=batch_rows,
-                                          use_threads=False)
-            batches = scanner.to_batches()
+            fragment, schema = _fragment(path)
+            source = fragment if groups is None else fragment.subset(row_group_ids=groups)
+            batches = ds.Scanner.from_fragment(source, schema=schema, columns=columns, filter=row_filter,
+                                               batch_size=batch_rows, use_threads=False).to_batches()
         rows = 0
         for batch in batches:
             rows += batch.num_rows
@@ -390,6 +387,33 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
     if row_filter is None and groups is None and rows != meta.row_count:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} holds {rows} rows, its manifest "
                                 f"says {meta.row_count}", path=path)
+
+
+# Parquet footers of recently filtered files, with the row-group statistics the scans derive
+# from them: a point lookup in a large file otherwise parses hundreds of row groups' metadata
+# to read one.  Data files never change under their name; size and mtime guard the rest.
+_FRAGMENT_CACHE_SIZE = 64
+_fragments: OrderedDict[tuple[str, int, int], tuple[ds.ParquetFileFragment, pa.Schema]] = OrderedDict()
+_fragments_lock = threading.Lock()
+_LOCAL = pafs.LocalFileSystem()
+
+
+def _fragment(path: str) -> tuple[ds.ParquetFileFragment, pa.Schema]:
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    with _fragments_lock:
+        hit = _fragments.get(key)
+        if hit is not None:
+            _fragments.move_to_end(key)
+            return hit
+    fragment = ds.ParquetFileFormat().make_fragment(path, filesystem=_LOCAL)
+    fragment.ensure_complete_metadata()
+    entry = (fragment, fragment.physical_schema)
+    with _fragments_lock:
+        _fragments[key] = entry
+        while len(_fragments) > _FRAGMENT_CACHE_SIZE:
+            _fragments.popitem(last=False)
+    return entry
 
 
 def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
