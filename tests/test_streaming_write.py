@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from disk import table_files
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mergetree import SchemaMismatchError, Table
@@ -234,6 +234,10 @@ def rows_strategy():
 @pytest.mark.parametrize("engine", ["deduplicate", "first-row", "partial-update", "aggregate"])
 @settings(max_examples=25, deadline=None)
 @given(first=rows_strategy(), second=rows_strategy(), winner=rows_strategy(), pieces=st.integers(1, 4))
+# found by CI: a renumbered file's batches once lost their not-null sequence field, and a
+# merge of them with an unshifted file's batches failed on the schema difference
+@example(first=[{"k": 0, "a": None, "b": None}], second=[{"k": 1, "a": None, "b": None}],
+         winner=[{"k": 0, "a": None, "b": None}, {"k": 1, "a": None, "b": None}], pieces=1)
 def test_a_write_that_loses_the_race_lands_after_the_winner(tmp_path_factory, engine, first, second, winner,
                                                             pieces):
     """Write `second` as a stream; between two of its buffers, `winner` is written and

@@ -421,7 +421,9 @@ def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
     index = batch.schema.get_field_index(SEQUENCE_COLUMN)
     if not shift or index < 0:
         return batch
-    return batch.set_column(index, SEQUENCE_COLUMN, pc.add(batch.column(index), pa.scalar(shift, pa.int64())))
+    # the file's own field (not null): shifted and unshifted batches keep one schema
+    return batch.set_column(index, batch.schema.field(index),
+                            pc.add(batch.column(index), pa.scalar(shift, pa.int64())))
 
 
 def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None,
