@@ -390,8 +390,12 @@ class ScaleResult:
         return self.rows_in / self.seconds if self.ok and self.seconds > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        out = {**asdict(self), "rows_per_second": self.rows_per_second}
-        return {k: None if isinstance(v, float) and v != v else v for k, v in out.items()}
+        return _json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
+
+
+def _json_ready(values: dict) -> dict:
+    """NaN (not measured) as null: JSON has no NaN."""
+    return {k: None if isinstance(v, float) and v != v else v for k, v in values.items()}
 
 
 @dataclass
@@ -415,8 +419,7 @@ class SparkScaleResult:
         return self.file_rows / self.seconds if self.ok and self.seconds > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        out = {**asdict(self), "rows_per_second": self.rows_per_second}
-        return {k: None if isinstance(v, float) and v != v else v for k, v in out.items()}
+        return _json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
 
 
 @dataclass
@@ -594,8 +597,8 @@ def scale_targets(report: ScaleReport) -> list[Target]:
             targets.append(Target(name, f"{head}: not measured (a run failed)", None, None))
             continue
         ratio = big.rows_per_second / reference.rows_per_second
-        line = (f"{head}: {_rate(big.rows_per_second)} at {short_count(largest)} / {_rate(reference.rows_per_second)} "
-                f"at 10M = {ratio:.2f}x")
+        line = (f"{head}: {timing.rate_text(big.rows_per_second)} at {short_count(largest)} / "
+                f"{timing.rate_text(reference.rows_per_second)} at 10M = {ratio:.2f}x")
         if operation in SPEED_TARGETED:
             met: bool | None = ratio >= SPEED_TARGET
             line += f" (target ≥ {SPEED_TARGET:.2f}x: {_verdict(bool(met))})"
@@ -620,14 +623,6 @@ def scale_targets(report: ScaleReport) -> list[Target]:
 # ---------------------------------------------------------------- reporting
 
 
-def _rate(value: float) -> str:
-    if value != value:
-        return "-"
-    if value >= 1e6:
-        return f"{value / 1e6:.2f} M/s"
-    return f"{value / 1e3:.1f} k/s"
-
-
 def _ordered(results: list) -> list:
     """Operation by operation (the order they ran in), each size ascending: a cost curve per block."""
     return sorted(results, key=lambda r: (OPERATIONS.index(r.operation), r.rows))
@@ -646,7 +641,7 @@ def _table_rows(results: list) -> list:
             speed = f"{r.rows_per_second:,.0f} lookups/s"
             extra = f"p50 {r.latency_ms['median']:.2f} ms, p95 {r.latency_ms['p95']:.2f} ms"
         else:
-            speed, extra = _rate(r.rows_per_second), ""
+            speed, extra = timing.rate_text(r.rows_per_second), ""
         rows.append((r.operation, f"{r.rows:,}", f"{r.rows_in:,}" if r.rows_in else "-",
                      "-" if r.files is None else f"{r.files:,}", _number(r.file_mib, 1),
                      "-" if r.max_runs is None else str(r.max_runs),
@@ -659,7 +654,7 @@ def _spark_rows(report: ScaleReport) -> list:
     rows = [("master", "rows", "file rows", "files", "Spark partitions", "seconds", "rows/s", "count", "check")]
     for r in report.spark or []:
         rows.append((r.master, f"{r.rows:,}", f"{r.file_rows:,}", f"{r.files:,}", str(r.partitions),
-                     f"{r.seconds:.2f}" if r.seconds == r.seconds else "-", _rate(r.rows_per_second),
+                     f"{r.seconds:.2f}" if r.seconds == r.seconds else "-", timing.rate_text(r.rows_per_second),
                      f"{r.rows_out:,}" if r.rows_out else "-", escape(r.check)))
     return rows
 
@@ -738,7 +733,7 @@ def plot_scale_results(results: list, path: str, title: str = "") -> None:
     seconds.set_ylabel("seconds (log scale, lower is better)")
     seconds.set_title("wall time")
     speed.set_ylabel("input rows per second (higher is better)")
-    speed.yaxis.set_major_formatter(FuncFormatter(lambda value, _: _rate(value).replace("/s", "")))
+    speed.yaxis.set_major_formatter(FuncFormatter(lambda value, _: timing.rate_text(value).replace("/s", "")))
     speed.set_ylim(bottom=0)
     speed.set_title("throughput (flat = linear cost)")
     memory.set_ylabel("peak RSS of the child process, MiB")

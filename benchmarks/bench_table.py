@@ -626,14 +626,6 @@ def table_ratios(results: list) -> dict:
     }
 
 
-def _rate(rows_per_second: float) -> str:
-    if rows_per_second != rows_per_second:
-        return "-"
-    if rows_per_second >= 1e6:
-        return f"{rows_per_second / 1e6:.2f} M/s"
-    return f"{rows_per_second / 1e3:.1f} k/s"
-
-
 def _table_rows(results: list) -> list:
     rows = [("engine", "step", "rows in", "rows out", "seconds", "cpu/wall", "rows/s", "")]
     for r in results:
@@ -641,7 +633,7 @@ def _table_rows(results: list) -> list:
             speed = f"p50 {r.latency_ms['median']:.1f} ms"
             shown = f"p95 {r.latency_ms['p95']:.1f} ms over {r.latency_ms['count']} lookups"
         else:
-            speed = _rate(r.rows_per_second)
+            speed = timing.rate_text(r.rows_per_second)
             shown = "" if r.ok else escape(r.check)
         usable = r.ok or (r.seconds == r.seconds and not r.check.startswith("unavailable"))
         rows.append((r.engine, r.step, f"{r.rows_in:,}" if r.rows_in else "-",
@@ -680,7 +672,8 @@ def format_table_results(results: list) -> Group:
     per_cpu = ratios["read_rows_per_cpu_second"]
     if per_cpu:
         lines.append("merge-on-read (unmerged) rows per CPU-second: "
-                     + ", ".join(f"{engine} {_rate(rate).replace('/s', '')}" for engine, rate in per_cpu.items()))
+                     + ", ".join(f"{engine} {timing.rate_text(rate).replace('/s', '')}"
+                                 for engine, rate in per_cpu.items()))
     lines.append(_target_line("write_vs_pypaimon_native", ratios["write_vs_pypaimon_native"],
                               "write: mergetree is {} pypaimon's native (Rust) writer"))
     if ratios["write_vs_pypaimon"] is not None:
@@ -725,7 +718,7 @@ def plot_table_results(results: list, path: str, title: str = "") -> None:
         axis.set_xscale("log")
         axis.set_xlim(min(speeds) / 3, max(speeds) * 5)
     for bar, speed in zip(bars, speeds):
-        axis.text(speed * 1.1, bar.get_y() + bar.get_height() / 2, _rate(speed), va="center", fontsize=8)
+        axis.text(speed * 1.1, bar.get_y() + bar.get_height() / 2, timing.rate_text(speed), va="center", fontsize=8)
     axis.tick_params(axis="y", labelsize=8)
     axis.set_xlabel("rows per second (log scale, higher is better)")
     axis.set_title("writes (upserts), reads (rows from files), compaction (input rows)")

@@ -30,11 +30,11 @@ from ..errors import InvalidArgumentError
 from ..merge import RowKind
 from ..table import Table, querylog
 from ..table import filters as flt
-from ..table.commit import Change, commit_with_rebase, next_sequences, renumbered
+from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
 from ..table.read import BucketPlan, file_filter, read_bucket, split_bucket
 from ..table.snapshots import FileEntry, Snapshot
-from ..table.write import conformed, spill
+from ..table.write import commit_write, conformed, spill
 from .types import spark_ddl, spark_schema, to_spark_batch
 
 __all__ = ["SOURCE_NAME", "MergetreeDataSource", "register", "to_mergetree_filter"]
@@ -230,12 +230,13 @@ class MergetreeWriter(DataSourceArrowWriter):
         adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
         base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
 
-        def change_for(latest: Snapshot | None) -> Change:
-            if self.overwrite:
-                return Change(adds, list(directory.live_files(latest).values()))
-            return Change(renumbered(directory, adds, latest), [])
+        def replace_all(latest: Snapshot | None) -> Change:
+            return Change(adds, list(directory.live_files(latest).values()))
         try:
-            commit_with_rebase(directory, base, change_for, "OVERWRITE" if self.overwrite else "APPEND")
+            if self.overwrite:
+                commit_with_rebase(directory, base, replace_all, "OVERWRITE")
+            else:
+                commit_write(directory, adds, base)  # renumbered after writes that committed meanwhile
         except BaseException:
             directory.discard(adds)
             raise

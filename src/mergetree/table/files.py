@@ -34,6 +34,7 @@ __all__ = [
     "DataFileWriter",
     "batch_rows_for",
     "build_file_indexes",
+    "file_metadata",
     "final_rows",
     "read_data_file",
     "read_run",
@@ -389,7 +390,7 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
                                 f"says {meta.row_count}", path=path)
 
 
-# Parquet footers of recently filtered files, with the row-group statistics the scans derive
+# Parquet footers of recently filtered (or split) files, with the row-group statistics the scans derive
 # from them: a point lookup in a large file otherwise parses hundreds of row groups' metadata
 # to read one.  Data files never change under their name; size and mtime guard the rest.
 _FRAGMENT_CACHE_SIZE = 64
@@ -414,6 +415,12 @@ def _fragment(path: str) -> tuple[ds.ParquetFileFragment, pa.Schema]:
         while len(_fragments) > _FRAGMENT_CACHE_SIZE:
             _fragments.popitem(last=False)
     return entry
+
+
+def file_metadata(root: str, meta: DataFileMeta) -> pq.FileMetaData:
+    """A data file's Parquet footer (row groups and their statistics), from the same cache
+    filtered reads use; OSError or ArrowException when the file is missing or damaged."""
+    return _fragment(os.path.join(root, meta.file_name))[0].metadata
 
 
 def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:

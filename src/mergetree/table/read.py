@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..errors import InvalidArgumentError
 from ..merge import merge
@@ -28,7 +27,7 @@ from . import filters as flt
 from .buckets import bucket_ids
 from .compaction.planner import interval_partition
 from .directory import TableDirectory
-from .files import DataFileMeta, batch_rows_for, read_run
+from .files import DataFileMeta, batch_rows_for, file_metadata, read_run
 from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN
 from .skipping import STEPS, decide
 from .snapshots import Snapshot
@@ -373,22 +372,22 @@ def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | Non
 def split_bucket(directory: TableDirectory, bucket: BucketPlan, parts: int) -> list[BucketPlan]:
     """A primary-key bucket cut into up to `parts` pieces by ranges of its first primary-key
     column, of about equal rows.  The cuts come from the row groups' key statistics (Parquet
-    min/max, weighted by rows: spread evenly between min and max for numbers, half below a
+    min/max, weighted by rows: spread evenly between min and max for integers, half below a
     cut that splits a group otherwise), so a bucket of overlapping level-0 runs splits as well
     as a compacted one.  Every version of a key has the same first column, so each key is
     merged whole in exactly one piece: any cuts give the right answer, good cuts balance the
     pieces.  Each piece reads only the files and row groups its range touches, and drops the
-    rows of boundary row groups outside it after the merge."""
+    rows of boundary row groups outside it after the merge.  A bucket keyed first by a float
+    is read whole: the merge orders floats totally (-0.0 < 0.0, NaN last), Parquet statistics
+    and Arrow comparisons do not."""
     ts = directory.schema
     if parts <= 1 or not ts.has_primary_key or bucket.key_range is not None:
         return [bucket]
-    if pa.types.is_floating(ts.file_schema.field(ts.file_key[0]).type):
-        # the merge orders floats totally (-0.0 < 0.0, NaN last); Parquet statistics and
-        # Arrow comparisons do not: such a bucket is read whole
+    dtype = ts.file_schema.field(ts.file_key[0]).type
+    if pa.types.is_floating(dtype):
         return [bucket]
     stats = _row_group_ranges(directory, bucket.files)
     groups = [g for ranges in stats.values() for g in ranges]
-    dtype = ts.file_schema.field(ts.file_key[0]).type
     try:
         cuts = _numeric_cuts(groups, parts) if pa.types.is_integer(dtype) else _ordered_cuts(groups, parts)
         for value in cuts:
@@ -409,7 +408,7 @@ def _row_group_ranges(directory: TableDirectory, files: list[DataFileMeta]) -> d
     out: dict[str, list[tuple[Any, Any, int]]] = {}
     for meta in files:
         try:
-            metadata = pq.ParquetFile(os.path.join(directory.path, meta.file_name)).metadata
+            metadata = file_metadata(directory.path, meta)
             index = metadata.schema.names.index(column)
             groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
             stats = [g.column(index).statistics for g in groups]

@@ -25,20 +25,13 @@ from .qdtree import layout_order
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .snapshots import FileEntry, Snapshot
 
-__all__ = ["BucketKey", "as_table", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces",
+__all__ = ["BucketKey", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces",
            "key_image", "spill", "split_by_bucket", "write_buffers", "write_rows"]
 
 BucketKey = tuple[tuple, int]  # (partition values, bucket)
 
 
 _BAD_DATA = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError)
-
-
-def as_table(data: Any, schema: pa.Schema) -> pa.Table:
-    """Data held in memory as one pa.Table: Arrow data as it is; pandas and plain Python data
-    converted straight to the table's types (they carry no Arrow types of their own), value
-    by value.  Streams are read whole (`input_pieces` reads them batch by batch)."""
-    return pa.concat_tables(list(input_pieces(data, schema))) if _is_stream(data) else _in_memory(data, schema)
 
 
 def _is_stream(data: Any) -> bool:
@@ -120,14 +113,14 @@ def conformed(directory: TableDirectory, data: Any, complete: bool) -> Iterator[
         yield out
 
 
-def conform(directory: TableDirectory, data: Any, complete: bool, first_row: int = 0) -> pa.Table:
-    """The input as a pa.Table of the table's schema, or a clear error (nothing written).
+def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_row: int = 0) -> pa.Table:
+    """A piece of the input (from `input_pieces`) as a pa.Table of the table's schema, or a
+    clear error (nothing written).
     Arrow columns are cast only within a kind of value and only when every value survives
     (`is_implicit_cast`); Python and pandas values are converted to the table's types value
     by value.  Strings never become numbers, numbers never strings.  `complete=False` (a
     delete) needs only the primary-key columns."""
     schema = directory.schema.schema
-    table = as_table(data, schema)
     check_batch(table, "the data" if not first_row else f"the data from row {first_row}")
     pk = directory.schema.primary_key
     missing = [n for n in schema.names if n not in table.column_names and (complete or n in pk)]
@@ -229,17 +222,22 @@ def key_image(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     return pa.array(image)
 
 
+def _same_as_previous(columns: list) -> np.ndarray:
+    """For rows 1..n-1: whether every column equals the row before (n-1 booleans)."""
+    n = len(columns[0])
+    same = np.ones(max(n - 1, 0), dtype=bool)
+    for col in columns:
+        same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    return same
+
+
 def _key_order(table: pa.Table, group: np.ndarray, key: list[str], pick: str | None) -> np.ndarray:
     """Row positions by (group, key), stable; with `pick`, only each key's last (or first) row."""
     by = pa.table([pa.array(group)] + [key_image(table.column(k)) for k in key], names=["group"] + key)
     order = np.asarray(sort_indices(by, [(c, "ascending") for c in by.column_names], "at_end")).view(np.int64)
     if pick is None or len(order) < 2:
         return order
-    same = np.ones(len(order) - 1, dtype=bool)
-    for col in by.columns:
-        ordered = col.take(pa.array(order))
-        same &= pc.equal(ordered.slice(1), ordered.slice(0, len(order) - 1)).to_numpy(zero_copy_only=False)
-        del ordered
+    same = _same_as_previous([col.take(pa.array(order)) for col in by.columns])
     keep = np.concatenate([~same, [True]]) if pick == "last" else np.concatenate([[True], ~same])
     return order[keep]
 
@@ -323,10 +321,7 @@ def _occurrence(ordered: pa.Table, key: list[str]) -> np.ndarray:
     n = ordered.num_rows
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    same = np.ones(n - 1, dtype=bool)
-    for k in key:
-        col = key_image(ordered.column(k))
-        same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    same = _same_as_previous([key_image(ordered.column(k)) for k in key])
     starts = np.flatnonzero(np.concatenate([[True], ~same]))
     group_start = np.repeat(starts, np.diff(np.append(starts, n)))
     return np.arange(n) - group_start
