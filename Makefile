@@ -9,7 +9,10 @@ STAMP := $(VENV)/.deps-installed
 CORE_STAMP := $(VENV)/.core-built
 CORE_SOURCES := $(wildcard _core/*.pyx _core/*.pxd) setup.py pyproject.toml
 
-.PHONY: demo demo-spark test lint bench build venv wheel clean asv fuzz-checked
+PAIMON_VENV := .venv-paimon
+PAIMON_STAMP := $(PAIMON_VENV)/.deps-installed
+
+.PHONY: demo demo-spark test lint bench build venv paimon-env wheel clean asv fuzz-checked
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +22,16 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# pypaimon in an environment of its own (it pins pyarrow below 20): the tests and the Paimon
+# benchmark write real Paimon tables with it and read them back with it
+$(PAIMON_STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(PAIMON_VENV)
+	$(PAIMON_VENV)/bin/python -m pip install -q --upgrade pip
+	set -f; $(PAIMON_VENV)/bin/python -m pip install -q $$($(PYTHON) scripts/requirements.py --only paimon-fixtures)
+	touch $(PAIMON_STAMP)
+
+paimon-env: $(PAIMON_STAMP)
 
 $(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
@@ -34,7 +47,7 @@ demo-spark: build
 
 # two workers (pytest-xdist): CI and most laptops have two cores or more, and each worker starts
 # its own local Spark, so more workers would cost memory rather than time
-test: build
+test: build paimon-env
 	bash scripts/ensure_chromium.sh
 	$(PY) -m pytest -q -n 2 tests
 
@@ -44,7 +57,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint _core
 
-bench: build
+bench: build paimon-env
 	$(PY) -m mergetree bench
 
 asv: build

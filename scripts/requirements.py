@@ -3,6 +3,7 @@ in the Makefile, so that it installs exactly what the project declares (and noth
 
     python scripts/requirements.py build            # [build-system] requires
     python scripts/requirements.py test,spark,...   # [project] dependencies + those extras
+    python scripts/requirements.py --only paimon-fixtures   # just that extra (its own environment)
 
 No quoting happens, so no requirement may contain a space.
 """
@@ -18,12 +19,13 @@ pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.t
 if sys.argv[1:] == ["build"]:
     requires = pyproject["build-system"]["requires"]
 else:
+    only = sys.argv[1:2] == ["--only"]
     extras = pyproject["project"]["optional-dependencies"]
-    wanted = [e for arg in sys.argv[1:] for e in arg.split(",") if e]
+    wanted = [e for arg in sys.argv[1 + only:] for e in arg.split(",") if e]
     unknown = [e for e in wanted if e not in extras]
     if unknown:
         sys.exit(f"unknown extras {unknown}; pyproject.toml declares {sorted(extras)}")
-    requires = list(pyproject["project"]["dependencies"]) + [r for e in wanted for r in extras[e]]
+    requires = ([] if only else list(pyproject["project"]["dependencies"])) + [r for e in wanted for r in extras[e]]
 if any(" " in r for r in requires):
     sys.exit(f"a requirement contains a space: {requires}")
 print(" ".join(dict.fromkeys(requires)))

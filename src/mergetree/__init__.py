@@ -31,6 +31,7 @@ from .errors import (
     TableNotFoundError,
     UnsortedRunError,
     UnsupportedFormatError,
+    UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
 from .merge import AGGREGATE_FUNCTIONS, ALGORITHMS, ENGINES, MergeReader, MergeStats, RowKind, join_sorted, merge
@@ -64,6 +65,7 @@ __all__ = [
     "TableNotFoundError",
     "UnsortedRunError",
     "UnsupportedFormatError",
+    "UnsupportedPaimonFeatureError",
     "UnsupportedTypeError",
     "__version__",
     "join_sorted",

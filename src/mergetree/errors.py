@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = ["CommitConflictError", "CompactionConflictError", "CorruptTableError", "InvalidArgumentError",
            "InvalidRowError", "MalformedArrowError", "MergeStateError", "MergeTreeError", "RetractionError",
            "SchemaMismatchError", "SnapshotNotFoundError", "TableExistsError", "TableNotFoundError",
-           "UnsortedRunError", "UnsupportedFormatError", "UnsupportedTypeError"]
+           "UnsortedRunError", "UnsupportedFormatError", "UnsupportedPaimonFeatureError", "UnsupportedTypeError"]
 
 
 class MergeTreeError(Exception):
@@ -78,6 +78,11 @@ class SnapshotNotFoundError(MergeTreeError, LookupError):
 
 class UnsupportedFormatError(MergeTreeError):
     """A table file was written by a newer mergetree, in a format version this one cannot read."""
+
+
+class UnsupportedPaimonFeatureError(UnsupportedFormatError):
+    """An Apache Paimon table uses a feature (an option, a bucket mode, a file format) that
+    mergetree does not implement; the message names it.  Nothing was read or written."""
 
 
 class TableNotFoundError(MergeTreeError, LookupError):

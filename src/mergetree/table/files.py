@@ -37,6 +37,7 @@ __all__ = [
     "file_metadata",
     "final_rows",
     "read_data_file",
+    "read_parquet",
     "read_run",
     "remove_data_file",
     "write_data_file",
@@ -364,19 +365,8 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
     path = os.path.join(root, meta.file_name)
     groups = None if row_groups is None else sorted(row_groups)
     try:
-        if row_filter is None:
-            reader = pq.ParquetFile(path, pre_buffer=False)
-            if groups is not None:
-                groups = [g for g in groups if g < reader.num_row_groups]
-            batches = reader.iter_batches(batch_size=batch_rows, columns=columns, row_groups=groups,
-                                          use_threads=False)
-        else:
-            fragment, schema = _fragment(path)
-            source = fragment if groups is None else fragment.subset(row_group_ids=groups)
-            batches = ds.Scanner.from_fragment(source, schema=schema, columns=columns, filter=row_filter,
-                                               batch_size=batch_rows, use_threads=False).to_batches()
         rows = 0
-        for batch in batches:
+        for batch in read_parquet(path, columns, row_filter, groups, batch_rows):
             rows += batch.num_rows
             if batch.num_rows:
                 yield _shift_sequences(batch, meta.sequence_shift)
@@ -388,6 +378,24 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
     if row_filter is None and groups is None and rows != meta.row_count:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} holds {rows} rows, its manifest "
                                 f"says {meta.row_count}", path=path)
+
+
+def read_parquet(path: str, columns: list[str] | None = None, row_filter: pc.Expression | None = None,
+                 row_groups: list[int] | None = None, batch_rows: int = READ_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Batches of a Parquet file, a row group at a time (`row_groups`: only those, in order).
+    A filtered read keeps only matching rows, skips row groups by their statistics and reuses
+    the file's footer from a cache (see below).  Raises OSError or ArrowException as pyarrow does."""
+    if row_filter is None:
+        reader = pq.ParquetFile(path, pre_buffer=False)
+        if row_groups is not None:
+            row_groups = [g for g in row_groups if g < reader.num_row_groups]
+        yield from reader.iter_batches(batch_size=batch_rows, columns=columns, row_groups=row_groups,
+                                       use_threads=False)
+        return
+    fragment, schema = _fragment(path)
+    source = fragment if row_groups is None else fragment.subset(row_group_ids=row_groups)
+    yield from ds.Scanner.from_fragment(source, schema=schema, columns=columns, filter=row_filter,
+                                        batch_size=batch_rows, use_threads=False).to_batches()
 
 
 # Parquet footers of recently filtered (or split) files, with the row-group statistics the scans derive

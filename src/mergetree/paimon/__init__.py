@@ -1,0 +1,17 @@
+"""Apache Paimon primary-key tables, read and compacted from Python without a JVM.
+
+- `read(warehouse, "db.table", columns=None, filter=None, snapshot=None)` -> `pa.Table`
+- `scan(...)` -> `pa.RecordBatchReader` (an Arrow C stream), bucket by bucket
+- `compact(warehouse, "db.table", full=False)` -> the committed snapshot id, or None
+- `info(warehouse, "db.table")` -> what the table holds (snapshots, buckets, sorted runs)
+
+Metadata is read directly (snapshot and schema JSON, Avro manifests through fastavro), so
+mergetree does not depend on pypaimon.  Options mergetree cannot honour raise
+`UnsupportedPaimonFeatureError` naming the option.
+"""
+from __future__ import annotations
+
+from .compact import compact
+from .read import read, scan
+
+__all__ = ["compact", "read", "scan"]

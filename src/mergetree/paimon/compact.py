@@ -1,0 +1,508 @@
+"""Compacting a Paimon primary-key table with the loser tree, committed as Paimon does it.
+
+Per (partition, bucket): the files by level (`Levels`), a unit chosen by Paimon's universal
+compaction rules (`pick`; `full=True`: everything into the highest level) and, file by file,
+rewrite or metadata-only upgrade (`plan_rewrite`) — the same planner mergetree's own tables
+use.  Rewritten runs stream through `merge_runs` into new Parquet files in the input's layout
+(rolled at target-file-size; retractions dropped only when the output is the oldest data).
+
+The commit is a Paimon ``COMPACT`` snapshot: one new manifest (a DELETE entry for every input,
+copied from the entry that added it, an ADD entry for every output, an upgrade is both), a
+base manifest list (the previous snapshot's base and delta manifests) and a delta list (the
+new manifest), written in the Avro schemas the table's own manifests use; then
+``snapshot/snapshot-<N+1>`` is created exclusively (written to a hidden temporary file,
+published with ``os.link``, which fails if another committer took that id) and the
+``LATEST`` hint updated.  Losing the race to a commit that kept every input file retries on
+top of it; a commit that removed an input raises `CompactionConflictError` and everything
+written is removed.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+import fastavro
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import CompactionConflictError, UnsupportedPaimonFeatureError
+from ..table.compaction.planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite
+from ..table.files import ROW_GROUP_ROWS
+from .binary_row import decode_row, encode_row
+from .metadata import (
+    ADD,
+    DELETE,
+    KIND_COLUMN,
+    SEQUENCE_COLUMN,
+    PaimonFile,
+    PaimonSchema,
+    PaimonTable,
+    identifier,
+    read_avro,
+)
+from .read import PaimonBucket, PaimonReadPlan, merge_runs
+
+__all__ = ["PaimonCompaction", "compact", "plan_compaction"]
+
+LONG_MAX = (1 << 63) - 1
+COMMIT_TRIES = 30
+FILE_SOURCE_COMPACT = 1
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class PaimonCompaction:
+    """What one compaction will do: per (partition, bucket), the planner's decision."""
+
+    table: PaimonTable
+    snapshot: dict
+    schema: PaimonSchema
+    plans: tuple[tuple[PaimonBucket, CompactionPlan], ...]
+
+    @property
+    def rows_to_rewrite(self) -> int:
+        return sum(f.row_count for _, p in self.plans for g in p.rewrites for f in g.files)
+
+    @property
+    def files_to_rewrite(self) -> int:
+        return sum(len(g.files) for _, p in self.plans for g in p.rewrites)
+
+
+def plan_compaction(warehouse: Any, table: Any, full: bool = False) -> PaimonCompaction | None:
+    """Decide what to compact (no I/O beyond metadata); None when the table has no snapshot."""
+    t = PaimonTable.open(warehouse, table)
+    snap = t.resolve(None)
+    if snap is None:
+        return None
+    schema = t.schema()
+    opts = schema.checked_options
+    if opts.changelog_producer in ("lookup", "full-compaction"):
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon option 'changelog-producer' = {opts.changelog_producer!r}: Paimon's compaction produces the "
+            f"changelog of such tables, which mergetree does not; compact them with Paimon")
+    options = CompactionOptions.from_options(schema.options)
+    files = t.live_files(snap)
+    stale = [f for f in files if f.schema_id != schema.id]
+    if stale and any(t.schema(f.schema_id).fields != schema.fields for f in stale):
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon table {t.name} holds files of an older schema ({stale[0].file_name}: schema "
+            f"{stale[0].schema_id}, now {schema.id}); compacting across a schema change is not supported")
+    by_bucket: dict[tuple, list[PaimonFile]] = {}
+    for f in files:
+        by_bucket.setdefault((f.partition, f.bucket), []).append(f)
+    plans = []
+    for (partition, bucket), bucket_files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
+        num_levels = max(options.num_levels, max(f.level for f in bucket_files) + 1)
+        bucket_options = options if num_levels == options.num_levels else CompactionOptions(
+            options.num_sorted_run_compaction_trigger, options.num_sorted_run_stop_trigger, num_levels,
+            options.max_size_amplification_percent, options.size_ratio, options.target_file_size,
+            options.small_file_ratio)
+        levels = Levels(bucket_files, num_levels)
+        unit = full_compaction(levels) if full else pick(levels, bucket_options)
+        if unit is None:
+            continue
+        plan = plan_rewrite(unit, bucket_options)
+        if plan.rewrites or plan.upgrades:
+            plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
+    return PaimonCompaction(t, snap, schema, tuple(plans))
+
+
+def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None) -> int | None:
+    """Compact a Paimon primary-key table: by Paimon's universal-compaction rules, or everything
+    into one sorted run per bucket with ``full=True``.  Returns the id of the ``COMPACT``
+    snapshot committed, or None when there was nothing to do.  `progress(rows_done,
+    rows_total)` is called as rows are merged."""
+    if not isinstance(full, bool):
+        from ..errors import InvalidArgumentError
+        raise InvalidArgumentError(f"full must be True or False, not {full!r}")
+    job = plan_compaction(warehouse, table, full)
+    if job is None or not job.plans:
+        return None
+    written: list[str] = []
+    total, done = job.rows_to_rewrite, 0
+
+    def advance(rows: int) -> None:
+        nonlocal done
+        done += rows
+        if progress is not None:
+            progress(done, total)
+    if progress is not None:
+        progress(0, total)
+    try:
+        adds: list[dict] = []
+        deletes: list[dict] = []
+        for bucket, plan in job.plans:
+            a, d = rewrite_bucket(job, bucket, plan, written, advance)
+            adds += a
+            deletes += d
+        return commit_compaction(job, adds, deletes, written)
+    except BaseException:
+        for path in written:
+            _unlink(path)
+        raise
+
+
+def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: CompactionPlan, written: list[str],
+                   advance: Callable[[int], None] | None = None) -> tuple[list[dict], list[dict]]:
+    """Carry out one bucket's plan: (ADD entries, DELETE entries).  Paths of new files are
+    appended to `written` as soon as they exist (the caller removes them on failure)."""
+    read_plan = PaimonReadPlan(job.table, job.snapshot, job.schema, job.schema.names, None, (bucket,), 0)
+    adds: list[dict] = []
+    deletes: list[dict] = []
+    for group in plan.rewrites:
+        runs = group.sorted_runs()
+        inputs = sum(f.row_count for f in group.files)
+        batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete)
+        directory = os.path.dirname(group.files[0].path)
+        for entry in _write_rolled(job, bucket, directory, batches, plan.output_level, written):
+            adds.append(entry)
+        if advance is not None:
+            advance(inputs)
+        deletes += [_as_delete(f) for f in group.files]
+    for f in plan.upgrades:
+        deletes.append(_as_delete(f))
+        upgraded = dict(f.record)
+        upgraded["_FILE"] = dict(f.record["_FILE"], _LEVEL=plan.output_level)
+        upgraded["_KIND"] = ADD
+        adds.append(upgraded)
+    return adds, deletes
+
+
+def _as_delete(f: PaimonFile) -> dict:
+    return dict(f.record, _KIND=DELETE)
+
+
+# -- writing data files --------------------------------------------------------------------
+
+class _StatsCollector:
+    """Min, max and null count per column of the batches written (atomic columns only)."""
+
+    def __init__(self, columns: list[str]) -> None:
+        self.columns = columns
+        self.lo: dict[str, Any] = {}
+        self.hi: dict[str, Any] = {}
+        self.nulls = dict.fromkeys(columns, 0)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        for c in self.columns:
+            col = batch.column(c)
+            self.nulls[c] += col.null_count
+            if col.null_count == len(col):
+                continue
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if lo is None:
+                continue
+            if c not in self.lo or lo < self.lo[c]:
+                self.lo[c] = lo
+            if c not in self.hi or hi > self.hi[c]:
+                self.hi[c] = hi
+
+
+def _stat_column(t) -> bool:
+    return t.atomic and t.root not in ("BOOLEAN",) and not (t.root in ("TIMESTAMP", "TIMESTAMP_LTZ")
+                                                            and t.precision > 6)
+
+
+def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, batches: Iterator[pa.RecordBatch],
+                  level: int, written: list[str]) -> Iterator[dict]:
+    schema = job.schema
+    target = CompactionOptions.from_options(schema.options).target_file_size
+    key_names = schema.trimmed_keys
+    key_columns = schema.key_columns
+    stat_names = [f.name for f in schema.fields if _stat_column(f.type)]
+    writer: pq.ParquetWriter | None = None
+    path = ""
+    state: dict[str, Any] = {}
+
+    def start(arrow_schema: pa.Schema) -> None:
+        nonlocal writer, path, state
+        path = os.path.join(directory, f"data-{uuid.uuid4()}-0.parquet")
+        written.append(path)
+        writer = pq.ParquetWriter(path, arrow_schema, compression="zstd")
+        state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
+                 "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
+
+    def finish() -> dict:
+        nonlocal writer
+        assert writer is not None
+        writer.close()
+        writer = None
+        return _add_entry(job, bucket, path, level, state, key_names, stat_names)
+
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        while pending_rows >= ROW_GROUP_ROWS:
+            group = pa.Table.from_batches(pending).slice(0, ROW_GROUP_ROWS).combine_chunks()
+            rest = pa.Table.from_batches(pending).slice(ROW_GROUP_ROWS)
+            pending = rest.to_batches()
+            pending_rows = rest.num_rows
+            if writer is None:
+                start(group.schema)
+            _write_group(writer, group, state)
+            if os.path.getsize(path) >= target:
+                yield finish()
+    if pending_rows:
+        group = pa.Table.from_batches(pending).combine_chunks()
+        if writer is None:
+            start(group.schema)
+        _write_group(writer, group, state)
+    if writer is not None:
+        yield finish()
+
+
+def _write_group(writer: pq.ParquetWriter | None, group: pa.Table, state: dict) -> None:
+    assert writer is not None
+    writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
+    batch = group.to_batches()[0] if group.num_rows else None
+    if batch is None:
+        return
+    state["rows"] += group.num_rows
+    if state["first"] is None:
+        state["first"] = group.slice(0, 1)
+    state["last"] = group.slice(group.num_rows - 1, 1)
+    seq = pc.min_max(group.column(SEQUENCE_COLUMN))
+    lo, hi = seq["min"].as_py(), seq["max"].as_py()
+    state["min_seq"] = lo if state["min_seq"] is None else min(state["min_seq"], lo)
+    state["max_seq"] = hi if state["max_seq"] is None else max(state["max_seq"], hi)
+    kinds = group.column(KIND_COLUMN)
+    state["deletes"] += pc.sum(pc.or_(pc.equal(kinds, 1), pc.equal(kinds, 3)).cast(pa.int64())).as_py() or 0
+    for b in group.to_batches():
+        state["keys"].add(b)
+        state["values"].add(b)
+
+
+def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, path: str, level: int, state: dict,
+               key_names: list[str], stat_names: list[str]) -> dict:
+    schema = job.schema
+    key_types = schema.key_types
+    key_columns = schema.key_columns
+    first = tuple(state["first"].column(c)[0].as_py() for c in key_columns)
+    last = tuple(state["last"].column(c)[0].as_py() for c in key_columns)
+    keys: _StatsCollector = state["keys"]
+    values: _StatsCollector = state["values"]
+    stat_types = [schema.field(n).type for n in stat_names]
+    template = bucket.files[0].record
+    return {
+        "_VERSION": template.get("_VERSION", 2), "_KIND": ADD, "_PARTITION": bucket.files[0].partition_bytes,
+        "_BUCKET": bucket.bucket, "_TOTAL_BUCKETS": template["_TOTAL_BUCKETS"],
+        "_FILE": {
+            "_FILE_NAME": os.path.basename(path), "_FILE_SIZE": os.path.getsize(path), "_ROW_COUNT": state["rows"],
+            "_MIN_KEY": encode_row(first, key_types), "_MAX_KEY": encode_row(last, key_types),
+            "_KEY_STATS": {"_MIN_VALUES": encode_row([keys.lo.get(c) for c in key_columns], key_types),
+                           "_MAX_VALUES": encode_row([keys.hi.get(c) for c in key_columns], key_types),
+                           "_NULL_COUNTS": [keys.nulls[c] for c in key_columns]},
+            "_VALUE_STATS": {"_MIN_VALUES": encode_row([values.lo.get(c) for c in stat_names], stat_types),
+                             "_MAX_VALUES": encode_row([values.hi.get(c) for c in stat_names], stat_types),
+                             "_NULL_COUNTS": [values.nulls[c] for c in stat_names]},
+            "_MIN_SEQUENCE_NUMBER": state["min_seq"], "_MAX_SEQUENCE_NUMBER": state["max_seq"],
+            "_SCHEMA_ID": schema.id, "_LEVEL": level, "_EXTRA_FILES": [],
+            "_CREATION_TIME": dt.datetime.now(dt.timezone.utc), "_DELETE_ROW_COUNT": state["deletes"],
+            "_EMBEDDED_FILE_INDEX": None, "_FILE_SOURCE": FILE_SOURCE_COMPACT, "_VALUE_STATS_COLS": stat_names,
+            "_EXTERNAL_PATH": None, "_FIRST_ROW_ID": None, "_WRITE_COLS": None, "_WRITE_COLS_SEQUENCES": None,
+        },
+    }
+
+
+# -- committing ----------------------------------------------------------------------------
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _fit(record: dict, avro_schema: dict, what: str) -> dict:
+    """`record` with exactly the fields of `avro_schema` (a field it lacks must be nullable)."""
+    out = {}
+    for f in avro_schema["fields"]:
+        name = f["name"]
+        if name in record:
+            value = record[name]
+            sub = f["type"]
+            if isinstance(sub, dict) and sub.get("type") == "record" and isinstance(value, dict):
+                value = _fit(value, sub, what)
+            out[name] = value
+        elif "default" in f or (isinstance(f["type"], list) and "null" in f["type"]):
+            out[name] = f.get("default")
+        else:
+            raise UnsupportedPaimonFeatureError(f"the table's {what} schema has a field {name!r} that mergetree "
+                                                f"does not know how to fill")
+    return out
+
+
+def _named_schema(writer_schema: dict, what: str) -> dict:
+    """The record schema of a manifest file, with nested named records resolved inline."""
+    names: dict[str, dict] = {}
+
+    def resolve(t: Any) -> Any:
+        if isinstance(t, str):
+            return names.get(t, t)
+        if isinstance(t, list):
+            return [resolve(x) for x in t]
+        if isinstance(t, dict) and t.get("type") == "record":
+            rec = dict(t, fields=[dict(f, type=resolve(f["type"])) for f in t["fields"]])
+            names[t["name"]] = rec
+            return rec
+        if isinstance(t, dict) and t.get("type") == "array":
+            return dict(t, items=resolve(t["items"]))
+        return t
+    return resolve(writer_schema)
+
+
+def _write_avro(path: str, schema: dict, records: list[dict], codec: str) -> int:
+    parsed = fastavro.parse_schema(schema)
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as fh:
+        fastavro.writer(fh, parsed, records, codec=codec)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return os.path.getsize(path)
+
+
+def _templates(table: PaimonTable, snapshot: dict) -> tuple[dict, dict, str]:
+    """The Avro schemas of the table's manifest lists and manifests, and their codec."""
+    lists = [n for n in (snapshot.get("deltaManifestList"), snapshot.get("baseManifestList")) if n]
+    for name in lists:
+        path = table.manifest_path(name)
+        with open(path, "rb") as fh:
+            reader = fastavro.reader(fh)
+            list_schema, codec = cast(dict, reader.writer_schema), reader.codec
+        metas = read_avro(path, "manifest list")[1]
+        if metas:
+            manifest_schema = read_avro(table.manifest_path(metas[0]["_FILE_NAME"]), "manifest")[0]
+            return list_schema, manifest_schema, codec
+    raise UnsupportedPaimonFeatureError(f"Paimon table {table.name} has a snapshot without manifests")
+
+
+def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
+    types = schema.partition_types
+    values = [decode_row(e["_PARTITION"], types, "partition") for e in entries]
+    lo, hi, nulls = [], [], []
+    for i in range(len(types)):
+        present = [v[i] for v in values if v[i] is not None]
+        lo.append(min(present) if present else None)
+        hi.append(max(present) if present else None)
+        nulls.append(len(values) - len(present))
+    return {"_MIN_VALUES": encode_row(lo, types), "_MAX_VALUES": encode_row(hi, types), "_NULL_COUNTS": nulls}
+
+
+def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dict], written: list[str]) -> int:
+    """Commit the change as a COMPACT snapshot; returns its id.  Paths written (manifests
+    included) go into `written` so that a failure removes them."""
+    t, schema = job.table, job.schema
+    list_schema, manifest_schema, codec = _templates(t, job.snapshot)
+    manifest_schema = _named_schema(manifest_schema, "manifest")
+    list_schema = _named_schema(list_schema, "manifest list")
+    entries = [_fit(e, manifest_schema, "manifest") for e in deletes + adds]
+    manifest_name = f"manifest-{uuid.uuid4()}-0"
+    manifest_path = t.manifest_path(manifest_name)
+    written.append(manifest_path)
+    size = _write_avro(manifest_path, manifest_schema, entries, codec)
+    delta_meta = _fit({
+        "_VERSION": 2, "_FILE_NAME": manifest_name, "_FILE_SIZE": size, "_NUM_ADDED_FILES": len(adds),
+        "_NUM_DELETED_FILES": len(deletes), "_PARTITION_STATS": _partition_stats(entries, schema),
+        "_SCHEMA_ID": schema.id, "_MIN_BUCKET": min(e["_BUCKET"] for e in entries),
+        "_MAX_BUCKET": max(e["_BUCKET"] for e in entries),
+        "_MIN_LEVEL": min(e["_FILE"]["_LEVEL"] for e in entries),
+        "_MAX_LEVEL": max(e["_FILE"]["_LEVEL"] for e in entries),
+        "_MIN_ROW_ID": None, "_MAX_ROW_ID": None, "_TOTAL_BUCKETS": entries[0]["_TOTAL_BUCKETS"],
+        "_EXTRA_FILES": None}, list_schema, "manifest list")
+    delta_change = sum(e["_FILE"]["_ROW_COUNT"] for e in adds) - sum(e["_FILE"]["_ROW_COUNT"] for e in deletes)
+    needed = {identifier(e) for e in deletes}
+    base = job.snapshot
+    user = f"mergetree-{uuid.uuid4()}"
+    for attempt in range(COMMIT_TRIES):
+        live = {identifier(f.record) for f in t.live_files(base)} if base is not job.snapshot else needed
+        if not needed <= live:
+            raise CompactionConflictError(
+                f"another commit to Paimon table {t.name} replaced {len(needed - live)} input file(s) of this "
+                f"compaction (snapshot {base['id']}); nothing was committed")
+        unique = uuid.uuid4()
+        base_list, delta_list = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
+        previous = [m for n in (base.get("baseManifestList"), base.get("deltaManifestList")) if n
+                    for m in read_avro(t.manifest_path(n), "manifest list")[1]]
+        written += [t.manifest_path(base_list), t.manifest_path(delta_list)]
+        base_size = _write_avro(t.manifest_path(base_list), list_schema,
+                                [_fit(m, list_schema, "manifest list") for m in previous], codec)
+        delta_size = _write_avro(t.manifest_path(delta_list), list_schema, [delta_meta], codec)
+        new_id = int(base["id"]) + 1
+        snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
+                                  delta_change, user)
+        if _publish(t, new_id, snapshot):
+            _write_latest(t, new_id)
+            return new_id
+        for path in (t.manifest_path(base_list), t.manifest_path(delta_list)):
+            _unlink(path)
+            written.remove(path)
+        time.sleep(min(0.5, 0.01 * (2 ** attempt)) * random.uniform(0.5, 1.0))
+        latest = t.latest_snapshot_id()
+        base = t.snapshot(latest if latest is not None and latest >= new_id else new_id)
+    raise CompactionConflictError(f"gave up committing to Paimon table {t.name} after {COMMIT_TRIES} lost races; "
+                                  f"nothing was committed")
+
+
+def _snapshot_json(base: dict, new_id: int, schema_id: int, base_list: str, base_size: int, delta_list: str,
+                   delta_size: int, delta_change: int, user: str) -> dict:
+    snap = {k: v for k, v in base.items() if k not in ("changelogManifestList", "changelogManifestListSize",
+                                                       "changelogRecordCount", "logOffsets", "statistics")}
+    snap.update({
+        "version": base.get("version", 3), "id": new_id, "schemaId": schema_id,
+        "baseManifestList": base_list, "baseManifestListSize": base_size,
+        "deltaManifestList": delta_list, "deltaManifestListSize": delta_size,
+        "changelogManifestList": None, "commitUser": user, "commitIdentifier": LONG_MAX, "commitKind": "COMPACT",
+        "timeMillis": int(time.time() * 1000),
+        "totalRecordCount": int(base.get("totalRecordCount") or 0) + delta_change,
+        "deltaRecordCount": delta_change, "changelogRecordCount": 0,
+    })
+    if "uuid" in base:
+        snap["uuid"] = str(uuid.uuid4())
+    if "writerVersion" in base:
+        snap["writerVersion"] = "mergetree"
+    return snap
+
+
+def _publish(t: PaimonTable, snapshot_id: int, snapshot: dict) -> bool:
+    """Create snapshot-<id> exclusively: True if this call created it."""
+    final = t.snapshot_path(snapshot_id)
+    tmp = os.path.join(os.path.dirname(final), f".snapshot-{snapshot_id}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(snapshot, fh, indent=2)
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, final)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        _unlink(tmp)
+        fd = os.open(os.path.dirname(final), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_latest(t: PaimonTable, snapshot_id: int) -> None:
+    path = os.path.join(t.path, "snapshot", "LATEST")
+    tmp = os.path.join(t.path, "snapshot", f".LATEST.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(str(snapshot_id))
+    os.replace(tmp, path)

@@ -1,0 +1,196 @@
+"""Which Paimon table options mergetree honours, which cannot change a batch read, and which
+it refuses (naming the option) rather than return a silently different answer.
+
+The rules, in order, for every option of the table's schema:
+
+1. handled here: ``bucket`` (> 0; -1 dynamic and -2 postpone are refused), ``bucket-key``,
+   ``merge-engine``, ``sequence.field`` (one column), ``ignore-delete`` and its per-engine
+   spellings, ``fields.<f>.aggregate-function``, ``fields.default-aggregate-function``,
+   ``file.format`` (parquet, orc), ``manifest.format`` (avro), ``partition.default-name``;
+2. refused when switched on: deletion vectors, sequence groups, remove-record-on-delete,
+   ignore-retract, distinct list aggregation, record-level expiry, row tracking, data evolution;
+3. harmless for reading: sizes, compaction triggers, retention, streaming scan and sink
+   settings, file indexes, format tuning (prefixes below);
+4. anything else is refused as unknown: its effect on a read cannot be judged.
+
+Compaction adds: no changelog producer that compaction must feed (``lookup``,
+``full-compaction``), and no ``sequence.field`` descending order.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import UnsupportedPaimonFeatureError
+from ..merge import AGGREGATE_FUNCTIONS
+
+__all__ = ["PaimonOptions", "check_options"]
+
+ENGINES = {"deduplicate": "deduplicate", "first-row": "first-row", "partial-update": "partial-update",
+           "aggregation": "aggregate"}
+
+_HARMLESS_KEYS = {
+    "owner", "comment", "path", "type", "connector", "rowkind.field", "ignore-update-before",
+    "target-file-size", "write-buffer-size", "write-buffer-spillable", "write-buffer-spill.max-disk-size",
+    "write-only", "num-levels", "page-size", "cache-page-size", "sort-engine", "local-merge-buffer-size",
+    "file.compression", "file.compression.zstd-level", "file.block-size", "file.suffix.include.compression",
+    "manifest.compression", "manifest.target-file-size", "manifest.merge-min-count",
+    "manifest.full-compaction-threshold-size", "metadata.stats-mode", "full-compaction.delta-commits",
+    "changelog-producer", "changelog-producer.row-deduplicate", "changelog.precommit-compact",
+    "dynamic-partition-overwrite", "streaming-read-overwrite", "continuous.discovery-interval",
+    "bucket-append-ordered", "commit.force-compact", "commit.user-prefix", "commit.max-retries",
+    "commit.timeout", "commit.min-retry-wait", "commit.max-retry-wait", "commit.force-create-snapshot",
+    "primary-key", "partition", "data-file.prefix", "changelog-file.prefix", "data-file.thin-mode",
+    "metastore.partitioned-table", "metastore.tag-to-partition", "auto-create", "fields.default-value",
+    "sequence.field.sort-order", "partition.legacy-name", "write-manifest-cache", "file.format.per.level",
+    "file.compression.per.level", "sink.watermark-time-zone", "bucket-function.type",
+}
+_HARMLESS_PREFIXES = (
+    "snapshot.", "changelog.", "tag.", "consumer.", "consumer-id", "compaction.", "num-sorted-run.",
+    "sort-spill-", "spill-", "lookup.", "lookup-", "scan.plan", "scan.manifest", "scan.split",
+    "source.", "sink.", "parquet.", "orc.", "avro.", "file-index.", "partition.expiration",
+    "partition.timestamp", "partition.mark-done", "partition.idle", "dynamic-bucket.", "cross-partition-upsert.",
+    "write.", "read.batch-size", "stats.",
+    "zorder.", "hilbert.", "clustering.", "visibility-callback.", "snapshot-expire.", "manifest.delete-file",
+    "alter-column-null-to-not-null", "query-auth.", "deletion-vector.index-file", "deletion-vectors.bitmap64",
+)
+_REFUSED_WHEN_TRUE = {
+    "deletion-vectors.enabled": "deletion vectors",
+    "partial-update.remove-record-on-delete": "partial-update removing a record on delete",
+    "partial-update.remove-record-on-sequence-group": "partial-update removing a record per sequence group",
+    "aggregation.remove-record-on-delete": "aggregation removing a record on delete",
+    "row-tracking.enabled": "row tracking",
+    "data-evolution.enabled": "data evolution",
+    "first-row.ignore-delete": None,  # handled (ignore-delete); listed so the value is checked
+}
+
+
+@dataclass(frozen=True)
+class PaimonOptions:
+    """What mergetree takes from a Paimon table's options."""
+
+    buckets: int
+    bucket_key: tuple[str, ...]
+    engine: str                              # mergetree's engine name
+    sequence_field: str | None
+    ignore_delete: bool
+    aggregations: dict[str, str] = field(default_factory=dict)
+    file_format: str = "parquet"
+    default_partition_name: str = "__DEFAULT_PARTITION__"
+    changelog_producer: str = "none"
+    raw: Mapping[str, str] = field(default_factory=dict)
+
+
+def _true(value: str) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def check_options(options: Mapping[str, str], columns: list[str], primary_keys: list[str],
+                  partition_keys: list[str]) -> PaimonOptions:
+    """The options mergetree uses, or UnsupportedPaimonFeatureError naming the first option
+    (in key order) that it cannot honour."""
+    opts = {str(k): str(v) for k, v in options.items()}
+
+    def refuse(key: str, why: str) -> UnsupportedPaimonFeatureError:
+        return UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {opts.get(key)!r}: {why}")
+
+    for key in sorted(opts):
+        value = opts[key]
+        if key in _REFUSED_WHEN_TRUE:
+            what = _REFUSED_WHEN_TRUE[key]
+            if what is not None and _true(value):
+                raise refuse(key, f"{what} is not supported by mergetree")
+            continue
+        if key.startswith("fields."):
+            _check_field_option(key, value, columns, refuse)
+            continue
+        if key == "record-level.expire-time":
+            raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
+        known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "ignore-delete",
+                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name"}
+        if key in known or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
+            continue
+        if key.startswith("scan."):
+            raise refuse(key, "a table-level scan setting changes which snapshot or rows a read sees; "
+                              "remove it or read with pypaimon")
+        raise refuse(key, "mergetree does not know this option, so it cannot tell whether it changes what "
+                          "a read returns")
+
+    try:
+        buckets = int(opts.get("bucket", "-1"))
+    except ValueError:
+        raise refuse("bucket", "not an integer") from None
+    if buckets == -1:
+        raise refuse("bucket", "dynamic bucket mode (bucket = -1) is not supported; use a fixed bucket count")
+    if buckets == -2:
+        raise refuse("bucket", "postpone bucket mode (bucket = -2) is not supported")
+    if buckets < 1:
+        raise refuse("bucket", "must be a positive bucket count")
+    if not primary_keys:
+        raise UnsupportedPaimonFeatureError("the Paimon table has no primary key: append tables are not "
+                                            "supported by mergetree.paimon (read them with pyarrow directly)")
+    trimmed = [k for k in primary_keys if k not in partition_keys]
+    bucket_key = tuple(s.strip() for s in opts["bucket-key"].split(",")) if opts.get("bucket-key") \
+        else tuple(trimmed)
+    engine_name = opts.get("merge-engine", "deduplicate").strip().lower()
+    if engine_name not in ENGINES:
+        raise refuse("merge-engine", f"supported engines are {', '.join(ENGINES)}")
+    engine = ENGINES[engine_name]
+    sequence = opts.get("sequence.field")
+    if sequence is not None:
+        names = [s.strip() for s in sequence.split(",") if s.strip()]
+        if len(names) != 1:
+            raise refuse("sequence.field", "mergetree supports one sequence field")
+        if names[0] not in columns:
+            raise refuse("sequence.field", "names a column the table lacks")
+        if engine == "first-row":
+            raise refuse("sequence.field", "Paimon does not allow a sequence field with first-row")
+        sequence = names[0]
+        if opts.get("sequence.field.sort-order", "ascending").strip().lower() != "ascending":
+            raise refuse("sequence.field.sort-order", "only ascending sequence fields are supported")
+    ignore_delete = any(_true(opts.get(k, "false"))
+                        for k in ("ignore-delete", "partial-update.ignore-delete", "first-row.ignore-delete"))
+    aggregations: dict[str, str] = {}
+    if engine == "aggregate":
+        default = opts.get("fields.default-aggregate-function")
+        for column in columns:
+            if column in primary_keys or column == sequence:
+                continue
+            fn = opts.get(f"fields.{column}.aggregate-function", default)
+            if fn is None:
+                continue
+            fn = fn.strip().lower()
+            if fn not in AGGREGATE_FUNCTIONS:
+                key = f"fields.{column}.aggregate-function" if f"fields.{column}.aggregate-function" in opts \
+                    else "fields.default-aggregate-function"
+                raise refuse(key, f"aggregate function {fn!r} is not supported by mergetree "
+                                  f"(supported: {', '.join(AGGREGATE_FUNCTIONS)})")
+            aggregations[column] = fn
+    fmt = opts.get("file.format", "parquet").strip().lower()
+    if fmt not in ("parquet", "orc"):
+        raise refuse("file.format", "mergetree reads Parquet and ORC data files")
+    if opts.get("manifest.format", "avro").strip().lower() != "avro":
+        raise refuse("manifest.format", "mergetree reads Avro manifests")
+    return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
+                         opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
+                         opts.get("changelog-producer", "none").strip().lower(), opts)
+
+
+def _check_field_option(key: str, value: str, columns: list[str], refuse) -> None:
+    name, _, option = key[len("fields."):].rpartition(".")
+    if key == "fields.default-aggregate-function":
+        return
+    if option in ("aggregate-function",):
+        if name not in columns:
+            raise refuse(key, "names a column the table lacks")
+        return
+    if option == "sequence-group":
+        raise refuse(key, "sequence groups are not supported by mergetree")
+    if option in ("ignore-retract", "distinct") and _true(value):
+        raise refuse(key, f"{option} is not supported by mergetree")
+    if option == "list-agg-delimiter" and value != ",":
+        raise refuse(key, "mergetree's listagg joins with ','")
+    if option in ("ignore-retract", "distinct", "list-agg-delimiter", "default-value"):
+        return
+    raise refuse(key, "mergetree does not know this field option, so it cannot tell whether it changes "
+                      "what a read returns")

@@ -1,0 +1,437 @@
+"""Reading a Paimon primary-key table with the loser tree.
+
+Plan: the snapshot's live files, pruned by partition values (exact: a file holds one
+partition) and by key statistics (exact: every version of a key carries the key), grouped by
+(partition, bucket).  Each bucket's files are cut into sections of overlapping key ranges
+(`interval_partition`, as Paimon does); a section of several sorted runs is merged with the
+table's merge engine on (_KEY_..., _SEQUENCE_NUMBER, _VALUE_KIND); a one-run section holds one
+version per key and is read as it is, and only there may value statistics skip a file (in a
+merged section a skipped newer version would resurface an older one).  Retractions are
+dropped, then the full filter is applied to the merged rows.  Buckets run in threads.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError, UnsupportedPaimonFeatureError
+from ..merge import merge
+from ..table import filters as flt
+from ..table.compaction.planner import interval_partition
+from ..table.files import batch_rows_for, read_parquet
+from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
+
+__all__ = ["PaimonBucket", "PaimonReadPlan", "merge_runs", "plan_read", "read", "read_bucket", "scan"]
+
+ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
+
+
+@dataclass(frozen=True)
+class PaimonBucket:
+    partition: tuple
+    bucket: int
+    files: tuple[PaimonFile, ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+@dataclass(frozen=True)
+class PaimonReadPlan:
+    table: PaimonTable
+    snapshot: dict | None
+    schema: PaimonSchema
+    columns: list[str]
+    filter: Any                 # normalized (mergetree.table.filters)
+    buckets: tuple[PaimonBucket, ...]
+    files_total: int
+
+    @property
+    def files(self) -> list[PaimonFile]:
+        return [f for b in self.buckets for f in b.files]
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        return pa.schema([self.schema.arrow_schema.field(c) for c in self.columns])
+
+
+def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
+              buckets: Sequence[tuple[tuple, int]] | None = None) -> PaimonReadPlan:
+    t = PaimonTable.open(warehouse, table)
+    snap = t.resolve(snapshot)
+    schema = t.schema(None if snap is None else int(snap["schemaId"]))
+    opts = schema.checked_options
+    names = schema.names
+    if columns is None:
+        cols = list(names)
+    elif isinstance(columns, (list, tuple)) and all(isinstance(c, str) for c in columns):
+        cols = list(columns)
+        unknown = [c for c in cols if c not in names]
+        if unknown:
+            raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {t.name}; columns: {names}")
+        if len(set(cols)) != len(cols):
+            raise InvalidArgumentError(f"columns names a column twice: {cols}")
+    else:
+        raise InvalidArgumentError(f"columns must be a list of column names or None, not {columns!r}")
+    f = flt.normalize(filter, schema.arrow_schema)
+    files = t.live_files(snap)
+    for pf in files:
+        if pf.total_buckets != opts.buckets and pf.total_buckets > 0:
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon table {t.name} was rescaled: file {pf.file_name} belongs to {pf.total_buckets} buckets, the "
+                f"table has {opts.buckets} (option 'bucket'); rewrite it with Paimon first")
+    partition_filter = flt.restrict(f, set(schema.partition_keys))
+    key_filter = flt.restrict(f, set(schema.trimmed_keys))
+    wanted = None if buckets is None else set(buckets)
+    grouped: dict[tuple, list[PaimonFile]] = {}
+    for pf in files:
+        if wanted is not None and (pf.partition, pf.bucket) not in wanted:
+            continue
+        if partition_filter is not None and not flt.may_match(
+                partition_filter, {k: (v, v, int(v is None)) for k, v in zip(schema.partition_keys, pf.partition)}, 1):
+            continue
+        if key_filter is not None and not flt.may_match(
+                key_filter, {k: (s[0], s[1], s[2]) for k, s in zip(schema.trimmed_keys, pf.key_stats)
+                             if s[2] is not None},
+                pf.row_count):
+            continue
+        grouped.setdefault((pf.partition, pf.bucket), []).append(pf)
+    ordered = sorted(grouped.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1]))
+    return PaimonReadPlan(t, snap, schema, cols, f,
+                          tuple(PaimonBucket(p, b, tuple(fs)) for (p, b), fs in ordered), len(files))
+
+
+# -- reading files -------------------------------------------------------------------------
+
+def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
+                  batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A data file's batches with `columns` (file layout names), under the read schema's
+    names and types; files written under an older schema are mapped by field id."""
+    schema = plan.schema
+    if pf.schema_id != schema.id:
+        yield from _evolved_batches(plan, pf, columns, row_filter, batch_rows)
+        return
+    try:
+        rows = 0
+        for batch in read_parquet(pf.path, columns, row_filter, None, batch_rows):
+            rows += batch.num_rows
+            if batch.num_rows:
+                yield batch
+    except FileNotFoundError:
+        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is missing",
+                                path=pf.path) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is unreadable: {exc}",
+                                path=pf.path) from None
+    if row_filter is None and rows != pf.row_count:
+        raise CorruptTableError(f"data file {pf.path} holds {rows} rows, its Paimon manifest says {pf.row_count}",
+                                path=pf.path)
+
+
+def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
+                     batch_rows: int) -> Iterator[pa.RecordBatch]:
+    old = plan.table.schema(pf.schema_id)
+    now = plan.schema
+    by_id = {f.id: f for f in old.fields}
+    if [by_id.get(now.field(k).id) and by_id[now.field(k).id].name for k in now.trimmed_keys] != \
+            list(old.trimmed_keys):
+        raise UnsupportedPaimonFeatureError(f"file {pf.file_name} was written under schema {pf.schema_id}, whose "
+                                            f"primary key differs; mergetree cannot map it")
+    renames: dict[str, str] = {}   # old file column -> read column
+    missing: list[str] = []
+    for c in columns:
+        if c.startswith(KEY_PREFIX) or c in (SEQUENCE_COLUMN, KIND_COLUMN):
+            name = c[len(KEY_PREFIX):] if c.startswith(KEY_PREFIX) else None
+            if name is not None:
+                renames[KEY_PREFIX + by_id[now.field(name).id].name] = c
+            else:
+                renames[c] = c
+            continue
+        before = by_id.get(now.field(c).id)
+        if before is None:
+            missing.append(c)
+        else:
+            renames[before.name] = c
+    file_filter = None
+    if row_filter is not None:  # the key filter, over the file's own key names
+        back = {v: k for k, v in renames.items()}
+        file_filter = flt.to_expression(flt.rename(plan_key_filter(plan), back), _file_schema(old))
+    types = {f.name: f.type for f in _read_layout(now)}
+    for batch in _file_batches_raw(pf, list(renames), file_filter, batch_rows, plan):
+        arrays, fields = [], []
+        for c in columns:
+            if c in missing:
+                arr = pa.nulls(batch.num_rows, types[c])
+            else:
+                src = next(k for k, v in renames.items() if v == c)
+                arr = batch.column(src)
+                if arr.type != types[c]:
+                    try:
+                        arr = arr.cast(types[c])
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                        raise UnsupportedPaimonFeatureError(
+                            f"column {c!r} changed type since schema {pf.schema_id} (file {pf.file_name}) in a way "
+                            f"mergetree cannot convert: {exc}") from None
+            arrays.append(arr)
+            fields.append(pa.field(c, arr.type))
+        yield pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _file_batches_raw(pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None, batch_rows: int,
+                      plan: PaimonReadPlan) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from read_parquet(pf.path, columns, row_filter, None, batch_rows)
+    except FileNotFoundError:
+        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is missing",
+                                path=pf.path) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is unreadable: {exc}",
+                                path=pf.path) from None
+
+
+def _read_layout(schema: PaimonSchema) -> list[pa.Field]:
+    """The data-file layout under `schema`: _KEY_ columns, sequence, kind, then the columns."""
+    keys = [pa.field(KEY_PREFIX + k, schema.field(k).type.arrow) for k in schema.trimmed_keys]
+    return keys + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
+                   pa.field(KIND_COLUMN, pa.int8(), nullable=False)] + \
+        [pa.field(f.name, f.type.arrow) for f in schema.fields]
+
+
+def _file_schema(schema: PaimonSchema) -> pa.Schema:
+    return pa.schema(_read_layout(schema))
+
+
+def plan_key_filter(plan: PaimonReadPlan) -> Any:
+    """The filter's conjuncts on the key, over the _KEY_ columns (exact before a merge)."""
+    keys = set(plan.schema.trimmed_keys)
+    restricted = flt.restrict(plan.filter, keys)
+    return flt.rename(restricted, {k: KEY_PREFIX + k for k in keys}) if restricted is not None else None
+
+
+# -- one bucket ----------------------------------------------------------------------------
+
+def _needed_columns(plan: PaimonReadPlan) -> list[str]:
+    schema = plan.schema
+    opts = schema.checked_options
+    wanted = set(plan.columns) | (flt.columns_of(plan.filter) or set(schema.names))
+    if opts.sequence_field:
+        wanted.add(opts.sequence_field)
+    keys = schema.key_columns
+    return keys + [SEQUENCE_COLUMN, KIND_COLUMN] + [c for c in schema.names if c in wanted]
+
+
+def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+    """The merged rows of one bucket (the plan's columns, its filter applied), in key order."""
+    schema = plan.schema
+    opts = schema.checked_options
+    columns = _needed_columns(plan)
+    key_filter = plan_key_filter(plan)
+    key_expr = flt.to_expression(key_filter, _file_schema(schema)) if key_filter is not None else None
+    row_expr = flt.to_expression(plan.filter, schema.arrow_schema)
+    simple_filter = plan.filter if not isinstance(plan.filter, pc.Expression) else None
+    for section in interval_partition(bucket.files):
+        runs = [list(run) for run in section]
+        if len(runs) == 1:  # one version per key: value statistics may skip files here
+            files = [pf for pf in runs[0] if simple_filter is None
+                     or flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count)]
+            batches = (b for pf in files for b in _file_batches(plan, pf, columns, key_expr, batch_rows))
+            merged: Iterator[pa.RecordBatch] = (_without_retractions(b) for b in _checked_kinds(batches, opts))
+        else:
+            merged = _merge_section(plan, runs, columns, key_expr, keep_deletes=False)
+        for batch in merged:
+            if row_expr is not None and batch.num_rows:
+                batch = batch.filter(row_expr)
+            if batch.num_rows:
+                yield _output(plan, batch)
+
+
+def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:
+    stats = pf.value_stats(plan.table.schema(pf.schema_id)) if pf.schema_id == plan.schema.id else {}
+    for name, (lo, hi, nulls) in zip(plan.schema.trimmed_keys, pf.key_stats):
+        if nulls is not None:
+            stats[name] = (lo, hi, nulls)
+    return stats
+
+
+def _checked_kinds(batches: Iterator[pa.RecordBatch], opts) -> Iterator[pa.RecordBatch]:
+    """Retractions under ignore-delete are skipped, as Paimon's merge functions skip them."""
+    for batch in batches:
+        if opts.ignore_delete:
+            batch = batch.filter(_is_addition(batch))
+        yield batch
+
+
+def _is_addition(batch: pa.RecordBatch) -> pa.Array:
+    kinds = batch.column(KIND_COLUMN)
+    return pc.or_(pc.equal(kinds, 0), pc.equal(kinds, 2))
+
+
+def _without_retractions(batch: pa.RecordBatch) -> pa.RecordBatch:
+    kinds = batch.column(KIND_COLUMN).to_numpy(zero_copy_only=False)
+    if not ((kinds == 1) | (kinds == 3)).any():
+        return batch
+    return batch.filter(_is_addition(batch))
+
+
+def merge_runs(plan: PaimonReadPlan, runs: list[list[PaimonFile]], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
+    """Sorted runs (each a list of key-ordered files) merged with the table's engine, every
+    column of the data-file layout kept: what compaction writes back."""
+    return _merge_section(plan, runs, [f.name for f in _read_layout(plan.schema)], None, keep_deletes)
+
+
+def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: list[str],
+                   key_expr: pc.Expression | None, keep_deletes: bool) -> Iterator[pa.RecordBatch]:
+    schema = plan.schema
+    opts = schema.checked_options
+    batch_rows = batch_rows_for(len(runs))
+    if opts.engine == "partial-update" and not opts.ignore_delete:
+        for run in runs:
+            for pf in run:
+                if pf.delete_count:
+                    raise UnsupportedPaimonFeatureError(
+                        f"partial-update table {plan.table.name} holds retractions (file {pf.file_name}); Paimon "
+                        f"itself refuses to merge them unless 'ignore-delete' or "
+                        f"'partial-update.remove-record-on-delete' is set (the latter is not supported by mergetree)")
+    sources: list = [_checked_kinds((b for pf in run for b in _file_batches(plan, pf, columns, key_expr, batch_rows)),
+                                    opts) for run in runs]
+    sequence = SEQUENCE_COLUMN
+    if opts.sequence_field:  # ranking needs the whole section's sequence values first
+        sources, sequence = _ranked([list(run) for run in sources], opts.sequence_field), ORDER_COLUMN
+    aggregations = {c: fn for c, fn in opts.aggregations.items() if c in columns} or None
+    reader = merge(sources, schema.key_columns, sequence=sequence, kind=KIND_COLUMN, engine=opts.engine,
+                   aggregations=aggregations, keep_deletes=keep_deletes)
+    for batch in reader:
+        if sequence == ORDER_COLUMN:
+            batch = batch.drop_columns([ORDER_COLUMN])
+        yield batch
+
+
+def _ranked(runs: list[list[pa.RecordBatch]], field_name: str) -> list[list[pa.RecordBatch]]:
+    """Each row's rank in the section's order (sequence field, then sequence number; a null
+    field first), added as ORDER_COLUMN: the merge orders versions by one int64."""
+    fields, seqs, sizes = [], [], []
+    for run in runs:
+        for b in run:
+            fields.append(b.column(field_name))
+            seqs.append(b.column(SEQUENCE_COLUMN))
+            sizes.append(b.num_rows)
+    if not sizes:
+        return runs
+    field_values = pa.chunked_array(fields).combine_chunks() if fields else pa.array([])
+    table = pa.table({"f": field_values, "s": pa.concat_arrays([s.cast(pa.int64()) for s in seqs])})
+    order = pc.sort_indices(table, sort_keys=[("f", "ascending"), ("s", "ascending")], null_placement="at_start")
+    rank = np.empty(len(table), dtype=np.int64)
+    rank[order.to_numpy()] = np.arange(len(table), dtype=np.int64)
+    out, start = [], 0
+    for run in runs:
+        ranked = []
+        for b in run:
+            ranked.append(b.append_column(pa.field(ORDER_COLUMN, pa.int64(), nullable=False),
+                                          pa.array(rank[start:start + b.num_rows])))
+            start += b.num_rows
+        out.append(ranked)
+    return out
+
+
+def _output(plan: PaimonReadPlan, batch: pa.RecordBatch) -> pa.RecordBatch:
+    target = plan.output_schema
+    arrays = []
+    for f in target:
+        arr = batch.column(f.name)
+        if arr.type != f.type:
+            try:
+                arr = arr.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(f"column {f.name!r} of Paimon table {plan.table.name} holds {arr.type}, "
+                                          f"its schema says {f.type}: {exc}") from None
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema([pa.field(f.name, f.type) for f in target]))
+
+
+# -- the public functions ------------------------------------------------------------------
+
+def _threads(threads: Any) -> int:
+    if threads is None:
+        return min(8, os.cpu_count() or 1)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
+    return threads
+
+
+def scan(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
+         threads: Any = None) -> pa.RecordBatchReader:
+    """Stream a Paimon primary-key table's rows (a `pa.RecordBatchReader`, also an Arrow C
+    stream), bucket by bucket in key order; `threads` buckets are read ahead at once."""
+    plan = plan_read(warehouse, table, columns, filter, snapshot)
+    workers = _threads(threads)
+    schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
+    return pa.RecordBatchReader.from_batches(schema, _streamed(plan, workers))
+
+
+def _streamed(plan: PaimonReadPlan, workers: int) -> Iterator[pa.RecordBatch]:
+    if workers <= 1 or len(plan.buckets) <= 1:
+        for b in plan.buckets:
+            yield from read_bucket(plan, b)
+        return
+    # each bucket fills its own bounded queue; buckets are yielded in plan order
+    queues: list[queue.Queue] = [queue.Queue(maxsize=4) for _ in plan.buckets]
+    done = object()
+    stop = threading.Event()
+
+    def fill(i: int) -> None:
+        try:
+            for batch in read_bucket(plan, plan.buckets[i]):
+                while not stop.is_set():
+                    try:
+                        queues[i].put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            queues[i].put(done)
+        except BaseException as exc:  # handed to the consumer, raised there
+            queues[i].put(exc)
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="paimon-read") as pool:
+        try:
+            for i in range(len(plan.buckets)):
+                pool.submit(fill, i)
+            for q in queues:
+                while True:
+                    item = q.get()
+                    if item is done:
+                        break
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+        finally:
+            stop.set()
+            for q in queues:  # unblock producers waiting on a full queue
+                while not q.empty():
+                    q.get_nowait()
+
+
+def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
+         threads: Any = None) -> pa.Table:
+    """Read a Paimon primary-key table (or `columns` of it, rows matching `filter`) at
+    `snapshot` (an id or a tag name; default the latest) into one Arrow table."""
+    plan = plan_read(warehouse, table, columns, filter, snapshot)
+    workers = _threads(threads)
+    schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
+    if workers <= 1 or len(plan.buckets) <= 1:
+        parts = [list(read_bucket(plan, b)) for b in plan.buckets]
+    else:
+        with ThreadPoolExecutor(workers, thread_name_prefix="paimon-read") as pool:
+            parts = list(pool.map(lambda b: list(read_bucket(plan, b)), plan.buckets))
+    return pa.Table.from_batches([b for part in parts for b in part], schema=schema)

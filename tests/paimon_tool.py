@@ -1,0 +1,70 @@
+"""Runs under pypaimon's own interpreter (its pins clash with ours: `make paimon-env` makes it),
+so the tests write and read real Paimon tables the way Paimon's users do.
+
+    python paimon_tool.py write SPEC.json   create the table if needed, then one commit per IPC file
+    python paimon_tool.py read WH TABLE OUT.arrow [SNAPSHOT]   pypaimon's read, as an Arrow IPC file
+
+SPEC: {"warehouse", "table", "primary_keys", "partition_keys", "options", "schema": IPC file whose
+schema is the table's, "commits": [IPC files]}.  Data travels as Arrow IPC (stable across versions).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+
+
+def _catalog(warehouse: str):
+    return CatalogFactory.create({"warehouse": warehouse})
+
+
+def _ipc(path: str) -> pa.Table:
+    with pa.OSFile(path, "rb") as f:
+        return pa.ipc.open_file(f).read_all()
+
+
+def write(spec_path: str) -> None:
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    cat = _catalog(spec["warehouse"])
+    db = spec["table"].split(".")[0]
+    cat.create_database(db, True)
+    schema = _ipc(spec["schema"]).schema
+    try:
+        cat.get_table(spec["table"])
+    except Exception:
+        cat.create_table(spec["table"], Schema.from_pyarrow_schema(
+            schema, primary_keys=spec["primary_keys"], partition_keys=spec.get("partition_keys") or None,
+            options=spec.get("options") or {}), False)
+    table = cat.get_table(spec["table"])
+    started = time.perf_counter()
+    for path in spec["commits"]:
+        data = _ipc(path)
+        builder = table.new_batch_write_builder()
+        writer, committer = builder.new_write(), builder.new_commit()
+        writer.write_arrow(data)
+        committer.commit(writer.prepare_commit())
+        writer.close()
+        committer.close()
+    print(json.dumps({"seconds": time.perf_counter() - started}))
+
+
+def read(warehouse: str, name: str, out: str, snapshot: str | None = None) -> None:
+    table = _catalog(warehouse).get_table(name)
+    if snapshot is not None:
+        table = table.copy({"scan.snapshot-id": snapshot})
+    builder = table.new_read_builder()
+    started = time.perf_counter()
+    result = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    seconds = time.perf_counter() - started
+    with pa.OSFile(out, "wb") as f, pa.ipc.new_file(f, result.schema) as w:
+        w.write_table(result)
+    print(json.dumps({"seconds": seconds, "rows": result.num_rows}))
+
+
+if __name__ == "__main__":
+    command, *args = sys.argv[1:]
+    {"write": write, "read": read}[command](*args)
