@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, MergeTreeError
 from ..table import querylog
-from . import commands, organize
+from . import commands, organize, paimon
 from .render import err_console
 
 __all__ = ["build_parser", "main"]
@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module, help in FORWARDED:
         # the tool parses its own options (`mergetree NAME --help` shows them)
         command(name, help, _forward(name, module), add_help=False).set_defaults(forwarded=True)
+
+    paimon.add_commands(subcommands, command)
 
     p = command("info", "a table's schema, snapshots, and each bucket's levels and sorted runs", commands.info)
     p.add_argument("path", help="table directory")

@@ -12,6 +12,7 @@ mergetree does not depend on pypaimon.  Options mergetree cannot honour raise
 from __future__ import annotations
 
 from .compact import compact
+from .info import PaimonBucketInfo, PaimonInfo, PaimonSnapshotInfo, info
 from .read import read, scan
 
-__all__ = ["compact", "read", "scan"]
+__all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "compact", "info", "read", "scan"]

@@ -173,7 +173,7 @@ def read_avro(path: str, what: str) -> tuple[dict, list[dict]]:
     try:
         with open(path, "rb") as fh:
             reader = fastavro.reader(fh)
-            entry: tuple[dict, list[dict]] = (cast(dict, reader.writer_schema), list(reader))
+            entry: tuple[dict, list[dict]] = (cast(dict, reader.writer_schema), cast(list, list(reader)))  # type: ignore[redundant-cast]
     except (OSError, ValueError, EOFError, StopIteration, fastavro.read.SchemaResolutionError) as exc:
         raise CorruptTableError(f"Paimon {what} {path} is unreadable: {exc}", path=path) from None
     with _avro_lock:

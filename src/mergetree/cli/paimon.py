@@ -1,0 +1,112 @@
+"""`mergetree paimon read|info|compact WAREHOUSE TABLE`: Apache Paimon tables from the shell."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pyarrow as pa
+
+from .. import paimon
+from ..paimon.read import plan_read, read_bucket
+from .commands import parse_filter
+from .render import arrow_preview, out_console, progress, text_table
+
+__all__ = ["add_commands"]
+
+
+def _snapshot(text: str | None) -> Any:
+    """A snapshot id, or a tag name."""
+    if text is None:
+        return None
+    return int(text) if text.strip().isdigit() else text
+
+
+def add_commands(subcommands: Any, command: Any) -> None:
+    """Register `mergetree paimon ...` (`command` makes a subcommand parser in the app's style)."""
+    p = command("paimon", "Apache Paimon primary-key tables: read, describe, compact (no JVM)", _help)
+    inner = p.add_subparsers(dest="paimon_command", metavar="SUBCOMMAND")
+
+    def sub(name: str, help: str, run: Any) -> argparse.ArgumentParser:
+        q = inner.add_parser(name, help=help, description=help, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        q.set_defaults(run=run)
+        q.add_argument("warehouse", help="the Paimon warehouse directory")
+        q.add_argument("table", help="database.table")
+        return q
+
+    q = sub("info", "schema, options, snapshots and each bucket's levels and sorted runs", info)
+    q.add_argument("--snapshot", help="a snapshot id or tag name (default: the latest)")
+    q.add_argument("--snapshots", type=int, default=10, help="how many recent snapshots to list")
+    q = sub("read", "read the table merged with its merge engine (with a progress bar)", read)
+    q.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
+                   help="a predicate; repeat for AND. Operators: = != < <= > >= in (a, b) not in (a, b) "
+                        "is null, is not null")
+    q.add_argument("--columns", help="comma-separated columns (default: all)")
+    q.add_argument("--limit", type=int, default=20, help="rows to show (0: only the count)")
+    q.add_argument("--snapshot", help="a snapshot id or tag name (default: the latest)")
+    q.add_argument("--no-progress", action="store_true", help="no progress bar")
+    q = sub("compact", "compact with Paimon's universal-compaction rules and commit a COMPACT snapshot", compact)
+    q.add_argument("--full", action="store_true", help="compact every bucket into one sorted run")
+    q.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _help(args: argparse.Namespace) -> int:
+    out_console.print("usage: mergetree paimon {info,read,compact} WAREHOUSE TABLE  (mergetree paimon --help)")
+    return 2
+
+
+def info(args: argparse.Namespace) -> int:
+    i = paimon.info(args.warehouse, args.table, _snapshot(args.snapshot))
+    out = out_console
+    out.print(f"Paimon table {i.name} ({i.path})")
+    engine = i.options.get("merge-engine", "deduplicate")
+    out.print(f"  primary key: {list(i.primary_keys)}   partitioned by: {list(i.partition_keys)}   "
+              f"buckets: {i.options.get('bucket', '-1')}   merge engine: {engine}")
+    out.print(text_table([["column", "type", "nullable"]] + [[f.name, str(f.type), str(f.nullable)] for f in i.schema]))
+    if i.options:
+        out.print(text_table([["option", "value"]] + [[k, v] for k, v in sorted(i.options.items())], title="\noptions"))
+    out.print(f"\nmergetree can read it: {'yes' if i.unsupported is None else 'no - ' + i.unsupported}")
+    out.print(f"\nsnapshots: {len(i.snapshots)} (reading {i.snapshot_id})   tags: {', '.join(i.tags) or '-'}")
+    rows = [["id", "kind", "committed", "rows (physical)", "delta"]]
+    for s in i.snapshots[-args.snapshots:] if args.snapshots > 0 else []:
+        rows.append([str(s.id), s.commit_kind, s.time.isoformat(sep=" ", timespec="seconds"),
+                     f"{s.total_record_count:,}", f"{s.delta_record_count:+,}"])
+    if len(rows) > 1:
+        out.print(text_table(rows, right_aligned={0, 3, 4}))
+    out.print("\nbuckets (sorted runs: each level-0 file, then each non-empty level):")
+    width = max((len(b.files_per_level) for b in i.buckets), default=0)
+    table = [["partition", "bucket", "runs"] + [f"L{n}" for n in range(width)] + ["rows", "MiB"]]
+    for b in i.buckets:
+        table.append([",".join(map(str, b.partition)) or "-", str(b.bucket), str(b.sorted_runs)]
+                     + [str(n) if n else "." for n in b.files_per_level] + ["."] * (width - len(b.files_per_level))
+                     + [f"{b.rows:,}", f"{b.bytes / 2**20:.1f}"])
+    out.print(text_table(table, right_aligned=set(range(1, len(table[0])))) if len(table) > 1 else "  (empty)")
+    return 0
+
+
+def read(args: argparse.Namespace) -> int:
+    plan = plan_read(args.warehouse, args.table, snapshot=_snapshot(args.snapshot))
+    filters = [parse_filter(f, plan.schema.arrow_schema) for f in args.filter or []]
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    plan = plan_read(args.warehouse, args.table, columns, filters or None, _snapshot(args.snapshot))
+    batches: list[pa.RecordBatch] = []
+    total = sum(b.rows for b in plan.buckets)
+    done = 0
+    with progress("read", "rows in", enabled=not args.no_progress) as update:
+        update(0, total)
+        for bucket in plan.buckets:
+            batches += read_bucket(plan, bucket)
+            done += bucket.rows
+            update(done, total)
+    result = pa.Table.from_batches(batches, schema=pa.schema([pa.field(f.name, f.type) for f in plan.output_schema]))
+    if args.limit > 0:
+        out_console.print(arrow_preview(result, args.limit))
+    out_console.print(f"({result.num_rows:,} row{'' if result.num_rows == 1 else 's'}; "
+                      f"{len(plan.files):,} of {plan.files_total:,} files read)")
+    return 0
+
+
+def compact(args: argparse.Namespace) -> int:
+    with progress("compact", "rows", enabled=not args.no_progress) as update:
+        snapshot = paimon.compact(args.warehouse, args.table, full=args.full, progress=update)
+    out_console.print(f"committed snapshot {snapshot} (COMPACT)" if snapshot else "nothing to compact")
+    return 0

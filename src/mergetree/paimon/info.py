@@ -1,0 +1,86 @@
+"""What a Paimon table holds: its schema and options, snapshots and tags, and per (partition,
+bucket) the files by level and the sorted runs a read must merge — and whether mergetree
+can read it (the first option it cannot honour, if any)."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import UnsupportedPaimonFeatureError
+from ..table.compaction.planner import CompactionOptions, Levels
+from .metadata import PaimonTable
+
+__all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "info"]
+
+
+@dataclass(frozen=True)
+class PaimonSnapshotInfo:
+    id: int
+    commit_kind: str
+    time: dt.datetime
+    total_record_count: int
+    delta_record_count: int
+
+
+@dataclass(frozen=True)
+class PaimonBucketInfo:
+    partition: tuple
+    bucket: int
+    sorted_runs: int
+    files_per_level: tuple[int, ...]
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class PaimonInfo:
+    name: str
+    path: str
+    schema: pa.Schema
+    primary_keys: tuple[str, ...]
+    partition_keys: tuple[str, ...]
+    options: dict[str, str]
+    snapshot_id: int | None
+    snapshots: tuple[PaimonSnapshotInfo, ...]
+    tags: tuple[str, ...]
+    buckets: tuple[PaimonBucketInfo, ...]
+    unsupported: str | None     # why mergetree cannot read it, or None
+
+    @property
+    def max_sorted_runs(self) -> int:
+        return max((b.sorted_runs for b in self.buckets), default=0)
+
+
+def info(warehouse: Any, table: Any, snapshot: Any = None) -> PaimonInfo:
+    """Describe a Paimon table at `snapshot` (default: the latest)."""
+    t = PaimonTable.open(warehouse, table)
+    snap = t.resolve(snapshot)
+    schema = t.schema(None if snap is None else int(snap["schemaId"]))
+    unsupported = None
+    try:
+        schema.checked_options  # noqa: B018 (evaluated for its verdict)
+    except UnsupportedPaimonFeatureError as exc:
+        unsupported = str(exc)
+    snapshots = []
+    for sid in t.snapshot_ids():
+        s = t.snapshot(sid)
+        snapshots.append(PaimonSnapshotInfo(sid, str(s.get("commitKind")),
+                                            dt.datetime.fromtimestamp(int(s.get("timeMillis", 0)) / 1000),
+                                            int(s.get("totalRecordCount") or 0), int(s.get("deltaRecordCount") or 0)))
+    levels_total = CompactionOptions.from_options(schema.options).num_levels
+    by_bucket: dict[tuple, list] = {}
+    for f in t.live_files(snap):
+        by_bucket.setdefault((f.partition, f.bucket), []).append(f)
+    buckets = []
+    for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
+        num_levels = max(levels_total, max(f.level for f in files) + 1)
+        levels = Levels(files, num_levels)
+        buckets.append(PaimonBucketInfo(partition, bucket, levels.number_of_sorted_runs(),
+                                        tuple(len(levels.files_at(i)) for i in range(num_levels)),
+                                        sum(f.row_count for f in files), sum(f.file_size for f in files)))
+    return PaimonInfo(t.name, t.path, schema.arrow_schema, schema.primary_keys, schema.partition_keys,
+                      dict(schema.options), None if snap is None else int(snap["id"]), tuple(snapshots),
+                      tuple(t.tags()), tuple(buckets), unsupported)
