@@ -5,7 +5,8 @@ so the tests write and read real Paimon tables the way Paimon's users do.
     python paimon_tool.py read WH TABLE OUT.arrow [SNAPSHOT]   pypaimon's read, as an Arrow IPC file
 
 SPEC: {"warehouse", "table", "primary_keys", "partition_keys", "options", "schema": IPC file whose
-schema is the table's, "commits": [IPC files]}.  Data travels as Arrow IPC (stable across versions).
+schema is the table's, "commits": [IPC files], "tags": {name: snapshot id}}.  Data travels as
+Arrow IPC (stable across versions).
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def write(spec_path: str) -> None:
         committer.commit(writer.prepare_commit())
         writer.close()
         committer.close()
+    for name, snapshot_id in (spec.get("tags") or {}).items():
+        table.create_tag(name, snapshot_id)
     print(json.dumps({"seconds": time.perf_counter() - started}))
 
 

@@ -15,6 +15,7 @@ pruning leaves such columns alone).
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import struct
 from collections.abc import Sequence
 from decimal import Decimal
@@ -29,6 +30,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _INLINE = 0x80 << 56
 _LONG = struct.Struct("<q")
+_EXACT = decimal.Context(prec=80)  # 38 digits and a scale never round here
 _INT = struct.Struct("<i")
 
 
@@ -97,7 +99,8 @@ def _decode(row: memoryview, slot: int, t: PaimonType) -> Any:
             if offset + length > len(row):
                 raise ValueError("a decimal points past the end of the row")
             unscaled = int.from_bytes(row[offset:offset + length], "big", signed=True)
-        return Decimal(unscaled).scaleb(-t.scale)
+        with decimal.localcontext(_EXACT):
+            return Decimal(unscaled).scaleb(-t.scale)
     if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         if t.precision <= 3:
             millis, nanos = _LONG.unpack_from(row, slot)[0], 0
@@ -154,7 +157,8 @@ def encode_row(values: Sequence[Any], types: Sequence[PaimonType]) -> bytes:
             ms = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
             _INT.pack_into(fixed, slot, ms)
         elif root == "DECIMAL":
-            unscaled = int(Decimal(value).scaleb(t.scale).to_integral_value())
+            with decimal.localcontext(_EXACT):
+                unscaled = int(Decimal(value).scaleb(t.scale).to_integral_value())
             if t.precision <= 18:
                 _LONG.pack_into(fixed, slot, unscaled)
             else:

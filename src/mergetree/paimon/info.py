@@ -58,7 +58,7 @@ def info(warehouse: Any, table: Any, snapshot: Any = None) -> PaimonInfo:
     """Describe a Paimon table at `snapshot` (default: the latest)."""
     t = PaimonTable.open(warehouse, table)
     snap = t.resolve(snapshot)
-    schema = t.schema(None if snap is None else int(snap["schemaId"]))
+    schema = t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
     unsupported = None
     try:
         schema.checked_options  # noqa: B018 (evaluated for its verdict)

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError, UnsupportedPaimonFeatureError
 from ..merge import merge
+from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
 from ..table.compaction.planner import interval_partition
 from ..table.files import batch_rows_for, read_parquet
@@ -69,7 +70,9 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
               buckets: Sequence[tuple[tuple, int]] | None = None) -> PaimonReadPlan:
     t = PaimonTable.open(warehouse, table)
     snap = t.resolve(snapshot)
-    schema = t.schema(None if snap is None else int(snap["schemaId"]))
+    # as Paimon: the latest read uses the table's latest schema (options altered since the last
+    # commit count); time travel uses the schema the snapshot was committed under
+    schema = t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
     opts = schema.checked_options
     names = schema.names
     if columns is None:
@@ -96,6 +99,10 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
     grouped: dict[tuple, list[PaimonFile]] = {}
     for pf in files:
         if wanted is not None and (pf.partition, pf.bucket) not in wanted:
+            continue
+        if opts.engine == "first-row" and pf.level == 0:
+            # as Paimon's batch scan does: a first-row table's level-0 files become visible once
+            # compaction has deduplicated them against the older levels
             continue
         if partition_filter is not None and not flt.may_match(
                 partition_filter, {k: (v, v, int(v is None)) for k, v in zip(schema.partition_keys, pf.partition)}, 1):
@@ -329,7 +336,7 @@ def _ranked(runs: list[list[pa.RecordBatch]], field_name: str) -> list[list[pa.R
         return runs
     field_values = pa.chunked_array(fields).combine_chunks() if fields else pa.array([])
     table = pa.table({"f": field_values, "s": pa.concat_arrays([s.cast(pa.int64()) for s in seqs])})
-    order = pc.sort_indices(table, sort_keys=[("f", "ascending"), ("s", "ascending")], null_placement="at_start")
+    order = sort_indices(table, [("f", "ascending"), ("s", "ascending")], "at_start")
     rank = np.empty(len(table), dtype=np.int64)
     rank[order.to_numpy()] = np.arange(len(table), dtype=np.int64)
     out, start = [], 0
