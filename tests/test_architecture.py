@@ -1,6 +1,6 @@
 """The house's shape, checked: `import mergetree` pulls no benchmark, demo, Spark or CLI code;
 the package's imports form no cycle and point only downward through the layers
-errors -> merge -> table -> spark (and later organize, paimon) -> cli; no module reaches
+errors -> merge -> table -> spark, organize, paimon -> cli; no module reaches
 into another's underscore names."""
 from __future__ import annotations
 
