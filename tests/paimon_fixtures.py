@@ -35,14 +35,14 @@ def _run(*args: str) -> dict:
 
 def write_paimon(workdir: Path, warehouse: Path, table: str, commits: Sequence[pa.Table], primary_keys: list[str],
                  partition_keys: Sequence[str] = (), options: dict | None = None,
-                 tags: dict[str, int] | None = None) -> dict:
+                 tags: dict[str, int] | None = None, alter: list | None = None) -> dict:
     """Create `table` if it is new and commit each table of `commits` with pypaimon."""
     workdir.mkdir(parents=True, exist_ok=True)
     n = len(list(workdir.glob("spec-*.json")))
     files = [_ipc(workdir / f"commit-{n}-{i}.arrow", c) for i, c in enumerate(commits)]
     spec = {"warehouse": str(warehouse), "table": table, "primary_keys": list(primary_keys),
             "partition_keys": list(partition_keys), "options": {k: str(v) for k, v in (options or {}).items()},
-            "schema": files[0], "commits": files, "tags": tags or {}}
+            "schema": files[0], "commits": files, "tags": tags or {}, "alter": alter or []}
     path = workdir / f"spec-{n}.json"
     path.write_text(json.dumps(spec))
     return _run("write", str(path))

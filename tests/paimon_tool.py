@@ -5,8 +5,9 @@ so the tests write and read real Paimon tables the way Paimon's users do.
     python paimon_tool.py read WH TABLE OUT.arrow [SNAPSHOT]   pypaimon's read, as an Arrow IPC file
 
 SPEC: {"warehouse", "table", "primary_keys", "partition_keys", "options", "schema": IPC file whose
-schema is the table's, "commits": [IPC files], "tags": {name: snapshot id}}.  Data travels as
-Arrow IPC (stable across versions).
+schema is the table's, "commits": [IPC files], "tags": {name: snapshot id},
+"alter": [["add_column", name, type] | ["rename_column", old, new] | ["set_option", k, v]] applied
+before the commits}.  Data travels as Arrow IPC (stable across versions).
 """
 from __future__ import annotations
 
@@ -40,6 +41,18 @@ def write(spec_path: str) -> None:
         cat.create_table(spec["table"], Schema.from_pyarrow_schema(
             schema, primary_keys=spec["primary_keys"], partition_keys=spec.get("partition_keys") or None,
             options=spec.get("options") or {}), False)
+    changes = []
+    for change in spec.get("alter") or []:
+        from pypaimon.schema.data_types import AtomicType
+        from pypaimon.schema.schema_change import SchemaChange
+        if change[0] == "add_column":
+            changes.append(SchemaChange.add_column(change[1], AtomicType(change[2])))
+        elif change[0] == "rename_column":
+            changes.append(SchemaChange.rename_column(change[1], change[2]))
+        elif change[0] == "set_option":
+            changes.append(SchemaChange.set_option(change[1], change[2]))
+    if changes:
+        cat.alter_table(spec["table"], changes)
     table = cat.get_table(spec["table"])
     started = time.perf_counter()
     for path in spec["commits"]:
