@@ -466,3 +466,34 @@ def test_cli_paimon_info_read_compact(tmp_path: Path) -> None:
     started = time.perf_counter()
     assert "(1 row" in cli("read", str(wh), name, "--filter", "id = 3", "--no-progress")
     assert time.perf_counter() - started < 60
+
+
+@needs_pypaimon
+@given(data=st.data())
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_any_history_reads_and_compacts_like_the_model(tmp_path_factory, data) -> None:
+    """Random histories (one-row commits, all-duplicate keys, deletes, nulls, 1 or 3 buckets):
+    the read, a filtered read, and the read after either kind of compaction equal the model."""
+    tmp = tmp_path_factory.mktemp("hyp")
+    wh, work, name = tmp / "wh", tmp / "work", "db.t"
+    buckets = data.draw(st.sampled_from([1, 3]), label="buckets")
+    keys = data.draw(st.integers(1, 40), label="keys")
+    commits = []
+    for c in range(data.draw(st.integers(1, 6), label="commits")):
+        chosen = data.draw(st.lists(st.integers(0, keys - 1), min_size=1, max_size=keys, unique=True), label="ids")
+        ops = [data.draw(st.sampled_from(["+I", "+U", "-D"])) if c else "+I" for _ in chosen]
+        values = data.draw(st.lists(st.none() | st.floats(-1e6, 1e6), min_size=len(chosen), max_size=len(chosen)))
+        commits.append(pa.table({
+            "id": chosen, "region": [f"r{i % 3}" for i in chosen], "amount": [Decimal(i) for i in chosen],
+            "ts": [T0] * len(chosen), "v": values, "cnt": [c] * len(chosen),
+            "note": [None if v is None else f"n{c}" for v in values], "name": [f"k{i % 3}" for i in chosen],
+            "op": ops}, schema=SCHEMA))
+    key = ["name", "id"]
+    write_paimon(work, wh, name, commits, key, [], _options("deduplicate", buckets, True, False))
+    expected = model("deduplicate", commits, key)
+    assert rows(mp.read(str(wh), name), key) == expected
+    cut = data.draw(st.integers(0, keys), label="cut")
+    assert rows(mp.read(str(wh), name, filter=("id", ">=", cut)), key) == [r for r in expected if r["id"] >= cut]
+    mp.compact(str(wh), name, full=data.draw(st.booleans(), label="full"))
+    assert rows(mp.read(str(wh), name), key) == expected
