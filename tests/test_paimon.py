@@ -497,3 +497,37 @@ def test_any_history_reads_and_compacts_like_the_model(tmp_path_factory, data) -
     assert rows(mp.read(str(wh), name, filter=("id", ">=", cut)), key) == [r for r in expected if r["id"] >= cut]
     mp.compact(str(wh), name, full=data.draw(st.booleans(), label="full"))
     assert rows(mp.read(str(wh), name), key) == expected
+
+
+@needs_pypaimon
+def test_bucket_of_matches_paimon_and_prunes_point_reads(tmp_path: Path) -> None:
+    """Every row pypaimon wrote sits in the bucket `bucket_of` computes for its key (long and
+    short strings, integers, decimals, timestamps, dates), so a point read opens one bucket."""
+    from mergetree.paimon.binary_row import bucket_of
+    from mergetree.paimon.read import plan_read
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.k"
+    schema = pa.schema([("s", pa.string()), ("i", pa.int32()), ("d", pa.decimal128(20, 3)),
+                        ("t", pa.timestamp("us")), ("day", pa.date32()), ("v", pa.float64())])
+    rng = random.Random(3)
+    data = pa.table({
+        "s": [("x" * rng.randint(0, 12)) + str(n) for n in range(300)], "i": [rng.randint(-99, 99) for _ in range(300)],
+        "d": [Decimal(rng.randint(-10**9, 10**9)) / 1000 for _ in range(300)],
+        "t": [T0 + dt.timedelta(microseconds=rng.randint(0, 10**9)) for _ in range(300)],
+        "day": [dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(0, 400)) for _ in range(300)],
+        "v": [float(n) for n in range(300)]}, schema=schema)
+    key = ["s", "i", "d", "t", "day"]
+    write_paimon(work, wh, name, [data], key, [], {"bucket": "5"})
+    t = PaimonTable.open(str(wh), name)
+    ps = t.schema()
+    checked = 0
+    for f in t.live_files(t.resolve(None)):
+        import pyarrow.parquet as pq
+        for r in pq.read_table(f.path, columns=ps.key_columns).to_pylist():
+            assert bucket_of([r[c] for c in ps.key_columns], ps.key_types, 5) == f.bucket
+            checked += 1
+    assert checked == 300
+    for r in data.slice(0, 40).to_pylist():
+        f = [(c, "=", r[c]) for c in key]
+        plan = plan_read(str(wh), name, filter=f)
+        assert len({b.bucket for b in plan.buckets}) == 1
+        assert mp.read(str(wh), name, filter=f).to_pylist() == [r]

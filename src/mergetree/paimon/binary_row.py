@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import CorruptTableError
 from .types import PaimonType
 
-__all__ = ["decode_row", "encode_row"]
+__all__ = ["bucket_of", "decode_row", "encode_row"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -181,3 +181,27 @@ def encode_row(values: Sequence[Any], types: Sequence[PaimonType]) -> bytes:
         else:
             raise ValueError(f"a field of type {t.text} cannot be encoded")
     return struct.pack(">i", arity) + bytes(fixed) + bytes(var)
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+
+def bucket_of(values: Sequence[Any], types: Sequence[PaimonType], num_buckets: int) -> int:
+    """Paimon's default bucket of a bucket-key row: Murmur3 (seed 42) over the row's 4-byte
+    words (a trailing partial word only counts in the length), as a signed int, then
+    ``abs(hash % num_buckets)`` with Java's truncating remainder."""
+    data = encode_row(values, types)[4:]
+    h = 42
+    aligned = len(data) - len(data) % 4
+    for (k,) in struct.iter_unpack("<I", data[:aligned]):
+        k = _rotl((k * 0xCC9E2D51) & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+        h = (_rotl(h ^ k, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= len(data)
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return abs(signed - int(signed / num_buckets) * num_buckets)

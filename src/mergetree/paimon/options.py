@@ -132,6 +132,9 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     trimmed = [k for k in primary_keys if k not in partition_keys]
     bucket_key = tuple(s.strip() for s in opts["bucket-key"].split(",")) if opts.get("bucket-key") \
         else tuple(trimmed)
+    unknown = [c for c in bucket_key if c not in columns]
+    if unknown:
+        raise refuse("bucket-key", f"names columns the table lacks: {unknown}")
     engine_name = opts.get("merge-engine", "deduplicate").strip().lower()
     if engine_name not in ENGINES:
         raise refuse("merge-engine", f"supported engines are {', '.join(ENGINES)}")

@@ -11,6 +11,8 @@ dropped, then the full filter is applied to the merged rows.  Buckets run in thr
 """
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import queue
 import threading
@@ -29,6 +31,7 @@ from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
 from ..table.compaction.planner import interval_partition
 from ..table.files import batch_rows_for, read_parquet
+from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 
 __all__ = ["PaimonBucket", "PaimonReadPlan", "merge_runs", "plan_read", "read", "read_bucket", "scan"]
@@ -96,9 +99,12 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
     partition_filter = flt.restrict(f, set(schema.partition_keys))
     key_filter = flt.restrict(f, set(schema.trimmed_keys))
     wanted = None if buckets is None else set(buckets)
+    bucket_ids = _buckets_for(schema, f)
     grouped: dict[tuple, list[PaimonFile]] = {}
     for pf in files:
         if wanted is not None and (pf.partition, pf.bucket) not in wanted:
+            continue
+        if bucket_ids is not None and pf.bucket not in bucket_ids:
             continue
         if opts.engine == "first-row" and pf.level == 0:
             # as Paimon's batch scan does: a first-row table's level-0 files become visible once
@@ -116,6 +122,29 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
     ordered = sorted(grouped.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1]))
     return PaimonReadPlan(t, snap, schema, cols, f,
                           tuple(PaimonBucket(p, b, tuple(fs)) for (p, b), fs in ordered), len(files))
+
+
+MAX_BUCKET_COMBINATIONS = 4096
+
+
+def _buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
+    """The only buckets rows matching `f` can be in, when it fixes every bucket-key column to
+    a few values (= and IN); None when it does not, or the table hashes another way."""
+    opts = schema.checked_options
+    if opts.raw.get("bucket-function.type", "default").strip().lower() != "default":
+        return None
+    types = [schema.field(c).type for c in opts.bucket_key]
+    if any(t.root in ("FLOAT", "DOUBLE") or not t.atomic for t in types):
+        return None  # -0.0/0.0 and NaN encodings: no pruning rather than a wrong bucket
+    per_column = []
+    for c in opts.bucket_key:
+        values = flt.equality_values(f, c)
+        if values is None:
+            return None
+        per_column.append([v for v in values if v is not None])
+    if math.prod(len(v) for v in per_column) > MAX_BUCKET_COMBINATIONS:
+        return None
+    return {bucket_of(combo, types, opts.buckets) for combo in itertools.product(*per_column)}
 
 
 # -- reading files -------------------------------------------------------------------------
