@@ -531,3 +531,19 @@ def test_bucket_of_matches_paimon_and_prunes_point_reads(tmp_path: Path) -> None
         plan = plan_read(str(wh), name, filter=f)
         assert len({b.bucket for b in plan.buckets}) == 1
         assert mp.read(str(wh), name, filter=f).to_pylist() == [r]
+
+
+@needs_pypaimon
+def test_orc_tables_read_and_compact(tmp_path: Path) -> None:
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    key = _key(True)
+    commits = _commits(71, 5, 150, True, True)
+    opts = {**_options("deduplicate", 2, True, False), "file.format": "orc"}
+    write_paimon(work, wh, name, commits, key, ["region"], opts)
+    expected = model("deduplicate", commits, key)
+    assert rows(mp.read(str(wh), name), key) == expected
+    assert rows(mp.read(str(wh), name, filter=("id", "<", 40)), key) == [r for r in expected if r["id"] < 40]
+    assert mp.compact(str(wh), name, full=True) is not None
+    assert all(f.endswith(".orc") for f in _data_files(wh))
+    assert rows(pypaimon_read(wh, name, work), key) == expected
+    assert rows(mp.read(str(wh), name), key) == expected

@@ -213,6 +213,29 @@ def _stat_column(t) -> bool:
                                                             and t.precision > 6)
 
 
+class _FileWriter:
+    """One output data file in the inputs' format (Parquet or ORC, by the first input's name)."""
+
+    def __init__(self, directory: str, fmt: str, schema: pa.Schema) -> None:
+        self.path = os.path.join(directory, f"data-{uuid.uuid4()}-0.{fmt}")
+        if fmt == "orc":
+            from pyarrow import orc
+            self._orc: Any = orc.ORCWriter(self.path, compression="zstd", stripe_size=64 * 2**20)
+            self._parquet: pq.ParquetWriter | None = None
+        else:
+            self._orc = None
+            self._parquet = pq.ParquetWriter(self.path, schema, compression="zstd")
+
+    def write(self, group: pa.Table) -> None:
+        if self._parquet is not None:
+            self._parquet.write_table(group, row_group_size=ROW_GROUP_ROWS)
+        else:
+            self._orc.write(group)
+
+    def close(self) -> None:
+        (self._parquet or self._orc).close()
+
+
 def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, batches: Iterator[pa.RecordBatch],
                   level: int, written: list[str]) -> Iterator[dict]:
     schema = job.schema
@@ -220,24 +243,21 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, b
     key_names = schema.trimmed_keys
     key_columns = schema.key_columns
     stat_names = [f.name for f in schema.fields if _stat_column(f.type)]
-    writer: pq.ParquetWriter | None = None
-    path = ""
+    fmt = "orc" if bucket.files[0].file_name.endswith(".orc") else "parquet"
+    writer: _FileWriter | None = None
     state: dict[str, Any] = {}
 
-    def start(arrow_schema: pa.Schema) -> None:
-        nonlocal writer, path, state
-        path = os.path.join(directory, f"data-{uuid.uuid4()}-0.parquet")
-        written.append(path)
-        writer = pq.ParquetWriter(path, arrow_schema, compression="zstd")
+    def start(arrow_schema: pa.Schema) -> _FileWriter:
+        nonlocal state
+        w = _FileWriter(directory, fmt, arrow_schema)
+        written.append(w.path)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
                  "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
+        return w
 
-    def finish() -> dict:
-        nonlocal writer
-        assert writer is not None
-        writer.close()
-        writer = None
-        return _add_entry(job, bucket, path, level, state, key_names, stat_names)
+    def finish(w: _FileWriter) -> dict:
+        w.close()
+        return _add_entry(job, bucket, w.path, level, state, key_names, stat_names)
 
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
@@ -247,30 +267,25 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, b
         pending.append(batch)
         pending_rows += batch.num_rows
         while pending_rows >= ROW_GROUP_ROWS:
-            group = pa.Table.from_batches(pending).slice(0, ROW_GROUP_ROWS).combine_chunks()
-            rest = pa.Table.from_batches(pending).slice(ROW_GROUP_ROWS)
-            pending = rest.to_batches()
-            pending_rows = rest.num_rows
-            if writer is None:
-                start(group.schema)
+            table = pa.Table.from_batches(pending)
+            group = table.slice(0, ROW_GROUP_ROWS).combine_chunks()
+            rest = table.slice(ROW_GROUP_ROWS)
+            pending, pending_rows = rest.to_batches(), rest.num_rows
+            writer = writer or start(group.schema)
             _write_group(writer, group, state)
-            if os.path.getsize(path) >= target:
-                yield finish()
+            if os.path.getsize(writer.path) >= target:
+                yield finish(writer)
+                writer = None
     if pending_rows:
         group = pa.Table.from_batches(pending).combine_chunks()
-        if writer is None:
-            start(group.schema)
+        writer = writer or start(group.schema)
         _write_group(writer, group, state)
     if writer is not None:
-        yield finish()
+        yield finish(writer)
 
 
-def _write_group(writer: pq.ParquetWriter | None, group: pa.Table, state: dict) -> None:
-    assert writer is not None
-    writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
-    batch = group.to_batches()[0] if group.num_rows else None
-    if batch is None:
-        return
+def _write_group(writer: _FileWriter, group: pa.Table, state: dict) -> None:
+    writer.write(group)
     state["rows"] += group.num_rows
     if state["first"] is None:
         state["first"] = group.slice(0, 1)

@@ -34,7 +34,8 @@ from ..table.files import batch_rows_for, read_parquet
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["PaimonBucket", "PaimonReadPlan", "merge_runs", "plan_read", "read", "read_bucket", "scan"]
+__all__ = ["PaimonBucket", "PaimonReadPlan", "merge_runs", "plan_read", "read", "read_bucket", "read_data_file",
+           "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
@@ -159,7 +160,7 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
         return
     try:
         rows = 0
-        for batch in read_parquet(pf.path, columns, row_filter, None, batch_rows):
+        for batch in read_data_file(pf.path, columns, row_filter, batch_rows):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
@@ -172,6 +173,29 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
     if row_filter is None and rows != pf.row_count:
         raise CorruptTableError(f"data file {pf.path} holds {rows} rows, its Paimon manifest says {pf.row_count}",
                                 path=pf.path)
+
+
+def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expression | None,
+                   batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A Paimon data file's batches, by its format (the file name's extension, as Paimon
+    decides): Parquet a row group at a time, ORC a stripe at a time."""
+    if path.endswith(".parquet"):
+        yield from read_parquet(path, columns, row_filter, None, batch_rows)
+        return
+    if not path.endswith(".orc"):
+        raise UnsupportedPaimonFeatureError(f"data file {path}: mergetree reads Parquet and ORC data files only")
+    try:
+        from pyarrow import orc
+    except ImportError:  # pyarrow builds without ORC (Windows)
+        raise UnsupportedPaimonFeatureError(f"data file {path} is ORC, and this pyarrow has no ORC "
+                                            f"support") from None
+    reader = orc.ORCFile(path)
+    for stripe in range(reader.nstripes):
+        batch = reader.read_stripe(stripe, columns=columns)
+        if row_filter is not None:
+            batch = batch.filter(row_filter)
+        for start in range(0, batch.num_rows, batch_rows):
+            yield batch.slice(start, batch_rows)
 
 
 def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
@@ -226,7 +250,7 @@ def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], r
 def _file_batches_raw(pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None, batch_rows: int,
                       plan: PaimonReadPlan) -> Iterator[pa.RecordBatch]:
     try:
-        yield from read_parquet(pf.path, columns, row_filter, None, batch_rows)
+        yield from read_data_file(pf.path, columns, row_filter, batch_rows)
     except FileNotFoundError:
         raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is missing",
                                 path=pf.path) from None
