@@ -156,6 +156,8 @@ def _read_json(path: str, what: str) -> dict:
 _AVRO_CACHE_SIZE = 256
 _avro_cache: OrderedDict[tuple[str, int, int], tuple[dict, list[dict]]] = OrderedDict()
 _avro_lock = threading.Lock()
+_LIVE_CACHE_SIZE = 16
+_live_cache: OrderedDict[tuple, list[PaimonFile]] = OrderedDict()
 
 
 def read_avro(path: str, what: str) -> tuple[dict, list[dict]]:
@@ -189,7 +191,6 @@ class PaimonTable:
     def __init__(self, path: str, name: str) -> None:
         self.path = path
         self.name = name
-        self._live_cache: OrderedDict[int, list[PaimonFile]] = OrderedDict()
         self._file_index: dict[str, str] | None = None
 
     @classmethod
@@ -302,9 +303,14 @@ class PaimonTable:
         if snapshot is None:
             return []
         sid = int(snapshot["id"])
-        cached = self._live_cache.get(sid)
-        if cached is not None:
-            return cached
+        # a snapshot never changes under its id: its files are kept across calls (point reads
+        # would otherwise decode every manifest entry each time); keyed by the manifest lists too
+        key = (self.path, sid, snapshot.get("baseManifestList"), snapshot.get("deltaManifestList"))
+        with _avro_lock:
+            cached = _live_cache.get(key)
+            if cached is not None:
+                _live_cache.move_to_end(key)
+                return cached
         schema = self.schema(int(snapshot["schemaId"]))
         live: dict[tuple, dict] = {}
         for list_name in (snapshot.get("baseManifestList"), snapshot.get("deltaManifestList")):
@@ -319,9 +325,10 @@ class PaimonTable:
                         raise CorruptTableError(f"Paimon manifest {meta['_FILE_NAME']} has an entry of kind "
                                                 f"{entry['_KIND']}", path=self.manifest_path(meta["_FILE_NAME"]))
         files = [self._file(entry, schema) for entry in live.values()]
-        self._live_cache[sid] = files
-        while len(self._live_cache) > 8:
-            self._live_cache.popitem(last=False)
+        with _avro_lock:
+            _live_cache[key] = files
+            while len(_live_cache) > _LIVE_CACHE_SIZE:
+                _live_cache.popitem(last=False)
         return files
 
     def _file(self, entry: dict, schema: PaimonSchema) -> PaimonFile:

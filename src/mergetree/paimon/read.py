@@ -290,8 +290,10 @@ def _needed_columns(plan: PaimonReadPlan) -> list[str]:
     return keys + [SEQUENCE_COLUMN, KIND_COLUMN] + [c for c in schema.names if c in wanted]
 
 
-def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
-    """The merged rows of one bucket (the plan's columns, its filter applied), in key order."""
+def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65536,
+                threads: int = 1) -> Iterator[pa.RecordBatch]:
+    """The merged rows of one bucket (the plan's columns, its filter applied), in key order.
+    `threads` > 1 splits each merge by key range (its runs are read into memory first)."""
     schema = plan.schema
     opts = schema.checked_options
     columns = _needed_columns(plan)
@@ -307,7 +309,7 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
             batches = (b for pf in files for b in _file_batches(plan, pf, columns, key_expr, batch_rows))
             merged: Iterator[pa.RecordBatch] = (_without_retractions(b) for b in _checked_kinds(batches, opts))
         else:
-            merged = _merge_section(plan, runs, columns, key_expr, keep_deletes=False)
+            merged = _merge_section(plan, runs, columns, key_expr, keep_deletes=False, threads=threads)
         for batch in merged:
             if row_expr is not None and batch.num_rows:
                 batch = batch.filter(row_expr)
@@ -350,7 +352,7 @@ def merge_runs(plan: PaimonReadPlan, runs: list[list[PaimonFile]], keep_deletes:
 
 
 def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: list[str],
-                   key_expr: pc.Expression | None, keep_deletes: bool) -> Iterator[pa.RecordBatch]:
+                   key_expr: pc.Expression | None, keep_deletes: bool, threads: int = 1) -> Iterator[pa.RecordBatch]:
     schema = plan.schema
     opts = schema.checked_options
     batch_rows = batch_rows_for(len(runs))
@@ -369,7 +371,7 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
         sources, sequence = _ranked([list(run) for run in sources], opts.sequence_field), ORDER_COLUMN
     aggregations = {c: fn for c, fn in opts.aggregations.items() if c in columns} or None
     reader = merge(sources, schema.key_columns, sequence=sequence, kind=KIND_COLUMN, engine=opts.engine,
-                   aggregations=aggregations, keep_deletes=keep_deletes)
+                   aggregations=aggregations, keep_deletes=keep_deletes, threads=threads)
     for batch in reader:
         if sequence == ORDER_COLUMN:
             batch = batch.drop_columns([ORDER_COLUMN])
@@ -490,7 +492,8 @@ def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, sn
     workers = _threads(threads)
     schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
     if workers <= 1 or len(plan.buckets) <= 1:
-        parts = [list(read_bucket(plan, b)) for b in plan.buckets]
+        # the result is in memory anyway: spare threads split the one bucket's merges
+        parts = [list(read_bucket(plan, b, threads=workers)) for b in plan.buckets]
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="paimon-read") as pool:
             parts = list(pool.map(lambda b: list(read_bucket(plan, b)), plan.buckets))
