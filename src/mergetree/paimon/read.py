@@ -24,13 +24,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError, UnsupportedPaimonFeatureError
 from ..merge import merge
 from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
 from ..table.compaction.planner import interval_partition
-from ..table.files import batch_rows_for, read_parquet
+from ..table.files import batch_rows_for, parquet_fragment, read_parquet
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 
@@ -160,7 +161,7 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
         return
     try:
         rows = 0
-        for batch in read_data_file(pf.path, columns, row_filter, batch_rows):
+        for batch in read_data_file(pf.path, columns, row_filter, batch_rows, plan.schema.key_columns):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
@@ -175,12 +176,19 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
                                 path=pf.path)
 
 
+LARGE_ROW_GROUP = 65536  # rows: above this, a key-filtered read finds its rows by the key column first
+
+
 def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expression | None,
-                   batch_rows: int) -> Iterator[pa.RecordBatch]:
+                   batch_rows: int, key_columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
     """A Paimon data file's batches, by its format (the file name's extension, as Paimon
-    decides): Parquet a row group at a time, ORC a stripe at a time."""
+    decides): Parquet a row group at a time, ORC a stripe at a time.  `row_filter` reads only
+    `key_columns` when given (see `_read_parquet_by_key`)."""
     if path.endswith(".parquet"):
-        yield from read_parquet(path, columns, row_filter, None, batch_rows)
+        if row_filter is not None and key_columns:
+            yield from _read_parquet_by_key(path, columns, row_filter, key_columns, batch_rows)
+        else:
+            yield from read_parquet(path, columns, row_filter, None, batch_rows)
         return
     if not path.endswith(".orc"):
         raise UnsupportedPaimonFeatureError(f"data file {path}: mergetree reads Parquet and ORC data files only")
@@ -196,6 +204,49 @@ def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expressi
             batch = batch.filter(row_filter)
         for start in range(0, batch.num_rows, batch_rows):
             yield batch.slice(start, batch_rows)
+
+
+def _read_parquet_by_key(path: str, columns: list[str] | None, key_filter: pc.Expression, key_columns: list[str],
+                         batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A key-filtered read of a file sorted by key whose row groups are large (Paimon's writers
+    make one per file): statistics cannot skip inside a row group, so the key columns are read
+    first, the matching rows located, and the other columns decoded only up to the last of
+    them (decoding streams page by page; stopping early skips the rest)."""
+    fragment = parquet_fragment(path)
+    groups = [g.id for g in fragment.subset(filter=key_filter).row_groups]
+    if not groups:
+        return
+    reader = pq.ParquetFile(path, pre_buffer=False)
+    small = [g for g in groups if reader.metadata.row_group(g).num_rows <= LARGE_ROW_GROUP]
+    if small:  # statistics already narrowed these to a few rows
+        yield from read_parquet(path, columns, key_filter, small, batch_rows)
+    step = min(batch_rows, 8192)
+    for g in (g for g in groups if g not in small):
+        keys = reader.read_row_group(g, columns=key_columns, use_threads=False)
+        hits = pc.indices_nonzero(pc.fill_null(_evaluate(key_filter, keys), False)).to_numpy()
+        if not len(hits):
+            continue
+        first, last = int(hits[0]), int(hits[-1]) + 1
+        start = 0
+        for batch in reader.iter_batches(batch_size=step, row_groups=[g], columns=columns, use_threads=False):
+            end = start + batch.num_rows
+            if end > first:
+                part = batch.slice(max(first - start, 0), min(end, last) - max(start, first))
+                part = part.filter(key_filter)
+                if part.num_rows:
+                    yield part
+            start = end
+            if start >= last:
+                break
+
+
+def _evaluate(expression: pc.Expression, table: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """The boolean value of `expression` on every row of `table`."""
+    marked = table.append_column("__row__", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    kept = marked.filter(expression).column("__row__").to_numpy()
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[kept] = True
+    return pa.array(mask)
 
 
 def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
@@ -286,8 +337,18 @@ def _needed_columns(plan: PaimonReadPlan) -> list[str]:
     wanted = set(plan.columns) | (flt.columns_of(plan.filter) or set(schema.names))
     if opts.sequence_field:
         wanted.add(opts.sequence_field)
-    keys = schema.key_columns
-    return keys + [SEQUENCE_COLUMN, KIND_COLUMN] + [c for c in schema.names if c in wanted]
+    # a key column's values are its _KEY_ column's: decoded once (see _with_key_values)
+    stored = set(schema.trimmed_keys)
+    return schema.key_columns + [SEQUENCE_COLUMN, KIND_COLUMN] + [c for c in schema.names
+                                                                  if c in wanted and c not in stored]
+
+
+def _with_key_values(schema: PaimonSchema, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The primary-key columns a read skipped, taken from their _KEY_ copies."""
+    for k in schema.trimmed_keys:
+        if k not in batch.schema.names:
+            batch = batch.append_column(k, batch.column(KEY_PREFIX + k))
+    return batch
 
 
 def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65536,
@@ -311,6 +372,7 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
         else:
             merged = _merge_section(plan, runs, columns, key_expr, keep_deletes=False, threads=threads)
         for batch in merged:
+            batch = _with_key_values(schema, batch)
             if row_expr is not None and batch.num_rows:
                 batch = batch.filter(row_expr)
             if batch.num_rows:

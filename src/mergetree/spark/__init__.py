@@ -7,12 +7,16 @@
     mergetree.spark.compact(spark, path, full=True)
     mergetree.spark.bucket_join(spark, left_path, right_path, on="id")
     mergetree.spark.optimize(spark, path, order=["a", "b"], strategy="hilbert")
+    spark.read.format("mergetree").option("paimon.warehouse", wh).load("db.table")   # an Apache Paimon table
+    mergetree.spark.compact_paimon(spark, wh, "db.table", full=True)
 
 One Spark partition per bucket; each task merges its bucket's sorted runs with the loser tree
 and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN filters
 on the bucket key prune buckets; key ranges and statistics prune files; every filter that
 arrives is also applied exactly after the merge, so results are exact.  Filter pushdown needs
-`spark.sql.python.filterPushdown.enabled=true` (set by `local_session`).
+`spark.sql.python.filterPushdown.enabled=true` (set by `local_session`).  Paimon primary-key
+tables read the same way, one Spark partition per (partition, bucket), through
+`mergetree.paimon`; they are compacted by `compact_paimon` and written only by Paimon.
 """
 from __future__ import annotations
 
@@ -21,10 +25,11 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without pyspark
     raise ImportError("mergetree.spark needs pyspark >= 4.0: pip install 'mergetree[spark]'") from exc
 
-from .jobs import bucket_join, compact, merge_sorted_runs, optimize, optimize_pending
+from .jobs import bucket_join, compact, compact_paimon, merge_sorted_runs, optimize, optimize_pending
 from .session import local_session
 from .source import SOURCE_NAME, MergetreeDataSource, register
 from .types import spark_arrow_type, spark_ddl, spark_schema
 
-__all__ = ["SOURCE_NAME", "MergetreeDataSource", "bucket_join", "compact", "local_session", "merge_sorted_runs",
-           "optimize", "optimize_pending", "register", "spark_arrow_type", "spark_ddl", "spark_schema"]
+__all__ = ["SOURCE_NAME", "MergetreeDataSource", "bucket_join", "compact", "compact_paimon", "local_session",
+           "merge_sorted_runs", "optimize", "optimize_pending", "register", "spark_arrow_type", "spark_ddl",
+           "spark_schema"]

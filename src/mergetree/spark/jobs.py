@@ -1,19 +1,31 @@
-"""Spark jobs over mergetree tables: distributed compaction, shuffle-free bucket joins, and a
-`mapInArrow` function that merges sorted runs inside each task."""
+"""Spark jobs over mergetree tables: distributed compaction (of mergetree and of Apache Paimon
+tables), shuffle-free bucket joins, and a `mapInArrow` function that merges sorted runs inside
+each task."""
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import pickle
+import shutil
 import time
-from collections.abc import Callable, Iterator
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CompactionConflictError, InvalidArgumentError
+from ..errors import CompactionConflictError, InvalidArgumentError, MergeTreeError
 from ..merge import merge
 from ..merge.join import JOINS, join_sorted, joined_schema
+from ..paimon.compact import PaimonCompaction
+from ..paimon.compact import commit_compaction as commit_paimon_compaction
+from ..paimon.compact import plan_compaction as plan_paimon_compaction
+from ..paimon.compact import rewrite_bucket as rewrite_paimon_bucket
+from ..paimon.metadata import PaimonTable
 from ..table import Table
 from ..table import filters as flt
 from ..table.compaction.runner import commit_compaction, discard_new_files, execute_plan, plan_compaction
@@ -26,7 +38,7 @@ from ..table.snapshots import FileEntry, Snapshot
 from .source import SOURCE_NAME, register
 from .types import spark_ddl, spark_schema, to_spark_batch
 
-__all__ = ["bucket_join", "compact", "merge_sorted_runs", "optimize"]
+__all__ = ["bucket_join", "compact", "compact_paimon", "merge_sorted_runs", "optimize", "optimize_pending"]
 
 
 # -- mapInArrow helpers ---------------------------------------------------------------------
@@ -151,6 +163,188 @@ def compact(spark: Any, path: str, full: bool = False) -> Snapshot | None:
     except BaseException:
         discard_new_files(directory, adds, deletes)
         raise
+
+
+# -- distributed compaction of Paimon tables --------------------------------------------------
+
+JOURNAL_PREFIX = ".mergetree-compact-"
+
+
+class _JournaledPaths(list):
+    """The `written` list of one task: every path is also appended to a journal file before the
+    file is created, so the driver can remove it even if the task's process dies."""
+
+    def __init__(self, journal: str) -> None:
+        super().__init__()
+        self.journal = journal
+
+    def _record(self, paths: Iterable[str]) -> None:
+        with open(self.journal, "a", encoding="utf-8") as fh:
+            fh.writelines(f"{p}\n" for p in paths)
+
+    def append(self, path: str) -> None:
+        self._record([path])
+        super().append(path)
+
+    def extend(self, paths: Iterable[str]) -> None:
+        paths = list(paths)
+        self._record(paths)
+        super().extend(paths)
+
+    def __iadd__(self, paths: Iterable[str]) -> _JournaledPaths:  # type: ignore[override,misc]
+        self.extend(paths)
+        return self
+
+    def insert(self, index: Any, path: str) -> None:
+        self._record([path])
+        super().insert(index, path)
+
+
+def _journaled(journal: str) -> list[str]:
+    """Every path the tasks' journals name (each task attempt writes its own journal file)."""
+    paths: list[str] = []
+    for name in sorted(os.listdir(journal)) if os.path.isdir(journal) else []:
+        with open(os.path.join(journal, name), encoding="utf-8") as fh:
+            paths += [line.rstrip("\n") for line in fh if line.strip()]
+    return paths
+
+
+def _unlink_all(paths: Iterable[str]) -> None:
+    for path in dict.fromkeys(paths):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def _portable(exc: BaseException) -> bytes | None:
+    """The exception pickled so that the driver can raise its type: as itself if it survives a
+    round trip, else as (class, args, attributes) — an exception whose __init__ takes keyword-only
+    arguments (`CorruptTableError(message, path=...)`) does not unpickle by itself."""
+    for payload in (exc, (type(exc), exc.args, dict(vars(exc)))):
+        try:
+            data = pickle.dumps(payload)
+            if isinstance(_unpickled_error(data), BaseException):
+                return data
+        except Exception:
+            continue
+    return None
+
+
+def _unpickled_error(data: bytes | None) -> BaseException | None:
+    if data is None:
+        return None
+    value = pickle.loads(data)
+    if isinstance(value, tuple):
+        cls, args, attributes = value
+        value = cls.__new__(cls, *args)  # BaseException.__new__ sets args; __init__ is not run
+        value.args = args
+        value.__dict__.update(attributes)
+    return value if isinstance(value, BaseException) else None
+
+
+def _published(job: PaimonCompaction, written: list[str]) -> int | None:
+    """The id of a snapshot after the job's base that a manifest list in `written` made, if any:
+    then the commit happened (only the LATEST hint may have failed) and nothing may be removed."""
+    names = {os.path.basename(p) for p in written}
+    base = int(job.snapshot["id"])
+    for sid in job.table.snapshot_ids():
+        if sid <= base:
+            continue
+        try:
+            snapshot = job.table.snapshot(sid)
+        except Exception:
+            continue
+        if snapshot.get("deltaManifestList") in names:
+            return sid
+    return None
+
+
+def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False) -> int | None:
+    """Compact an Apache Paimon primary-key table with Spark: the driver plans every bucket
+    (`mergetree.paimon.compact.plan_compaction`: Paimon's universal-compaction rules, or one
+    sorted run per bucket with `full=True`), one task per (partition, bucket) merges and
+    rewrites its files (`rewrite_bucket`), and the driver commits all of them as one Paimon
+    ``COMPACT`` snapshot.  Returns its id, or None when there was nothing to do.
+
+    Each task gets only its own bucket's plan (pickled).  If any task fails, every file any
+    task wrote is removed and the first task's error is raised on the driver (its executor
+    traceback in a note); nothing is committed.  Tasks journal each new file's path under a
+    hidden directory of the table before creating it, so files of a task whose process died,
+    or of a retried or speculative attempt, are removed too.  Needs the warehouse on a file
+    system every executor sees at the same path (local mode, or a shared mount)."""
+    if not isinstance(full, bool):
+        raise InvalidArgumentError(f"full must be True or False, not {full!r}")
+    job = plan_paimon_compaction(warehouse, table, full)
+    if job is None or not job.plans:
+        return None
+    # what a task needs: the snapshot, schema and its bucket's plan; a fresh PaimonTable (the
+    # driver's caches every live file of the snapshot)
+    task_job = dataclasses.replace(job, table=PaimonTable(job.table.path, job.table.name), plans=())
+    units = [(i, pickle.dumps((task_job, bucket, plan))) for i, (bucket, plan) in enumerate(job.plans)]
+    journal = os.path.join(job.table.path, f"{JOURNAL_PREFIX}{uuid.uuid4().hex}")
+    os.makedirs(journal)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for unit, payload in zip(batch.column("unit").to_pylist(), batch.column("payload").to_pylist()):
+                unit_job, bucket, plan = pickle.loads(payload)
+                written = _JournaledPaths(os.path.join(journal, f"unit-{unit}-{uuid.uuid4().hex}"))
+                try:
+                    adds, deletes = rewrite_paimon_bucket(unit_job, bucket, plan, written)
+                    result: dict = {"adds": adds, "deletes": deletes, "written": list(written)}
+                except Exception as exc:  # reported, not raised: the driver cleans up every task's files
+                    result = {"written": list(written), "error": _portable(exc),
+                              "message": "".join(traceback.format_exception(exc)),
+                              "where": f"partition {bucket.partition} bucket {bucket.bucket}"}
+                yield pa.record_batch({"unit": pa.array([unit], pa.int32()),
+                                       "result": pa.array([pickle.dumps(result)], pa.binary())})
+
+    written: list[str] = []
+    try:
+        try:
+            rdd = spark.sparkContext.parallelize(units, len(units))  # a task each
+            frame = spark.createDataFrame(rdd, "unit int, payload binary")
+            rows = frame.mapInArrow(run, "unit int, result binary").collect()
+        finally:
+            written += _journaled(journal)  # every file any task attempt created
+        results = [pickle.loads(r["result"]) for r in sorted(rows, key=lambda r: r["unit"])]
+        written = list(dict.fromkeys(written + [p for r in results for p in r["written"]]))
+        failed = [r for r in results if "error" in r]
+        if failed:
+            first = failed[0]
+            try:
+                error = _unpickled_error(first["error"])
+            except Exception:  # a class the driver cannot import
+                error = None
+            if error is None:
+                error = MergeTreeError(f"compacting Paimon table {table} failed in a Spark task "
+                                       f"({first['where']}): {first['message'].strip().splitlines()[-1]}")
+            # the executor's traceback, as the cause (exception notes need Python 3.11)
+            raise error from MergeTreeError(
+                f"in the Spark task compacting {first['where']} of Paimon table {table} ({len(failed)} of "
+                f"{len(results)} tasks failed; every file they wrote was removed, nothing was committed):\n"
+                f"{first['message']}")
+        used = {p for r in results for p in r["written"]}
+        _unlink_all(p for p in written if p not in used)  # attempts whose results were not kept
+        written = [p for p in written if p in used]
+        adds = [e for r in results for e in r["adds"]]
+        deletes = [e for r in results for e in r["deletes"]]
+        return commit_paimon_compaction(job, adds, deletes, written)
+    except BaseException as exc:
+        try:
+            committed = _published(job, written)
+        except Exception:
+            committed = None
+        if committed is not None:  # published; only the LATEST hint failed: the files are the table's
+            note = getattr(exc, "add_note", None)
+            if note is not None:
+                note(f"snapshot {committed} of Paimon table {table} was committed; its files were kept")
+        else:
+            _unlink_all(written)
+        raise
+    finally:
+        shutil.rmtree(journal, ignore_errors=True)
 
 
 # -- distributed optimize -------------------------------------------------------------------

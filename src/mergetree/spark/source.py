@@ -1,9 +1,12 @@
 """The `mergetree` Python data source: reads with one Spark partition per bucket — or, for a
 bucket larger than `splitSize`, one per key range of it — merged with the loser tree in the
 task, filter pushdown, time travel; writes stream each task's rows through the table's own
-write buffer, with one atomic snapshot per job."""
+write buffer, with one atomic snapshot per job.  With the option `paimon.warehouse` it reads
+an Apache Paimon primary-key table instead (`load("db.table")`), one Spark partition per
+(partition, bucket), through `mergetree.paimon.read`."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,8 +29,11 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SchemaMismatchError
 from ..merge import RowKind
+from ..paimon.metadata import PaimonSchema, PaimonTable
+from ..paimon.read import PaimonReadPlan, plan_read
+from ..paimon.read import read_bucket as read_paimon_bucket
 from ..table import Table, querylog
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
@@ -37,9 +43,11 @@ from ..table.snapshots import FileEntry, Snapshot
 from ..table.write import commit_write, conformed, spill
 from .types import spark_ddl, spark_schema, to_spark_batch
 
-__all__ = ["SOURCE_NAME", "MergetreeDataSource", "register", "to_mergetree_filter"]
+__all__ = ["PAIMON_WAREHOUSE", "SOURCE_NAME", "MergetreeDataSource", "PaimonReader", "register",
+           "to_mergetree_filter"]
 
 SOURCE_NAME = "mergetree"
+PAIMON_WAREHOUSE = "paimon.warehouse"  # the option that makes a read a Paimon read
 
 
 def register(spark: Any) -> None:
@@ -91,14 +99,29 @@ class MergetreeDataSource(DataSource):
     def name(cls) -> str:
         return SOURCE_NAME
 
+    def _options(self) -> dict:
+        return {k.lower(): v for k, v in self.options.items()}  # Spark's keys ignore case
+
     def schema(self) -> str:
+        options = self._options()
+        if PAIMON_WAREHOUSE in options:
+            return paimon_ddl(options)
         return spark_ddl(Table.open(self.options["path"]).schema)
 
-    def reader(self, schema: Any) -> MergetreeReader:
-        return MergetreeReader({k.lower(): v for k, v in self.options.items()})  # Spark's keys ignore case
+    def reader(self, schema: Any) -> MergetreeReader | PaimonReader:
+        options = self._options()
+        if PAIMON_WAREHOUSE in options:
+            return PaimonReader(options, schema)
+        return MergetreeReader(options)
 
     def writer(self, schema: Any, overwrite: bool) -> MergetreeWriter:
-        return MergetreeWriter({k.lower(): v for k, v in self.options.items()}, schema, overwrite)
+        options = self._options()
+        if PAIMON_WAREHOUSE in options:
+            raise InvalidArgumentError(
+                f"mergetree does not write Paimon tables (option {PAIMON_WAREHOUSE!r} is set): writes go through "
+                f"Paimon itself (Flink, Spark with the Paimon connector, pypaimon); mergetree reads them "
+                f"(spark.read.format('mergetree')) and compacts them (mergetree.spark.compact_paimon)")
+        return MergetreeWriter(options, schema, overwrite)
 
 
 DEFAULT_SPLIT_SIZE = "32 mb"
@@ -161,6 +184,124 @@ class MergetreeReader(DataSourceReader):
         f = flt.normalize(self.filters or None, schema)
         for batch in read_bucket(directory, partition.bucket_plan, schema.names, flt.to_expression(f, schema),
                                  file_filter(directory, f)):
+            for start in range(0, batch.num_rows, self.batch_size):
+                yield to_spark_batch(batch.slice(start, self.batch_size), out_schema)
+
+
+# -- Paimon reads -------------------------------------------------------------------------
+
+def _paimon_table(options: dict) -> tuple[str, str]:
+    """(warehouse, "db.table") of a Paimon read: the warehouse option, the table from load()
+    (or the option `table`)."""
+    table = options.get("path") or options.get("table")
+    if not table:
+        raise InvalidArgumentError(f"a Paimon read names its table: .option({PAIMON_WAREHOUSE!r}, warehouse)"
+                                   f".load('database.table')")
+    return options[PAIMON_WAREHOUSE], table
+
+
+def _paimon_snapshot(options: dict) -> int | str | None:
+    """The option `snapshot`: a snapshot id (digits) or a tag name; None reads the latest."""
+    text = options.get("snapshot")
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
+def _paimon_columns(options: dict) -> list[str] | None:
+    """The option `columns` ("a, b"): read only these, in this order."""
+    return _names(options.get("columns"))
+
+
+def _paimon_read_schema(options: dict) -> PaimonSchema:
+    """The schema a read of these options uses, as `paimon.read.plan_read` picks it (the latest
+    read: the table's latest schema; time travel: the one the snapshot was committed under),
+    without reading manifests; its options checked (what mergetree cannot honour raises
+    `UnsupportedPaimonFeatureError` here, when the DataFrame is created)."""
+    warehouse, name = _paimon_table(options)
+    table = PaimonTable.open(warehouse, name)
+    snapshot = _paimon_snapshot(options)
+    snap = table.resolve(snapshot)
+    schema = table.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
+    _ = schema.checked_options  # raises on options mergetree cannot honour
+    return schema
+
+
+def paimon_ddl(options: dict) -> str:
+    """The Spark DDL of a Paimon read: the table's columns (or the option `columns`)."""
+    schema = _paimon_read_schema(options)
+    columns = _paimon_columns(options)
+    if columns is not None:
+        unknown = [c for c in columns if c not in schema.names]
+        if unknown:
+            raise InvalidArgumentError(f"option columns names {unknown}, which Paimon table "
+                                       f"{_paimon_table(options)[1]} lacks; columns: {schema.names}")
+    arrow = schema.arrow_schema
+    return spark_ddl(pa.schema([arrow.field(c) for c in (columns or schema.names)]))
+
+
+@dataclass(frozen=True)
+class PaimonBucketPartition(InputPartition):
+    """One (partition, bucket) of a Paimon table: the driver's read plan cut down to that
+    bucket (its files, the snapshot, schema, columns and filter), so tasks never re-plan."""
+
+    def __init__(self, plan: PaimonReadPlan) -> None:  # InputPartition is a frozen dataclass
+        bucket = plan.buckets[0]
+        object.__setattr__(self, "value", (bucket.partition, bucket.bucket))
+        object.__setattr__(self, "plan", plan)
+
+
+class PaimonReader(DataSourceReader):
+    """Reads a Paimon primary-key table: `spark.read.format("mergetree").option("paimon.warehouse",
+    warehouse).load("db.table")`.  Options: `snapshot` (an id or a tag name), `columns` (a
+    comma-separated projection; a schema given with `.schema(...)` naming a subset of the
+    columns does the same), `batchSize`.  Pushed filters prune partitions and files by key
+    statistics, and are applied exactly to the merged rows."""
+
+    def __init__(self, options: dict, spark_schema_: Any = None) -> None:
+        self.warehouse, self.table = _paimon_table(options)
+        self.snapshot = _paimon_snapshot(options)
+        self.batch_size = int(options.get("batchsize", 65536))
+        schema = _paimon_read_schema(options)
+        self.arrow_schema = schema.arrow_schema
+        # the columns Spark asks for: those of schema() (maybe `columns`), or a schema the user gave
+        self.columns = list(spark_schema_.fieldNames()) if spark_schema_ is not None else schema.names
+        self.requested: pa.Schema | None = None  # the Arrow types Spark expects, checked in partitions()
+        if spark_schema_ is not None:
+            from pyspark.sql.pandas.types import to_arrow_schema
+            self.requested = to_arrow_schema(spark_schema_, timezone="UTC")
+        self.filters: list[tuple] = []
+
+    def pushFilters(self, filters: list) -> Iterator:
+        """Keep what mergetree can evaluate (partition and key-statistics pruning, then applied
+        exactly after the merge); hand the rest back to Spark."""
+        for f in filters:
+            converted = to_mergetree_filter(f, self.arrow_schema)
+            if converted is None:
+                yield f
+            else:
+                self.filters.append(converted)
+
+    def partitions(self) -> list[PaimonBucketPartition]:
+        plan = plan_read(self.warehouse, self.table, self.columns, self.filters or None, self.snapshot)
+        produced = spark_schema(plan.output_schema)
+        if self.requested is not None and [f.type for f in produced] != [f.type for f in self.requested]:
+            have = ", ".join(f"{f.name} {f.type}" for f in produced)
+            want = ", ".join(f"{f.name} {f.type}" for f in self.requested)
+            raise SchemaMismatchError(f"Paimon table {self.table} reads as ({have}) in Spark's Arrow types, "
+                                      f"not the schema given ({want}); give a schema with these types or none")
+        # a fresh PaimonTable per piece: the driver's holds every live file of the snapshot
+        return [PaimonBucketPartition(dataclasses.replace(plan, table=PaimonTable(plan.table.path, plan.table.name),
+                                                          buckets=(b,)))
+                for b in plan.buckets]
+
+    def read(self, partition: PaimonBucketPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, PaimonBucketPartition):
+            return  # the plan kept no bucket: Spark still runs one task, on a partition of its own
+        plan = partition.plan
+        out_schema = spark_schema(plan.output_schema)
+        for batch in read_paimon_bucket(plan, plan.buckets[0]):
             for start in range(0, batch.num_rows, self.batch_size):
                 yield to_spark_batch(batch.slice(start, self.batch_size), out_schema)
 

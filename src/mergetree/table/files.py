@@ -36,6 +36,7 @@ __all__ = [
     "build_file_indexes",
     "file_metadata",
     "final_rows",
+    "parquet_fragment",
     "read_data_file",
     "read_parquet",
     "read_run",
@@ -405,6 +406,11 @@ _FRAGMENT_CACHE_SIZE = 64
 _fragments: OrderedDict[tuple[str, int, int], tuple[ds.ParquetFileFragment, pa.Schema]] = OrderedDict()
 _fragments_lock = threading.Lock()
 _LOCAL = pafs.LocalFileSystem()
+
+
+def parquet_fragment(path: str) -> ds.ParquetFileFragment:
+    """A Parquet file as a dataset fragment with its footer parsed, from the footer cache."""
+    return _fragment(path)[0]
 
 
 def _fragment(path: str) -> tuple[ds.ParquetFileFragment, pa.Schema]:
