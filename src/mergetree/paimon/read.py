@@ -16,6 +16,7 @@ import math
 import os
 import queue
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -161,7 +162,9 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
         return
     try:
         rows = 0
-        for batch in read_data_file(pf.path, columns, row_filter, batch_rows, plan.schema.key_columns):
+        key_range = key_range_of(plan_key_filter(plan), schema.key_columns[0]) \
+            if row_filter is not None and len(schema.key_columns) == 1 else None
+        for batch in read_data_file(pf.path, columns, row_filter, batch_rows, schema.key_columns, key_range):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
@@ -176,17 +179,19 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
                                 path=pf.path)
 
 
+KeyRange = tuple[Any, bool, Any, bool]
 LARGE_ROW_GROUP = 65536  # rows: above this, a key-filtered read finds its rows by the key column first
 
 
 def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expression | None,
-                   batch_rows: int, key_columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+                   batch_rows: int, key_columns: list[str] | None = None,
+                   key_range: KeyRange | None = None) -> Iterator[pa.RecordBatch]:
     """A Paimon data file's batches, by its format (the file name's extension, as Paimon
     decides): Parquet a row group at a time, ORC a stripe at a time.  `row_filter` reads only
     `key_columns` when given (see `_read_parquet_by_key`)."""
     if path.endswith(".parquet"):
         if row_filter is not None and key_columns:
-            yield from _read_parquet_by_key(path, columns, row_filter, key_columns, batch_rows)
+            yield from _read_parquet_by_key(path, columns, row_filter, key_columns, batch_rows, key_range)
         else:
             yield from read_parquet(path, columns, row_filter, None, batch_rows)
         return
@@ -206,12 +211,49 @@ def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expressi
             yield batch.slice(start, batch_rows)
 
 
+# decoded key columns of large row groups, for repeated key lookups: (path, size, mtime, group) -> table
+_KEY_CACHE_BYTES = 256 * 2**20
+_key_cache: OrderedDict[tuple, pa.Table] = OrderedDict()
+_key_cache_lock = threading.Lock()
+
+
+def _cached_keys(reader: pq.ParquetFile, path: str, group: int, key_columns: list[str]) -> pa.Table:
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns, group, tuple(key_columns))
+    with _key_cache_lock:
+        hit = _key_cache.get(key)
+        if hit is not None:
+            _key_cache.move_to_end(key)
+            return hit
+    keys = reader.read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
+    with _key_cache_lock:
+        _key_cache[key] = keys
+        while sum(t.nbytes for t in _key_cache.values()) > _KEY_CACHE_BYTES and len(_key_cache) > 1:
+            _key_cache.popitem(last=False)
+    return keys
+
+
+def _row_span(keys: pa.Table, key_filter: pc.Expression, key_range: KeyRange | None) -> tuple[int, int]:
+    """[first, last) rows of a key-sorted row group that hold every row matching the filter."""
+    if key_range is not None and keys.num_columns == 1 and keys.column(0).null_count == 0:
+        values = keys.column(0).chunk(0) if keys.column(0).num_chunks == 1 else keys.column(0).combine_chunks()
+        if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
+            array = values.to_numpy()
+            lo, lo_inclusive, hi, hi_inclusive = key_range
+            first = 0 if lo is None else int(np.searchsorted(array, lo, "left" if lo_inclusive else "right"))
+            last = len(array) if hi is None else int(np.searchsorted(array, hi, "right" if hi_inclusive else "left"))
+            return first, max(first, last)
+    hits = np.flatnonzero(_evaluate(key_filter, keys))
+    return (int(hits[0]), int(hits[-1]) + 1) if len(hits) else (0, 0)
+
+
 def _read_parquet_by_key(path: str, columns: list[str] | None, key_filter: pc.Expression, key_columns: list[str],
-                         batch_rows: int) -> Iterator[pa.RecordBatch]:
+                         batch_rows: int, key_range: KeyRange | None = None) -> Iterator[pa.RecordBatch]:
     """A key-filtered read of a file sorted by key whose row groups are large (Paimon's writers
     make one per file): statistics cannot skip inside a row group, so the key columns are read
-    first, the matching rows located, and the other columns decoded only up to the last of
-    them (decoding streams page by page; stopping early skips the rest)."""
+    first (and kept in a cache for the next lookup), the matching rows located (by binary
+    search when the filter bounds a single numeric key), and the other columns decoded only up
+    to the last of them (decoding streams page by page; stopping early skips the rest)."""
     fragment = parquet_fragment(path)
     groups = [g.id for g in fragment.subset(filter=key_filter).row_groups]
     if not groups:
@@ -222,11 +264,9 @@ def _read_parquet_by_key(path: str, columns: list[str] | None, key_filter: pc.Ex
         yield from read_parquet(path, columns, key_filter, small, batch_rows)
     step = min(batch_rows, 8192)
     for g in (g for g in groups if g not in small):
-        keys = reader.read_row_group(g, columns=key_columns, use_threads=False)
-        hits = pc.indices_nonzero(pc.fill_null(_evaluate(key_filter, keys), False)).to_numpy()
-        if not len(hits):
+        first, last = _row_span(_cached_keys(reader, path, g, key_columns), key_filter, key_range)
+        if first >= last:
             continue
-        first, last = int(hits[0]), int(hits[-1]) + 1
         start = 0
         for batch in reader.iter_batches(batch_size=step, row_groups=[g], columns=columns, use_threads=False):
             end = start + batch.num_rows
@@ -238,6 +278,25 @@ def _read_parquet_by_key(path: str, columns: list[str] | None, key_filter: pc.Ex
             start = end
             if start >= last:
                 break
+
+
+def key_range_of(f: Any, column: str) -> KeyRange | None:
+    """(low, low inclusive, high, high inclusive) that a conjunction of comparisons puts on
+    `column`, or None when the filter is anything else."""
+    if f is None or isinstance(f, pc.Expression):
+        return None
+    lo, lo_inc, hi, hi_inc = None, True, None, True
+    for c in flt.conjuncts(f):
+        if not (isinstance(c, tuple) and len(c) == 3 and c[0] == column and c[1] in ("=", "<", "<=", ">", ">=")):
+            return None
+        _, op, v = c
+        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        if op in ("=", ">", ">=") and (lo is None or v > lo or (v == lo and op == ">")):
+            lo, lo_inc = v, op != ">"
+        if op in ("=", "<", "<=") and (hi is None or v < hi or (v == hi and op == "<")):
+            hi, hi_inc = v, op != "<"
+    return lo, lo_inc, hi, hi_inc
 
 
 def _evaluate(expression: pc.Expression, table: pa.Table) -> pa.ChunkedArray | pa.Array:
@@ -428,6 +487,10 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
                         f"'partial-update.remove-record-on-delete' is set (the latter is not supported by mergetree)")
     sources: list = [_checked_kinds((b for pf in run for b in _file_batches(plan, pf, columns, key_expr, batch_rows)),
                                     opts) for run in runs]
+    if threads > 1 and key_expr is not None and len(sources) > 1:
+        # a filtered read keeps few rows of each run: read the runs at once (decoding releases the GIL)
+        with ThreadPoolExecutor(min(threads, len(sources)), thread_name_prefix="paimon-run") as pool:
+            sources = list(pool.map(list, sources))
     sequence = SEQUENCE_COLUMN
     if opts.sequence_field:  # ranking needs the whole section's sequence values first
         sources, sequence = _ranked([list(run) for run in sources], opts.sequence_field), ORDER_COLUMN

@@ -268,8 +268,8 @@ def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False) -
     ``COMPACT`` snapshot.  Returns its id, or None when there was nothing to do.
 
     Each task gets only its own bucket's plan (pickled).  If any task fails, every file any
-    task wrote is removed and the first task's error is raised on the driver (its executor
-    traceback in a note); nothing is committed.  Tasks journal each new file's path under a
+    task wrote is removed and the first task's error is raised on the driver (with the
+    executor's traceback as its cause); nothing is committed.  Tasks journal each new file's path under a
     hidden directory of the table before creating it, so files of a task whose process died,
     or of a retried or speculative attempt, are removed too.  Needs the warehouse on a file
     system every executor sees at the same path (local mode, or a shared mount)."""
