@@ -585,3 +585,15 @@ def test_key_filtered_reads_of_large_row_groups(tmp_path: Path) -> None:
     for key in ["key-000000", "key-004999", "key-002500", "nope"]:
         want = strings.filter(pa.compute.equal(strings.column("s"), key))
         assert rows(mp.read(str(wh), "db.str", filter=("s", "=", key)), ["s"]) == rows(want, ["s"])
+
+
+def test_errors_with_keyword_fields_survive_pickling() -> None:
+    """Spark tasks and worker processes hand errors back pickled."""
+    import pickle
+
+    from mergetree import CorruptTableError, InvalidRowError, RetractionError
+    for exc in (CorruptTableError("file x is missing", path="/t/x"),
+                RetractionError("run 1 row 2: no", run=1, row=2, column="v"),
+                InvalidRowError("bad", run=0, row=5, column="k")):
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is type(exc) and str(back) == str(exc) and vars(back) == vars(exc)

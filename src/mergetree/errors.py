@@ -33,6 +33,9 @@ class InvalidRowError(MergeTreeError, ValueError):
         self.row = row
         self.column = column
 
+    def __reduce__(self) -> tuple:  # keyword-only arguments: pickled (Spark, multiprocessing) by hand
+        return _rebuild, (type(self), str(self), {"run": self.run, "row": self.row, "column": self.column})
+
 
 class UnsortedRunError(InvalidRowError):
     """A run is not strictly ascending by key (out of order, or a key repeated)."""
@@ -63,6 +66,9 @@ class CorruptTableError(MergeTreeError):
         super().__init__(message)
         self.path = path
 
+    def __reduce__(self) -> tuple:
+        return _rebuild, (type(self), str(self), {"path": self.path})
+
 
 class CommitConflictError(MergeTreeError):
     """Another commit changed what this commit depends on; nothing was committed."""
@@ -87,3 +93,8 @@ class UnsupportedPaimonFeatureError(UnsupportedFormatError):
 
 class TableNotFoundError(MergeTreeError, LookupError):
     """There is no mergetree table at the path given."""
+
+
+def _rebuild(cls: type, message: str, fields: dict) -> MergeTreeError:
+    """Unpickle an error whose constructor takes keyword-only fields."""
+    return cls(message, **fields)

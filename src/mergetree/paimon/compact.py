@@ -46,6 +46,7 @@ from .metadata import (
     PaimonSchema,
     PaimonTable,
     identifier,
+    partition_path,
     read_avro,
 )
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
@@ -162,7 +163,7 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
         runs = group.sorted_runs()
         inputs = sum(f.row_count for f in group.files)
         batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete)
-        directory = os.path.dirname(group.files[0].path)
+        directory = _bucket_directory(job, bucket)
         for entry in _write_rolled(job, bucket, directory, batches, plan.output_level, written):
             adds.append(entry)
         if advance is not None:
@@ -175,6 +176,19 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
         upgraded["_KIND"] = ADD
         adds.append(upgraded)
     return adds, deletes
+
+
+def _bucket_directory(job: PaimonCompaction, bucket: PaimonBucket) -> str:
+    """Where new files of a bucket go: beside its files in the table directory (an input kept at
+    an external path is not a guide: new entries record no external path)."""
+    for f in bucket.files:
+        if not f.record["_FILE"].get("_EXTERNAL_PATH"):
+            return os.path.dirname(f.path)
+    default = job.schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
+    directory = os.path.join(job.table.path, partition_path(job.schema.partition_keys, bucket.partition, default),
+                             f"bucket-{bucket.bucket}")
+    os.makedirs(directory, exist_ok=True)
+    return directory
 
 
 def _as_delete(f: PaimonFile) -> dict:
@@ -216,8 +230,8 @@ def _stat_column(t) -> bool:
 class _FileWriter:
     """One output data file in the inputs' format (Parquet or ORC, by the first input's name)."""
 
-    def __init__(self, directory: str, fmt: str, schema: pa.Schema) -> None:
-        self.path = os.path.join(directory, f"data-{uuid.uuid4()}-0.{fmt}")
+    def __init__(self, path: str, fmt: str, schema: pa.Schema) -> None:
+        self.path = path
         if fmt == "orc":
             from pyarrow import orc
             self._orc: Any = orc.ORCWriter(self.path, compression="zstd", stripe_size=64 * 2**20)
@@ -249,8 +263,9 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, b
 
     def start(arrow_schema: pa.Schema) -> _FileWriter:
         nonlocal state
-        w = _FileWriter(directory, fmt, arrow_schema)
-        written.append(w.path)
+        path = os.path.join(directory, f"data-{uuid.uuid4()}-0.{fmt}")
+        written.append(path)  # before the file exists: a failure while opening it still removes it
+        w = _FileWriter(path, fmt, arrow_schema)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
                  "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
         return w
@@ -461,6 +476,7 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
         snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
                                   delta_change, user)
         if _publish(t, new_id, snapshot):
+            written.clear()  # committed: from here on nothing may remove these files
             _write_latest(t, new_id)
             return new_id
         for path in (t.manifest_path(base_list), t.manifest_path(delta_list)):
@@ -516,8 +532,12 @@ def _publish(t: PaimonTable, snapshot_id: int, snapshot: dict) -> bool:
 
 
 def _write_latest(t: PaimonTable, snapshot_id: int) -> None:
+    """The LATEST hint, best effort: readers check it forward, so a stale one only costs a stat."""
     path = os.path.join(t.path, "snapshot", "LATEST")
     tmp = os.path.join(t.path, "snapshot", f".LATEST.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(str(snapshot_id))
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(str(snapshot_id))
+        os.replace(tmp, path)
+    except OSError:
+        _unlink(tmp)

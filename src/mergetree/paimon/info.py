@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..errors import UnsupportedPaimonFeatureError
 from ..table.compaction.planner import CompactionOptions, Levels
-from .metadata import PaimonTable
+from .read import read_schema
 
 __all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "info"]
 
@@ -56,9 +56,7 @@ class PaimonInfo:
 
 def info(warehouse: Any, table: Any, snapshot: Any = None) -> PaimonInfo:
     """Describe a Paimon table at `snapshot` (default: the latest)."""
-    t = PaimonTable.open(warehouse, table)
-    snap = t.resolve(snapshot)
-    schema = t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
+    t, snap, schema = read_schema(warehouse, table, snapshot)
     unsupported = None
     try:
         schema.checked_options  # noqa: B018 (evaluated for its verdict)

@@ -192,6 +192,7 @@ class PaimonTable:
         self.path = path
         self.name = name
         self._file_index: dict[str, str] | None = None
+        self._schemas: dict[int, PaimonSchema] = {}
 
     @classmethod
     def open(cls, warehouse: Any, table: Any) -> PaimonTable:
@@ -217,6 +218,9 @@ class PaimonTable:
                       if n.startswith("schema-") and n[len("schema-"):].isdigit())
 
     def schema(self, schema_id: int | None = None) -> PaimonSchema:
+        """Schema `schema_id` (default: the latest); a schema file never changes under its id."""
+        if schema_id is not None and schema_id in self._schemas:
+            return self._schemas[schema_id]
         if schema_id is None:
             ids = self.schema_ids()
             if not ids:
@@ -225,7 +229,8 @@ class PaimonTable:
             schema_id = ids[-1]
         path = os.path.join(self.path, "schema", f"schema-{schema_id}")
         try:
-            return PaimonSchema.from_json(_read_json(path, "schema"))
+            schema = self._schemas[schema_id] = PaimonSchema.from_json(_read_json(path, "schema"))
+            return schema
         except FileNotFoundError:
             raise CorruptTableError(f"Paimon schema {path} is missing", path=path) from None
         except (KeyError, TypeError, ValueError) as exc:

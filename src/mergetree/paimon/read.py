@@ -37,7 +37,7 @@ from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 
 __all__ = ["PaimonBucket", "PaimonReadPlan", "merge_runs", "plan_read", "read", "read_bucket", "read_data_file",
-           "scan"]
+           "read_schema", "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
@@ -72,13 +72,19 @@ class PaimonReadPlan:
         return pa.schema([self.schema.arrow_schema.field(c) for c in self.columns])
 
 
-def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-              buckets: Sequence[tuple[tuple, int]] | None = None) -> PaimonReadPlan:
+def read_schema(warehouse: Any, table: Any, snapshot: Any = None) -> tuple[PaimonTable, dict | None, PaimonSchema]:
+    """The table, the snapshot a read sees and the schema it reads under (no manifest is read):
+    as Paimon, the latest read uses the table's latest schema (options altered since the last
+    commit count); time travel uses the schema the snapshot was committed under.  The schema's
+    options are checked (`checked_options`) by whoever uses them."""
     t = PaimonTable.open(warehouse, table)
     snap = t.resolve(snapshot)
-    # as Paimon: the latest read uses the table's latest schema (options altered since the last
-    # commit count); time travel uses the schema the snapshot was committed under
-    schema = t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
+    return t, snap, t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
+
+
+def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
+              buckets: Sequence[tuple[tuple, int]] | None = None) -> PaimonReadPlan:
+    t, snap, schema = read_schema(warehouse, table, snapshot)
     opts = schema.checked_options
     names = schema.names
     if columns is None:
@@ -439,7 +445,7 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
 
 
 def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:
-    stats = pf.value_stats(plan.table.schema(pf.schema_id)) if pf.schema_id == plan.schema.id else {}
+    stats = pf.value_stats(plan.schema) if pf.schema_id == plan.schema.id else {}
     for name, (lo, hi, nulls) in zip(plan.schema.trimmed_keys, pf.key_stats):
         if nulls is not None:
             stats[name] = (lo, hi, nulls)
@@ -487,8 +493,8 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
                         f"'partial-update.remove-record-on-delete' is set (the latter is not supported by mergetree)")
     sources: list = [_checked_kinds((b for pf in run for b in _file_batches(plan, pf, columns, key_expr, batch_rows)),
                                     opts) for run in runs]
-    if threads > 1 and key_expr is not None and len(sources) > 1:
-        # a filtered read keeps few rows of each run: read the runs at once (decoding releases the GIL)
+    if threads > 1 and len(sources) > 1:
+        # merging in threads reads every run into memory first: decode them at once (it releases the GIL)
         with ThreadPoolExecutor(min(threads, len(sources)), thread_name_prefix="paimon-run") as pool:
             sources = list(pool.map(list, sources))
     sequence = SEQUENCE_COLUMN

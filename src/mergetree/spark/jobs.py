@@ -171,8 +171,9 @@ JOURNAL_PREFIX = ".mergetree-compact-"
 
 
 class _JournaledPaths(list):
-    """The `written` list of one task: every path is also appended to a journal file before the
-    file is created, so the driver can remove it even if the task's process dies."""
+    """The `written` list of one task: every path `rewrite_bucket` adds (as soon as it creates
+    the file) is first appended to a journal file, so the driver can remove the file even if
+    the task's process dies."""
 
     def __init__(self, journal: str) -> None:
         super().__init__()
@@ -220,7 +221,7 @@ def _unlink_all(paths: Iterable[str]) -> None:
 def _portable(exc: BaseException) -> bytes | None:
     """The exception pickled so that the driver can raise its type: as itself if it survives a
     round trip, else as (class, args, attributes) — an exception whose __init__ takes keyword-only
-    arguments (`CorruptTableError(message, path=...)`) does not unpickle by itself."""
+    arguments and defines no __reduce__ (mergetree's own errors do) does not unpickle by itself."""
     for payload in (exc, (type(exc), exc.args, dict(vars(exc)))):
         try:
             data = pickle.dumps(payload)
@@ -270,7 +271,7 @@ def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False) -
     Each task gets only its own bucket's plan (pickled).  If any task fails, every file any
     task wrote is removed and the first task's error is raised on the driver (with the
     executor's traceback as its cause); nothing is committed.  Tasks journal each new file's path under a
-    hidden directory of the table before creating it, so files of a task whose process died,
+    hidden directory of the table as they create it, so files of a task whose process died,
     or of a retried or speculative attempt, are removed too.  Needs the warehouse on a file
     system every executor sees at the same path (local mode, or a shared mount)."""
     if not isinstance(full, bool):

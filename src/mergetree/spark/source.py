@@ -32,7 +32,7 @@ from pyspark.sql.datasource import (
 from ..errors import InvalidArgumentError, SchemaMismatchError
 from ..merge import RowKind
 from ..paimon.metadata import PaimonSchema, PaimonTable
-from ..paimon.read import PaimonReadPlan, plan_read
+from ..paimon.read import PaimonReadPlan, plan_read, read_schema
 from ..paimon.read import read_bucket as read_paimon_bucket
 from ..table import Table, querylog
 from ..table import filters as flt
@@ -215,15 +215,11 @@ def _paimon_columns(options: dict) -> list[str] | None:
 
 
 def _paimon_read_schema(options: dict) -> PaimonSchema:
-    """The schema a read of these options uses, as `paimon.read.plan_read` picks it (the latest
-    read: the table's latest schema; time travel: the one the snapshot was committed under),
-    without reading manifests; its options checked (what mergetree cannot honour raises
-    `UnsupportedPaimonFeatureError` here, when the DataFrame is created)."""
+    """The schema a read of these options uses (`paimon.read.read_schema`: no manifest is
+    read), its options checked: what mergetree cannot honour raises
+    `UnsupportedPaimonFeatureError` here, when the DataFrame is created."""
     warehouse, name = _paimon_table(options)
-    table = PaimonTable.open(warehouse, name)
-    snapshot = _paimon_snapshot(options)
-    snap = table.resolve(snapshot)
-    schema = table.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
+    schema = read_schema(warehouse, name, _paimon_snapshot(options))[2]
     _ = schema.checked_options  # raises on options mergetree cannot honour
     return schema
 

@@ -1,0 +1,198 @@
+"""Apache Paimon tables through Spark in a real local[2] session, on tables written by
+pypaimon: `spark.read.format("mergetree").option("paimon.warehouse", wh)` reads what
+`mergetree.paimon.read` and pypaimon read, one task per (partition, bucket), with pushdown,
+projection and time travel; `mergetree.spark.compact_paimon` compacts in one task per bucket
+and commits once (pypaimon reads the same rows back), and removes every file when a task fails;
+what mergetree cannot honour, and writes, are clear errors."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
+
+import mergetree.paimon as mp
+from mergetree import CorruptTableError, UnsupportedPaimonFeatureError
+from mergetree.paimon.metadata import PaimonTable
+from mergetree.paimon.read import plan_read
+
+pytestmark = needs_pypaimon
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("name", pa.string()),
+                    ("amount", pa.decimal128(12, 2)), ("ts", pa.timestamp("us")), ("v", pa.float64()),
+                    ("op", pa.string())])
+KEY = ["region", "id"]
+T0 = dt.datetime(2024, 5, 1, 12, 0, 0)
+OPTIONS = {"bucket": "4", "rowkind.field": "op"}
+
+
+def commits(seed: int, count: int, keys: int = 160) -> list[pa.Table]:
+    """`count` commits of upserts (and, after the first, some deletes) over `keys` ids."""
+    rng = random.Random(seed)
+    out = []
+    for c in range(count):
+        ids = rng.sample(range(keys), keys // 2)
+        out.append(pa.table({
+            "id": ids, "region": [f"r{i % 3}" for i in ids], "name": [f"n{i % 11}-c{c}" for i in ids],
+            "amount": [Decimal(rng.randint(-9999, 9999)) / 100 for _ in ids],
+            "ts": [T0 + dt.timedelta(seconds=rng.randint(0, 99), microseconds=rng.randint(0, 999_999)) for _ in ids],
+            "v": [None if rng.random() < 0.2 else rng.random() for _ in ids],
+            "op": ["-D" if c and rng.random() < 0.15 else "+I" for _ in ids]}, schema=SCHEMA))
+    return out
+
+
+def write(tmp: Path, name: str, data: list[pa.Table], options: dict | None = None,
+          tags: dict[str, int] | None = None) -> tuple[Path, Path]:
+    wh, work = tmp / "wh", tmp / "work"
+    write_paimon(work, wh, name, data, KEY, ["region"], OPTIONS if options is None else options, tags=tags)
+    return wh, work
+
+
+def load(spark, wh: Path, name: str, **options: str):
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    reader = spark.read.format("mergetree").option("paimon.warehouse", str(wh))
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(name)
+
+
+def bucket_files(wh: Path, name: str) -> dict[tuple, int]:
+    """Live data files per (partition, bucket) of the latest snapshot."""
+    t = PaimonTable.open(str(wh), name)
+    counts: dict[tuple, int] = {}
+    for f in t.live_files(t.resolve(None)):
+        counts[(f.partition, f.bucket)] = counts.get((f.partition, f.bucket), 0) + 1
+    return counts
+
+
+def files_under(path: Path) -> set[str]:
+    return {os.path.relpath(os.path.join(d, n), path) for d, _, names in os.walk(path) for n in names}
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory) -> tuple[Path, Path, str]:
+    """A 4-bucket table partitioned by region: five commits of upserts and deletes, tag v2."""
+    tmp = tmp_path_factory.mktemp("spark-paimon")
+    wh, work = write(tmp, "db.t", commits(3, 5), tags={"v2": 2})
+    return wh, work, "db.t"
+
+
+def test_read_equals_mergetree_and_pypaimon(spark, table) -> None:
+    wh, work, name = table
+    df = load(spark, wh, name)
+    pairs = {(b.partition, b.bucket) for b in plan_read(str(wh), name).buckets}
+    assert len(pairs) == 12 == len(bucket_files(wh, name))  # 3 regions x 4 buckets
+    assert df.rdd.getNumPartitions() == len(pairs)  # one task per (partition, bucket)
+    assert df.columns == SCHEMA.names
+    got = rows(df.toArrow(), KEY)
+    assert got == rows(mp.read(str(wh), name), KEY) == rows(pypaimon_read(wh, name, work), KEY)
+    assert 0 < len(got) < 160  # upserted keys collapse, deleted ones are gone
+
+
+def test_filters_projection_and_time_travel(spark, table) -> None:
+    wh, _, name = table
+    # a filter on the partition and the key: pushed, pruned to one region's buckets, exact
+    df = load(spark, wh, name).where("region = 'r1' and id < 100 and v > 0.3").select("id", "v", "region")
+    expected = mp.read(str(wh), name, columns=["id", "v", "region"],
+                       filter=[("region", "=", "r1"), ("id", "<", 100), ("v", ">", 0.3)])
+    assert 0 < expected.num_rows
+    assert rows(df.toArrow(), ["id"]) == rows(expected, ["id"])
+    assert df.rdd.getNumPartitions() == 4
+    nothing = load(spark, wh, name).where("region = 'nowhere'")  # no bucket left: one empty task
+    assert nothing.count() == 0
+    # a projection chosen by the option `columns`, or by a schema naming a subset
+    projected = load(spark, wh, name, columns="v, id")
+    assert projected.columns == ["v", "id"]
+    assert rows(projected.toArrow(), ["id"]) == rows(mp.read(str(wh), name, columns=["v", "id"]), ["id"])
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    by_schema = spark.read.format("mergetree").option("paimon.warehouse", str(wh)).schema("id long, name string") \
+        .load(name)
+    assert rows(by_schema.toArrow(), ["id", "name"]) == rows(mp.read(str(wh), name, columns=["id", "name"]),
+                                                            ["id", "name"])
+    wrong = spark.read.format("mergetree").option("paimon.warehouse", str(wh)).schema("id string").load(name)
+    with pytest.raises(Exception, match="not the schema given"):
+        wrong.collect()
+    # time travel by id and by tag
+    for snapshot in ("2", "v2", "4"):
+        sid = 2 if snapshot == "v2" else int(snapshot)
+        assert rows(load(spark, wh, name, snapshot=snapshot).toArrow(), KEY) == \
+            rows(mp.read(str(wh), name, snapshot=sid), KEY)
+
+
+def test_compact_paimon_then_pypaimon_reads_the_same(spark, tmp_path) -> None:
+    import mergetree.spark
+    name = "db.c"
+    wh, work = write(tmp_path, name, commits(7, 5))
+    before = rows(pypaimon_read(wh, name, work), KEY)
+    files_before = bucket_files(wh, name)
+    snapshot_before = PaimonTable.open(str(wh), name).latest_snapshot_id()
+    assert max(files_before.values()) >= 4
+
+    snapshot = mergetree.spark.compact_paimon(spark, str(wh), name, full=True)
+    assert snapshot == snapshot_before + 1
+    files_after = bucket_files(wh, name)
+    assert set(files_after) == set(files_before)
+    assert all(files_after[k] == 1 < files_before[k] for k in files_before)  # one file per bucket now
+    assert rows(pypaimon_read(wh, name, work), KEY) == before == rows(mp.read(str(wh), name), KEY)
+    assert rows(load(spark, wh, name).toArrow(), KEY) == before
+    assert not [n for n in os.listdir(PaimonTable.open(str(wh), name).path) if n.startswith(".")]  # no journal
+    # nothing left to do: no snapshot
+    assert mergetree.spark.compact_paimon(spark, str(wh), name, full=True) is None
+    assert mergetree.spark.compact_paimon(spark, str(wh), name) is None
+    # pypaimon keeps writing on top
+    more = commits(8, 1)
+    write_paimon(tmp_path / "work", wh, name, more, KEY, ["region"], OPTIONS)
+    assert rows(pypaimon_read(wh, name, work), KEY) == rows(mp.read(str(wh), name), KEY)
+
+
+def test_failed_task_removes_every_file_and_commits_nothing(spark, tmp_path) -> None:
+    import mergetree.spark
+    name = "db.f"
+    wh, _ = write(tmp_path, name, commits(9, 4))
+    t = PaimonTable.open(str(wh), name)
+    snapshot = t.latest_snapshot_id()
+    victim = next(f for f in t.live_files(t.resolve(None)) if f.partition == ("r2",))
+    Path(victim.path).write_bytes(b"not parquet")  # one bucket's task fails; the others write files
+    files = files_under(Path(t.path))
+    with pytest.raises(CorruptTableError, match=os.path.basename(victim.path)) as caught:
+        mergetree.spark.compact_paimon(spark, str(wh), name, full=True)
+    assert "Spark task" in str(caught.value.__cause__)  # the executor's traceback rides along
+    assert files_under(Path(t.path)) == files  # every task's files removed, no manifest, no journal
+    assert PaimonTable.open(str(wh), name).latest_snapshot_id() == snapshot
+
+
+def test_unsupported_table_and_writes_are_clear_errors(spark, tmp_path) -> None:
+    import mergetree.spark
+    name = "db.dv"
+    wh, _ = write(tmp_path, name, commits(11, 2, keys=40), {"bucket": "2", "deletion-vectors.enabled": "true"})
+    with pytest.raises(Exception, match=r"UnsupportedPaimonFeatureError.*deletion-vectors\.enabled"):
+        load(spark, wh, name).collect()
+    with pytest.raises(UnsupportedPaimonFeatureError, match=r"deletion-vectors\.enabled"):
+        mergetree.spark.compact_paimon(spark, str(wh), name)
+    df = spark.createDataFrame([(1, "r0")], "id long, region string")
+    with pytest.raises(Exception, match="writes go through Paimon"):
+        df.write.format("mergetree").mode("append").option("paimon.warehouse", str(wh)).save(name)
+
+
+def test_task_journal_names_every_written_path(tmp_path) -> None:
+    """What lets the driver remove the files of a task whose process died: each path is in the
+    task's journal before it is in the task's list, whichever way rewrite_bucket adds it."""
+    from mergetree.spark.jobs import _journaled, _JournaledPaths
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    written = _JournaledPaths(str(journal / "unit-0-a"))
+    written.append("/x/data-1.parquet")
+    written += ["/x/data-2.parquet"]
+    written.extend(["/x/manifest-3"])
+    other = _JournaledPaths(str(journal / "unit-1-b"))  # a second attempt, or another task
+    other.insert(0, "/y/data-4.parquet")
+    assert list(written) == ["/x/data-1.parquet", "/x/data-2.parquet", "/x/manifest-3"]
+    assert _journaled(str(journal)) == [*written, *other]
+    assert _journaled(str(tmp_path / "missing")) == []
