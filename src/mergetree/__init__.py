@@ -8,6 +8,8 @@ The public API, from the top:
 - `join_sorted`: a sorted merge join of two key-ordered tables.
 - `RowKind`, `ENGINES`, `AGGREGATE_FUNCTIONS`, `ALGORITHMS`, every error class.
 - `mergetree.spark` (import it yourself; needs pyspark): the Spark data source and jobs.
+- `mergetree.paimon`: Apache Paimon primary-key tables read and compacted without a JVM
+  (`mergetree.paimon.read`, `.scan`, `.compact`, `.info`); loaded on first use.
 - `mergetree.organize`: data organization by the query history — SQL history import, replay,
   the background optimizer, the report page (`Table.advise` is the advisor itself).
 """
@@ -36,6 +38,15 @@ from .errors import (
 )
 from .merge import AGGREGATE_FUNCTIONS, ALGORITHMS, ENGINES, MergeReader, MergeStats, RowKind, join_sorted, merge
 from .table import Table
+
+
+def __getattr__(name: str) -> object:
+    # `mergetree.paimon` without importing it first, while `import mergetree` stays lean
+    if name == "paimon":
+        from importlib import import_module
+        return import_module(".paimon", __name__)
+    raise AttributeError(f"module 'mergetree' has no attribute {name!r}")
+
 
 try:
     __version__ = _metadata.version("mergetree")
