@@ -117,6 +117,17 @@ def _options(engine: str, buckets: int, deletes: bool, sequence: bool) -> dict:
     return opts
 
 
+def _check_point_reads(wh: Path, name: str, commits: list[pa.Table], key: list[str], expected: list[dict]) -> None:
+    """Point reads (every key column fixed) of written keys, deleted ones included, and of a
+    key never written: each returns exactly the model's row for that key, or nothing."""
+    written = [dict(zip(key, k)) for k in dict.fromkeys(tuple(r[c] for c in key) for c in commits
+                                                         for r in c.to_pylist())]
+    for probe in written[:: max(1, len(written) // 12)] + [dict(written[0], id=10**9)]:
+        want = [r for r in expected if all(r[c] == v for c, v in probe.items())]
+        got = mp.read(str(wh), name, filter=[(c, "=", v) for c, v in probe.items()])
+        assert rows(got, key) == want, probe
+
+
 def _sorted_runs(wh: Path, table: str) -> int:
     return mp.info(str(wh), table).max_sorted_runs
 
@@ -151,6 +162,7 @@ def test_read_compact_and_keep_writing(tmp_path: Path, engine: str, buckets: int
     ours = mp.read(str(wh), name)
     assert ours.schema.names == SCHEMA.names
     assert rows(ours, key) == expected
+    _check_point_reads(wh, name, commits, key, expected)
     assert rows(pypaimon_read(wh, name, work), key) == expected
     assert rows(mp.scan(str(wh), name, threads=2).read_all(), key) == expected
 
@@ -161,6 +173,7 @@ def test_read_compact_and_keep_writing(tmp_path: Path, engine: str, buckets: int
     assert mp.compact(str(wh), name, full=True) is None or _sorted_runs(wh, name) == 1
     expected = compacted
     assert rows(mp.read(str(wh), name), key) == expected
+    _check_point_reads(wh, name, commits, key, expected)
     assert rows(pypaimon_read(wh, name, work), key) == expected
 
     more = _commits(7, 2, 160, deletes, nulls)
@@ -497,8 +510,10 @@ def test_any_history_reads_and_compacts_like_the_model(tmp_path_factory, data) -
     assert rows(mp.read(str(wh), name), key) == expected
     cut = data.draw(st.integers(0, keys), label="cut")
     assert rows(mp.read(str(wh), name, filter=("id", ">=", cut)), key) == [r for r in expected if r["id"] >= cut]
+    _check_point_reads(wh, name, commits, key, expected)
     mp.compact(str(wh), name, full=data.draw(st.booleans(), label="full"))
     assert rows(mp.read(str(wh), name), key) == expected
+    _check_point_reads(wh, name, commits, key, expected)
 
 
 @needs_pypaimon

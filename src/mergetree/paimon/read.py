@@ -270,7 +270,8 @@ def _read_parquet_by_key(path: str, columns: list[str] | None, key_filter: pc.Ex
         yield from read_parquet(path, columns, key_filter, small, batch_rows)
     step = min(batch_rows, 8192)
     for g in (g for g in groups if g not in small):
-        first, last = _row_span(_cached_keys(reader, path, g, key_columns), key_filter, key_range)
+        keys = _cached_keys(reader, path, g, key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]).select(key_columns)
+        first, last = _row_span(keys, key_filter, key_range)
         if first >= last:
             continue
         start = 0
@@ -427,6 +428,17 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
     key_expr = flt.to_expression(key_filter, _file_schema(schema)) if key_filter is not None else None
     row_expr = flt.to_expression(plan.filter, schema.arrow_schema)
     simple_filter = plan.filter if not isinstance(plan.filter, pc.Expression) else None
+    point = _point_key(plan)
+    if point is not None:
+        found = _point_read(plan, bucket, columns, key_expr)
+        if found is not None:
+            for batch in found:
+                batch = _with_key_values(schema, batch)
+                if row_expr is not None:
+                    batch = batch.filter(row_expr)
+                if batch.num_rows:
+                    yield _output(plan, batch)
+            return
     for section in interval_partition(bucket.files):
         runs = [list(run) for run in section]
         if len(runs) == 1:  # one version per key: value statistics may skip files here
@@ -442,6 +454,70 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
                 batch = batch.filter(row_expr)
             if batch.num_rows:
                 yield _output(plan, batch)
+
+
+def _point_key(plan: PaimonReadPlan) -> tuple | None:
+    """The one whole key a point read asks for (one value for every key column), when the
+    engine keeps a single version of it (deduplicate: the newest, first-row: the oldest)."""
+    schema = plan.schema
+    opts = schema.checked_options
+    if opts.engine not in ("deduplicate", "first-row") or opts.sequence_field or opts.ignore_delete:
+        return None
+    if plan.filter is None or isinstance(plan.filter, pc.Expression):
+        return None
+    values = []
+    for k in schema.trimmed_keys:
+        found = flt.equality_values(plan.filter, k)
+        if found is None or len(found) != 1 or found[0] is None:
+            return None
+        values.append(found[0])
+    return tuple(values)
+
+
+def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
+                key_expr: pc.Expression | None) -> list[pa.RecordBatch] | None:
+    """A point read without a merge: the key's version in every file is found from the cached
+    key, sequence and kind columns, and only the version the engine keeps is decoded (None:
+    a file this cannot handle, so the caller merges as usual)."""
+    schema = plan.schema
+    if key_expr is None or any(pf.schema_id != schema.id or not pf.path.endswith(".parquet")
+                               for pf in bucket.files):
+        return None
+    key_columns = schema.key_columns
+    cached = key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]
+    key_range = key_range_of(plan_key_filter(plan), key_columns[0]) if len(key_columns) == 1 else None
+    versions: list[tuple[int, int, str, int, int]] = []   # (sequence, kind, path, row group, row)
+    try:
+        for pf in bucket.files:
+            groups = [g.id for g in parquet_fragment(pf.path).subset(filter=key_expr).row_groups]
+            if not groups:
+                continue
+            reader = pq.ParquetFile(pf.path, pre_buffer=False)
+            for g in groups:
+                table = _cached_keys(reader, pf.path, g, cached)
+                first, last = _row_span(table.select(key_columns), key_expr, key_range)
+                for row in range(first, last):
+                    versions.append((table.column(SEQUENCE_COLUMN)[row].as_py(), table.column(KIND_COLUMN)[row].as_py(),
+                                     pf.path, g, row))
+    except FileNotFoundError as exc:
+        raise CorruptTableError(f"a data file of Paimon table {plan.table.name} is missing: {exc}",
+                                path=str(exc.filename)) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptTableError(f"a data file of Paimon table {plan.table.name} is unreadable: {exc}",
+                                path=plan.table.path) from None
+    if not versions:
+        return []
+    pick = min if schema.checked_options.engine == "first-row" else max
+    _, kind, path, group, row = pick(versions, key=lambda v: v[0])
+    if kind in (1, 3):  # a retraction is the key's last word: no row
+        return []
+    start = 0
+    reader = pq.ParquetFile(path, pre_buffer=False)
+    for batch in reader.iter_batches(batch_size=8192, row_groups=[group], columns=columns, use_threads=False):
+        if start + batch.num_rows > row:
+            return [batch.slice(row - start, 1)]
+        start += batch.num_rows
+    raise CorruptTableError(f"data file {path} has fewer rows than its key column", path=path)
 
 
 def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:
