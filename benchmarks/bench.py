@@ -28,7 +28,9 @@ and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimiz
 ``--scale`` (``--scale-only``) the cost curves of ``benchmarks/bench_scale.py``: write, merge-on-read,
 full compaction, compacted read and point lookups at 1M, 10M and 100M rows, each operation in a
 child process of its own so its peak memory is its own, and (``--scale-spark``) a Spark read of one
-large bucket in ``local[1]`` against ``local[2]``.
+large bucket in ``local[1]`` against ``local[2]``; ``--paimon`` (``--paimon-only``) the Apache Paimon workload of
+``benchmarks/bench_paimon.py``: tables written by pypaimon, read by pypaimon, pypaimon-rust and
+``mergetree.paimon``, compacted by ``mergetree.paimon.compact`` and read again.
 """
 from __future__ import annotations
 
@@ -693,7 +695,7 @@ def _matplotlib_missing() -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import bench_scale, bench_table
+    from . import bench_paimon, bench_scale, bench_table
 
     parser = argparse.ArgumentParser(
         prog="mergetree bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -764,6 +766,18 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("--scale-spark-rows", type=bench_scale.row_count_argument, metavar="ROWS",
                        default=argparse.SUPPRESS,
                        help="rows of the Spark part's 1-bucket table (default: 10M; with --quick 1M)")
+    paimon = parser.add_argument_group(
+        "paimon workload", "Apache Paimon tables of 1M keys written by pypaimon (in its own interpreter, "
+        ".venv-paimon or MERGETREE_PAIMON_PYTHON) in 4, 8 and 16 commits of half the keys each, bucket=1 and 4: "
+        "full reads and 100 point lookups through pypaimon, pypaimon-rust (when installed) and mergetree.paimon, "
+        "then mergetree.paimon.compact(full=True) against a pyarrow read + rewrite of the same files, and the reads "
+        "again; targets: reads 30x pypaimon and 1.5x pypaimon-rust, lookups no slower than pypaimon-rust, every "
+        "reader faster after compaction, compaction at 70% of the rewrite's rows/s (see benchmarks/bench_paimon.py)")
+    paimon.add_argument("--paimon", action="store_true", help="also run the paimon workload")
+    paimon.add_argument("--paimon-only", action="store_true", help="run only the paimon workload")
+    paimon.add_argument("--paimon-keys", type=bench_paimon.keys_argument, metavar="KEYS",
+                        default=bench_paimon.DEFAULT_KEYS,
+                        help="keys of every table, k/M suffixes allowed (--quick divides it by 10)")
     return parser
 
 
@@ -792,7 +806,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     environment = _environment()
     results, scaling = [], None
-    merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only or args.scale_only)
+    merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only or args.scale_only
+                       or args.paimon_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
@@ -806,6 +821,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.layout or args.layout_only else None
     scale = _scale_bench(args, merge_bench or table is not None or spark is not None or layout is not None) \
         if args.scale or args.scale_only or args.scale_spark else None
+    paimon = _paimon_bench(args, merge_bench or table is not None or spark is not None or layout is not None
+                           or scale is not None) if args.paimon or args.paimon_only else None
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
         if merge_bench:
@@ -829,12 +846,13 @@ def main(argv: list[str] | None = None) -> int:
             plot_scale_results(scale.results, scale_chart, title=_scale_title(scale))
             print(f"scale chart written to {scale_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling, table, spark, layout, scale)
+        _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon)
         print(f"numbers written to {args.json}")
     table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
     spark_ok = spark is None or all(r.check == "ok" for r in spark)
     layout_ok = layout is None or layout.ok
     scale_ok = scale is None or scale.ok
+    paimon_ok = paimon is None or paimon.ok
     advisor_ok = True
     if args.advisor or args.advisor_only:
         from . import bench_advisor
@@ -844,7 +862,8 @@ def main(argv: list[str] | None = None) -> int:
         print(bench_advisor.format_advisor_results(report))
         print(f"advisor workload took {report.seconds:.0f}s")
         advisor_ok = all(ok for _, ok in report.targets())
-    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok else 1
+    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok \
+        and paimon_ok else 1
 
 
 def _layout_title(layout) -> str:
@@ -910,6 +929,24 @@ def _scale_bench(args, after_another: bool):
     return report
 
 
+def _paimon_bench(args, after_another: bool):
+    """Run the paimon workload (benchmarks/bench_paimon.py), print its tables and targets; returns its report."""
+    from . import bench_paimon as bp
+
+    keys = bp.quick_keys(args.paimon_keys) if args.quick else args.paimon_keys
+    if after_another:
+        print()
+    versions = bp.peer_versions()
+    print(f"mergetree bench --paimon: {keys:,} keys, {', '.join(map(str, bp.COMMIT_COUNTS))} commits of half the keys "
+          f"each, bucket {' and '.join(map(str, bp.BUCKET_COUNTS))}, {bp.LOOKUPS} lookups; {os.cpu_count()} CPUs, "
+          f"pyarrow {pa.__version__}, pypaimon {versions['pypaimon']}, pypaimon-rust {versions['pypaimon-rust']}",
+          flush=True)
+    report = bp.run_paimon_bench(keys, progress=False if args.no_progress else None)
+    show(bp.format_paimon_results(report))
+    print(f"paimon workload took {report.seconds:.0f}s")
+    return report
+
+
 def _spark_bench(args) -> list:
     """Run the Spark workload (benchmarks/bench_spark.py), print its table; returns its results."""
     from . import bench_spark as bs
@@ -970,7 +1007,7 @@ def _thread_check(args) -> dict:
 
 
 def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
-                spark: list | None = None, layout=None, scale=None) -> None:
+                spark: list | None = None, layout=None, scale=None, paimon=None) -> None:
     workloads = dict.fromkeys(r.workload for r in results)
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
@@ -999,6 +1036,10 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
         from .bench_scale import scale_json
 
         document["scale"] = scale_json(scale)
+    if paimon is not None:
+        from .bench_paimon import paimon_json
+
+        document["paimon"] = paimon_json(paimon)
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=str)
         handle.write("\n")

@@ -66,6 +66,7 @@ from mergetree import Table
 from mergetree.cli import render
 
 from . import timing
+from .results import json_ready
 
 __all__ = ["ScaleReport", "ScaleResult", "SparkScaleResult", "format_scale_results", "parse_row_count",
            "parse_sizes", "plot_scale_results", "run_scale_bench", "scale_json", "scale_targets", "short_count"]
@@ -390,12 +391,7 @@ class ScaleResult:
         return self.rows_in / self.seconds if self.ok and self.seconds > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        return _json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
-
-
-def _json_ready(values: dict) -> dict:
-    """NaN (not measured) as null: JSON has no NaN."""
-    return {k: None if isinstance(v, float) and v != v else v for k, v in values.items()}
+        return json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
 
 
 @dataclass
@@ -419,7 +415,7 @@ class SparkScaleResult:
         return self.file_rows / self.seconds if self.ok and self.seconds > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        return _json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
+        return json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
 
 
 @dataclass

@@ -45,6 +45,7 @@ from mergetree import Table
 from mergetree.cli import render
 
 from . import timing
+from .results import compare_tables
 
 __all__ = ["TableResult", "TableWorkload", "format_table_results", "make_table_workload", "plot_table_results",
            "run_table_bench", "table_ratios"]
@@ -206,23 +207,7 @@ def _sorted_by_key(table: pa.Table) -> pa.Table:
 
 def compare_with_expected(got: pa.Table, expected: pa.Table) -> str:
     """'ok' when ``got`` (any row order) holds exactly the rows of ``expected``."""
-    if got.num_rows != expected.num_rows:
-        return f"wrong: {got.num_rows:,} rows, expected {expected.num_rows:,}"
-    missing = [c for c in SCHEMA.names if c not in got.column_names]
-    if missing:
-        return f"wrong: no column(s) {missing}"
-    got = _sorted_by_key(got.select(SCHEMA.names))
-    for name in SCHEMA.names:
-        want = expected.column(name).combine_chunks()
-        have = got.column(name).combine_chunks()
-        if have.type != want.type:
-            have = pc.cast(have, want.type)
-        if not have.equals(want):
-            what = "key set" if name == KEY else f"values of {name!r}"
-            where = np.flatnonzero(~pc.equal(have, want).to_numpy(zero_copy_only=False))
-            first = int(where[0]) if len(where) else 0
-            return f"wrong: {what} differ ({len(where):,} rows, first at key {want[first].as_py()})"
-    return "ok"
+    return compare_tables(got, expected.select(SCHEMA.names), KEY)
 
 
 def _check_lookup(got: pa.Table, key: int, expected: pa.Table, expected_ids: np.ndarray) -> str:

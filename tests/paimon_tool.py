@@ -14,9 +14,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from paimon_driver import commit  # the benchmark's pypaimon side: one way to commit
 
 
 def _catalog(warehouse: str):
@@ -56,13 +60,7 @@ def write(spec_path: str) -> None:
     table = cat.get_table(spec["table"])
     started = time.perf_counter()
     for path in spec["commits"]:
-        data = _ipc(path)
-        builder = table.new_batch_write_builder()
-        writer, committer = builder.new_write(), builder.new_commit()
-        writer.write_arrow(data)
-        committer.commit(writer.prepare_commit())
-        writer.close()
-        committer.close()
+        commit(table, _ipc(path))
     for name, snapshot_id in (spec.get("tags") or {}).items():
         table.create_tag(name, snapshot_id)
     print(json.dumps({"seconds": time.perf_counter() - started}))

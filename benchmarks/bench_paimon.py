@@ -1,0 +1,1019 @@
+"""``mergetree bench --paimon``: reading and compacting Apache Paimon tables written by Paimon itself,
+with ``mergetree.paimon`` against Paimon's own Python readers.
+
+The tables.  ``keys`` int64 ids (default 1,000,000; ``--quick`` 100,000) in a primary-key table
+``id`` int64, ``v_int`` int64, ``v_float`` float64, ``v_str`` string, written by ``pypaimon`` (the
+Apache Paimon Python writer, in its own interpreter: ``benchmarks/paimon_driver.py`` under
+``.venv-paimon``, or ``MERGETREE_PAIMON_PYTHON``) with Paimon's default options (Parquet, zstd)
+and ``bucket`` = 1 or 4.  Commit ``c`` (0, 1, 2, ...) holds half of the keys in random order:
+an even commit a random half, the odd commit after it the other half, so after every two commits
+each key has been written once more and every key exists from commit 2 on.  Every row of commit
+``c`` is a new version: ``v_int = (c << 40) | r`` for a random 40-bit ``r`` (no two versions
+alike), ``v_float`` a new random number and ``v_str = "v-" + str(v_int)``.  pypaimon writes the
+16 commits of each bucket count into one table and the table directory is copied after commit 4
+and after commit 8, so there are six tables, named ``c{commits}-b{buckets}``: 4, 8 and 16
+commits (2, 4 and 8 versions of every key, that many sorted runs in every bucket) times
+``bucket`` 1 and 4.  The two bucket counts are written by two pypaimon processes at once; the
+write times are shown, not compared.
+
+On each table, in this order:
+
+1. the full read of every reader, unmerged (merge-on-read over every sorted run): ``mergetree``
+   (``mergetree.paimon.read(warehouse, table)``, its default threads), ``pypaimon-rust`` (when
+   importable: ``PaimonCatalog(...).get_table(...)``, ``new_read_builder``, ``read`` of every split)
+   and ``pypaimon`` (``read_builder.new_read().to_arrow(splits)``, timed inside its own process,
+   so its interpreter start-up is not timed).  Each is the best of up to 3 runs, another run only
+   while the runs so far took less than 10 seconds;
+2. point lookups of the same 100 random existing keys (fixed seed) by every reader, one untimed
+   warm-up first: ``mergetree.paimon.read(..., filter=("id", "=", k))``, pypaimon-rust's
+   ``with_filter({"method": "equal", ...})``, pypaimon's ``with_filter(equal("id", k))``; each
+   lookup plans and reads (a user's whole call).  p50 and p95 latency; a reader's lookups stop
+   after 15 seconds (at least 3);
+3. the baseline, "a plain pyarrow read + rewrite of the same files": every live data file of
+   the table read with ``pq.read_table`` and written to a temporary directory with
+   ``pq.write_table`` and the files' own codec, file by file (best of up to 3, as above);
+4. ``mergetree.paimon.compact(warehouse, table, full=True)``, once;
+5. steps 1 and 2 again on the compacted table.
+
+Every answer is checked.  mergetree's and pypaimon-rust's full reads are compared in full with
+the newest version of every key (computed from the input, without any reader): exactly ``keys``
+rows, the same ids and values.  pypaimon's read (in the other process) must have exactly ``keys``
+rows and ``keys`` distinct ids, and the rows of 1,000 sampled keys must hold their newest
+versions (the values mergetree's read is checked to have).  Every lookup must return exactly one
+row, the newest version of its key.  The compaction must commit a new snapshot (``compact``
+returns its id) after which every bucket holds one sorted run of exactly ``keys`` rows; then
+all readers must read the compacted table correctly.  A reader that is wrong or fails is
+reported so and gets no ratio, and the report is not ``ok`` (the exit status is 1); a missing
+``pypaimon-rust`` is reported as unavailable and is not a failure.
+
+"rows in" is rows in the data files a read or a compaction goes through (``keys * commits / 2``
+unmerged, ``keys`` compacted); rows/s are rows in per wall second.  The targets, per table
+(shown with PASS/MISS; a missed target does not fail the run):
+
+* full read (unmerged): mergetree at least 30x pypaimon and at least 1.5x pypaimon-rust;
+* point lookups (unmerged): mergetree's p50 no slower than pypaimon-rust's;
+* after compaction every reader is faster: its full read's wall time and its lookups' p50;
+* compaction: mergetree's rows in per second at least 70% of the pyarrow read + rewrite's.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib import metadata as importlib_metadata
+from importlib.util import find_spec
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from rich.console import Group
+from rich.markup import escape
+from rich.text import Text
+
+from mergetree.cli import render
+
+from . import timing
+from .results import compare_tables, json_ready
+
+__all__ = ["PaimonReport", "PaimonResult", "PaimonWorkload", "Target", "format_paimon_results", "keys_argument",
+           "make_paimon_workload", "paimon_json", "paimon_missing", "paimon_targets", "peer_versions",
+           "quick_keys", "run_paimon_bench"]
+
+DEFAULT_KEYS = 1_000_000
+QUICK_FACTOR = 10
+MIN_KEYS = 100
+COMMIT_COUNTS = (4, 8, 16)
+BUCKET_COUNTS = (1, 4)
+LOOKUPS = 100
+SAMPLE_KEYS = 1_000
+REPEAT = 3
+READ_BUDGET_SECONDS = 10.0    # another timed run only while the runs so far took less
+LOOKUP_BUDGET_SECONDS = 15.0  # a reader's lookups stop after this much (at least MIN_LOOKUPS)
+MIN_LOOKUPS = 3
+SEED = 20240615
+VERSION_SHIFT = 40            # v_int = (commit << 40) | 40 random bits
+
+KEY = "id"
+SCHEMA = pa.schema([pa.field(KEY, pa.int64(), nullable=False), ("v_int", pa.int64()), ("v_float", pa.float64()),
+                    ("v_str", pa.string())])
+DATABASE = "bench"
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DRIVER = os.path.join(REPO_ROOT, "benchmarks", "paimon_driver.py")
+PAIMON_PYTHON = os.environ.get("MERGETREE_PAIMON_PYTHON") or os.path.join(REPO_ROOT, ".venv-paimon", "bin", "python")
+DRIVER_TIMEOUT_SECONDS = 3_600
+
+MERGETREE = "mergetree"
+PYPAIMON = "pypaimon"
+PYPAIMON_RUST = "pypaimon-rust"
+PYARROW = "pyarrow"
+READERS = (MERGETREE, PYPAIMON_RUST, PYPAIMON)
+
+WRITE = "write"
+READ = "full read"
+LOOKUP = "point lookup"
+REWRITE = "read + rewrite the files"
+COMPACT = "compact (full)"
+UNMERGED = "unmerged"
+COMPACTED = "compacted"
+
+TARGETS = {  # target name -> the least ratio the issue asks for
+    "read_vs_pypaimon": 30.0,
+    "read_vs_pypaimon_rust": 1.5,
+    "lookup_vs_pypaimon_rust": 1.0,    # pypaimon-rust's p50 / mergetree's p50
+    "compacted_faster": 1.0,           # the smallest before / after speed-up of any reader (must exceed it)
+    "compaction_vs_rewrite": 0.70,     # compaction rows/s / pyarrow read + rewrite rows/s
+}
+
+
+# ---------------------------------------------------------------- sizes
+
+
+def quick_keys(keys: int) -> int:
+    """The key count ``--quick`` runs: ``keys`` divided by 10 (at least MIN_KEYS)."""
+    return max(keys // QUICK_FACTOR, MIN_KEYS)
+
+
+def keys_argument(text: str) -> int:
+    """``--paimon-keys``: a count like 1M, 200k or 2000 (at least 1,000), else a usage error."""
+    from .bench_scale import parse_row_count
+
+    try:
+        return parse_row_count(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("rows", "keys")) from None
+
+
+def table_name(commits: int, buckets: int) -> str:
+    return f"c{commits}-b{buckets}"
+
+
+def _identifier(name: str) -> str:
+    return f"{DATABASE}.{name.replace('-', '_')}"
+
+
+# ---------------------------------------------------------------- the workload
+
+
+@dataclass
+class PaimonWorkload:
+    """The commits as Arrow IPC files (for pypaimon's process) and, after each commit count
+    measured, the newest version of every key (``v_int`` and ``v_float`` indexed by id)."""
+    keys: int
+    commit_files: list                 # paths, one per commit, in commit order
+    newest: dict                       # commits -> (v_int ndarray, v_float ndarray)
+    rows_per_commit: list = field(default_factory=list)
+
+    def expected(self, commits: int) -> pa.Table:
+        """Every key's newest version after ``commits`` commits, ascending by id."""
+        v_int, v_float = self.newest[commits]
+        return _rows_table(np.arange(self.keys, dtype=np.int64), v_int, v_float)
+
+    def expected_rows(self, commits: int, keys) -> list[dict]:
+        """The newest versions of ``keys`` (ascending), as ``to_pylist`` rows."""
+        chosen = np.sort(np.asarray(keys, dtype=np.int64))
+        v_int, v_float = self.newest[commits]
+        return _rows_table(chosen, v_int[chosen], v_float[chosen]).to_pylist()
+
+    def file_rows(self, commits: int) -> int:
+        return sum(self.rows_per_commit[:commits])
+
+
+def _strings(v_int: pa.Array) -> pa.Array:
+    return pc.binary_join_element_wise("v-", pc.cast(v_int, pa.string()), "")
+
+
+def _rows_table(ids: np.ndarray, v_int: np.ndarray, v_float: np.ndarray) -> pa.Table:
+    ints = pa.array(v_int, pa.int64())
+    return pa.table([pa.array(ids, pa.int64()), ints, pa.array(v_float, pa.float64()), _strings(ints)], schema=SCHEMA)
+
+
+def _write_ipc(path: str, table: pa.Table) -> None:
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def make_paimon_workload(keys: int, commit_counts, directory: str, seed: int = SEED) -> PaimonWorkload:
+    """``max(commit_counts)`` commits of half the keys each (see the module's docstring), written
+    to ``directory`` as Arrow IPC files; the newest versions are kept after each count."""
+    if keys < 2:
+        raise ValueError("the Paimon workload needs at least 2 keys")
+    if min(commit_counts) < 2:
+        raise ValueError("every table needs at least 2 commits (every key exists from the second commit on)")
+    rng = np.random.default_rng(seed)
+    v_int = np.zeros(keys, dtype=np.int64)
+    v_float = np.zeros(keys, dtype=np.float64)
+    workload = PaimonWorkload(keys, [], {})
+    order = np.arange(keys)
+    for commit in range(max(commit_counts)):
+        if commit % 2 == 0:
+            order = rng.permutation(keys)
+            chosen = order[:keys // 2]
+        else:
+            chosen = rng.permutation(order[keys // 2:])
+        ints = (np.int64(commit) << VERSION_SHIFT) | rng.integers(0, 1 << VERSION_SHIFT, size=len(chosen),
+                                                                  dtype=np.int64)
+        floats = rng.random(len(chosen))
+        v_int[chosen], v_float[chosen] = ints, floats
+        path = os.path.join(directory, f"commit-{commit:03d}.arrow")
+        _write_ipc(path, _rows_table(chosen.astype(np.int64), ints, floats))
+        workload.commit_files.append(path)
+        workload.rows_per_commit.append(len(chosen))
+        if commit + 1 in commit_counts:
+            workload.newest[commit + 1] = (v_int.copy(), v_float.copy())
+    return workload
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass
+class PaimonResult:
+    table: str                       # "c4-b1": commits and buckets
+    commits: int
+    buckets: int
+    reader: str                      # mergetree, pypaimon-rust, pypaimon; pyarrow for the rewrite baseline
+    operation: str                   # write, full read, point lookup, read + rewrite the files, compact (full)
+    phase: str = UNMERGED            # unmerged (as pypaimon wrote it) or compacted (after mergetree's compaction)
+    rows_in: int = 0                 # rows in the data files read or compacted, rows written; lookups
+    rows_out: int = 0                # rows returned; rows found by lookups; rows in the compacted files
+    files: int | None = None         # live data files of the table at this phase (after a compaction: its output)
+    max_runs: int | None = None      # the most sorted runs a bucket holds
+    seconds: float = float("nan")    # the best timed run; for lookups the sum of all
+    cpu_seconds: float = float("nan")
+    timed_runs: int = 0
+    latency_ms: dict | None = None   # point lookups: median, p95, min, max, count
+    check: str = "ok"                # "ok", "unavailable: ...", "wrong: ...", "failed: ...", "skipped: ..."
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.check == "ok"
+
+    @property
+    def unavailable(self) -> bool:
+        return self.check.startswith("unavailable")
+
+    @property
+    def rows_per_second(self) -> float:
+        """Rows in per wall second; lookups per second for point lookups."""
+        return self.rows_in / self.seconds if self.ok and self.seconds > 0 else float("nan")
+
+    @property
+    def p50_ms(self) -> float:
+        return self.latency_ms["median"] if self.ok and self.latency_ms else float("nan")
+
+    def to_dict(self) -> dict:
+        return json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
+
+
+@dataclass
+class PaimonReport:
+    keys: int
+    commit_counts: list
+    bucket_counts: list
+    lookups: int
+    results: list = field(default_factory=list)   # of PaimonResult, table by table
+    versions: dict = field(default_factory=dict)
+    skipped: str | None = None                    # why nothing ran (no pypaimon interpreter)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Every check passed and something ran (a missed performance target does not count;
+        an unavailable pypaimon-rust does not either)."""
+        return self.skipped is None and bool(self.results) and all(r.ok or r.unavailable for r in self.results)
+
+    def find(self, table: str, reader: str, operation: str, phase: str = UNMERGED) -> PaimonResult | None:
+        for r in self.results:
+            if r.table == table and r.reader == reader and r.operation == operation and r.phase == phase:
+                return r
+        return None
+
+    @property
+    def tables(self) -> list[str]:
+        return list(dict.fromkeys(r.table for r in self.results))
+
+
+# ---------------------------------------------------------------- checks
+
+
+def compare_full(got: pa.Table, expected: pa.Table) -> str:
+    """'ok' when ``got`` (any row order) holds exactly the rows of ``expected``."""
+    return compare_tables(got, expected.select(SCHEMA.names), KEY)
+
+
+def _plain(rows: list[dict]) -> list[dict]:
+    return [{name: row.get(name) for name in SCHEMA.names} for row in rows]
+
+
+def compare_lookup(rows: list[dict], want: dict) -> str:
+    if len(rows) != 1:
+        return f"wrong: id {want[KEY]} gave {len(rows)} rows, expected exactly 1"
+    if _plain(rows)[0] != want:
+        return f"wrong: id {want[KEY]} gave {_plain(rows)[0]}, expected {want}"
+    return "ok"
+
+
+def _latency(seconds: list[float]) -> dict:
+    ms = np.array(seconds) * 1e3
+    return {"median": float(np.median(ms)), "p95": float(np.percentile(ms, 95)), "min": float(ms.min()),
+            "max": float(ms.max()), "count": len(ms)}
+
+
+# ---------------------------------------------------------------- pypaimon's process
+
+
+def paimon_missing() -> str | None:
+    """Why pypaimon cannot run here, or None."""
+    if not os.path.exists(PAIMON_PYTHON):
+        return (f"no pypaimon interpreter at {PAIMON_PYTHON} (make one with pypaimon in .venv-paimon, "
+                f"or point MERGETREE_PAIMON_PYTHON at one)")
+    return None
+
+
+def _write_spec(root: str, name: str, spec: dict) -> str:
+    path = os.path.join(root, "specs", f"{name}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(spec, handle)
+    return path
+
+
+def _driver_command(command: str, spec_path: str) -> list[str]:
+    return [PAIMON_PYTHON, DRIVER, command, spec_path]
+
+
+def _driver_answer(returncode: int, stdout: str, stderr: str) -> dict:
+    """The driver's JSON line, or ``{"check": "failed: ..."}``."""
+    if returncode != 0:
+        lines = [line for line in stderr.strip().splitlines() if line.strip()]
+        return {"check": f"failed: pypaimon: {lines[-1] if lines else f'exit code {returncode}'}"}
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"check": "failed: pypaimon's process printed no result"}
+
+
+def _run_driver(command: str, spec_path: str) -> dict:
+    try:
+        done = subprocess.run(_driver_command(command, spec_path), capture_output=True, text=True, check=False,
+                              timeout=DRIVER_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return {"check": f"failed: pypaimon took over {DRIVER_TIMEOUT_SECONDS} s"}
+    return _driver_answer(done.returncode, done.stdout, done.stderr)
+
+
+def _write_tables(workload: PaimonWorkload, warehouse: str, root: str, commit_counts: list,
+                  bucket_counts: list) -> dict:
+    """pypaimon writes every bucket count's table, all at once (a process each); returns
+    buckets -> the driver's answer.  The table is copied after each smaller commit count."""
+    processes = {}
+    largest = max(commit_counts)
+    for buckets in bucket_counts:
+        copies = {str(c): _identifier(table_name(c, buckets)) for c in commit_counts if c != largest}
+        spec = {"warehouse": warehouse, "table": _identifier(table_name(largest, buckets)), "primary_key": KEY,
+                "options": {"bucket": str(buckets)}, "commits": workload.commit_files[:largest], "copies": copies}
+        path = _write_spec(root, f"write-b{buckets}", spec)
+        # output to files, not pipes: a process whose pipe is full would wait for the other one
+        with open(f"{path}.out", "w") as stdout, open(f"{path}.err", "w") as stderr:
+            processes[buckets] = (path, subprocess.Popen(_driver_command("write", path), stdout=stdout,
+                                                         stderr=stderr))
+    answers = {}
+    deadline = time.monotonic() + DRIVER_TIMEOUT_SECONDS
+    for buckets, (path, process) in processes.items():
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            answers[buckets] = {"check": f"failed: pypaimon took over {DRIVER_TIMEOUT_SECONDS} s"}
+            continue
+        with open(f"{path}.out") as stdout, open(f"{path}.err") as stderr:
+            answers[buckets] = _driver_answer(process.returncode, stdout.read(), stderr.read())
+    return answers
+
+
+# ---------------------------------------------------------------- one table
+
+
+def _budgeted(function: Callable, *args, repeat: int = REPEAT, budget: float = READ_BUDGET_SECONDS,
+              pause_gc: bool = True) -> tuple[timing.Timed, int]:
+    """The best of up to ``repeat`` timed calls, another only while the runs so far took less than
+    ``budget`` seconds; the last call's output, and how many runs were timed."""
+    best, best_cpu, spent, runs, output = float("inf"), float("nan"), 0.0, 0, None
+    while runs < max(repeat, 1):
+        output = None  # let the previous answer go before the next run
+        seconds, cpu_seconds, output = timing.timed(function, *args, pause_gc=pause_gc)
+        spent, runs = spent + seconds, runs + 1
+        if seconds < best:
+            best, best_cpu = seconds, cpu_seconds
+        if spent >= budget:
+            break
+    return timing.Timed(best, best_cpu, output), runs
+
+
+def _note_runs(result: PaimonResult) -> None:
+    """A note when fewer than REPEAT runs were timed (the budget ran out)."""
+    if 0 < result.timed_runs < REPEAT:
+        result.notes.append(f"{'one timed run' if result.timed_runs == 1 else f'best of {result.timed_runs}'}: "
+                            f"the runs took {READ_BUDGET_SECONDS:g} s or more")
+
+
+@dataclass
+class _Table:
+    """One table being measured: where it is and what it must hold."""
+    warehouse: str
+    commits: int
+    buckets: int
+    workload: PaimonWorkload
+    lookup_keys: list
+    sample_keys: list
+    root: str
+
+    @property
+    def name(self) -> str:
+        return table_name(self.commits, self.buckets)
+
+    @property
+    def identifier(self) -> str:
+        return _identifier(self.name)
+
+    def result(self, reader: str, operation: str, phase: str, **values) -> PaimonResult:
+        return PaimonResult(self.name, self.commits, self.buckets, reader, operation, phase, **values)
+
+    def expected(self) -> pa.Table:
+        return self.workload.expected(self.commits)
+
+    def expected_row(self, key: int) -> dict:
+        return self.workload.expected_rows(self.commits, [key])[0]
+
+
+def _shape(warehouse: str, identifier: str) -> dict:
+    """The live data files: paths, rows, the snapshot, and the most sorted runs a bucket holds
+    (each level-0 file is a run, each other level one run)."""
+    from mergetree.paimon.read import plan_read
+
+    plan = plan_read(warehouse, identifier)
+    runs = [sum(1 for f in b.files if f.level == 0) + len({f.level for f in b.files if f.level > 0})
+            for b in plan.buckets]
+    overlapping = 0
+    for b in plan.buckets:
+        ordered = sorted(b.files, key=lambda f: f.min_key)
+        overlapping += sum(1 for a, c in itertools.pairwise(ordered) if not a.max_key < c.min_key)
+    return {"files": len(plan.files), "file_rows": sum(f.row_count for f in plan.files),
+            "max_runs": max(runs, default=0), "paths": [f.path for f in plan.files],
+            "snapshot": None if plan.snapshot is None else int(plan.snapshot["id"]),
+            "levels": sorted({f.level for f in plan.files}), "overlapping": overlapping}
+
+
+def _lookups(table: _Table, phase: str, reader: str, lookup: Callable[[int], list[dict]],
+             shape: dict) -> PaimonResult:
+    """Every lookup key through ``lookup(key) -> rows``, one untimed warm-up first, until the keys
+    or the budget run out."""
+    result = table.result(reader, LOOKUP, phase, files=shape["files"], max_runs=shape["max_runs"])
+    keys = table.lookup_keys
+    lookup(keys[0])  # warm-up: first-call setup is not a lookup's cost
+    seconds, cpu, found = [], 0.0, 0
+    for key in keys:
+        run = timing.timed(lookup, key, pause_gc=False)
+        seconds.append(run.seconds)
+        cpu += run.cpu_seconds
+        found += len(run.output)
+        check = compare_lookup(run.output, table.expected_row(key))
+        if check != "ok" and result.ok:
+            result.check = check
+        if sum(seconds) >= LOOKUP_BUDGET_SECONDS and len(seconds) >= MIN_LOOKUPS:
+            break
+    _fill_lookups(result, seconds, cpu, found, len(keys))
+    return result
+
+
+def _fill_lookups(result: PaimonResult, seconds: list, cpu: float, found: int, wanted: int) -> None:
+    result.rows_in, result.rows_out, result.timed_runs = len(seconds), found, len(seconds)
+    result.seconds, result.cpu_seconds = float(sum(seconds)), cpu
+    result.latency_ms = _latency(seconds) if seconds else None
+    if len(seconds) < wanted:
+        result.notes.append(f"{len(seconds)} of {wanted} lookups: stopped after {LOOKUP_BUDGET_SECONDS:g} s")
+
+
+def _measure_mergetree(table: _Table, phase: str, shape: dict) -> list[PaimonResult]:
+    import mergetree.paimon as mp
+
+    read = table.result(MERGETREE, READ, phase, rows_in=shape["file_rows"], files=shape["files"],
+                        max_runs=shape["max_runs"])
+    try:
+        run, runs = _budgeted(mp.read, table.warehouse, table.identifier)
+        read.seconds, read.cpu_seconds, read.timed_runs = run.seconds, run.cpu_seconds, runs
+        read.rows_out = run.output.num_rows
+        read.check = compare_full(run.output, table.expected())
+        _note_runs(read)
+    except Exception as error:  # reported in the table
+        read.check = f"failed: {type(error).__name__}: {error}"
+
+    def lookup(key: int) -> list[dict]:
+        return mp.read(table.warehouse, table.identifier, filter=(KEY, "=", key)).to_pylist()
+
+    try:
+        lookups = _lookups(table, phase, MERGETREE, lookup, shape)
+    except Exception as error:
+        lookups = table.result(MERGETREE, LOOKUP, phase, check=f"failed: {type(error).__name__}: {error}")
+    return [read, lookups]
+
+
+def pypaimon_rust_available() -> bool:
+    return find_spec("pypaimon_rust") is not None
+
+
+def _measure_rust(table: _Table, phase: str, shape: dict) -> list[PaimonResult]:
+    read = table.result(PYPAIMON_RUST, READ, phase, rows_in=shape["file_rows"], files=shape["files"],
+                        max_runs=shape["max_runs"])
+    if not pypaimon_rust_available():
+        read.check = "unavailable: pypaimon-rust is not installed (pip install pypaimon-rust)"
+        return [read, table.result(PYPAIMON_RUST, LOOKUP, phase, check=read.check)]
+    try:
+        from pypaimon_rust.datafusion import PaimonCatalog
+
+        # a new catalog for every phase: nothing cached from before the compaction
+        paimon = PaimonCatalog({"warehouse": table.warehouse}).get_table(tuple(table.identifier.split(".")))
+
+        def read_all() -> pa.Table:
+            builder = paimon.new_read_builder()
+            batches = builder.new_read().read(builder.new_scan().plan().splits())
+            return pa.Table.from_batches(batches) if batches else SCHEMA.empty_table()
+
+        run, runs = _budgeted(read_all)
+        read.seconds, read.cpu_seconds, read.timed_runs = run.seconds, run.cpu_seconds, runs
+        read.rows_out = run.output.num_rows
+        read.check = compare_full(run.output, table.expected())
+        _note_runs(read)
+    except Exception as error:
+        read.check = f"failed: {type(error).__name__}: {error}"
+        return [read, table.result(PYPAIMON_RUST, LOOKUP, phase, check="skipped: its read failed")]
+
+    def lookup(key: int) -> list[dict]:
+        builder = paimon.new_read_builder().with_filter({"method": "equal", "field": KEY, "literals": [key]})
+        return [row for batch in builder.new_read().read(builder.new_scan().plan().splits())
+                for row in batch.to_pylist()]
+
+    try:
+        lookups = _lookups(table, phase, PYPAIMON_RUST, lookup, shape)
+    except Exception as error:
+        lookups = table.result(PYPAIMON_RUST, LOOKUP, phase, check=f"failed: {type(error).__name__}: {error}")
+    return [read, lookups]
+
+
+def _measure_pypaimon(table: _Table, phase: str, shape: dict) -> list[PaimonResult]:
+    """pypaimon's full read and lookups, timed in its own process (benchmarks/paimon_driver.py)."""
+    read = table.result(PYPAIMON, READ, phase, rows_in=shape["file_rows"], files=shape["files"],
+                        max_runs=shape["max_runs"])
+    lookups = table.result(PYPAIMON, LOOKUP, phase, files=shape["files"], max_runs=shape["max_runs"])
+    spec = {"warehouse": table.warehouse, "table": table.identifier, "primary_key": KEY, "repeat": REPEAT,
+            "read_budget": READ_BUDGET_SECONDS, "sample_keys": [int(k) for k in table.sample_keys],
+            "lookup_keys": [int(k) for k in table.lookup_keys], "lookup_budget": LOOKUP_BUDGET_SECONDS}
+    answer = _run_driver("measure", _write_spec(table.root, f"measure-{table.name}-{phase}", spec))
+    if "check" in answer:
+        read.check = lookups.check = answer["check"]
+        return [read, lookups]
+    got = answer["read"]
+    best = int(np.argmin(got["seconds"]))
+    read.seconds, read.cpu_seconds, read.timed_runs = got["seconds"][best], got["cpu_seconds"][best], len(
+        got["seconds"])
+    read.rows_out = got["rows"]
+    keys = table.workload.keys
+    if got["rows"] != keys:
+        read.check = f"wrong: {got['rows']:,} rows, expected {keys:,}"
+    elif got["distinct_keys"] != keys:
+        read.check = f"wrong: {got['distinct_keys']:,} distinct ids, expected {keys:,}"
+    else:
+        want = table.workload.expected_rows(table.commits, table.sample_keys)
+        have = _plain(got["sample"])
+        if have != want:
+            wrong = next((w for h, w in zip(have, want) if h != w), None) if len(have) == len(want) else None
+            read.check = (f"wrong: the sampled ids' rows differ (id {wrong[KEY]})" if wrong is not None
+                          else f"wrong: {len(have)} rows for {len(want)} sampled ids")
+    _note_runs(read)
+    seconds, cpu, found = [], 0.0, 0
+    for item in answer["lookups"]:
+        seconds.append(item["seconds"])
+        cpu += item["cpu_seconds"]
+        found += len(item["rows"])
+        check = compare_lookup(item["rows"], table.expected_row(item["key"]))
+        if check != "ok" and lookups.ok:
+            lookups.check = check
+    _fill_lookups(lookups, seconds, cpu, found, len(table.lookup_keys))
+    return [read, lookups]
+
+
+def _measure_readers(table: _Table, phase: str) -> list[PaimonResult]:
+    try:
+        shape = _shape(table.warehouse, table.identifier)
+    except Exception as error:
+        why = f"failed: the table's files could not be listed: {type(error).__name__}: {error}"
+        return [table.result(r, op, phase, check=why) for r in READERS for op in (READ, LOOKUP)]
+    return _measure_mergetree(table, phase, shape) + _measure_rust(table, phase, shape) + \
+        _measure_pypaimon(table, phase, shape)
+
+
+def _codec(path: str) -> str:
+    """The compression of a Parquet file's first column chunk, as ``pq.write_table`` names it."""
+    metadata = pq.ParquetFile(path).metadata
+    if metadata.num_row_groups == 0:
+        return "none"
+    return metadata.row_group(0).column(0).compression.lower()
+
+
+def _rewrite_baseline(table: _Table, shape: dict) -> PaimonResult:
+    """Every live data file read with ``pq.read_table`` and written back with ``pq.write_table``
+    (the same codec) to a temporary directory, file by file."""
+    result = table.result(PYARROW, REWRITE, UNMERGED, rows_in=shape["file_rows"], files=shape["files"],
+                          max_runs=shape["max_runs"])
+    out = tempfile.mkdtemp(prefix="rewrite-", dir=table.root)
+    try:
+        codecs = [_codec(path) for path in shape["paths"]]
+
+        def rewrite() -> int:
+            rows = 0
+            for i, (path, codec) in enumerate(zip(shape["paths"], codecs)):
+                data = pq.read_table(path)
+                pq.write_table(data, os.path.join(out, f"{i}.parquet"), compression=codec)
+                rows += data.num_rows
+            return rows
+
+        run, runs = _budgeted(rewrite)
+        result.seconds, result.cpu_seconds, result.timed_runs = run.seconds, run.cpu_seconds, runs
+        result.rows_out = run.output
+        if run.output != shape["file_rows"]:
+            result.check = f"wrong: the files hold {run.output:,} rows, the manifests say {shape['file_rows']:,}"
+        _note_runs(result)
+        if set(codecs) != {"zstd"}:
+            result.notes.append(f"files compressed with {', '.join(sorted(set(codecs)))}")
+    except Exception as error:
+        result.check = f"failed: {type(error).__name__}: {error}"
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+def _compact(table: _Table, before: dict) -> PaimonResult:
+    """``mergetree.paimon.compact(warehouse, table, full=True)``, once; checked: a new snapshot,
+    one sorted run per bucket, ``keys`` rows."""
+    result = table.result(MERGETREE, COMPACT, UNMERGED, rows_in=before["file_rows"], max_runs=None)
+    try:
+        from mergetree.paimon import compact
+    except ImportError as error:
+        result.check = f"failed: mergetree.paimon.compact is not available ({error})"
+        return result
+    try:
+        run = timing.timed(compact, table.warehouse, table.identifier, True)
+        result.seconds, result.cpu_seconds, result.timed_runs = run.seconds, run.cpu_seconds, 1
+        after = _shape(table.warehouse, table.identifier)
+        result.files, result.max_runs, result.rows_out = after["files"], after["max_runs"], after["file_rows"]
+        keys = table.workload.keys
+        if not isinstance(run.output, int) or (before["snapshot"] is not None and run.output <= before["snapshot"]):
+            result.check = (f"wrong: compact returned {run.output!r}, expected the id of a new snapshot "
+                            f"(the table was at {before['snapshot']})")
+        elif after["snapshot"] != run.output:
+            result.check = f"wrong: compact returned snapshot {run.output}, the table is at {after['snapshot']}"
+        elif after["max_runs"] != 1 or after["overlapping"]:
+            result.check = (f"wrong: after a full compaction a bucket holds {after['max_runs']} sorted runs "
+                            f"({after['overlapping']} overlapping files)")
+        elif after["file_rows"] != keys:
+            result.check = f"wrong: the compacted files hold {after['file_rows']:,} rows, expected {keys:,}"
+        result.notes.append(f"{before['files']} files before, snapshot {before['snapshot']} -> {run.output}; "
+                            f"levels {after['levels']}")
+    except Exception as error:
+        result.check = f"failed: {type(error).__name__}: {error}"
+    return result
+
+
+def _measure_table(table: _Table, write: dict, advance: Callable[[int], None]) -> list[PaimonResult]:
+    """Every step on one table (see the module's docstring)."""
+    steps = 8
+    rows = table.workload.file_rows(table.commits)
+    written = table.result(PYPAIMON, WRITE, UNMERGED, rows_in=rows)
+    if "check" in write:
+        written.check = write["check"]
+    else:
+        written.seconds = float(sum(write["commit_seconds"][:table.commits]))
+        written.timed_runs = 1
+        written.rows_out = rows
+    results = [written]
+    if not written.ok:
+        advance(steps)
+        return results + [table.result(r, op, phase, check="skipped: pypaimon's write failed") for phase in
+                          (UNMERGED, COMPACTED) for r in READERS for op in (READ, LOOKUP)]
+    try:
+        before = _shape(table.warehouse, table.identifier)
+    except Exception as error:
+        advance(steps)
+        why = f"failed: the table's files could not be listed: {type(error).__name__}: {error}"
+        return results + [table.result(MERGETREE, READ, UNMERGED, check=why)]
+    written.files, written.max_runs = before["files"], before["max_runs"]
+    if before["file_rows"] != rows:
+        written.check = f"wrong: pypaimon's files hold {before['file_rows']:,} rows, {rows:,} were written"
+    for measure in (_measure_mergetree, _measure_rust, _measure_pypaimon):
+        results.extend(measure(table, UNMERGED, before))
+        advance(1)
+    results.append(_rewrite_baseline(table, before))
+    advance(1)
+    compaction = _compact(table, before)
+    results.append(compaction)
+    advance(1)
+    if compaction.ok:
+        results.extend(_measure_readers(table, COMPACTED))
+    else:
+        results.extend(table.result(r, op, COMPACTED, check="skipped: the compaction failed")
+                       for r in READERS for op in (READ, LOOKUP))
+    advance(3)
+    return results
+
+
+# ---------------------------------------------------------------- running
+
+
+def peer_versions() -> dict:
+    """pypaimon's version (asked of its interpreter) and pypaimon-rust's (here)."""
+    versions = {}
+    try:
+        versions["pypaimon-rust"] = importlib_metadata.version("pypaimon-rust")
+    except importlib_metadata.PackageNotFoundError:
+        versions["pypaimon-rust"] = "not installed"
+    if paimon_missing():
+        versions["pypaimon"] = "not found"
+        return versions
+    script = ("import importlib.metadata as m, pyarrow; "
+              "print(m.version('pypaimon'), pyarrow.__version__)")
+    try:
+        done = subprocess.run([PAIMON_PYTHON, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+        pypaimon, pyarrow_version = done.stdout.split()
+        versions["pypaimon"] = f"{pypaimon} (pyarrow {pyarrow_version})"
+    except (ValueError, OSError, subprocess.TimeoutExpired):
+        versions["pypaimon"] = "?"
+    return versions
+
+
+def run_paimon_bench(keys: int = DEFAULT_KEYS, commit_counts=None, bucket_counts=None, lookups: int | None = None,
+                     directory: str | None = None, progress: bool | None = None, stream=sys.stderr) -> PaimonReport:
+    """Write the tables with pypaimon and measure every reader and the compaction on each.
+
+    ``commit_counts``, ``bucket_counts`` and ``lookups`` default to the module's COMMIT_COUNTS,
+    BUCKET_COUNTS and LOOKUPS (read at call time).  Everything is written in a new temporary
+    directory under ``directory`` (default: the system's), removed at the end."""
+    started = time.perf_counter()
+    commit_counts = sorted(set(commit_counts or COMMIT_COUNTS))
+    bucket_counts = sorted(set(bucket_counts or BUCKET_COUNTS))
+    lookups = LOOKUPS if lookups is None else lookups
+    report = PaimonReport(keys, commit_counts, bucket_counts, min(lookups, keys), versions=peer_versions())
+    missing = paimon_missing()
+    if missing:
+        report.skipped = missing
+        return report
+    root = tempfile.mkdtemp(prefix=f"mergetree-bench-paimon-{keys}-", dir=directory)
+    try:
+        rng = np.random.default_rng(SEED + 1)
+        lookup_keys = [int(k) for k in rng.choice(keys, size=min(lookups, keys), replace=False)]
+        sample_keys = sorted(int(k) for k in rng.choice(keys, size=min(SAMPLE_KEYS, keys), replace=False))
+        steps = 1 + 8 * len(commit_counts) * len(bucket_counts)
+        with timing.progress_bar("paimon bench", "steps", steps, progress, stream) as advance:
+            data = os.path.join(root, "commits")
+            os.makedirs(data)
+            workload = make_paimon_workload(keys, commit_counts, data)
+            warehouse = os.path.join(root, "warehouse")
+            writes = _write_tables(workload, warehouse, root, commit_counts, bucket_counts)
+            advance(1)
+            for buckets in bucket_counts:
+                for commits in commit_counts:
+                    table = _Table(warehouse, commits, buckets, workload, lookup_keys, sample_keys, root)
+                    report.results.extend(_measure_table(table, writes[buckets], advance))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# ---------------------------------------------------------------- targets
+
+
+@dataclass
+class Target:
+    name: str
+    table: str
+    text: str            # the line shown
+    value: float | None  # the measured ratio (None: not measured)
+    met: bool | None     # None: not measured
+
+
+def _verdict(met: bool) -> str:
+    return "PASS" if met else "MISS"
+
+
+def _speed_ratio(mine: PaimonResult | None, theirs: PaimonResult | None) -> float | None:
+    """How many times ``mine``'s rows per second is ``theirs``'s."""
+    if mine is None or theirs is None or not mine.ok or not theirs.ok or not theirs.rows_per_second > 0:
+        return None
+    return mine.rows_per_second / theirs.rows_per_second
+
+
+def _time_ratio(mine: PaimonResult | None, theirs: PaimonResult | None) -> float | None:
+    """How many times ``theirs``'s wall time is ``mine``'s: a full read of the compacted table
+    returns the same rows from fewer rows in, so the time is compared, not rows in per second."""
+    if mine is None or theirs is None or not mine.ok or not theirs.ok or not mine.seconds > 0:
+        return None
+    return theirs.seconds / mine.seconds
+
+
+def _latency_ratio(mine: PaimonResult | None, theirs: PaimonResult | None) -> float | None:
+    """How many times ``theirs``'s p50 latency is ``mine``'s (above 1: mine is faster)."""
+    if mine is None or theirs is None or not mine.ok or not theirs.ok or not mine.p50_ms > 0:
+        return None
+    return theirs.p50_ms / mine.p50_ms
+
+
+def _target(name: str, table: str, head: str, value: float | None, shown: str = "{:.2f}x") -> Target:
+    goal = TARGETS[name]
+    goal_text = f"{goal:.0%}" if shown.endswith("%}") else f"{goal:g}x"
+    if value is None:
+        return Target(name, table, f"{table}: {head}: not measured (a side is missing, failed or wrong)", None, None)
+    met = value > goal if name == "compacted_faster" else value >= goal
+    sign = ">" if name == "compacted_faster" else "≥"
+    return Target(name, table, f"{table}: {head}: {shown.format(value)} (target {sign} {goal_text}: "
+                               f"{_verdict(met)})", value, met)
+
+
+def paimon_targets(report: PaimonReport) -> list[Target]:
+    """The issue's targets on every table (see the module's docstring)."""
+    targets = []
+    for name in report.tables:
+        find = report.find
+        mine = find(name, MERGETREE, READ)
+        targets.append(_target("read_vs_pypaimon", name, "full read (unmerged), mergetree / pypaimon",
+                               _speed_ratio(mine, find(name, PYPAIMON, READ))))
+        rust = find(name, PYPAIMON_RUST, READ)
+        if rust is not None and rust.unavailable:
+            targets.append(Target("read_vs_pypaimon_rust", name, f"{name}: full read (unmerged), mergetree / "
+                                  "pypaimon-rust: n/a (pypaimon-rust is not installed)", None, None))
+            targets.append(Target("lookup_vs_pypaimon_rust", name, f"{name}: point lookup p50 (unmerged), "
+                                  "pypaimon-rust / mergetree: n/a (pypaimon-rust is not installed)", None, None))
+        else:
+            targets.append(_target("read_vs_pypaimon_rust", name, "full read (unmerged), mergetree / pypaimon-rust",
+                                   _speed_ratio(mine, rust)))
+            targets.append(_target("lookup_vs_pypaimon_rust", name, "point lookup p50 (unmerged), pypaimon-rust / "
+                                   "mergetree", _latency_ratio(find(name, MERGETREE, LOOKUP),
+                                                               find(name, PYPAIMON_RUST, LOOKUP))))
+        speedups, measured = [], True
+        for reader in READERS:
+            for operation in (READ, LOOKUP):
+                before, after = find(name, reader, operation), find(name, reader, operation, COMPACTED)
+                if before is not None and before.unavailable:
+                    continue
+                ratio = _time_ratio(after, before) if operation == READ else _latency_ratio(after, before)
+                if ratio is None:
+                    measured = False
+                else:
+                    speedups.append((f"{reader} {'read' if operation == READ else 'lookup'}", ratio))
+        head = "after compaction every reader is faster (smallest speed-up)"
+        target = _target("compacted_faster", name, head, min(r for _, r in speedups) if measured and speedups
+                         else None)
+        if measured and speedups:
+            target.text += "; " + ", ".join(f"{what} {ratio:.2f}x" for what, ratio in speedups)
+        targets.append(target)
+        targets.append(_target("compaction_vs_rewrite", name, "compaction rows/s / pyarrow read + rewrite rows/s",
+                               _speed_ratio(find(name, MERGETREE, COMPACT), find(name, PYARROW, REWRITE)),
+                               shown="{:.0%}"))
+    return targets
+
+
+def target_summary(report: PaimonReport) -> dict:
+    """Target name -> tables that met it, measured tables, all tables."""
+    summary: dict = {}
+    for t in paimon_targets(report):
+        entry = summary.setdefault(t.name, {"met": 0, "measured": 0, "tables": 0})
+        entry["tables"] += 1
+        entry["measured"] += t.met is not None
+        entry["met"] += bool(t.met)
+    return summary
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def _seconds(r: PaimonResult) -> str:
+    return f"{r.seconds:.3f}" if r.ok and r.seconds == r.seconds else "-"
+
+
+def _cpu_per_wall(r: PaimonResult) -> str:
+    return f"{r.cpu_seconds / r.seconds:.2f}" if r.ok and r.seconds > 0 and r.cpu_seconds == r.cpu_seconds else "-"
+
+
+def _read_rows(report: PaimonReport) -> list:
+    rows = [("table", "phase", "reader", "files", "runs", "rows in", "read s", "cpu/wall", "rows/s", "mergetree is",
+             "lookup p50 ms", "p95 ms", "lookups", "mergetree is", "check")]
+    for name in report.tables:
+        for phase in (UNMERGED, COMPACTED):
+            mine_read, mine_lookup = report.find(name, MERGETREE, READ, phase), report.find(name, MERGETREE, LOOKUP,
+                                                                                             phase)
+            for reader in READERS:
+                read, lookup = report.find(name, reader, READ, phase), report.find(name, reader, LOOKUP, phase)
+                if read is None:
+                    continue
+                if reader == MERGETREE:
+                    read_ratio = lookup_ratio = "(reference)" if read.ok else ""
+                else:
+                    ratio = _speed_ratio(mine_read, read)
+                    read_ratio = "-" if ratio is None else f"{ratio:.2f}x"
+                    ratio = _latency_ratio(mine_lookup, lookup)
+                    lookup_ratio = "-" if ratio is None else f"{ratio:.2f}x"
+                checks = [c for c in dict.fromkeys((read.check, lookup.check if lookup else "ok")) if c != "ok"]
+                usable = lookup is not None and lookup.ok and lookup.latency_ms
+                rows.append((name, phase, reader, "-" if read.files is None else str(read.files),
+                             "-" if read.max_runs is None else str(read.max_runs),
+                             f"{read.rows_in:,}" if read.rows_in else "-", _seconds(read), _cpu_per_wall(read),
+                             timing.rate_text(read.rows_per_second), read_ratio,
+                             f"{lookup.p50_ms:.2f}" if usable else "-",
+                             f"{lookup.latency_ms['p95']:.2f}" if usable else "-",
+                             str(lookup.latency_ms["count"]) if usable else "-", lookup_ratio,
+                             escape("; ".join(checks) or "ok")))
+    return rows
+
+
+def _compaction_rows(report: PaimonReport) -> list:
+    rows = [("table", "rows in", "pypaimon write s", "write rows/s", "rewrite s", "rewrite rows/s", "compact s",
+             "cpu/wall", "compact rows/s", "compact / rewrite", "files", "check")]
+    for name in report.tables:
+        write = report.find(name, PYPAIMON, WRITE)
+        rewrite, compact = report.find(name, PYARROW, REWRITE), report.find(name, MERGETREE, COMPACT)
+        ratio = _speed_ratio(compact, rewrite)
+        checks = [r.check for r in (write, rewrite, compact) if r is not None and r.check != "ok"]
+        before = write.files if write is not None and write.files is not None else None
+        after = compact.files if compact is not None and compact.ok else None
+        rows.append((name, f"{compact.rows_in:,}" if compact and compact.rows_in else "-",
+                     _seconds(write) if write else "-", timing.rate_text(write.rows_per_second) if write else "-",
+                     _seconds(rewrite) if rewrite else "-",
+                     timing.rate_text(rewrite.rows_per_second) if rewrite else "-",
+                     _seconds(compact) if compact else "-", _cpu_per_wall(compact) if compact else "-",
+                     timing.rate_text(compact.rows_per_second) if compact else "-",
+                     "-" if ratio is None else f"{ratio:.0%}",
+                     f"{'-' if before is None else before} -> {'-' if after is None else after}",
+                     escape("; ".join(dict.fromkeys(checks)) or "ok")))
+    return rows
+
+
+def format_paimon_results(report: PaimonReport) -> Group:
+    """The reads table, the writes and compaction table, then the targets (print with `bench.show`)."""
+    if report.skipped:
+        return Group(Text(f"paimon workload not run: {report.skipped}"))
+    parts: list = [render.text_table(_read_rows(report), right_aligned={3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}),
+                   Text(), render.text_table(_compaction_rows(report), right_aligned=set(range(1, 10))), Text()]
+    parts.append(Text("targets:"))
+    parts.extend(Text(f"  {t.text}") for t in paimon_targets(report))
+    for name, entry in target_summary(report).items():
+        parts.append(Text(f"{name}: met at {entry['met']} of {entry['tables']} tables"
+                          + (f" ({entry['tables'] - entry['measured']} not measured)"
+                             if entry["measured"] < entry["tables"] else "")))
+    largest = max(report.commit_counts)
+    smaller = [c for c in report.commit_counts if c != largest]
+    lines = [
+        "rows in: rows in the data files a read or compaction goes through, rows written; runs: the most sorted "
+        "runs a bucket holds; mergetree is: its rows/s over the reader's (reads), the reader's p50 over its p50 "
+        "(lookups); cpu/wall above 1: more than one thread worked",
+        f"read s, rewrite s: the best of up to {REPEAT} runs (fewer once the runs took {READ_BUDGET_SECONDS:g} s); "
+        f"lookups: {report.lookups} random existing ids, the same for every reader, stopped after "
+        f"{LOOKUP_BUDGET_SECONDS:g} s; compaction: one run",
+        "checked: mergetree's and pypaimon-rust's reads in full against the input's newest versions; pypaimon's "
+        f"row count, distinct ids and {min(SAMPLE_KEYS, report.keys):,} sampled ids' values; every lookup's one row",
+        f"pypaimon wrote each bucket count's {largest} commits into one table"
+        + (f", copied after {' and '.join(map(str, smaller))} commits" if smaller else "")
+        + f"; the {len(report.bucket_counts)} bucket counts at once, in a process each (write times are shown, "
+        "not compared); rewrite: pq.read_table + pq.write_table of every live file, with its codec",
+    ]
+    parts.extend(Text(line) for line in lines)
+    notes = [f"{r.table} {r.reader} {r.operation} ({r.phase}): {n}" for r in report.results for n in r.notes]
+    if notes:
+        parts.append(Text("notes:"))
+        parts.extend(Text(f"  {n}") for n in notes)
+    return Group(*parts)
+
+
+def paimon_json(report: PaimonReport) -> dict:
+    """Every number of the report, JSON-ready."""
+    return {
+        "keys": report.keys, "commit_counts": list(report.commit_counts), "bucket_counts": list(report.bucket_counts),
+        "lookups": report.lookups, "sample_keys": min(SAMPLE_KEYS, report.keys), "versions": report.versions,
+        "results": [r.to_dict() for r in report.results],
+        "targets": [{"name": t.name, "table": t.table, "text": t.text, "value": t.value, "met": t.met,
+                     "goal": TARGETS[t.name]} for t in paimon_targets(report)],
+        "target_summary": target_summary(report),
+        "skipped": report.skipped,
+        "ok": report.ok,
+        "seconds": report.seconds,
+    }

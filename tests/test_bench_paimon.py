@@ -1,0 +1,197 @@
+"""`mergetree bench --paimon` at a tiny size (2,000 keys, 4 commits, bucket 1 and 4, 20 lookups) through
+`bench.main` and the real code path: pypaimon writes the tables in its own interpreter, every reader's
+answers are checked and right, mergetree's compaction is checked, the report, targets and JSON come out.
+Nothing here asserts a timing target: at this size the numbers are only sensible, not meaningful."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import IN_SOURCE_TREE
+
+if not IN_SOURCE_TREE:  # the benchmarks live beside the package, in the source tree only
+    pytest.skip("the benchmarks are not installed with the wheel", allow_module_level=True)
+
+from paimon_fixtures import PAIMON_PYTHON
+from rich.console import Console
+
+from benchmarks import bench
+from benchmarks import bench_paimon as bp
+
+KEYS = 2_000
+LOOKUPS = 20
+TABLES = ["c4-b1", "c4-b4"]
+
+needs_pypaimon = pytest.mark.skipif(bp.paimon_missing() is not None,
+                                    reason=f"no pypaimon interpreter at {bp.PAIMON_PYTHON} (make paimon-env)")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One `mergetree bench --paimon-only --paimon-keys 2000` through `bench.main`, only 4 commits and
+    20 lookups: its exit code, its JSON and the report."""
+    if bp.paimon_missing() is not None:
+        pytest.skip(bp.paimon_missing())
+    reports = []
+
+    def keep(*args, **kwargs):
+        reports.append(run_paimon_bench(*args, directory=str(tmp_path_factory.mktemp("paimon-bench")), **kwargs))
+        return reports[-1]
+
+    run_paimon_bench = bp.run_paimon_bench
+    numbers = tmp_path_factory.mktemp("paimon") / "paimon.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bp, "COMMIT_COUNTS", (4,))
+        patch.setattr(bp, "LOOKUPS", LOOKUPS)
+        patch.setattr(bp, "run_paimon_bench", keep)
+        code = bench.main(["--paimon-only", "--paimon-keys", str(KEYS), "--no-progress", "--json", str(numbers)])
+    return code, json.loads(numbers.read_text()), reports[0]
+
+
+@pytest.fixture(scope="module")
+def report(run):
+    return run[2]
+
+
+def test_the_bench_uses_the_tests_pypaimon_interpreter():
+    assert bp.PAIMON_PYTHON == PAIMON_PYTHON
+
+
+@needs_pypaimon
+def test_every_reader_reads_every_table_right(report):
+    assert report.ok, [(r.table, r.reader, r.operation, r.phase, r.check) for r in report.results if not r.ok]
+    assert report.skipped is None and report.keys == KEYS and report.tables == TABLES
+    rust = bp.pypaimon_rust_available()
+    for name, buckets in zip(TABLES, (1, 4)):
+        write = report.find(name, bp.PYPAIMON, bp.WRITE)
+        assert write.ok and write.rows_in == write.rows_out == 4 * KEYS // 2 and write.seconds > 0
+        assert write.max_runs == 4 and write.files == 4 * buckets  # a sorted run per commit in every bucket
+        for phase, rows_in, runs in ((bp.UNMERGED, 2 * KEYS, 4), (bp.COMPACTED, KEYS, 1)):
+            for reader in bp.READERS:
+                read = report.find(name, reader, bp.READ, phase)
+                lookup = report.find(name, reader, bp.LOOKUP, phase)
+                if reader == bp.PYPAIMON_RUST and not rust:
+                    assert read.unavailable and lookup.unavailable
+                    continue
+                assert read.ok and lookup.ok, (name, reader, phase, read.check, lookup.check)
+                assert read.rows_out == KEYS and read.rows_in == rows_in and read.max_runs == runs
+                assert read.seconds > 0 and read.rows_per_second > 0 and 1 <= read.timed_runs <= bp.REPEAT
+                assert lookup.rows_in == lookup.rows_out == lookup.timed_runs == LOOKUPS
+                latency = lookup.latency_ms
+                assert latency["count"] == LOOKUPS
+                assert 0 < latency["min"] <= latency["median"] <= latency["p95"] <= latency["max"]
+
+
+@needs_pypaimon
+def test_the_compaction_and_its_baseline_check_out(report):
+    for name, buckets in zip(TABLES, (1, 4)):
+        compact = report.find(name, bp.MERGETREE, bp.COMPACT)
+        assert compact.ok and compact.seconds > 0 and compact.timed_runs == 1
+        assert compact.rows_in == 2 * KEYS and compact.rows_out == KEYS and compact.max_runs == 1
+        assert buckets <= compact.files <= 2 * buckets
+        assert any("snapshot 4 -> 5" in note for note in compact.notes), compact.notes
+        rewrite = report.find(name, bp.PYARROW, bp.REWRITE)
+        assert rewrite.ok and rewrite.rows_in == rewrite.rows_out == 2 * KEYS and rewrite.seconds > 0
+
+
+@needs_pypaimon
+def test_the_report_shows_every_target(report):
+    targets = bp.paimon_targets(report)
+    assert [(t.table, t.name) for t in targets] == [(name, target) for name in TABLES for target in bp.TARGETS]
+    rust = bp.pypaimon_rust_available()
+    for t in targets:
+        if "rust" in t.name and not rust:
+            assert t.value is None and "n/a" in t.text
+        else:
+            assert t.value is not None and t.value > 0 and t.met is not None, t.text
+            assert ("PASS" in t.text) == t.met and ("MISS" in t.text) != t.met
+    console = Console(record=True, width=400)
+    console.print(bp.format_paimon_results(report))
+    text = console.export_text()
+    for word in ("c4-b1", "c4-b4", "unmerged", "compacted", "pypaimon", "mergetree", "(reference)", "targets:",
+                 "compaction rows/s / pyarrow read + rewrite rows/s"):
+        assert word in text
+
+
+@needs_pypaimon
+def test_main_paimon_only_returns_0_and_writes_the_paimon_json(run):
+    code, document, report = run
+    assert code == 0
+    paimon = document["paimon"]
+    assert paimon["ok"] is True and paimon["keys"] == KEYS and paimon["commit_counts"] == [4]
+    assert paimon["bucket_counts"] == [1, 4] and paimon["lookups"] == LOOKUPS
+    assert len(paimon["results"]) == len(report.results) == 2 * (3 + 2 * len(bp.READERS) * 2)
+    assert all(r["check"] == "ok" or r["check"].startswith("unavailable") for r in paimon["results"])
+    assert len(paimon["targets"]) == len(TABLES) * len(bp.TARGETS)
+    assert set(paimon["target_summary"]) == set(bp.TARGETS)
+    assert "results" not in document or document["results"] == []  # no merge workload ran
+
+
+def test_the_workload_writes_every_key_once_per_two_commits(tmp_path):
+    workload = bp.make_paimon_workload(101, (2, 4), str(tmp_path))
+    commits = []
+    for path in workload.commit_files:
+        with pa.memory_map(path, "rb") as source:
+            commits.append(pa.ipc.open_file(source).read_all())
+    assert [c.num_rows for c in commits] == workload.rows_per_commit == [50, 51, 50, 51]
+    for first, second in (commits[:2], commits[2:]):
+        ids = np.concatenate([first.column("id").to_numpy(), second.column("id").to_numpy()])
+        assert sorted(ids) == list(range(101))
+    for number, commit in enumerate(commits):
+        assert set(np.right_shift(commit.column("v_int").to_numpy(), bp.VERSION_SHIFT)) == {number}
+        assert commit.column("v_str").to_pylist() == [f"v-{v}" for v in commit.column("v_int").to_pylist()]
+    expected = workload.expected(4)
+    assert expected.column("id").to_pylist() == list(range(101))
+    newest = {row["id"]: row for commit in commits for row in commit.to_pylist()}
+    assert expected.to_pylist() == [newest[k] for k in range(101)]
+    assert workload.expected_rows(2, [7, 3]) == [r for r in workload.expected(2).to_pylist() if r["id"] in (3, 7)]
+    with pytest.raises(ValueError):
+        bp.make_paimon_workload(100, (1, 4), str(tmp_path))
+
+
+def test_the_checks_reject_wrong_answers(tmp_path):
+    workload = bp.make_paimon_workload(50, (2,), str(tmp_path))
+    want = workload.expected(2)
+    shuffled = want.take(pa.array(np.random.default_rng(0).permutation(50)))
+    assert bp.compare_full(shuffled, want) == "ok"
+    assert bp.compare_full(want.slice(1), want).startswith("wrong: 49 rows")
+    older = want.set_column(1, "v_int", pa.array(np.arange(50, dtype=np.int64)))
+    assert "values of 'v_int' differ" in bp.compare_full(older, want)
+    row = want.slice(7, 1).to_pylist()[0]
+    assert bp.compare_lookup([row], row) == "ok"
+    assert "gave 0 rows" in bp.compare_lookup([], row)
+    assert "gave 2 rows" in bp.compare_lookup([row, row], row)
+    assert bp.compare_lookup([{**row, "v_float": 0.5}], row).startswith("wrong: id 7 gave")
+
+
+def test_a_failing_pypaimon_process_is_reported():
+    answer = bp._driver_answer(1, "", "Traceback (most recent call last):\n  ...\nValueError: no such table\n")
+    assert answer == {"check": "failed: pypaimon: ValueError: no such table"}
+    assert bp._driver_answer(0, "noise\n", "") == {"check": "failed: pypaimon's process printed no result"}
+    assert bp._driver_answer(0, 'log line\n{"seconds": 1.5}\n', "") == {"seconds": 1.5}
+
+
+def test_without_the_pypaimon_interpreter_nothing_runs_and_the_report_is_not_ok(tmp_path, monkeypatch):
+    monkeypatch.setattr(bp, "PAIMON_PYTHON", str(tmp_path / "no-python"))
+    report = bp.run_paimon_bench(KEYS, commit_counts=(4,), directory=str(tmp_path), progress=False)
+    assert report.skipped and "no pypaimon interpreter" in report.skipped and not report.ok
+    assert report.results == [] and not list(tmp_path.iterdir())
+    console = Console(record=True, width=200)
+    console.print(bp.format_paimon_results(report))
+    assert "paimon workload not run" in console.export_text()
+    assert bp.paimon_json(report)["ok"] is False
+
+
+@pytest.mark.parametrize("keys", ["lots", "", "10", "1.5k5"])
+def test_bad_paimon_keys_are_usage_errors(keys, capsys):
+    with pytest.raises(SystemExit) as exit:
+        bench.main(["--paimon-only", "--paimon-keys", keys])
+    assert exit.value.code == 2
+    assert "--paimon-keys" in capsys.readouterr().err
+
+
+def test_keys_parse_with_suffixes():
+    assert bp.keys_argument("1M") == 1_000_000 and bp.keys_argument("200k") == 200_000
+    assert bp.quick_keys(1_000_000) == 100_000 and bp.quick_keys(1_000) == bp.MIN_KEYS
