@@ -612,3 +612,24 @@ def test_errors_with_keyword_fields_survive_pickling() -> None:
                 InvalidRowError("bad", run=0, row=5, column="k")):
         back = pickle.loads(pickle.dumps(exc))
         assert type(back) is type(exc) and str(back) == str(exc) and vars(back) == vars(exc)
+
+
+@needs_pypaimon
+def test_compaction_honours_compression_options(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from mergetree.paimon.compact import compression_for
+    assert compression_for({}, 3) == ("zstd", 1)
+    assert compression_for({"file.compression": "none"}, 1) == (None, None)
+    assert compression_for({"file.compression": "zstd", "file.compression.per.level": "0:lz4,5:snappy"}, 5) == \
+        ("snappy", None)
+    with pytest.raises(UnsupportedPaimonFeatureError, match="file.compression"):
+        compression_for({"file.compression": "lzo"}, 1)
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    commits = _commits(81, 3, 60, False, False)
+    write_paimon(work, wh, name, commits, ["name", "id"], [], {"bucket": "2", "file.compression": "snappy"})
+    assert mp.compact(str(wh), name, full=True) is not None
+    t = PaimonTable.open(str(wh), name)
+    for f in t.live_files(t.resolve(None)):
+        assert pq.ParquetFile(f.path).metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert rows(pypaimon_read(wh, name, work), ["name", "id"]) == model("deduplicate", commits, ["name", "id"])

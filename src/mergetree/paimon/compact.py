@@ -22,9 +22,11 @@ import datetime as dt
 import json
 import os
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -51,7 +53,8 @@ from .metadata import (
 )
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
 
-__all__ = ["PaimonCompaction", "compact", "plan_compaction"]
+__all__ = ["PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
+           "rewrite_bucket"]
 
 LONG_MAX = (1 << 63) - 1
 COMMIT_TRIES = 30
@@ -130,21 +133,23 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress |
         return None
     written: list[str] = []
     total, done = job.rows_to_rewrite, 0
+    lock = threading.Lock()
 
     def advance(rows: int) -> None:
         nonlocal done
-        done += rows
-        if progress is not None:
-            progress(done, total)
+        with lock:
+            done += rows
+            if progress is not None:
+                progress(done, total)
     if progress is not None:
         progress(0, total)
     try:
-        adds: list[dict] = []
-        deletes: list[dict] = []
-        for bucket, plan in job.plans:
-            a, d = rewrite_bucket(job, bucket, plan, written, advance)
-            adds += a
-            deletes += d
+        # buckets in threads: the merge and the Parquet writer release the GIL
+        workers = max(1, min(os.cpu_count() or 1, len(job.plans)))
+        with ThreadPoolExecutor(workers, thread_name_prefix="paimon-compact") as pool:
+            changes = list(pool.map(lambda bp: rewrite_bucket(job, bp[0], bp[1], written, advance), job.plans))
+        adds = [e for a, _ in changes for e in a]
+        deletes = [e for _, d in changes for e in d]
         return commit_compaction(job, adds, deletes, written)
     except BaseException:
         for path in written:
@@ -227,18 +232,45 @@ def _stat_column(t) -> bool:
                                                             and t.precision > 6)
 
 
-class _FileWriter:
-    """One output data file in the inputs' format (Parquet or ORC, by the first input's name)."""
+def compression_for(options: dict[str, str], level: int) -> tuple[str | None, int | None]:
+    """The codec (and zstd level) Paimon's writers would use for a file at `level`:
+    ``file.compression.per.level`` ("0:lz4,5:zstd") first, then ``file.compression``
+    (default zstd), ``file.compression.zstd-level`` (default 1)."""
+    codec = options.get("file.compression", "zstd")
+    for part in options.get("file.compression.per.level", "").split(","):
+        at, _, name = part.partition(":")
+        if at.strip() == str(level) and name.strip():
+            codec = name
+    codec = codec.strip().lower()
+    if codec in ("none", "uncompressed", ""):
+        return None, None
+    if codec not in ("zstd", "lz4", "snappy", "gzip", "brotli"):
+        raise UnsupportedPaimonFeatureError(f"Paimon option 'file.compression' = {codec!r}: mergetree writes "
+                                            f"zstd, lz4, snappy, gzip, brotli or none")
+    try:
+        zstd_level = int(options.get("file.compression.zstd-level", "1")) if codec == "zstd" else None
+    except ValueError:
+        raise UnsupportedPaimonFeatureError("Paimon option 'file.compression.zstd-level' is not an integer") from None
+    return codec, zstd_level
 
-    def __init__(self, path: str, fmt: str, schema: pa.Schema) -> None:
+
+class _FileWriter:
+    """One output data file in the inputs' format (Parquet or ORC, by the first input's name),
+    compressed as the table's options say."""
+
+    def __init__(self, path: str, fmt: str, schema: pa.Schema, codec: tuple[str | None, int | None]) -> None:
         self.path = path
+        name, level = codec
         if fmt == "orc":
             from pyarrow import orc
-            self._orc: Any = orc.ORCWriter(self.path, compression="zstd", stripe_size=64 * 2**20)
+            orc_codec = {"gzip": "zlib", None: "uncompressed"}.get(name, name)
+            if orc_codec == "brotli":
+                raise UnsupportedPaimonFeatureError("Paimon option 'file.compression' = 'brotli': ORC has no brotli")
+            self._orc: Any = orc.ORCWriter(self.path, compression=orc_codec, stripe_size=64 * 2**20)
             self._parquet: pq.ParquetWriter | None = None
         else:
             self._orc = None
-            self._parquet = pq.ParquetWriter(self.path, schema, compression="zstd")
+            self._parquet = pq.ParquetWriter(self.path, schema, compression=name or "none", compression_level=level)
 
     def write(self, group: pa.Table) -> None:
         if self._parquet is not None:
@@ -258,6 +290,7 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, b
     key_columns = schema.key_columns
     stat_names = [f.name for f in schema.fields if _stat_column(f.type)]
     fmt = "orc" if bucket.files[0].file_name.endswith(".orc") else "parquet"
+    codec = compression_for(schema.options, level)
     writer: _FileWriter | None = None
     state: dict[str, Any] = {}
 
@@ -265,7 +298,7 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, b
         nonlocal state
         path = os.path.join(directory, f"data-{uuid.uuid4()}-0.{fmt}")
         written.append(path)  # before the file exists: a failure while opening it still removes it
-        w = _FileWriter(path, fmt, arrow_schema)
+        w = _FileWriter(path, fmt, arrow_schema, codec)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
                  "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
         return w
