@@ -159,7 +159,7 @@ def _buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
 # -- reading files -------------------------------------------------------------------------
 
 def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
-                  batch_rows: int) -> Iterator[pa.RecordBatch]:
+                  batch_rows: int, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
     """A data file's batches with `columns` (file layout names), under the read schema's
     names and types; files written under an older schema are mapped by field id."""
     schema = plan.schema
@@ -170,7 +170,8 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
         rows = 0
         key_range = key_range_of(plan_key_filter(plan), schema.key_columns[0]) \
             if row_filter is not None and len(schema.key_columns) == 1 else None
-        for batch in read_data_file(pf.path, columns, row_filter, batch_rows, schema.key_columns, key_range):
+        for batch in read_data_file(pf.path, columns, row_filter, batch_rows, schema.key_columns, key_range,
+                                    use_threads):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
@@ -191,7 +192,7 @@ LARGE_ROW_GROUP = 65536  # rows: above this, a key-filtered read finds its rows 
 
 def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expression | None,
                    batch_rows: int, key_columns: list[str] | None = None,
-                   key_range: KeyRange | None = None) -> Iterator[pa.RecordBatch]:
+                   key_range: KeyRange | None = None, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
     """A Paimon data file's batches, by its format (the file name's extension, as Paimon
     decides): Parquet a row group at a time, ORC a stripe at a time.  `row_filter` reads only
     `key_columns` when given (see `_read_parquet_by_key`)."""
@@ -199,7 +200,7 @@ def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expressi
         if row_filter is not None and key_columns:
             yield from _read_parquet_by_key(path, columns, row_filter, key_columns, batch_rows, key_range)
         else:
-            yield from read_parquet(path, columns, row_filter, None, batch_rows)
+            yield from read_parquet(path, columns, row_filter, None, batch_rows, use_threads)
         return
     if not path.endswith(".orc"):
         raise UnsupportedPaimonFeatureError(f"data file {path}: mergetree reads Parquet and ORC data files only")
@@ -444,7 +445,8 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
         if len(runs) == 1:  # one version per key: value statistics may skip files here
             files = [pf for pf in runs[0] if simple_filter is None
                      or flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count)]
-            batches = (b for pf in files for b in _file_batches(plan, pf, columns, key_expr, batch_rows))
+            batches = (b for pf in files for b in _file_batches(plan, pf, columns, key_expr, batch_rows,
+                                                                 use_threads=threads > 1))
             merged: Iterator[pa.RecordBatch] = (_without_retractions(b) for b in _checked_kinds(batches, opts))
         else:
             merged = _merge_section(plan, runs, columns, key_expr, keep_deletes=False, threads=threads)

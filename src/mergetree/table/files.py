@@ -382,16 +382,18 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
 
 
 def read_parquet(path: str, columns: list[str] | None = None, row_filter: pc.Expression | None = None,
-                 row_groups: list[int] | None = None, batch_rows: int = READ_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+                 row_groups: list[int] | None = None, batch_rows: int = READ_BATCH_ROWS,
+                 use_threads: bool = False) -> Iterator[pa.RecordBatch]:
     """Batches of a Parquet file, a row group at a time (`row_groups`: only those, in order).
     A filtered read keeps only matching rows, skips row groups by their statistics and reuses
-    the file's footer from a cache (see below).  Raises OSError or ArrowException as pyarrow does."""
+    the file's footer from a cache (see below); `use_threads` decodes an unfiltered read's
+    columns in parallel.  Raises OSError or ArrowException as pyarrow does."""
     if row_filter is None:
         reader = pq.ParquetFile(path, pre_buffer=False)
         if row_groups is not None:
             row_groups = [g for g in row_groups if g < reader.num_row_groups]
         yield from reader.iter_batches(batch_size=batch_rows, columns=columns, row_groups=row_groups,
-                                       use_threads=False)
+                                       use_threads=use_threads)
         return
     fragment, schema = _fragment(path)
     source = fragment if row_groups is None else fragment.subset(row_group_ids=row_groups)
