@@ -224,7 +224,12 @@ _key_cache: OrderedDict[tuple, pa.Table] = OrderedDict()
 _key_cache_lock = threading.Lock()
 
 
-def _cached_keys(reader: pq.ParquetFile, path: str, group: int, key_columns: list[str]) -> pa.Table:
+def _parquet_reader(path: str) -> pq.ParquetFile:
+    """A Parquet file reader on the footer the fragment cache already parsed."""
+    return pq.ParquetFile(path, metadata=parquet_fragment(path).metadata, pre_buffer=False)
+
+
+def _cached_keys(path: str, group: int, key_columns: list[str]) -> pa.Table:
     st = os.stat(path)
     key = (path, st.st_size, st.st_mtime_ns, group, tuple(key_columns))
     with _key_cache_lock:
@@ -232,7 +237,7 @@ def _cached_keys(reader: pq.ParquetFile, path: str, group: int, key_columns: lis
         if hit is not None:
             _key_cache.move_to_end(key)
             return hit
-    keys = reader.read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
+    keys = _parquet_reader(path).read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
     with _key_cache_lock:
         _key_cache[key] = keys
         while sum(t.nbytes for t in _key_cache.values()) > _KEY_CACHE_BYTES and len(_key_cache) > 1:
@@ -265,13 +270,13 @@ def _read_parquet_by_key(path: str, columns: list[str] | None, key_filter: pc.Ex
     groups = [g.id for g in fragment.subset(filter=key_filter).row_groups]
     if not groups:
         return
-    reader = pq.ParquetFile(path, pre_buffer=False)
+    reader = _parquet_reader(path)
     small = [g for g in groups if reader.metadata.row_group(g).num_rows <= LARGE_ROW_GROUP]
     if small:  # statistics already narrowed these to a few rows
         yield from read_parquet(path, columns, key_filter, small, batch_rows)
     step = min(batch_rows, 8192)
     for g in (g for g in groups if g not in small):
-        keys = _cached_keys(reader, path, g, key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]).select(key_columns)
+        keys = _cached_keys(path, g, key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]).select(key_columns)
         first, last = _row_span(keys, key_filter, key_range)
         if first >= last:
             continue
@@ -494,9 +499,8 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
             groups = [g.id for g in parquet_fragment(pf.path).subset(filter=key_expr).row_groups]
             if not groups:
                 continue
-            reader = pq.ParquetFile(pf.path, pre_buffer=False)
             for g in groups:
-                table = _cached_keys(reader, pf.path, g, cached)
+                table = _cached_keys(pf.path, g, cached)
                 first, last = _row_span(table.select(key_columns), key_expr, key_range)
                 for row in range(first, last):
                     versions.append((table.column(SEQUENCE_COLUMN)[row].as_py(), table.column(KIND_COLUMN)[row].as_py(),
@@ -514,8 +518,8 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
     if kind in (1, 3):  # a retraction is the key's last word: no row
         return []
     start = 0
-    reader = pq.ParquetFile(path, pre_buffer=False)
-    for batch in reader.iter_batches(batch_size=8192, row_groups=[group], columns=columns, use_threads=False):
+    for batch in _parquet_reader(path).iter_batches(batch_size=8192, row_groups=[group], columns=columns,
+                                                    use_threads=False):
         if start + batch.num_rows > row:
             return [batch.slice(row - start, 1)]
         start += batch.num_rows
