@@ -4,6 +4,7 @@
     mergetree.spark.register(spark)
     df = spark.read.format("mergetree").load("/data/visits")          # options: snapshot, batchSize
     df.write.format("mergetree").mode("append").option("primaryKey", "id").option("buckets", "4").save(path)
+    mergetree.spark.write(df, path, mode="append")   # one file set per bucket, whatever df's partitioning
     mergetree.spark.compact(spark, path, full=True)
     mergetree.spark.bucket_join(spark, left_path, right_path, on="id")
     mergetree.spark.optimize(spark, path, order=["a", "b"], strategy="hilbert")
@@ -29,7 +30,8 @@ from .jobs import bucket_join, compact, compact_paimon, merge_sorted_runs, optim
 from .session import local_session
 from .source import SOURCE_NAME, MergetreeDataSource, register
 from .types import spark_arrow_type, spark_ddl, spark_schema
+from .write import write
 
 __all__ = ["SOURCE_NAME", "MergetreeDataSource", "bucket_join", "compact", "compact_paimon", "local_session",
            "merge_sorted_runs", "optimize", "optimize_pending", "register", "spark_arrow_type", "spark_ddl",
-           "spark_schema"]
+           "spark_schema", "write"]

@@ -1,0 +1,82 @@
+"""`mergetree.spark.write`: rows routed by Spark's pmod(hash(bucket key), n) before the write,
+so a commit holds one file set per bucket instead of one per (task, bucket) — real local[2]."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from mergetree import InvalidArgumentError, Table
+from mergetree.table.buckets import bucket_ids
+
+
+def _added_files(table: Table) -> list:
+    """The data files the latest commit added, with their buckets."""
+    snapshot = table.latest_snapshot()
+    before = table.directory.live_files(table.directory.store.snapshot(snapshot.id - 1)) if snapshot.id > 1 else {}
+    return [e for name, e in table.directory.live_files(snapshot).items() if name not in before]
+
+
+def _frame(spark, first: int, rows: int, partitions: int, tag: str):
+    return (spark.range(first, first + rows, numPartitions=partitions)
+            .selectExpr("id", f"concat('{tag}-', cast(id as string)) as name", "id % 3 as part"))
+
+
+def test_one_file_set_per_bucket(spark, tmp_path) -> None:
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    plain, routed = str(tmp_path / "plain"), str(tmp_path / "routed")
+    options = {"primaryKey": "id", "buckets": "4", "write-only": "true"}
+    before = _frame(spark, 0, 4000, 8, "a")
+    writer = before.write.format("mergetree").mode("append")
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    writer.save(plain)
+    mergetree.spark.write(before, routed, **options)
+    files_before = len(_added_files(Table.open(plain)))
+    files_after = len(_added_files(Table.open(routed)))
+    # 8 tasks x 4 buckets before, one file set per bucket after
+    assert files_before == 32 and files_after == 4, (files_before, files_after)
+    # a second write into the existing table keeps the table's layout, and the answers agree
+    more = _frame(spark, 2000, 4000, 6, "b")
+    mergetree.spark.write(more, routed)
+    assert len(_added_files(Table.open(routed))) == 4
+    got = Table.open(routed).read().sort_by("id")
+    assert got.num_rows == 6000
+    assert got.column("name").to_pylist() == [f"a-{i}" for i in range(2000)] + [f"b-{i}" for i in range(2000, 6000)]
+    for entry in _added_files(Table.open(routed)):  # every file holds its own bucket's rows only
+        ids = pq.read_table(os.path.join(routed, entry.file.file_name), columns=["id"])
+        assert set(bucket_ids(ids, ["id"], 4).tolist()) == {entry.bucket}
+
+
+def test_partitioned_tables_route_by_partition_and_bucket(spark, tmp_path) -> None:
+    import mergetree.spark
+    path = str(tmp_path / "t")
+    spark.conf.set("spark.sql.shuffle.partitions", "12")
+    try:
+        mergetree.spark.write(_frame(spark, 0, 3000, 5, "p"), path, primaryKey="part,id", partitionBy="part",
+                              buckets=4, **{"write-only": "true"})
+    finally:
+        spark.conf.unset("spark.sql.shuffle.partitions")
+    table = Table.open(path)
+    files = _added_files(table)
+    assert len(files) == 12  # 3 partitions x 4 buckets, each written by one task
+    assert len({(e.partition, e.bucket) for e in files}) == 12
+    got = table.read()
+    ids = got.column("id").to_numpy()
+    assert sorted(ids.tolist()) == list(range(3000))
+    expected = bucket_ids(pa.table({"id": pa.array(np.arange(3000), pa.int64())}), ["id"], 4)
+    assert np.array_equal(np.sort(expected), np.sort(bucket_ids(got.select(["id"]), ["id"], 4)))
+
+
+def test_bad_mode_and_missing_columns(spark, tmp_path) -> None:
+    import mergetree.spark
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        mergetree.spark.write(_frame(spark, 0, 10, 1, "x"), str(tmp_path / "t"), mode="upsert")
+    Table.create(str(tmp_path / "u"), pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.int64())]),
+                 primary_key="id", buckets=2)
+    with pytest.raises(InvalidArgumentError, match="lacks"):
+        mergetree.spark.write(spark.range(5).selectExpr("id as other"), str(tmp_path / "u"))
