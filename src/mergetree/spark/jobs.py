@@ -76,11 +76,13 @@ def _split_by(table: pa.Table, column: str) -> list[pa.Table]:
 
 def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str], how: str = "inner",
                 fallback: bool = False) -> Any:
-    """Join two tables bucketed identically on their primary key without a shuffle: one task
-    per bucket merge-reads both sides (already in key order) and joins them with a sorted
-    merge join in the Cython core.  Both tables need primary key == bucket key == `on`, the
-    same bucket count, and no partitioning; otherwise a clear error, or with
-    `fallback=True` an ordinary Spark join of the two tables."""
+    """Join two tables bucketed on their primary key without a shuffle: one task per bucket of
+    the table with fewer buckets merge-reads both sides (already in key order) and joins them
+    with a sorted merge join in the Cython core.  Both tables need primary key == bucket key ==
+    `on` and no partitioning, and one bucket count must divide the other (n and k*n): a key
+    in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n (``pmod(h, k*n) mod n ==
+    pmod(h, n)``), whose rows the task merges into one key-ordered side with the loser tree.
+    Otherwise a clear error, or with `fallback=True` an ordinary Spark join of the two tables."""
     on = [on] if isinstance(on, str) else list(on)
     left, right = Table.open(left_path), Table.open(right_path)
     if how not in JOINS:
@@ -92,22 +94,33 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
         register(spark)
         reader = spark.read.format(SOURCE_NAME)
         return reader.load(left_path).join(reader.load(right_path), on=on, how="full_outer" if how == "full" else how)
-    buckets = left.table_schema.buckets
-    # plan both sides once, here; each task gets its bucket's files
+    counts = (left.table_schema.buckets, right.table_schema.buckets)
+    tasks = min(counts)
+    # plan both sides once, here; each task gets its buckets' files
     plans = [{b.bucket: b for b in t.plan().buckets} for t in (left, right)]
     out_schema = spark_schema(joined_schema(left.schema, right.schema, on))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sides = [Table.open(left_path), Table.open(right_path)]
         for batch in batches:
-            for bucket in batch.column("bucket").to_pylist():
-                tables = [_read_planned(t, plan.get(bucket)) for t, plan in zip(sides, plans)]
+            for task in batch.column("bucket").to_pylist():
+                tables = [_read_buckets(t, plan, range(task, count, tasks), on)
+                          for t, plan, count in zip(sides, plans, counts)]
                 joined = join_sorted(tables[0], tables[1], on, how)
                 for out in joined.to_batches():
                     yield to_spark_batch(out, out_schema)
 
-    units = spark.sparkContext.parallelize([(b,) for b in range(buckets)], buckets)  # a task per bucket
+    units = spark.sparkContext.parallelize([(b,) for b in range(tasks)], tasks)  # a task per bucket
     return spark.createDataFrame(units, "bucket int").mapInArrow(run, spark_ddl(out_schema))
+
+
+def _read_buckets(table: Table, plans: dict[int, BucketPlan], buckets: Iterable[int], on: list[str]) -> pa.Table:
+    """The merged rows of some buckets in key order: one bucket as it is, several (their keys
+    are disjoint) merged by the loser tree."""
+    parts = [_read_planned(table, plans.get(b)) for b in buckets]
+    if len(parts) == 1:
+        return parts[0]
+    return merge([p for p in parts if p.num_rows] or parts[:1], on).read_all()
 
 
 def _read_planned(table: Table, bucket_plan: BucketPlan | None) -> pa.Table:
@@ -126,8 +139,10 @@ def _bucket_join_problem(left: Table, right: Table, on: list[str]) -> str | None
                     f"{list(ts.bucket_key)} must both be the join key {on}")
         if ts.partition_by:
             return f"the {name} table is partitioned by {list(ts.partition_by)}"
-    if left.table_schema.buckets != right.table_schema.buckets:
-        return f"bucket counts differ ({left.table_schema.buckets} vs {right.table_schema.buckets})"
+    low, high = sorted((left.table_schema.buckets, right.table_schema.buckets))
+    if high % low:
+        return (f"bucket counts differ and neither divides the other ({left.table_schema.buckets} vs "
+                f"{right.table_schema.buckets})")
     for name in on:
         if left.schema.field(name).type != right.schema.field(name).type:
             return f"join column {name!r} has types {left.schema.field(name).type} and {right.schema.field(name).type}"
