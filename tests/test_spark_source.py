@@ -243,7 +243,7 @@ def join_tables(tmp_path_factory):
     return paths
 
 
-@pytest.mark.parametrize("how", ["inner", "left", "full"])
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full", "semi", "anti"])
 def test_bucket_join_equals_spark_join_without_exchange(spark, join_tables, how):
     import mergetree.spark
     mergetree.spark.register(spark)
@@ -254,7 +254,7 @@ def test_bucket_join_equals_spark_join_without_exchange(spark, join_tables, how)
     assert joined.rdd.getNumPartitions() == 4
     reader = spark.read.format("mergetree")
     expected = (reader.load(left_path).join(reader.load(right_path).withColumnRenamed("shared", "shared_right"),
-                                            on="id", how="full_outer" if how == "full" else how))
+                                            on="id", how=mergetree.spark.jobs.SPARK_JOINS[how]))
     key = lambda r: r["id"]  # noqa: E731
     got = sorted((r.asDict() for r in joined.collect()), key=key)
     want = sorted((r.asDict() for r in expected.select(*joined.columns).collect()), key=key)
@@ -274,7 +274,7 @@ def _join_side(root, side: str, buckets: int, n: int, seed: int) -> str:
 
 
 @pytest.mark.parametrize(("left_buckets", "right_buckets"), [(4, 8), (12, 3)])
-@pytest.mark.parametrize("how", ["inner", "left", "full"])
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full", "semi", "anti"])
 def test_bucket_join_across_divisible_bucket_counts(spark, tmp_path, left_buckets, right_buckets, how):
     """Bucket i of n joins buckets i, i+n, ... of k*n, merged in the task: no Exchange, no Sort,
     one task per bucket of the smaller count, the same rows as Spark's own join."""
@@ -288,7 +288,7 @@ def test_bucket_join_across_divisible_bucket_counts(spark, tmp_path, left_bucket
     assert joined.rdd.getNumPartitions() == min(left_buckets, right_buckets)
     reader = spark.read.format("mergetree")
     expected = (reader.load(left_path).join(reader.load(right_path).withColumnRenamed("shared", "shared_right"),
-                                            on="id", how="full_outer" if how == "full" else how))
+                                            on="id", how=mergetree.spark.jobs.SPARK_JOINS[how]))
     key = lambda r: r["id"]  # noqa: E731
     got = sorted((r.asDict() for r in joined.collect()), key=key)
     want = sorted((r.asDict() for r in expected.select(*joined.columns).collect()), key=key)

@@ -11,9 +11,12 @@ from .arrow_input import check_batch
 from .engines import take_array
 from .runs import plan_key_column
 
-__all__ = ["JOINS", "join_sorted", "joined_schema"]
+__all__ = ["JOINS", "LEFT_ONLY", "join_sorted", "joined_schema"]
 
-JOINS = {"inner": _core.JOIN_INNER, "left": _core.JOIN_LEFT, "full": _core.JOIN_FULL}
+# join -> (the core's mode, whether the sides are swapped for it)
+JOINS = {"inner": (_core.JOIN_INNER, False), "left": (_core.JOIN_LEFT, False), "right": (_core.JOIN_LEFT, True),
+         "full": (_core.JOIN_FULL, False), "semi": (_core.JOIN_INNER, False), "anti": (_core.JOIN_LEFT, False)}
+LEFT_ONLY = ("semi", "anti")  # joins that return the left side's columns only
 
 
 def _key_batch(table: pa.Table, on: list[str]):
@@ -27,7 +30,10 @@ def _key_batch(table: pa.Table, on: list[str]):
     return pa.RecordBatch.from_arrays(columns, names=on), plans
 
 
-def joined_schema(left: pa.Schema, right: pa.Schema, on: list[str], suffix: str = "_right") -> pa.Schema:
+def joined_schema(left: pa.Schema, right: pa.Schema, on: list[str], suffix: str = "_right",
+                  how: str = "inner") -> pa.Schema:
+    if how in LEFT_ONLY:
+        return left
     fields = [left.field(n).with_nullable(True) for n in left.names]
     for f in right:
         if f.name in on:
@@ -40,12 +46,14 @@ def joined_schema(left: pa.Schema, right: pa.Schema, on: list[str], suffix: str 
 def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str = "inner",
                 suffix: str = "_right") -> pa.Table:
     """Join two tables that are each strictly ascending by `on` (unique keys), in one pass.
+    `how`: inner, left, right, full, semi (left rows with a match) or anti (without one).
 
-    Output: every left column (for a full join, key columns take the right key where the
-    left is missing), then the right's other columns (renamed with `suffix` on a clash)."""
+    Output: every left column (for a right or full join, key columns take the right key where
+    the left is missing), then the right's other columns (renamed with `suffix` on a clash);
+    semi and anti joins return the left's columns only."""
     on = [on] if isinstance(on, str) else list(on)
     if how not in JOINS:
-        raise InvalidArgumentError(f"unknown join {how!r}; choose inner, left or full")
+        raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
     for name in on:
         if name not in left.schema.names or name not in right.schema.names:
             raise SchemaMismatchError(f"join column {name!r} is missing on one side")
@@ -56,15 +64,21 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
     check_batch(right, "the right side")
     left_keys, plans = _key_batch(left, on)
     right_keys, _ = _key_batch(right, on)
-    li, ri = _core.merge_join(left_keys, right_keys, [p.key_class for p in plans],
-                              [p.width for p in plans], JOINS[how])
+    mode, swapped = JOINS[how]
+    first, second = (right_keys, left_keys) if swapped else (left_keys, right_keys)
+    li, ri = _core.merge_join(first, second, [p.key_class for p in plans], [p.width for p in plans], mode)
+    if swapped:
+        li, ri = ri, li
+    if how in LEFT_ONLY:
+        rows = li if how == "semi" else li[ri < 0]
+        return left.take(pa.array(rows, type=pa.int64())) if len(rows) != left.num_rows else left
     schema = joined_schema(left.schema, right.schema, on, suffix)
     left_index = pa.array(np.where(li < 0, 0, li), type=pa.int64(), mask=li < 0)
     right_index = pa.array(np.where(ri < 0, 0, ri), type=pa.int64(), mask=ri < 0)
     columns = []
     for name in left.schema.names:
         col = take_array(left.column(name).combine_chunks(), left_index)
-        if how == "full" and name in on:
+        if how in ("full", "right") and name in on:
             col = pc.coalesce(col, take_array(right.column(name).combine_chunks(), right_index))
         columns.append(col)
     for name in right.schema.names:

@@ -74,6 +74,11 @@ def _split_by(table: pa.Table, column: str) -> list[pa.Table]:
 
 # -- bucket joins -----------------------------------------------------------------------------
 
+# our join names -> Spark's, for the fallback
+SPARK_JOINS = {"inner": "inner", "left": "left", "right": "right", "full": "full_outer", "semi": "left_semi",
+               "anti": "left_anti"}
+
+
 def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str], how: str = "inner",
                 fallback: bool = False) -> Any:
     """Join two tables bucketed on their primary key without a shuffle: one task per bucket of
@@ -86,19 +91,19 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     on = [on] if isinstance(on, str) else list(on)
     left, right = Table.open(left_path), Table.open(right_path)
     if how not in JOINS:
-        raise InvalidArgumentError(f"unknown join {how!r}; choose inner, left or full")
+        raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
     problem = _bucket_join_problem(left, right, on)
     if problem:
         if not fallback:
             raise InvalidArgumentError(f"cannot bucket-join: {problem} (pass fallback=True for a normal join)")
         register(spark)
         reader = spark.read.format(SOURCE_NAME)
-        return reader.load(left_path).join(reader.load(right_path), on=on, how="full_outer" if how == "full" else how)
+        return reader.load(left_path).join(reader.load(right_path), on=on, how=SPARK_JOINS[how])
     counts = (left.table_schema.buckets, right.table_schema.buckets)
     tasks = min(counts)
     # plan both sides once, here; each task gets its buckets' files
     plans = [{b.bucket: b for b in t.plan().buckets} for t in (left, right)]
-    out_schema = spark_schema(joined_schema(left.schema, right.schema, on))
+    out_schema = spark_schema(joined_schema(left.schema, right.schema, on, how=how))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sides = [Table.open(left_path), Table.open(right_path)]
