@@ -82,9 +82,10 @@ SPARK_JOINS = {"inner": "inner", "left": "left", "right": "right", "full": "full
 def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str], how: str = "inner",
                 fallback: bool = False) -> Any:
     """Join two tables bucketed on their primary key without a shuffle: one task per bucket of
-    the table with fewer buckets merge-reads both sides (already in key order) and joins them
-    with a sorted merge join in the Cython core.  Both tables need primary key == bucket key ==
-    `on` and no partitioning, and one bucket count must divide the other (n and k*n): a key
+    the table with fewer buckets (per partition, partitions paired by value) merge-reads both
+    sides (already in key order) and joins them with a sorted merge join in the Cython core.
+    Both tables need primary key == `on`, bucket key == `on` without the partition columns, the
+    same partition columns, and one bucket count must divide the other (n and k*n): a key
     in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n (``pmod(h, k*n) mod n ==
     pmod(h, n)``), whose rows the task merges into one key-ordered side with the loser tree.
     Otherwise a clear error, or with `fallback=True` an ordinary Spark join of the two tables."""
@@ -100,28 +101,32 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
         reader = spark.read.format(SOURCE_NAME)
         return reader.load(left_path).join(reader.load(right_path), on=on, how=SPARK_JOINS[how])
     counts = (left.table_schema.buckets, right.table_schema.buckets)
-    tasks = min(counts)
-    # plan both sides once, here; each task gets its buckets' files
-    plans = [{b.bucket: b for b in t.plan().buckets} for t in (left, right)]
+    n = min(counts)
+    # plan both sides once, here; each task gets its buckets' files.  A task per (partition,
+    # bucket of the smaller count): partitions pair by their values (a side lacking one is empty)
+    plans = [{(b.partition, b.bucket): b for b in t.plan().buckets} for t in (left, right)]
+    partitions = sorted({p for plan in plans for p, _ in plan}, key=repr)
+    units = [(p, i) for p in partitions for i in range(n)] or [((), 0)]
     out_schema = spark_schema(joined_schema(left.schema, right.schema, on, how=how))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sides = [Table.open(left_path), Table.open(right_path)]
         for batch in batches:
-            for task in batch.column("bucket").to_pylist():
-                tables = [_read_buckets(t, plan, range(task, count, tasks), on)
+            for unit in batch.column("unit").to_pylist():
+                partition, i = units[unit]
+                tables = [_read_buckets(t, plan, [(partition, b) for b in range(i, count, n)], on)
                           for t, plan, count in zip(sides, plans, counts)]
                 joined = join_sorted(tables[0], tables[1], on, how)
                 for out in joined.to_batches():
                     yield to_spark_batch(out, out_schema)
 
-    units = spark.sparkContext.parallelize([(b,) for b in range(tasks)], tasks)  # a task per bucket
-    return spark.createDataFrame(units, "bucket int").mapInArrow(run, spark_ddl(out_schema))
+    rdd = spark.sparkContext.parallelize([(u,) for u in range(len(units))], len(units))  # a task per unit
+    return spark.createDataFrame(rdd, "unit int").mapInArrow(run, spark_ddl(out_schema))
 
 
-def _read_buckets(table: Table, plans: dict[int, BucketPlan], buckets: Iterable[int], on: list[str]) -> pa.Table:
-    """The merged rows of some buckets in key order: one bucket as it is, several (their keys
-    are disjoint) merged by the loser tree."""
+def _read_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: Iterable[tuple], on: list[str]) -> pa.Table:
+    """The merged rows of some (partition, bucket)s in key order: one as it is, several (their
+    keys are disjoint) merged by the loser tree."""
     parts = [_read_planned(table, plans.get(b)) for b in buckets]
     if len(parts) == 1:
         return parts[0]
@@ -137,13 +142,16 @@ def _read_planned(table: Table, bucket_plan: BucketPlan | None) -> pa.Table:
 
 
 def _bucket_join_problem(left: Table, right: Table, on: list[str]) -> str | None:
+    partition_by = list(left.table_schema.partition_by)
+    if list(right.table_schema.partition_by) != partition_by:
+        return (f"the tables are partitioned differently ({partition_by} vs "
+                f"{list(right.table_schema.partition_by)})")
     for name, t in (("left", left), ("right", right)):
         ts = t.table_schema
-        if list(ts.primary_key) != on or list(ts.bucket_key) != on:
-            return (f"the {name} table's primary key {list(ts.primary_key)} and bucket key "
-                    f"{list(ts.bucket_key)} must both be the join key {on}")
-        if ts.partition_by:
-            return f"the {name} table is partitioned by {list(ts.partition_by)}"
+        bucket_key = [c for c in on if c not in partition_by]
+        if list(ts.primary_key) != on or list(ts.bucket_key) != bucket_key:
+            return (f"the {name} table's primary key {list(ts.primary_key)} must be the join key {on} and its "
+                    f"bucket key {list(ts.bucket_key)} the join key without the partition columns {bucket_key}")
     low, high = sorted((left.table_schema.buckets, right.table_schema.buckets))
     if high % low:
         return (f"bucket counts differ and neither divides the other ({left.table_schema.buckets} vs "
