@@ -1,6 +1,8 @@
 """Sorted merge joins of key-ordered, key-unique tables (e.g. two buckets' merged rows)."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -11,7 +13,7 @@ from .arrow_input import check_batch
 from .engines import take_array
 from .runs import plan_key_column
 
-__all__ = ["JOINS", "LEFT_ONLY", "join_sorted", "joined_schema"]
+__all__ = ["JOINS", "LEFT_ONLY", "join_sorted", "join_streams", "joined_schema"]
 
 # join -> (the core's mode, whether the sides are swapped for it)
 JOINS = {"inner": (_core.JOIN_INNER, False), "left": (_core.JOIN_LEFT, False), "right": (_core.JOIN_LEFT, True),
@@ -85,3 +87,63 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
         if name not in on:
             columns.append(take_array(right.column(name).combine_chunks(), right_index))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _is_float_key(schema: pa.Schema, on: list[str]) -> bool:
+    return any(pa.types.is_floating(schema.field(c).type) for c in on)
+
+
+def _rows_up_to(table: pa.Table, on: list[str], bound: tuple | None) -> int:
+    """How many leading rows of a key-ordered table have keys <= `bound` (None: all)."""
+    if bound is None:
+        return table.num_rows
+    columns = [table.column(c) for c in on]
+    lo, hi = 0, table.num_rows
+    while lo < hi:  # binary search: keys are ascending and unique
+        mid = (lo + hi) // 2
+        if tuple(col[mid].as_py() for col in columns) <= bound:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def join_streams(left: Iterable[pa.RecordBatch], right: Iterable[pa.RecordBatch], on: str | list[str],
+                 how: str, left_schema: pa.Schema, right_schema: pa.Schema,
+                 suffix: str = "_right") -> Iterator[pa.Table]:
+    """`join_sorted` of two key-ordered, key-unique streams of batches, a window at a time:
+    each step joins every buffered row up to the smaller of the two sides' last buffered keys
+    (no later row can match them) and keeps the rest, so memory is about a batch per side plus
+    the output, however long the streams.  Float keys (whose total order Python's comparisons
+    do not share) are joined whole instead."""
+    on = [on] if isinstance(on, str) else list(on)
+    if how not in JOINS:
+        raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
+    sides = [iter(left), iter(right)]
+    buffers = [left_schema.empty_table(), right_schema.empty_table()]
+    done = [False, False]
+    if _is_float_key(left_schema, on):
+        whole = [pa.Table.from_batches(list(s), schema=sch) for s, sch in zip(sides, (left_schema, right_schema))]
+        yield join_sorted(whole[0], whole[1], on, how, suffix)
+        return
+    while True:
+        for i in (0, 1):
+            while buffers[i].num_rows == 0 and not done[i]:
+                batch = next(sides[i], None)
+                if batch is None:
+                    done[i] = True
+                elif batch.num_rows:
+                    buffers[i] = pa.Table.from_batches([batch])
+        # a side that has not ended has rows buffered (filled above): its last key bounds the window
+        open_lasts = [tuple(buffers[i].column(c)[buffers[i].num_rows - 1].as_py() for c in on)
+                      for i in (0, 1) if not done[i]]
+        bound = min(open_lasts) if open_lasts else None   # None: both sides ended, join everything
+        cuts = [_rows_up_to(b, on, bound) for b in buffers]
+        window = [b.slice(0, n) for b, n in zip(buffers, cuts)]
+        buffers = [b.slice(n) for b, n in zip(buffers, cuts)]
+        if window[0].num_rows or window[1].num_rows:
+            out = join_sorted(window[0].combine_chunks(), window[1].combine_chunks(), on, how, suffix)
+            if out.num_rows:
+                yield out
+        if bound is None:
+            return

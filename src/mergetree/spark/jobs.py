@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..errors import CompactionConflictError, InvalidArgumentError, MergeTreeError
 from ..merge import merge
-from ..merge.join import JOINS, join_sorted, joined_schema
+from ..merge.join import JOINS, join_streams, joined_schema
 from ..paimon.compact import PaimonCompaction
 from ..paimon.compact import commit_compaction as commit_paimon_compaction
 from ..paimon.compact import plan_compaction as plan_paimon_compaction
@@ -83,7 +83,8 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
                 fallback: bool = False) -> Any:
     """Join two tables bucketed on their primary key without a shuffle: one task per bucket of
     the table with fewer buckets (per partition, partitions paired by value) merge-reads both
-    sides (already in key order) and joins them with a sorted merge join in the Cython core.
+    sides (already in key order) and joins them with a sorted merge join in the Cython core,
+    streamed a window at a time (memory: about a batch per sorted run and side, plus the output).
     Both tables need primary key == `on`, bucket key == `on` without the partition columns, the
     same partition columns, and one bucket count must divide the other (n and k*n): a key
     in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n (``pmod(h, k*n) mod n ==
@@ -114,31 +115,26 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
         for batch in batches:
             for unit in batch.column("unit").to_pylist():
                 partition, i = units[unit]
-                tables = [_read_buckets(t, plan, [(partition, b) for b in range(i, count, n)], on)
-                          for t, plan, count in zip(sides, plans, counts)]
-                joined = join_sorted(tables[0], tables[1], on, how)
-                for out in joined.to_batches():
-                    yield to_spark_batch(out, out_schema)
+                streams = [_stream_buckets(t, plan, [(partition, b) for b in range(i, count, n)], on)
+                           for t, plan, count in zip(sides, plans, counts)]
+                for joined in join_streams(streams[0], streams[1], on, how, sides[0].schema, sides[1].schema):
+                    for out in joined.to_batches():
+                        yield to_spark_batch(out, out_schema)
 
     rdd = spark.sparkContext.parallelize([(u,) for u in range(len(units))], len(units))  # a task per unit
     return spark.createDataFrame(rdd, "unit int").mapInArrow(run, spark_ddl(out_schema))
 
 
-def _read_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: Iterable[tuple], on: list[str]) -> pa.Table:
-    """The merged rows of some (partition, bucket)s in key order: one as it is, several (their
-    keys are disjoint) merged by the loser tree."""
-    parts = [_read_planned(table, plans.get(b)) for b in buckets]
-    if len(parts) == 1:
-        return parts[0]
-    return merge([p for p in parts if p.num_rows] or parts[:1], on).read_all()
-
-
-def _read_planned(table: Table, bucket_plan: BucketPlan | None) -> pa.Table:
-    """A bucket's merged rows in key order (empty if the bucket has no files)."""
-    if bucket_plan is None:
-        return table.schema.empty_table()
-    batches = list(read_bucket(table.directory, bucket_plan, table.schema.names, None, None))
-    return pa.Table.from_batches(batches, schema=table.schema)
+def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[tuple],
+                    on: list[str]) -> Iterator[pa.RecordBatch]:
+    """The merged rows of some (partition, bucket)s in key order, streamed: one bucket's merge
+    as it comes, several (their keys are disjoint) merged again by the loser tree."""
+    streams = [read_bucket(table.directory, plans[b], table.schema.names, None, None) for b in buckets if b in plans]
+    if not streams:
+        return iter(())
+    if len(streams) == 1:
+        return streams[0]
+    return iter(merge(streams, on))
 
 
 def _bucket_join_problem(left: Table, right: Table, on: list[str]) -> str | None:
