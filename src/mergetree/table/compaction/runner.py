@@ -69,9 +69,20 @@ def plan_compaction(directory: TableDirectory, only: set | None,
         if only is not None and key not in only:
             continue
         unit = full_compaction(levels) if full else pick(levels, options)
+        if unit is not None and _retraction_would_fold(directory, unit):
+            unit = full_compaction(levels)
         if unit is not None:
             plans.append((key, plan_rewrite(unit, options)))
     return base.id, plans
+
+
+def _retraction_would_fold(directory: TableDirectory, unit) -> bool:
+    """A partial-update unit that keeps its retractions (older data stays outside it) but holds
+    one would fold [-D, +I] into a plain row, and a later merge would refill that row's nulls from
+    the older data the -D removed: such a unit compacts the whole bucket instead, where the
+    retraction meets everything it deletes."""
+    return (directory.schema.merge_engine == "partial-update" and not unit.drop_delete
+            and any(f.delete_count > 0 for f in unit.files))
 
 
 def rows_to_rewrite(plans: list[BucketCompaction]) -> int:
