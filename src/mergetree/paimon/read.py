@@ -175,12 +175,8 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
-    except FileNotFoundError:
-        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is missing",
-                                path=pf.path) from None
     except (OSError, pa.ArrowException) as exc:
-        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is unreadable: {exc}",
-                                path=pf.path) from None
+        raise _corrupt(plan, pf, exc) from None
     if row_filter is None and rows != pf.row_count:
         raise CorruptTableError(f"data file {pf.path} holds {rows} rows, its Paimon manifest says {pf.row_count}",
                                 path=pf.path)
@@ -374,12 +370,14 @@ def _file_batches_raw(pf: PaimonFile, columns: list[str], row_filter: pc.Express
                       plan: PaimonReadPlan) -> Iterator[pa.RecordBatch]:
     try:
         yield from read_data_file(pf.path, columns, row_filter, batch_rows)
-    except FileNotFoundError:
-        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is missing",
-                                path=pf.path) from None
     except (OSError, pa.ArrowException) as exc:
-        raise CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} is unreadable: {exc}",
-                                path=pf.path) from None
+        raise _corrupt(plan, pf, exc) from None
+
+
+def _corrupt(plan: PaimonReadPlan, pf: PaimonFile, exc: BaseException) -> CorruptTableError:
+    """The error for a data file that is missing or cannot be read."""
+    what = "is missing" if isinstance(exc, FileNotFoundError) else f"is unreadable: {exc}"
+    return CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} {what}", path=pf.path)
 
 
 def _read_layout(schema: PaimonSchema) -> list[pa.Field]:
