@@ -1,4 +1,5 @@
-"""Sorted merge joins of key-ordered, key-unique tables (e.g. two buckets' merged rows)."""
+"""Sorted merge joins of key-ordered tables (e.g. two buckets' merged rows, ordered by a primary
+key that starts with the join key)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -47,8 +48,10 @@ def joined_schema(left: pa.Schema, right: pa.Schema, on: list[str], suffix: str 
 
 def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str = "inner",
                 suffix: str = "_right") -> pa.Table:
-    """Join two tables that are each strictly ascending by `on` (unique keys), in one pass.
-    `how`: inner, left, right, full, semi (left rows with a match) or anti (without one).
+    """Join two tables that are each ascending by `on`, in one pass.  Equal keys may repeat on
+    either side (a key's rows on both sides give every pairing, as in SQL) and a key with a
+    null never matches.  `how`: inner, left, right, full, semi (left rows with a match, each
+    once) or anti (left rows without one).
 
     Output: every left column (for a right or full join, key columns take the right key where
     the left is missing), then the right's other columns (renamed with `suffix` on a clash);
@@ -72,7 +75,7 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
     if swapped:
         li, ri = ri, li
     if how in LEFT_ONLY:
-        rows = li if how == "semi" else li[ri < 0]
+        rows = np.unique(li) if how == "semi" else li[ri < 0]  # a left row matching several: once
         return left.take(pa.array(rows, type=pa.int64())) if len(rows) != left.num_rows else left
     schema = joined_schema(left.schema, right.schema, on, suffix)
     left_index = pa.array(np.where(li < 0, 0, li), type=pa.int64(), mask=li < 0)
@@ -89,61 +92,60 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _is_float_key(schema: pa.Schema, on: list[str]) -> bool:
-    return any(pa.types.is_floating(schema.field(c).type) for c in on)
-
-
-def _rows_up_to(table: pa.Table, on: list[str], bound: tuple | None) -> int:
-    """How many leading rows of a key-ordered table have keys <= `bound` (None: all)."""
-    if bound is None:
-        return table.num_rows
-    columns = [table.column(c) for c in on]
-    lo, hi = 0, table.num_rows
-    while lo < hi:  # binary search: keys are ascending and unique
-        mid = (lo + hi) // 2
-        if tuple(col[mid].as_py() for col in columns) <= bound:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _rows_below(keys: pa.RecordBatch, bound: pa.RecordBatch, plans: list) -> int:
+    """How many leading rows of ascending `keys` are below the one-row key `bound`, in the
+    core's key order (the order the join itself uses: floats, nulls and strings included)."""
+    return int(_core.lower_bounds(keys, bound, [p.key_class for p in plans], [p.width for p in plans])[0])
 
 
 def join_streams(left: Iterable[pa.RecordBatch], right: Iterable[pa.RecordBatch], on: str | list[str],
                  how: str, left_schema: pa.Schema, right_schema: pa.Schema,
                  suffix: str = "_right") -> Iterator[pa.Table]:
-    """`join_sorted` of two key-ordered, key-unique streams of batches, a window at a time:
-    each step joins every buffered row up to the smaller of the two sides' last buffered keys
-    (no later row can match them) and keeps the rest, so memory is about a batch per side plus
-    the output, however long the streams.  Float keys (whose total order Python's comparisons
-    do not share) are joined whole instead."""
+    """`join_sorted` of two streams of batches, each ascending by `on`, a window at a time:
+    each step joins every buffered row whose key is below the smaller of the open sides' last
+    buffered keys (no later row can have such a key) and keeps the rest.  Memory: about a batch
+    per side plus the output, and a key's whole group of rows when it spans batches."""
     on = [on] if isinstance(on, str) else list(on)
     if how not in JOINS:
         raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
     sides = [iter(left), iter(right)]
     buffers = [left_schema.empty_table(), right_schema.empty_table()]
     done = [False, False]
-    if _is_float_key(left_schema, on):
-        whole = [pa.Table.from_batches(list(s), schema=sch) for s, sch in zip(sides, (left_schema, right_schema))]
-        yield join_sorted(whole[0], whole[1], on, how, suffix)
-        return
+
+    def pull(i: int) -> None:
+        """Append side i's next non-empty batch to its buffer, or mark the side ended."""
+        for batch in sides[i]:
+            if batch.num_rows:
+                more = pa.Table.from_batches([batch])
+                buffers[i] = pa.concat_tables([buffers[i], more]) if buffers[i].num_rows else more
+                return
+        done[i] = True
+
     while True:
         for i in (0, 1):
-            while buffers[i].num_rows == 0 and not done[i]:
-                batch = next(sides[i], None)
-                if batch is None:
-                    done[i] = True
-                elif batch.num_rows:
-                    buffers[i] = pa.Table.from_batches([batch])
-        # a side that has not ended has rows buffered (filled above): its last key bounds the window
-        open_lasts = [tuple(buffers[i].column(c)[buffers[i].num_rows - 1].as_py() for c in on)
-                      for i in (0, 1) if not done[i]]
-        bound = min(open_lasts) if open_lasts else None   # None: both sides ended, join everything
-        cuts = [_rows_up_to(b, on, bound) for b in buffers]
-        window = [b.slice(0, n) for b, n in zip(buffers, cuts)]
+            if buffers[i].num_rows == 0 and not done[i]:
+                pull(i)
+        keys = [_key_batch(b, on) for b in buffers]
+        plans = keys[0][1]
+        # an open side has rows buffered (filled above): the smaller last key bounds the window
+        open_sides = [i for i in (0, 1) if not done[i]]
+        lasts = {i: keys[i][0].slice(buffers[i].num_rows - 1, 1) for i in open_sides}
+        if len(open_sides) == 2 and _rows_below(lasts[1], lasts[0], plans) == 1:
+            open_sides = [1]  # the right's last key is below the left's
+        bounding = open_sides[0] if open_sides else None
+        if bounding is None:
+            cuts = [b.num_rows for b in buffers]
+        else:
+            cuts = [_rows_below(k, lasts[bounding], plans) for k, _ in keys]
+            if cuts == [0, 0]:
+                # the bounding side holds its last key only; that key's rows may go on in its next batch
+                pull(bounding)
+                continue
+        window = [b.slice(0, n).combine_chunks() for b, n in zip(buffers, cuts)]
         buffers = [b.slice(n) for b, n in zip(buffers, cuts)]
         if window[0].num_rows or window[1].num_rows:
-            out = join_sorted(window[0].combine_chunks(), window[1].combine_chunks(), on, how, suffix)
+            out = join_sorted(window[0], window[1], on, how, suffix)
             if out.num_rows:
                 yield out
-        if bound is None:
+        if bounding is None:
             return
