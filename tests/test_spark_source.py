@@ -325,6 +325,59 @@ def test_bucket_join_of_partitioned_tables(spark, tmp_path, how):
     assert got == want and got
 
 
+def _wide_key_side(root, side: str, buckets: int, partitioned: bool, seed: int) -> str:
+    """A table keyed wider than the join key: (user, <side>_seq) bucketed on user, 3 commits
+    that overwrite and add rows, a delete; with `partitioned`, (region, user, seq) by region."""
+    rng = np.random.default_rng(seed)
+    seq = f"{side}_seq"
+    columns = [("user", pa.int64()), (seq, pa.int32()), ("payload", pa.string())]
+    pk = ["user", seq]
+    if partitioned:
+        columns.insert(0, ("region", pa.string()))
+        pk.insert(0, "region")
+    schema = pa.schema(columns)
+    t = Table.create(str(root / side), schema, primary_key=pk, bucket_key="user", buckets=buckets,
+                     partition_by="region" if partitioned else None, options={"write-only": "true"})
+    for c in range(3):
+        users = rng.integers(0, 120, 300) + (0 if side == "l" else 40)  # some users on one side only
+        seqs = rng.integers(0, 6, 300).astype(np.int32)
+        rows = {"user": users, seq: seqs, "payload": [f"{side}{c}-{u}-{q}" for u, q in zip(users, seqs)]}
+        if partitioned:
+            rows["region"] = [["eu", "us", "apac" if side == "l" else "latam"][u % 3] for u in users]
+        t.write(pa.table(rows, schema=schema).group_by(pk).aggregate([("payload", "max")])
+                .rename_columns([*pk, "payload"]).select(schema.names).cast(schema))
+    gone = {"user": list(range(0, 160, 7)), seq: [0] * len(range(0, 160, 7))}
+    if partitioned:
+        gone["region"] = [["eu", "us", "apac" if side == "l" else "latam"][u % 3] for u in gone["user"]]
+    t.delete(pa.table(gone).select(pk).cast(pa.schema([schema.field(c) for c in pk])))
+    return t.path
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "partitioned"])
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full", "semi", "anti"])
+def test_bucket_join_on_a_key_narrower_than_the_primary_key(spark, tmp_path, partitioned, how):
+    """Primary keys (user, seq) bucketed on user join on user: a user's rows on both sides pair
+    up (many to many) like Spark's join, with divisible bucket counts, partitions paired by
+    value, and no Exchange or Sort."""
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    left_path = _wide_key_side(tmp_path, "l", 2 if partitioned else 4, partitioned, 21)
+    right_path = _wide_key_side(tmp_path, "r", 4 if partitioned else 8, partitioned, 22)
+    on = ["region", "user"] if partitioned else ["user"]
+    joined = mergetree.spark.bucket_join(spark, left_path, right_path, on, how)
+    plan = joined._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" not in plan and "Sort" not in plan, plan
+    reader = spark.read.format("mergetree")
+    expected = (reader.load(left_path).join(reader.load(right_path).withColumnRenamed("payload", "payload_right"),
+                                            on=on, how=mergetree.spark.jobs.SPARK_JOINS[how]))
+    key = lambda r: tuple(str(v) for v in r.values())  # noqa: E731
+    got = sorted((r.asDict() for r in joined.collect()), key=key)
+    want = sorted((r.asDict() for r in expected.select(*joined.columns).collect()), key=key)
+    assert got == want and got
+    if how == "inner":  # keys do repeat on both sides: more rows than either side has
+        assert len(got) > max(Table.open(p).read().num_rows for p in (left_path, right_path))
+
+
 def test_bucket_join_refuses_mismatched_tables_or_falls_back(spark, join_tables, tmp_path):
     import mergetree.spark
     from mergetree import InvalidArgumentError
@@ -337,6 +390,41 @@ def test_bucket_join_refuses_mismatched_tables_or_falls_back(spark, join_tables,
     df = mergetree.spark.bucket_join(spark, left_path, other.path, "id", fallback=True)
     local = Table.open(left_path).read(filter=("id", "in", [1, 2, 3]))
     assert df.count() == local.num_rows
+    # the fallback returns what a bucket join would: the left's columns, then the right's others
+    assert df.columns == ["id", "l_name", "shared", "x"]
+    full = mergetree.spark.bucket_join(spark, left_path, join_tables[1], "id", "full", fallback=True)
+    assert full.columns == ["id", "l_name", "shared", "r_name", "shared_right"]
+
+
+def _keyed(path, primary_key, bucket_key=None, partition_by=None, buckets=4):
+    schema = pa.schema([("region", pa.string()), ("user", pa.int64()), ("seq", pa.int64()), ("v", pa.int64())])
+    return Table.create(str(path), schema, primary_key=primary_key, bucket_key=bucket_key, partition_by=partition_by,
+                        buckets=buckets)
+
+
+@pytest.mark.parametrize(("left", "right", "on", "message"), [
+    (dict(primary_key=["user", "seq"], bucket_key="user"), dict(primary_key=["seq", "user"], bucket_key="user"),
+     "user", "primary key .* does not start with the join key"),
+    (dict(primary_key=["user", "seq"], bucket_key="user"), dict(primary_key=["user", "seq"]),
+     "user", "bucketed on different keys"),
+    (dict(primary_key=["user", "seq"]), dict(primary_key=["user", "seq"]), "user", "bucket key .* not within"),
+    (dict(primary_key=["region", "user"], partition_by="region"),
+     dict(primary_key=["region", "user"], partition_by="region"), "user", "must include the partition columns"),
+    (dict(primary_key=["user", "seq"], bucket_key="user"), dict(primary_key=["seq", "user"], bucket_key="user"),
+     ["seq", "user"], "order the join key differently"),
+])
+def test_bucket_join_says_why_tables_are_not_joinable(tmp_path, left, right, on, message):
+    """Each rule a bucket join needs is checked before any task runs, and named."""
+    from mergetree import InvalidArgumentError
+    from mergetree.spark.jobs import _merge_join_key
+    a, b = _keyed(tmp_path / "a", **left), _keyed(tmp_path / "b", **right)
+    with pytest.raises(InvalidArgumentError, match=message):
+        _merge_join_key(a, b, [on] if isinstance(on, str) else on)
+    # joinable: a pk wider than the join key, partition columns anywhere in `on`
+    c = _keyed(tmp_path / "c", ["region", "user", "seq"], bucket_key="user", partition_by="region")
+    d = _keyed(tmp_path / "d", ["region", "user", "v"], bucket_key="user", partition_by="region", buckets=8)
+    assert _merge_join_key(c, d, ["user", "region"]) == ["region", "user"]
+    assert _merge_join_key(c, c, ["seq", "user", "region"]) == ["region", "user", "seq"]  # `on` in any order
 
 
 def test_distributed_optimize_clusters_like_the_local_one(spark, tmp_path):

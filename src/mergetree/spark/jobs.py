@@ -81,26 +81,37 @@ SPARK_JOINS = {"inner": "inner", "left": "left", "right": "right", "full": "full
 
 def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str], how: str = "inner",
                 fallback: bool = False) -> Any:
-    """Join two tables bucketed on their primary key without a shuffle: one task per bucket of
-    the table with fewer buckets (per partition, partitions paired by value) merge-reads both
-    sides (already in key order) and joins them with a sorted merge join in the Cython core,
-    streamed a window at a time (memory: about a batch per sorted run and side, plus the output).
-    Both tables need primary key == `on`, bucket key == `on` without the partition columns, the
-    same partition columns, and one bucket count must divide the other (n and k*n): a key
-    in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n (``pmod(h, k*n) mod n ==
-    pmod(h, n)``), whose rows the task merges into one key-ordered side with the loser tree.
-    Otherwise a clear error, or with `fallback=True` an ordinary Spark join of the two tables."""
+    """Join two primary-key tables bucketed on the join key without a shuffle: one task per
+    bucket of the table with fewer buckets (per partition, partitions paired by value)
+    merge-reads both sides (already in primary-key order) and joins them with a sorted merge
+    join in the Cython core, streamed a window at a time (memory: about a batch per sorted run
+    and side, plus the output).
+
+    Joinable: the same partition columns, all of them in `on`; the same bucket key on both
+    sides, within `on` (equal join keys share a bucket); each primary key, without the
+    partition columns, starts with the rest of `on` in the same order on both sides (so the
+    primary key may be wider than the join key: its rows stay ordered by the join key, and
+    keys that repeat give every pairing, as in SQL); and one bucket count divides the other
+    (n and k*n): a key in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n
+    (``pmod(h, k*n) mod n == pmod(h, n)``), whose rows the task merges into one ordered side
+    with the loser tree.  Otherwise a clear error, or with `fallback=True` Spark's own join of
+    the two tables (the same columns as a bucket join returns)."""
     on = [on] if isinstance(on, str) else list(on)
-    left, right = Table.open(left_path), Table.open(right_path)
     if how not in JOINS:
         raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
-    problem = _bucket_join_problem(left, right, on)
-    if problem:
+    left, right = Table.open(left_path), Table.open(right_path)
+    for name in on:
+        if name not in left.schema.names or name not in right.schema.names:
+            raise InvalidArgumentError(f"join column {name!r} is missing on one side "
+                                       f"({left.schema.names} and {right.schema.names})")
+    out_schema = spark_schema(joined_schema(left.schema, right.schema, on, how=how))
+    try:
+        merge_on = _merge_join_key(left, right, on)
+    except InvalidArgumentError as problem:
         if not fallback:
-            raise InvalidArgumentError(f"cannot bucket-join: {problem} (pass fallback=True for a normal join)")
-        register(spark)
-        reader = spark.read.format(SOURCE_NAME)
-        return reader.load(left_path).join(reader.load(right_path), on=on, how=SPARK_JOINS[how])
+            raise InvalidArgumentError(f"cannot bucket-join: {problem} (pass fallback=True for a normal join)") \
+                from None
+        return _spark_join(spark, left_path, right_path, on, how, out_schema.names)
     counts = (left.table_schema.buckets, right.table_schema.buckets)
     n = min(counts)
     # plan both sides once, here; each task gets its buckets' files.  A task per (partition,
@@ -108,16 +119,15 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     plans = [{(b.partition, b.bucket): b for b in t.plan().buckets} for t in (left, right)]
     partitions = sorted({p for plan in plans for p, _ in plan}, key=repr)
     units = [(p, i) for p in partitions for i in range(n)] or [((), 0)]
-    out_schema = spark_schema(joined_schema(left.schema, right.schema, on, how=how))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sides = [Table.open(left_path), Table.open(right_path)]
         for batch in batches:
             for unit in batch.column("unit").to_pylist():
                 partition, i = units[unit]
-                streams = [_stream_buckets(t, plan, [(partition, b) for b in range(i, count, n)], on)
+                streams = [_stream_buckets(t, plan, [(partition, b) for b in range(i, count, n)])
                            for t, plan, count in zip(sides, plans, counts)]
-                for joined in join_streams(streams[0], streams[1], on, how, sides[0].schema, sides[1].schema):
+                for joined in join_streams(streams[0], streams[1], merge_on, how, sides[0].schema, sides[1].schema):
                     for out in joined.to_batches():
                         yield to_spark_batch(out, out_schema)
 
@@ -125,37 +135,68 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     return spark.createDataFrame(rdd, "unit int").mapInArrow(run, spark_ddl(out_schema))
 
 
-def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[tuple],
-                    on: list[str]) -> Iterator[pa.RecordBatch]:
-    """The merged rows of some (partition, bucket)s in key order, streamed: one bucket's merge
-    as it comes, several (their keys are disjoint) merged again by the loser tree."""
+def _spark_join(spark: Any, left_path: str, right_path: str, on: list[str], how: str, columns: list[str]) -> Any:
+    """Spark's own join of two mergetree tables, shaped like a bucket join's result."""
+    register(spark)
+    reader = spark.read.format(SOURCE_NAME)
+    left, right = reader.load(left_path), reader.load(right_path)
+    for name in right.columns:
+        if name not in on and name in left.columns:
+            right = right.withColumnRenamed(name, name + "_right")
+    return left.join(right, on=on, how=SPARK_JOINS[how]).select(*columns)
+
+
+def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[tuple]) -> Iterator[pa.RecordBatch]:
+    """The merged rows of some (partition, bucket)s in primary-key order, streamed: one bucket's
+    merge as it comes, several (their keys are disjoint) merged again by the loser tree."""
     streams = [read_bucket(table.directory, plans[b], table.schema.names, None, None) for b in buckets if b in plans]
     if not streams:
         return iter(())
     if len(streams) == 1:
         return streams[0]
-    return iter(merge(streams, on))
+    return iter(merge(streams, list(table.table_schema.primary_key)))
 
 
-def _bucket_join_problem(left: Table, right: Table, on: list[str]) -> str | None:
+def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:
+    """`on` in the order both tables' rows are sorted in within a (partition, bucket), or an
+    InvalidArgumentError saying why a bucket join cannot work."""
     partition_by = list(left.table_schema.partition_by)
     if list(right.table_schema.partition_by) != partition_by:
-        return (f"the tables are partitioned differently ({partition_by} vs "
-                f"{list(right.table_schema.partition_by)})")
+        raise InvalidArgumentError(f"the tables are partitioned differently ({partition_by} vs "
+                                   f"{list(right.table_schema.partition_by)})")
+    if len(set(on)) != len(on) or not on:
+        raise InvalidArgumentError(f"the join key {on} must name distinct columns")
+    missing = [c for c in partition_by if c not in on]
+    if missing:
+        raise InvalidArgumentError(f"the join key {on} must include the partition columns {missing}")
+    bucket_keys = [list(t.table_schema.bucket_key) for t in (left, right)]
+    if bucket_keys[0] != bucket_keys[1]:
+        raise InvalidArgumentError(f"the tables are bucketed on different keys ({bucket_keys[0]} vs {bucket_keys[1]})")
+    rest = [c for c in on if c not in partition_by]
+    if not set(bucket_keys[0]) <= set(on):
+        raise InvalidArgumentError(f"the bucket key {bucket_keys[0]} is not within the join key {on}")
+    orders = []
     for name, t in (("left", left), ("right", right)):
-        ts = t.table_schema
-        bucket_key = [c for c in on if c not in partition_by]
-        if list(ts.primary_key) != on or list(ts.bucket_key) != bucket_key:
-            return (f"the {name} table's primary key {list(ts.primary_key)} must be the join key {on} and its "
-                    f"bucket key {list(ts.bucket_key)} the join key without the partition columns {bucket_key}")
+        if not t.table_schema.primary_key:
+            raise InvalidArgumentError(f"the {name} table has no primary key, so its rows are in no order")
+        pk = [c for c in t.table_schema.primary_key if c not in partition_by]
+        if set(pk[:len(rest)]) != set(rest):
+            raise InvalidArgumentError(
+                f"the {name} table's primary key {list(t.table_schema.primary_key)} does not start with the join key "
+                f"{rest} (after the partition columns), so its rows are not ordered by it")
+        orders.append(pk[:len(rest)])
+    if orders[0] != orders[1]:
+        raise InvalidArgumentError(f"the tables order the join key differently ({orders[0]} vs {orders[1]})")
     low, high = sorted((left.table_schema.buckets, right.table_schema.buckets))
     if high % low:
-        return (f"bucket counts differ and neither divides the other ({left.table_schema.buckets} vs "
-                f"{right.table_schema.buckets})")
+        raise InvalidArgumentError(f"bucket counts differ and neither divides the other "
+                                   f"({left.table_schema.buckets} vs {right.table_schema.buckets})")
     for name in on:
         if left.schema.field(name).type != right.schema.field(name).type:
-            return f"join column {name!r} has types {left.schema.field(name).type} and {right.schema.field(name).type}"
-    return None
+            raise InvalidArgumentError(f"join column {name!r} has types {left.schema.field(name).type} and "
+                                       f"{right.schema.field(name).type}")
+    # partition columns are constant within a task: anywhere in the key, they keep its order
+    return [c for c in on if c in partition_by] + orders[0]
 
 
 # -- distributed compaction ---------------------------------------------------------------
