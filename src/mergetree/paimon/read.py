@@ -175,6 +175,8 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
+    except MemoryError:  # out of memory is not a damaged file
+        raise
     except (OSError, pa.ArrowException) as exc:
         raise _corrupt(plan, pf, exc) from None
     if row_filter is None and rows != pf.row_count:
@@ -370,6 +372,8 @@ def _file_batches_raw(pf: PaimonFile, columns: list[str], row_filter: pc.Express
                       plan: PaimonReadPlan) -> Iterator[pa.RecordBatch]:
     try:
         yield from read_data_file(pf.path, columns, row_filter, batch_rows)
+    except MemoryError:  # out of memory is not a damaged file
+        raise
     except (OSError, pa.ArrowException) as exc:
         raise _corrupt(plan, pf, exc) from None
 
@@ -506,6 +510,8 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
     except FileNotFoundError as exc:
         raise CorruptTableError(f"a data file of Paimon table {plan.table.name} is missing: {exc}",
                                 path=str(exc.filename)) from None
+    except MemoryError:  # out of memory is not a damaged file
+        raise
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"a data file of Paimon table {plan.table.name} is unreadable: {exc}",
                                 path=plan.table.path) from None

@@ -373,6 +373,8 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
                 yield _shift_sequences(batch, meta.sequence_shift)
     except FileNotFoundError:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is missing", path=path) from None
+    except MemoryError:  # out of memory is not a damaged file
+        raise
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is unreadable: {exc}",
                                 path=path) from None

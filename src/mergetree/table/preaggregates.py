@@ -179,6 +179,8 @@ def read_partial(path: str, described: Mapping[str, Any], names: list[str], expr
     else:
         try:
             table = pq.read_table(path, columns=columns)
+        except MemoryError:  # out of memory is not a damaged file
+            raise
         except (OSError, pa.ArrowException) as exc:
             raise CorruptTableError(f"pre-aggregate {path} cannot be read ({exc})", path=path) from None
     return (table.filter(expression) if expression is not None else table).select(names)
