@@ -20,7 +20,7 @@ def main(left: str, right: str, cap: str) -> None:
     try:
         joined = mergetree.spark.bucket_join(spark, left, right, "id", "inner")
         report["streamed_rows"] = joined.count()
-    except Exception as exc:  # noqa: BLE001 (reported to the test, which fails on it)
+    except Exception as exc:  # reported to the test, which fails on it
         report["streamed_error"] = str(exc)[-2000:]
 
     def hold_both_buckets(batches):  # what a join that materializes its buckets does
@@ -29,7 +29,7 @@ def main(left: str, right: str, cap: str) -> None:
             yield pa.RecordBatch.from_pydict({"rows": [whole.num_rows]})
     try:
         report["whole_rows"] = spark.range(1).coalesce(1).mapInArrow(hold_both_buckets, "rows long").collect()[0][0]
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report["whole_error"] = str(exc)[-4000:]
     spark.stop()
     print(json.dumps(report))
