@@ -952,9 +952,9 @@ def _spark_bench(args) -> list:
     from . import bench_spark as bs
 
     factor = bs.QUICK_FACTOR if args.quick else 1
-    print(f"\nmergetree bench --spark: two tables of {bs.DEFAULT_UPSERTS // factor:,} upserts of "
-          f"{bs.DEFAULT_KEYS // factor:,} keys in {bs.DEFAULT_COMMITS} write-only commits, "
-          f"{bs.DEFAULT_BUCKETS} buckets, Spark local[2], best of {min(args.repeat, 2)}", flush=True)
+    print(f"\nmergetree bench --spark: two tables of {bs.DEFAULT_UPSERTS // factor:,} rows (ids of "
+          f"{bs.DEFAULT_KEYS // factor:,} keys) in {bs.DEFAULT_COMMITS} write-only commits, {bs.DEFAULT_BUCKETS} "
+          f"and {bs.RIGHT_BUCKETS} buckets, Spark local[2], best of {min(args.repeat, 2)}", flush=True)
     start = time.perf_counter()
     results = bs.run_spark_bench(repeat=min(args.repeat, 2), quick=args.quick,
                                  progress=False if args.no_progress else None)
