@@ -28,7 +28,7 @@ from .buckets import bucket_ids
 from .compaction.planner import interval_partition
 from .directory import TableDirectory
 from .files import DataFileMeta, batch_rows_for, file_metadata, read_run
-from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN
+from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .skipping import STEPS, decide
 from .snapshots import Snapshot
 
@@ -568,12 +568,15 @@ def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], 
             yield from read_run(directory.path, run, columns=None if needed is None else names,
                                 row_groups=row_groups)
         return
-    file_columns = None if needed is None else ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + names
+    # a key column's value copy is not read: the `_KEY_` column holds the same value (and is
+    # the truth after a merge), so it stands in for it
+    primary_key = set(ts.primary_key)
+    file_columns = ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + [n for n in names if n not in primary_key]
     if len(section) == 1:  # one sorted run: rows are final; only retractions go
         for batch in read_run(directory.path, section[0], columns=file_columns, row_filter=key_filter,
                               row_groups=row_groups):
             keep = pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds()))
-            yield batch.filter(keep).select(names)
+            yield _table_columns(ts, batch.filter(keep), names)
         return
     batch_rows = batch_rows_for(len(section))
     runs = [read_run(directory.path, run, columns=file_columns, row_filter=key_filter, row_groups=row_groups,
@@ -582,7 +585,14 @@ def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], 
     reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                    aggregations=aggregations or None, threads=merge_threads)
     for batch in reader:
-        yield ts.restore_key_columns(batch).select(names)
+        yield _table_columns(ts, batch, names)
+
+
+def _table_columns(ts: TableSchema, batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
+    """The table's `names` columns of a file batch, key columns from their `_KEY_` columns."""
+    primary_key = set(ts.primary_key)
+    columns = [batch.column(KEY_PREFIX + n if n in primary_key else n) for n in names]
+    return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def top_rows(table: pa.Table, order_by: OrderBy, limit: int | None) -> pa.Table:
