@@ -33,7 +33,7 @@ from ..table.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.files import read_data_file
 from ..table.history import PassReport, record_pass
 from ..table.optimize import layout_signature, pending, prepare_layout, rewrite_files, write_clustered
-from ..table.read import BucketPlan, plan_read, read_bucket
+from ..table.read import BucketPlan, combine_buckets, plan_read, read_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from .source import SOURCE_NAME, register
 from .types import spark_ddl, spark_schema, to_spark_batch
@@ -147,14 +147,12 @@ def _spark_join(spark: Any, left_path: str, right_path: str, on: list[str], how:
 
 
 def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[tuple]) -> Iterator[pa.RecordBatch]:
-    """The merged rows of some (partition, bucket)s in primary-key order, streamed: one bucket's
-    merge as it comes, several (their keys are disjoint) merged again by the loser tree."""
-    streams = [read_bucket(table.directory, plans[b], table.schema.names, None, None) for b in buckets if b in plans]
-    if not streams:
+    """The merged rows of some (partition, bucket)s in primary-key order, streamed: several
+    (their keys are disjoint) are merged in one pass of the loser tree."""
+    present = [plans[b] for b in buckets if b in plans]
+    if not present:
         return iter(())
-    if len(streams) == 1:
-        return streams[0]
-    return iter(merge(streams, list(table.table_schema.primary_key)))
+    return read_bucket(table.directory, combine_buckets(present), table.schema.names, None, None)
 
 
 def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:

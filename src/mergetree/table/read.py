@@ -32,9 +32,9 @@ from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .skipping import STEPS, decide
 from .snapshots import Snapshot
 
-__all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "order_by_for",
-           "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table", "snapshot_for", "split_bucket",
-           "top_rows"]
+__all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "combine_buckets",
+           "order_by_for", "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table", "snapshot_for",
+           "split_bucket", "top_rows"]
 
 OrderBy = list[tuple[str, str]]  # [(column, "asc" | "desc")]
 
@@ -59,6 +59,15 @@ class BucketPlan:
     @property
     def bytes(self) -> int:
         return sum(m.file_size for m in self.files)
+
+
+def combine_buckets(buckets: Sequence[BucketPlan]) -> BucketPlan:
+    """Several buckets of one partition read as one: their keys are disjoint, so the union
+    of their files, partitioned into sections again, merges in one pass and gives each
+    bucket's rows (in one key order) — cheaper than merging each and merging the results."""
+    files = [f for b in buckets for f in b.files]
+    row_groups = {name: groups for b in buckets for name, groups in b.row_groups.items()}
+    return BucketPlan(buckets[0].partition, buckets[0].bucket, interval_partition(files), row_groups)
 
 
 @dataclass
