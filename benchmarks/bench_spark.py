@@ -19,7 +19,9 @@ every bucket.  In one ``local[2]`` session:
   16-bucket table, through the data source (every task writes every bucket it holds rows of)
   and through ``mergetree.spark.write`` (rows routed by bucket first): seconds and files per
   commit;
-* compaction: ``mergetree.spark.compact(spark, path, full=True)``, input rows per second.
+* compaction: ``mergetree.spark.compact(spark, path, full=True)``, input rows per second; then,
+  with the right table compacted too (untimed), ``bucket_join`` again: like for like with the
+  deduplicated ``bucketBy`` tables (one sorted run per bucket on each side).
 
 Every query is forced in full with ``df.write.format("noop")``; row counts are checked
 separately (untimed) against the counts computed from the input with numpy.
@@ -58,6 +60,7 @@ KEY = "id"
 # ratios are "times faster than"; files_per_bucket is files per commit / buckets (lower is better)
 TARGETS = {"read_vs_spark_dedup": 2.0, "join_vs_spark_smj": 3.0, "join_vs_spark_bucketby": 1.0}
 MAX_FILES_PER_BUCKET = 1.2
+JOIN_RUNS = 3  # the bucket joins and the bucketBy join: best of 3 (the 2-core machine is noisy)
 
 
 @dataclass
@@ -160,7 +163,7 @@ def run_spark_bench(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, co
     work = tempfile.mkdtemp(prefix="mergetree-bench-spark-")
     results = []
     try:
-        with timing.progress_bar("spark bench", "steps", 11, progress) as advance:
+        with timing.progress_bar("spark bench", "steps", 12, progress) as advance:
             left, right = os.path.join(work, "left"), os.path.join(work, "right")
             left_ids = write_table(left, upserts, keys, commits, buckets, SEED)
             right_ids = write_table(right, upserts, keys, commits, right_buckets, SEED + 1)
@@ -170,8 +173,8 @@ def run_spark_bench(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, co
             ms.register(spark)
             advance()
 
-            def measure(name, make_df, input_rows, expected):
-                seconds = _seconds(lambda: _noop(make_df()), repeat)
+            def measure(name, make_df, input_rows, expected, runs=repeat):
+                seconds = _seconds(lambda: _noop(make_df()), runs)
                 got = make_df().count()
                 check = "ok" if got == expected else f"WRONG: {got:,} rows, expected {expected:,}"
                 results.append(SparkResult(name, input_rows, seconds, got, check))
@@ -182,7 +185,7 @@ def run_spark_bench(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, co
             measure("read: Spark parquet + row_number dedup", lambda: spark_dedup(spark, left), upserts, len(left_ids))
             advance()
             measure(f"join: mergetree bucket_join ({buckets} x {right_buckets} buckets)",
-                    lambda: ms.bucket_join(spark, left, right, on=KEY), 2 * upserts, join_rows)
+                    lambda: ms.bucket_join(spark, left, right, on=KEY), 2 * upserts, join_rows, runs=JOIN_RUNS)
             advance()
             measure("join: Spark SMJ (parquet + dedup)",
                     lambda: spark_dedup(spark, left).join(_suffixed(spark_dedup(spark, right)), KEY),
@@ -195,7 +198,7 @@ def run_spark_bench(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, co
             advance()
             measure(f"join: Spark bucketBy tables ({buckets} x {buckets}, deduped)",
                     lambda: spark.table("bl").join(_suffixed(spark.table("br")), KEY),
-                    len(left_ids) + len(right_ids), join_rows)
+                    len(left_ids) + len(right_ids), join_rows, runs=JOIN_RUNS)
             if "Exchange" in plan:
                 results[-1].check = "WRONG: Spark shuffled its bucketed tables"
             advance()
@@ -220,6 +223,12 @@ def run_spark_bench(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, co
             got = spark.read.format("mergetree").load(left).count()
             check = "ok" if got == len(left_ids) else f"WRONG: {got:,} rows, expected {len(left_ids):,}"
             results.append(SparkResult("compact: mergetree.spark.compact full", upserts, seconds, got, check))
+            advance()
+            # like for like with the bucketBy tables: both sides compacted (one run per bucket)
+            ms.compact(spark, right, full=True)
+            measure(f"join: mergetree bucket_join, both compacted ({buckets} x {right_buckets})",
+                    lambda: ms.bucket_join(spark, left, right, on=KEY), len(left_ids) + len(right_ids), join_rows,
+                    runs=JOIN_RUNS)
             advance()
             spark.stop()
     finally:
@@ -247,8 +256,10 @@ def spark_ratios(results: list[SparkResult]) -> dict:
 
     routed = _find(results, "write: mergetree.spark.write")
     return {"read_vs_spark_dedup": ratio("read: mergetree", "read: Spark"),
-            "join_vs_spark_smj": ratio("join: mergetree bucket_join", "join: Spark SMJ"),
-            "join_vs_spark_bucketby": ratio("join: mergetree bucket_join", "join: Spark bucketBy"),
+            "join_vs_spark_smj": ratio("join: mergetree bucket_join (", "join: Spark SMJ"),
+            "join_vs_spark_bucketby": ratio("join: mergetree bucket_join (", "join: Spark bucketBy"),
+            "compacted_join_vs_spark_bucketby": ratio("join: mergetree bucket_join, both compacted",
+                                                      "join: Spark bucketBy"),
             "write_routed_vs_source": ratio("write: mergetree.spark.write", "write: data source"),
             "files_per_bucket": None if routed is None or routed.files is None else routed.files / RIGHT_BUCKETS}
 
