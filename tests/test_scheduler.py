@@ -48,7 +48,7 @@ def tiers(t: Table) -> list:
 def test_minor_then_major_then_nothing(tmp_path):
     t = make(tmp_path / "t", **{"optimize.major-threshold": "10 mb"})
     for seed in range(6):
-        t.write(rows(seed))                      # six small files, ~50 KiB each
+        t.write(rows(seed))                      # six small files, ~30 KiB each
     expected = canonical(t.read())
     work = pending(t.directory)
     assert not work["major"] and sum(len(f) for f in work["minor"].values()) == 6
@@ -79,7 +79,7 @@ def test_minor_then_major_then_nothing(tmp_path):
 
 def test_a_new_layout_makes_laid_out_data_pending_again(tmp_path):
     t = make(tmp_path / "t")
-    for seed in range(8):
+    for seed in range(12):  # ~370 KiB of zstd files: above the 300 KiB major threshold
         t.write(rows(seed))
     run_once(t.path)
     t = Table.open(t.path)
