@@ -415,6 +415,7 @@ def _keyed(path, primary_key, bucket_key=None, partition_by=None, buckets=4):
 ])
 def test_bucket_join_says_why_tables_are_not_joinable(tmp_path, left, right, on, message):
     """Each rule a bucket join needs is checked before any task runs, and named."""
+    pytest.importorskip("pyspark")  # mergetree.spark needs it; no session is started
     from mergetree import InvalidArgumentError
     from mergetree.spark.jobs import _merge_join_key
     a, b = _keyed(tmp_path / "a", **left), _keyed(tmp_path / "b", **right)
