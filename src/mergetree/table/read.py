@@ -33,8 +33,8 @@ from .skipping import STEPS, decide
 from .snapshots import Snapshot
 
 __all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "combine_buckets",
-           "order_by_for", "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table", "snapshot_for",
-           "split_bucket", "top_rows"]
+           "order_by_for", "ordered_by_file", "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table",
+           "snapshot_for", "split_bucket", "top_rows"]
 
 OrderBy = list[tuple[str, str]]  # [(column, "asc" | "desc")]
 
@@ -580,21 +580,63 @@ def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], 
     # a key column's value copy is not read: the `_KEY_` column holds the same value (and is
     # the truth after a merge), so it stands in for it
     primary_key = set(ts.primary_key)
-    file_columns = ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + [n for n in names if n not in primary_key]
+    values = [n for n in names if n not in primary_key]
+    # the manifest counts each file's retractions: without any, the kind column changes nothing
+    kinds = [KIND_COLUMN] if any(m.delete_count for run in section for m in run) else []
     if len(section) == 1:  # one sorted run: rows are final; only retractions go
-        for batch in read_run(directory.path, section[0], columns=file_columns, row_filter=key_filter,
-                              row_groups=row_groups):
-            keep = pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds()))
-            yield _table_columns(ts, batch.filter(keep), names)
+        for batch in read_run(directory.path, section[0], columns=ts.file_key + kinds + values,
+                              row_filter=key_filter, row_groups=row_groups):
+            if kinds:
+                batch = batch.filter(pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())))
+            yield _table_columns(ts, batch, names)
         return
     batch_rows = batch_rows_for(len(section))
-    runs = [read_run(directory.path, run, columns=file_columns, row_filter=key_filter, row_groups=row_groups,
-                     batch_rows=batch_rows) for run in section]
+    by_file = ordered_by_file(section)
+    if by_file:  # each file's rows take its newest sequence number: the same order, nothing decoded
+        runs = [_with_file_sequence(directory.path, run, ts.file_key + kinds + values, key_filter, row_groups,
+                                    batch_rows) for run in section]
+    else:
+        columns = ts.file_key + [SEQUENCE_COLUMN] + kinds + values
+        runs = [read_run(directory.path, run, columns=columns, row_filter=key_filter, row_groups=row_groups,
+                         batch_rows=batch_rows) for run in section]
     aggregations = {c: f for c, f in (directory.options.aggregations or {}).items() if c in names}
-    reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
-                   aggregations=aggregations or None, threads=merge_threads)
+    reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN if kinds else None,
+                   engine=ts.merge_engine, aggregations=aggregations or None, threads=merge_threads)
     for batch in reader:
         yield _table_columns(ts, batch, names)
+
+
+def ordered_by_file(section: Sequence[Sequence[DataFileMeta]]) -> bool:
+    """Can a merge of these runs order versions by their files alone?  A key's versions are
+    in different runs of one (partition, bucket) directory; if, in every directory, the runs'
+    sequence ranges do not overlap, every version of a key in a newer run has a higher
+    sequence number than every one in an older run, so each file's highest sequence number
+    stands in for its rows' own (and that column need not be decoded)."""
+    ranges: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for run in section:
+        spans: dict[str, tuple[int, int]] = {}
+        for m in run:
+            where = os.path.dirname(m.file_name)
+            low, high = spans.get(where, (m.min_seq, m.max_seq))
+            spans[where] = (min(low, m.min_seq), max(high, m.max_seq))
+        for where, span in spans.items():
+            ranges[where].append(span)
+    for ordered in ranges.values():
+        ordered.sort()
+        if any(high >= low for (_, high), (low, _) in itertools.pairwise(ordered)):
+            return False
+    return True
+
+
+def _with_file_sequence(root: str, run: list[DataFileMeta], columns: list[str], key_filter: pc.Expression | None,
+                        row_groups: dict[str, frozenset[int]], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A run's batches with a sequence column holding each file's highest sequence number."""
+    field_ = pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False)
+    for meta in run:
+        for batch in read_run(root, [meta], columns=columns, row_filter=key_filter, row_groups=row_groups,
+                              batch_rows=batch_rows):
+            sequence = pa.array(np.full(batch.num_rows, meta.max_seq, dtype=np.int64))
+            yield batch.add_column(0, field_, sequence)
 
 
 def _table_columns(ts: TableSchema, batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
