@@ -91,3 +91,46 @@ def test_decimal_and_empty_strings_survive():
                              "s": pa.array(["", None])})
     got = gather_rows(batch.schema, [[(0, batch)]], np.array([0, 0], np.int32), np.array([1, 0], np.int64))
     assert got.to_pydict() == {"d": [None, decimal.Decimal("1.50")], "s": [None, ""]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_selection_take_slice_concat_equal_pyarrow(data):
+    """A RowSelection narrowed, reordered, sliced and concatenated, then gathered, equals the
+    same operations on the concatenated rows (nulls, strings, sliced pieces, whole batches)."""
+    from mergetree.merge.assemble import RowSelection
+    schema = pa.schema([("i", pa.int64()), ("s", pa.string())])
+
+    def piece():
+        rows, pad = data.draw(st.integers(0, 6)), data.draw(st.integers(0, 2))
+        values = data.draw(st.lists(st.tuples(st.one_of(st.none(), st.integers(-9, 9)),
+                                              st.one_of(st.none(), st.text(max_size=3))),
+                                    min_size=rows + pad, max_size=rows + pad))
+        batch = pa.RecordBatch.from_pylist([{"i": a, "s": b} for a, b in values], schema=schema)
+        return batch.slice(pad)
+
+    def selection():
+        if data.draw(st.booleans()):
+            batch = piece()
+            return RowSelection.of_batch(batch), batch.to_pylist()
+        pieces = [piece() for _ in range(data.draw(st.integers(1, 3)))]
+        sources = [(p, r) for p in range(len(pieces)) for r in range(pieces[p].num_rows)]
+        picked = data.draw(st.lists(st.sampled_from(sources), max_size=10)) if sources else []
+        sel = RowSelection(pieces, np.array([p for p, _ in picked], np.int32),
+                           np.array([r for _, r in picked], np.int64))
+        return sel, [pieces[p].slice(r, 1).to_pylist()[0] for p, r in picked]
+
+    parts = [selection() for _ in range(data.draw(st.integers(1, 3)))]
+    sel = RowSelection.concat([s for s, _ in parts])
+    want = [row for _, rows in parts for row in rows]
+    if want:
+        rows = data.draw(st.lists(st.integers(0, len(want) - 1), max_size=12))
+        sel, want = sel.take(np.array(rows, dtype=np.int64)), [want[r] for r in rows]
+    start = data.draw(st.integers(0, len(want)))
+    sel, want = sel.slice(start), want[start:]
+    if sel.pieces:
+        got = sel.gather(schema)
+        got.validate(full=True)
+        assert got.to_pylist() == want
+    else:
+        assert want == []

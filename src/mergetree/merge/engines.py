@@ -77,6 +77,11 @@ class EnginePlan:
         return cls(engine, schema, key, sequence, kind, keep_deletes, resolved)
 
     @property
+    def selects_rows(self) -> bool:
+        """Is each output row one input row, unchanged (no column is folded)?"""
+        return self.engine in ("deduplicate", "first-row", "none")
+
+    @property
     def emit_mode(self) -> int:
         return {"deduplicate": _core.MODE_LAST, "first-row": _core.MODE_FIRST}.get(
             self.engine, _core.MODE_ALL)

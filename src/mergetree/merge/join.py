@@ -2,7 +2,7 @@
 key that starts with the join key)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -11,10 +11,11 @@ import pyarrow.compute as pc
 from .. import _core
 from ..errors import InvalidArgumentError, SchemaMismatchError
 from .arrow_input import check_batch
+from .assemble import RowSelection
 from .engines import take_array
 from .runs import plan_key_column
 
-__all__ = ["JOINS", "LEFT_ONLY", "join_sorted", "join_streams", "joined_schema"]
+__all__ = ["JOINS", "LEFT_ONLY", "join_selections", "join_sorted", "join_streams", "joined_schema"]
 
 # join -> (the core's mode, whether the sides are swapped for it)
 JOINS = {"inner": (_core.JOIN_INNER, False), "left": (_core.JOIN_LEFT, False), "right": (_core.JOIN_LEFT, True),
@@ -22,15 +23,21 @@ JOINS = {"inner": (_core.JOIN_INNER, False), "left": (_core.JOIN_LEFT, False), "
 LEFT_ONLY = ("semi", "anti")  # joins that return the left side's columns only
 
 
-def _key_batch(table: pa.Table, on: list[str]):
-    columns = []
-    plans = []
-    for name in on:
-        plan = plan_key_column(name, table.schema.field(name).type)
-        col = table.column(name).combine_chunks()
-        columns.append(plan.normalize(col) if plan.normalize else col)
-        plans.append(plan)
-    return pa.RecordBatch.from_arrays(columns, names=on), plans
+def _plans(schema: pa.Schema, on: list[str]) -> list:
+    return [plan_key_column(name, schema.field(name).type) for name in on]
+
+
+def _key_batch(columns: Sequence[pa.Array], on: list[str], plans: list) -> pa.RecordBatch:
+    """The join columns as the core compares them."""
+    normalized = [plan.normalize(col) if plan.normalize else col for col, plan in zip(columns, plans)]
+    return pa.RecordBatch.from_arrays(normalized, names=on)
+
+
+def _whole(table: pa.Table | pa.RecordBatch) -> pa.RecordBatch:
+    """A table as one record batch (its chunks concatenated)."""
+    if isinstance(table, pa.RecordBatch):
+        return table
+    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in table.columns], schema=table.schema)
 
 
 def joined_schema(left: pa.Schema, right: pa.Schema, on: list[str], suffix: str = "_right",
@@ -56,19 +63,34 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
     Output: every left column (for a right or full join, key columns take the right key where
     the left is missing), then the right's other columns (renamed with `suffix` on a clash);
     semi and anti joins return the left's columns only."""
+    on = _check_join(on, how, left.schema, right.schema)
+    check_batch(left, "the left side")
+    check_batch(right, "the right side")
+    plans = _plans(left.schema, on)
+    sides = [_whole(left), _whole(right)]
+    keys = [_key_batch([b.column(n) for n in on], on, plans) for b in sides]
+    return _join_window(RowSelection.of_batch(sides[0]), RowSelection.of_batch(sides[1]), keys[0], keys[1], on,
+                        plans, how, left.schema, right.schema, suffix)
+
+
+def _check_join(on: str | list[str], how: str, left: pa.Schema, right: pa.Schema) -> list[str]:
     on = [on] if isinstance(on, str) else list(on)
     if how not in JOINS:
         raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
     for name in on:
-        if name not in left.schema.names or name not in right.schema.names:
+        if name not in left.names or name not in right.names:
             raise SchemaMismatchError(f"join column {name!r} is missing on one side")
-        if left.schema.field(name).type != right.schema.field(name).type:
-            raise SchemaMismatchError(f"join column {name!r} is {left.schema.field(name).type} on the left "
-                                      f"and {right.schema.field(name).type} on the right")
-    check_batch(left, "the left side")
-    check_batch(right, "the right side")
-    left_keys, plans = _key_batch(left, on)
-    right_keys, _ = _key_batch(right, on)
+        if left.field(name).type != right.field(name).type:
+            raise SchemaMismatchError(f"join column {name!r} is {left.field(name).type} on the left "
+                                      f"and {right.field(name).type} on the right")
+    return on
+
+
+def _join_window(left: RowSelection, right: RowSelection, left_keys: pa.RecordBatch, right_keys: pa.RecordBatch,
+                 on: list[str], plans: list, how: str, left_schema: pa.Schema, right_schema: pa.Schema,
+                 suffix: str) -> pa.Table:
+    """The join of two key-ordered selections (their keys given), copying only the rows
+    the join returns, each once."""
     mode, swapped = JOINS[how]
     first, second = (right_keys, left_keys) if swapped else (left_keys, right_keys)
     li, ri = _core.merge_join(first, second, [p.key_class for p in plans], [p.width for p in plans], mode)
@@ -76,20 +98,28 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
         li, ri = ri, li
     if how in LEFT_ONLY:
         rows = np.unique(li) if how == "semi" else li[ri < 0]  # a left row matching several: once
-        return left.take(pa.array(rows, type=pa.int64())) if len(rows) != left.num_rows else left
-    schema = joined_schema(left.schema, right.schema, on, suffix)
-    left_index = pa.array(np.where(li < 0, 0, li), type=pa.int64(), mask=li < 0)
-    right_index = pa.array(np.where(ri < 0, 0, ri), type=pa.int64(), mask=ri < 0)
-    columns = []
-    for name in left.schema.names:
-        col = take_array(left.column(name).combine_chunks(), left_index)
-        if how in ("full", "right") and name in on:
-            col = pc.coalesce(col, take_array(right.column(name).combine_chunks(), right_index))
-        columns.append(col)
-    for name in right.schema.names:
-        if name not in on:
-            columns.append(take_array(right.column(name).combine_chunks(), right_index))
+        return pa.Table.from_batches([left.take(rows).gather(left_schema)], schema=left_schema)
+    schema = joined_schema(left_schema, right_schema, on, suffix)
+    # the right's join columns are needed only where the left's may be missing
+    right_names = [n for n in right_schema.names if n not in on or how in ("full", "right")]
+    columns = _columns(left, li, left_schema.names)
+    right_columns = dict(zip(right_names, _columns(right, ri, right_names)))
+    if how in ("full", "right"):
+        columns = [pc.coalesce(col, right_columns[name]) if name in on else col
+                   for name, col in zip(left_schema.names, columns)]
+    columns += [right_columns[name] for name in right_names if name not in on]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _columns(selection: RowSelection, rows: np.ndarray, names: list[str]) -> list[pa.Array]:
+    """The named columns of the selection's rows at `rows`; -1 gives a null."""
+    missing = rows < 0
+    if not missing.any():
+        picked = selection.take(rows)
+        return [picked.column(n) for n in names]
+    picked = selection.take(rows[~missing])
+    spread = pa.array(np.cumsum(~missing) - 1, type=pa.int64(), mask=missing)
+    return [take_array(picked.column(n), spread) for n in names]
 
 
 def _rows_below(keys: pa.RecordBatch, bound: pa.RecordBatch, plans: list) -> int:
@@ -101,23 +131,41 @@ def _rows_below(keys: pa.RecordBatch, bound: pa.RecordBatch, plans: list) -> int
 def join_streams(left: Iterable[pa.RecordBatch], right: Iterable[pa.RecordBatch], on: str | list[str],
                  how: str, left_schema: pa.Schema, right_schema: pa.Schema,
                  suffix: str = "_right") -> Iterator[pa.Table]:
-    """`join_sorted` of two streams of batches, each ascending by `on`, a window at a time:
-    each step joins every buffered row whose key is below the smaller of the open sides' last
-    buffered keys (no later row can have such a key) and keeps the rest.  Memory: about a batch
-    per side plus the output, and a key's whole group of rows when it spans batches."""
-    on = [on] if isinstance(on, str) else list(on)
-    if how not in JOINS:
-        raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
+    """`join_sorted` of two streams of batches, each ascending by `on`, a window at a time
+    (see `join_selections`); every batch is checked before it is joined."""
+    def selections(batches: Iterable[pa.RecordBatch], what: str) -> Iterator[RowSelection]:
+        for i, batch in enumerate(batches):
+            check_batch(batch, f"{what} batch {i}")
+            yield RowSelection.of_batch(batch)
+    yield from join_selections(selections(left, "the left side"), selections(right, "the right side"), on, how,
+                               left_schema, right_schema, suffix)
+
+
+def join_selections(left: Iterable[RowSelection], right: Iterable[RowSelection], on: str | list[str],
+                    how: str, left_schema: pa.Schema, right_schema: pa.Schema,
+                    suffix: str = "_right") -> Iterator[pa.Table]:
+    """`join_sorted` of two streams of row selections (e.g. `MergeReader.selections`), each
+    ascending by `on`, a window at a time: each step joins every buffered row whose key is
+    below the smaller of the open sides' last buffered keys (no later row can have such a
+    key) and keeps the rest.  Only the join columns are copied before the join; the other
+    columns are copied once, for the rows the join returns.  Memory: about a selection per
+    side (and the batches its rows point into) plus the output, and a key's whole group of
+    rows when it spans selections."""
+    on = _check_join(on, how, left_schema, right_schema)
+    plans = _plans(left_schema, on)
     sides = [iter(left), iter(right)]
-    buffers = [left_schema.empty_table(), right_schema.empty_table()]
+    schemas = [left_schema, right_schema]
+    buffers = [RowSelection.of_batch(pa.RecordBatch.from_pylist([], schema=schema)) for schema in schemas]
+    keys = [_key_batch([b.column(n) for n in on], on, plans) for b in (buffers[0], buffers[1])]
     done = [False, False]
 
     def pull(i: int) -> None:
-        """Append side i's next non-empty batch to its buffer, or mark the side ended."""
-        for batch in sides[i]:
-            if batch.num_rows:
-                more = pa.Table.from_batches([batch])
-                buffers[i] = pa.concat_tables([buffers[i], more]) if buffers[i].num_rows else more
+        """Append side i's next non-empty selection to its buffer, or mark the side ended."""
+        for selection in sides[i]:
+            if selection.num_rows:
+                more = _key_batch([selection.column(n) for n in on], on, plans)
+                buffers[i] = RowSelection.concat([buffers[i], selection])
+                keys[i] = pa.concat_batches([keys[i], more]) if keys[i].num_rows else more
                 return
         done[i] = True
 
@@ -125,26 +173,27 @@ def join_streams(left: Iterable[pa.RecordBatch], right: Iterable[pa.RecordBatch]
         for i in (0, 1):
             if buffers[i].num_rows == 0 and not done[i]:
                 pull(i)
-        keys = [_key_batch(b, on) for b in buffers]
-        plans = keys[0][1]
         # an open side has rows buffered (filled above): the smaller last key bounds the window
         open_sides = [i for i in (0, 1) if not done[i]]
-        lasts = {i: keys[i][0].slice(buffers[i].num_rows - 1, 1) for i in open_sides}
+        lasts = {i: keys[i].slice(keys[i].num_rows - 1, 1) for i in open_sides}
         if len(open_sides) == 2 and _rows_below(lasts[1], lasts[0], plans) == 1:
             open_sides = [1]  # the right's last key is below the left's
         bounding = open_sides[0] if open_sides else None
         if bounding is None:
             cuts = [b.num_rows for b in buffers]
         else:
-            cuts = [_rows_below(k, lasts[bounding], plans) for k, _ in keys]
+            cuts = [_rows_below(k, lasts[bounding], plans) for k in keys]
             if cuts == [0, 0]:
                 # the bounding side holds its last key only; that key's rows may go on in its next batch
                 pull(bounding)
                 continue
-        window = [b.slice(0, n).combine_chunks() for b, n in zip(buffers, cuts)]
+        window = [b.slice(0, n) for b, n in zip(buffers, cuts)]
+        window_keys = [k.slice(0, n) for k, n in zip(keys, cuts)]
         buffers = [b.slice(n) for b, n in zip(buffers, cuts)]
+        keys = [k.slice(n) for k, n in zip(keys, cuts)]
         if window[0].num_rows or window[1].num_rows:
-            out = join_sorted(window[0], window[1], on, how, suffix)
+            out = _join_window(window[0], window[1], window_keys[0], window_keys[1], on, plans, how, left_schema,
+                               right_schema, suffix)
             if out.num_rows:
                 yield out
         if bounding is None:

@@ -22,7 +22,7 @@ from ..errors import (
     UnsupportedTypeError,
 )
 from .arrow_input import sort_indices
-from .assemble import gather_rows
+from .assemble import RowSelection, select_rows
 from .engines import EnginePlan
 from .runs import (
     KeyColumnPlan,
@@ -321,7 +321,25 @@ class MergeReader:
         merged = self._merge_in_threads() if self._threads > 1 else self._merge()
         yield from exact_batches(merged, self._batch_size)
 
-    def _merge(self) -> Iterator[pa.RecordBatch]:
+    def selections(self) -> Iterator[RowSelection]:
+        """The merged rows as selections of the input batches, before any column is copied
+        (so a consumer copies only the rows it keeps).  Deduplicate, first-row and none pick
+        whole input rows; other engines fold columns, so their batches come whole.  The
+        selections are not cut to `batch_size`.  A reader is consumed once, by iterating it
+        or by this."""
+        if self._started:
+            raise RuntimeError("a MergeReader can be consumed only once")
+        self._started = True
+        if self._core is None:
+            return
+        if self._threads > 1 or not self._engine.selects_rows:
+            batches = self._merge_in_threads() if self._threads > 1 else self._merge()
+            for batch in exact_batches(batches, self._batch_size):
+                yield RowSelection.of_batch(batch)
+            return
+        yield from self._merge(selections=True)
+
+    def _merge(self, selections: bool = False) -> Iterator[Any]:
         core = self._running()
         while True:
             result = core.step()
@@ -329,7 +347,7 @@ class MergeReader:
                 self._supply(core.need_run)
                 continue
             if result == _core.OUTPUT_FULL or (result == _core.DONE and core.pending_rows):
-                yield self._flush()
+                yield self._flush_selection() if selections else self._flush()
                 if result == _core.OUTPUT_FULL:
                     continue
             if result == _core.DONE:
@@ -439,19 +457,29 @@ class MergeReader:
         raise MergeStateError(f"the merge tree reached an impossible state (step result {result}); "
                               f"this is a bug in mergetree, please report it")
 
-    def _flush(self) -> pa.RecordBatch:
+    def _take_output(self) -> tuple[RowSelection, np.ndarray | None, np.ndarray, np.ndarray]:
         out_run, out_pos, group_ends, lo, hi = self._running().take_output()
         run_slices = [self._slices(run, int(lo[run]), int(hi[run])) if hi[run] > lo[run] else []
                       for run in range(len(lo))]
-        rows = gather_rows(self.schema, run_slices, out_run, out_pos)
+        selection = select_rows(run_slices, out_run, out_pos)
+        for retained in self._retained:  # only each run's current batch can be referenced again
+            del retained[:-1]
+        return selection, group_ends, out_run, out_pos
+
+    def _flush_selection(self) -> RowSelection:
+        selection, _, _, _ = self._take_output()
+        self._rows_out += selection.num_rows
+        return selection
+
+    def _flush(self) -> pa.RecordBatch:
+        selection, group_ends, out_run, out_pos = self._take_output()
+        rows = selection.gather(self.schema) if selection.pieces else pa.RecordBatch.from_pylist([], schema=self.schema)
 
         def locate(member: int) -> tuple[int, int]:
             run = int(out_run[member])
             return run, int(out_pos[member]) + self._first_positions[run]
 
         batch = self._engine.assemble(rows, group_ends, locate)
-        for retained in self._retained:  # only each run's current batch can be referenced again
-            del retained[:-1]
         self._rows_out += batch.num_rows
         return batch
 

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from ..errors import CompactionConflictError, InvalidArgumentError, MergeTreeError
 from ..merge import merge
-from ..merge.join import JOINS, join_streams, joined_schema
+from ..merge.assemble import RowSelection
+from ..merge.join import JOINS, join_selections, joined_schema
 from ..paimon.compact import PaimonCompaction
 from ..paimon.compact import commit_compaction as commit_paimon_compaction
 from ..paimon.compact import plan_compaction as plan_paimon_compaction
@@ -33,7 +34,7 @@ from ..table.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.files import read_data_file
 from ..table.history import PassReport, record_pass
 from ..table.optimize import layout_signature, pending, prepare_layout, rewrite_files, write_clustered
-from ..table.read import BucketPlan, combine_buckets, plan_read, read_bucket
+from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from .source import SOURCE_NAME, register
 from .types import spark_ddl, spark_schema, to_spark_batch
@@ -127,7 +128,8 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
                 partition, i = units[unit]
                 streams = [_stream_buckets(t, plan, [(partition, b) for b in range(i, count, n)])
                            for t, plan, count in zip(sides, plans, counts)]
-                for joined in join_streams(streams[0], streams[1], merge_on, how, sides[0].schema, sides[1].schema):
+                for joined in join_selections(streams[0], streams[1], merge_on, how, sides[0].schema,
+                                              sides[1].schema):
                     for out in joined.to_batches():
                         yield to_spark_batch(out, out_schema)
 
@@ -146,13 +148,14 @@ def _spark_join(spark: Any, left_path: str, right_path: str, on: list[str], how:
     return left.join(right, on=on, how=SPARK_JOINS[how]).select(*columns)
 
 
-def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[tuple]) -> Iterator[pa.RecordBatch]:
-    """The merged rows of some (partition, bucket)s in primary-key order, streamed: several
+def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[tuple]) -> Iterator[RowSelection]:
+    """The merged rows of some (partition, bucket)s in primary-key order, streamed as
+    selections of the decoded batches (a join copies only the rows it returns): several
     (their keys are disjoint) are merged in one pass of the loser tree."""
     present = [plans[b] for b in buckets if b in plans]
     if not present:
         return iter(())
-    return read_bucket(table.directory, combine_buckets(present), table.schema.names, None, None)
+    return select_bucket(table.directory, combine_buckets(present), table.schema.names)
 
 
 def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:

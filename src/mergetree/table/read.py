@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from ..errors import InvalidArgumentError
 from ..merge import merge
 from ..merge.arrow_input import sort_indices
+from ..merge.assemble import RowSelection
 from ..merge.row_kind import retraction_kinds
 from . import filters as flt
 from .buckets import bucket_ids
@@ -34,7 +35,7 @@ from .snapshots import Snapshot
 
 __all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "combine_buckets",
            "order_by_for", "ordered_by_file", "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table",
-           "snapshot_for", "split_bucket", "top_rows"]
+           "select_bucket", "snapshot_for", "split_bucket", "top_rows"]
 
 OrderBy = list[tuple[str, str]]  # [(column, "asc" | "desc")]
 
@@ -552,7 +553,10 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
     for section in bucket.sections if sections is None else sections:
         if stats is not None:
             stats.count([m for run in section for m in run])
-        for merged in _read_section(directory, section, key_filter, bucket.row_groups, needed, merge_threads):
+        for selection in _select_section(directory, section, key_filter, bucket.row_groups, needed, merge_threads):
+            if not selection.num_rows:
+                continue
+            merged = selection.gather(selection.pieces[0].schema)
             batch = _in_range(directory, merged, bucket.key_range)
             if expression is None:
                 out = batch.select(columns)
@@ -564,18 +568,29 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
                     yield pa.RecordBatch.from_arrays(out.columns, schema=out_schema)
 
 
-def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], key_filter: pc.Expression | None,
-                  row_groups: dict[str, frozenset[int]],
-                  needed: list[str] | None = None, merge_threads: int = 1) -> Iterator[pa.RecordBatch]:
-    """The merged rows of one section, in table columns (only the `needed` ones, when
-    given), retractions dropped."""
+def select_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str]) -> Iterator[RowSelection]:
+    """One bucket's merged rows (in key order) as selections of the decoded file batches,
+    their columns named and typed as the table's `columns`, not copied yet: a consumer
+    that keeps only some rows (a join) copies just those.  No filter, no key range."""
+    if bucket.key_range is not None:
+        raise InvalidArgumentError("select_bucket reads whole buckets, not key ranges of them")
+    for section in bucket.sections:
+        yield from _select_section(directory, section, None, bucket.row_groups, columns)
+
+
+def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]], key_filter: pc.Expression | None,
+                    row_groups: dict[str, frozenset[int]],
+                    needed: list[str] | None = None, merge_threads: int = 1) -> Iterator[RowSelection]:
+    """The merged rows of one section as selections whose batches hold table columns (only
+    the `needed` ones, when given), retractions dropped."""
     ts = directory.schema
     wanted = None if needed is None else set(needed)
     names = ts.schema.names if wanted is None else [c for c in ts.schema.names if c in wanted]
     if not ts.has_primary_key:
         for run in section:
-            yield from read_run(directory.path, run, columns=None if needed is None else names,
-                                row_groups=row_groups)
+            for batch in read_run(directory.path, run, columns=None if needed is None else names,
+                                  row_groups=row_groups):
+                yield RowSelection.of_batch(batch)
         return
     # a key column's value copy is not read: the `_KEY_` column holds the same value (and is
     # the truth after a merge), so it stands in for it
@@ -588,11 +603,10 @@ def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], 
                               row_filter=key_filter, row_groups=row_groups):
             if kinds:
                 batch = batch.filter(pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())))
-            yield _table_columns(ts, batch, names)
+            yield RowSelection.of_batch(_table_columns(ts, batch, names))
         return
     batch_rows = batch_rows_for(len(section))
-    by_file = ordered_by_file(section)
-    if by_file:  # each file's rows take its newest sequence number: the same order, nothing decoded
+    if ordered_by_file(section):  # each file's rows take its newest sequence number: the same order, nothing decoded
         runs = [_with_file_sequence(directory.path, run, ts.file_key + kinds + values, key_filter, row_groups,
                                     batch_rows) for run in section]
     else:
@@ -602,8 +616,8 @@ def _read_section(directory: TableDirectory, section: list[list[DataFileMeta]], 
     aggregations = {c: f for c, f in (directory.options.aggregations or {}).items() if c in names}
     reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN if kinds else None,
                    engine=ts.merge_engine, aggregations=aggregations or None, threads=merge_threads)
-    for batch in reader:
-        yield _table_columns(ts, batch, names)
+    for selection in reader.selections():
+        yield selection.map_pieces(lambda batch: _table_columns(ts, batch, names))
 
 
 def ordered_by_file(section: Sequence[Sequence[DataFileMeta]]) -> bool:
