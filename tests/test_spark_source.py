@@ -251,7 +251,8 @@ def test_bucket_join_equals_spark_join_without_exchange(spark, join_tables, how)
     joined = mergetree.spark.bucket_join(spark, left_path, right_path, "id", how)
     plan = joined._jdf.queryExecution().executedPlan().toString()
     assert "Exchange" not in plan and "Sort" not in plan, plan
-    assert joined.rdd.getNumPartitions() == 4
+    # the 4 buckets spread over as many tasks as Spark runs at once
+    assert joined.rdd.getNumPartitions() == min(4, spark.sparkContext.defaultParallelism)
     reader = spark.read.format("mergetree")
     expected = (reader.load(left_path).join(reader.load(right_path).withColumnRenamed("shared", "shared_right"),
                                             on="id", how=mergetree.spark.jobs.SPARK_JOINS[how]))
@@ -277,12 +278,13 @@ def _join_side(root, side: str, buckets: int, n: int, seed: int) -> str:
 @pytest.mark.parametrize("how", ["inner", "left", "right", "full", "semi", "anti"])
 def test_bucket_join_across_divisible_bucket_counts(spark, tmp_path, left_buckets, right_buckets, how):
     """Bucket i of n joins buckets i, i+n, ... of k*n, merged in the task: no Exchange, no Sort,
-    one task per bucket of the smaller count, the same rows as Spark's own join."""
+    one task per bucket of the smaller count (asked for more tasks than that), the same rows
+    as Spark's own join."""
     import mergetree.spark
     mergetree.spark.register(spark)
     left_path = _join_side(tmp_path, "l", left_buckets, 500, 1)
     right_path = _join_side(tmp_path, "r", right_buckets, 400, 2)
-    joined = mergetree.spark.bucket_join(spark, left_path, right_path, "id", how)
+    joined = mergetree.spark.bucket_join(spark, left_path, right_path, "id", how, tasks=64)
     plan = joined._jdf.queryExecution().executedPlan().toString()
     assert "Exchange" not in plan and "Sort" not in plan, plan
     assert joined.rdd.getNumPartitions() == min(left_buckets, right_buckets)
@@ -312,10 +314,10 @@ def test_bucket_join_of_partitioned_tables(spark, tmp_path, how):
             t.write(pa.table({"region": [regions[i % 3] for i in ids], "id": ids, f"{side}_v": ids * 10 + c},
                              schema=schema))
         paths.append(t.path)
-    joined = mergetree.spark.bucket_join(spark, paths[0], paths[1], ["region", "id"], how)
+    joined = mergetree.spark.bucket_join(spark, paths[0], paths[1], ["region", "id"], how, tasks=3)
     plan = joined._jdf.queryExecution().executedPlan().toString()
     assert "Exchange" not in plan and "Sort" not in plan, plan
-    assert joined.rdd.getNumPartitions() == 4 * 2  # eu, us, apac, latam x 2 buckets
+    assert joined.rdd.getNumPartitions() == 3  # eu, us, apac, latam x 2 buckets: 8 units in 3 tasks
     reader = spark.read.format("mergetree")
     expected = reader.load(paths[0]).join(reader.load(paths[1]), on=["region", "id"],
                                           how=mergetree.spark.jobs.SPARK_JOINS[how])
@@ -323,6 +325,17 @@ def test_bucket_join_of_partitioned_tables(spark, tmp_path, how):
     got = sorted((r.asDict() for r in joined.collect()), key=key)
     want = sorted((r.asDict() for r in expected.select(*joined.columns).collect()), key=key)
     assert got == want and got
+
+
+def test_spread_units_balances_bytes():
+    """The largest unit first, onto the least loaded task (the lower on a tie); each task's
+    units in index order; never more tasks than units."""
+    from mergetree.spark.jobs import spread_units
+    assert spread_units([5, 1, 4, 2, 3], 2) == [[0, 1, 3], [2, 4]]  # 5+2+1=8 vs 4+3=7
+    assert spread_units([1, 1, 1], 8) == [[0], [1], [2]]
+    assert spread_units([7], 1) == [[0]]
+    assert spread_units([3, 3, 3, 3], 2) == [[0, 2], [1, 3]]
+    assert spread_units([0, 0], 1) == [[0, 1]]
 
 
 def _wide_key_side(root, side: str, buckets: int, partitioned: bool, seed: int) -> str:

@@ -4,6 +4,7 @@ each task."""
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import json
 import os
 import pickle
@@ -39,7 +40,8 @@ from ..table.snapshots import FileEntry, Snapshot
 from .source import SOURCE_NAME, register
 from .types import spark_ddl, spark_schema, to_spark_batch
 
-__all__ = ["bucket_join", "compact", "compact_paimon", "merge_sorted_runs", "optimize", "optimize_pending"]
+__all__ = ["bucket_join", "compact", "compact_paimon", "merge_sorted_runs", "optimize", "optimize_pending",
+           "spread_units", "unit_frame"]
 
 
 # -- mapInArrow helpers ---------------------------------------------------------------------
@@ -81,12 +83,16 @@ SPARK_JOINS = {"inner": "inner", "left": "left", "right": "right", "full": "full
 
 
 def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str], how: str = "inner",
-                fallback: bool = False) -> Any:
-    """Join two primary-key tables bucketed on the join key without a shuffle: one task per
-    bucket of the table with fewer buckets (per partition, partitions paired by value)
-    merge-reads both sides (already in primary-key order) and joins them with a sorted merge
-    join in the Cython core, streamed a window at a time (memory: about a batch per sorted run
-    and side, plus the output).
+                fallback: bool = False, tasks: int | None = None) -> Any:
+    """Join two primary-key tables bucketed on the join key without a shuffle: each bucket
+    of the table with fewer buckets (per partition, partitions paired by value) is a unit
+    that merge-reads both sides (already in primary-key order) and joins them with a sorted
+    merge join in the Cython core, streamed a window at a time (memory: about a batch per
+    sorted run and side, plus the output), copying value columns only for the rows the join
+    returns.  The units are spread over `tasks` Spark tasks (default: as many as Spark runs at
+    once, `defaultParallelism`; never more than the units), the largest first onto the least
+    loaded task, by bytes: a Python task costs Spark some 30 ms to start, which on a small
+    cluster is a visible part of a join.
 
     Joinable: the same partition columns, all of them in `on`; the same bucket key on both
     sides, within `on` (equal join keys share a bucket); each primary key, without the
@@ -120,11 +126,16 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     plans = [{(b.partition, b.bucket): b for b in t.plan().buckets} for t in (left, right)]
     partitions = sorted({p for plan in plans for p, _ in plan}, key=repr)
     units = [(p, i) for p in partitions for i in range(n)] or [((), 0)]
+    if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
+        raise InvalidArgumentError(f"tasks must be a positive integer, not {tasks!r}")
+    sizes = [sum(plan[(p, b)].bytes for plan, count in zip(plans, counts) for b in range(i, count, n)
+                 if (p, b) in plan) for p, i in units]
+    groups = spread_units(sizes, tasks or spark.sparkContext.defaultParallelism)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sides = [Table.open(left_path), Table.open(right_path)]
         for batch in batches:
-            for unit in batch.column("unit").to_pylist():
+            for unit in (u for task in batch.column("unit").to_pylist() for u in groups[task]):
                 partition, i = units[unit]
                 streams = [_stream_buckets(t, plan, [(partition, b) for b in range(i, count, n)])
                            for t, plan, count in zip(sides, plans, counts)]
@@ -133,8 +144,28 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
                     for out in joined.to_batches():
                         yield to_spark_batch(out, out_schema)
 
-    rdd = spark.sparkContext.parallelize([(u,) for u in range(len(units))], len(units))  # a task per unit
-    return spark.createDataFrame(rdd, "unit int").mapInArrow(run, spark_ddl(out_schema))
+    return unit_frame(spark, len(groups)).mapInArrow(run, spark_ddl(out_schema))
+
+
+def spread_units(sizes: list[int], tasks: int) -> list[list[int]]:
+    """Units (indices into `sizes`) in min(tasks, units) groups of about equal total size:
+    the largest unit first, each onto the group with the least so far (ties: the lower
+    group); each group lists its units in index order."""
+    count = max(1, min(tasks, len(sizes)))
+    loads = [(0, g) for g in range(count)]
+    groups: list[list[int]] = [[] for _ in range(count)]
+    for unit in sorted(range(len(sizes)), key=lambda u: (-sizes[u], u)):
+        load, g = heapq.heappop(loads)
+        groups[g].append(unit)
+        heapq.heappush(loads, (load + sizes[unit], g))
+    return [sorted(g) for g in groups]
+
+
+def unit_frame(spark: Any, count: int) -> Any:
+    """A DataFrame of one int column `unit` holding 0 .. count-1 (count >= 1), one row per
+    partition (a task each), made in the JVM: a parallelized Python collection would cost every task an
+    extra pass through a Python worker to unpickle its one row."""
+    return spark.range(0, count, 1, count).selectExpr("cast(id as int) as unit")
 
 
 def _spark_join(spark: Any, left_path: str, right_path: str, on: list[str], how: str, columns: list[str]) -> Any:
@@ -220,8 +251,7 @@ def compact(spark: Any, path: str, full: bool = False) -> Snapshot | None:
                 yield pa.record_batch({"adds": [json.dumps([e.to_json("ADD") for e in adds])],
                                        "deletes": [json.dumps([e.to_json("DELETE") for e in deletes])]})
 
-    units = spark.sparkContext.parallelize([(i,) for i in range(len(plans))], len(plans))  # a task each
-    results = spark.createDataFrame(units, "unit int").mapInArrow(run, "adds string, deletes string").collect()
+    results = unit_frame(spark, len(plans)).mapInArrow(run, "adds string, deletes string").collect()
     adds = [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])]
     deletes = [FileEntry.from_json(e) for r in results for e in json.loads(r["deletes"])]
     try:
