@@ -28,18 +28,18 @@ class RowSelection:
 
     __slots__ = ("_whole", "pieces", "src_piece", "src_row")
 
-    def __init__(self, pieces: list[pa.RecordBatch], src_piece: np.ndarray, src_row: np.ndarray) -> None:
+    def __init__(self, pieces: list[pa.RecordBatch], src_piece: np.ndarray, src_row: np.ndarray,
+                 whole: pa.RecordBatch | None = None) -> None:
         self.pieces = pieces
         self.src_piece = src_piece
         self.src_row = src_row
-        self._whole: pa.RecordBatch | None = None
+        self._whole = whole  # the one piece, when the rows are all of it in order
 
     @classmethod
     def of_batch(cls, batch: pa.RecordBatch) -> RowSelection:
         """Every row of `batch`, in order."""
-        selection = cls([batch], np.zeros(batch.num_rows, dtype=np.int32), np.arange(batch.num_rows, dtype=np.int64))
-        selection._whole = batch
-        return selection
+        return cls([batch], np.zeros(batch.num_rows, dtype=np.int32), np.arange(batch.num_rows, dtype=np.int64),
+                   batch)
 
     @property
     def num_rows(self) -> int:
