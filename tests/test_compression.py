@@ -69,3 +69,31 @@ def test_bad_codec_options_are_refused_before_anything_is_written(tmp_path, opti
     with pytest.raises(InvalidArgumentError, match=message):
         Table.create(str(tmp_path / "t"), SCHEMA, primary_key="id", options=options)
     assert not os.path.exists(tmp_path / "t")
+
+
+def test_dictionary_pages_only_where_values_repeat(tmp_path):
+    """A column whose first rows are mostly distinct is written plain (a dictionary would only
+    grow the file and slow every read); repeated values keep their dictionary; too few rows
+    to judge keep it too; keys, sequence numbers and floats never get one."""
+    from mergetree.table.files import DICTIONARY_MIN_SAMPLE, dictionary_columns
+    schema = pa.schema([("id", pa.int64()), ("distinct_s", pa.string()), ("status", pa.string()),
+                        ("distinct_i", pa.int64()), ("small_i", pa.int32()), ("f", pa.float64())])
+    n = 20_000
+    rows = pa.table({"id": range(n), "distinct_s": [f"user-{i}" for i in range(n)],
+                     "status": [("new", "paid", "sent")[i % 3] for i in range(n)], "distinct_i": range(0, 7 * n, 7),
+                     "small_i": pa.array([i % 50 for i in range(n)], pa.int32()), "f": [i / 3 for i in range(n)]},
+                    schema=schema)
+    t = Table.create(str(tmp_path / "t"), schema, primary_key="id")
+    ts = t.table_schema
+    assert dictionary_columns(ts, rows) == ["status", "small_i"]
+    assert dictionary_columns(ts, rows.slice(0, DICTIONARY_MIN_SAMPLE - 1)) == \
+        ["distinct_s", "status", "distinct_i", "small_i"]
+    t.write(rows)
+    [meta] = t.plan().files
+    group = pq.ParquetFile(os.path.join(t.path, meta.file_name)).metadata.row_group(0)
+    encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
+    for name in ("distinct_s", "distinct_i", "f", "_KEY_id", "_SEQUENCE_NUMBER"):
+        assert not any("DICTIONARY" in e for e in encodings[name]), (name, encodings[name])
+    for name in ("status", "small_i"):
+        assert any("DICTIONARY" in e for e in encodings[name]), (name, encodings[name])
+    assert t.read().sort_by("id").to_pylist() == rows.to_pylist()
