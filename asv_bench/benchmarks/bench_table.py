@@ -146,3 +146,45 @@ class StreamingWrite(_TableDirectory):
 
     def peakmem_stream_write(self):
         self.table.write(stream_batches(self.ROWS))
+
+
+class BucketJoin(_TableDirectory):
+    """The work of `mergetree.spark.bucket_join`'s tasks without Spark: two unmerged tables of 4
+    and 8 buckets, each bucket of the first joined (inner, on id) with buckets i and i+4 of the
+    second, streamed as row selections (only joined rows copied); against reading both tables
+    whole and joining them with `join_sorted` per bucket pair."""
+
+    timeout = 300
+
+    def setup(self):
+        root = self._fresh()
+        self.left = write_table(root + "-left", make_commits(seed=11))
+        right = Table.create(root + "-right", SCHEMA, primary_key=["id"], buckets=2 * BUCKETS,
+                             options={"write-only": "true"})
+        for commit in make_commits(seed=12):
+            right.write(commit)
+        self.right = right
+        self.plans = [{b.bucket: b for b in t.plan().buckets} for t in (self.left, self.right)]
+
+    def _sides(self, i):
+        return [self.plans[0][i]], [self.plans[1][b] for b in (i, i + BUCKETS) if b in self.plans[1]]
+
+    def time_join_selections(self):
+        from mergetree.merge.join import join_selections
+        from mergetree.table.read import combine_buckets, select_bucket
+        for i in range(BUCKETS):
+            left, right = self._sides(i)
+            streams = [select_bucket(t.directory, combine_buckets(p), SCHEMA.names)
+                       for t, p in ((self.left, left), (self.right, right))]
+            for _ in join_selections(streams[0], streams[1], "id", "inner", SCHEMA, SCHEMA):
+                pass
+
+    def time_read_then_join_sorted(self):
+        from mergetree.merge.join import join_sorted
+        from mergetree.table.read import combine_buckets, read_bucket
+        for i in range(BUCKETS):
+            left, right = self._sides(i)
+            tables = [pa.Table.from_batches(list(read_bucket(t.directory, combine_buckets(p), SCHEMA.names,
+                                                             None, None)), schema=t.schema)
+                      for t, p in ((self.left, left), (self.right, right))]
+            join_sorted(tables[0], tables[1], "id", "inner")
