@@ -100,12 +100,14 @@ def test_dictionary_pages_only_where_values_repeat(tmp_path):
 
 
 def test_ordered_integer_columns_are_delta_encoded(tmp_path):
-    """Integer-like key columns and the sequence number (ascending within a file) are written
-    DELTA_BINARY_PACKED; string and float keys and every value column are not; reads agree."""
+    """Integer-like key columns, their value copies and the sequence number (ascending within a
+    file) are written DELTA_BINARY_PACKED; string keys and the other columns are not; reads
+    agree."""
     from mergetree.table.files import delta_columns
     schema = pa.schema([("ts", pa.timestamp("us")), ("name", pa.string()), ("n", pa.int32()), ("v", pa.int64())])
     t = Table.create(str(tmp_path / "t"), schema, primary_key=["ts", "name", "n"], options={"write-only": "true"})
-    assert delta_columns(t.table_schema, t.table_schema.file_schema) == ["_KEY_ts", "_KEY_n", "_SEQUENCE_NUMBER"]
+    assert delta_columns(t.table_schema, t.table_schema.file_schema) == ["_KEY_ts", "_KEY_n", "_SEQUENCE_NUMBER",
+                                                                         "ts", "n"]
     rows = pa.table({"ts": pa.array(range(0, 30_000_000, 1000), pa.timestamp("us")),
                      "name": [f"k{i % 7}" for i in range(30_000)], "n": pa.array(range(30_000), pa.int32()),
                      "v": range(30_000)}, schema=schema)
@@ -114,8 +116,8 @@ def test_ordered_integer_columns_are_delta_encoded(tmp_path):
     [first, *_] = sorted(t.plan().files, key=lambda f: -f.row_count)
     group = pq.ParquetFile(os.path.join(t.path, first.file_name)).metadata.row_group(0)
     encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
-    for name in ("_KEY_ts", "_KEY_n", "_SEQUENCE_NUMBER"):
+    for name in ("_KEY_ts", "_KEY_n", "_SEQUENCE_NUMBER", "ts", "n"):
         assert "DELTA_BINARY_PACKED" in encodings[name], (name, encodings[name])
-    for name in ("_KEY_name", "v", "ts"):
+    for name in ("_KEY_name", "name", "v"):
         assert "DELTA_BINARY_PACKED" not in encodings[name], (name, encodings[name])
     assert t.read().sort_by([("ts", "ascending")]).to_pylist() == rows.to_pylist()
