@@ -330,6 +330,7 @@ def test_bucket_join_of_partitioned_tables(spark, tmp_path, how):
 def test_spread_units_balances_bytes():
     """The largest unit first, onto the least loaded task (the lower on a tie); each task's
     units in index order; never more tasks than units."""
+    pytest.importorskip("pyspark")  # mergetree.spark needs it; no session is started
     from mergetree.spark.jobs import spread_units
     assert spread_units([5, 1, 4, 2, 3], 2) == [[0, 1, 3], [2, 4]]  # 5+2+1=8 vs 4+3=7
     assert spread_units([1, 1, 1], 8) == [[0], [1], [2]]
