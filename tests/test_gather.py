@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mergetree import _core
-from mergetree.merge.assemble import gather_rows
+from mergetree.merge.assemble import RowSelection, select_rows
 
 VALUES = {
     pa.int64(): st.integers(-(1 << 63), (1 << 63) - 1),
@@ -65,7 +65,7 @@ def test_gather_equals_take_over_the_concatenation(data):
         cursors[run] += 1
     out_run = np.array([expected_sources[i][0] for i in chosen], dtype=np.int32)
     out_pos = np.array([expected_sources[i][1] for i in chosen], dtype=np.int64)
-    got = gather_rows(schema, run_slices, out_run, out_pos)
+    got = select_rows(run_slices, out_run, out_pos).gather(schema)
     want = [expected_sources[i][2].slice(expected_sources[i][3], 1).to_pylist()[0] for i in chosen]
     assert got.schema == schema
     got.validate(full=True)
@@ -89,7 +89,7 @@ def test_gather_refuses_positions_outside_the_pieces():
 def test_decimal_and_empty_strings_survive():
     batch = pa.record_batch({"d": pa.array([decimal.Decimal("1.50"), None], pa.decimal128(5, 2)),
                              "s": pa.array(["", None])})
-    got = gather_rows(batch.schema, [[(0, batch)]], np.array([0, 0], np.int32), np.array([1, 0], np.int64))
+    got = select_rows([[(0, batch)]], np.array([0, 0], np.int32), np.array([1, 0], np.int64)).gather(batch.schema)
     assert got.to_pydict() == {"d": [None, decimal.Decimal("1.50")], "s": [None, ""]}
 
 
@@ -98,7 +98,6 @@ def test_decimal_and_empty_strings_survive():
 def test_selection_take_slice_concat_equal_pyarrow(data):
     """A RowSelection narrowed, reordered, sliced and concatenated, then gathered, equals the
     same operations on the concatenated rows (nulls, strings, sliced pieces, whole batches)."""
-    from mergetree.merge.assemble import RowSelection
     schema = pa.schema([("i", pa.int64()), ("s", pa.string())])
 
     def piece():
@@ -128,9 +127,15 @@ def test_selection_take_slice_concat_equal_pyarrow(data):
         sel, want = sel.take(np.array(rows, dtype=np.int64)), [want[r] for r in rows]
     start = data.draw(st.integers(0, len(want)))
     sel, want = sel.slice(start), want[start:]
-    if sel.pieces:
-        got = sel.gather(schema)
-        got.validate(full=True)
-        assert got.to_pylist() == want
-    else:
-        assert want == []
+    got = sel.gather(schema)
+    got.validate(full=True)
+    assert got.schema == schema and got.to_pylist() == want
+
+
+def test_a_selection_of_nothing_gathers_an_empty_batch():
+    schema = pa.schema([("i", pa.int64()), ("s", pa.string())])
+    empty = RowSelection([], np.zeros(0, np.int32), np.zeros(0, np.int64))
+    got = empty.gather(schema)
+    assert got.num_rows == 0 and got.schema == schema
+    with pytest.raises(ValueError, match="name them with a schema"):
+        empty.gather()

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from mergetree import Table
+from mergetree import InvalidArgumentError, Table
 from mergetree.table.buckets import bucket_ids
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.large_string()), ("amount", pa.decimal128(12, 2)),
@@ -325,6 +325,13 @@ def test_bucket_join_of_partitioned_tables(spark, tmp_path, how):
     got = sorted((r.asDict() for r in joined.collect()), key=key)
     want = sorted((r.asDict() for r in expected.select(*joined.columns).collect()), key=key)
     assert got == want and got
+
+
+@pytest.mark.parametrize("tasks", [0, -1, 1.5, True, "2"])
+def test_bucket_join_refuses_a_bad_task_count(spark, join_tables, tasks):
+    import mergetree.spark
+    with pytest.raises(InvalidArgumentError, match="tasks must be a positive integer"):
+        mergetree.spark.bucket_join(spark, join_tables[0], join_tables[1], "id", tasks=tasks)
 
 
 def test_spread_units_balances_bytes():

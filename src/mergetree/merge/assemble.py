@@ -18,7 +18,7 @@ import pyarrow as pa
 from .. import _core
 from .engines import take_array
 
-__all__ = ["RowSelection", "gather_rows", "select_rows"]
+__all__ = ["RowSelection", "select_rows"]
 
 
 class RowSelection:
@@ -90,12 +90,17 @@ class RowSelection:
         return _gather_column(self.pieces[0].schema.field(index).type, [p.column(index) for p in self.pieces],
                               self.src_piece, self.src_row)
 
-    def gather(self, schema: pa.Schema) -> pa.RecordBatch:
-        """The selected rows in the columns `schema` names (its types are the pieces')."""
+    def gather(self, schema: pa.Schema | None = None) -> pa.RecordBatch:
+        """The selected rows in the columns `schema` names (its types are the pieces'; default:
+        every column of the pieces)."""
+        if schema is None:
+            if not self.pieces:
+                raise ValueError("a selection of no batches has no columns: name them with a schema")
+            schema = self.pieces[0].schema
         if self._whole is not None:
             return self._whole.select(schema.names) if self._whole.schema.names != schema.names else self._whole
         if not self.pieces:
-            return schema.empty_table().to_batches()[0] if schema.names else pa.RecordBatch.from_pylist([], schema)
+            return pa.RecordBatch.from_pylist([], schema=schema)
         return pa.RecordBatch.from_arrays([self.column(name) for name in schema.names], schema=schema)
 
 
@@ -120,15 +125,6 @@ def select_rows(run_slices: Sequence[Sequence[tuple[int, pa.RecordBatch]]], out_
         out_run, out_pos, np.asarray(starts, dtype=np.int64),
         np.asarray([p.num_rows for p in pieces], dtype=np.int64), np.asarray(run_pieces, dtype=np.int64))
     return RowSelection(pieces, src_piece, src_row)
-
-
-def gather_rows(schema: pa.Schema, run_slices: Sequence[Sequence[tuple[int, pa.RecordBatch]]],
-                out_run: np.ndarray, out_pos: np.ndarray) -> pa.RecordBatch:
-    """The output rows as one batch (see `select_rows`)."""
-    selection = select_rows(run_slices, out_run, out_pos)
-    if not selection.pieces:
-        return pa.RecordBatch.from_pylist([], schema=schema)
-    return selection.gather(schema)
 
 
 def _flat(dtype: pa.DataType) -> bool:

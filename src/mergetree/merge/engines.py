@@ -89,7 +89,7 @@ class EnginePlan:
     def assemble(self, rows: pa.RecordBatch, group_ends: np.ndarray | None, locate: Locate) -> pa.RecordBatch:
         """Fold the output rows (every member, in group order) into the engine's result;
         `locate(member)` is the member's (run, position) for error messages."""
-        if self.engine in ("deduplicate", "first-row", "none"):
+        if self.selects_rows:
             return rows
         assert group_ends is not None
         groups = _Groups(rows, group_ends, self.kind)

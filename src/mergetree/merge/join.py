@@ -2,7 +2,7 @@
 key that starts with the join key)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -27,8 +27,9 @@ def _plans(schema: pa.Schema, on: list[str]) -> list:
     return [plan_key_column(name, schema.field(name).type) for name in on]
 
 
-def _key_batch(columns: Sequence[pa.Array], on: list[str], plans: list) -> pa.RecordBatch:
-    """The join columns as the core compares them."""
+def _key_batch(rows: pa.RecordBatch | RowSelection, on: list[str], plans: list) -> pa.RecordBatch:
+    """The join columns of a batch or a selection, as the core compares them."""
+    columns = [rows.column(name) for name in on]
     normalized = [plan.normalize(col) if plan.normalize else col for col, plan in zip(columns, plans)]
     return pa.RecordBatch.from_arrays(normalized, names=on)
 
@@ -68,7 +69,7 @@ def join_sorted(left: pa.Table, right: pa.Table, on: str | list[str], how: str =
     check_batch(right, "the right side")
     plans = _plans(left.schema, on)
     sides = [_whole(left), _whole(right)]
-    keys = [_key_batch([b.column(n) for n in on], on, plans) for b in sides]
+    keys = [_key_batch(b, on, plans) for b in sides]
     return _join_window(RowSelection.of_batch(sides[0]), RowSelection.of_batch(sides[1]), keys[0], keys[1], on,
                         plans, how, left.schema, right.schema, suffix)
 
@@ -154,16 +155,15 @@ def join_selections(left: Iterable[RowSelection], right: Iterable[RowSelection],
     on = _check_join(on, how, left_schema, right_schema)
     plans = _plans(left_schema, on)
     sides = [iter(left), iter(right)]
-    schemas = [left_schema, right_schema]
-    buffers = [RowSelection.of_batch(pa.RecordBatch.from_pylist([], schema=schema)) for schema in schemas]
-    keys = [_key_batch([b.column(n) for n in on], on, plans) for b in (buffers[0], buffers[1])]
+    buffers = [RowSelection.of_batch(pa.RecordBatch.from_pylist([], schema=s)) for s in (left_schema, right_schema)]
+    keys = [_key_batch(b, on, plans) for b in buffers]
     done = [False, False]
 
     def pull(i: int) -> None:
         """Append side i's next non-empty selection to its buffer, or mark the side ended."""
         for selection in sides[i]:
             if selection.num_rows:
-                more = _key_batch([selection.column(n) for n in on], on, plans)
+                more = _key_batch(selection, on, plans)
                 buffers[i] = RowSelection.concat([buffers[i], selection])
                 keys[i] = pa.concat_batches([keys[i], more]) if keys[i].num_rows else more
                 return

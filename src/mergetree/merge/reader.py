@@ -473,7 +473,7 @@ class MergeReader:
 
     def _flush(self) -> pa.RecordBatch:
         selection, group_ends, out_run, out_pos = self._take_output()
-        rows = selection.gather(self.schema) if selection.pieces else pa.RecordBatch.from_pylist([], schema=self.schema)
+        rows = selection.gather(self.schema)
 
         def locate(member: int) -> tuple[int, int]:
             run = int(out_run[member])

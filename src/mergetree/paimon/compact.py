@@ -35,9 +35,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CompactionConflictError, UnsupportedPaimonFeatureError
+from ..errors import CompactionConflictError, InvalidArgumentError, UnsupportedPaimonFeatureError
 from ..table.compaction.planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite
 from ..table.files import ROW_GROUP_ROWS
+from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
 from .binary_row import decode_row, encode_row
 from .metadata import (
     ADD,
@@ -235,18 +236,15 @@ def _stat_column(t) -> bool:
 def compression_for(options: dict[str, str], level: int) -> tuple[str | None, int | None]:
     """The codec (and zstd level) Paimon's writers would use for a file at `level`:
     ``file.compression.per.level`` ("0:lz4,5:zstd") first, then ``file.compression``
-    (default zstd), ``file.compression.zstd-level`` (default 1)."""
-    codec = options.get("file.compression", "zstd")
-    for part in options.get("file.compression.per.level", "").split(","):
-        at, _, name = part.partition(":")
-        if at.strip() == str(level) and name.strip():
-            codec = name
-    codec = codec.strip().lower()
-    if codec in ("none", "uncompressed", ""):
+    (default zstd), ``file.compression.zstd-level`` (default 1); parsed as mergetree's own
+    tables parse the same options."""
+    try:
+        codec = parse_codec_levels(options.get(KEY_COMPRESSION_PER_LEVEL, ""), KEY_COMPRESSION_PER_LEVEL).get(level) \
+            or parse_codec(options.get(KEY_COMPRESSION, "zstd"), KEY_COMPRESSION)
+    except InvalidArgumentError as exc:
+        raise UnsupportedPaimonFeatureError(f"Paimon {exc}") from None
+    if codec == "none":
         return None, None
-    if codec not in ("zstd", "lz4", "snappy", "gzip", "brotli"):
-        raise UnsupportedPaimonFeatureError(f"Paimon option 'file.compression' = {codec!r}: mergetree writes "
-                                            f"zstd, lz4, snappy, gzip, brotli or none")
     try:
         zstd_level = int(options.get("file.compression.zstd-level", "1")) if codec == "zstd" else None
     except ValueError:

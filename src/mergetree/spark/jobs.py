@@ -106,6 +106,8 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     on = [on] if isinstance(on, str) else list(on)
     if how not in JOINS:
         raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
+    if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
+        raise InvalidArgumentError(f"tasks must be a positive integer, not {tasks!r}")
     left, right = Table.open(left_path), Table.open(right_path)
     for name in on:
         if name not in left.schema.names or name not in right.schema.names:
@@ -126,8 +128,6 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     plans = [{(b.partition, b.bucket): b for b in t.plan().buckets} for t in (left, right)]
     partitions = sorted({p for plan in plans for p, _ in plan}, key=repr)
     units = [(p, i) for p in partitions for i in range(n)] or [((), 0)]
-    if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
-        raise InvalidArgumentError(f"tasks must be a positive integer, not {tasks!r}")
     sizes = [sum(plan[(p, b)].bytes for plan, count in zip(plans, counts) for b in range(i, count, n)
                  if (p, b) in plan) for p, i in units]
     groups = spread_units(sizes, tasks or spark.sparkContext.defaultParallelism)

@@ -556,7 +556,7 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
         for selection in _select_section(directory, section, key_filter, bucket.row_groups, needed, merge_threads):
             if not selection.num_rows:
                 continue
-            merged = selection.gather(selection.pieces[0].schema)
+            merged = selection.gather()
             batch = _in_range(directory, merged, bucket.key_range)
             if expression is None:
                 out = batch.select(columns)
