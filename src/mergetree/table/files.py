@@ -24,6 +24,7 @@ from .indexes.bloom import ColumnBloom
 from .options import TableOptions
 from .preaggregates import write_preaggregate
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
+from .type_policy import supports
 from .values import decode_value, encode_value
 
 __all__ = [
@@ -189,10 +190,14 @@ class DataFileMeta:
                    dict(d.get("indexes", {})), d.get("sequence_shift", 0))
 
 
-def _stat_worthy(dtype: pa.DataType) -> bool:
-    return (pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_string(dtype)
-            or pa.types.is_large_string(dtype) or pa.types.is_temporal(dtype) or pa.types.is_decimal(dtype)
-            or pa.types.is_boolean(dtype) or pa.types.is_binary(dtype))
+def _min_max(col: pa.Array | pa.ChunkedArray) -> tuple[Any, Any]:
+    """A column's smallest and largest value as Python values (pyarrow has no min_max kernel
+    for durations: they are compared as the int64 counts they are)."""
+    if pa.types.is_duration(col.type):
+        bounds = pc.min_max(col.cast(pa.int64()))
+        return tuple(pa.scalar(bounds[m].as_py(), pa.int64()).cast(col.type).as_py() for m in ("min", "max"))
+    bounds = pc.min_max(col)
+    return bounds["min"].as_py(), bounds["max"].as_py()
 
 
 class DataFileWriter:
@@ -233,10 +238,10 @@ class DataFileWriter:
         for name in self.schema.schema.names:
             col = batch.column(name)
             lows, highs, nulls = self._bounds.get(name, ([], [], 0))
-            if _stat_worthy(col.type) and col.null_count < len(col):
-                bounds = pc.min_max(col)
-                lows.append(bounds["min"].as_py())
-                highs.append(bounds["max"].as_py())
+            if supports(col.type, "minmax") and col.null_count < len(col):
+                lo, hi = _min_max(col)
+                lows.append(lo)
+                highs.append(hi)
             self._bounds[name] = (lows, highs, nulls + col.null_count)
         if self.schema.has_primary_key:
             keys = batch.select(self.schema.file_key)
@@ -297,8 +302,8 @@ class DataFileWriter:
             lows, highs, nulls = self._bounds.get(f.name, ([], [], 0))
             lo = hi = None
             if lows:  # the min of the batches' minima is the file's minimum (Arrow's rules)
-                lo = pc.min_max(pa.array(lows, f.type))["min"].as_py()
-                hi = pc.min_max(pa.array(highs, f.type))["max"].as_py()
+                lo = _min_max(pa.array(lows, f.type))[0]
+                hi = _min_max(pa.array(highs, f.type))[1]
             stats[f.name] = (lo, hi, nulls)
         min_seq = min(self._seq[0], default=0)
         max_seq = max(self._seq[1], default=0)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgumentError
+from .type_policy import require
 
 __all__ = ["COMPARISONS", "OPERATORS", "Filter", "columns_of", "conjuncts", "equality_values", "may_match",
            "normalize", "rename", "restrict", "to_expression"]
@@ -52,6 +53,8 @@ def normalize(f: Filter, schema: pa.Schema | None = None) -> Filter:
         dtype = _column_type(schema, column)
         if op in ("is null", "is not null"):
             return (column, op, None)
+        if dtype is not None:
+            require(column, dtype, "filter_eq" if op in ("=", "==", "!=", "in", "not in") else "filter_range")
         if len(f) != 3:
             raise InvalidArgumentError(f"filter {f!r} needs a value")
         value = f[2]

@@ -30,6 +30,7 @@ from .compaction.planner import (
 )
 from .indexes.bloom import check_bloom_column
 from .qdtree import QdTree
+from .type_policy import require, why_not
 
 __all__ = [
     "CLUSTERING_STRATEGIES",
@@ -335,11 +336,10 @@ def _parse_measures(text: str, key: str, schema: pa.Schema) -> tuple[tuple[str, 
             raise InvalidArgumentError(f"option {key!r} names column {column!r}, which the schema lacks")
         else:
             dtype = schema.field(column).type
-            numeric = pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
-            if function == "sum" and not numeric:
-                raise InvalidArgumentError(f"option {key!r}: sum needs a numeric column, {column!r} is {dtype}")
-            if function in ("min", "max") and (pa.types.is_nested(dtype) or pa.types.is_boolean(dtype)):
-                raise InvalidArgumentError(f"option {key!r}: {function} cannot apply to {column!r} ({dtype})")
+            why = why_not(dtype, "measure_sum" if function == "sum" else "measure_minmax") \
+                if function != "count" else None
+            if why is not None:
+                raise InvalidArgumentError(f"option {key!r}: {function} cannot apply to {column!r} ({dtype}): {why}")
         if (column, function) in out:
             raise InvalidArgumentError(f"option {key!r} names {part!r} twice")
         out.append((column, function))
@@ -417,13 +417,13 @@ class TableOptions:
                 if column not in schema.names:
                     raise InvalidArgumentError(f"option {key!r} names column {column!r}, which the schema lacks")
         for column in values.get(KEY_BLOOM_COLUMNS, ()):
+            require(column, schema.field(column).type, "bloom")
             check_bloom_column(column, schema.field(column).type)
         for column in values.get(KEY_BITMAP_COLUMNS, ()):
-            dtype = schema.field(column).type
-            if pa.types.is_nested(dtype) or pa.types.is_null(dtype) or pa.types.is_floating(dtype):
-                raise InvalidArgumentError(f"option {KEY_BITMAP_COLUMNS!r}: column {column!r} ({dtype}) cannot have a "
-                                           f"bitmap index (it takes integers, strings, binaries, bool, dates, "
-                                           f"timestamps and decimals)")
+            require(column, schema.field(column).type, "bitmap")
+        for key in (KEY_CLUSTERING_COLUMNS, KEY_SORT_WITHIN):
+            for column in values.get(key, ()):
+                require(column, schema.field(column).type, "order")
         clustering = None
         columns = values.get(KEY_CLUSTERING_COLUMNS, ())
         if KEY_CLUSTERING_STRATEGY in values and not columns:

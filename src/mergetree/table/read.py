@@ -32,6 +32,7 @@ from .files import DataFileMeta, batch_rows_for, file_metadata, read_run
 from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .skipping import STEPS, decide
 from .snapshots import Snapshot
+from .type_policy import require
 
 __all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "combine_buckets",
            "order_by_for", "ordered_by_file", "plan_read", "prepare_read", "read_bucket", "read_table", "scan_table",
@@ -161,9 +162,7 @@ def order_by_for(directory: TableDirectory, order_by: Any, limit: Any) -> tuple[
             raise InvalidArgumentError(f"order_by names {column!r}, which is not a column; columns: {names}")
         if direction not in ("asc", "desc"):
             raise InvalidArgumentError(f"order_by direction must be 'asc' or 'desc', not {direction!r}")
-        dtype = directory.schema.schema.field(column).type
-        if pa.types.is_nested(dtype):
-            raise InvalidArgumentError(f"cannot order by {column!r} of type {dtype}")
+        require(column, directory.schema.schema.field(column).type, "order")
         out.append((column, direction))
     return out, limit
 

@@ -7,11 +7,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, UnsupportedTypeError
+from ..errors import InvalidArgumentError
 from ..merge.engines import ENGINES
 from ..merge.runs import plan_key_column
 from .buckets import check_hashable
 from .options import TableOptions, resolve_options
+from .type_policy import require, stored_schema
 
 __all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "SYSTEM_COLUMNS", "TableSchema", "column_names"]
 
@@ -52,6 +53,7 @@ class TableSchema:
         """Check everything about a new table before anything is written."""
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
+        schema = stored_schema(schema)  # the types the files give back; refuses what no table can store
         pk = column_names(primary_key, "primary_key")
         parts = column_names(partition_by, "partition_by")
         bkey = column_names(bucket_key, "bucket_key")
@@ -147,8 +149,10 @@ class TableSchema:
     @classmethod
     def from_json(cls, d: dict) -> TableSchema:
         """Parse a schema document; KeyError, TypeError or ValueError if it is malformed."""
-        schema = pa.schema([pa.field(f["name"], _type_from_json(f["type"]), nullable=f["nullable"])
-                            for f in d["fields"]])
+        # tables created before the type policy may name an input type (date64, string_view, ...):
+        # read them as the stored type, which is what their files hold or are cast to on read
+        schema = stored_schema(pa.schema([pa.field(f["name"], _type_from_json(f["type"]), nullable=f["nullable"])
+                                          for f in d["fields"]]))
         return cls(schema, tuple(d["primary_key"]), tuple(d["partition_by"]), d["buckets"],
                    tuple(d["bucket_key"]), d["merge_engine"], dict(d["options"]), d["schema_id"])
 
@@ -165,15 +169,13 @@ def column_names(value: Any, role: str) -> tuple[str, ...]:
 
 def _check_column_types(schema: pa.Schema, primary_key: tuple[str, ...], partition_by: tuple[str, ...],
                         hashed: tuple[str, ...]) -> None:
-    """Keys must be orderable, partition values storable, bucket columns hashable like Spark."""
+    """Keys must be orderable, partition values storable, bucket columns hashable like Spark
+    (the type policy's rules; the core's comparators and Spark's hash agree with it)."""
     for name in primary_key:
-        plan_key_column(name, schema.field(name).type)  # raises UnsupportedTypeError
+        require(name, schema.field(name).type, "key")
+        plan_key_column(name, schema.field(name).type)
     for name in partition_by:
-        dtype = schema.field(name).type
-        if (pa.types.is_nested(dtype) or pa.types.is_dictionary(dtype) or pa.types.is_null(dtype)
-                or pa.types.is_float16(dtype) or isinstance(dtype, pa.ExtensionType)):
-            raise UnsupportedTypeError(
-                f"partition column {name!r} has type {dtype}; partition values must be plain scalars "
-                f"(integers, floats, strings, binary, bool, dates, times, timestamps, decimals)")
+        require(name, schema.field(name).type, "partition")
     for name in hashed:
+        require(name, schema.field(name).type, "bucket")
         check_hashable(name, schema.field(name).type)
