@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import os
 
+from mergetree.table.history import HISTORY_DIR
 from mergetree.table.querylog import QUERY_LOG_DIR
 
 
 def table_files(root) -> set[str]:
-    """The table's own files (relative paths).  Its query log under queries/ is a table of its
-    own, written in the background by reads, so it is left out."""
+    """The table's own files (relative paths).  Its query log under queries/ and its optimizer
+    history under optimizer/ (written by optimize) are tables of their own, so they are left out."""
     root = os.fspath(root)
     out = set()
     for folder, subfolders, names in os.walk(root):
-        if folder == root and QUERY_LOG_DIR in subfolders:
-            subfolders.remove(QUERY_LOG_DIR)
+        if folder == root:
+            subfolders[:] = [s for s in subfolders if s not in (QUERY_LOG_DIR, HISTORY_DIR)]
         out.update(os.path.relpath(os.path.join(folder, n), root) for n in names)
     return out

@@ -1,9 +1,11 @@
-"""The background optimizer's history: one row per pass (tier, files in and out, bytes, the
-snapshot it committed, the layout it applied), kept as an append table at `<table>/optimizer/`
-so the report can show scanned bytes before and after each pass."""
+"""The history of layout changes: one row per pass of the background optimizer (tier minor or
+major) and per `Table.optimize` (tier "optimize"): files in and out, bytes, the snapshot it
+committed, the layout it applied.  Kept as an append table at `<table>/optimizer/` so the
+report can show scanned bytes before and after every change of the data's layout."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 from dataclasses import asdict, dataclass
 
@@ -14,9 +16,12 @@ from ..merge import RowKind
 from .directory import TableDirectory, create_table, open_table
 from .read import prepare_read, read_table
 from .schema import TableSchema
+from .snapshots import FileEntry, Snapshot
 from .write import write_rows
 
-__all__ = ["HISTORY_DIR", "HISTORY_SCHEMA", "PassReport", "history", "record_pass"]
+__all__ = ["HISTORY_DIR", "HISTORY_SCHEMA", "PassReport", "history", "record_pass", "record_rewrite"]
+
+_log = logging.getLogger("mergetree.history")
 
 HISTORY_DIR = "optimizer"
 HISTORY_SCHEMA = pa.schema([
@@ -30,7 +35,7 @@ HISTORY_SCHEMA = pa.schema([
 @dataclass
 class PassReport:
     table: str
-    tier: str                 # minor | major
+    tier: str                 # minor | major (the optimizer's passes) | optimize (Table.optimize)
     status: str               # committed | conflict | nothing
     groups: int = 0           # (partition, bucket) pairs rewritten
     files_in: int = 0
@@ -70,6 +75,33 @@ def record_pass(report: PassReport) -> None:
     row["ts"] = dt.datetime.now(dt.timezone.utc)
     data = pa.Table.from_pylist([row], schema=HISTORY_SCHEMA)
     write_rows(directory, data, RowKind.INSERT)
+
+
+def record_rewrite(directory: TableDirectory, snapshot: Snapshot, tier: str = "optimize",
+                   seconds: float = 0.0) -> PassReport:
+    """Record a rewrite committed outside the optimizer's rounds (`Table.optimize`), read from
+    the commit's own delta manifests: the files it replaced, the files it wrote, the layout they
+    were marked with.  The commit is done: a history that cannot be written is logged as a
+    warning, never raised (the line is lost, not the rewrite)."""
+    store = directory.store
+    added: list[FileEntry] = []
+    removed: list[FileEntry] = []
+    for name in store.manifest_names(snapshot.delta_manifest_list):
+        for kind, entry in store.read_manifest(name):
+            (added if kind == "ADD" else removed).append(entry)
+    marks = [e.file.indexes.get("optimized") for e in added]
+    layouts = sorted({str(m.get("layout", "")) for m in marks if isinstance(m, dict) and m.get("tier") == "major"})
+    report = PassReport(directory.path, tier, "committed", groups=len({(e.partition, e.bucket) for e in removed}),
+                        files_in=len(removed), files_out=len(added), rows=sum(e.file.row_count for e in removed),
+                        bytes_in=sum(e.file.file_size for e in removed),
+                        bytes_out=sum(e.file.file_size for e in added), snapshot_id=snapshot.id,
+                        layout=";".join(layouts) if layouts else "", seconds=seconds)
+    try:
+        record_pass(report)
+    except (MergeTreeError, OSError) as exc:
+        _log.warning("snapshot %s of %s is committed but its line in the optimizer history was not written: %s",
+                     snapshot.id, directory.path, exc)
+    return report
 
 
 def history(table_path: str) -> pa.Table:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
 from . import filters as flt
-from . import housekeeping, optimize, querylog, read, write
+from . import history, housekeeping, optimize, querylog, read, write
 from .advise import Advice, advise
 from .aggregate import aggregate
 from .compaction.runner import Progress, compact_buckets
@@ -235,8 +235,11 @@ class Table:
         each write keep it.  One atomic commit; a concurrent commit that replaced an input file
         aborts it cleanly.  On a primary-key table (files sorted by the key), only a full
         compaction is possible: other columns raise an error saying what to do instead."""
+        started = time.perf_counter()
         self.directory, snapshot = optimize.optimize(self.directory, order, strategy, filter, target_file_size,
                                                      sort_within, progress)
+        if snapshot is not None:  # a layout change by hand is in the optimizer's history, as the daemon's are
+            history.record_rewrite(self.directory, snapshot, "optimize", time.perf_counter() - started)
         return snapshot
 
     def build_indexes(self, progress: Progress | None = None) -> Snapshot | None:
