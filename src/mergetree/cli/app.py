@@ -7,14 +7,17 @@ went wrong.  `--debug` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgumentError, MergeTreeError
 from ..table import querylog
+from ..table.durations import seconds
 from . import commands, organize, paimon
 from .render import err_console
 
@@ -74,9 +77,22 @@ def _positive_int(text: str) -> int:
 
 def _non_negative_hours(text: str) -> float:
     value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more hours, not {text}")
+    try:  # the table layer's check of every duration: not negative, finite, representable
+        seconds(value * 3600, "hours")
+    except InvalidArgumentError:
+        raise argparse.ArgumentTypeError(f"must be 0 or more hours (a finite number), not {text}") from None
     return value
+
+
+@contextlib.contextmanager
+def _warnings_on_one_line(command: str) -> Iterator[None]:
+    """A warning (a damaged query log left out, ...) is one line on stderr, not Python's two."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        print(f"mergetree {command}: warning: {message}", file=sys.stderr)
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,8 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     queries_commands = queries.add_subparsers(dest="queries_command", metavar="SUBCOMMAND")
     p = queries_commands.add_parser(
         "import", help="parse a SQL history with sqlglot and log the queries that read the table",
-        description="parse a SQL history (one statement per line, or JSON lines with a 'query' or 'sql' field "
-                    "and optionally 'ts', 'user', 'duration_ms') and log every query that reads the table",
+        description="parse a SQL history (statements separated by ';', split by sqlglot's tokenizer, so they "
+                    "may span lines; or, when the file starts with '{', JSON lines with a 'query' or 'sql' field "
+                    "and optionally 'ts', 'user', 'duration_ms') and log every query that reads the table; "
+                    "predicates left out of the logged filters are counted and shown",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.set_defaults(run=organize.queries_import, forwarded=False)
     p.add_argument("path", help="table directory")
@@ -165,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dialect", help="the SQL dialect (sqlglot's names: trino, spark, hive, presto, duckdb, ...)")
     p.add_argument("--table", metavar="NAME", help="the table's name in the statements, e.g. db.events "
                                                    "(default: the table directory's name)")
+    p.add_argument("--encoding", default="utf-8", help="the file's text encoding (Python's names: utf-8, latin-1, "
+                                                       "cp1252, utf-16, ...)")
+    p.add_argument("--max-statement-chars", type=_positive_int, default=1_000_000, metavar="N",
+                   help="refuse (and count) a statement longer than this; parsing costs about 3 s and 200 MB "
+                        "per million characters")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p = queries_commands.add_parser("show", help="a summary of the logged queries",
                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -207,8 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
 
     p = command("repair", "set a damaged latest snapshot aside so the table opens at the newest "
-                          "intact one (the damaged file is kept in snapshot/damaged/)", commands.repair)
-    p.add_argument("path", help="table directory")
+                          "intact one (the damaged file is kept in snapshot/damaged/); drop the damaged files "
+                          "of its query log and optimizer history", commands.repair)
+    p.add_argument("path", help="table directory, or its queries/ or optimizer/ directory")
     return parser
 
 
@@ -220,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        with querylog.query_source("cli"):
+        with querylog.query_source("cli"), _warnings_on_one_line(args.command):
             return args.run(args)
     except KeyboardInterrupt:
         err_console.print("mergetree: interrupted")

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import re
 from typing import Any
 
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
-from ..table import Table
+from ..table import Table, housekeeping
 from ..table.compaction.runner import bucket_levels
 from .render import arrow_preview, out_console, progress, text_table
 
@@ -209,11 +210,22 @@ def expire(args: argparse.Namespace) -> int:
 
 
 def repair(args: argparse.Namespace) -> int:
-    done = Table.repair(args.path)
-    if not done:
-        out_console.print("nothing to repair: the latest snapshot is intact")
+    path = os.path.abspath(args.path)
+    if housekeeping.is_log(path):  # `mergetree repair TABLE/queries`: the log alone, even one that cannot be opened
+        what = housekeeping.LOGS[os.path.basename(path)]
+        done = housekeeping.repair_log(path)
+        if not done:
+            out_console.print(f"nothing to repair: the {what} at {path} is intact")
+        for line in done:
+            out_console.print(f"repaired: {line}")
         return 0
-    latest = Table.open(args.path).latest_snapshot()
-    out_console.print(f"repaired {len(done)} snapshot file(s): {'; '.join(done)}")
+    done = Table.repair(path)
+    if not done:
+        out_console.print("nothing to repair: the latest snapshot is intact, and so are the query log and the "
+                          "optimizer history")
+        return 0
+    for line in done:
+        out_console.print(f"repaired: {line}")
+    latest = Table.open(path).latest_snapshot()
     out_console.print(f"the table continues from snapshot {latest.id if latest else '(none: it is empty)'}")
     return 0

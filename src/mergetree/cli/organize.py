@@ -5,34 +5,31 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import re
 from collections import Counter
 
-import pyarrow.compute as pc
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..errors import InvalidArgumentError
 from ..organize import build_report, import_sql, render_html, run_daemon, write_pngs
 from ..organize import replay as replay_queries
-from ..table import Table
+from ..organize.scheduler import interval_seconds
+from ..table import Table, querylog
 from ..table.advise import Advice
-from ..table.querylog import log_path
+from ..table.durations import parse_since, since_moment
 from .render import out_console, progress, text_table
 
 __all__ = ["advise", "optimize_daemon", "parse_age", "queries_import", "queries_show", "render_advice", "replay"]
 
-_AGE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
-
-
-def parse_age(text: str) -> dt.timedelta:
-    """'30d', '12h', '90m', '2w', '45s' -> a timedelta."""
-    match = _AGE.fullmatch(text or "")
-    if match is None:
-        raise argparse.ArgumentTypeError(f"an age is a number and a unit (s, m, h, d, w), like 30d, not {text!r}")
-    return dt.timedelta(seconds=float(match.group(1)) * _SECONDS[match.group(2)])
+def parse_age(text: str) -> dt.timedelta | dt.datetime:
+    """--since: an age ('30d', '12h', '90m', '2w', '45s') or an ISO 8601 moment ('2024-05-01'),
+    read by the table layer's `durations.parse_since`: the forms `Table.advise(since=...)` takes."""
+    try:
+        since = parse_since(text)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    assert since is not None
+    return since
 
 
 def queries_import(args: argparse.Namespace) -> int:
@@ -46,16 +43,11 @@ def queries_import(args: argparse.Namespace) -> int:
 
 def queries_show(args: argparse.Namespace) -> int:
     table = Table.open(args.path)
-    log = log_path(table.path)
-    if not os.path.isdir(log):
-        out_console.print(f"no queries logged yet for {table.path}")
-        return 0
-    rows = Table.open(log).read()
-    if args.since is not None:
-        cutoff = dt.datetime.now(dt.timezone.utc) - args.since
-        rows = rows.filter(pc.field("ts") >= cutoff)
+    moment = since_moment(args.since)
+    # this process's records written first; a damaged file of the log is left out with a warning
+    rows = querylog.read_rows(table.path, filter=None if moment is None else ("ts", ">=", moment))
     if rows.num_rows == 0:
-        out_console.print("no queries in that period")
+        out_console.print(f"no queries logged yet for {table.path}" if moment is None else "no queries in that period")
         return 0
     records = rows.to_pylist()
     out_console.print(f"{len(records):,} queries logged, {records and min(r['ts'] for r in records):%Y-%m-%d %H:%M} "
@@ -103,7 +95,7 @@ def render_advice(advice: Advice) -> RichTable:
 
 def advise(args: argparse.Namespace) -> int:
     table = Table.open(args.path)
-    advice = table.advise(since=args.since, apply=args.apply)
+    advice = table.advise(since=args.since, apply=args.apply)  # flushes this process's records first
     if args.json:
         print(json.dumps(advice.to_json(), indent=2, default=str))
         return 0
@@ -159,6 +151,7 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def optimize_daemon(args: argparse.Namespace) -> int:
+    interval_seconds(args.interval, "--interval")  # a wrong interval is an error before any table is opened
     for path in args.paths:
         Table.open(path)  # a wrong path is an error now, not a line every round
     committed = run_daemon(args.paths, interval=args.interval, once=args.once,

@@ -20,18 +20,21 @@ minor pass is the LSM compaction, their major pass gives files their indexes.
 """
 from __future__ import annotations
 
+import datetime as dt
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import CompactionConflictError, MergeTreeError
 from ..table import Table
+from ..table.durations import seconds
 from ..table.files import DataFileMeta
 from ..table.history import PassReport, history, record_pass
 from ..table.optimize import pending, rewrite_files
 
-__all__ = ["PassReport", "history", "pending", "run_daemon", "run_once"]
+__all__ = ["PassReport", "history", "interval_seconds", "pending", "run_daemon", "run_once"]
 
 
 def _pass(table: Table, tier: str, groups: dict[tuple, list[DataFileMeta]],
@@ -92,11 +95,19 @@ def run_once(path: str, progress: Callable[[int, int], None] | None = None) -> l
     return reports
 
 
-def run_daemon(paths: Sequence[str], interval: float = 60.0, once: bool = False,
+def interval_seconds(interval: Any, name: str = "interval") -> float:
+    """The daemon's pause between rounds, checked: a timedelta or a number of seconds, more
+    than 0 (0 would spin rounds back to back), finite, at most `threading.TIMEOUT_MAX`."""
+    return seconds(interval, name, positive=True, maximum=threading.TIMEOUT_MAX)
+
+
+def run_daemon(paths: Sequence[str], interval: float | dt.timedelta = 60.0, once: bool = False,
                on_report: Callable[[PassReport], None] | None = None,
                stop: threading.Event | None = None) -> int:
-    """Run rounds over `paths` every `interval` seconds until stopped (SIGTERM, SIGINT or
-    `stop`); a failing table is reported and retried next round.  Returns passes committed."""
+    """Run rounds over `paths` every `interval` (seconds or a timedelta, more than 0) until
+    stopped (SIGTERM, SIGINT or `stop`); a failing table is reported and retried next round.
+    Returns passes committed."""
+    pause = interval_seconds(interval)
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -114,5 +125,5 @@ def run_daemon(paths: Sequence[str], interval: float = 60.0, once: bool = False,
                     on_report(PassReport(path, "round", f"failed: {exc}"))
         if once:
             break
-        stop.wait(interval)
+        stop.wait(pause)
     return committed

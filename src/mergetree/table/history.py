@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..errors import MergeTreeError, TableExistsError
 from ..merge import RowKind
 from .directory import TableDirectory, create_table, open_table
-from .read import prepare_read, read_table
+from .logtables import read_rows
 from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot
 from .write import write_rows
@@ -106,9 +106,6 @@ def record_rewrite(directory: TableDirectory, snapshot: Snapshot, tier: str = "o
 
 def history(table_path: str) -> pa.Table:
     """Every pass recorded for the table, oldest first (empty when none ran)."""
-    path = os.path.join(table_path, HISTORY_DIR)
-    if not os.path.isdir(path):
-        return HISTORY_SCHEMA.empty_table()
-    directory = open_table(path, check=True)
-    rows = read_table(directory, prepare_read(directory, None, None, None), None)
+    # the history can be lost without losing the table: a damaged part is left out with a warning
+    rows = read_rows(os.path.join(table_path, HISTORY_DIR), HISTORY_SCHEMA, "optimizer history")
     return rows.sort_by("ts")

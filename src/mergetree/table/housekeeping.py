@@ -1,32 +1,28 @@
 """Housekeeping: expiring old snapshots, removing orphan files, repairing a damaged top of the
-history.  Deletion is always limited to the table's own file names (see `paths`)."""
+history (and a table's query log and optimizer history, by dropping what is damaged).
+Deletion is always limited to the table's own file names (see `paths`)."""
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
 from typing import Any
 
-from ..errors import CorruptTableError, InvalidArgumentError
+from ..errors import CorruptTableError, InvalidArgumentError, MergeTreeError
 from . import paths
-from .directory import TableDirectory
+from .commit import Change, commit_with_rebase
+from .directory import TableDirectory, open_table
+from .durations import seconds
+from .history import HISTORY_DIR
+from .logtables import damaged_data_files, describe
+from .querylog import QUERY_LOG_DIR
+from .snapshots import Snapshot
 
-__all__ = ["DAMAGED_DIR", "expire_snapshots", "referenced_files", "remove_orphan_files", "repair", "seconds"]
+__all__ = ["DAMAGED_DIR", "LOGS", "expire_snapshots", "is_log", "referenced_files", "remove_orphan_files", "repair",
+           "repair_log", "seconds"]
 
-DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/)
-
-
-def seconds(duration: Any, name: str) -> float:
-    """A duration given as a timedelta or as seconds, checked."""
-    if isinstance(duration, dt.timedelta):
-        value = duration.total_seconds()
-    elif isinstance(duration, (int, float)) and not isinstance(duration, bool):
-        value = float(duration)
-    else:
-        raise InvalidArgumentError(f"{name} must be a datetime.timedelta or a number of seconds, not {duration!r}")
-    if not value >= 0:
-        raise InvalidArgumentError(f"{name} must not be negative, got {duration!r}")
-    return value
+DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/; a log's data files)
+# the append tables a table keeps beside its data, which it can lose without losing itself
+LOGS = {QUERY_LOG_DIR: "query log", HISTORY_DIR: "optimizer history"}
 
 
 def _check_latest_intact(directory: TableDirectory) -> None:
@@ -108,17 +104,16 @@ def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]
     return sorted(removed)
 
 
-def repair(directory: TableDirectory) -> list[str]:
-    """Set damaged snapshot files at the top of the history aside (into snapshot/damaged/,
-    never deleted) and reset the LATEST hint, so the table continues from its newest intact
-    snapshot.  Returns a line per snapshot file dealt with."""
+def _set_aside_damaged_snapshots(directory: TableDirectory, prefix: str = "") -> list[str]:
+    """Move damaged snapshot files at the top of the history into snapshot/damaged/ and reset
+    the LATEST hint; a line per snapshot file, its path prefixed with `prefix`."""
     store = directory.store
     done = []
     intact = None
     ids = store.snapshot_ids()
     hint = store.latest_hint()
     if hint is not None:  # snapshot files the hint knows of that are gone
-        done += [f"{paths.snapshot_file(i)} (missing)" for i in range(max(ids, default=0) + 1, hint + 1)]
+        done += [f"{prefix}{paths.snapshot_file(i)} (missing)" for i in range(max(ids, default=0) + 1, hint + 1)]
     for snapshot_id in reversed(ids):
         try:
             store.live_files(store.snapshot(snapshot_id))
@@ -130,6 +125,72 @@ def repair(directory: TableDirectory) -> list[str]:
             os.makedirs(aside, exist_ok=True)
             os.replace(os.path.join(directory.path, relative),
                        os.path.join(aside, f"snapshot-{snapshot_id}.json.{int(time.time())}"))
-            done.append(f"{relative} (damaged: moved to {paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/)")
+            done.append(f"{prefix}{relative} (damaged: moved to {prefix}{paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/)")
     store.write_latest_hint(intact)
+    return done
+
+
+def is_log(path: str) -> bool:
+    """Is `path` a table's query log or optimizer history (`<table>/queries`, `<table>/optimizer`)?"""
+    path = os.path.abspath(path)
+    return (os.path.basename(path) in LOGS
+            and os.path.isfile(os.path.join(os.path.dirname(path), paths.SCHEMA_FILE)))
+
+
+def repair_log(path: str) -> list[str]:
+    """Repair a table's query log or optimizer history (`<table>/queries`, `<table>/optimizer`),
+    data the table can lose without losing itself, by dropping what is damaged: damaged
+    snapshots at the top of its history are set aside (as `repair` does for a table), its data
+    files that do not read back whole are dropped from it in one commit (and kept in
+    `damaged/`), and a log whose schema cannot be read is set aside whole (a new one starts
+    with the next record).  Returns a line per file dealt with, paths relative to the table."""
+    path = os.path.abspath(path)
+    name = os.path.basename(path)
+    what = LOGS.get(name, "log")
+    if not os.path.isdir(path):
+        return []
+    try:
+        directory = open_table(path, check=False)
+    except MergeTreeError as exc:
+        aside = f"{path}.damaged-{int(time.time())}"
+        os.replace(path, aside)
+        return [f"{name}/ ({describe(exc, path)}): the whole {what} moved to {os.path.basename(aside)}/; a new "
+                f"one starts with the next record"]
+    done = _set_aside_damaged_snapshots(directory, f"{name}/")
+    latest = directory.latest_snapshot()
+    damaged = damaged_data_files(directory, latest) if latest is not None else []
+    if not damaged:
+        return done
+    names = {entry.file.file_name for entry, _ in damaged}
+
+    def drop(base: Snapshot | None) -> Change:
+        live = directory.live_files(base)
+        return Change([], [live[n] for n in sorted(names) if n in live])
+
+    commit_with_rebase(directory, latest, drop, "OVERWRITE")
+    for entry, reason in damaged:
+        file = os.path.join(path, entry.file.file_name)
+        kept = ""
+        if os.path.exists(file):
+            aside = os.path.join(path, DAMAGED_DIR)
+            os.makedirs(aside, exist_ok=True)
+            os.replace(file, os.path.join(aside, os.path.basename(file)))
+            kept = f"; kept in {name}/{DAMAGED_DIR}/"
+        problem = reason.removeprefix(f"data file {entry.file.file_name} ").removeprefix("is ")
+        done.append(f"{name}/{entry.file.file_name} ({problem}): dropped from the {what}, "
+                    f"{entry.file.row_count:,} rows lost{kept}")
+    return done
+
+
+def repair(directory: TableDirectory) -> list[str]:
+    """Set damaged snapshot files at the top of the history aside (into snapshot/damaged/,
+    never deleted) and reset the LATEST hint, so the table continues from its newest intact
+    snapshot; then repair the table's query log and optimizer history (`repair_log`: what is
+    damaged there is dropped).  Returns a line per file dealt with.  A log directory itself
+    (`<table>/queries`) is repaired as a log."""
+    if is_log(directory.path):
+        return repair_log(directory.path)
+    done = _set_aside_damaged_snapshots(directory)
+    for name in LOGS:
+        done += repair_log(os.path.join(directory.path, name))
     return done

@@ -11,7 +11,11 @@ any table, e.g. ``Table.open(log_path(path)).read()``), which the advisor reads.
 Logging is never on a read's critical path: recording is a list append, a background thread
 writes batches (at most every FLUSH_SECONDS, at once when MAX_BUFFERED pile up, and at
 interpreter exit), and a failed write is reported once through the ``mergetree.querylog``
-logger and dropped — it never fails or slows a read.  The option ``query-log.enabled=false``
+logger and dropped — it never fails or slows a read.  Whoever reads the log (`read_rows`: the
+advisor, replay, the report, ``mergetree queries show``) writes this process's records first,
+so a script's reads are seen by its own ``advise()``.  The log is data the table can lose
+without losing itself: a damaged file of it is left out with a warning (`logtables`), and
+``mergetree repair`` drops it.  The option ``query-log.enabled=false``
 switches it off for a table, the environment variable ``MERGETREE_QUERY_LOG=0`` for the process.
 """
 from __future__ import annotations
@@ -33,17 +37,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CommitConflictError, InvalidArgumentError, MergeTreeError, TableExistsError
+from ..errors import CommitConflictError, CorruptTableError, InvalidArgumentError, MergeTreeError, TableExistsError
 from ..merge import RowKind
 from . import filters as flt
 from .compaction.runner import compact_buckets
 from .directory import TableDirectory, create_table, open_table
+from .logtables import read_rows as read_log_table
 from .schema import TableSchema
 from .values import decode_value, encode_value
 from .write import write_rows
 
 __all__ = ["LOG_SCHEMA", "PREDICATE_KINDS", "QUERY_LOG_DIR", "QueryRecord", "append_rows", "filter_from_json",
-           "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "record"]
+           "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "read_rows",
+           "record"]
 
 QUERY_LOG_DIR = "queries"
 FLUSH_SECONDS = 5.0          # each flush is a commit to the log: few and large beats many and small
@@ -282,6 +288,20 @@ def append_rows(table_path: str, rows: list[dict[str, Any]]) -> None:
             compact_buckets(directory, None, full=True)
         except CommitConflictError:
             pass  # another process compacted it first
+        except CorruptTableError as exc:  # the rows are written; a damaged old file stops only the compaction
+            if table_path not in _failed:
+                _failed.add(table_path)
+                _log.warning("mergetree: the query log of %s holds a damaged file (%s); it is not compacted until "
+                             "`mergetree repair` drops it", table_path, exc)
+
+
+def read_rows(table_path: str, columns: Sequence[str] | None = None, filter: flt.Filter = None) -> pa.Table:
+    """The table's logged queries (LOG_SCHEMA's columns, or `columns`), this process's queued
+    records written first; none when nothing was logged.  A damaged part of the log is left
+    out with a `logtables.DamagedLogWarning` naming it, never an error."""
+    flush(table_path)
+    return read_log_table(log_path(table_path), LOG_SCHEMA, "query log",
+                          list(columns) if columns is not None else None, filter)
 
 
 def _open_or_create(path: str) -> TableDirectory:
@@ -298,8 +318,9 @@ def _open_or_create(path: str) -> TableDirectory:
 def _report(path: str, exc: BaseException) -> None:
     if path not in _failed:
         _failed.add(path)
-        _log.warning("mergetree: the query log of %s cannot be written (%s: %s); its records are dropped",
-                     path, type(exc).__name__, exc)
+        repair = " (`mergetree repair` drops its damaged files)" if isinstance(exc, CorruptTableError) else ""
+        _log.warning("mergetree: the query log of %s cannot be written (%s: %s); its records are dropped%s",
+                     path, type(exc).__name__, exc, repair)
 
 
 def _run() -> None:

@@ -13,8 +13,8 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
+from . import durations, history, housekeeping, optimize, querylog, read, write
 from . import filters as flt
-from . import history, housekeeping, optimize, querylog, read, write
 from .advise import Advice, advise
 from .aggregate import aggregate
 from .compaction.runner import Progress, compact_buckets
@@ -210,15 +210,15 @@ class Table:
             (time.perf_counter() - started) * 1000.0))
 
     # -- data organization --------------------------------------------------------------
-    def advise(self, since: dt.timedelta | dt.datetime | None = None, apply: bool = False,
+    def advise(self, since: dt.timedelta | dt.datetime | str | None = None, apply: bool = False,
                sample_rows: int = 200_000) -> Advice:
         """Recommend a layout, indexes, an in-file sort and pre-aggregates from the query log
-        (queries newer than `since`) and a sample of the data, each with its reason and the
-        effect measured by replaying the logged queries on simulated layouts.  `apply=True`
-        writes the recommendation into the table's options; `optimize` (or the optimizer
-        daemon) then carries it out."""
-        if since is not None and not isinstance(since, (dt.timedelta, dt.datetime)):
-            raise InvalidArgumentError(f"since must be a datetime.timedelta or datetime, not {since!r}")
+        (queries newer than `since`: an age, a `timedelta` or '30d', or a moment) and a sample of
+        the data, each with its reason and the effect measured by replaying the logged queries on
+        simulated layouts.  `apply=True` writes the recommendation into the table's options;
+        `optimize` (or the optimizer daemon) then carries it out."""
+        since = durations.parse_since(since)  # an age (timedelta, '30d') or a moment, as the CLI's --since
+        querylog.flush(self.path)  # this process's reads are in the log before it is read
         advice = advise(self.directory, since, sample_rows)
         if apply and advice.options:
             self.set_options(advice.options)

@@ -6,7 +6,6 @@ advisor can be tested on a synthetic log."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,9 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import filters as flt
-from ..directory import open_table
-from ..querylog import filter_from_json, log_path
-from ..read import prepare_read, read_table
+from ..durations import since_moment
+from ..querylog import filter_from_json, read_rows
 
 __all__ = ["CLUSTER_KINDS", "EQUALITY_KINDS", "LoggedQuery", "Workload", "read_log", "summarize"]
 
@@ -123,26 +121,21 @@ def summarize(queries: Iterable[LoggedQuery]) -> Workload:
     return out
 
 
-def read_log(table_path: str, since: dt.timedelta | dt.datetime | None = None,
+def read_log(table_path: str, since: dt.timedelta | dt.datetime | str | None = None,
              sources: Sequence[str] | None = None) -> list[LoggedQuery]:
-    """The logged queries of a table (the newest first is not promised), optionally only those
-    newer than `since` (an age or a moment) and from `sources`."""
-    path = log_path(table_path)
-    if not os.path.isdir(path):
-        return []
-    directory = open_table(path, check=True)
+    """The logged queries of a table (this process's written first; the newest first is not
+    promised), optionally only those newer than `since` (an age or a moment, as
+    `durations.parse_since` reads it) and from `sources`.  A damaged part of the log is left out
+    with a warning (`querylog.read_rows`)."""
     f: list = []
-    if since is not None:
-        moment = dt.datetime.now(dt.timezone.utc) - since if isinstance(since, dt.timedelta) else since
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.timezone.utc)
+    moment = since_moment(since)
+    if moment is not None:
         f.append(("ts", ">=", moment))
     if sources:
         f.append(("source", "in", list(sources)))
     columns = ["predicates", "filter", "order_by", "limit", "group_by", "measures", "bytes_scanned", "bytes_total",
                "files_scanned", "files_total", "ts"]
-    prepared = prepare_read(directory, columns, f or None, None)
-    rows: pa.Table = read_table(directory, prepared, None)
+    rows: pa.Table = read_rows(table_path, columns, f or None)
     if rows.num_rows and "ts" in rows.column_names:
         rows = rows.take(pc.sort_indices(rows, [("ts", "ascending")]))
     return [LoggedQuery.from_row(r) for r in rows.to_pylist()]
