@@ -13,9 +13,10 @@ from rich.text import Text
 from ..errors import InvalidArgumentError
 from ..organize import build_report, import_sql, render_html, run_daemon, write_pngs
 from ..organize import replay as replay_queries
+from ..organize.report import column_usage
 from ..organize.scheduler import interval_seconds
 from ..table import Table, querylog
-from ..table.advise import Advice
+from ..table.advise import Advice, LoggedQuery
 from ..table.durations import parse_since, since_moment
 from .render import out_console, progress, text_table
 
@@ -55,11 +56,11 @@ def queries_show(args: argparse.Namespace) -> int:
     by = Counter((r["source"], r["kind"]) for r in records)
     out_console.print(text_table([("source", "kind", "queries"),
                                   *[(s, k, f"{n:,}") for (s, k), n in by.most_common()]], right_aligned={2}))
-    columns = Counter((p["column"], p["kind"]) for r in records for p in r["predicates"] or [] if p["column"])
+    columns = column_usage(LoggedQuery.from_row(r) for r in records)  # the report counts with the same function
     if columns:
-        out_console.print(text_table([("filtered column", "predicate", "queries", "share"),
-                                      *[(c, k, f"{n:,}", f"{n / len(records):.0%}")
-                                        for (c, k), n in columns.most_common(args.top)]], right_aligned={2, 3}))
+        out_console.print(text_table([("filtered column", "predicates (queries)", "queries", "share", "files skipped"),
+                                      *[(u.column, u.kinds_text(), f"{u.queries:,}", f"{u.queries / len(records):.0%}",
+                                         u.skipped_text()) for u in columns[:args.top]]], right_aligned={2, 3, 4}))
     scanned = [r for r in records if r["bytes_total"]]
     if scanned:
         share = sum(r["bytes_scanned"] for r in scanned) / sum(r["bytes_total"] for r in scanned)
