@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from decimal import Decimal
 
 import pyarrow as pa
@@ -96,36 +97,72 @@ def test_the_corpus_yields_the_expected_patterns(dialect, sql, expected):
     assert sorted(shapes, key=repr) == sorted(expected, key=repr)
 
 
-def test_import_logs_queries_skips_malformed_and_replays(tmp_path):
+def _events(tmp_path):
     table = Table.create(str(tmp_path / "events"), SCHEMA)
     table.write({"id": list(range(20)), "a": [i % 5 for i in range(20)], "b": [i / 10 for i in range(20)],
                  "c": [f"abc{i}" if i % 2 else f"x{i}" for i in range(20)],
                  "ts": [dt.datetime(2024, 5, 1) + dt.timedelta(hours=i) for i in range(20)],
                  "d": [dt.date(2024, 5, 1 + i % 3) for i in range(20)], "category": ["k", "m"] * 10,
                  "amount": [1.5] * 20, "price": [Decimal("1.00")] * 20})
+    return table
+
+
+def _logged(table):
+    querylog.flush()
+    log = querylog.log_path(table.path)
+    return Table.open(log).read().to_pylist() if os.path.isdir(log) else []
+
+
+def _multiline(sql):
+    """The statement as people write it: a clause a line, indented."""
+    for word in (" FROM ", " WHERE ", " AND ", " OR ", " GROUP BY ", " ORDER BY ", " JOIN ", " UNION ALL "):
+        sql = sql.replace(word, "\n  " + word.strip() + " ")
+    return sql
+
+
+def test_import_logs_queries_skips_malformed_and_replays(tmp_path):
+    table = _events(tmp_path)
     history = tmp_path / "history.sql"
-    lines = [f"-- exported {dt.date(2024, 5, 2)}", ""]
-    lines += [sql.replace("events", "db.events") + ";" for dialect, sql, _ in CORPUS if dialect == "trino"]
-    lines += ["SELEC * FORM events", "SELECT * FROM events WHERE (a = 1", "{not json", '{"user": "no query"}']
-    lines.append(json.dumps({"query": "SELECT * FROM db.events WHERE c LIKE 'abc%'", "user": "ana",
-                             "ts": "2024-05-02T08:00:00Z", "duration_ms": 42}))
-    history.write_text("\n".join(lines) + "\n")
-    result = import_sql(table.path, history, dialect="trino", table_name="db.events")
     trino = [x for x in CORPUS if x[0] == "trino"]
-    assert result.statements == len(trino) + 5
-    assert result.skipped == 4 and len(result.errors) == 2  # the two JSON lines carry no parse error
-    assert "not a statement" in result.errors[0]
+    parts = [f"-- exported {dt.date(2024, 5, 2)}\n\n"]
+    parts += [_multiline(sql.replace("events", "db.events")) + ";\n\n" for _, sql, _ in trino]
+    parts += ["SELEC * FORM events;\n", "SELECT * FROM db.events WHERE (a = 1;\n", "SELECT * FROM db.events\n"]
+    history.write_text("".join(parts))
+    result = import_sql(table.path, history, dialect="trino", table_name="db.events")
+    assert result.statements == len(trino) + 3
+    assert result.skipped == 2 and len(result.errors) == 2
+    assert "not a statement" in result.errors[0] and result.errors[0].startswith("line ")
     assert result.other_tables == 1
     assert result.imported == sum(len(expected) for _, _, expected in trino) + 1
-    querylog.flush()
-    log = Table.open(querylog.log_path(table.path)).read().to_pylist()
+    log = _logged(table)
     assert len(log) == result.imported and {r["source"] for r in log} == {"import"}
+    # every statement logged with its whole text, each logged filter replays on the table
+    for r in log:
+        table.read(filter=querylog.filter_from_json(r["filter"]))
+    texts = {r["sql"] for r in log}
+    assert _multiline(trino[1][1].replace("events", "db.events")) in texts
+
+
+def test_json_lines_carry_time_user_and_duration(tmp_path):
+    table = _events(tmp_path)
+    history = tmp_path / "history.jsonl"
+    records = [
+        {"query": "SELECT *\nFROM db.events\nWHERE c LIKE 'abc%'", "user": "ana", "ts": "2024-05-02T08:00:00Z",
+         "duration_ms": 42},
+        {"sql": "SELECT * FROM db.events WHERE a = 1; SELECT * FROM db.events WHERE a = 2;", "user": "bo"},
+    ]
+    lines = [json.dumps(r) for r in records] + ["{not json", '{"user": "no query"}', ""]
+    history.write_text("\n".join(lines) + "\n")
+    result = import_sql(table.path, history, dialect="trino", table_name="db.events")
+    assert (result.statements, result.imported, result.skipped) == (5, 3, 2)
+    assert result.errors[0].startswith("line 3: not a JSON object") and result.errors[1].startswith("line 4: ")
+    log = _logged(table)
     ana = next(r for r in log if r["user"] == "ana")
     assert ana["duration_ms"] == 42 and ana["ts"] == dt.datetime(2024, 5, 2, 8, tzinfo=dt.timezone.utc)
     assert ana["predicates"] == [{"column": "c", "kind": "like_prefix"}]
-    # each logged filter replays on the table, and the LIKE-prefix range selects what LIKE does
-    for r in log:
-        table.read(filter=querylog.filter_from_json(r["filter"]))
+    assert sorted(querylog.filter_from_json(r["filter"]) for r in log if r["user"] == "bo") == \
+        [("a", "=", 1), ("a", "=", 2)]
+    # the LIKE-prefix range selects what LIKE does
     like = table.read(filter=querylog.filter_from_json(ana["filter"]))
     assert sorted(like.column("c").to_pylist()) == sorted(c for c in table.read().column("c").to_pylist()
                                                           if c.startswith("abc"))

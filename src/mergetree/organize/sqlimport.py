@@ -1,5 +1,13 @@
 """Import an existing SQL history into a table's query log (`mergetree queries import`).
 
+The file is decoded with a stated encoding (UTF-8 by default; undecodable input is an error
+naming the byte offset and line, and nothing is logged).  It is either a SQL script, whose
+statements are separated by `;` (split by sqlglot's own tokenizer in the given dialect, so
+statements may span lines and `;` may sit in string literals, quoted names and comments), or,
+when its first character is `{`, JSON lines with the statement under "query"/"sql"/... and
+optionally a time, a user and a duration.  A statement longer than `max_statement_chars` is
+refused (counted, with its line): parsing costs about 3 s and 200 MB per million characters.
+
 Each statement is parsed with sqlglot in the given dialect.  Every place the statement reads
 the table (matched by name, case-insensitively, qualified or not) becomes one logged query:
 
@@ -10,18 +18,23 @@ the table (matched by name, case-insensitively, qualified or not) becomes one lo
 * ORDER BY (by name, alias or position) with LIMIT, GROUP BY with SUM / COUNT / MIN / MAX / AVG.
 
 A predicate that cannot be turned into a filter (a subquery, a function of a column, a value
-of the wrong type) is still logged by column and kind, and left out of the replayable filter:
-under AND the rest still holds; under OR the whole OR is dropped, so the filter kept is never
-narrower than the statement's.  Columns are attributed by alias; an unqualified column goes to
-the table when the table has a column of that name.  Statements that do not parse are
-skipped and counted; statements about other tables are counted apart.
+that is not a constant or not of the column's type, a column the table does not have) is still
+logged by column and kind, left out of the replayable filter, and reported (`Dropped`, counted
+by reason in `ImportResult.dropped`): under AND the rest still holds; under OR the whole OR is
+dropped, so the filter kept is never narrower than the statement's.  Columns are attributed by
+alias; an unqualified column goes to the table when the table has a column of that name.
+Statements that do not parse are skipped and counted; statements about other tables are
+counted apart.
 """
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import json
 import os
-from collections.abc import Iterable, Iterator
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
@@ -31,11 +44,42 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError, MergeTreeError
 from ..table import Table
 from ..table import filters as flt
-from ..table.querylog import QueryRecord, append_rows
+from ..table.querylog import MAX_FILTER_JSON, QueryRecord, append_rows, filter_to_json
 
-__all__ = ["ImportResult", "extract_queries", "import_sql", "read_statements"]
+__all__ = ["Dropped", "ImportResult", "Statement", "extract_queries", "import_sql", "read_statements"]
 
 BATCH = 5_000  # records appended per commit
+MAX_STATEMENT_CHARS = 1_000_000  # a longer statement is refused (parsing: ~3 s and ~200 MB per million)
+EXAMPLES = 5  # problems and dropped predicates kept as examples, per kind
+WINDOW = 256 * 1024  # characters of a SQL script tokenized at a time (tokens take ~80 bytes a character)
+
+# Why a predicate on the table was left out of the logged filter (`Dropped.reason`)
+UNKNOWN_COLUMN = "a column the table does not have"
+FUNCTION = "a function or expression of a column"
+SUBQUERY = "a subquery"
+NOT_CONSTANT = "compared with something that is not a constant"
+BAD_VALUE = "a value the column's type does not take"
+TWO_COLUMNS = "two of the table's columns compared"
+NULL_COMPARISON = "a comparison with NULL (never true)"
+LIKE_PATTERN = "a LIKE pattern that is not a plain prefix, or NOT LIKE"
+OR_BRANCH = "an OR with a branch that has no filter form (the whole OR is left out)"
+TOO_LARGE = f"a filter over {MAX_FILTER_JSON // 1024} KB (logged by its shape only)"
+NO_FORM = "a predicate the filter language has no form for"
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A predicate on the table left out of a logged filter: its SQL (shortened), why (one of
+    the reasons above, what `ImportResult.dropped` counts), what exactly (the unknown columns;
+    for an OR, the branch that made it go) and the line of the file it is on, when known."""
+
+    predicate: str
+    reason: str
+    detail: str = ""
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.predicate}: {self.reason}" + (f" — {self.detail}" if self.detail else "")
 
 
 @dataclass
@@ -43,20 +87,43 @@ class ImportResult:
     statements: int = 0
     imported: int = 0            # logged queries (a statement can read the table more than once)
     other_tables: int = 0        # statements that parse but do not read the table
-    skipped: int = 0             # statements that do not parse
-    errors: list[str] = field(default_factory=list)  # the first few parse errors
+    skipped: int = 0             # statements that do not parse (or cannot be read)
+    too_large: int = 0           # statements refused for their size (longer than max_statement_chars)
+    errors: list[str] = field(default_factory=list)   # the first few parse errors, with their lines
+    refused: list[str] = field(default_factory=list)  # the first few statements refused for their size
+    dropped: Counter[str] = field(default_factory=Counter)  # predicates left out of filters, by reason
+    dropped_examples: list[str] = field(default_factory=list)  # the first few, with their lines
 
     def summary(self) -> str:
-        return (f"{self.statements:,} statements: {self.imported:,} queries of the table logged, "
+        text = (f"{self.statements:,} statements: {self.imported:,} queries of the table logged, "
                 f"{self.other_tables:,} about other tables, {self.skipped:,} skipped (not parsable)")
+        if self.too_large:
+            text += f", {self.too_large:,} refused (too long)"
+        return text
+
+    def dropped_summary(self) -> str | None:
+        """One line: how many predicates were left out of the logged filters, by reason."""
+        total = sum(self.dropped.values())
+        if not total:
+            return None
+        reasons = "; ".join(f"{n:,} {reason}" for reason, n in self.dropped.most_common())
+        return f"{total:,} predicates left out of the logged filters: {reasons}"
 
 
 @dataclass
 class Statement:
+    """One statement of a history; `problem` says why it cannot be analysed (not JSON, too long,
+    cannot be tokenized), `too_large` when that is its length."""
+
     sql: str
+    line: int = 1                 # where it starts in the file
     ts: dt.datetime | None = None
     user: str | None = None
     duration_ms: float | None = None
+    problem: str | None = None
+    too_large: bool = False
+    tokens: list[Any] | None = field(default=None, repr=False)  # sqlglot's tokens, indexing `source`
+    source: str = field(default="", repr=False)
 
 
 # ---------------------------------------------------------------------------
@@ -69,7 +136,7 @@ _USER_KEYS = ("user", "username", "user_name", "principal")
 _DURATION_KEYS = ("duration_ms", "elapsed_ms", "wall_time_ms", "execution_time_ms")
 
 
-def _first(record: dict, keys: Iterable[str]) -> Any:
+def _first(record: dict, keys: tuple[str, ...]) -> Any:
     for key in keys:
         if record.get(key) is not None:
             return record[key]
@@ -89,31 +156,226 @@ def _timestamp(value: Any) -> dt.datetime | None:
     return None
 
 
-def read_statements(lines: Iterable[str]) -> Iterator[Statement | None]:
-    """Statements of a history: one SQL statement per line, or JSON lines with the statement
-    under "query"/"sql"/"statement" (and optionally a time, a user and a duration).  Blank and
-    `--` comment lines are left out; a JSON line without a statement yields None (skipped)."""
-    for line in lines:
-        text = line.strip()
-        if not text or text.startswith("--"):
-            continue
-        if text.startswith("{"):
-            try:
-                record = json.loads(text)
-            except ValueError:
-                yield None
-                continue
-            sql = _first(record, _SQL_KEYS) if isinstance(record, dict) else None
-            if not isinstance(sql, str) or not sql.strip():
-                yield None
-                continue
-            duration = _first(record, _DURATION_KEYS)
-            user = _first(record, _USER_KEYS)
-            yield Statement(sql.strip().rstrip(";"), _timestamp(_first(record, _TIME_KEYS)),
-                            str(user) if user is not None else None,
-                            float(duration) if isinstance(duration, (int, float)) else None)
+def decode_history(data: bytes, encoding: str, name: str) -> str:
+    """`data` decoded; InvalidArgumentError naming the file, the byte offset and the line of the
+    first undecodable byte.  A leading byte-order mark is dropped."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise InvalidArgumentError(f"unknown encoding {encoding!r} (Python's names: utf-8, latin-1, "
+                                   f"cp1252, utf-16, ...)") from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidArgumentError(
+            f"{name} is not valid {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start:,} (line {line:,}) "
+            f"cannot be decoded; give the file's encoding (encoding=... in Python, --encoding on the CLI)") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _tokenize(dialect: Any, text: str) -> tuple[list[Any], str | None]:
+    """sqlglot's tokens of `text`, and the tokenizer's error if it stopped early (its tokens up
+    to there are kept)."""
+    from sqlglot.errors import TokenError
+
+    tokenizer = dialect.tokenizer()
+    try:
+        return tokenizer.tokenize(text), None
+    except TokenError as exc:
+        return list(tokenizer.tokens), str(exc).splitlines()[0][:160]
+
+
+def _semicolon(token: Any) -> bool:
+    from sqlglot.tokens import TokenType
+
+    return bool(token.token_type == TokenType.SEMICOLON)
+
+
+def _chunks(tokens: list[Any]) -> Iterator[list[Any]]:
+    """The statements' tokens between semicolons (empty statements left out)."""
+    current: list[Any] = []
+    for token in tokens:
+        if _semicolon(token):
+            if current:
+                yield current
+            current = []
         else:
-            yield Statement(text.rstrip(";"))
+            current.append(token)
+    if current:
+        yield current
+
+
+def _too_large(length: int, line: int, limit: int) -> Statement:
+    return Statement("", line, problem=f"line {line:,}: a statement of {length:,} characters, longer than the limit "
+                                       f"of {limit:,} (max_statement_chars, --max-statement-chars); not logged",
+                     too_large=True)
+
+
+def _statement(tokens: list[Any], source: str, first_line: int, first_col: int, limit: int,
+               **meta: Any) -> Statement:
+    """A statement from its tokens in `source` (which starts at line `first_line`, column
+    `first_col` of the file): token lines and columns are made the file's own, so sqlglot's
+    messages point into the file."""
+    for token in tokens:
+        if token.line == 1:
+            token.col += first_col
+        token.line += first_line - 1
+    start, end = tokens[0].start, tokens[-1].end + 1
+    line = tokens[0].line
+    if end - start > limit:
+        return _too_large(end - start, line, limit)
+    return Statement(source[start:end], line, tokens=tokens, source=source, **meta)
+
+
+def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[int, int], None] | None,
+                       window_chars: int = WINDOW) -> Iterator[Statement]:
+    """The statements of a SQL script, split at the tokenizer's semicolons a window at a time
+    (memory: the tokens of a window or of one statement, never the whole file's)."""
+    n = len(text)
+    pos, line, size = 0, 1, window_chars   # pos: a statement boundary; line: the file's line at pos
+    delimiters = _delimiters(dialect)
+    while pos < n:
+        end = min(n, pos + size)
+        window = text[pos:end]
+        tokens, error = _tokenize(dialect, window)
+        column = pos - (text.rfind("\n", 0, pos) + 1)
+        last = next((i for i in range(len(tokens) - 1, -1, -1) if _semicolon(tokens[i])), None)
+        if end == n or last is not None:
+            complete = tokens if end == n and error is None else tokens[:last + 1] if last is not None else []
+            for chunk in _chunks(complete):
+                yield _statement(chunk, window, line, column, limit)
+            if end == n and error is not None:  # the tokenizer stopped in the last statement read
+                broken = complete[-1].end + 1 if complete else 0
+                broken += len(window[broken:]) - len(window[broken:].lstrip())
+                stopped = line + window.count("\n", 0, broken)
+                yield Statement("", stopped, problem=f"line {stopped:,}: cannot be split into tokens ({error}; "
+                                                     f"an unterminated quote or comment?): the last "
+                                                     f"{n - pos - broken:,} characters of the file are not read")
+            consumed = n - pos if last is None or end == n else tokens[last].end + 1
+            line += window.count("\n", 0, consumed)
+            pos += consumed
+            size = window_chars
+        elif tokens and _longer(text, pos + tokens[0].start, end, limit, delimiters,
+                                resume := pos + (tokens[-2].end + 1 if len(tokens) >= 2 else tokens[0].start)):
+            first = line + window.count("\n", 0, tokens[0].start)
+            start = pos + tokens[0].start
+            stop = _skip_statement(text, dialect, resume, delimiters, window_chars)
+            yield _too_large(stop - start, first, limit)
+            line += text.count("\n", pos, stop)
+            pos, size = stop, window_chars
+        else:  # a statement (or a comment) longer than the window: read it whole, up to the limit
+            size = min(size * 4, limit + window_chars)
+        if progress is not None:
+            progress(pos, n)
+
+
+def _delimiters(dialect: Any) -> re.Pattern[str]:
+    """Any character that can open a string, a quoted name or a comment in the dialect (the first
+    characters of its tokenizer's quotes, identifiers and comments, and the non-alphanumeric ones
+    of its prefixed strings): where none occurs, the tokenizer's next `;` is the next ';'."""
+    tokenizer = dialect.tokenizer_class
+    chars = set("'\"`")
+    for name in ("_QUOTES", "_IDENTIFIERS", "_COMMENTS", "HEREDOC_STRINGS"):
+        chars.update(str(key)[0] for key in getattr(tokenizer, name, None) or () if key)
+    for key in getattr(tokenizer, "_FORMAT_STRINGS", None) or ():
+        chars.update(c for c in str(key) if not c.isalnum())
+    return re.compile("[" + re.escape("".join(sorted(chars))) + "]")
+
+
+def _plain_end(text: str, pos: int, delimiters: re.Pattern[str]) -> int | None:
+    """Where the statement around `pos` (a token boundary) ends, when that is plain without
+    tokenizing: no string, quoted name or comment can begin before the next ';' (or the file
+    has none).  None: it takes the tokenizer to tell."""
+    semicolon = text.find(";", pos)
+    if semicolon < 0:
+        return len(text)
+    return semicolon + 1 if delimiters.search(text, pos, semicolon) is None else None
+
+
+def _longer(text: str, start: int, read: int, limit: int, delimiters: re.Pattern[str], resume: int) -> bool:
+    """Whether the statement starting at `start`, with no ';' up to `read`, is longer than
+    `limit`: known when it is read that far, or when its end is plain from `resume` on."""
+    if read - start > limit:
+        return True
+    plain = _plain_end(text, resume, delimiters)
+    return plain is not None and plain - start > limit
+
+
+def _skip_statement(text: str, dialect: Any, pos: int, delimiters: re.Pattern[str], window_chars: int) -> int:
+    """Where the statement around `pos` (a token boundary) ends: after its semicolon, or at the
+    end of the file.  Found without the tokenizer while the text is plain (`_plain_end`), else
+    tokenized a window at a time, the tokens thrown away."""
+    n, size = len(text), window_chars
+    while True:
+        plain = _plain_end(text, pos, delimiters)
+        if plain is not None:
+            return plain
+        end = min(n, pos + size)
+        tokens, _ = _tokenize(dialect, text[pos:end])
+        semicolon = next((t for t in tokens if _semicolon(t)), None)
+        if semicolon is not None:
+            return pos + semicolon.end + 1
+        if end == n:
+            return n
+        if len(tokens) >= 2:  # the last token may be cut by the window: read it again
+            pos, size = pos + tokens[-2].end + 1, window_chars
+        else:
+            size *= 2
+
+
+def _json_statements(text: str, dialect: Any, limit: int,
+                     progress: Callable[[int, int], None] | None) -> Iterator[Statement]:
+    offset = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        offset += len(raw) + 1
+        if progress is not None and number % 1000 == 0:
+            progress(min(offset, len(text)), len(text))
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            yield Statement("", number, problem=f"line {number:,}: not a JSON object ({exc})")
+            continue
+        sql = _first(record, _SQL_KEYS) if isinstance(record, dict) else None
+        if not isinstance(sql, str) or not sql.strip():
+            yield Statement("", number, problem=f"line {number:,}: no statement under "
+                                                f"{' / '.join(repr(k) for k in _SQL_KEYS)}")
+            continue
+        if len(sql) > limit:
+            yield _too_large(len(sql), number, limit)
+            continue
+        duration = _first(record, _DURATION_KEYS)
+        user = _first(record, _USER_KEYS)
+        meta: dict[str, Any] = {"ts": _timestamp(_first(record, _TIME_KEYS)),
+                                "user": str(user) if user is not None else None,
+                                "duration_ms": float(duration) if isinstance(duration, (int, float)) else None}
+        tokens, error = _tokenize(dialect, sql)
+        if error is not None:
+            yield Statement(sql, number, problem=f"line {number:,}: {error}", **meta)
+            continue
+        for chunk in _chunks(tokens):
+            statement = _statement(chunk, sql, 1, 0, limit, **meta)
+            statement.line = number  # the record's line, not the line inside its SQL
+            yield statement
+
+
+def read_statements(text: str, dialect: str | None = None, max_statement_chars: int = MAX_STATEMENT_CHARS,
+                    progress: Callable[[int, int], None] | None = None,
+                    window_chars: int = WINDOW) -> Iterator[Statement]:
+    """The statements of a decoded history (see the module docstring): JSON lines when its first
+    character is `{`, else a SQL script split at semicolons by sqlglot's tokenizer,
+    `window_chars` at a time (the statements are the same for any window: tests use tiny ones).
+    Statements that cannot be analysed come with a `problem` (and nothing to parse)."""
+    from sqlglot.dialects.dialect import Dialect
+
+    tokenizing = Dialect.get_or_raise(dialect)
+    if text.lstrip()[:1] == "{":
+        yield from _json_statements(text, tokenizing, max_statement_chars, progress)
+    else:
+        yield from _script_statements(text, tokenizing, max_statement_chars, progress, max(1, window_chars))
 
 
 # ---------------------------------------------------------------------------
@@ -131,6 +393,8 @@ class ExtractedQuery:
     group_by: list[str]
     measures: list[tuple[str, str]]
     columns: list[str] | None
+    dropped: list[Dropped] = field(default_factory=list)  # predicates left out of `filter`
+    filter_json: str | None = None  # `filter` as the log stores it
 
 
 class _NotAStatement(ValueError):
@@ -138,7 +402,12 @@ class _NotAStatement(ValueError):
 
 
 class _Unconvertible(Exception):
-    """A predicate that has no filter form (it is still logged by column and kind)."""
+    """A predicate that has no filter form (it is still logged by column and kind); `reason` is
+    None when the predicate is not about the table at all (another table's column)."""
+
+    def __init__(self, reason: str | None, message: str = "") -> None:
+        super().__init__(message or reason or "not about the table")
+        self.reason = reason
 
 
 def _table_matches(node: Any, wanted: tuple[str, ...]) -> bool:
@@ -167,10 +436,24 @@ class _Extractor:
                 raise InvalidArgumentError(f"unknown SQL dialect {dialect!r} (sqlglot's names: trino, spark, hive, "
                                            f"presto, duckdb, postgres, mysql, bigquery, snowflake, ...)") from None
         self.dialect = dialect
+        from sqlglot.dialects.dialect import Dialect
+
+        self.parser = Dialect.get_or_raise(dialect).parser()
 
     def parse(self, sql: str) -> Any:
+        return self._statement(self.sqlglot.parse_one(sql, read=self.dialect))
+
+    def parse_statement(self, statement: Statement) -> Any:
+        """The tree of a statement `read_statements` split (its tokens parsed, not its text again)."""
+        if statement.tokens is None:
+            return self.parse(statement.sql)
+        trees = self.parser.parse(statement.tokens, statement.source)
+        if len(trees) != 1 or trees[0] is None:
+            raise _NotAStatement("not one statement")
+        return self._statement(trees[0])
+
+    def _statement(self, tree: Any) -> Any:
         exp = self.exp
-        tree = self.sqlglot.parse_one(sql, read=self.dialect)
         if not isinstance(tree, (exp.Query, exp.DML, exp.DDL, exp.Command, exp.Set, exp.Use, exp.Describe)):
             raise _NotAStatement(f"not a statement (parsed as a bare {tree.key} expression)")
         return tree
@@ -226,14 +509,33 @@ class _Extractor:
         """The table column `node` names in this scope, or _Unconvertible."""
         exp = self.exp
         if not isinstance(node, exp.Column):
-            raise _Unconvertible("not a plain column")
+            raise _Unconvertible(FUNCTION, "not a plain column")
         name = node.name.lower()
         if name not in self.columns or (visible is not None and name not in visible):
-            raise _Unconvertible(f"{node.sql()} is not a column of the table")
+            raise _Unconvertible(None, f"{node.sql()} is not a column of the table")
         qualifier = node.table.lower() if node.table else ""
         if qualifier and qualifier not in aliases:
-            raise _Unconvertible("another table's column")
+            raise _Unconvertible(None, "another table's column")
         return self.columns[name]
+
+    def _unknown(self, node: Any, ctx: tuple) -> list[str]:
+        """Columns in `node` (not in its subqueries) that must be the table's, by qualifier or
+        as the only source of the scope reading it, yet the table does not have."""
+        exp = self.exp
+        scope, aliases, _, base = ctx
+        if not base:
+            return []  # further out, a name may be a subquery's computed column
+        single = len(scope.selected_sources) == 1
+        found = []
+        for column in node.find_all(exp.Column):
+            if isinstance(column.this, exp.Star) or column.name.lower() in self.columns:
+                continue
+            if column.find_ancestor(exp.Select) is not scope.expression:
+                continue  # a subquery's own column
+            qualifier = column.table.lower() if column.table else ""
+            if qualifier in aliases or (not qualifier and single):
+                found.append(column.sql(dialect=self.dialect))
+        return found
 
     def _involved(self, node: Any, scope: Any, aliases: set[str], visible: set[str] | None) -> list[str]:
         found = []
@@ -253,7 +555,7 @@ class _Extractor:
             value = self._literal(node.this)
             if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
                 return -value
-            raise _Unconvertible("negated non-number")
+            raise _Unconvertible(BAD_VALUE, "negated non-number")
         if isinstance(node, exp.Boolean):
             return bool(node.this)
         if isinstance(node, exp.Literal):
@@ -266,7 +568,7 @@ class _Extractor:
                 try:
                     return Decimal(text) if "e" not in text.lower() else float(text)
                 except InvalidOperation:
-                    raise _Unconvertible(f"number {text!r}") from None
+                    raise _Unconvertible(BAD_VALUE, f"number {text!r}") from None
         if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal):
             value = self._literal(node.this)
             target = node.to.this.name.upper() if hasattr(node.to.this, "name") else str(node.to.this).upper()
@@ -275,7 +577,7 @@ class _Extractor:
             if isinstance(value, str) and target.startswith("TIMESTAMP"):
                 return _parse_datetime(value)
             return value
-        raise _Unconvertible(f"not a literal: {node.sql()}")
+        raise _Unconvertible(NOT_CONSTANT, f"not a literal: {node.sql()}")
 
     def _typed(self, column: str, value: Any) -> Any:
         dtype = self.schema.field(column).type
@@ -315,7 +617,7 @@ class _Extractor:
         try:
             return flt.normalize((column, op, value), self.schema)
         except MergeTreeError as exc:
-            raise _Unconvertible(str(exc)) from None
+            raise _Unconvertible(BAD_VALUE, str(exc)) from None
 
     # -- predicates ---------------------------------------------------------------------
     _FLIP: ClassVar[dict[str, str]] = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
@@ -331,35 +633,68 @@ class _Extractor:
                 return op
         return None
 
-    def _predicate(self, node: Any, ctx: tuple, kinds: list[tuple[str, str]], negate: bool = False) -> flt.Filter:
-        """The filter of `node` for the table (None: says nothing about it); records kinds."""
+    def _dropped(self, node: Any, reason: str, detail: str = "") -> Dropped:
+        """`node` left out of the filter, shown shortened, with the line of its first name."""
+        text = " ".join(node.sql(dialect=self.dialect).split())
+        identifier = node.find(self.exp.Identifier)
+        line = identifier.meta.get("line") if identifier is not None else None
+        return Dropped(text if len(text) <= 100 else text[:97] + "...", reason, detail,
+                       line if isinstance(line, int) else None)
+
+    def _predicate(self, node: Any, ctx: tuple, kinds: list[tuple[str, str]], dropped: list[Dropped],
+                   negate: bool = False) -> flt.Filter:
+        """The filter of `node` for the table (None: says nothing about it); records kinds, and
+        the predicates on the table it leaves out."""
         exp = self.exp
-        scope, aliases, visible = ctx
+        scope, aliases, visible, _ = ctx
         if isinstance(node, exp.Paren):
-            return self._predicate(node.this, ctx, kinds, negate)
+            return self._predicate(node.this, ctx, kinds, dropped, negate)
         if isinstance(node, exp.Not):
-            return self._predicate(node.this, ctx, kinds, not negate)
+            return self._predicate(node.this, ctx, kinds, dropped, not negate)
         if isinstance(node, (exp.And, exp.Or)):
-            is_and = isinstance(node, exp.And) != negate  # De Morgan
-            parts = [self._predicate(c, ctx, kinds, negate) for c in (node.left, node.right)]
-            if is_and:
+            # flattened, not recursed into: a chain of 100,000 ORs is no deeper than one
+            operands = list(node.flatten())
+            if isinstance(node, exp.And) != negate:  # AND, or NOT over OR (De Morgan)
+                parts = [self._predicate(c, ctx, kinds, dropped, negate) for c in operands]
                 kept = [p for p in parts if p is not None]
                 return _combine("and", kept) if kept else None
-            return None if any(p is None for p in parts) else _combine("or", parts)
-        if self._comparison_op(node) is not None and isinstance(node.left, exp.Column) \
-                and isinstance(node.right, exp.Column):
-            return None  # a join condition: no predicate on the table's values
+            inner: list[Dropped] = []
+            parts = [self._predicate(c, ctx, kinds, inner, negate) for c in operands]
+            if all(p is not None for p in parts):
+                dropped.extend(inner)  # left out of an AND inside a branch: the branch is wider
+                return _combine("or", parts)
+            if inner or any(p is not None for p in parts):
+                dropped.append(self._dropped(node, OR_BRANCH, f"because of {inner[0]}" if inner
+                                             else "a branch is about another table"))
+            return None
+        op = self._comparison_op(node)
+        if op is not None and isinstance(node.left, exp.Column) and isinstance(node.right, exp.Column):
+            try:  # a join condition; or, when both columns are the table's, a predicate with no filter form
+                for column in (node.left, node.right):
+                    self._column(column, scope, aliases, visible)
+            except _Unconvertible:
+                return None
+            kinds.extend((column, "expression") for column in self._involved(node, scope, aliases, visible))
+            dropped.append(self._dropped(node, TWO_COLUMNS))
+            return None
         before = len(kinds)
         try:
             return self._simple(node, ctx, kinds, negate)
-        except _Unconvertible:
+        except _Unconvertible as exc:
+            involved = self._involved(node, scope, aliases, visible)
             if len(kinds) == before:  # else its kind is known, only its value has no filter form
-                kinds.extend((column, "expression") for column in self._involved(node, scope, aliases, visible))
+                kinds.extend((column, "expression") for column in involved)
+            unknown = self._unknown(node, ctx)
+            if unknown:
+                dropped.append(self._dropped(node, UNKNOWN_COLUMN, ", ".join(dict.fromkeys(unknown))))
+            elif involved:
+                subquery = node.find(exp.Subquery, exp.Select, exp.Exists) is not None
+                dropped.append(self._dropped(node, SUBQUERY if subquery else exc.reason or NO_FORM))
             return None
 
     def _simple(self, node: Any, ctx: tuple, kinds: list[tuple[str, str]], negate: bool) -> flt.Filter:
         exp = self.exp
-        scope, aliases, visible = ctx
+        scope, aliases, visible, _ = ctx
         op = self._comparison_op(node)
         if op is not None:
             left, right = node.left, node.right
@@ -367,15 +702,17 @@ class _Extractor:
                 left, right, op = right, left, self._FLIP[op]
             column = self._column(left, scope, aliases, visible)
             if isinstance(right, exp.Null):
-                raise _Unconvertible("comparison with NULL")
-            value = self._literal(right)  # a column compared with a column is no predicate on values
+                raise _Unconvertible(NULL_COMPARISON)
+            value = self._literal(right)
             op = self._NEGATE[op] if negate else op
             kinds.append((column, "eq" if op == "=" else "ne" if op == "!=" else "range"))
             return self._leaf(column, op, value)
         if isinstance(node, exp.In):
             column = self._column(node.this, scope, aliases, visible)
-            if node.args.get("query") is not None or not node.expressions:
-                raise _Unconvertible("IN (subquery)")
+            if node.args.get("query") is not None:
+                raise _Unconvertible(SUBQUERY, "IN (subquery)")
+            if not node.expressions:
+                raise _Unconvertible(NO_FORM, "IN without a list")
             values = [self._literal(v) for v in node.expressions]
             kinds.append((column, "not_in" if negate else "in"))
             return self._leaf(column, "not in" if negate else "in", values)
@@ -396,29 +733,36 @@ class _Extractor:
             prefix = _like_prefix(pattern)
             dtype = self.schema.field(column).type
             if prefix is None or not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)) or negate:
-                raise _Unconvertible("LIKE without a plain prefix, or NOT LIKE")  # skips no file
+                raise _Unconvertible(LIKE_PATTERN)  # skips no file
             kinds.append((column, "like_prefix"))
             upper = _next_prefix(prefix)
             low = self._leaf(column, ">=", prefix)
             return ("and", [low, self._leaf(column, "<", upper)]) if upper is not None else low
-        raise _Unconvertible(f"no filter form: {node.sql()}")
+        if isinstance(node, exp.Func):
+            raise _Unconvertible(FUNCTION, f"no filter form: {node.sql()}")
+        raise _Unconvertible(NO_FORM, f"no filter form: {node.sql()}")
 
     # -- one place the table is read --------------------------------------------------
     def _extract(self, chain: list[tuple[Any, set[str], set[str] | None]]) -> ExtractedQuery:
         exp = self.exp
         kinds: list[tuple[str, str]] = []
+        dropped: list[Dropped] = []
         parts: list[flt.Filter] = []
-        for scope, aliases, visible in chain:
-            ctx = (scope, aliases, visible)
+        for i, (scope, aliases, visible) in enumerate(chain):
+            ctx = (scope, aliases, visible, i == 0)
             where = scope.expression.args.get("where")
             if where is not None:
-                parts.append(self._predicate(where.this, ctx, kinds))
+                parts.append(self._predicate(where.this, ctx, kinds, dropped))
             for join in scope.expression.args.get("joins") or ():
                 on = join.args.get("on")
                 if on is not None:  # literal conditions of an ON clause restrict this table's rows too
-                    parts.append(self._predicate(on, ctx, kinds))
+                    parts.append(self._predicate(on, ctx, kinds, dropped))
         kept = [p for p in parts if p is not None]
         f = _combine("and", kept) if kept else None
+        f_json = filter_to_json(f)
+        if f is not None and f_json is None:
+            dropped.append(Dropped(f"the whole filter ({len(_leaves(f)):,} values)", TOO_LARGE))
+            f = None
         order_by: list[tuple[str, str]] = []
         limit = None
         group_by: list[str] = []
@@ -437,7 +781,7 @@ class _Extractor:
             if not group_by and not measures:
                 group_by, measures = self._grouping(select, scope, aliases, visible)
         return ExtractedQuery(f, list(dict.fromkeys(kinds)), order_by, limit, group_by, measures,
-                              sorted(columns) or None)
+                              sorted(columns) or None, dropped, f_json)
 
     def _resolve_projection(self, node: Any, select: Any) -> Any:
         exp = self.exp
@@ -510,6 +854,14 @@ class _Extractor:
         return group_by, list(dict.fromkeys(measures))
 
 
+def _leaves(f: flt.Filter) -> list[Any]:
+    """The values a filter holds (an IN list counts each of its values)."""
+    if isinstance(f, tuple) and len(f) == 2 and f[0] in ("and", "or"):
+        return [v for part in f[1] for v in _leaves(part)]
+    value = f[2] if isinstance(f, tuple) and len(f) == 3 else None
+    return list(value) if isinstance(value, list) else [value]
+
+
 def _combine(op: str, parts: list[flt.Filter]) -> flt.Filter:
     """("and"|"or", parts) with nested parts of the same operator flattened; a single part as is."""
     flat: list[flt.Filter] = []
@@ -525,14 +877,14 @@ def _parse_date(text: str) -> dt.date:
     try:
         return dt.date.fromisoformat(text.strip()[:10])
     except ValueError:
-        raise _Unconvertible(f"date {text!r}") from None
+        raise _Unconvertible(BAD_VALUE, f"date {text!r}") from None
 
 
 def _parse_datetime(text: str) -> dt.datetime:
     try:
         return dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise _Unconvertible(f"timestamp {text!r}") from None
+        raise _Unconvertible(BAD_VALUE, f"timestamp {text!r}") from None
 
 
 def _like_prefix(pattern: Any) -> str | None:
@@ -565,45 +917,63 @@ def extract_queries(sql: str, schema: pa.Schema, table_name: str, dialect: str |
 
 
 def import_sql(path: str | os.PathLike, sql_file: str | os.PathLike, dialect: str | None = None,
-               table_name: str | None = None, progress: Any = None) -> ImportResult:
-    """Parse a SQL history (see `read_statements`) and append a record per query of the
+               table_name: str | None = None, progress: Callable[[int, int], None] | None = None,
+               encoding: str = "utf-8", max_statement_chars: int = MAX_STATEMENT_CHARS) -> ImportResult:
+    """Parse a SQL history (see the module docstring) and append a record per query of the
     table to its query log (source "import").  `table_name` is the name the statements use
-    for the table (default: the table directory's name).  `progress(done, total)` is called
-    as statements are parsed."""
+    for the table (default: the table directory's name).  The file is decoded with `encoding`
+    (InvalidArgumentError, with the byte offset, if it cannot be: nothing is logged); a
+    statement longer than `max_statement_chars` is refused and counted.  `progress(done, total)`
+    is called in characters of the file as statements are parsed."""
     from sqlglot.errors import SqlglotError
 
+    if not isinstance(max_statement_chars, int) or isinstance(max_statement_chars, bool) or max_statement_chars < 1:
+        raise InvalidArgumentError(f"max_statement_chars must be a positive number of characters, "
+                                   f"not {max_statement_chars!r}")
     table = Table.open(path)
     name = table_name or os.path.basename(os.path.normpath(table.path))
     extractor = _Extractor(table.schema, name, dialect)
     try:
-        with open(sql_file, encoding="utf-8") as handle:
-            lines = handle.readlines()
+        with open(sql_file, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
         raise InvalidArgumentError(f"cannot read the SQL history {sql_file}: {exc}") from None
+    text = decode_history(data, encoding, os.fspath(sql_file))
+    del data
     result = ImportResult()
     rows: list[dict[str, Any]] = []
-    for statement in read_statements(lines):
+    for statement in read_statements(text, dialect, max_statement_chars, progress):
         result.statements += 1
-        if progress is not None and result.statements % 500 == 0:
-            progress(result.statements, len(lines))
-        if statement is None:
-            result.skipped += 1
+        if statement.problem is not None:
+            if statement.too_large:
+                result.too_large += 1
+                if len(result.refused) < EXAMPLES:
+                    result.refused.append(statement.problem)
+            else:
+                result.skipped += 1
+                if len(result.errors) < EXAMPLES:
+                    result.errors.append(statement.problem)
             continue
         try:
-            found = extractor.queries(extractor.parse(statement.sql))
+            found = extractor.queries(extractor.parse_statement(statement))
         except (SqlglotError, ValueError, RecursionError, _NotAStatement) as exc:
             result.skipped += 1
-            if len(result.errors) < 5:
-                result.errors.append(f"{statement.sql[:80]!r}: {str(exc).splitlines()[0][:200]}")
+            if len(result.errors) < EXAMPLES:
+                result.errors.append(_parse_problem(statement, exc))
             continue
         if not found:
             result.other_tables += 1
             continue
         for query in found:
+            for dropped in query.dropped:
+                result.dropped[dropped.reason] += 1
+                if len(result.dropped_examples) < EXAMPLES:
+                    result.dropped_examples.append(f"line {dropped.line or statement.line:,}: {dropped}")
             record = QueryRecord("read" if not query.group_by and not query.measures else "aggregate",
                                  query.filter, query.columns, query.order_by, query.limit, query.group_by,
                                  query.measures, duration_ms=statement.duration_ms, sql=statement.sql,
-                                 source="import", user=statement.user, predicates=query.predicates)
+                                 source="import", user=statement.user, predicates=query.predicates,
+                                 filter_json=query.filter_json)
             if statement.ts is not None:
                 record.ts = statement.ts
             rows.append(record.to_row())
@@ -613,5 +983,25 @@ def import_sql(path: str | os.PathLike, sql_file: str | os.PathLike, dialect: st
             rows = []
     append_rows(table.path, rows)
     if progress is not None:
-        progress(len(lines), len(lines))
+        progress(len(text), len(text))
     return result
+
+
+_STATEMENT_WORDS = {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "DROP", "ALTER", "USE",
+                    "SET", "SHOW", "DESCRIBE", "EXPLAIN", "TRUNCATE", "VALUES", "FROM"}
+
+
+def _parse_problem(statement: Statement, exc: BaseException) -> str:
+    """One line: where the statement starts, how it begins, what sqlglot said."""
+    from sqlglot.errors import ParseError
+
+    if isinstance(exc, RecursionError):
+        message = "nested too deeply to analyse"
+    else:
+        message = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+    if isinstance(exc, ParseError) and exc.errors and \
+            str(exc.errors[0].get("highlight") or "").upper() in _STATEMENT_WORDS:
+        message += " (a statement starts there: is the ';' before it missing?)"
+    head = " ".join(statement.sql[:200].split())
+    head = head if len(head) <= 80 else head[:77] + "..."
+    return f"line {statement.line:,}: {head!r}: {message}"
