@@ -34,11 +34,19 @@ def parse_age(text: str) -> dt.timedelta | dt.datetime:
 
 
 def queries_import(args: argparse.Namespace) -> int:
-    with progress("parse SQL", "lines", enabled=not args.no_progress) as update:
-        result = import_sql(args.path, args.sql, dialect=args.dialect, table_name=args.table, progress=update)
-    out_console.print(result.summary())
-    for error in result.errors:
-        out_console.print(f"  skipped {error}")
+    with progress("parse SQL", "characters", enabled=not args.no_progress) as update:
+        result = import_sql(args.path, args.sql, dialect=args.dialect, table_name=args.table, progress=update,
+                            encoding=args.encoding, max_statement_chars=args.max_statement_chars)
+    out_console.print(result.summary(), markup=False, highlight=False, soft_wrap=True)
+    shown = 3  # examples per kind, one line each
+    for prefix, lines in (("refused", result.refused), ("skipped", result.errors)):
+        for line in lines[:shown]:
+            out_console.print(f"  {prefix} {line}", markup=False, highlight=False, soft_wrap=True)
+    dropped = result.dropped_summary()
+    if dropped is not None:
+        out_console.print(dropped, markup=False, highlight=False, soft_wrap=True)
+        for line in result.dropped_examples[:shown]:
+            out_console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
