@@ -132,6 +132,8 @@ def to_expression(f: Filter, schema: pa.Schema) -> pc.Expression | None:
     if op == "is not null":
         return field.is_valid()
     if op in ("in", "not in"):
+        if pa.types.is_floating(dtype) and any(v == 0 for v in value):
+            value = [*value, 0.0, -0.0]  # SQL: -0.0 = 0.0, where a hash lookup tells them apart
         values = pa.array(value, type=dtype)
         expr = field.isin(values)
         # SQL: `x NOT IN (...)` is unknown, so false, when x is null (as `x != v` is)

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
 from ..merge.arrow_input import sort_indices
 from .options import MEASURE_FUNCTIONS, AggregateModel
+from .type_policy import require
 
 __all__ = ["Measures", "combine_partials", "covers", "measure_name", "normalize_measures", "partial_aggregate",
            "write_preaggregate"]
@@ -63,10 +64,8 @@ def normalize_measures(measures: Mapping[str, str | Sequence[str]], schema: pa.S
                     raise InvalidArgumentError(f"'*' only takes count, not {function!r}")
             elif column not in schema.names:
                 raise InvalidArgumentError(f"measure column {column!r} is not in the table {schema.names}")
-            elif function == "sum" and not (pa.types.is_integer(schema.field(column).type)
-                                            or pa.types.is_floating(schema.field(column).type)
-                                            or pa.types.is_decimal(schema.field(column).type)):
-                raise InvalidArgumentError(f"sum needs a numeric column; {column!r} is {schema.field(column).type}")
+            elif function != "count":
+                require(column, schema.field(column).type, "measure_sum" if function == "sum" else "measure_minmax")
             if (column, function) not in out:
                 out.append((column, function))
     return tuple(out)
@@ -80,11 +79,26 @@ def _arrow_name(column: str, function: str) -> str:
     return "count_all" if column == "*" else f"{column}_{function}"
 
 
+def _group_aggregate(table: pa.Table, group_by: list[str], aggregations: list[tuple]) -> pa.Table:
+    """`table.group_by(group_by).aggregate(aggregations)` for every stored type: pyarrow's hash
+    kernels have no min/max for durations, so they are aggregated as the int64 counts they are
+    and cast back."""
+    durations = {f.name: f.type for f in table.schema if pa.types.is_duration(f.type) and f.name not in group_by}
+    if durations:
+        table = table.cast(pa.schema([f.with_type(pa.int64()) if f.name in durations else f for f in table.schema]))
+    grouped = table.group_by(group_by, use_threads=False).aggregate(aggregations)
+    for column, function in aggregations:
+        if isinstance(column, str) and column in durations and function in ("min", "max"):
+            i = grouped.schema.get_field_index(f"{column}_{function}")
+            grouped = grouped.set_column(i, f"{column}_{function}", grouped.column(i).cast(durations[column]))
+    return grouped
+
+
 def partial_aggregate(rows: pa.Table, group_by: Sequence[str], measures: Measures) -> pa.Table:
     """One file's (or section's) rows grouped by `group_by`, with the measures' columns named
     by `measure_name`."""
     group_by = list(group_by)
-    grouped = rows.group_by(group_by, use_threads=False).aggregate(_aggregations(measures))
+    grouped = _group_aggregate(rows, group_by, _aggregations(measures))
     columns = [grouped.column(g) for g in group_by]
     names = list(group_by)
     for column, function in measures:
@@ -106,8 +120,7 @@ def combine_partials(partials: list[pa.Table], group_by: Sequence[str], measures
     if not parts:
         return _empty_result(group_by, measures, schema)
     table = pa.concat_tables(parts, promote_options="permissive")
-    folded = table.group_by(group_by, use_threads=False).aggregate(
-        [(measure_name(c, f), _FOLD[f]) for c, f in measures])
+    folded = _group_aggregate(table, group_by, [(measure_name(c, f), _FOLD[f]) for c, f in measures])
     out = pa.Table.from_arrays(
         [folded.column(g) for g in group_by]
         + [folded.column(f"{measure_name(c, f)}_{_FOLD[f]}") for c, f in measures], names=names)

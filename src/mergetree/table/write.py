@@ -148,6 +148,9 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                 raise SchemaMismatchError(
                     f"column {f.name!r} is {col.type} and cannot be safely cast to {f.type}: {exc}") from None
+        if f.name in directory.schema.partition_by and pa.types.is_floating(f.type):
+            # -0.0 and 0.0 are one partition value (SQL's equality; Spark normalizes them too)
+            col = pc.if_else(pc.equal(col, pa.scalar(0.0, f.type)), pa.scalar(0.0, f.type), col)
         if f.name in pk and col.null_count:
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise SchemaMismatchError(f"primary-key column {f.name!r} is null at row {first_row + row}")
