@@ -3,6 +3,7 @@ result nor fails a read; it is off when disabled; logged filters replay exactly.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import math
 import os
@@ -10,8 +11,10 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -20,6 +23,8 @@ from hypothesis import strategies as st
 from mergetree import Table
 from mergetree.table import filters as flt
 from mergetree.table import querylog
+from mergetree.table.history import HISTORY_DIR, PassReport, history, record_pass
+from mergetree.table.logtables import DamagedLogWarning
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.string()), ("v", pa.float64()), ("d", pa.date32())])
 
@@ -95,8 +100,8 @@ def test_a_failing_log_never_fails_a_read_and_is_reported_once(tmp_path, caplog)
         for i in range(3):
             assert t.read(filter=("id", "=", i)).num_rows == 1
             querylog.flush()
-    warnings = [r for r in caplog.records if r.name == "mergetree.querylog"]
-    assert len(warnings) == 1 and "cannot be written" in warnings[0].getMessage()
+    reports = [r for r in caplog.records if r.name == "mergetree.querylog"]
+    assert len(reports) == 1 and "cannot be written" in reports[0].getMessage()
     assert (tmp_path / "t" / querylog.QUERY_LOG_DIR).read_text() == "in the way"
 
 
@@ -186,3 +191,150 @@ def test_huge_filters_are_logged_by_shape_only(tmp_path):
     assert row["filter"] is None and row["predicates"] == [{"column": "id", "kind": "in"}]
     with pytest.raises(Exception, match="cannot be read back"):
         querylog.filter_from_json("[1, 2")
+
+
+# -- the loop as a user meets it: a script's own reads, a damaged log, repair ------------------
+
+def test_a_scripts_own_reads_reach_its_advise_and_optimize(tmp_path, monkeypatch):
+    """The user's script, in process: reads, then advise(apply=True), then optimize() — with no
+    flush in between (the background writer is kept asleep, so only advise's own flush helps)."""
+    monkeypatch.setattr(querylog, "FLUSH_SECONDS", 3600.0)
+    querylog.flush()
+    querylog._wake.set()  # a writer thread from earlier tests goes back to sleep, now for an hour
+    time.sleep(0.2)
+    rng = np.random.default_rng(5)
+    n, files = 40_000, 16
+    data = pa.table({"id": np.arange(n), "a": rng.integers(0, 10**6, n), "b": rng.normal(size=n)})
+    t = Table.create(str(tmp_path / "t"), data.schema,
+                     options={"target-file-size": str(data.nbytes // files), "write-only": "true"})
+    for i in range(files):
+        t.write(data.slice(i * (n // files), n // files))
+    for _ in range(40):
+        low = int(rng.integers(0, 10**6 - 20_000))
+        t.read(filter=[("a", ">=", low), ("a", "<", low + 20_000)])
+    assert not os.path.exists(querylog.log_path(t.path))  # nothing written yet: the records wait in memory
+    advice = t.advise(apply=True)
+    assert advice.queries == 40
+    assert t.options.clustering.columns == ("a",)
+    assert t.optimize() is not None  # the layout advise wrote: no "this table has no layout yet"
+    low = 500_000
+    assert len(t.plan([("a", ">=", low), ("a", "<", low + 20_000)]).files) < files / 2
+
+
+DAMAGES = ["truncated", "garbage in the middle", "data file deleted", "snapshot", "manifest", "schema"]
+
+
+def logged_table(path, commits: int = 4, per_commit: int = 5) -> Table:
+    """A table whose log holds `commits` data files of `per_commit` queries each (one snapshot each)."""
+    t = make(path)
+    for _ in range(commits):
+        for i in range(per_commit):
+            t.read(filter=("id", "<", i))
+        querylog.flush()
+    return t
+
+
+def damage_log(t: Table, how: str) -> str:
+    """Damage the second data file (or the newest metadata) of the table's log; what was hit."""
+    log = Table.open(querylog.log_path(t.path))
+    snapshot = log.latest_snapshot()
+    names = sorted(e.file.file_name for e in log.directory.live_files(snapshot).values())
+    if how == "snapshot":
+        relative = f"snapshot/snapshot-{snapshot.id}.json"
+    elif how == "manifest":
+        relative = "manifest/" + log.directory.store.manifest_names(snapshot.delta_manifest_list)[0]
+    elif how == "schema":
+        relative = "schema/schema-0.json"
+    else:
+        relative = names[1]
+    path = os.path.join(log.path, relative)
+    raw = open(path, "rb").read()
+    if how == "data file deleted":
+        os.unlink(path)
+    elif how == "truncated":
+        open(path, "wb").write(raw[: len(raw) // 2])
+    elif how == "garbage in the middle":
+        middle = len(raw) // 2
+        open(path, "wb").write(raw[:middle - 32] + b"\xff" * 64 + raw[middle + 32:])
+    else:
+        open(path, "wb").write(b"{not what was here")
+    return relative
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mergetree", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_log_is_left_out_with_a_warning_and_repair_drops_it(tmp_path, how):
+    t = logged_table(tmp_path / "t")
+    hit = damage_log(t, how)
+    # what survives: a data file's 5 queries are lost; a damaged newest snapshot (or its delta
+    # manifest) leaves the log as of the snapshot before (the last commit's 5 queries); a
+    # damaged schema, the whole log
+    left = {"schema": 0}.get(how, 15)
+    with pytest.warns(DamagedLogWarning) as caught:
+        advice = t.advise()
+    assert advice.queries == left
+    message = str(caught[0].message)
+    assert querylog.log_path(t.path) in message and f"mergetree repair {t.path}" in message
+    assert hit.split("/")[-1] in message
+    with pytest.warns(DamagedLogWarning):
+        assert len(querylog.read_rows(t.path)) == left
+    # the command line: the summary, and the warning as one line on stderr
+    show = cli("queries", "show", t.path)
+    assert show.returncode == 0, show.stderr
+    assert show.stderr.startswith("mergetree queries: warning: the query log at ") and show.stderr.count("\n") == 1
+    assert (f"{left} queries logged" if left else "no queries logged yet") in show.stdout
+    advise = cli("advise", t.path, "--json")
+    assert advise.returncode == 0 and json.loads(advise.stdout)["queries"] == left, advise.stderr
+    # repair drops what is damaged and says what it dropped; afterwards the log reads clean
+    repair = cli("repair", t.path)
+    assert repair.returncode == 0, repair.stderr
+    lines = [line for line in repair.stdout.splitlines() if line.startswith("repaired: queries/")]
+    assert len(lines) == 1, repair.stdout
+    assert {"truncated": "unreadable", "garbage in the middle": "unreadable", "data file deleted": "missing",
+            "snapshot": "damaged: moved to queries/snapshot/damaged/",
+            "manifest": "damaged: moved to queries/snapshot/damaged/",
+            "schema": "the whole query log moved to queries.damaged-"}[how] in lines[0]
+    if how not in ("snapshot", "manifest", "schema"):
+        assert hit in lines[0] and "5 rows lost" in lines[0]
+    again = cli("repair", t.path)
+    assert again.returncode == 0 and again.stdout.startswith("nothing to repair"), again.stdout
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning left
+        assert t.advise().queries == left
+        t.read(filter=("id", "=", 1))  # the log goes on
+        assert len(querylog.read_rows(t.path)) == left + 1
+
+
+@pytest.mark.parametrize("how", ["truncated", "schema"])
+def test_repair_of_the_log_directory_itself(tmp_path, how):
+    t = logged_table(tmp_path / "t")
+    damage_log(t, how)
+    log = querylog.log_path(t.path)
+    repair = cli("repair", log)
+    assert repair.returncode == 0, repair.stderr
+    assert repair.stdout.startswith("repaired: queries/"), repair.stdout
+    assert cli("repair", log).stdout.startswith("nothing to repair: the query log at") or how == "schema"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(querylog.read_rows(t.path)) == (15 if how == "truncated" else 0)
+    assert Table.repair(t.path) == []  # the table and its logs: all intact now
+
+
+def test_a_damaged_optimizer_history_is_left_out_and_repaired(tmp_path):
+    t = make(tmp_path / "t")
+    for i in range(3):
+        record_pass(PassReport(t.path, "minor", "committed", files_in=i))
+    history_dir = os.path.join(t.path, HISTORY_DIR)
+    live = Table.open(history_dir).directory
+    name = sorted(e.file.file_name for e in live.live_files(live.latest_snapshot()).values())[1]
+    os.unlink(os.path.join(history_dir, name))
+    with pytest.warns(DamagedLogWarning, match="optimizer history"):
+        assert len(history(t.path)) == 2
+    done = Table.repair(t.path)
+    assert len(done) == 1 and done[0].startswith(f"optimizer/{name} (missing): dropped from the optimizer history")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(history(t.path)) == 2
