@@ -22,6 +22,7 @@ from .render import out_console, progress, text_table
 
 __all__ = ["advise", "optimize_daemon", "parse_age", "queries_import", "queries_show", "render_advice", "replay"]
 
+
 def parse_age(text: str) -> dt.timedelta | dt.datetime:
     """--since: an age ('30d', '12h', '90m', '2w', '45s') or an ISO 8601 moment ('2024-05-01'),
     read by the table layer's `durations.parse_since`: the forms `Table.advise(since=...)` takes."""
