@@ -2,6 +2,7 @@
 and the metadata a manifest records for each."""
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -24,7 +25,7 @@ from .indexes.bloom import ColumnBloom
 from .options import TableOptions
 from .preaggregates import write_preaggregate
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
-from .type_policy import supports
+from .type_policy import stored_schema, supports
 from .values import decode_value, encode_value
 
 __all__ = [
@@ -428,6 +429,23 @@ def remove_data_file(root: str, meta: DataFileMeta) -> None:
             pass
 
 
+@functools.lru_cache(maxsize=256)
+def _stored_file_schema(schema: pa.Schema) -> pa.Schema | None:
+    """The schema a file's batches are cast to, or None if they are already in stored types."""
+    stored = stored_schema(schema)
+    return None if stored == schema else stored
+
+
+def _as_stored(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of a file written before the type policy (string_view, date64, dictionaries, ...
+    as the caller gave them) in the stored types the table's schema now names."""
+    stored = _stored_file_schema(batch.schema)
+    if stored is None:
+        return batch
+    columns = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(columns, stored)], schema=stored)
+
+
 def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = None,
                    row_filter: pc.Expression | None = None,
                    row_groups: Collection[int] | None = None,
@@ -443,7 +461,7 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
         for batch in read_parquet(path, columns, row_filter, groups, batch_rows):
             rows += batch.num_rows
             if batch.num_rows:
-                yield _shift_sequences(batch, meta.sequence_shift)
+                yield _shift_sequences(_as_stored(batch), meta.sequence_shift)
     except FileNotFoundError:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is missing", path=path) from None
     except MemoryError:  # out of memory is not a damaged file
