@@ -4,19 +4,22 @@ survive a writer in another process and a SIGKILL mid-pass."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from disk import table_files
 
-from mergetree import Table
-from mergetree.organize import history, pending, run_once
+from mergetree import InvalidArgumentError, Table
+from mergetree.organize import history, pending, run_daemon, run_once
 from mergetree.table.housekeeping import referenced_files
 from mergetree.table.read import top_rows
 
@@ -149,3 +152,41 @@ def test_a_writer_in_another_process_and_kills_mid_pass_lose_nothing(tmp_path):
     leftovers = {p for p in table_files(path) - referenced if not p.startswith(("snapshot/", "schema/"))
                  and not p.startswith("optimizer/")}
     assert leftovers == set()
+
+
+@pytest.mark.parametrize("interval", [0, -1, 0.0, math.nan, math.inf, dt.timedelta(0), dt.timedelta(seconds=-5),
+                                      "5", None, True, 1e300])
+def test_a_non_positive_or_non_finite_interval_is_refused(tmp_path, interval):
+    path = str(tmp_path / "t")
+    make(path)
+    rounds = []
+    with pytest.raises(InvalidArgumentError, match="interval"):
+        run_daemon([path], interval=interval, once=True, on_report=rounds.append)
+    assert rounds == []  # refused before any round
+
+
+def test_the_interval_is_seconds_or_a_timedelta(tmp_path):
+    path = str(tmp_path / "t")
+    make(path)
+    stop = threading.Event()
+    rounds: list = []
+
+    def count(report) -> None:
+        rounds.append(report)
+        if len(rounds) >= 4:  # two rounds of two passes
+            stop.set()
+    started = time.monotonic()
+    run_daemon([path], interval=dt.timedelta(milliseconds=300), on_report=count, stop=stop)
+    assert len(rounds) == 4 and time.monotonic() - started >= 0.3  # it waited between the rounds
+
+
+@pytest.mark.parametrize("interval", ["0", "-1", "nan", "inf", "-0.5"])
+def test_the_daemon_cli_refuses_a_bad_interval_in_one_line(tmp_path, interval):
+    path = str(tmp_path / "t")
+    make(path)
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "mergetree", "optimize-daemon", path, f"--interval={interval}"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and time.monotonic() - started < 30
+    assert out.stderr.count("\n") == 1 and "--interval must be" in out.stderr, out.stderr
+    assert not os.path.exists(os.path.join(path, "optimizer"))  # no round ran
