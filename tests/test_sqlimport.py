@@ -5,13 +5,31 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import replace
 from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, Table
+from mergetree.cli.app import main
 from mergetree.organize import extract_queries, import_sql
+from mergetree.organize.sqlimport import (
+    FUNCTION,
+    NOT_CONSTANT,
+    OR_BRANCH,
+    SUBQUERY,
+    TOO_LARGE,
+    TWO_COLUMNS,
+    UNKNOWN_COLUMN,
+    read_statements,
+)
 from mergetree.table import querylog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()),
@@ -175,3 +193,248 @@ def test_bad_arguments_are_clear(tmp_path):
         import_sql(table.path, tmp_path / "h.sql", dialect="nosuch")
     with pytest.raises(InvalidArgumentError, match="cannot read the SQL history"):
         import_sql(table.path, tmp_path / "missing.sql")
+
+
+# ---------------------------------------------------------------------------
+# Real multi-line SQL: SSB and TPC-H shapes on a lineorder table
+# ---------------------------------------------------------------------------
+
+LINEORDER = pa.schema([("lo_orderkey", pa.int64()), ("lo_linenumber", pa.int32()), ("lo_orderdate", pa.date32()),
+                       ("lo_commitdate", pa.date32()), ("lo_receiptdate", pa.date32()), ("lo_quantity", pa.int32()),
+                       ("lo_discount", pa.int32()), ("lo_extendedprice", pa.float64()), ("lo_shipmode", pa.string()),
+                       ("lo_comment", pa.string())])
+
+# (statement, filter logged for lineorder, reasons of the predicates left out)
+WORKLOAD = [
+    ("""-- SSB Q1.1: the date dimension joined the old way
+SELECT SUM(lo_extendedprice * lo_discount) AS revenue
+FROM lineorder, dates
+WHERE lo_orderdate = d_datekey
+  AND d_year = 1993
+  AND lo_discount BETWEEN 1 AND 3
+  AND lo_quantity < 25""",
+     ("and", [("lo_discount", ">=", 1), ("lo_discount", "<=", 3), ("lo_quantity", "<", 25)]), []),
+    ("""/* SSB Q2.1; brands of a category */
+SELECT SUM(lo.lo_extendedprice), d.d_year, p.p_brand1
+FROM lineorder lo
+JOIN dates d ON lo.lo_orderdate = d.d_datekey
+JOIN part p ON lo.lo_partkey = p.p_partkey
+JOIN supplier s ON lo.lo_suppkey = s.s_suppkey
+WHERE p.p_category = 'MFGR#12'
+  AND s.s_region = 'AMERICA'
+GROUP BY d.d_year, p.p_brand1
+ORDER BY d.d_year, p.p_brand1""", None, []),
+    ("""-- TPC-H Q6 on lineorder: the interval arithmetic has no filter form
+select
+    sum(lo_extendedprice * lo_discount) as revenue
+from
+    lineorder
+where
+    lo_orderdate >= date '1994-01-01'
+    and lo_orderdate < date '1994-01-01' + interval '1' year
+    and lo_discount between 6 - 1 and 6 + 1
+    and lo_quantity < 24""",
+     ("and", [("lo_orderdate", ">=", dt.date(1994, 1, 1)), ("lo_quantity", "<", 24)]),
+     [NOT_CONSTANT, NOT_CONSTANT]),
+    ("""SELECT lo_shipmode, count(*) AS orders  -- per mode; no ';' ends it here
+FROM lineorder
+WHERE lo_shipmode IN ('MAIL', 'SHIP',
+                      'AIR;REG')   -- a ';' in a string
+  AND lo_orderdate BETWEEN DATE '1995-01-01' AND DATE '1995-12-31'
+GROUP BY lo_shipmode
+ORDER BY lo_shipmode""",
+     ("and", [("lo_shipmode", "in", ["MAIL", "SHIP", "AIR;REG"]), ("lo_orderdate", ">=", dt.date(1995, 1, 1)),
+              ("lo_orderdate", "<=", dt.date(1995, 12, 31))]), []),
+    ("""-- TPC-H Q12 on lineorder: a column compared with a column of its own table
+SELECT l.lo_shipmode,
+       sum(CASE WHEN o.o_orderpriority = '1-URGENT' OR o.o_orderpriority = '2-HIGH' THEN 1 ELSE 0 END)
+FROM orders o
+JOIN lineorder l ON o.o_orderkey = l.lo_orderkey
+WHERE l.lo_shipmode IN ('MAIL', 'SHIP')
+  AND l.lo_commitdate < l.lo_receiptdate
+  AND l.lo_receiptdate >= DATE '1994-01-01' AND l.lo_receiptdate < DATE '1995-01-01'
+GROUP BY l.lo_shipmode""",
+     ("and", [("lo_shipmode", "in", ["MAIL", "SHIP"]), ("lo_receiptdate", ">=", dt.date(1994, 1, 1)),
+              ("lo_receiptdate", "<", dt.date(1995, 1, 1))]), [TWO_COLUMNS]),
+    ("""SELECT *
+FROM lineorder
+WHERE lo_comment = 'it''s -- not a comment; nor /* this */'
+   OR lo_orderkey = 7""",
+     ("or", [("lo_comment", "=", "it's -- not a comment; nor /* this */"), ("lo_orderkey", "=", 7)]), []),
+    ("""SELECT *
+FROM lineorder
+WHERE lo_shipmod = 'AIR'              -- a typo: no such column
+  AND upper(lo_comment) LIKE 'X%'
+  AND lo_orderkey IN (SELECT o_orderkey FROM orders WHERE o_status = 'F')
+  AND (lo_quantity > 10 OR lo_comment LIKE '%late%')
+  AND lo_linenumber = 1""",
+     ("lo_linenumber", "=", 1), [UNKNOWN_COLUMN, FUNCTION, SUBQUERY, OR_BRANCH]),
+]
+
+
+@pytest.mark.parametrize("sql,expected,reasons", WORKLOAD, ids=[f"{i}" for i in range(len(WORKLOAD))])
+def test_real_multiline_statements_yield_their_filters(sql, expected, reasons):
+    [query] = extract_queries(sql, LINEORDER, "lineorder", "trino")
+    assert query.filter == expected
+    assert [d.reason for d in query.dropped] == reasons
+
+
+def test_a_multiline_history_logs_each_statement_whole(tmp_path):
+    table = Table.create(str(tmp_path / "lineorder"), LINEORDER, primary_key=["lo_orderkey", "lo_linenumber"])
+    history = tmp_path / "ssb.sql"
+    history.write_text("-- exported from the warehouse\n\n" + ";\n\n".join(sql for sql, _, _ in WORKLOAD) + ";\n")
+    result = import_sql(table.path, history, dialect="trino")
+    assert (result.statements, result.imported, result.skipped, result.too_large) == (len(WORKLOAD),) * 2 + (0, 0)
+    log = _logged(table)
+    assert sorted(r["sql"] for r in log) == sorted(sql.split("\n", 1)[1] if sql.startswith(("--", "/*")) else sql
+                                                     for sql, _, _ in WORKLOAD)
+    assert sorted(map(repr, (querylog.filter_from_json(r["filter"]) for r in log))) == \
+        sorted(repr(f) for _, f, _ in WORKLOAD)
+    reasons = Counter(r for _, _, rs in WORKLOAD for r in rs)
+    assert result.dropped == reasons
+    assert len(result.dropped_examples) == min(5, sum(reasons.values()))
+    # each example names its line in the file: the typo'd column is on the line that has it
+    lines = history.read_text().splitlines()
+    typo = next(e for e in result.dropped_examples if UNKNOWN_COLUMN in e)
+    number = int(typo.split(":")[0].removeprefix("line ").replace(",", ""))
+    assert "lo_shipmod = 'AIR'" in lines[number - 1]
+
+
+# ---------------------------------------------------------------------------
+# Splitting: the same statements back whatever joins them
+# ---------------------------------------------------------------------------
+
+_SEPARATORS = st.lists(st.sampled_from([" ", "\n", "\t", "\r\n", "\n\n", "-- a comment; with 'quotes'\n",
+                                        "--\n", "/* a ; block\n comment ' */", "/**/", ";"]), max_size=4).map("".join)
+_POOL = [sql for dialect, sql, _ in CORPUS if dialect == "trino"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(range(len(_POOL))), _SEPARATORS, st.booleans()), min_size=1, max_size=6),
+       _SEPARATORS, st.integers(min_value=4, max_value=300))
+def test_statements_joined_by_whitespace_and_comments_split_back(chosen, tail, window):
+    statements = [_multiline(_POOL[i]) if multiline else _POOL[i] for i, _, multiline in chosen]
+    text, offsets = "", []
+    for sql, (_, sep, _) in zip(statements, chosen):
+        text += sep
+        offsets.append(len(text))
+        text += sql + sep + ";"
+    text += tail
+    got = list(read_statements(text, "trino", window_chars=window))
+    assert [s.problem for s in got] == [None] * len(statements)
+    assert [s.sql for s in got] == statements
+    assert [s.line for s in got] == [text[:offset].count("\n") + 1 for offset in offsets]
+    for statement, sql in zip(got, statements):
+        # parsed from the split tokens, the statement gives what its text alone gives, on the file's lines
+        split = [(q.filter, q.predicates, q.dropped) for q in extract_queries(statement, SCHEMA, "events", "trino")]
+        alone = [(q.filter, q.predicates, [replace(d, line=d.line + statement.line - 1) for d in q.dropped])
+                 for q in extract_queries(sql, SCHEMA, "events", "trino")]
+        assert split == alone
+
+
+def test_statement_lines_are_the_files_own():
+    text = "-- head\n\nSELECT 1;\n/* two\nlines */ SELECT *\nFROM events\nWHERE a = 1;SELECT 2\n;\n\nSELECT 3"
+    for window in (5, 17, 1000):
+        got = list(read_statements(text, "trino", window_chars=window))
+        assert [(s.sql, s.line) for s in got] == [("SELECT 1", 3), ("SELECT *\nFROM events\nWHERE a = 1", 5),
+                                                  ("SELECT 2", 7), ("SELECT 3", 10)]
+
+
+# ---------------------------------------------------------------------------
+# Encodings, huge statements, broken files
+# ---------------------------------------------------------------------------
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "mergetree", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_undecodable_history_is_one_line_through_the_cli_and_logs_nothing(tmp_path):
+    table = _events(tmp_path)
+    history = tmp_path / "latin1.sql"
+    data = "SELECT * FROM events WHERE a = 1;\nSELECT * FROM events WHERE c = 'café';\n".encode("latin-1")
+    history.write_bytes(data)
+    done = _cli("queries", "import", table.path, "--sql", str(history), "--no-progress")
+    assert done.returncode != 0 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    offset = data.index(b"\xe9")
+    assert "not valid utf-8" in done.stderr and f"offset {offset}" in done.stderr and "(line 2)" in done.stderr
+    assert _logged(table) == []  # not even the first, decodable statement
+    with pytest.raises(InvalidArgumentError, match=f"byte 0xe9 at offset {offset}"):
+        import_sql(table.path, history)
+    # with the file's encoding stated, it imports, the value decoded right
+    done = _cli("queries", "import", table.path, "--sql", str(history), "--encoding", "latin-1", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert "2 queries of the table logged" in done.stdout
+    assert ("c", "=", "café") in [querylog.filter_from_json(r["filter"]) for r in _logged(table)]
+    done = _cli("queries", "import", table.path, "--sql", str(history), "--encoding", "klingon", "--no-progress")
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1
+    assert "unknown encoding 'klingon'" in done.stderr
+
+
+def test_the_cli_prints_the_dropped_predicates(tmp_path, capsys):
+    table = _events(tmp_path)
+    history = tmp_path / "h.sql"
+    history.write_text("SELECT * FROM events\nWHERE lower(c) = 'x'\n  AND a = 1;\n"
+                       "SELECT * FROM events WHERE colour = 'red';\n"
+                       "SELECT * FROM events WHERE a = 2 OR c LIKE '%z';\n"
+                       "SELECT * FROM events WHERE id IN (SELECT id FROM other);\n")
+    assert main(["queries", "import", table.path, "--sql", str(history), "--no-progress"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("4 statements: 4 queries of the table logged")
+    assert out[1] == ("4 predicates left out of the logged filters: 1 a function or expression of a column; "
+                      "1 a column the table does not have; 1 an OR with a branch that has no filter form "
+                      "(the whole OR is left out); 1 a subquery")
+    assert out[2:] == ["  line 2: LOWER(c) = 'x': a function or expression of a column",
+                       "  line 4: colour = 'red': a column the table does not have — colour",
+                       "  line 5: a = 2 OR c LIKE '%z': an OR with a branch that has no filter form (the whole OR is "
+                       "left out) — because of c LIKE '%z': a LIKE pattern that is not a plain prefix, or NOT LIKE"]
+
+
+def test_huge_statements_are_refused_by_line_and_counted(tmp_path):
+    table = _events(tmp_path)
+    history = tmp_path / "h.sql"
+    numbers = ", ".join(str(i) for i in range(300_000))                # 2.3 million characters, no quotes
+    strings = ", ".join(f"'k{i};'" for i in range(3_000))              # quotes (and ';') all the way
+    huge = [f"SELECT * FROM events WHERE id IN ({numbers})", f"SELECT * FROM events\nWHERE c IN ({strings})"]
+    history.write_text(f"SELECT * FROM events WHERE a = 1;\n{huge[0]};\n"
+                       f"SELECT * FROM events WHERE a = 2;\n{huge[1]}  \n;\n"
+                       f"SELECT * FROM events WHERE a = 3")
+    started = time.perf_counter()
+    result = import_sql(table.path, history, max_statement_chars=20_000)
+    assert time.perf_counter() - started < 30  # was ~7 s a million characters, and 1 GB for 5 MB
+    assert (result.statements, result.imported, result.too_large, result.skipped) == (5, 3, 2, 0)
+    assert result.refused == [f"line {line}: a statement of {len(sql):,} characters, longer than the limit of "
+                              f"20,000 (max_statement_chars, --max-statement-chars); not logged"
+                              for line, sql in zip((2, 4), huge)]
+    assert "2 refused (too long)" in result.summary()
+    assert sorted(querylog.filter_from_json(r["filter"]) for r in _logged(table)) == \
+        [("a", "=", 1), ("a", "=", 2), ("a", "=", 3)]
+    # JSON lines: a record's statement over the limit is refused too
+    jsonl = tmp_path / "h.jsonl"
+    jsonl.write_text(json.dumps({"query": f"SELECT * FROM events WHERE id IN ({numbers[:50_000]})"}) + "\n")
+    result = import_sql(table.path, jsonl, max_statement_chars=20_000)
+    assert (result.too_large, result.refused[0][:8]) == (1, "line 1: ")
+    with pytest.raises(InvalidArgumentError, match="max_statement_chars must be a positive"):
+        import_sql(table.path, jsonl, max_statement_chars=0)
+
+
+def test_a_filter_too_large_to_log_is_reported(tmp_path):
+    table = _events(tmp_path)
+    history = tmp_path / "h.sql"
+    history.write_text("SELECT * FROM events WHERE id IN (" + ", ".join(str(i) for i in range(20_000)) + ") AND a = 1")
+    result = import_sql(table.path, history)
+    assert result.imported == 1 and result.dropped == {TOO_LARGE: 1}
+    [row] = _logged(table)
+    assert row["filter"] is None and {p["column"] for p in row["predicates"]} == {"id", "a"}
+
+
+def test_unterminated_quote_and_missing_semicolon_are_said(tmp_path):
+    table = _events(tmp_path)
+    history = tmp_path / "h.sql"
+    history.write_text("SELECT * FROM events WHERE a = 1\nSELECT * FROM events WHERE a = 2;\n"
+                       "SELECT * FROM events WHERE a = 3;\nSELECT * FROM events WHERE c = 'oops\n;\n")
+    result = import_sql(table.path, history)
+    assert (result.statements, result.imported, result.skipped) == (3, 1, 2)
+    assert result.errors[0].startswith("line 1: ") and "is the ';' before it missing?" in result.errors[0]
+    assert result.errors[1].startswith("line 4: cannot be split into tokens") and "not read" in result.errors[1]
+    assert [querylog.filter_from_json(r["filter"]) for r in _logged(table)] == [("a", "=", 3)]

@@ -261,7 +261,10 @@ def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[
             first = line + window.count("\n", 0, tokens[0].start)
             start = pos + tokens[0].start
             stop = _skip_statement(text, dialect, resume, delimiters, window_chars)
-            yield _too_large(stop - start, first, limit)
+            last_char = stop - 1 if text[stop - 1:stop] == ";" else stop
+            while last_char > start and text[last_char - 1].isspace():
+                last_char -= 1
+            yield _too_large(last_char - start, first, limit)
             line += text.count("\n", pos, stop)
             pos, size = stop, window_chars
         else:  # a statement (or a comment) longer than the window: read it whole, up to the limit
@@ -635,7 +638,7 @@ class _Extractor:
 
     def _dropped(self, node: Any, reason: str, detail: str = "") -> Dropped:
         """`node` left out of the filter, shown shortened, with the line of its first name."""
-        text = " ".join(node.sql(dialect=self.dialect).split())
+        text = " ".join(node.sql(dialect=self.dialect, comments=False).split())
         identifier = node.find(self.exp.Identifier)
         line = identifier.meta.get("line") if identifier is not None else None
         return Dropped(text if len(text) <= 100 else text[:97] + "...", reason, detail,
@@ -909,10 +912,16 @@ def _next_prefix(prefix: str) -> str | None:
     return None
 
 
-def extract_queries(sql: str, schema: pa.Schema, table_name: str, dialect: str | None = None) -> list[ExtractedQuery]:
-    """The queries a statement runs against the table called `table_name` (see the module
+def extract_queries(sql: str | Statement, schema: pa.Schema, table_name: str,
+                    dialect: str | None = None) -> list[ExtractedQuery]:
+    """The queries a statement (its text, or a `Statement` from `read_statements`, parsed from
+    its tokens as the import does) runs against the table called `table_name` (see the module
     docstring); sqlglot's ParseError when it does not parse."""
     extractor = _Extractor(schema, table_name, dialect)
+    if isinstance(sql, Statement):
+        if sql.problem is not None:
+            raise InvalidArgumentError(f"the statement cannot be analysed: {sql.problem}")
+        return extractor.queries(extractor.parse_statement(sql))
     return extractor.queries(extractor.parse(sql))
 
 
