@@ -29,7 +29,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from ..errors import InvalidArgumentError, SchemaMismatchError
+from ..errors import InvalidArgumentError, SchemaMismatchError, UnsupportedTypeError
 from ..merge import RowKind
 from ..paimon.metadata import PaimonSchema, PaimonTable
 from ..paimon.read import PaimonReadPlan, plan_read, read_schema
@@ -78,8 +78,10 @@ def to_mergetree_filter(f: Any, schema: pa.Schema) -> tuple | None:
         return None  # Not, EqualNullSafe, string predicates: Spark applies them
     try:
         return flt.normalize(converted, schema)
-    except InvalidArgumentError:
-        return None  # a value mergetree cannot compare exactly (say, a NULL in IN): Spark applies it
+    except (InvalidArgumentError, UnsupportedTypeError):
+        # a value mergetree cannot compare exactly (say, a NULL in IN), or a type the policy cannot
+        # filter (nested): Spark applies it
+        return None
 
 
 # -- reads --------------------------------------------------------------------------------
