@@ -68,3 +68,53 @@ def test_the_commands_run(logged_table):
     assert "+linear(a)" in advice and "--apply" in advice
     run("advise", logged_table.path, "--apply")
     assert Table.open(logged_table.path).options.clustering.columns == ("a",)
+
+
+def test_imported_queries_are_never_compared_with_a_zero_as_run(logged_table, tmp_path):
+    """Queries imported from a SQL history never ran here and carry no bytes: they are replayed,
+    the comparison with 'as run' covers only the queries that ran (it said 530.9% when the
+    imported ones counted as zero), and a simulated layout is compared with the current files
+    simulated on the same sample."""
+    from mergetree.organize import import_sql
+
+    t = logged_table
+    history = tmp_path / "history.sql"
+    history.write_text("SELECT id\nFROM t\nWHERE a >= 100 AND a < 20000100;\n" * 40)
+    assert import_sql(t.path, history).imported == 40
+    now = replay(t.path)
+    assert len(now.queries) == 121 and now.unmeasured == 40 and len(now.measured) == 81
+    # nothing changed since the 81 ran: the planner reads what they read (the Top-N read stopped
+    # early when it ran, a plan does not)
+    ratio = now.versus_logged
+    assert ratio is not None and 1.0 <= ratio < 1.05
+    assert f"{ratio:.1%} of what 81 of the queries scanned when they ran" in now.summary()
+    assert "40 imported queries carry no measured bytes" in now.summary()
+    simulated = replay(t.path, layout="linear:a")
+    assert simulated.baseline_bytes and simulated.versus_baseline < 0.5
+    assert "read on the current files simulated on the same sample" in simulated.summary()
+    out = subprocess.run([sys.executable, "-m", "mergetree", "replay", t.path, "--no-progress"], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and f"{ratio:.1%} of what 81" in out.stdout, out.stdout
+
+
+def test_a_history_of_imported_queries_only_compares_layouts_with_each_other(tmp_path):
+    from mergetree.organize import import_sql
+
+    rng = np.random.default_rng(4)
+    data = pa.table({"id": rng.permutation(ROWS), "a": rng.integers(0, 10**9, ROWS)})
+    t = Table.create(str(tmp_path / "t"), data.schema, options={
+        "target-file-size": str(int(data.nbytes / FILES * 1.05)), "write-only": "true", "query-log.enabled": "false"})
+    per = ROWS // FILES
+    for i in range(FILES):
+        t.write(data.slice(i * per, per))
+    history = tmp_path / "history.sql"
+    history.write_text("".join(f"SELECT * FROM t WHERE a BETWEEN {low} AND {low + 10**7};\n"
+                               for low in rng.integers(0, 10**9 - 10**7, 30)))
+    import_sql(t.path, history)
+    now = replay(t.path)
+    assert now.versus_logged is None and now.logged_bytes == 0 and now.unmeasured == 30
+    assert "nothing to compare with as run" in now.summary() and "%" not in now.summary()
+    simulated = replay(t.path, layout="linear:a")
+    assert simulated.versus_baseline is not None and simulated.versus_baseline < 0.2
+    advice = t.advise()
+    assert advice.reduction is not None and advice.reduction > 0.5   # simulated layouts against each other

@@ -151,10 +151,10 @@ def replay(args: argparse.Namespace) -> int:
     out_console.print(text_table([
         ("replayed queries", "on", "files per query", "bytes per query", "as logged (files, bytes)"),
         (f"{n:,}", layout, f"{result.files / n:,.1f}", _mib(result.bytes / n),
-         f"{result.logged_files / n:,.1f}, {_mib(result.logged_bytes / n)}")], right_aligned={0, 2, 3}))
-    if result.logged_bytes:
-        out_console.print(f"bytes scanned: {result.bytes / result.logged_bytes:.1%} of what the queries scanned "
-                          f"when they ran")
+         f"{result.logged_files / m:,.1f}, {_mib(result.logged_bytes / m)}" if (m := len(result.measured))
+         else "not measured (imported)")], right_aligned={0, 2, 3}))
+    if result.summary():  # like with like: measured queries as run, a simulated layout against the current files
+        out_console.print(result.summary())
     if result.skipped:
         out_console.print(f"{result.skipped:,} logged queries had no replayable filter and were left out")
     return 0

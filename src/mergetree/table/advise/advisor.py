@@ -4,37 +4,43 @@ Input: the table's query log (over a period), its files and a uniform sample of 
 Output: per lever — distribution, Bloom filters, bitmaps, in-file sort, pre-aggregates — the
 current and the recommended configuration, what is kept / added / removed, the reason, and
 the expected effect measured by replaying a sample of the logged queries on layouts simulated
-from the row sample (`simulate`), never guessed.
+from the row sample (`simulate`), never guessed.  The same log and files give the same advice:
+the queries are put in one canonical order, the replayed ones are picked by a hash of each
+query (so a few more or fewer queries change the pick by those few), the row sample is seeded,
+counts tie-break by column name and layouts by a fixed order of simplicity.
 
 The rules (shares are of the queries in the period; "filtering" = with a predicate that min/max
 statistics can use: =, IN, a range, LIKE 'prefix%'):
 
 Distribution (append tables; a primary-key table's files are sorted by its key):
   D1  A column is a clustering candidate when at least MIN_SHARE of the filtering queries filter
-      it and it has at least as many distinct values as the table would have files (a column
-      with fewer values leaves files that hold every value: a bitmap serves it better), unless it
-      is only looked up by = / IN and has many values (a Bloom filter serves those lookups and the
-      layout is kept for the columns filtered by ranges).
-  D2  The seed's three shapes, on the two most filtered candidates a and b (with no candidate but
-      frequent Top-N reads: linear on the Top-N order column):
-      - a is filtered by at least DOMINANT of the filtering queries and b by few (< MIN_SHARE
-        beyond a's queries) -> linear(a);
-      - most queries filtering b also filter a (>= TOGETHER) -> linear(a, b);
-      - otherwise (a and b filtered apart) -> Hilbert over the candidates (at most MAX_COLUMNS).
-  D3  The replay decides between the rule's choice and the other shapes (linear on the first
-      candidate, linear on the first two, Z-order and Hilbert on the candidates, also with columns
-      filtered by at least half of MIN_SHARE): a shape that reads at least REPLAY_MARGIN fewer
-      files than the rule's is taken instead, with the reason; `LeverAdvice.rule` keeps the
-      rule's own answer.
+      it, unless it is only looked up by = / IN and has many values (more than
+      BITMAP_MAX_VALUES: a Bloom filter serves those lookups without spending the layout on
+      them — rule B1 then decides the filter, and says why when it adds none).  A column with
+      few values is a candidate too: a layout sorted on it puts each value in a few files.
+  D2  The shapes tried, from the candidates ranked by how many queries filter them (ties by
+      name): linear on each of the first MAX_COLUMNS, linear on ordered pairs and on the first
+      three, Z-order and Hilbert on the first two to MAX_COLUMNS, the seed's own answer (90% on
+      a -> linear(a); a+b together -> linear(a, b); apart -> Hilbert), the current layout, and
+      shapes with the columns filtered by at least half of MIN_SHARE; each is replayed.
+  D3  Margin, not thresholds: the shapes are walked from the simplest (fewer columns, then
+      linear < Z-order < Hilbert < qd-tree, then the candidates' rank).  The incumbent is the
+      current layout (or the files as they are, when there is none); a shape replaces the
+      incumbent only when its replay reads at least LAYOUT_MARGIN fewer bytes than the
+      incumbent (MIN_GAIN fewer than files without a layout: a rewrite must pay).  So a few
+      queries more or fewer near a rule's threshold cannot flip the answer, the current layout
+      stays unless another is clearly better, and a simpler layout wins over a complex one that
+      is about as good.  The advice says how close the decision was: `LeverAdvice.margin` is the
+      smallest distance, in points of bytes saved, between a measured gain and the margin it
+      was held to (a step taken, or the closest alternative left).
   D5  A workload-driven layout (a qd-tree cut on the logged predicates, `qdtree`) is fitted on
       the row sample and half of the queries, and taken instead when, replayed on the other
-      half, it reads QDTREE_MARGIN (a third) fewer of the files than the chosen curve: a tree
-      fitted to past predicates ages with the workload where a curve does not, so it must win
-      clearly.
-  D4  Nothing changes unless the chosen layout reads at least MIN_GAIN fewer files than the
-      current one; refused outright with fewer than MIN_FILES files after a rewrite.
+      half, it reads QDTREE_MARGIN (a third) fewer bytes than the walk's choice: a tree fitted
+      to past predicates ages with the workload where a curve does not, so it must win clearly.
+  D4  Refused outright with fewer than MIN_FILES files after a rewrite.
 
-Indexes:
+Indexes (judged on the recommended layout; every column considered gets a line saying why it
+gets an index or why not, so no reason promises an index the recommendation lacks):
   B1  Bloom filter on a column with = / IN in at least MIN_SHARE of the queries and more distinct
       values than BITMAP_MAX_VALUES, when the replay shows it cuts the files those queries read by
       at least MIN_GAIN.
@@ -53,16 +59,21 @@ Pre-aggregates:
       only group-by columns, becomes a model, when grouping shrinks a file to at most
       MAX_AGGREGATION_RATIO of its rows (measured on real files, as the seed says).
   P2  A model no query in the period uses is removed.
+
+Columns of a type with no order (lists, structs, maps) are left out of the sample and of every
+rule, with a line saying so (`refused`); their predicates count as reading every file.
 """
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import permutations
 from typing import Any
 
 import numpy as np
@@ -70,7 +81,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, MergeTreeError
 from ..curves import check_clusterable
 from ..directory import TableDirectory
 from ..files import DataFileMeta
@@ -87,7 +98,8 @@ from ..qdtree import QdTree, build_qdtree, query_box
 from .simulate import IndexSpec, Sample, SimulatedLayout, draw_sample, simulate
 from .workload import LoggedQuery, Workload, read_log, summarize
 
-__all__ = ["Advice", "LeverAdvice", "advise", "advise_workload", "files_after_rewrite"]
+__all__ = ["AS_NOW", "Advice", "LayoutChoice", "LeverAdvice", "advise", "advise_workload", "canonical_order",
+           "choose_layout", "files_after_rewrite", "query_cost", "replay_sample"]
 
 MIN_SHARE = 0.10
 DOMINANT = 0.90
@@ -95,13 +107,17 @@ TOGETHER = 0.80
 MAX_COLUMNS = 4
 MIN_FILES = 4
 MIN_GAIN = 0.20
-REPLAY_MARGIN = 0.05
-QDTREE_MARGIN = 1 / 3   # a layout fitted to past predicates ages with the workload: it must win clearly
+LAYOUT_MARGIN = 0.10        # a more complex or different layout must read this much fewer bytes (D3)
+QDTREE_MARGIN = 1 / 3       # a layout fitted to past predicates ages with the workload: it must win clearly
 BITMAP_MAX_VALUES = 1_000
 MAX_AGGREGATION_RATIO = 0.10
 REPLAY_QUERIES = 2_000
-SAMPLE_COLUMNS = 12
+SAMPLE_COLUMNS = 24
 HLL_LG_K = 12
+STRATEGY_RANK = {"linear": 0, "zorder": 1, "hilbert": 2, "qdtree": 3}
+AS_NOW = ((), "as now")     # the walk's start when the table has no layout: its files as they are
+
+Shape = tuple[tuple[str, ...], str]
 
 
 @dataclass
@@ -115,7 +131,10 @@ class LeverAdvice:
     queries: int = 0                 # replayed queries the lever concerns
     files_before: float | None = None   # mean expected files read by those queries
     files_after: float | None = None
-    rule: str | None = None          # distribution: what the rules alone chose (the seed's answer)
+    rule: str | None = None          # distribution: the seed's own answer (D2), for comparison
+    margin: float | None = None      # distribution: how close the decision was (D3), in shares of bytes
+    closest: str | None = None       # distribution: the alternative nearest to being chosen ...
+    closest_gain: float | None = None   # ... and the share of bytes it saves against the recommendation
 
     @property
     def changes(self) -> list[tuple[str, str]]:
@@ -157,6 +176,12 @@ class Advice:
             raw["changes"] = lever.changes
         return out
 
+    def decision(self) -> dict[str, Any]:
+        """What the advice decides, without its timing: equal for equal advice."""
+        out = self.to_json()
+        out.pop("seconds", None)
+        return out
+
     def explain(self) -> str:
         lines = [f"{self.table}: {self.queries:,} logged queries, {self.replayed:,} replayed"]
         for lever in self.levers:
@@ -165,12 +190,70 @@ class Advice:
             if lever.files_before is not None and lever.files_after is not None:
                 effect = f" [{lever.queries:,} queries: {lever.files_before:.1f} -> {lever.files_after:.1f} files each]"
             lines.append(f"  {lever.lever}: {marks or '(none)'}{effect}\n    {lever.reason}")
+            if lever.margin is not None:
+                lines.append(f"    decided by a margin of {lever.margin:.1%} of the bytes"
+                             + (f" (closest alternative: {lever.closest}, {_fewer(lever.closest_gain)})"
+                                if lever.closest and lever.closest_gain is not None else ""))
         for reason in self.refused:
             lines.append(f"  not recommended: {reason}")
         if self.reduction is not None:
             lines.append(f"  expected: {self.files_before:.1f} -> {self.files_after:.1f} files per query, "
                          f"{self.reduction:.0%} fewer bytes scanned")
         return "\n".join(lines)
+
+
+def _fewer(gain: float | None) -> str:
+    if gain is None:
+        return ""
+    return f"{gain:.0%} fewer bytes" if gain >= 0 else f"{-gain:.0%} more bytes"
+
+
+# ---------------------------------------------------------------------------
+# Order and sampling: the same log gives the same advice
+# ---------------------------------------------------------------------------
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _identity(q: LoggedQuery) -> str:
+    ts = q.ts
+    if ts is not None and ts.tzinfo is None:
+        ts = ts.replace(tzinfo=dt.timezone.utc)
+    return json.dumps([ts.isoformat() if ts is not None else None, q.filter_json, q.predicates, q.order_by, q.limit,
+                       q.group_by, q.measures], default=str)
+
+
+def canonical_order(queries: Iterable[LoggedQuery]) -> list[LoggedQuery]:
+    """The queries in one order whatever order the log was read in (by time, then content)."""
+    return [q for _, q in sorted(((_identity(q), q) for q in queries), key=lambda pair: pair[0])]
+
+
+def _hashes(queries: Sequence[LoggedQuery]) -> np.ndarray:
+    """A stable 64-bit hash per query (its content and how many equal queries came before it)."""
+    seen: Counter = Counter()
+    out = np.empty(len(queries), dtype=np.uint64)
+    for i, q in enumerate(queries):
+        identity = _identity(q)
+        seen[identity] += 1
+        digest = hashlib.blake2b(f"{identity}#{seen[identity]}".encode(), digest_size=8).digest()
+        out[i] = int.from_bytes(digest, "little")
+    return out
+
+
+def replay_sample(queries: Sequence[LoggedQuery], limit: int) -> list[LoggedQuery]:
+    """Up to `limit` queries: those with the smallest hashes (a uniform sample that a few more or
+    fewer logged queries change by those few only), in canonical order."""
+    ordered = canonical_order(queries)
+    if len(ordered) <= limit:
+        return ordered
+    picked = np.sort(np.argsort(_hashes(ordered), kind="stable")[:limit])
+    return [ordered[i] for i in picked]
+
+
+def _ranked(counter: Counter) -> list[tuple[Any, int]]:
+    """A counter's items by count, ties by key: most_common's ties follow insertion order,
+    which follows set iteration, which changes from process to process."""
+    return sorted(counter.items(), key=lambda kv: (-kv[1], str(kv[0])))
 
 
 # ---------------------------------------------------------------------------
@@ -216,7 +299,7 @@ def aggregation_ratio(directory: TableDirectory, metas: Sequence[DataFileMeta], 
                       files: int = 3) -> float:
     """Groups per row when grouping real files by `group_by` (the largest `files` files)."""
     rows = groups = 0
-    for meta in sorted(metas, key=lambda m: -m.row_count)[:files]:
+    for meta in sorted(metas, key=lambda m: (-m.row_count, m.file_name))[:files]:
         data = pq.read_table(f"{directory.path}/{meta.file_name}", columns=list(group_by))
         rows += data.num_rows
         groups += data.group_by(list(group_by)).aggregate([]).num_rows if group_by else min(1, data.num_rows)
@@ -227,18 +310,45 @@ def aggregation_ratio(directory: TableDirectory, metas: Sequence[DataFileMeta], 
 # Replay
 # ---------------------------------------------------------------------------
 
-def _replay_sample(queries: list[LoggedQuery], limit: int, seed: int = 0) -> list[LoggedQuery]:
-    if len(queries) <= limit:
-        return list(queries)
-    picked = np.sort(np.random.default_rng(seed).choice(len(queries), size=limit, replace=False))
-    return [queries[i] for i in picked]
+class _Replayed:
+    """The replayed queries with their filters parsed once."""
+
+    def __init__(self, queries: Sequence[LoggedQuery], total_rows: int) -> None:
+        self.queries = list(queries)
+        self.filters = [_safe_filter(q) for q in self.queries]
+        self.total_rows = total_rows
+
+    def subset(self, keep: Sequence[bool]) -> _Replayed:
+        out = _Replayed([], self.total_rows)
+        out.queries = [q for q, k in zip(self.queries, keep) if k]
+        out.filters = [f for f, k in zip(self.filters, keep) if k]
+        return out
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def cost(self, layout: SimulatedLayout) -> tuple[float, float]:
+        """Mean (files, bytes) per query on the layout."""
+        if not self.queries:
+            return 0.0, 0.0
+        files = size = 0.0
+        for q, f in zip(self.queries, self.filters):
+            one_files, one_bytes = query_cost(layout, q, f, self.total_rows)
+            files += one_files
+            size += one_bytes
+        return files / len(self.queries), size / len(self.queries)
 
 
-def _files_read(layout: SimulatedLayout, query: LoggedQuery, total_rows: int) -> float:
-    if query.is_top_n:
-        return min(layout.top_n_parts(query.order_by, query.limit or 0, total_rows),
-                   float(layout.read_probability(_safe_filter(query)).sum()) if query.filter_json else layout.parts)
-    return float(layout.read_probability(_safe_filter(query)).sum())
+def query_cost(layout: SimulatedLayout, q: LoggedQuery, f: Any, total_rows: int) -> tuple[float, float]:
+    """Expected (files, bytes) one query reads on the layout: the parts its filter may match,
+    or, for a Top-N read, the parts its best rows sit in when fewer."""
+    probability = layout.read_probability(f)
+    by_filter = float(probability.sum())
+    if q.is_top_n:
+        top = layout.top_n_parts(q.order_by, q.limit or 0, total_rows)
+        if top < by_filter:
+            return top, top * layout.bytes_per_part
+    return by_filter, layout.bytes_of(probability)
 
 
 def _safe_filter(query: LoggedQuery) -> Any:
@@ -246,12 +356,6 @@ def _safe_filter(query: LoggedQuery) -> Any:
         return query.filter
     except InvalidArgumentError:
         return None
-
-
-def _mean_files(layout: SimulatedLayout, queries: Sequence[LoggedQuery], total_rows: int) -> float:
-    if not queries:
-        return 0.0
-    return sum(_files_read(layout, q, total_rows) for q in queries) / len(queries)
 
 
 # ---------------------------------------------------------------------------
@@ -262,14 +366,17 @@ def _layout_name(columns: Sequence[str], strategy: str) -> str:
     return f"{strategy}({', '.join(columns)})"
 
 
+def _shape_name(shape: Shape) -> str:
+    return "the files as they are (no layout)" if shape == AS_NOW else _layout_name(*shape)
+
+
 def _distribution_rule(w: Workload, candidates: list[str]) -> tuple[list[str], str, str]:
-    """(columns, strategy, reason) by D2."""
+    """(columns, strategy, reason): the seed's shapes (D2)."""
     a = candidates[0]
     share_a = w.share(a)
     if len(candidates) == 1:
         return [a], "linear", (f"{a} is the one clustering candidate ({share_a:.0%} of the filtering queries filter "
-                               f"it; other filtered columns are left to indexes or filtered rarely) "
-                               f"(seed: 90% on a -> linear a)")
+                               f"it) (seed: 90% on a -> linear a)")
     b = candidates[1]
     together = w.share_with(a, b)
     if together >= TOGETHER:
@@ -280,10 +387,85 @@ def _distribution_rule(w: Workload, candidates: list[str]) -> tuple[list[str], s
         return [a], "linear", (f"{share_a:.0%} of the filtering queries filter {a}, {beyond_a:.0%} filter {b} "
                                f"without it (seed: 90% on a -> linear a)")
     columns = candidates[:MAX_COLUMNS]
-    shares = ", ".join(f"{c} {w.share(c):.0%}" for c in columns)
-    return columns, "hilbert", (f"the columns are filtered apart ({shares} of the filtering queries; only "
-                                f"{together:.0%} of those filtering {b} also filter {a}) "
+    return columns, "hilbert", (f"only {together:.0%} of the queries filtering {b} also filter {a} "
                                 f"(seed: 50% a and 50% b -> Hilbert)")
+
+
+def _shapes(candidates: list[str], near: list[str], top_columns: list[str], seed: Shape | None) -> set[Shape]:
+    """The layouts tried (D2)."""
+    top = candidates[:MAX_COLUMNS]
+    shapes: set[Shape] = {((c,), "linear") for c in top}
+    shapes |= {((a, b), "linear") for a, b in permutations(top[:3], 2)}
+    if len(top) >= 3:
+        shapes.add((tuple(top[:3]), "linear"))
+    for k in range(2, len(top) + 1):
+        shapes |= {(tuple(top[:k]), "zorder"), (tuple(top[:k]), "hilbert")}
+    tried = (candidates + near)[:MAX_COLUMNS]
+    if len(tried) > len(top) and len(tried) > 1:
+        shapes |= {(tuple(tried), "hilbert"), (tuple(tried), "zorder"), (tuple(tried[:2]), "linear")}
+    shapes |= {((c,), "linear") for c in top_columns}
+    if seed is not None:
+        shapes.add(seed)
+    return shapes
+
+
+@dataclass
+class LayoutChoice:
+    """D3's walk: the pick, each step taken (from, to, gain, needed), every comparison made
+    (incumbent, shape, gain, needed), and the closest alternative to the pick."""
+
+    pick: Shape
+    steps: list[tuple[Shape, Shape, float, float]]
+    comparisons: list[tuple[Shape, Shape, float, float]]
+    closest: Shape | None
+    closest_gain: float | None
+
+    @property
+    def margin(self) -> float | None:
+        """How close the decision was: the smallest distance between a gain measured in the walk
+        and the margin it was held to.  Scores that each move by a few percent of that cannot
+        change the pick (every comparison comes out the same)."""
+        return min((abs(gain - needed) for _, _, gain, needed in self.comparisons), default=None)
+
+
+def _gain(before: float, after: float) -> float:
+    """The share of `before`'s bytes that `after` saves (negative: reads more)."""
+    if before > 0:
+        return 1.0 - after / before
+    return 0.0 if after <= 0 else -math.inf
+
+
+def choose_layout(scores: dict[Shape, float], start: Shape, rank: dict[str, int] | None = None) -> LayoutChoice:
+    """D3: from `start` (the current layout, or AS_NOW), through the shapes from the simplest
+    (fewer columns, then linear < zorder < hilbert < qdtree, then the columns' `rank`, then
+    their names): a shape replaces the incumbent when it reads at least LAYOUT_MARGIN fewer bytes
+    (MIN_GAIN fewer against AS_NOW).  `scores`: bytes per replayed query of each shape (and of
+    `start`); the answer does not depend on the dict's order."""
+    rank = rank or {}
+
+    def simplicity(shape: Shape) -> tuple:
+        columns, strategy = shape
+        return len(columns), STRATEGY_RANK.get(strategy, 9), tuple(rank.get(c, len(rank)) for c in columns), \
+            columns, strategy
+
+    incumbent = start
+    steps, comparisons = [], []
+    for shape in sorted((s for s in scores if s != start and s != AS_NOW), key=simplicity):
+        needed = MIN_GAIN if incumbent == AS_NOW else LAYOUT_MARGIN
+        gain = _gain(scores[incumbent], scores[shape])
+        comparisons.append((incumbent, shape, gain, needed))
+        if gain >= needed:
+            steps.append((incumbent, shape, gain, needed))
+            incumbent = shape
+    others = [s for s in scores if s != incumbent and s != AS_NOW]
+    closest = max(others, key=lambda s: (_gain(scores[incumbent], scores[s]), tuple(-x for x in simplicity(s)[:2])),
+                  default=None)
+    closest_gain = _gain(scores[incumbent], scores[closest]) if closest is not None else None
+    return LayoutChoice(incumbent, steps, comparisons, closest, closest_gain)
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.2f} MiB"
 
 
 def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas: Sequence[DataFileMeta],
@@ -292,26 +474,30 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     started = time.perf_counter()
     schema = directory.schema.schema
     options = directory.options
+    queries = canonical_order(queries)
     advice = Advice(directory.path, len(queries), 0)
     w = summarize(queries)
     if not queries:
         advice.refused.append("no queries are logged for the period: nothing to learn from")
         return advice
     known = set(schema.names)
-    total_bytes = sum(m.file_size for m in metas)
     total_rows = sum(m.row_count for m in metas)
     parts_after = files_after_rewrite(directory, metas, options.target_file_size)
-    wanted: list[str] = [c for c, _ in w.filtered.most_common() if c in known]
-    wanted += [c for c, _ in (w.equality + w.ranges).most_common() if c in known]
-    wanted += [o[0][0] for o in w.orderings if o and o[0][0] in known]
-    wanted += [g for grouping in w.groupings for g in grouping if g in known]
+    wanted: list[str] = [c for c, _ in _ranked(w.filtered) if c in known]
+    wanted += [c for c, _ in _ranked(w.equality + w.ranges) if c in known]
+    wanted += [o[0][0] for o, _ in _ranked(w.orderings) if o and o[0][0] in known]
+    wanted += [g for grouping, _ in _ranked(w.groupings) for g in grouping if g in known]
+    if options.clustering:
+        wanted += [c for c in options.clustering.columns if c in known]
     columns = list(dict.fromkeys(wanted))[:SAMPLE_COLUMNS]
-    replayed = _replay_sample(queries, replay_queries)
+    replayed = _Replayed(replay_sample(queries, replay_queries), total_rows)
     advice.replayed = len(replayed)
     if not columns or not metas:
         advice.refused.append("the logged queries filter, order and group by no column of the table's files")
         return advice
     sample = draw_sample(directory, metas, columns, sample_rows)
+    for why in sample.skipped.values():
+        advice.refused.append(f"left out of the simulation: {why}")
     ndv = estimate_ndv(sample)
     advice.ndv = ndv
     current_index = IndexSpec(frozenset(options.bloom_columns), frozenset(options.bitmap_columns), options.bloom_fpp)
@@ -323,8 +509,9 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     current_layout = [_layout_name(layout_columns, layout_strategy)] if layout_columns else []
     chosen: SimulatedLayout = current
     new_tree: QdTree | None = None
-    filtering = [q for q in replayed if q.cluster_columns or q.is_top_n]
+    filtering = replayed.subset([bool(q.cluster_columns) or q.is_top_n for q in replayed.queries])
     new_layout: tuple[list[str], str] | None = None
+    bloom_bound: dict[str, str] = {}  # left to a Bloom filter by D1 -> the refusal's text, finished by B1
     if directory.schema.has_primary_key:
         advice.refused.append("distribution: a primary-key table's files stay sorted by its key; cluster it by "
                               "the key order, bucket key and partitioning chosen at create (indexes still apply)")
@@ -333,85 +520,73 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
                               f"({options.target_file_size:,} bytes); clustering needs at least {MIN_FILES} files "
                               f"to skip any")
     else:
-        candidates = []
-        near: list[str] = []  # below D1's share but otherwise fit: the replay (D3) may still try them
-        bloom_bound: set[str] = set()  # left to a Bloom filter by D1: the layout is judged with it
-        for column, _ in w.filtered.most_common():
-            if column not in known or column not in ndv:
+        candidates: list[str] = []
+        near: list[str] = []  # below D1's share but otherwise fit: the replay may still try them
+        for column, count in _ranked(w.filtered):
+            if column not in known or column in sample.skipped or column not in ndv:
                 continue
             try:
                 check_clusterable(column, schema.field(column).type)
-            except Exception:
+            except MergeTreeError as exc:
+                advice.refused.append(f"distribution on {column}: {exc}")
                 continue
+            lookups_only = w.equality[column] >= 0.9 * count and ndv[column] > BITMAP_MAX_VALUES
             if w.share(column) < MIN_SHARE:
                 advice.refused.append(f"distribution on {column}: only {w.share(column):.1%} of the filtering "
                                       f"queries filter it (rule D1: at least {MIN_SHARE:.0%})")
-                if w.share(column) >= MIN_SHARE / 2 and ndv[column] >= parts_after and not (
-                        w.equality[column] >= 0.9 * w.filtered[column] and ndv[column] > BITMAP_MAX_VALUES):
+                if w.share(column) >= MIN_SHARE / 2 and not lookups_only:
                     near.append(column)
-            elif w.equality[column] >= 0.9 * w.filtered[column] and ndv[column] > BITMAP_MAX_VALUES:
-                advice.refused.append(f"distribution on {column}: it is only looked up by = or IN and has about "
-                                      f"{ndv[column]:,.0f} distinct values; a Bloom filter serves that without "
-                                      f"spending the layout on it (rule D1)")
-                bloom_bound.add(column)
-            elif ndv[column] < parts_after:
-                advice.refused.append(f"distribution on {column}: about {ndv[column]:,.0f} distinct values for "
-                                      f"{parts_after} files, so most files would hold every value (rule D1); "
-                                      f"a bitmap index serves it better")
+            elif lookups_only:
+                bloom_bound[column] = (f"distribution on {column}: it is only looked up by = or IN and has about "
+                                       f"{ndv[column]:,.0f} distinct values, which a Bloom filter answers without "
+                                       f"spending the layout on it (rule D1)")
             else:
                 candidates.append(column)
-        top_columns = [o[0][0] for o, n in w.orderings.most_common()
+        top_columns = [o[0][0] for o, n in _ranked(w.orderings)
                        if o[0][0] in known and o[0][0] in ndv and n / w.total >= MIN_SHARE]
-        if (candidates or top_columns) and filtering:
+        top_columns = list(dict.fromkeys(top_columns))
+        if (candidates or top_columns) and len(filtering):
+            seed: Shape | None = None
             if candidates:
-                rule_columns, rule_strategy, reason = _distribution_rule(w, candidates)
+                seed_columns, seed_strategy, seed_reason = _distribution_rule(w, candidates)
+                seed = (tuple(seed_columns), seed_strategy)
             else:
-                rule_columns, rule_strategy = [top_columns[0]], "linear"
-                reason = (f"{w.orderings.most_common(1)[0][1] / w.total:.0%} of the queries are Top-N reads by "
-                          f"{top_columns[0]}: files tight on it let them stop after one file (rule D2)")
-            shapes = {(tuple(rule_columns), rule_strategy)}
-            if candidates:
-                shapes.add(((candidates[0],), "linear"))
-            if len(candidates) > 1:
-                shapes |= {(tuple(candidates[:2]), "linear"), (tuple(candidates[:MAX_COLUMNS]), "hilbert"),
-                           (tuple(candidates[:MAX_COLUMNS]), "zorder")}
-            shapes |= {((column,), "linear") for column in top_columns}
-            tried = (candidates + near)[:MAX_COLUMNS]
-            if len(tried) > len(candidates[:MAX_COLUMNS]) and len(tried) > 1:
-                shapes |= {(tuple(tried), "hilbert"), (tuple(tried), "zorder"), (tuple(tried[:2]), "linear")}
-            rule_name = _layout_name(rule_columns, rule_strategy)
-            layout_index = IndexSpec(current_index.bloom | bloom_bound, current_index.bitmap, current_index.fpp)
-            as_now = SimulatedLayout("current", current.parts, current.columns, layout_index, current.rows_per_part,
-                                     ndv)
-            scored = {}
-            for cols, strategy in shapes:
-                layout = simulate(sample, _layout_name(cols, strategy), parts_after, cols, strategy,
-                                  layout_index, ndv)
-                scored[(cols, strategy)] = (_mean_files(layout, filtering, total_rows), layout)
-            rule_score, rule_layout = scored[(tuple(rule_columns), rule_strategy)]
-            # ties go to the rule's choice, then to fewer columns, then to a linear order
-            best_key = min(scored, key=lambda k: (round(scored[k][0], 6), k != (tuple(rule_columns), rule_strategy),
-                                                  len(k[0]), k[1] != "linear"))
-            best_score, best_layout = scored[best_key]
-            if best_score < rule_score * (1 - REPLAY_MARGIN):
-                reason = (f"replay: {_layout_name(*best_key)} reads {best_score:.1f} files per query against "
-                          f"{rule_score:.1f} for the rule's {_layout_name(rule_columns, rule_strategy)} ({reason}) "
-                          f"(rule D3)")
-                rule_columns, rule_strategy, rule_score, rule_layout = (list(best_key[0]), best_key[1], best_score,
-                                                                        best_layout)
-            before_files = _mean_files(as_now, filtering, total_rows)
-            # compare shares of files, as the current and new layouts may have different file counts
-            share_before = before_files / max(len(metas), 1)
-            share_after = rule_score / parts_after
-            name = _layout_name(rule_columns, rule_strategy)
+                seed = ((top_columns[0],), "linear")
+                seed_reason = (f"{_ranked(w.orderings)[0][1] / w.total:.0%} of the queries are Top-N reads by "
+                               f"{top_columns[0]}: files tight on it let them stop after one file")
+            shapes = _shapes(candidates, near, top_columns, seed)
+            rank = {c: i for i, c in enumerate(dict.fromkeys(candidates + near + top_columns))}
+            start: Shape = AS_NOW
+            if layout_columns and all(c in sample.rows.column_names for c in layout_columns) \
+                    and layout_strategy != "qdtree":
+                start = (tuple(layout_columns), layout_strategy)
+                shapes.add(start)
+            layout_index = IndexSpec(current_index.bloom | set(bloom_bound), current_index.bitmap, current_index.fpp)
+            as_now = current.with_indexes(layout_index)
+            layouts: dict[Shape, SimulatedLayout] = {AS_NOW: as_now}
+            if layout_strategy == "qdtree" and options.clustering is not None and options.clustering.tree is not None \
+                    and all(c in sample.rows.column_names for c in options.clustering.tree.columns):
+                tree_now = options.clustering.tree
+                files_of_rows = tree_now.file_of_row(sample.rows, max(1, sample.rows.num_rows // parts_after))
+                start = (tuple(tree_now.columns), "qdtree")
+                layouts[start] = simulate(sample, current_layout[0], int(files_of_rows.max()) + 1 if len(files_of_rows)
+                                          else 1, part_of_row=files_of_rows, indexes=layout_index, ndv=ndv)
+            for shape in sorted(shapes - set(layouts)):
+                layouts[shape] = simulate(sample, _layout_name(*shape), parts_after, shape[0], shape[1],
+                                          layout_index, ndv)
+            costs = {shape: replayed.cost(layout) for shape, layout in layouts.items()}
+            scores = {shape: cost[1] for shape, cost in costs.items()}
+            walk = choose_layout(scores, start, rank)
+            pick = walk.pick
+            decision = _walk_text(walk, scores, start)
             # D5: the workload-driven layout, fitted on half of the queries and judged on the
-            # other half against the chosen curve (a tree fitted to past ranges must also serve
-            # new ones)
-            halves = np.random.default_rng(1).random(len(filtering)) < 0.5
-            fit = [q for q, h in zip(filtering, halves) if h]
-            held_out = [q for q, h in zip(filtering, halves) if not h]
-            boxes = [box for box in (query_box(_safe_filter(q)) for q in fit) if box]
-            if candidates and boxes and held_out:
+            # other half against the walk's pick (a tree fitted to past ranges must also serve
+            # new ones); halves by each query's hash, so that they are the same for the same log
+            halves = (_hashes(filtering.queries) & np.uint64(1)) == 0
+            fit, held_out = filtering.subset(halves), filtering.subset(~halves)
+            boxes = [box for box in (query_box(f) for f in fit.filters) if box]
+            tree_note = ""
+            if candidates and boxes and len(held_out):
                 tree = build_qdtree(sample.rows, boxes, parts_after, candidates)
                 if tree.leaves > 1:
                     # each leaf is written as files of the target size, as optimize does
@@ -419,80 +594,106 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
                     tree_parts = int(files_of_rows.max()) + 1
                     tree_layout = simulate(sample, "qdtree", tree_parts, part_of_row=files_of_rows,
                                            indexes=layout_index, ndv=ndv)
-                    tree_share = _mean_files(tree_layout, held_out, total_rows) / tree_parts
-                    curve_share = _mean_files(rule_layout, held_out, total_rows) / parts_after
-                    if tree_share < curve_share * (1 - QDTREE_MARGIN):
-                        tree_score = _mean_files(tree_layout, filtering, total_rows)
-                        reason = (f"replay on queries the tree was not fitted on: a qd-tree of {tree.leaves} leaves "
-                                  f"cut on the logged predicates reads {tree_share:.1%} of the files per query "
-                                  f"against {curve_share:.1%} for {name} ({reason}) (rule D5)")
+                    tree_bytes = held_out.cost(tree_layout)[1]
+                    pick_bytes = held_out.cost(layouts[pick])[1]
+                    tree_gain = _gain(pick_bytes, tree_bytes)
+                    name_of_tree = f"qdtree({', '.join(tree.columns)}; {tree.leaves} leaves)"
+                    walk.comparisons.append((pick, (tuple(tree.columns), "qdtree"), tree_gain, QDTREE_MARGIN))
+                    if tree_gain >= QDTREE_MARGIN and pick != (tuple(tree.columns), "qdtree"):
+                        tree_note = (f"; on queries the tree was not fitted on, a {name_of_tree} cut on the logged "
+                                     f"predicates reads {tree_gain:.0%} fewer bytes than {_shape_name(pick)} "
+                                     f"(rule D5: at least {QDTREE_MARGIN:.0%})")
                         new_tree = tree
-                        rule_columns, rule_strategy, rule_score, rule_layout = (tree.columns, "qdtree", tree_score,
-                                                                                tree_layout)
-                        share_after = tree_score / tree_parts
-                        name = f"qdtree({', '.join(tree.columns)}; {tree.leaves} leaves)"
-            if share_after <= share_before * (1 - MIN_GAIN):
-                new_layout = (rule_columns, rule_strategy)
-                chosen = rule_layout
-                advice.levers.append(LeverAdvice("distribution", current_layout, [name], reason, len(filtering),
-                                                 before_files, rule_score, rule=rule_name))
-            else:
-                advice.levers.append(LeverAdvice(
-                    "distribution", current_layout, current_layout,
-                    f"{name} would read {share_after:.1%} of the files per query against {share_before:.1%} now: "
-                    f"less than {MIN_GAIN:.0%} better, so the layout stays (rule D4)", len(filtering),
-                    before_files, before_files, rule=rule_name))
+                        pick = (tuple(tree.columns), "qdtree")
+                        layouts[pick], costs[pick] = tree_layout, replayed.cost(tree_layout)
+                        walk.closest, walk.closest_gain = walk.pick, -tree_gain   # the curve it beat
+                    else:
+                        tree_note = (f"; a {name_of_tree} reads {_fewer(tree_gain)} than {_shape_name(pick)} on "
+                                     f"queries it was not fitted on (rule D5: needs {QDTREE_MARGIN:.0%} fewer)")
+            shares = ", ".join(f"{c} {w.share(c):.0%}" for c in candidates[:MAX_COLUMNS])
+            reason = (f"{len(replayed):,} queries replayed on {len(layouts) - 1} simulated layouts; "
+                      f"filtered: {shares or 'no candidate'} of the filtering queries; "
+                      + decision + tree_note + f" (seed's rule: {seed_reason})")
+            before_files = costs[AS_NOW][0]
+            after_files = costs[pick][0]
+            name = (f"qdtree({', '.join(new_tree.columns)}; {new_tree.leaves} leaves)" if new_tree is not None
+                    else _layout_name(*pick) if pick != AS_NOW else "")
+            lever = LeverAdvice("distribution", current_layout, current_layout, reason, len(replayed),
+                                before_files, after_files, rule=_layout_name(*seed), margin=walk.margin,
+                                closest=_shape_name(walk.closest) if walk.closest is not None else None,
+                                closest_gain=walk.closest_gain)
+            if pick not in (start, AS_NOW):
+                new_layout = (list(pick[0]), pick[1])
+                chosen = layouts[pick]
+                lever.recommended = [name]
+            elif pick == start and start != AS_NOW:
+                chosen = layouts[start]
+            advice.levers.append(lever)
 
     # -- indexes -----------------------------------------------------------------------
     bloom_now, bitmap_now = set(options.bloom_columns), set(options.bitmap_columns)
     bloom_new, bitmap_new = set(bloom_now), set(bitmap_now)
     index_notes: dict[str, list[str]] = {"bloom": [], "bitmap": []}
-    base = SimulatedLayout(chosen.name, chosen.parts, chosen.columns, IndexSpec(fpp=options.bloom_fpp),
-                           chosen.rows_per_part, ndv)
+    base = chosen.with_indexes(IndexSpec(fpp=options.bloom_fpp))
     index_effect: dict[str, tuple[int, float, float]] = {}
-    for column in sorted(set(w.equality) | set(w.ranges) | bloom_now | bitmap_now):
+    for column in sorted(set(w.equality) | set(w.ranges) | bloom_now | bitmap_now | set(bloom_bound)):
         if column not in known:
             continue
         share_eq = w.equality[column] / w.total
         share_any = (w.equality[column] + w.ranges[column]) / w.total
         distinct = ndv.get(column)
-        concerned = [q for q in replayed if any(c == column for c, _ in q.predicates)]
+        if column in sample.skipped:
+            for existing, now in (("bloom", bloom_now), ("bitmap", bitmap_now)):
+                if column in now:
+                    index_notes[existing].append(f"{column}: kept, not simulated ({sample.skipped[column]})")
+            continue
+        concerned = replayed.subset([any(c == column for c, _ in q.predicates) for q in replayed.queries])
         kind = None
         if distinct is not None and distinct > BITMAP_MAX_VALUES and share_eq >= MIN_SHARE:
             kind = "bloom"
         elif distinct is not None and distinct <= BITMAP_MAX_VALUES and share_any >= MIN_SHARE:
             kind = "bitmap"
         if kind is None:
-            for existing, bucket, store in (("bloom", bloom_now, bloom_new), ("bitmap", bitmap_now, bitmap_new)):
-                if column in bucket:
-                    store.discard(column)
+            for existing, now, new in (("bloom", bloom_now, bloom_new), ("bitmap", bitmap_now, bitmap_new)):
+                if column in now:
+                    new.discard(column)
                     index_notes[existing].append(f"{column}: {share_any:.0%} of the queries filter it now "
                                                  f"(rule X1: removed below {MIN_SHARE:.0%})")
             if distinct is not None and distinct > BITMAP_MAX_VALUES and share_eq < MIN_SHARE <= share_any:
                 index_notes["bitmap"].append(f"{column}: filtered by ranges but about {distinct:,.0f} distinct "
                                              f"values: no bitmap on a high-cardinality column (rule M1)")
+            if column in bloom_bound:
+                bloom_bound[column] += (f"; but only {share_eq:.0%} of the queries look it up (rule B1: a Bloom "
+                                        f"filter needs {MIN_SHARE:.0%}), so none is recommended")
             continue
         spec = IndexSpec(frozenset({column}) if kind == "bloom" else frozenset(),
                          frozenset({column}) if kind == "bitmap" else frozenset(), options.bloom_fpp)
-        indexed = SimulatedLayout(base.name, base.parts, base.columns, spec, base.rows_per_part, ndv)
-        without = _mean_files(base, concerned, total_rows)
-        with_index = _mean_files(indexed, concerned, total_rows)
+        without = concerned.cost(base)[0]
+        with_index = concerned.cost(base.with_indexes(spec))[0]
         store = bloom_new if kind == "bloom" else bitmap_new
+        what = "a Bloom filter" if kind == "bloom" else "a bitmap"
         rule = "B1" if kind == "bloom" else "M1"
-        if concerned and with_index <= without * (1 - MIN_GAIN):
+        if len(concerned) and with_index <= without * (1 - MIN_GAIN):
             store.add(column)
             index_effect[column] = (len(concerned), without, with_index)
-            index_notes[kind].append(f"{column}: {share_any:.0%} of the queries filter it ({share_eq:.0%} by = or "
-                                     f"IN), about {distinct:,.0f} distinct values; replay: {without:.1f} -> "
-                                     f"{with_index:.1f} files for those queries (rule {rule})")
+            index_notes[kind].append(f"{what} serves {column}: {share_any:.0%} of the queries filter it "
+                                     f"({share_eq:.0%} by = or IN), about {distinct:,.0f} distinct values; replay: "
+                                     f"{without:.1f} -> {with_index:.1f} files for those queries (rule {rule})")
+            if column in bloom_bound and kind == "bloom":
+                bloom_bound[column] += "; recommended (see bloom)"
         else:
             store.discard(column)
-            if column in (bloom_now if kind == "bloom" else bitmap_now):
-                index_notes[kind].append(f"{column}: replay shows no gain ({without:.1f} -> {with_index:.1f} "
-                                         f"files) (rule {rule}: removed)")
+            verdict = "removed" if column in (bloom_now if kind == "bloom" else bitmap_now) else "not added"
+            index_notes[kind].append(f"{what} on {column} would not pay on the recommended layout: replay "
+                                     f"{without:.1f} -> {with_index:.1f} files for its {len(concerned):,} queries "
+                                     f"(rule {rule}: at least {MIN_GAIN:.0%} fewer; {verdict})")
+            if column in bloom_bound:
+                bloom_bound[column] += (f"; but {what} on it would not pay here ({without:.1f} -> "
+                                        f"{with_index:.1f} files, rule {rule}), so none is recommended")
+    advice.refused.extend(bloom_bound.values())
     for kind, now, new in (("bloom", bloom_now, bloom_new), ("bitmap", bitmap_now, bitmap_new)):
         if now or new or index_notes[kind]:
-            effects = [index_effect[c] for c in new - now if c in index_effect]
+            effects = [index_effect[c] for c in sorted(new - now) if c in index_effect]
             lever = LeverAdvice(kind, sorted(now), sorted(new), "; ".join(index_notes[kind]) or "unchanged")
             if effects:
                 lever.queries = sum(e[0] for e in effects)
@@ -506,12 +707,12 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     sort_reason = "no Top-N queries in the period" if not w.top_n else ""
     if w.top_n and not directory.schema.has_primary_key:
         served: Counter = Counter()
-        for ordering in w.orderings:
+        for ordering, _ in _ranked(w.orderings):
             columns_of = tuple(c for c, _ in ordering)
             for other, n in w.orderings.items():
                 if tuple(c for c, _ in other) == columns_of[:len(other)]:
                     served[columns_of] += n
-        best, count = served.most_common(1)[0]
+        best, count = _ranked(served)[0]
         if count / w.total >= MIN_SHARE and all(c in known for c in best):
             sort_new = list(best)
             sort_reason = (f"{count / w.total:.0%} of the queries are Top-N reads that the order "
@@ -526,7 +727,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     models_new: dict[str, AggregateModel] = {}
     ratios_by_grouping: dict[tuple[str, ...], float] = {}
     notes = []
-    for grouping, count in w.groupings.most_common():
+    for grouping, count in _ranked(w.groupings):
         if count / w.total < MIN_SHARE or not all(g in known for g in grouping):
             continue
         usable = [q for q in queries if q.group_by == grouping
@@ -549,7 +750,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
         models_new[model_name] = kept or AggregateModel(model_name, tuple(grouping), measures)
         notes.append(f"{model_name}: {len(usable) / w.total:.0%} of the queries group by ({', '.join(grouping)}); "
                      f"files shrink to {ratio:.1%} of their rows (rule P1)")
-    for name in models_now:
+    for name in sorted(models_now):
         if name not in models_new:
             notes.append(f"{name}: no query in the period uses it (rule P2: removed)")
     if models_now or models_new or notes:
@@ -569,40 +770,53 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
         opts[KEY_BITMAP_COLUMNS] = ",".join(sorted(bitmap_new)) or None
     if sort_new != sort_now:
         opts[KEY_SORT_WITHIN] = ",".join(sort_new) or None
-    for name in models_now:
+    for name in sorted(models_now):
         if name not in models_new:
             opts[f"aggregate.{name}.group-by"] = None
             opts[f"aggregate.{name}.measures"] = None
-    for name, model in models_new.items():
+    for name, model in sorted(models_new.items()):
         if name not in models_now:
             opts[f"aggregate.{name}.group-by"] = ",".join(model.group_by)
             opts[f"aggregate.{name}.measures"] = ",".join(f"{c}:{f}" for c, f in model.measures)
     advice.options = opts
 
-    recommended_index = IndexSpec(frozenset(bloom_new), frozenset(bitmap_new), options.bloom_fpp)
-    final = SimulatedLayout(chosen.name, chosen.parts, chosen.columns, recommended_index, chosen.rows_per_part, ndv)
-    before_files = after_files = 0.0
-    before_bytes = after_bytes = 0.0
-    bytes_now = total_bytes / max(len(metas), 1)
-    bytes_new = total_bytes / max(final.parts, 1)
+    final = chosen.with_indexes(IndexSpec(frozenset(bloom_new), frozenset(bitmap_new), options.bloom_fpp))
     # measured once per grouping (reading real files): P1 measured the new models' already
     ratios = {m.name: ratios_by_grouping.get(tuple(m.group_by)) or aggregation_ratio(directory, metas, m.group_by)
               for m in models_new.values()}
-    for q in replayed:
-        b = _files_read(current, q, total_rows)
-        a = _files_read(final, q, total_rows)
+    before_files = after_files = before_bytes = after_bytes = 0.0
+    for q, f in zip(replayed.queries, replayed.filters):
+        b_files, b_bytes = query_cost(current, q, f, total_rows)
+        a_files, a_bytes = query_cost(final, q, f, total_rows)
         covering = next((m for m in models_new.values() if q.is_aggregate and set(q.group_by) <= set(m.group_by)
-                      and set(q.measures) <= set(m.measures)
-                      and {c for c, _ in q.predicates if c} <= set(m.group_by)), None)
-        before_files += b
-        after_files += a
-        before_bytes += b * bytes_now
-        after_bytes += a * bytes_new * (ratios[covering.name] if covering else 1.0)
+                         and set(q.measures) <= set(m.measures)
+                         and {c for c, _ in q.predicates if c} <= set(m.group_by)), None)
+        before_files += b_files
+        after_files += a_files
+        before_bytes += b_bytes
+        after_bytes += a_bytes * (ratios[covering.name] if covering else 1.0)
     n = max(len(replayed), 1)
     advice.files_before, advice.files_after = before_files / n, after_files / n
     advice.bytes_before, advice.bytes_after = before_bytes / n, after_bytes / n
     advice.seconds = time.perf_counter() - started
     return advice
+
+
+def _walk_text(walk: LayoutChoice, scores: dict[Shape, float], start: Shape) -> str:
+    """D3's decision in words: the steps taken, or why the start stands, and the closest call."""
+    parts = [f"{_shape_name(start)} reads {_mib(scores[start])} per query"]
+    for before, after, gain, needed in walk.steps:
+        parts.append(f"{_shape_name(after)} reads {_mib(scores[after])}, {gain:.0%} fewer than "
+                     f"{_shape_name(before)} (needed: {needed:.0%})")
+    if not walk.steps:
+        parts.append(f"no layout reads {MIN_GAIN if start == AS_NOW else LAYOUT_MARGIN:.0%} fewer bytes, so "
+                     f"{'the files stay as they are' if start == AS_NOW else 'the current layout stays'}")
+    if walk.closest is not None and walk.closest_gain is not None:
+        needed = MIN_GAIN if walk.pick == AS_NOW else LAYOUT_MARGIN
+        parts.append(f"the closest alternative, {_shape_name(walk.closest)}, reads {_fewer(walk.closest_gain)} than "
+                     f"{_shape_name(walk.pick)} ({'a change needs' if walk.closest_gain >= 0 else 'against'} "
+                     f"{needed:.0%})")
+    return "; ".join(parts) + " (rule D3)"
 
 
 def advise(directory: TableDirectory, since: dt.timedelta | dt.datetime | None = None,

@@ -12,125 +12,125 @@ values occur.  A query's filter is evaluated on those parts as the planner would
 * a Bloom filter on a high-cardinality column: an =/IN value is found in about one part (plus
   the false-positive rate), wherever min/max alone would read many — an expectation, so
   evaluation yields each part's *probability* of being read and the expected files scanned is
-  their sum;
+  their sum (and the bytes: each part's bytes times its probability);
 * Top-N (ORDER BY ... LIMIT n): the parts whose range can hold one of the n best rows.
+
+Every orderable type is simulated: integers, floats, bool, decimals (through float64, an order
+that only merges values closer than a float tells apart), dates, times, timestamps and
+durations (their stored integers), strings and binaries of every width, view and dictionary
+encoding (by their first `KEY_BYTES` bytes: values sharing those share a rank, so a filter
+on them may read more, never less).  Nested columns (lists, structs, maps, unions) and null
+columns have no order: the sample leaves them out and says why (`Sample.skipped`); a
+predicate on them is treated as one no statistic can answer (every part is read).
 
 A sample's min/max are a little narrower than the files' would be: every layout gets the
 same bias, so comparisons between layouts hold; absolute numbers are slightly optimistic.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ...errors import UnsupportedTypeError
 from .. import filters as flt
 from ..curves import cluster_order
 from ..directory import TableDirectory
 from ..files import DataFileMeta
 
-__all__ = ["SAMPLE_ROWS", "IndexSpec", "Sample", "SimulatedLayout", "draw_sample", "simulate"]
+__all__ = ["KEY_BYTES", "SAMPLE_ROWS", "ColumnKeys", "IndexSpec", "Sample", "SimulatedLayout", "column_keys",
+           "draw_sample", "sample_type", "simulate", "unsampled_reason"]
 
 SAMPLE_ROWS = 200_000
 BITMAP_VALUES = 1_000       # columns with at most this many distinct values keep per-part value sets
 TOP_SAMPLE = 50             # best sampled rows that show how a layout spreads the best rows
+KEY_BYTES = 64              # strings and binaries are compared by their first 64 bytes
+
+_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def sample_type(dtype: pa.DataType) -> pa.DataType | None:
+    """The type a column of `dtype` has in a sample (views as plain strings and binaries,
+    dictionary and run-end encodings decoded), or None when it has no order to simulate."""
+    t = pa.types
+    while t.is_dictionary(dtype) or t.is_run_end_encoded(dtype):
+        dtype = dtype.value_type
+    if dtype in _VIEWS:
+        return _VIEWS[dtype]
+    if (t.is_integer(dtype) or t.is_floating(dtype) or t.is_boolean(dtype) or t.is_decimal(dtype)
+            or t.is_date(dtype) or t.is_time(dtype) or t.is_timestamp(dtype) or t.is_duration(dtype)
+            or t.is_string(dtype) or t.is_large_string(dtype) or t.is_binary(dtype) or t.is_large_binary(dtype)
+            or t.is_fixed_size_binary(dtype)):
+        return dtype
+    return None
+
+
+def unsampled_reason(name: str, dtype: pa.DataType) -> str:
+    """Why a column of `dtype` is left out of the sample (see `sample_type`)."""
+    t = pa.types
+    nested = (t.is_list(dtype) or t.is_large_list(dtype) or t.is_fixed_size_list(dtype) or t.is_struct(dtype)
+              or t.is_map(dtype) or t.is_union(dtype) or getattr(t, "is_list_view", lambda _: False)(dtype)
+              or getattr(t, "is_large_list_view", lambda _: False)(dtype))
+    what = "a nested column" if nested else "a column of a type with no order"
+    return (f"column {name!r} has type {dtype}: {what}, which min/max statistics, indexes and clustering "
+            f"cannot use; its predicates are treated as reading every file")
+
+
+def _plain(chunk: pa.Array, target: pa.DataType) -> pa.Array:
+    """One chunk as a plain array of `target` (dictionary and run-end encodings decoded, views
+    cast to their plain twins: pyarrow's take and filter have no view kernels)."""
+    if pa.types.is_dictionary(chunk.type):
+        values = _plain(chunk.dictionary, target)
+        return values.take(chunk.indices)
+    if pa.types.is_run_end_encoded(chunk.type):
+        return _plain(pc.run_end_decode(chunk), target)
+    return chunk if chunk.type == target else chunk.cast(target)
+
+
+def _plain_column(column: pa.ChunkedArray, target: pa.DataType) -> pa.Array:
+    chunks = [_plain(c, target) for c in column.chunks]
+    if not chunks:
+        return pa.array([], type=target)
+    return pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]
 
 
 @dataclass
-class Sample:
-    rows: pa.Table            # the sampled rows (the advisor's columns)
-    file_of_row: np.ndarray   # index into `files` of each sampled row
-    files: list[DataFileMeta]
-    total_rows: int
-    total_bytes: int
+class ColumnKeys:
+    """A sampled column's order, the same in every simulated layout: each sampled row's rank
+    among the column's sorted distinct values (-1: null; ranked by Arrow on the full values), and
+    those distinct values as numpy keys (`_keys`) that filter values are placed among."""
 
+    dtype: pa.DataType
+    distinct: np.ndarray       # keys of the sorted distinct values (non-decreasing)
+    row_ranks: np.ndarray      # per sampled row: its value's rank, -1 for null
+    _order: np.ndarray | None = field(default=None, repr=False)
 
-def draw_sample(directory: TableDirectory, metas: Sequence[DataFileMeta], columns: Sequence[str],
-                max_rows: int = SAMPLE_ROWS, seed: int = 0) -> Sample:
-    """Up to `max_rows` rows drawn uniformly from the files (the same share of each file)."""
-    total = sum(m.row_count for m in metas)
-    rate = min(1.0, max_rows / total) if total else 1.0
-    rng = np.random.default_rng(seed)
-    schema = directory.schema.schema
-    parts, owners = [], []
-    for i, meta in enumerate(metas):
-        if meta.row_count == 0:
-            continue
-        data = pq.read_table(f"{directory.path}/{meta.file_name}", columns=list(columns))
-        take = np.flatnonzero(rng.random(data.num_rows) < rate) if rate < 1.0 else np.arange(data.num_rows)
-        if len(take):
-            parts.append(data.take(pa.array(take)).select(list(columns)).cast(
-                pa.schema([schema.field(c) for c in columns])))
-            owners.append(np.full(len(take), i, dtype=np.int64))
-    rows = pa.concat_tables(parts) if parts else pa.schema([schema.field(c) for c in columns]).empty_table()
-    return Sample(rows, np.concatenate(owners) if owners else np.empty(0, np.int64), list(metas), total,
-                  sum(m.file_size for m in metas))
+    @property
+    def exact(self) -> bool:
+        """Whether distinct values always have distinct keys: not for strings and binaries
+        (compared by their first KEY_BYTES bytes) and decimals (through float64), whose strict
+        comparisons the simulation therefore answers as non-strict ones (reading more, never
+        less)."""
+        t = pa.types
+        return not (t.is_string(self.dtype) or t.is_large_string(self.dtype) or t.is_binary(self.dtype)
+                    or t.is_large_binary(self.dtype) or t.is_fixed_size_binary(self.dtype)
+                    or t.is_decimal(self.dtype))
 
+    @property
+    def valid(self) -> np.ndarray:
+        return self.row_ranks >= 0
 
-@dataclass(frozen=True)
-class IndexSpec:
-    bloom: frozenset[str] = frozenset()
-    bitmap: frozenset[str] = frozenset()
-    fpp: float = 0.01
-
-
-def _sortable(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(values as a sortable numpy array with nulls dropped, validity mask)."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    return _keys(arr.filter(arr.is_valid()), arr.type), valid
-
-
-def _keys(arr: pa.Array, dtype: pa.DataType) -> np.ndarray:
-    if pa.types.is_temporal(dtype):
-        arr = arr.cast(pa.int64()) if arr.type == dtype else pa.array(arr, dtype).cast(pa.int64())
-    elif pa.types.is_decimal(dtype) or pa.types.is_boolean(dtype):
-        arr = arr.cast(pa.float64())
-    elif pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return np.asarray(arr.to_pylist(), dtype=str)
-    elif pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or pa.types.is_fixed_size_binary(dtype):
-        return np.asarray(arr.to_pylist(), dtype=object)
-    return np.asarray(arr.to_numpy(zero_copy_only=False))
-
-
-def _value_keys(values: list[Any], dtype: pa.DataType) -> np.ndarray | None:
-    """Filter values in the same key space as the column (None: cannot be compared)."""
-    try:
-        arr = pa.array(values, type=dtype)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return None
-    return _keys(arr, dtype)
-
-
-class _Column:
-    """One column of a simulated layout: per part, min and max rank, nulls, value sets."""
-
-    def __init__(self, column: pa.ChunkedArray, part_of_row: np.ndarray, parts: int) -> None:
-        self.dtype = column.type
-        keys, valid = _sortable(column)
-        self.distinct = np.unique(keys) if len(keys) else keys
-        ranks = np.searchsorted(self.distinct, keys) if len(keys) else np.empty(0, np.int64)
-        owners = part_of_row[valid]
-        self.ranks, self.owners = ranks, owners
-        self._order: np.ndarray | None = None
-        self.lo = np.full(parts, np.iinfo(np.int64).max, dtype=np.int64)
-        self.hi = np.full(parts, -1, dtype=np.int64)
-        np.minimum.at(self.lo, owners, ranks)
-        np.maximum.at(self.hi, owners, ranks)
-        self.nulls = np.bincount(part_of_row[~valid], minlength=parts)
-        self.rows = np.bincount(part_of_row, minlength=parts)
-        self.values: np.ndarray | None = None
-        if len(self.distinct) <= BITMAP_VALUES:
-            present = np.zeros((parts, len(self.distinct)), dtype=bool)
-            present[owners, ranks] = True
-            self.values = present
+    @property
+    def ranks(self) -> np.ndarray:
+        """The ranks of the non-null sampled values, in row order."""
+        return self.row_ranks[self.row_ranks >= 0]
 
     def order(self) -> np.ndarray:
         """Positions of the sampled non-null values in ascending order (computed once)."""
@@ -145,6 +145,174 @@ class _Column:
         return np.searchsorted(self.distinct, keys, "left"), np.searchsorted(self.distinct, keys, "right")
 
 
+def column_keys(arr: pa.Array) -> ColumnKeys:
+    """The keys of one plain column (see `ColumnKeys`)."""
+    row_ranks = np.full(len(arr), -1, dtype=np.int64)
+    present = arr.filter(arr.is_valid()) if arr.null_count else arr
+    if len(present):
+        ranks = np.asarray(pc.rank(present, sort_keys="ascending", tiebreaker="dense").to_numpy(), dtype=np.int64) - 1
+        if arr.null_count:
+            row_ranks[np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = ranks
+        else:
+            row_ranks = ranks
+        # one value per rank, in rank order: the ranks' own idea of equal (-0.0 and 0.0, say)
+        first = np.unique(ranks, return_index=True)[1]
+        distinct = _keys(present.take(pa.array(first)))
+    else:
+        distinct = _keys(present)
+    return ColumnKeys(arr.type, distinct, row_ranks)
+
+
+@dataclass
+class Sample:
+    rows: pa.Table            # the sampled rows (the advisor's columns, in `sample_type` types)
+    file_of_row: np.ndarray   # index into `files` of each sampled row
+    files: list[DataFileMeta]
+    total_rows: int
+    total_bytes: int
+    skipped: dict[str, str] = field(default_factory=dict)   # column left out -> why
+    _keys: dict[str, ColumnKeys] = field(default_factory=dict, repr=False)
+
+    def keys(self, column: str) -> ColumnKeys:
+        """The column's keys (computed once: they are the same in every simulated layout)."""
+        if column not in self._keys:
+            dtype = self.rows.schema.field(column).type
+            target = sample_type(dtype)
+            if target is None:
+                raise UnsupportedTypeError(unsampled_reason(column, dtype))
+            self._keys[column] = column_keys(_plain_column(self.rows.column(column), target))
+        return self._keys[column]
+
+
+def draw_sample(directory: TableDirectory, metas: Sequence[DataFileMeta], columns: Sequence[str],
+                max_rows: int = SAMPLE_ROWS, seed: int = 0) -> Sample:
+    """Up to `max_rows` rows drawn uniformly from the files (the same share of each file, the
+    same rows for the same files and seed).  Columns without an order (`sample_type`) are
+    left out, with the reason in `Sample.skipped`."""
+    total = sum(m.row_count for m in metas)
+    rate = min(1.0, max_rows / total) if total else 1.0
+    rng = np.random.default_rng(seed)
+    schema = directory.schema.schema
+    skipped: dict[str, str] = {}
+    kept: list[str] = []
+    types: dict[str, pa.DataType] = {}
+    for c in columns:
+        target = sample_type(schema.field(c).type)
+        if target is None:
+            skipped[c] = unsampled_reason(c, schema.field(c).type)
+        else:
+            kept.append(c)
+            types[c] = target
+    out_schema = pa.schema([pa.field(c, types[c]) for c in kept])
+    parts, owners = [], []
+    for i, meta in enumerate(metas):
+        if meta.row_count == 0:
+            continue
+        take = (np.flatnonzero(rng.random(meta.row_count) < rate) if rate < 1.0
+                else np.arange(meta.row_count))
+        if not len(take) or not kept:
+            continue
+        data = pq.read_table(f"{directory.path}/{meta.file_name}", columns=kept)
+        take = take[take < data.num_rows]
+        indices = pa.array(take)
+        parts.append(pa.table([_plain_column(data.column(c), types[c]).take(indices) for c in kept],
+                              schema=out_schema))
+        owners.append(np.full(len(take), i, dtype=np.int64))
+    rows = pa.concat_tables(parts) if parts else out_schema.empty_table()
+    return Sample(rows, np.concatenate(owners) if owners else np.empty(0, np.int64), list(metas), total,
+                  sum(m.file_size for m in metas), skipped)
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    bloom: frozenset[str] = frozenset()
+    bitmap: frozenset[str] = frozenset()
+    fpp: float = 0.01
+
+
+def _keys(arr: pa.Array) -> np.ndarray:
+    """Order-preserving numpy keys of a plain array without nulls (see the module docstring)."""
+    t = pa.types
+    dtype = arr.type
+    if t.is_integer(dtype) or t.is_floating(dtype):
+        return np.asarray(arr.to_numpy(zero_copy_only=False))
+    if t.is_boolean(dtype):
+        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.uint8)
+    if t.is_date32(dtype) or t.is_time32(dtype):
+        return np.asarray(arr.view(pa.int32()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if t.is_date64(dtype) or t.is_time64(dtype) or t.is_timestamp(dtype) or t.is_duration(dtype):
+        return np.asarray(arr.view(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if t.is_decimal(dtype):
+        return np.asarray(arr.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    if t.is_string(dtype) or t.is_large_string(dtype) or t.is_binary(dtype) or t.is_large_binary(dtype) \
+            or t.is_fixed_size_binary(dtype):
+        prefix = pc.binary_slice(arr.cast(pa.large_binary()), 0, KEY_BYTES)
+        return np.asarray(prefix.to_numpy(zero_copy_only=False), dtype=f"S{KEY_BYTES}") if len(prefix) \
+            else np.empty(0, f"S{KEY_BYTES}")
+    raise TypeError(f"no order-preserving key for {dtype}")
+
+
+def _value_keys(values: list[Any], dtype: pa.DataType) -> np.ndarray | None:
+    """Filter values in the same key space as the column (None: cannot be compared, so the
+    predicate is treated as reading every part)."""
+    try:
+        arr = pa.array(values, type=dtype)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        try:
+            arr = pa.array(values).cast(dtype)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+    try:
+        return _keys(arr.filter(arr.is_valid()) if arr.null_count else arr)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+class _Parts:
+    """How a layout puts the sampled rows into parts: the rows ordered by part, and where each
+    non-empty part starts in that order (shared by all of the layout's columns)."""
+
+    def __init__(self, part_of_row: np.ndarray, parts: int) -> None:
+        self.part_of_row = part_of_row
+        self.parts = parts
+        self.order = np.argsort(part_of_row, kind="stable")
+        counts = np.bincount(part_of_row, minlength=parts)
+        self.filled = np.flatnonzero(counts)
+        self.starts = np.concatenate([[0], np.cumsum(counts[self.filled])[:-1]]).astype(np.int64)
+
+
+class _Column:
+    """One column of a simulated layout: per part, min and max rank, nulls, value sets."""
+
+    def __init__(self, keys: ColumnKeys, layout: _Parts) -> None:
+        self.keys = keys
+        self.dtype = keys.dtype
+        parts = layout.parts
+        row_ranks = keys.row_ranks
+        valid = row_ranks >= 0
+        self.owners = layout.part_of_row[valid]
+        self.ranks = row_ranks[valid]
+        self.lo = np.full(parts, np.iinfo(np.int64).max, dtype=np.int64)
+        self.hi = np.full(parts, -1, dtype=np.int64)
+        if len(layout.filled):
+            by_part = row_ranks[layout.order]
+            self.lo[layout.filled] = np.minimum.reduceat(
+                np.where(by_part >= 0, by_part, np.iinfo(np.int64).max), layout.starts)
+            self.hi[layout.filled] = np.maximum.reduceat(by_part, layout.starts)
+        self.nulls = np.bincount(layout.part_of_row[~valid], minlength=parts)
+        self.values: np.ndarray | None = None
+        if len(keys.distinct) <= BITMAP_VALUES:
+            present = np.zeros((parts, len(keys.distinct)), dtype=bool)
+            present[self.owners, self.ranks] = True
+            self.values = present
+
+    def order(self) -> np.ndarray:
+        return self.keys.order()
+
+    def rank_bounds(self, values: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+        return self.keys.rank_bounds(values)
+
+
 @dataclass
 class SimulatedLayout:
     name: str
@@ -153,6 +321,26 @@ class SimulatedLayout:
     indexes: IndexSpec
     rows_per_part: float
     ndv: dict[str, float]      # estimated distinct values in the whole table (Bloom estimate)
+    part_bytes: np.ndarray | None = None   # bytes of each part (None: the table's bytes spread evenly)
+    total_bytes: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.part_bytes is None:
+            self.part_bytes = np.full(self.parts, self.total_bytes / max(self.parts, 1))
+
+    def with_indexes(self, indexes: IndexSpec) -> SimulatedLayout:
+        """The same layout with other indexes."""
+        return dataclasses.replace(self, indexes=indexes)
+
+    def bytes_of(self, probability: np.ndarray) -> float:
+        """Expected bytes read when each part is read with this probability."""
+        assert self.part_bytes is not None
+        return float(np.dot(probability, self.part_bytes))
+
+    @property
+    def bytes_per_part(self) -> float:
+        assert self.part_bytes is not None
+        return float(self.part_bytes.mean()) if self.parts else 0.0
 
     # -- filters -----------------------------------------------------------------------
     def read_probability(self, f: flt.Filter) -> np.ndarray:
@@ -161,9 +349,13 @@ class SimulatedLayout:
             return np.ones(self.parts)
         if f[0] in ("and", "or") and len(f) == 2:
             children = [self.read_probability(x) for x in f[1]]
+            if not children:
+                return np.ones(self.parts)
             if f[0] == "and":
                 return np.prod(children, axis=0)
             return 1.0 - np.prod([1.0 - c for c in children], axis=0)
+        if f[0] == "not" and len(f) == 2:
+            return np.ones(self.parts)
         column, op, value = f
         col = self.columns.get(column)
         if col is None:
@@ -176,9 +368,12 @@ class SimulatedLayout:
             return (col.nulls > 0).astype(float)
         if op == "is not null":
             return (~empty).astype(float)
-        if op in ("!=", "not in"):
+        if op in ("=", "in", "<", "<=", ">", ">="):
+            values = value if op == "in" else [value]
+        else:  # !=, not in, LIKE and what else min/max cannot answer
             return np.ones(self.parts)
-        values = value if op == "in" else [value]
+        if not isinstance(values, (list, tuple)):
+            return np.ones(self.parts)
         values = [v for v in values if v is not None]
         if not values:
             return np.zeros(self.parts)
@@ -197,6 +392,8 @@ class SimulatedLayout:
                 return self._bloom(name, hit, len(values))
             return hit.astype(float)
         v_left, v_right = left[0], right[0]
+        if not col.keys.exact:  # a value may share its key with greater or smaller ones
+            op = {"<": "<=", ">": ">="}.get(op, op)
         if op == "<":
             hit = col.lo < v_left
         elif op == "<=":
@@ -248,16 +445,19 @@ def simulate(sample: Sample, name: str, parts: int, order: Sequence[str] | None 
              indexes: IndexSpec = IndexSpec(), ndv: dict[str, float] | None = None,
              part_of_row: np.ndarray | None = None) -> SimulatedLayout:
     """The sample as `parts` files: given (`part_of_row`), as the table's files are (order
-    None) or clustered."""
+    None: each part has its file's bytes) or clustered (parts of even bytes)."""
     n = sample.rows.num_rows
+    part_bytes = None
     if part_of_row is None and order is None:
         part_of_row = sample.file_of_row
         parts = len(sample.files)
+        part_bytes = np.array([m.file_size for m in sample.files], dtype=np.float64)
     elif part_of_row is None:
         parts = max(1, min(parts, n))
         permutation = cluster_order(sample.rows, list(order or ()), strategy) if n else np.empty(0, np.int64)
         part_of_row = np.empty(n, dtype=np.int64)
         part_of_row[permutation] = (np.arange(n) * parts) // max(n, 1)
-    columns = {c: _Column(sample.rows.column(c), part_of_row, parts) for c in sample.rows.column_names}
-    return SimulatedLayout(name, parts, columns, indexes, max(sample.total_rows / max(parts, 1), 1.0), ndv or {})
-
+    layout = _Parts(part_of_row, parts)
+    columns = {c: _Column(sample.keys(c), layout) for c in sample.rows.column_names}
+    return SimulatedLayout(name, parts, columns, indexes, max(sample.total_rows / max(parts, 1), 1.0), ndv or {},
+                           part_bytes, float(sample.total_bytes))
