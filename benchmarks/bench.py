@@ -24,7 +24,8 @@ against pypaimon and pypaimon-rust when they are installed; ``--spark`` (``--spa
 the Spark workload of ``benchmarks/bench_spark.py``; ``--layout`` (``--layout-only``) the data
 layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
 and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
-``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py``;
+``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py`` on the
+Star Schema Benchmark at scale factor 1 (``--advisor-scale``; the synthetic loop with ``--advisor-loop``);
 ``--scale`` (``--scale-only``) the cost curves of ``benchmarks/bench_scale.py``: write, merge-on-read,
 full compaction, compacted read and point lookups at 1M, 10M and 100M rows, each operation in a
 child process of its own so its peak memory is its own, and (``--scale-spark``) a Spark read of one
@@ -742,11 +743,17 @@ def _parser() -> argparse.ArgumentParser:
     layout.add_argument("--layout", action="store_true", help="also run the layout workload")
     layout.add_argument("--layout-only", action="store_true", help="run only the layout workload")
     advisor = parser.add_argument_group(
-        "advisor workload", "the query-driven loop on the layout workload's table: queries logged, advise --apply, "
-        "the background optimizer, the same queries again; against the best fixed layout and the selectivity lower "
-        "bound (see benchmarks/bench_advisor.py; --quick divides rows and queries by 10)")
+        "advisor workload", "the query-driven loop on the Star Schema Benchmark: the flattened lineorder table "
+        "(6M rows at scale 1), its 13 queries imported as a SQL history, advise (3 runs: the same advice?), "
+        "optimize; bytes scanned per query before and after, every answer checked against DuckDB on the raw "
+        "Parquet (see benchmarks/bench_advisor.py; --quick: scale 0.1)")
     advisor.add_argument("--advisor", action="store_true", help="also run the advisor workload")
     advisor.add_argument("--advisor-only", action="store_true", help="run only the advisor workload")
+    advisor.add_argument("--advisor-scale", type=float, default=1.0, metavar="SF",
+                         help="SSB scale factor of the advisor workload")
+    advisor.add_argument("--advisor-loop", action="store_true",
+                         help="the advisor workload on the layout workload's synthetic table and queries instead, "
+                              "against the best fixed layout and the selectivity lower bound")
     scale = parser.add_argument_group(
         "scale workload", "cost curves to 100M rows: for each size a 2-bucket table (every key written twice, "
         "write-only, 64 mb write buffer) is written in one streaming write, read merge-on-read, fully compacted, "
@@ -804,6 +811,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             print(f"mergetree bench: {error}", file=sys.stderr)
             return 2
+    if not args.advisor_scale > 0:
+        print("mergetree bench: --advisor-scale must be positive", file=sys.stderr)
+        return 2
     environment = _environment()
     results, scaling = [], None
     merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only or args.scale_only
@@ -858,10 +868,18 @@ def main(argv: list[str] | None = None) -> int:
         from . import bench_advisor
 
         print(flush=True)
-        report = bench_advisor.run_advisor_bench(quick=args.quick, progress=False if args.no_progress else None)
-        print(bench_advisor.format_advisor_results(report))
-        print(f"advisor workload took {report.seconds:.0f}s")
-        advisor_ok = all(ok for _, ok in report.targets())
+        shown = False if args.no_progress else None
+        if args.advisor_loop:
+            loop = bench_advisor.run_advisor_bench(quick=args.quick, progress=shown)
+            print(bench_advisor.format_advisor_results(loop))
+            print(f"advisor workload took {loop.seconds:.0f}s")
+            advisor_ok = all(ok for _, ok in loop.targets())
+        else:
+            ssb = bench_advisor.run_ssb(bench_advisor.SSB_QUICK_SCALE if args.quick else args.advisor_scale,
+                                        progress=shown)
+            print(bench_advisor.format_ssb_results(ssb))
+            print(f"advisor workload took {ssb.seconds:.0f}s")
+            advisor_ok = all(ok for _, ok in ssb.targets())
     return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok \
         and paimon_ok else 1
 

@@ -1,7 +1,22 @@
-"""``mergetree bench --advisor``: does the query-driven loop (log -> advise --apply -> optimizer ->
-the same queries again) pay, against the best fixed layout and the selectivity lower bound?
+"""``mergetree bench --advisor``: does the query-driven loop (log -> advise --apply -> optimize ->
+the same queries again) pay on a real workload, and is its advice stable?
 
-The data and queries are those of ``benchmarks/bench_layout.py`` (10M rows in 200 files, 1,000
+**SSB** (what ``mergetree bench --advisor`` runs; ``run_ssb``): the Star Schema Benchmark's
+flattened ``lineorder`` table (``benchmarks/ssb.py``) at scale factor 1 (6M rows, strings as
+string_view, dates as date32, money as decimal128) written as ``SSB_FILES`` (64) appends in
+generation order (the unorganized table), its 13 queries imported as a SQL history of multi-line
+statements (three times each, as a dashboard would run them) with ``mergetree queries import``'s
+``import_sql``.  Each query is run through mergetree — the filter and columns the import
+extracts from its SQL, read by ``Table.read`` (file skipping, row filter), the rest of the SQL
+(sums, GROUP BY, ORDER BY) by DuckDB on the rows read — and its answer compared with DuckDB's on
+the raw Parquet; bytes and files read are ``Table.last_read``'s.  Then ``Table.advise`` three times
+on the same log (timed; the same advice each time?), its options applied, ``Table.optimize()``,
+and the queries again.  Target: the 10 queries with a date or range predicate read at most 30%
+of the bytes they read unorganized, with identical answers, and the advice is the same on every
+run.  ``--quick``: scale 0.1.
+
+**The synthetic loop** (``--loop``; ``run_advisor_bench``), against the best fixed layout and the
+selectivity lower bound.  The data and queries are those of ``benchmarks/bench_layout.py`` (10M rows in 200 files, 1,000
 queries per workload).  The workloads: the seed's three (90/10 a|b, 50% a + 50% a+b, 50/50 a|b)
 and a mixed one (a third each: point lookups on id, Top-10 by ts, GROUP BY category).
 
@@ -50,7 +65,8 @@ from mergetree.table import querylog
 from . import bench_layout as bl
 from . import timing
 
-__all__ = ["AdvisorReport", "format_advisor_results", "main", "run_advisor_bench"]
+__all__ = ["AdvisorReport", "SsbQuery", "SsbReport", "format_advisor_results", "format_ssb_results", "main",
+           "run_advisor_bench", "run_ssb"]
 
 MIXED = "mixed"
 WORKLOADS = (bl.W_90_10, bl.W_A_AB, bl.W_A_B, MIXED)
@@ -328,21 +344,243 @@ def format_advisor_results(report: AdvisorReport) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------
+# SSB: the Star Schema Benchmark's 13 queries as an imported history
+# ---------------------------------------------------------------------------
+
+SSB_TARGET = 0.30           # queries with a date or range predicate: at most this share of their unorganized bytes
+SSB_FILES = 64              # files of the unorganized table (and about as many after the rewrite)
+SSB_QUICK_SCALE = 0.1
+
+
+@dataclass
+class SsbQuery:
+    name: str
+    date_or_range: bool
+    rows: int = 0                  # rows the answer has
+    answer: str = ""               # "ok" when mergetree's answer equals DuckDB's on the raw Parquet
+    files_before: int = 0
+    files_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    files_total_after: int = 0
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes_after / self.bytes_before if self.bytes_before else float("nan")
+
+
+@dataclass
+class SsbReport:
+    scale: float
+    rows: int
+    files_before: int
+    queries: list[SsbQuery]
+    logged: int = 0                 # queries the history import logged
+    advice: str = ""
+    options: dict = field(default_factory=dict)
+    advise_seconds: list[float] = field(default_factory=list)   # each run on the same log
+    identical: bool = False         # every advice run decided the same
+    margin: float | None = None     # how close the layout decision was (LeverAdvice.margin)
+    optimize_seconds: float = 0.0
+    generate_seconds: float = 0.0
+    files_after: int = 0
+    seconds: float = 0.0
+
+    def targets(self) -> list[tuple[str, bool]]:
+        out = []
+        for q in self.queries:
+            if q.date_or_range:
+                out.append((f"{q.name}: {q.ratio:.1%} of its unorganized bytes (target <= {SSB_TARGET:.0%})",
+                            q.ratio <= SSB_TARGET))
+        out.append((f"answers equal DuckDB's on the raw Parquet: {sum(q.answer == 'ok' for q in self.queries)} of "
+                    f"{len(self.queries)}", all(q.answer == "ok" for q in self.queries)))
+        out.append((f"the same advice on {len(self.advise_seconds)} runs of the same log", self.identical))
+        return out
+
+
+def _duckdb_answer(connection, sql: str):
+    import pyarrow as pa
+
+    table = connection.sql(sql).arrow()
+    return table.read_all() if isinstance(table, pa.RecordBatchReader) else table
+
+
+def _same_rows(got, want) -> str:
+    """'ok' when the two answers hold the same rows (in any order: ties of ORDER BY may swap)."""
+    if got.num_rows != want.num_rows:
+        return f"wrong: {got.num_rows:,} rows, DuckDB {want.num_rows:,}"
+    if got.column_names != want.column_names:
+        return f"wrong: columns {got.column_names}, DuckDB {want.column_names}"
+    key = lambda row: tuple((v is None, str(v)) for v in row.values())  # noqa: E731
+    if sorted(got.to_pylist(), key=key) != sorted(want.to_pylist(), key=key):
+        return "wrong: the rows differ"
+    return "ok"
+
+
+def _ssb_read(table: Table, sql: str):
+    """One SSB query through mergetree: the filter and columns `queries import` extracts from the
+    SQL, read by `Table.read` (its file skipping and row filter), the rest of the SQL (sums,
+    GROUP BY, ORDER BY) run by DuckDB on the rows read.  -> (answer, files read, bytes read)."""
+    import duckdb
+
+    from mergetree.organize.sqlimport import extract_queries
+
+    extracted, = extract_queries(sql, table.schema, "lineorder")
+    rows = table.read(columns=extracted.columns, filter=extracted.filter)
+    stats = table.last_read
+    connection = duckdb.connect()
+    connection.register("lineorder", rows)
+    return _duckdb_answer(connection, sql), stats.files_read, stats.bytes_read
+
+
+def ssb_history(path: str, repeat: int = 3) -> int:
+    """Import the 13 queries (`repeat` times each) into the table's query log through
+    `mergetree queries import`'s machinery, from a SQL script of multi-line statements."""
+    from mergetree.organize import import_sql
+
+    from . import ssb
+
+    script = os.path.join(os.path.dirname(os.path.normpath(path)), "ssb-history.sql")
+    with open(script, "w", encoding="utf-8") as handle:
+        handle.write(ssb.history(repeat))
+    result = import_sql(path, script, table_name="lineorder")
+    if result.imported != repeat * len(ssb.QUERIES):
+        raise RuntimeError(f"the SSB history's {repeat * len(ssb.QUERIES)} statements were imported as "
+                           f"{result.imported} queries: {result.summary()}")
+    return result.imported
+
+
+def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = None, advise_runs: int = 3,
+            repeat: int = 3, progress: bool | None = None) -> SsbReport:
+    """SSB end to end: generate the flattened lineorder at `scale`, write its raw Parquet (DuckDB's
+    reference) and an unorganized table of `files` appends, import the 13 queries as a history,
+    run each (bytes before), advise `advise_runs` times on the same log (the same advice each
+    time?), apply, optimize, run each again (bytes after), every answer checked against DuckDB's
+    on the raw Parquet."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from . import ssb
+
+    started = time.perf_counter()
+    root = directory or tempfile.mkdtemp(prefix="mergetree-bench-ssb-")
+    os.makedirs(root, exist_ok=True)
+    previous = os.environ.get("MERGETREE_QUERY_LOG")
+    os.environ["MERGETREE_QUERY_LOG"] = "0"   # the log holds the imported history only
+    try:
+        with timing.progress_bar("ssb", "steps", 4 + len(ssb.QUERIES) * 2 + advise_runs, progress) as advance:
+            generated = timing.timed(ssb.generate, scale)
+            data = generated.output
+            raw = os.path.join(root, "lineorder.parquet")
+            pq.write_table(data, raw)
+            path = os.path.join(root, "lineorder")
+            table = Table.create(path, data.schema, options={
+                "target-file-size": str(math.ceil(data.nbytes / files)), "write-only": "true",
+                "query-log.enabled": "true"})
+            per = math.ceil(data.num_rows / files)
+            for start in range(0, data.num_rows, per):
+                table.write(data.slice(start, per))
+            rows = data.num_rows
+            del data
+            reference = duckdb.connect()
+            reference.sql(f"CREATE VIEW lineorder AS SELECT * FROM read_parquet('{raw}')")
+            advance(1)
+            logged = ssb_history(path, repeat)
+            advance(1)
+            measured: dict[str, SsbQuery] = {}
+            expected = {}
+            for name, sql in ssb.QUERIES.items():
+                expected[name] = _duckdb_answer(reference, sql)
+                answer, files_read, bytes_read = _ssb_read(table, sql)
+                measured[name] = SsbQuery(name, name in ssb.DATE_OR_RANGE, answer.num_rows,
+                                          _same_rows(answer, expected[name]), files_read, 0, bytes_read)
+                advance(1)
+            files_before = len(table.plan().files)
+            runs = []
+            for _ in range(advise_runs):
+                runs.append(timing.timed(table.advise, pause_gc=False))
+                advance(1)
+            decisions = [r.output.decision() for r in runs]
+            advice = runs[0].output
+            table.set_options(advice.options) if advice.options else None
+            optimized = timing.timed(table.optimize, pause_gc=False)
+            advance(1)
+            for name, sql in ssb.QUERIES.items():
+                answer, files_read, bytes_read = _ssb_read(table, sql)
+                q = measured[name]
+                q.files_after, q.bytes_after = files_read, bytes_read
+                if q.answer == "ok":
+                    q.answer = _same_rows(answer, expected[name])
+                advance(1)
+            files_after = len(table.plan().files)
+            for q in measured.values():
+                q.files_total_after = files_after
+            distribution = next((lever for lever in advice.levers if lever.lever == "distribution"), None)
+            advance(1)
+        return SsbReport(scale, rows, files_before, list(measured.values()), logged, advice.explain(),
+                         dict(advice.options), [r.seconds for r in runs],
+                         all(d == decisions[0] for d in decisions), distribution.margin if distribution else None,
+                         optimized.seconds, generated.seconds, files_after, time.perf_counter() - started)
+    finally:
+        if previous is None:
+            os.environ.pop("MERGETREE_QUERY_LOG", None)
+        else:
+            os.environ["MERGETREE_QUERY_LOG"] = previous
+        if not directory:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def format_ssb_results(report: SsbReport) -> str:
+    mib = 2**20
+    lines = [f"SSB at scale {report.scale:g}: {report.rows:,} lineorder rows, {report.files_before} files before, "
+             f"{report.files_after} after; {report.logged} queries imported",
+             f"{'query':<6} {'date/range':>10} {'rows':>6} {'answer':>8} {'files before':>12} {'files after':>11} "
+             f"{'MiB before':>10} {'MiB after':>9} {'after %':>8}"]
+    for q in report.queries:
+        lines.append(f"{q.name:<6} {'yes' if q.date_or_range else '':>10} {q.rows:>6,} {q.answer:>8} "
+                     f"{q.files_before:>12} {q.files_after:>11} {q.bytes_before / mib:>10,.1f} "
+                     f"{q.bytes_after / mib:>9,.1f} {q.ratio:>8.1%}")
+    picked = [q for q in report.queries if q.date_or_range]
+    if picked:
+        share = sum(q.bytes_after for q in picked) / sum(q.bytes_before for q in picked)
+        overall = sum(q.bytes_after for q in report.queries) / sum(q.bytes_before for q in report.queries)
+        lines.append(f"date/range queries: {share:.1%} of their unorganized bytes in all; all queries: {overall:.1%}")
+    lines.append(f"advice: {', '.join(f'{s:.2f}' for s in report.advise_seconds)} s on {len(report.advise_seconds)} "
+                 f"runs, {'identical' if report.identical else 'NOT identical'}"
+                 + (f"; layout decided by a margin of {report.margin:.1%}" if report.margin is not None else "")
+                 + f"; optimize {report.optimize_seconds:.1f} s; generate {report.generate_seconds:.1f} s")
+    lines.append(f"applied: {report.options}")
+    lines += ["  " + line for line in report.advice.splitlines()]
+    lines.append("targets:")
+    lines += [f"  {text}: {'met' if ok else 'MISSED'}" for text, ok in report.targets()]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import json
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_advisor", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a tenth of the rows and queries")
+    parser.add_argument("--loop", action="store_true",
+                        help="the synthetic loop (the layout workload's table and queries) instead of SSB")
+    parser.add_argument("--scale", type=float, default=1.0, help="SSB scale factor (1: 6M lineorder rows)")
+    parser.add_argument("--files", type=int, default=SSB_FILES, help="SSB: files of the unorganized table")
+    parser.add_argument("--quick", action="store_true", help="SSB at scale 0.1; the loop: a tenth of rows and queries")
     parser.add_argument("--rows", type=int, default=bl.DEFAULT_ROWS)
     parser.add_argument("--queries", type=int, default=bl.DEFAULT_QUERIES)
     parser.add_argument("--budget", type=float, help="seconds of queries run per measurement")
     parser.add_argument("--no-fixed", action="store_true", help="skip the fixed layouts")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
-    report = run_advisor_bench(args.rows, bl.DEFAULT_FILES, args.queries, args.quick, args.budget,
-                               not args.no_fixed)
-    print(format_advisor_results(report))
+    report: AdvisorReport | SsbReport
+    if args.loop:
+        report = run_advisor_bench(args.rows, bl.DEFAULT_FILES, args.queries, args.quick, args.budget,
+                                   not args.no_fixed)
+        print(format_advisor_results(report))
+    else:
+        report = run_ssb(SSB_QUICK_SCALE if args.quick else args.scale, args.files)
+        print(format_ssb_results(report))
     print(f"advisor workload took {report.seconds:.0f}s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

@@ -27,3 +27,14 @@ def test_the_advisor_bench_runs_the_whole_loop(tmp_path):
     assert not math.isnan(report.advise_100k_seconds) and not math.isnan(report.logging_overhead)
     assert len(report.targets()) == 2 * len(ba.WORKLOADS) + 4
     assert "targets:" in ba.format_advisor_results(report)
+
+
+def test_bench_advisor_runs_ssb_through_the_bench_command(capsys):
+    from benchmarks import bench
+
+    code = bench.main(["--advisor-only", "--advisor-scale", "0.002", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code in (0, 1) and "SSB at scale 0.002" in out and "targets:" in out, out
+    assert "answers equal DuckDB's on the raw Parquet: 13 of 13: met" in out
+    assert "the same advice on 3 runs of the same log: met" in out
+    assert bench.main(["--advisor-only", "--advisor-scale", "-1"]) == 2
