@@ -186,8 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--encoding", default="utf-8", help="the file's text encoding (Python's names: utf-8, latin-1, "
                                                        "cp1252, utf-16, ...)")
     p.add_argument("--max-statement-chars", type=_positive_int, default=1_000_000, metavar="N",
-                   help="refuse (and count) a statement longer than this; parsing costs about 3 s and 200 MB "
-                        "per million characters")
+                   help="refuse (and count) a statement longer than this; parsing takes 3-6 s of CPU and "
+                        "150-250 MB a million characters")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p = queries_commands.add_parser("show", help="a summary of the logged queries",
                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)

@@ -6,7 +6,7 @@ statements are separated by `;` (split by sqlglot's own tokenizer in the given d
 statements may span lines and `;` may sit in string literals, quoted names and comments), or,
 when its first character is `{`, JSON lines with the statement under "query"/"sql"/... and
 optionally a time, a user and a duration.  A statement longer than `max_statement_chars` is
-refused (counted, with its line): parsing costs about 3 s and 200 MB per million characters.
+refused (counted, with its line): parsing takes 3-6 s of CPU and 150-250 MB a million characters.
 
 Each statement is parsed with sqlglot in the given dialect.  Every place the statement reads
 the table (matched by name, case-insensitively, qualified or not) becomes one logged query:
@@ -49,7 +49,7 @@ from ..table.querylog import MAX_FILTER_JSON, QueryRecord, append_rows, filter_t
 __all__ = ["Dropped", "ImportResult", "Statement", "extract_queries", "import_sql", "read_statements"]
 
 BATCH = 5_000  # records appended per commit
-MAX_STATEMENT_CHARS = 1_000_000  # a longer statement is refused (parsing: ~3 s and ~200 MB per million)
+MAX_STATEMENT_CHARS = 1_000_000  # a longer statement is refused (parsing: 3-6 s, 150-250 MB a million)
 EXAMPLES = 5  # problems and dropped predicates kept as examples, per kind
 WINDOW = 256 * 1024  # characters of a SQL script tokenized at a time (tokens take ~80 bytes a character)
 
