@@ -234,3 +234,35 @@ def test_query_log_keeps_filter_values(dtype):
         normalized = flt.normalize(f, schema)
         back = querylog.filter_from_json(querylog.filter_to_json(normalized))
         assert comparable([back]) == comparable([normalized]), f
+
+
+@params
+def test_workload_loop(tmp_path, dtype):
+    """Reads filtered on the column are logged, then the advisor samples and simulates, replay
+    re-plans the logged queries on the table and on a layout of the column, the report renders,
+    and a qd-tree layout built from that workload changes no answer."""
+    from mergetree.organize.replay import replay
+    from mergetree.organize.report import build_report, render_html
+    t = Table.create(str(tmp_path / "t"), _data(dtype, 1).schema)
+    ref = pa.concat_tables([_stored(_data(dtype, s, n=150, first_id=s * 150)) for s in range(4)])
+    for s in range(4):
+        t.write(_data(dtype, s, n=150, first_id=s * 150))
+    filters = _filters(dtype, ref)
+    for f in filters:
+        t.read(filter=f)
+    advice = t.advise()
+    assert advice.queries >= len(filters)
+    assert len(replay(t.path).queries) + replay(t.path).skipped >= len(filters)
+    if supports(dtype, "order"):
+        replay(t.path, layout="linear:c")
+    assert "<svg" in render_html(build_report(t.path))
+    if supports(dtype, "order"):
+        from mergetree.table import filters as flt
+        from mergetree.table.qdtree import build_qdtree, query_box
+        boxes = [query_box(flt.normalize(f, ref.schema)) for f in filters]
+        tree = build_qdtree(ref, boxes, 4, columns=["c"])
+        t.set_options({"clustering.columns": "c", "clustering.strategy": "qdtree", "clustering.qdtree": tree.to_json()})
+        t.optimize()
+        assert _rows(t.read()) == _rows(ref)
+        for f in filters:
+            assert _rows(t.read(filter=f)) == _expected(ref, f), f
