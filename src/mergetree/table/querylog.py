@@ -297,9 +297,10 @@ def append_rows(table_path: str, rows: list[dict[str, Any]]) -> None:
 
 def read_rows(table_path: str, columns: Sequence[str] | None = None, filter: flt.Filter = None) -> pa.Table:
     """The table's logged queries (LOG_SCHEMA's columns, or `columns`), this process's queued
-    records written first; none when nothing was logged.  A damaged part of the log is left
+    records written first (of every table: the same table opened under another spelling of its
+    path queues under that one); none when nothing was logged.  A damaged part of the log is left
     out with a `logtables.DamagedLogWarning` naming it, never an error."""
-    flush(table_path)
+    flush()
     return read_log_table(log_path(table_path), LOG_SCHEMA, "query log",
                           list(columns) if columns is not None else None, filter)
 

@@ -58,8 +58,9 @@ class Table:
     def repair(cls, path: str | os.PathLike) -> list[str]:
         """Set damaged snapshot files at the top of the history aside (into
         snapshot/damaged/, never deleted) so the table continues from its newest intact
-        snapshot.  Returns what was done, a line per snapshot file; the changes those
-        snapshots committed are lost."""
+        snapshot; the changes those snapshots committed are lost.  Then drop what is damaged
+        in the table's query log and optimizer history (`path` may be one of those itself).
+        Returns what was done, a line per file."""
         return housekeeping.repair(open_table(as_path(path), check=False))
 
     # -- what the table is --------------------------------------------------------------
