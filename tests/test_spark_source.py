@@ -201,7 +201,8 @@ def test_readme_map_in_arrow_example(spark):
     readme = Path(__file__).resolve().parent.parent / "README.md"
     if not readme.exists():
         pytest.skip("README.md is not beside the tests")
-    code = re.search(r"```python\n(rows = \[\(b, run.*?)```", readme.read_text(), re.S).group(1)
+    # the README's block starts its own session; the test's is the same local one
+    code = re.search(r"```python\n[^`]*?(rows = \[\(b, run.*?)```", readme.read_text(), re.S).group(1)
     namespace = {"spark": spark, "mergetree": mergetree}
     exec(compile(code.replace(".show(3)", ".limit(3)"), "README mapInArrow", "exec"), namespace)
     got = [r.asDict() for r in namespace["merged"].orderBy("k").collect()]

@@ -39,7 +39,7 @@ CAPABILITIES: dict[str, str] = {
 }
 # every type can be stored as a value column and filtered with IS NULL / IS NOT NULL
 
-_NESTED = "nested values have no order or equality here; filter them with 'is null' / 'is not null'"
+_NESTED = "nested values have no order or equality here (their filters are 'is null' and 'is not null')"
 _NO_SPARK_TIME = "Spark has no time-of-day type, so there is no Spark bucket hash for it"
 _NULL = "an all-null column has no values; only 'is null' / 'is not null' apply"
 
