@@ -256,10 +256,10 @@ def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[
             line += window.count("\n", 0, consumed)
             pos += consumed
             size = window_chars
-        elif tokens and _longer(text, pos + tokens[0].start, end, limit, delimiters,
-                                resume := pos + (tokens[-2].end + 1 if len(tokens) >= 2 else tokens[0].start)):
+        elif tokens and _longer(text, pos, tokens, limit, delimiters):
             first = line + window.count("\n", 0, tokens[0].start)
             start = pos + tokens[0].start
+            resume = pos + (tokens[-2].end + 1 if len(tokens) >= 2 else tokens[0].start)
             stop = _skip_statement(text, dialect, resume, delimiters, window_chars)
             last_char = stop - 1 if text[stop - 1:stop] == ";" else stop
             while last_char > start and text[last_char - 1].isspace():
@@ -267,8 +267,11 @@ def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[
             yield _too_large(last_char - start, first, limit)
             line += text.count("\n", pos, stop)
             pos, size = stop, window_chars
-        else:  # a statement (or a comment) longer than the window: read it whole, up to the limit
-            size = min(size * 4, limit + window_chars)
+        elif tokens:  # a statement longer than the window: read it whole, up to just past the limit
+            cap = tokens[0].start + limit + window_chars  # (comments after its last token may run past it)
+            size = min(size * 4, cap) if cap > size else size * 4
+        else:  # only comments (and space) so far: read on until a token comes
+            size *= 4
         if progress is not None:
             progress(pos, n)
 
@@ -296,13 +299,19 @@ def _plain_end(text: str, pos: int, delimiters: re.Pattern[str]) -> int | None:
     return semicolon + 1 if delimiters.search(text, pos, semicolon) is None else None
 
 
-def _longer(text: str, start: int, read: int, limit: int, delimiters: re.Pattern[str], resume: int) -> bool:
-    """Whether the statement starting at `start`, with no ';' up to `read`, is longer than
-    `limit`: known when it is read that far, or when its end is plain from `resume` on."""
-    if read - start > limit:
+def _longer(text: str, pos: int, tokens: list[Any], limit: int, delimiters: re.Pattern[str]) -> bool:
+    """Whether the statement whose tokens (in a window at `pos` with no ';') begin `tokens` is
+    longer than `limit`, first token to last: known when its complete tokens (the last may be cut
+    by the window) span more already, or when its end is plain from there on."""
+    start = pos + tokens[0].start
+    resume = pos + (tokens[-2].end + 1 if len(tokens) >= 2 else tokens[0].start)
+    if resume - start > limit:
         return True
     plain = _plain_end(text, resume, delimiters)
-    return plain is not None and plain - start > limit
+    if plain is None:
+        return False
+    end = plain - 1 if text[plain - 1:plain] == ";" else plain
+    return resume + len(text[resume:end].rstrip()) - start > limit  # no comment in plain text: a token ends it
 
 
 def _skip_statement(text: str, dialect: Any, pos: int, delimiters: re.Pattern[str], window_chars: int) -> int:
