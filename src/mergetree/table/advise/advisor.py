@@ -190,10 +190,6 @@ class Advice:
             if lever.files_before is not None and lever.files_after is not None:
                 effect = f" [{lever.queries:,} queries: {lever.files_before:.1f} -> {lever.files_after:.1f} files each]"
             lines.append(f"  {lever.lever}: {marks or '(none)'}{effect}\n    {lever.reason}")
-            if lever.margin is not None:
-                lines.append(f"    decided by a margin of {lever.margin:.1%} of the bytes"
-                             + (f" (closest alternative: {lever.closest}, {_fewer(lever.closest_gain)})"
-                                if lever.closest and lever.closest_gain is not None else ""))
         for reason in self.refused:
             lines.append(f"  not recommended: {reason}")
         if self.reduction is not None:
@@ -611,9 +607,12 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
                         tree_note = (f"; a {name_of_tree} reads {_fewer(tree_gain)} than {_shape_name(pick)} on "
                                      f"queries it was not fitted on (rule D5: needs {QDTREE_MARGIN:.0%} fewer)")
             shares = ", ".join(f"{c} {w.share(c):.0%}" for c in candidates[:MAX_COLUMNS])
+            margin = walk.margin
             reason = (f"{len(replayed):,} queries replayed on {len(layouts) - 1} simulated layouts; "
                       f"filtered: {shares or 'no candidate'} of the filtering queries; "
-                      + decision + tree_note + f" (seed's rule: {seed_reason})")
+                      + decision + tree_note
+                      + (f"; decided by a margin of {margin:.1%} of the bytes" if margin is not None else "")
+                      + f" (seed's rule: {seed_reason})")
             before_files = costs[AS_NOW][0]
             after_files = costs[pick][0]
             name = (f"qdtree({', '.join(new_tree.columns)}; {new_tree.leaves} leaves)" if new_tree is not None
