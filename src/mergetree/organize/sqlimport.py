@@ -212,6 +212,11 @@ def _too_large(length: int, line: int, limit: int) -> Statement:
                      too_large=True)
 
 
+def _unreadable(line: int, error: str, rest: int) -> Statement:
+    return Statement("", line, problem=f"line {line:,}: cannot be split into tokens ({error}; an unterminated "
+                                       f"quote or comment?): the last {rest:,} characters of the file are not read")
+
+
 def _statement(tokens: list[Any], source: str, first_line: int, first_col: int, limit: int,
                **meta: Any) -> Statement:
     """A statement from its tokens in `source` (which starts at line `first_line`, column
@@ -248,10 +253,7 @@ def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[
             if end == n and error is not None:  # the tokenizer stopped in the last statement read
                 broken = complete[-1].end + 1 if complete else 0
                 broken += len(window[broken:]) - len(window[broken:].lstrip())
-                stopped = line + window.count("\n", 0, broken)
-                yield Statement("", stopped, problem=f"line {stopped:,}: cannot be split into tokens ({error}; "
-                                                     f"an unterminated quote or comment?): the last "
-                                                     f"{n - pos - broken:,} characters of the file are not read")
+                yield _unreadable(line + window.count("\n", 0, broken), error, n - pos - broken)
             consumed = n - pos if last is None or end == n else tokens[last].end + 1
             line += window.count("\n", 0, consumed)
             pos += consumed
@@ -260,11 +262,14 @@ def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[
             first = line + window.count("\n", 0, tokens[0].start)
             start = pos + tokens[0].start
             resume = pos + (tokens[-2].end + 1 if len(tokens) >= 2 else tokens[0].start)
-            stop = _skip_statement(text, dialect, resume, delimiters, window_chars)
-            last_char = stop - 1 if text[stop - 1:stop] == ";" else stop
-            while last_char > start and text[last_char - 1].isspace():
-                last_char -= 1
-            yield _too_large(last_char - start, first, limit)
+            stop, error = _skip_statement(text, dialect, resume, delimiters, window_chars)
+            if error is not None:  # the tokenizer stopped in it, and it runs to the end of the file
+                yield _unreadable(first, error, n - start)
+            else:
+                last_char = stop - 1 if text[stop - 1:stop] == ";" else stop
+                while last_char > start and text[last_char - 1].isspace():
+                    last_char -= 1
+                yield _too_large(last_char - start, first, limit)
             line += text.count("\n", pos, stop)
             pos, size = stop, window_chars
         elif tokens:  # a statement longer than the window: read it whole, up to just past the limit
@@ -294,9 +299,10 @@ def _plain_end(text: str, pos: int, delimiters: re.Pattern[str]) -> int | None:
     tokenizing: no string, quoted name or comment can begin before the next ';' (or the file
     has none).  None: it takes the tokenizer to tell."""
     semicolon = text.find(";", pos)
-    if semicolon < 0:
-        return len(text)
-    return semicolon + 1 if delimiters.search(text, pos, semicolon) is None else None
+    stop = len(text) if semicolon < 0 else semicolon
+    if delimiters.search(text, pos, stop) is not None:
+        return None
+    return stop if semicolon < 0 else stop + 1
 
 
 def _longer(text: str, pos: int, tokens: list[Any], limit: int, delimiters: re.Pattern[str]) -> bool:
@@ -314,22 +320,24 @@ def _longer(text: str, pos: int, tokens: list[Any], limit: int, delimiters: re.P
     return resume + len(text[resume:end].rstrip()) - start > limit  # no comment in plain text: a token ends it
 
 
-def _skip_statement(text: str, dialect: Any, pos: int, delimiters: re.Pattern[str], window_chars: int) -> int:
+def _skip_statement(text: str, dialect: Any, pos: int, delimiters: re.Pattern[str],
+                    window_chars: int) -> tuple[int, str | None]:
     """Where the statement around `pos` (a token boundary) ends: after its semicolon, or at the
-    end of the file.  Found without the tokenizer while the text is plain (`_plain_end`), else
-    tokenized a window at a time, the tokens thrown away."""
+    end of the file (with the tokenizer's error when it could not read to there).  Found without
+    the tokenizer while the text is plain (`_plain_end`), else tokenized a window at a time, the
+    tokens thrown away."""
     n, size = len(text), window_chars
     while True:
         plain = _plain_end(text, pos, delimiters)
         if plain is not None:
-            return plain
+            return plain, None
         end = min(n, pos + size)
-        tokens, _ = _tokenize(dialect, text[pos:end])
+        tokens, error = _tokenize(dialect, text[pos:end])
         semicolon = next((t for t in tokens if _semicolon(t)), None)
         if semicolon is not None:
-            return pos + semicolon.end + 1
+            return pos + semicolon.end + 1, None
         if end == n:
-            return n
+            return n, error
         if len(tokens) >= 2:  # the last token may be cut by the window: read it again
             pos, size = pos + tokens[-2].end + 1, window_chars
         else:
