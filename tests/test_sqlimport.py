@@ -488,3 +488,17 @@ def test_unterminated_quote_and_missing_semicolon_are_said(tmp_path):
     assert result.errors[0].startswith("line 1: ") and "is the ';' before it missing?" in result.errors[0]
     assert result.errors[1].startswith("line 4: cannot be split into tokens") and "not read" in result.errors[1]
     assert [querylog.filter_from_json(r["filter"]) for r in _logged(table)] == [("a", "=", 3)]
+
+
+def test_statements_that_read_nothing_are_counted_quietly(tmp_path, capsys, caplog):
+    """GRANT, VACUUM (which sqlglot parses as a Command, with a warning of its own), REFRESH:
+    statements, counted as not reading the table; no stderr line each."""
+    table = _events(tmp_path)
+    history = tmp_path / "h.sql"
+    history.write_text("GRANT SELECT ON events TO bob;\nVACUUM events;\nREFRESH TABLE events;\n"
+                       "OPTIMIZE events ZORDER BY (a);\nSELECT * FROM events WHERE a = 1;\nSELEC * FORM events;\n")
+    assert main(["queries", "import", table.path, "--sql", str(history), "--dialect", "spark", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == ("6 statements: 1 queries of the table logged, 4 not reading it, "
+                                            "1 skipped (not parsable)")
+    assert captured.err == "" and [r for r in caplog.records if r.name.startswith("sqlglot")] == []

@@ -23,14 +23,16 @@ logged by column and kind, left out of the replayable filter, and reported (`Dro
 by reason in `ImportResult.dropped`): under AND the rest still holds; under OR the whole OR is
 dropped, so the filter kept is never narrower than the statement's.  Columns are attributed by
 alias; an unqualified column goes to the table when the table has a column of that name.
-Statements that do not parse are skipped and counted; statements about other tables are
-counted apart.
+Statements that do not parse are skipped and counted; statements that do not read the table
+(other tables, GRANT, VACUUM, ...) are counted apart.
 """
 from __future__ import annotations
 
 import codecs
+import contextlib
 import datetime as dt
 import json
+import logging
 import os
 import re
 from collections import Counter
@@ -86,7 +88,7 @@ class Dropped:
 class ImportResult:
     statements: int = 0
     imported: int = 0            # logged queries (a statement can read the table more than once)
-    other_tables: int = 0        # statements that parse but do not read the table
+    other_tables: int = 0        # statements that parse but do not read the table (other tables, GRANT, ...)
     skipped: int = 0             # statements that do not parse (or cannot be read)
     too_large: int = 0           # statements refused for their size (longer than max_statement_chars)
     errors: list[str] = field(default_factory=list)   # the first few parse errors, with their lines
@@ -96,7 +98,7 @@ class ImportResult:
 
     def summary(self) -> str:
         text = (f"{self.statements:,} statements: {self.imported:,} queries of the table logged, "
-                f"{self.other_tables:,} about other tables, {self.skipped:,} skipped (not parsable)")
+                f"{self.other_tables:,} not reading it, {self.skipped:,} skipped (not parsable)")
         if self.too_large:
             text += f", {self.too_large:,} refused (too long)"
         return text
@@ -473,8 +475,10 @@ class _Extractor:
         return self._statement(trees[0])
 
     def _statement(self, tree: Any) -> Any:
+        """`tree`, unless it is a bare expression ("SELEC * FORM t" is an alias of a product):
+        any statement sqlglot knows (GRANT, REFRESH, COMMIT, ...) passes, as do its Commands."""
         exp = self.exp
-        if not isinstance(tree, (exp.Query, exp.DML, exp.DDL, exp.Command, exp.Set, exp.Use, exp.Describe)):
+        if isinstance(tree, (exp.Condition, exp.Alias, exp.Star, exp.Identifier)):
             raise _NotAStatement(f"not a statement (parsed as a bare {tree.key} expression)")
         return tree
 
@@ -951,7 +955,6 @@ def import_sql(path: str | os.PathLike, sql_file: str | os.PathLike, dialect: st
     (InvalidArgumentError, with the byte offset, if it cannot be: nothing is logged); a
     statement longer than `max_statement_chars` is refused and counted.  `progress(done, total)`
     is called in characters of the file as statements are parsed."""
-    from sqlglot.errors import SqlglotError
 
     if not isinstance(max_statement_chars, int) or isinstance(max_statement_chars, bool) or max_statement_chars < 1:
         raise InvalidArgumentError(f"max_statement_chars must be a positive number of characters, "
@@ -968,49 +971,71 @@ def import_sql(path: str | os.PathLike, sql_file: str | os.PathLike, dialect: st
     del data
     result = ImportResult()
     rows: list[dict[str, Any]] = []
-    for statement in read_statements(text, dialect, max_statement_chars, progress):
-        result.statements += 1
-        if statement.problem is not None:
-            if statement.too_large:
-                result.too_large += 1
-                if len(result.refused) < EXAMPLES:
-                    result.refused.append(statement.problem)
-            else:
-                result.skipped += 1
-                if len(result.errors) < EXAMPLES:
-                    result.errors.append(statement.problem)
-            continue
-        try:
-            found = extractor.queries(extractor.parse_statement(statement))
-        except (SqlglotError, ValueError, RecursionError, _NotAStatement) as exc:
-            result.skipped += 1
-            if len(result.errors) < EXAMPLES:
-                result.errors.append(_parse_problem(statement, exc))
-            continue
-        if not found:
-            result.other_tables += 1
-            continue
-        for query in found:
-            for dropped in query.dropped:
-                result.dropped[dropped.reason] += 1
-                if len(result.dropped_examples) < EXAMPLES:
-                    result.dropped_examples.append(f"line {dropped.line or statement.line:,}: {dropped}")
-            record = QueryRecord("read" if not query.group_by and not query.measures else "aggregate",
-                                 query.filter, query.columns, query.order_by, query.limit, query.group_by,
-                                 query.measures, duration_ms=statement.duration_ms, sql=statement.sql,
-                                 source="import", user=statement.user, predicates=query.predicates,
-                                 filter_json=query.filter_json)
-            if statement.ts is not None:
-                record.ts = statement.ts
-            rows.append(record.to_row())
-            result.imported += 1
-        if len(rows) >= BATCH:
-            append_rows(table.path, rows)
-            rows = []
+    with _quiet_sqlglot():
+        for statement in read_statements(text, dialect, max_statement_chars, progress):
+            _import_statement(statement, extractor, result, rows)
+            if len(rows) >= BATCH:
+                append_rows(table.path, rows)
+                rows = []
     append_rows(table.path, rows)
     if progress is not None:
         progress(len(text), len(text))
     return result
+
+
+@contextlib.contextmanager
+def _quiet_sqlglot() -> Iterator[None]:
+    """sqlglot's own warnings ("falling back to parsing as a 'Command'") off while a history is
+    read: such a statement is counted (as not reading the table), not a stderr line each."""
+    log = logging.getLogger("sqlglot")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _import_statement(statement: Statement, extractor: _Extractor, result: ImportResult,
+                      rows: list[dict[str, Any]]) -> None:
+    """Count one statement in `result`; its queries of the table appended to `rows`."""
+    from sqlglot.errors import SqlglotError
+
+    result.statements += 1
+    if statement.problem is not None:
+        if statement.too_large:
+            result.too_large += 1
+            if len(result.refused) < EXAMPLES:
+                result.refused.append(statement.problem)
+        else:
+            result.skipped += 1
+            if len(result.errors) < EXAMPLES:
+                result.errors.append(statement.problem)
+        return
+    try:
+        found = extractor.queries(extractor.parse_statement(statement))
+    except (SqlglotError, ValueError, RecursionError, _NotAStatement) as exc:
+        result.skipped += 1
+        if len(result.errors) < EXAMPLES:
+            result.errors.append(_parse_problem(statement, exc))
+        return
+    if not found:
+        result.other_tables += 1
+        return
+    for query in found:
+        for dropped in query.dropped:
+            result.dropped[dropped.reason] += 1
+            if len(result.dropped_examples) < EXAMPLES:
+                result.dropped_examples.append(f"line {dropped.line or statement.line:,}: {dropped}")
+        record = QueryRecord("read" if not query.group_by and not query.measures else "aggregate",
+                             query.filter, query.columns, query.order_by, query.limit, query.group_by,
+                             query.measures, duration_ms=statement.duration_ms, sql=statement.sql,
+                             source="import", user=statement.user, predicates=query.predicates,
+                             filter_json=query.filter_json)
+        if statement.ts is not None:
+            record.ts = statement.ts
+        rows.append(record.to_row())
+        result.imported += 1
 
 
 _STATEMENT_WORDS = {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "DROP", "ALTER", "USE",
