@@ -196,9 +196,12 @@ def _semicolon(token: Any) -> bool:
 
 def _chunks(tokens: list[Any]) -> Iterator[list[Any]]:
     """The statements' tokens between semicolons (empty statements left out)."""
+    from sqlglot.tokens import TokenType
+
+    semicolon = TokenType.SEMICOLON
     current: list[Any] = []
     for token in tokens:
-        if _semicolon(token):
+        if token.token_type is semicolon:
             if current:
                 yield current
             current = []
@@ -260,7 +263,7 @@ def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[
             line += window.count("\n", 0, consumed)
             pos += consumed
             size = window_chars
-        elif tokens and _longer(text, pos, tokens, limit, delimiters):
+        elif tokens and (longer := _longer(text, pos, tokens, limit, delimiters))[0]:
             first = line + window.count("\n", 0, tokens[0].start)
             start = pos + tokens[0].start
             resume = pos + (tokens[-2].end + 1 if len(tokens) >= 2 else tokens[0].start)
@@ -274,9 +277,9 @@ def _script_statements(text: str, dialect: Any, limit: int, progress: Callable[[
                 yield _too_large(last_char - start, first, limit)
             line += text.count("\n", pos, stop)
             pos, size = stop, window_chars
-        elif tokens:  # a statement longer than the window: read it whole, up to just past the limit
+        elif tokens:  # a statement longer than the window: read it whole (to its ';' when that is known)
             cap = tokens[0].start + limit + window_chars  # (comments after its last token may run past it)
-            size = min(size * 4, cap) if cap > size else size * 4
+            size = longer[1] - pos if longer[1] is not None else min(size * 4, cap) if cap > size else size * 4
         else:  # only comments (and space) so far: read on until a token comes
             size *= 4
         if progress is not None:
@@ -307,19 +310,21 @@ def _plain_end(text: str, pos: int, delimiters: re.Pattern[str]) -> int | None:
     return stop if semicolon < 0 else stop + 1
 
 
-def _longer(text: str, pos: int, tokens: list[Any], limit: int, delimiters: re.Pattern[str]) -> bool:
+def _longer(text: str, pos: int, tokens: list[Any], limit: int,
+            delimiters: re.Pattern[str]) -> tuple[bool, int | None]:
     """Whether the statement whose tokens (in a window at `pos` with no ';') begin `tokens` is
     longer than `limit`, first token to last: known when its complete tokens (the last may be cut
-    by the window) span more already, or when its end is plain from there on."""
+    by the window) span more already, or when its end is plain from there on; and that end
+    (after its ';'), when it is known."""
     start = pos + tokens[0].start
     resume = pos + (tokens[-2].end + 1 if len(tokens) >= 2 else tokens[0].start)
     if resume - start > limit:
-        return True
+        return True, None
     plain = _plain_end(text, resume, delimiters)
     if plain is None:
-        return False
+        return False, None
     end = plain - 1 if text[plain - 1:plain] == ";" else plain
-    return resume + len(text[resume:end].rstrip()) - start > limit  # no comment in plain text: a token ends it
+    return resume + len(text[resume:end].rstrip()) - start > limit, plain  # no comment in plain text
 
 
 def _skip_statement(text: str, dialect: Any, pos: int, delimiters: re.Pattern[str],
@@ -536,7 +541,7 @@ class _Extractor:
             raise _Unconvertible(FUNCTION, "not a plain column")
         name = node.name.lower()
         if name not in self.columns or (visible is not None and name not in visible):
-            raise _Unconvertible(None, f"{node.sql()} is not a column of the table")
+            raise _Unconvertible(None, f"{node.name} is not a column of the table")
         qualifier = node.table.lower() if node.table else ""
         if qualifier and qualifier not in aliases:
             raise _Unconvertible(None, "another table's column")
@@ -677,7 +682,8 @@ class _Extractor:
             return self._predicate(node.this, ctx, kinds, dropped, not negate)
         if isinstance(node, (exp.And, exp.Or)):
             # flattened, not recursed into: a chain of 100,000 ORs is no deeper than one
-            operands = list(node.flatten())
+            operands = list(node.flatten()) if isinstance(node.left, type(node)) or isinstance(
+                node.right, type(node)) else [node.left, node.right]
             if isinstance(node, exp.And) != negate:  # AND, or NOT over OR (De Morgan)
                 parts = [self._predicate(c, ctx, kinds, dropped, negate) for c in operands]
                 kept = [p for p in parts if p is not None]
