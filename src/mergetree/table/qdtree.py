@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import InvalidArgumentError
 from . import filters as flt
 from .curves import cluster_order
+from .type_policy import supports
 from .values import decode_value, encode_value
 
 __all__ = ["QdTree", "build_qdtree", "layout_order", "query_box"]
@@ -173,27 +175,30 @@ def build_qdtree(sample: pa.Table, boxes: Sequence[dict[str, tuple[Any, Any]]], 
     cuts: dict[str, tuple[np.ndarray, list[Any], np.ndarray, np.ndarray]] = {}
     for column in usable:
         arr = sample.column(column).combine_chunks()
+        lows_given = [b[column][0] if column in b else None for b in boxes]
+        highs_given = [b[column][1] if column in b else None for b in boxes]
         try:
-            values = _numeric(arr)
+            values, bound_keys = _keys(arr, [v for v in lows_given + highs_given if v is not None])
         except (pa.ArrowException, TypeError, ValueError):
-            continue
+            continue  # a type without an order (nested): no cuts on it
+        given = iter(bound_keys.tolist())
+        low_keys = [None if v is None else next(given) for v in lows_given]
+        high_keys = [None if v is None else next(given) for v in highs_given]
         keys[column] = values
-        lows = np.array([_key(b[column][0], arr.type) if column in b and b[column][0] is not None else -np.inf
-                         for b in boxes])
-        highs = np.array([_key(b[column][1], arr.type) if column in b and b[column][1] is not None else np.inf
-                          for b in boxes])
+        lows = np.array([-np.inf if k is None else k for k in low_keys])
+        highs = np.array([np.inf if k is None else k for k in high_keys])
         # thresholds: the queries' bounds (a low bound t cuts at t; a high bound h just above h)
-        raw = [(b[column][0], _key(b[column][0], arr.type)) for b in boxes if column in b and b[column][0] is not None]
+        raw = [(v, k, False) for v, k in zip(lows_given, low_keys) if v is not None]
         if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):  # cut just above a high bound
-            raw += [(b[column][1], np.nextafter(_key(b[column][1], arr.type), np.inf)) for b in boxes
-                    if column in b and b[column][1] is not None]
+            raw += [(v, float(np.nextafter(float(k), np.inf)), True) for v, k in zip(highs_given, high_keys)
+                    if v is not None and k is not None]
         if not raw:
             continue
-        order = np.unique(np.array([k for _, k in raw]), return_index=True)[1]
+        order = np.unique(np.array([k for _, k, _ in raw]), return_index=True)[1]
         picked = order if len(order) <= MAX_CUTS_PER_COLUMN else \
             order[np.linspace(0, len(order) - 1, MAX_CUTS_PER_COLUMN).astype(int)]
         thresholds = np.array([raw[i][1] for i in picked])
-        originals = [_threshold_value(raw[i][0], raw[i][1], arr.type) for i in picked]
+        originals = [_just_above(raw[i][0], arr.type) if raw[i][2] else raw[i][0] for i in picked]
         cuts[column] = (thresholds, originals, lows, highs)
     nodes: list[tuple[str, Any, int, int]] = []
     leaf_count = 0
@@ -233,28 +238,42 @@ def build_qdtree(sample: pa.Table, boxes: Sequence[dict[str, tuple[Any, Any]]], 
     return QdTree(nodes, leaf_count)
 
 
+def _keys(arr: pa.Array, bounds: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Float keys that order like the column's values, for the sample and for the queries'
+    bounds (nulls as -inf: routing sends them left, with the smallest values).  Numbers,
+    decimals and temporal values are their own keys (their integer counts for temporal ones);
+    strings, binaries and booleans are dense ranks over the sample and the bounds together."""
+    dtype = arr.type
+    given = pa.array(bounds, type=dtype)
+    if pa.types.is_temporal(dtype) or pa.types.is_integer(dtype) or pa.types.is_floating(dtype) \
+            or pa.types.is_decimal(dtype):
+        return _numeric(arr), _numeric(given)
+    if not supports(dtype, "order"):
+        raise TypeError(f"no order for {dtype}")
+    both = pa.concat_arrays([arr, given])
+    ranks = pc.rank(both, sort_keys="ascending", tiebreaker="dense")  # nulls ranked last, then set to -inf
+    out = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.float64)
+    out[np.asarray(both.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = -np.inf
+    return out[:len(arr)], out[len(arr):]
+
+
 def _numeric(arr: pa.Array) -> np.ndarray:
     """Values as float64 keys (nulls as -inf: they route left, with the smallest values)."""
     dtype = arr.type
-    if pa.types.is_temporal(dtype):
-        arr = arr.cast(pa.int64())
+    if pa.types.is_temporal(dtype):  # dates, times, timestamps, durations: their integer counts
+        arr = arr.view(pa.int32() if dtype.bit_width == 32 else pa.int64())
     elif not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)):
         raise TypeError(f"no numeric key for {dtype}")
-    out = np.asarray(arr.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    # keys only rank rows for the cuts: float64 rounding of large counts is harmless (routing compares values)
+    out = np.asarray(arr.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.float64)
     return np.where(np.isnan(out), -np.inf, out)
 
 
-def _key(value: Any, dtype: pa.DataType) -> float:
-    return float(_numeric(pa.array([value], type=dtype))[0])
-
-
-def _threshold_value(original: Any, key: float, dtype: pa.DataType) -> Any:
-    """The threshold as a value of the column: the bound itself, or just above a high bound."""
-    if _key(original, dtype) == key:
-        return original
+def _just_above(value: Any, dtype: pa.DataType) -> Any:
+    """The smallest cut that sends a high bound's value left (`x < cut` is `x <= value`)."""
     if pa.types.is_integer(dtype):
-        return int(original) + 1
-    return float(np.nextafter(float(original), np.inf))
+        return int(value) + 1
+    return float(np.nextafter(float(value), np.inf))
 
 
 def layout_order(rows: pa.Table | pa.RecordBatch, columns: Sequence[str], strategy: str,
