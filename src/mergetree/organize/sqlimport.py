@@ -291,9 +291,12 @@ def _delimiters(dialect: Any) -> re.Pattern[str]:
     characters of its tokenizer's quotes, identifiers and comments, and the non-alphanumeric ones
     of its prefixed strings): where none occurs, the tokenizer's next `;` is the next ';'."""
     tokenizer = dialect.tokenizer_class
-    chars = set("'\"`")
-    for name in ("_QUOTES", "_IDENTIFIERS", "_COMMENTS", "HEREDOC_STRINGS"):
-        chars.update(str(key)[0] for key in getattr(tokenizer, name, None) or () if key)
+    chars = set("'\"`[-/#${")  # every dialect's openers we know of, whatever the tokenizer below says
+    for name in ("QUOTES", "IDENTIFIERS", "COMMENTS", "HEREDOC_STRINGS", "_QUOTES", "_IDENTIFIERS", "_COMMENTS"):
+        for key in getattr(tokenizer, name, None) or ():
+            opener = key[0] if isinstance(key, (tuple, list)) else key  # (start, end) pairs
+            if opener:
+                chars.add(str(opener)[0])
     for key in getattr(tokenizer, "_FORMAT_STRINGS", None) or ():
         chars.update(c for c in str(key) if not c.isalnum())
     return re.compile("[" + re.escape("".join(sorted(chars))) + "]")
