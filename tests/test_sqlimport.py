@@ -484,10 +484,14 @@ def test_unterminated_quote_and_missing_semicolon_are_said(tmp_path):
     history.write_text("SELECT * FROM events WHERE a = 1\nSELECT * FROM events WHERE a = 2;\n"
                        "SELECT * FROM events WHERE a = 3;\nSELECT * FROM events WHERE c = 'oops\n;\n")
     result = import_sql(table.path, history)
-    assert (result.statements, result.imported, result.skipped) == (3, 1, 2)
-    assert result.errors[0].startswith("line 1: ") and "is the ';' before it missing?" in result.errors[0]
-    assert result.errors[1].startswith("line 4: cannot be split into tokens") and "not read" in result.errors[1]
-    assert [querylog.filter_from_json(r["filter"]) for r in _logged(table)] == [("a", "=", 3)]
+    # the first two lines have no ';' between them: split where the second starts a statement
+    assert (result.statements, result.imported, result.skipped, result.unterminated) == (4, 3, 1, 2)
+    assert result.errors[0].startswith("line 4: cannot be split into tokens") and "not read" in result.errors[0]
+    assert sorted(querylog.filter_from_json(r["filter"])[2] for r in _logged(table)) == [1, 2, 3]
+    # where no line starts a statement, the missing ';' is said
+    history.write_text("SELECT * FROM events WHERE a = 1 SELECT * FROM events WHERE a = 2;\n")
+    result = import_sql(table.path, history)
+    assert result.skipped == 1 and "is the ';' before it missing?" in result.errors[0]
 
 
 def test_statements_that_read_nothing_are_counted_quietly(tmp_path, capsys, caplog):
@@ -502,3 +506,22 @@ def test_statements_that_read_nothing_are_counted_quietly(tmp_path, capsys, capl
     assert captured.out.splitlines()[0] == ("6 statements: 1 queries of the table logged, 4 not reading it, "
                                             "1 skipped (not parsable)")
     assert captured.err == "" and [r for r in caplog.records if r.name.startswith("sqlglot")] == []
+
+
+def test_a_history_without_semicolons_splits_where_lines_start_statements(tmp_path):
+    """Exports of a query log are often one statement per line, with no ';': each line (or block
+    starting with a statement's first word) is its own statement, and the summary says so."""
+    table = _events(tmp_path)
+    history = tmp_path / "history.sql"
+    history.write_text("SELECT * FROM events WHERE a = 1\n"
+                       "SELECT count(*) FROM events WHERE b > 0.5 AND a IN (1, 2)\n"
+                       "select *\n  from events\n  where a >= 3\n"
+                       "WITH x AS (SELECT * FROM events WHERE a < 4) SELECT * FROM x\n")
+    result = import_sql(table.path, history)
+    assert (result.statements, result.imported, result.skipped, result.unterminated) == (4, 4, 0, 4)
+    assert "4 had no ';' between them" in result.summary()
+    filters = sorted(json.dumps(r["filter"]) for r in _logged(table))
+    assert len(filters) == 4 and all(f != "null" for f in filters)
+    # text that is not a run of statements is still one unparsable statement, not split
+    history.write_text("FROBNICATE events\nSELECT * FROM events WHERE a = 1\n")
+    assert import_sql(table.path, history).skipped == 1

@@ -31,6 +31,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import datetime as dt
+import itertools
 import json
 import logging
 import os
@@ -91,6 +92,7 @@ class ImportResult:
     other_tables: int = 0        # statements that parse but do not read the table (other tables, GRANT, ...)
     skipped: int = 0             # statements that do not parse (or cannot be read)
     too_large: int = 0           # statements refused for their size (longer than max_statement_chars)
+    unterminated: int = 0        # statements found without ';' between them, one per line (or block)
     errors: list[str] = field(default_factory=list)   # the first few parse errors, with their lines
     refused: list[str] = field(default_factory=list)  # the first few statements refused for their size
     dropped: Counter[str] = field(default_factory=Counter)  # predicates left out of filters, by reason
@@ -101,6 +103,9 @@ class ImportResult:
                 f"{self.other_tables:,} not reading it, {self.skipped:,} skipped (not parsable)")
         if self.too_large:
             text += f", {self.too_large:,} refused (too long)"
+        if self.unterminated:
+            text += (f"; {self.unterminated:,} had no ';' between them and were split where a line starts "
+                     f"a statement")
         return text
 
     def dropped_summary(self) -> str | None:
@@ -1024,6 +1029,15 @@ def _import_statement(statement: Statement, extractor: _Extractor, result: Impor
     try:
         found = extractor.queries(extractor.parse_statement(statement))
     except (SqlglotError, ValueError, RecursionError, _NotAStatement) as exc:
+        pieces = _split_at_statement_lines(statement)
+        if len(pieces) > 1 and _all_parse(extractor, pieces):
+            # a history without ';' (one statement per line, or per block): split where a line
+            # starts a statement, and say so
+            result.statements -= 1
+            result.unterminated += len(pieces)
+            for piece in pieces:
+                _import_statement(piece, extractor, result, rows)
+            return
         result.skipped += 1
         if len(result.errors) < EXAMPLES:
             result.errors.append(_parse_problem(statement, exc))
@@ -1049,6 +1063,32 @@ def _import_statement(statement: Statement, extractor: _Extractor, result: Impor
 
 _STATEMENT_WORDS = {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "DROP", "ALTER", "USE",
                     "SET", "SHOW", "DESCRIBE", "EXPLAIN", "TRUNCATE", "VALUES", "FROM"}
+_STATEMENT_LINE = re.compile(r"^[ \t]*(SELECT|WITH|INSERT|UPDATE|DELETE|MERGE|CREATE|DROP|ALTER|USE|SET|SHOW|"
+                             r"DESCRIBE|EXPLAIN|TRUNCATE)\b", re.IGNORECASE | re.MULTILINE)
+
+
+def _split_at_statement_lines(statement: Statement) -> list[Statement]:
+    """A text that did not parse as one statement, cut before each line that starts with a
+    statement's first word (histories exported one statement per line, without ';')."""
+    starts = [m.start() for m in _STATEMENT_LINE.finditer(statement.sql)]
+    if len(starts) < 2:
+        return []
+    bounds = starts + [len(statement.sql)]
+    if bounds[0] != 0 and statement.sql[:bounds[0]].strip():
+        return []  # text before the first statement word: not a run of statements
+    return [Statement(statement.sql[a:b].strip(), statement.line + statement.sql.count("\n", 0, a),
+                      statement.ts, statement.user, statement.duration_ms)
+            for a, b in itertools.pairwise(bounds) if statement.sql[a:b].strip()]
+
+
+def _all_parse(extractor: _Extractor, pieces: list[Statement]) -> bool:
+    from sqlglot.errors import SqlglotError
+    try:
+        for piece in pieces:
+            extractor.parse_statement(piece)
+    except (SqlglotError, ValueError, RecursionError, _NotAStatement):
+        return False
+    return True
 
 
 def _parse_problem(statement: Statement, exc: BaseException) -> str:
