@@ -105,7 +105,10 @@ def test_nested_filter_and_advise_name_the_column(tmp_path, dtype):
 
 
 def test_format_doc_holds_the_policy_table():
-    doc = (REPO / "docs" / "FORMAT.md").read_text()
+    path = REPO / "docs" / "FORMAT.md"
+    if not path.exists():
+        pytest.skip("docs/ is not beside the tests (the installed-wheel check)")
+    doc = path.read_text()
     start = doc.index("<!-- type-policy")
     body = doc[doc.index("\n", start) + 1:doc.index("<!-- /type-policy -->")].strip()
     assert body == type_policy.policy_markdown()
