@@ -385,9 +385,11 @@ class SimulatedLayout:
         if op in ("=", "in"):
             hit = np.asarray(((lo < right[None, :]) & (hi >= left[None, :])).any(axis=1))  # [min, max] holds a value
             if name in self.indexes.bitmap and col.values is not None:
-                exact = left < right  # the value occurs in the sample: parts that hold it
+                # the ranks whose key equals a value's key: the value itself when it was sampled
+                # (several ranks where keys are truncated strings sharing their first KEY_BYTES);
                 # a value never sampled is rare: treated as held nowhere
-                hit = np.asarray(col.values[:, left[exact]].any(axis=1)) if exact.any() else np.zeros(self.parts, bool)
+                ranks = np.concatenate([np.arange(a, b) for a, b in zip(left, right)]).astype(np.int64)
+                hit = np.asarray(col.values[:, ranks].any(axis=1)) if len(ranks) else np.zeros(self.parts, bool)
             elif name in self.indexes.bloom:
                 return self._bloom(name, hit, len(values))
             return hit.astype(float)
