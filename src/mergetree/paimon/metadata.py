@@ -23,6 +23,7 @@ import fastavro
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundError, TableNotFoundError
+from ..table.filecache import FileCache
 from .binary_row import decode_row
 from .options import PaimonOptions, check_options
 from .types import PaimonField, PaimonType, parse_field
@@ -153,36 +154,24 @@ def _read_json(path: str, what: str) -> dict:
     return d
 
 
-_AVRO_CACHE_SIZE = 256
-_avro_cache: OrderedDict[tuple[str, int, int], tuple[dict, list[dict]]] = OrderedDict()
-_avro_lock = threading.Lock()
+_avro_cache: FileCache[tuple[dict, list[dict]]] = FileCache(max_entries=256)
 _LIVE_CACHE_SIZE = 16
 _live_cache: OrderedDict[tuple, list[PaimonFile]] = OrderedDict()
+_live_lock = threading.Lock()
 
 
 def read_avro(path: str, what: str) -> tuple[dict, list[dict]]:
     """(writer schema, records) of an Avro metadata file; immutable files, so cached."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise CorruptTableError(f"Paimon {what} {path} is missing", path=path) from None
-    key = (path, st.st_size, st.st_mtime_ns)
-    with _avro_lock:
-        hit = _avro_cache.get(key)
-        if hit is not None:
-            _avro_cache.move_to_end(key)
-            return hit
-    try:
-        with open(path, "rb") as fh:
-            reader = fastavro.reader(fh)
-            entry: tuple[dict, list[dict]] = (cast(dict, reader.writer_schema), cast(list, list(reader)))  # type: ignore[redundant-cast]
-    except (OSError, ValueError, EOFError, StopIteration, fastavro.read.SchemaResolutionError) as exc:
-        raise CorruptTableError(f"Paimon {what} {path} is unreadable: {exc}", path=path) from None
-    with _avro_lock:
-        _avro_cache[key] = entry
-        while len(_avro_cache) > _AVRO_CACHE_SIZE:
-            _avro_cache.popitem(last=False)
-    return entry
+    def load() -> tuple[dict, list[dict]]:
+        try:
+            with open(path, "rb") as fh:
+                reader = fastavro.reader(fh)
+                return cast(dict, reader.writer_schema), cast(list, list(reader))  # type: ignore[redundant-cast]
+        except FileNotFoundError:
+            raise CorruptTableError(f"Paimon {what} {path} is missing", path=path) from None
+        except (OSError, ValueError, EOFError, StopIteration, fastavro.read.SchemaResolutionError) as exc:
+            raise CorruptTableError(f"Paimon {what} {path} is unreadable: {exc}", path=path) from None
+    return _avro_cache.get(path, load)
 
 
 class PaimonTable:
@@ -311,7 +300,7 @@ class PaimonTable:
         # a snapshot never changes under its id: its files are kept across calls (point reads
         # would otherwise decode every manifest entry each time); keyed by the manifest lists too
         key = (self.path, sid, snapshot.get("baseManifestList"), snapshot.get("deltaManifestList"))
-        with _avro_lock:
+        with _live_lock:
             cached = _live_cache.get(key)
             if cached is not None:
                 _live_cache.move_to_end(key)
@@ -330,7 +319,7 @@ class PaimonTable:
                         raise CorruptTableError(f"Paimon manifest {meta['_FILE_NAME']} has an entry of kind "
                                                 f"{entry['_KIND']}", path=self.manifest_path(meta["_FILE_NAME"]))
         files = [self._file(entry, schema) for entry in live.values()]
-        with _avro_lock:
+        with _live_lock:
             _live_cache[key] = files
             while len(_live_cache) > _LIVE_CACHE_SIZE:
                 _live_cache.popitem(last=False)

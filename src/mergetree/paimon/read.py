@@ -16,7 +16,6 @@ import math
 import os
 import queue
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from ..merge import merge
 from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
 from ..table.compaction.planner import interval_partition
+from ..table.filecache import FileCache
 from ..table.files import batch_rows_for, parquet_fragment, read_parquet
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
@@ -217,9 +217,7 @@ def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expressi
 
 
 # decoded key columns of large row groups, for repeated key lookups: (path, size, mtime, group) -> table
-_KEY_CACHE_BYTES = 256 * 2**20
-_key_cache: OrderedDict[tuple, pa.Table] = OrderedDict()
-_key_cache_lock = threading.Lock()
+_key_cache: FileCache[pa.Table] = FileCache(max_entries=4096, max_bytes=256 * 2**20, weight=lambda t: t.nbytes)
 
 
 def _parquet_reader(path: str) -> pq.ParquetFile:
@@ -228,19 +226,9 @@ def _parquet_reader(path: str) -> pq.ParquetFile:
 
 
 def _cached_keys(path: str, group: int, key_columns: list[str]) -> pa.Table:
-    st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns, group, tuple(key_columns))
-    with _key_cache_lock:
-        hit = _key_cache.get(key)
-        if hit is not None:
-            _key_cache.move_to_end(key)
-            return hit
-    keys = _parquet_reader(path).read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
-    with _key_cache_lock:
-        _key_cache[key] = keys
-        while sum(t.nbytes for t in _key_cache.values()) > _KEY_CACHE_BYTES and len(_key_cache) > 1:
-            _key_cache.popitem(last=False)
-    return keys
+    def load() -> pa.Table:
+        return _parquet_reader(path).read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
+    return _key_cache.get(path, load, group, tuple(key_columns))
 
 
 def _row_span(keys: pa.Table, key_filter: pc.Expression, key_range: KeyRange | None) -> tuple[int, int]:

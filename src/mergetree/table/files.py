@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,6 +17,7 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError
 from ..merge.row_kind import retraction_kinds
 from . import paths
+from .filecache import FileCache
 from .indexes import bloom
 from .indexes.bitmap import ColumnBitmap, build_bitmaps
 from .indexes.bloom import ColumnBloom
@@ -497,9 +496,7 @@ def read_parquet(path: str, columns: list[str] | None = None, row_filter: pc.Exp
 # Parquet footers of recently filtered (or split) files, with the row-group statistics the scans derive
 # from them: a point lookup in a large file otherwise parses hundreds of row groups' metadata
 # to read one.  Data files never change under their name; size and mtime guard the rest.
-_FRAGMENT_CACHE_SIZE = 64
-_fragments: OrderedDict[tuple[str, int, int], tuple[ds.ParquetFileFragment, pa.Schema]] = OrderedDict()
-_fragments_lock = threading.Lock()
+_fragments: FileCache[tuple[ds.ParquetFileFragment, pa.Schema]] = FileCache(max_entries=64)
 _LOCAL = pafs.LocalFileSystem()
 
 
@@ -509,21 +506,11 @@ def parquet_fragment(path: str) -> ds.ParquetFileFragment:
 
 
 def _fragment(path: str) -> tuple[ds.ParquetFileFragment, pa.Schema]:
-    st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
-    with _fragments_lock:
-        hit = _fragments.get(key)
-        if hit is not None:
-            _fragments.move_to_end(key)
-            return hit
-    fragment = ds.ParquetFileFormat().make_fragment(path, filesystem=_LOCAL)
-    fragment.ensure_complete_metadata()
-    entry = (fragment, fragment.physical_schema)
-    with _fragments_lock:
-        _fragments[key] = entry
-        while len(_fragments) > _FRAGMENT_CACHE_SIZE:
-            _fragments.popitem(last=False)
-    return entry
+    def load() -> tuple[ds.ParquetFileFragment, pa.Schema]:
+        fragment = ds.ParquetFileFormat().make_fragment(path, filesystem=_LOCAL)
+        fragment.ensure_complete_metadata()
+        return fragment, fragment.physical_schema
+    return _fragments.get(path, load)  # a missing file: pyarrow's FileNotFoundError, as callers expect
 
 
 def file_metadata(root: str, meta: DataFileMeta) -> pq.FileMetaData:

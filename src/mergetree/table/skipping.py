@@ -6,8 +6,6 @@ row in it can satisfy the filter, so skipping never changes an answer.
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +13,7 @@ import pyarrow.compute as pc
 
 from . import filters as flt
 from . import paths
+from .filecache import FileCache
 from .files import ROW_GROUP_ROWS, DataFileMeta
 from .indexes import bloom
 from .indexes.bitmap import read_bitmaps, rows_matching
@@ -136,24 +135,9 @@ def _bitmap_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] |
                      if rows.range_cardinality(g * ROW_GROUP_ROWS, (g + 1) * ROW_GROUP_ROWS))
 
 
-# A bounded cache of decoded bitmap sidecars: repeated queries probe the same files.
-_CACHE: OrderedDict[tuple[str, str, float], dict] = OrderedDict()
-_CACHE_SIZE = 256
-_CACHE_LOCK = threading.Lock()
+# decoded bitmap sidecars: repeated queries probe the same files
+_bitmaps: FileCache[dict] = FileCache(max_entries=256)
 
 
 def _cached_bitmaps(sidecar: str, column: str) -> dict:
-    try:
-        key = (sidecar, column, os.path.getmtime(sidecar))
-    except OSError:
-        key = (sidecar, column, -1.0)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    value = read_bitmaps(sidecar, column)
-    with _CACHE_LOCK:
-        _CACHE[key] = value
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return value
+    return _bitmaps.get(sidecar, lambda: read_bitmaps(sidecar, column), column)

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CommitConflictError, CorruptTableError, SnapshotNotFoundError, UnsupportedFormatError
 from . import paths
+from .filecache import FileCache
 from .files import DataFileMeta
 from .values import decode_value, encode_value
 
@@ -175,8 +174,7 @@ class SnapshotStore:
         # Manifests are written once under unique names, so a parsed one stays true while its
         # file is unchanged; every read plans from the same chain of manifests, and parsing them
         # again dominated small reads.  name -> ((size, mtime_ns), entries)
-        self._manifests: OrderedDict[str, tuple[tuple[int, int], tuple[tuple[str, FileEntry], ...]]] = OrderedDict()
-        self._manifests_lock = threading.Lock()
+        self._manifests: FileCache[tuple[tuple[str, FileEntry], ...]] = FileCache(max_entries=CACHED_MANIFESTS)
 
     def ensure_directories(self) -> None:
         os.makedirs(os.path.join(self.root, paths.SNAPSHOT_DIR), exist_ok=True)
@@ -265,23 +263,8 @@ class SnapshotStore:
     def read_manifest(self, name: str) -> tuple[tuple[str, FileEntry], ...]:
         """The (kind, entry) pairs of a manifest, checked; parsed again only when the file's
         size or modification time changed (a damaged or replaced manifest is still noticed)."""
-        try:
-            st = os.stat(os.path.join(self.root, paths.MANIFEST_DIR, name))
-            version = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            version = None  # _load_manifest names the missing file
-        with self._manifests_lock:
-            cached = self._manifests.get(name)
-            if cached is not None and cached[0] == version:
-                self._manifests.move_to_end(name)
-                return cached[1]
-        entries = self._load_manifest(name)
-        if version is not None:
-            with self._manifests_lock:
-                self._manifests[name] = (version, entries)
-                while len(self._manifests) > CACHED_MANIFESTS:
-                    self._manifests.popitem(last=False)
-        return entries
+        return self._manifests.get(os.path.join(self.root, paths.MANIFEST_DIR, name),
+                                   lambda: self._load_manifest(name))
 
     def _load_manifest(self, name: str) -> tuple[tuple[str, FileEntry], ...]:
         relative = f"{paths.MANIFEST_DIR}/{name}"
