@@ -1,6 +1,8 @@
 """Data organization driven by the query history (seed 003): importing a SQL history into a
-table's query log, and (next) the background optimizer, replay and the report.  The query log
-itself and the levers live in `mergetree.table`; this layer sits above it."""
+table's query log (`sqlimport`), replaying logged queries on the table or a simulated layout
+(`replay`), the background optimizer's passes and daemon (`scheduler`), and the report page
+(`report`).  The query log, the advisor and the levers themselves live in `mergetree.table`;
+this layer sits above it."""
 from __future__ import annotations
 
 from .replay import ReplayResult, replay

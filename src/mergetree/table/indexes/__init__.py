@@ -1,4 +1,7 @@
 """File indexes that let a read skip data files and row groups: `bloom` (the Parquet
-split-block Bloom filters that pyarrow writes into data files, probed for ``=`` and ``IN``)."""
+split-block Bloom filters that pyarrow writes into data files, probed for ``=`` and ``IN``) and
+`bitmap` (Roaring bitmaps per value in a sidecar file, for ``=``, ``IN``, ranges and ``IS NULL``
+on columns with few values).  Which types take which index is the type policy's
+(`mergetree.table.type_policy`)."""
 
 __all__: list[str] = []
