@@ -570,3 +570,36 @@ def test_write_tasks_stream_through_a_small_write_buffer(spark, tmp_path):
     got = table.read().sort_by("id")
     assert got.column("id").to_pylist() == list(range(60_000))
     assert got.column("v").to_pylist() == [3 * i for i in range(60_000)]
+
+
+def test_spark_optimizer_passes_are_the_daemons(spark, tmp_path):
+    """optimize_pending runs the daemon's own round (organize.scheduler.run_pass), so the three
+    ways the Spark form drifted from it cannot come back: its reports carry the files and bytes
+    written, a primary-key table's passes are recorded in the optimizer history, and its major
+    pass builds the indexes the options declare."""
+    import mergetree.spark
+    from mergetree.organize import history
+    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
+    t = Table.create(str(tmp_path / "append"), schema, options={
+        "write-only": "true", "target-file-size": "200 kb", "optimize.major-threshold": "100 kb",
+        "clustering.columns": "a", "clustering.strategy": "linear"})
+    rng = np.random.default_rng(3)
+    for i in range(4):
+        t.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "a": rng.integers(0, 10**6, 3000),
+                          "b": rng.normal(size=3000)}, schema=schema))
+    major = {r.tier: r for r in mergetree.spark.optimize_pending(spark, t.path)}["major"]
+    assert major.status == "committed" and major.files_out >= 1 and major.bytes_out > 0
+    recorded = history(t.path).to_pylist()
+    assert [(r["tier"], r["files_out"] >= 1, r["bytes_out"] > 0) for r in recorded] == [("major", True, True)]
+
+    pk = Table.create(str(tmp_path / "pk"), schema, primary_key="id", options={"write-only": "true"})
+    for i in range(2):
+        pk.write(pa.table({"id": np.arange(0, 2000), "a": rng.integers(0, 100, 2000),
+                           "b": rng.normal(size=2000)}, schema=schema))
+    pk.set_options({"file-index.bloom-filter.columns": "a"})  # the files written before have no Bloom filter
+    reports = {r.tier: r for r in mergetree.spark.optimize_pending(spark, pk.path)}
+    pk = Table.open(pk.path)
+    live = [e.file for e in pk.directory.live_files(pk.latest_snapshot()).values()]
+    assert all("a" in (m.indexes.get("bloom") or {}) for m in live), [m.indexes for m in live]
+    committed = [tier for tier, r in reports.items() if r.status == "committed"]
+    assert committed and sorted(history(pk.path).column("tier").to_pylist()) == sorted(committed)

@@ -21,6 +21,7 @@ minor pass is the LSM compaction, their major pass gives files their indexes.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import signal
 import threading
 import time
@@ -29,69 +30,67 @@ from typing import Any
 
 from ..errors import CompactionConflictError, MergeTreeError
 from ..table import Table
+from ..table.directory import TableDirectory
 from ..table.durations import seconds
 from ..table.files import DataFileMeta
-from ..table.history import PassReport, history, record_pass
+from ..table.history import PassReport, history, record_rewrite
 from ..table.optimize import pending, rewrite_files
+from ..table.snapshots import Snapshot
 
-__all__ = ["PassReport", "history", "interval_seconds", "pending", "run_daemon", "run_once"]
+__all__ = ["PassReport", "Rewrite", "history", "interval_seconds", "local_rewrite", "pending", "run_daemon", "run_once",
+           "run_pass"]
 
 
-def _pass(table: Table, tier: str, groups: dict[tuple, list[DataFileMeta]],
-          progress: Callable[[int, int], None] | None) -> PassReport:
-    directory = table.directory
-    report = PassReport(table.path, tier, "nothing")
-    if not groups:
-        return report
-    started = time.perf_counter()
+# how a pass rewrites the pending files of its (partition, bucket)s: on this machine
+# (`local_rewrite`) or as a Spark job (`mergetree.spark.optimize_pending`)
+Progress = Callable[[int, int], None]
+Rewrite = Callable[[TableDirectory, dict[tuple, list[DataFileMeta]], str, Progress | None], Snapshot | None]
+
+
+def local_rewrite(directory: TableDirectory, groups: dict[tuple, list[DataFileMeta]], tier: str,
+                  progress: Progress | None) -> Snapshot | None:
     base = directory.latest_snapshot()
-    assert base is not None
+    assert base is not None  # pending work means the table has files
+    return rewrite_files(directory, directory.options, base, groups, tier, progress)
+
+
+def run_pass(table: Table, tier: str, work: Callable[[], Snapshot | None]) -> PassReport:
+    """One pass of the optimizer, whatever runs it (the daemon, a Spark job) and whatever it
+    does (a rewrite of pending files, a compaction, an index build): `work` commits at most
+    once; the report is filled from that commit's own changes (files and bytes in and out, the
+    layout written) and recorded in the table's optimizer history."""
+    started = time.perf_counter()
     try:
-        snapshot = rewrite_files(directory, directory.options, base, groups, tier, progress)
+        snapshot = work()
     except CompactionConflictError:
-        report.status = "conflict"  # another commit replaced an input: the next round retries
-        return report
+        return PassReport(table.path, tier, "conflict")  # another commit replaced an input: the next round retries
     if snapshot is None:
-        return report
-    inputs = [m for files in groups.values() for m in files]
-    names = {m.file_name for m in inputs}
-    new = [e.file for e in directory.live_files(snapshot).values()
-           if e.file.indexes.get("optimized", {}).get("tier") == tier and e.file.file_name not in names
-           and (e.partition, e.bucket) in groups]
-    report.status = "committed"
-    report.groups, report.files_in, report.rows = len(groups), len(inputs), sum(m.row_count for m in inputs)
-    report.bytes_in = sum(m.file_size for m in inputs)
-    report.snapshot_id = snapshot.id
-    report.files_out = len(new)
-    report.bytes_out = sum(m.file_size for m in new)
-    report.layout = str(new[0].indexes["optimized"].get("layout", "")) if new else ""
-    report.seconds = time.perf_counter() - started
-    return report
+        return PassReport(table.path, tier, "nothing")
+    return record_rewrite(Table.open(table.path).directory, snapshot, tier, time.perf_counter() - started)
 
 
-def run_once(path: str, progress: Callable[[int, int], None] | None = None) -> list[PassReport]:
-    """One round on one table: the major pass, then the minor pass, each one commit."""
+def _rewrite_if_any(rewrite: Rewrite, directory: TableDirectory, groups: dict[tuple, list[DataFileMeta]], tier: str,
+                    progress: Progress | None) -> Snapshot | None:
+    return rewrite(directory, groups, tier, progress) if groups else None
+
+
+def run_once(path: str, progress: Progress | None = None, rewrite: Rewrite = local_rewrite,
+             compact: Callable[[Table], Snapshot | None] | None = None) -> list[PassReport]:
+    """One round on one table, each pass one commit: the major pass, then the minor pass; a
+    primary-key table's minor pass is its compaction (`compact`, default the local one), its
+    major pass builds the indexes and pre-aggregates its options declare."""
     table = Table.open(path)
-    reports = []
     if table.table_schema.has_primary_key:
-        for tier, run in (("minor", lambda: table.compact()), ("major", lambda: table.build_indexes())):
-            started = time.perf_counter()
-            try:
-                snapshot = run()
-            except CompactionConflictError:
-                reports.append(PassReport(table.path, tier, "conflict"))
-                continue
-            reports.append(PassReport(table.path, tier, "committed" if snapshot else "nothing",
-                                      snapshot_id=snapshot.id if snapshot else None,
-                                      seconds=time.perf_counter() - started))
-    else:
-        work = pending(table.directory)
-        reports.append(_pass(table, "major", work["major"], progress))
-        work = pending(Table.open(path).directory)  # the major pass may have taken some minor candidates
-        reports.append(_pass(Table.open(path), "minor", work["minor"], progress))
-    for report in reports:
-        if report.status == "committed":
-            record_pass(report)
+        def compacted() -> Snapshot | None:
+            return compact(table) if compact is not None else table.compact(progress=progress)
+        return [run_pass(table, "minor", compacted),
+                run_pass(table, "major", lambda: Table.open(path).build_indexes(progress))]
+    reports = []
+    for tier in ("major", "minor"):
+        table = Table.open(path)  # each pass sees the one before it (a major pass may take minor candidates)
+        groups = pending(table.directory)[tier]
+        reports.append(run_pass(table, tier, functools.partial(_rewrite_if_any, rewrite, table.directory, groups, tier,
+                                                               progress)))
     return reports
 
 

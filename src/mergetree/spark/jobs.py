@@ -9,7 +9,6 @@ import json
 import os
 import pickle
 import shutil
-import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -19,10 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CompactionConflictError, InvalidArgumentError, MergeTreeError
+from ..errors import InvalidArgumentError, MergeTreeError
 from ..merge import merge
 from ..merge.assemble import RowSelection
 from ..merge.join import JOINS, join_selections, joined_schema
+from ..organize.scheduler import run_once
 from ..paimon.compact import PaimonCompaction
 from ..paimon.compact import commit_compaction as commit_paimon_compaction
 from ..paimon.compact import plan_compaction as plan_paimon_compaction
@@ -33,8 +33,8 @@ from ..table import filters as flt
 from ..table.compaction.runner import commit_compaction, discard_new_files, execute_plan, plan_compaction
 from ..table.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.files import read_data_file
-from ..table.history import PassReport, record_pass
-from ..table.optimize import layout_signature, pending, prepare_layout, rewrite_files, write_clustered
+from ..table.history import PassReport
+from ..table.optimize import layout_signature, prepare_layout, rewrite_files, write_clustered
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from .source import SOURCE_NAME, register
@@ -598,47 +598,21 @@ def _splitters(directory, files, columns, clustering, boundaries, ranges: int) -
 
 
 def optimize_pending(spark: Any, paths: str | list[str]) -> list[PassReport]:
-    """One round of the background optimizer on each table, with the major passes (laying out
-    the data not yet optimized, once `optimize.major-threshold` of it waits) as Spark jobs and
-    the minor passes (merging small new files) on the driver.  Each pass is one commit and is
-    recorded in the table's optimizer history; primary-key tables get a distributed compaction.
-    Returns what each pass did."""
+    """One round of the background optimizer on each table (`organize.scheduler.run_once`, the
+    daemon's round), with the major passes (laying out the data not yet optimized, once
+    `optimize.major-threshold` of it waits) as Spark jobs, the minor passes (merging small new
+    files) on the driver, and a primary-key table's compaction distributed.  Each pass is one
+    commit, reported and recorded in the optimizer history as the daemon's are."""
+    def rewrite(directory: Any, groups: dict, tier: str, progress: Any) -> Snapshot | None:
+        base = directory.latest_snapshot()
+        assert base is not None
+        clustering = directory.options.clustering
+        if tier == "major" and (clustering is None or clustering.tree is None):
+            return _rewrite_groups(spark, directory.path, directory, directory.options, base,
+                                   [(p, b, files) for (p, b), files in groups.items()])
+        return rewrite_files(directory, directory.options, base, groups, tier, progress)
+
     reports: list[PassReport] = []
     for path in [paths] if isinstance(paths, str) else list(paths):
-        table = Table.open(path)
-        if table.table_schema.has_primary_key:
-            started = time.perf_counter()
-            snapshot = compact(spark, path)
-            reports.append(PassReport(table.path, "minor", "committed" if snapshot else "nothing",
-                                      snapshot_id=snapshot.id if snapshot else None,
-                                      seconds=time.perf_counter() - started))
-            continue
-        for tier in ("major", "minor"):
-            directory = Table.open(path).directory
-            groups = pending(directory)[tier]
-            report = PassReport(table.path, tier, "nothing")
-            if groups:
-                started = time.perf_counter()
-                base = directory.latest_snapshot()
-                assert base is not None
-                try:
-                    if tier == "major" and (directory.options.clustering is None
-                                            or directory.options.clustering.tree is None):
-                        snapshot = _rewrite_groups(spark, path, directory, directory.options, base,
-                                                   [(p, b, files) for (p, b), files in groups.items()])
-                    else:
-                        snapshot = rewrite_files(directory, directory.options, base, groups, tier)
-                except CompactionConflictError:
-                    report.status = "conflict"
-                    reports.append(report)
-                    continue
-                if snapshot is not None:
-                    inputs = [m for files in groups.values() for m in files]
-                    report.status, report.snapshot_id = "committed", snapshot.id
-                    report.groups, report.files_in = len(groups), len(inputs)
-                    report.rows, report.bytes_in = sum(m.row_count for m in inputs), sum(m.file_size for m in inputs)
-                    report.layout = layout_signature(directory.options) if tier == "major" else ""
-                    report.seconds = time.perf_counter() - started
-                    record_pass(report)
-            reports.append(report)
+        reports += run_once(path, rewrite=rewrite, compact=lambda table: compact(spark, table.path))
     return reports
