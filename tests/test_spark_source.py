@@ -472,6 +472,9 @@ def test_distributed_optimize_clusters_like_the_local_one(spark, tmp_path):
     assert info.clustering == ("a", "b") and info.strategy == "hilbert"
     depth = {c.column: c.depth for c in info.column_clustering}
     assert depth["a"] < info.files / 2 and depth["b"] < info.files / 2, (depth, info.files, files_before)
+    from mergetree.organize import history
+    recorded = history(after.path).to_pylist()  # a layout change by a Spark job is in the history too
+    assert [(r["tier"], r["files_out"] == info.files) for r in recorded] == [("optimize", True)]
 
 
 def test_pushed_filters_use_bloom_filters(spark, tmp_path):

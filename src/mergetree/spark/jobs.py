@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import shutil
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -33,7 +34,7 @@ from ..table import filters as flt
 from ..table.compaction.runner import commit_compaction, discard_new_files, execute_plan, plan_compaction
 from ..table.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.files import read_data_file
-from ..table.history import PassReport
+from ..table.history import PassReport, record_rewrite
 from ..table.optimize import layout_signature, prepare_layout, rewrite_files, write_clustered
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
@@ -469,17 +470,23 @@ def optimize(spark: Any, path: str, order: str | list[str] | None = None, strate
     ranges of about one output file each; one task per input file computes every row's curve
     key and sends its rows, range by range, as Arrow IPC (so no value passes through Spark's own
     types); after a shuffle by (group, range) one task per range sorts and writes its files; the
-    driver commits once.  A primary-key table gets a distributed full compaction."""
+    driver commits once.  A primary-key table gets a distributed full compaction.  The commit is
+    recorded in the optimizer history, as `Table.optimize`'s is."""
+    started = time.perf_counter()
     table = Table.open(path)
     directory, options = prepare_layout(table.directory, order, strategy, target_file_size, sort_within)
     if options is None:
-        return compact(spark, path, full=True)
-    base = directory.latest_snapshot()
-    if base is None:
-        return None
-    plan = plan_read(directory, flt.normalize(filter, directory.schema.schema), base.id)
-    groups = [(b.partition, b.bucket, b.files) for b in plan.buckets if b.files]
-    return _rewrite_groups(spark, path, directory, options, base, groups)
+        snapshot = compact(spark, path, full=True)
+    else:
+        base = directory.latest_snapshot()
+        if base is None:
+            return None
+        plan = plan_read(directory, flt.normalize(filter, directory.schema.schema), base.id)
+        groups = [(b.partition, b.bucket, b.files) for b in plan.buckets if b.files]
+        snapshot = _rewrite_groups(spark, path, directory, options, base, groups)
+    if snapshot is not None:
+        record_rewrite(Table.open(path).directory, snapshot, "optimize", time.perf_counter() - started)
+    return snapshot
 
 
 def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: Snapshot,
