@@ -596,7 +596,7 @@ def test_spark_optimizer_passes_are_the_daemons(spark, tmp_path):
     assert [(r["tier"], r["files_out"] >= 1, r["bytes_out"] > 0) for r in recorded] == [("major", True, True)]
 
     pk = Table.create(str(tmp_path / "pk"), schema, primary_key="id", options={"write-only": "true"})
-    for i in range(2):
+    for _ in range(2):
         pk.write(pa.table({"id": np.arange(0, 2000), "a": rng.integers(0, 100, 2000),
                            "b": rng.normal(size=2000)}, schema=schema))
     pk.set_options({"file-index.bloom-filter.columns": "a"})  # the files written before have no Bloom filter
