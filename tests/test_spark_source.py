@@ -512,17 +512,25 @@ def test_spark_reads_are_logged_by_the_driver(spark, tmp_path):
     assert replayed.column("id").to_pylist() == [17]
 
 
+OPT_SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
+
+
+def _waiting_append_table(path: str, columns: str, strategy: str, commits: int, seed: int) -> Table:
+    """An append table with a layout and `commits` small unoptimized files, over the major threshold."""
+    t = Table.create(path, OPT_SCHEMA, options={
+        "write-only": "true", "target-file-size": "200 kb", "optimize.major-threshold": "100 kb",
+        "clustering.columns": columns, "clustering.strategy": strategy})
+    rng = np.random.default_rng(seed)
+    for i in range(commits):
+        t.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "a": rng.integers(0, 10**6, 3000),
+                          "b": rng.normal(size=3000)}, schema=OPT_SCHEMA))
+    return t
+
+
 def test_optimize_pending_lays_out_waiting_data_once(spark, tmp_path):
     import mergetree.spark
     from mergetree.organize import history
-    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
-    t = Table.create(str(tmp_path / "t"), schema, options={
-        "write-only": "true", "target-file-size": "200 kb", "optimize.major-threshold": "100 kb",
-        "clustering.columns": "a,b", "clustering.strategy": "hilbert"})
-    rng = np.random.default_rng(8)
-    for i in range(6):
-        t.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "a": rng.integers(0, 10**6, 3000),
-                          "b": rng.normal(size=3000)}, schema=schema))
+    t = _waiting_append_table(str(tmp_path / "t"), "a,b", "hilbert", commits=6, seed=8)
     expected = t.read().sort_by("id")
     reports = {r.tier: r for r in mergetree.spark.optimize_pending(spark, t.path)}
     assert reports["major"].status == "committed" and reports["major"].files_in == 6
@@ -582,14 +590,8 @@ def test_spark_optimizer_passes_are_the_daemons(spark, tmp_path):
     pass builds the indexes the options declare."""
     import mergetree.spark
     from mergetree.organize import history
-    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
-    t = Table.create(str(tmp_path / "append"), schema, options={
-        "write-only": "true", "target-file-size": "200 kb", "optimize.major-threshold": "100 kb",
-        "clustering.columns": "a", "clustering.strategy": "linear"})
-    rng = np.random.default_rng(3)
-    for i in range(4):
-        t.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "a": rng.integers(0, 10**6, 3000),
-                          "b": rng.normal(size=3000)}, schema=schema))
+    t = _waiting_append_table(str(tmp_path / "append"), "a", "linear", commits=4, seed=3)
+    schema, rng = OPT_SCHEMA, np.random.default_rng(3)
     major = {r.tier: r for r in mergetree.spark.optimize_pending(spark, t.path)}["major"]
     assert major.status == "committed" and major.files_out >= 1 and major.bytes_out > 0
     recorded = history(t.path).to_pylist()

@@ -2,6 +2,7 @@
 operation on column `c`), plus the policy's documentation kept equal to the code."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,8 +55,7 @@ def test_string_view_filter_top_n_optimize_advise(tmp_path):
     t.optimize(order=["c", "id"], strategy="zorder")
     assert t.read().num_rows == ROWS
     t.read(filter=("c", ">=", "v100"))
-    advice = t.advise()
-    assert advice is not None
+    assert t.advise().queries >= 3  # the filtered reads above, sampled and simulated without an Arrow error
 
 
 def test_date32_filtered_in_logged_queries_advises_from_the_cli(tmp_path):
@@ -101,7 +101,9 @@ def test_nested_filter_and_advise_name_the_column(tmp_path, dtype):
     with pytest.raises(UnsupportedTypeError, match=r"column 'c' has type .*nested"):
         t.read(filter=("c", "=", [1] if pa.types.is_list(dtype) else {"x": 1}))
     t.read(filter=("c", "is null"))  # the filters nested columns take
-    assert t.advise() is not None
+    advice = t.advise()  # the nested column is left out of the simulation with a reason, not an Arrow error
+    assert advice.queries >= 1
+    assert not [r for lever in advice.levers for r in lever.recommended if re.search(r"\bc\b", r)]
 
 
 def test_format_doc_holds_the_policy_table():

@@ -69,11 +69,6 @@ def run_pass(table: Table, tier: str, work: Callable[[], Snapshot | None]) -> Pa
     return record_rewrite(Table.open(table.path).directory, snapshot, tier, time.perf_counter() - started)
 
 
-def _rewrite_if_any(rewrite: Rewrite, directory: TableDirectory, groups: dict[tuple, list[DataFileMeta]], tier: str,
-                    progress: Progress | None) -> Snapshot | None:
-    return rewrite(directory, groups, tier, progress) if groups else None
-
-
 def run_once(path: str, progress: Progress | None = None, rewrite: Rewrite = local_rewrite,
              compact: Callable[[Table], Snapshot | None] | None = None) -> list[PassReport]:
     """One round on one table, each pass one commit: the major pass, then the minor pass; a
@@ -89,8 +84,8 @@ def run_once(path: str, progress: Progress | None = None, rewrite: Rewrite = loc
     for tier in ("major", "minor"):
         table = Table.open(path)  # each pass sees the one before it (a major pass may take minor candidates)
         groups = pending(table.directory)[tier]
-        reports.append(run_pass(table, tier, functools.partial(_rewrite_if_any, rewrite, table.directory, groups, tier,
-                                                               progress)))
+        reports.append(run_pass(table, tier, functools.partial(rewrite, table.directory, groups, tier, progress))
+                       if groups else PassReport(table.path, tier, "nothing"))
     return reports
 
 
