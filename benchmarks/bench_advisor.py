@@ -16,8 +16,9 @@ of the bytes they read unorganized, with identical answers, and the advice is th
 run.  ``--quick``: scale 0.1.
 
 **The synthetic loop** (``--loop``; ``run_advisor_bench``), against the best fixed layout and the
-selectivity lower bound.  The data and queries are those of ``benchmarks/bench_layout.py`` (10M rows in 200 files, 1,000
-queries per workload).  The workloads: the seed's three (90/10 a|b, 50% a + 50% a+b, 50/50 a|b)
+selectivity lower bound.  The data and queries are those of the layout workload
+(``benchmarks/data.py``, ``benchmarks/queries.py``: 10M rows in 200 files, 1,000 queries per
+workload).  The workloads: the seed's three (90/10 a|b, 50% a + 50% a+b, 50/50 a|b)
 and a mixed one (a third each: point lookups on id, Top-10 by ts, GROUP BY category).
 
 For each workload, on a fresh copy of the unorganized table:
@@ -60,16 +61,17 @@ import numpy as np
 
 from mergetree import Table
 from mergetree.organize import run_once
-from mergetree.table import querylog
+from mergetree.table.workload import querylog
 
-from . import bench_layout as bl
+from . import queries as lq  # the layout workload's queries (a parameter here is called `queries`)
 from . import timing
+from .data import A_SPAN, LAYOUT_SCHEMA, LAYOUT_SEED, LayoutData, file_slices, make_layout_data
 
 __all__ = ["AdvisorReport", "SsbQuery", "SsbReport", "format_advisor_results", "format_ssb_results", "main",
            "run_advisor_bench", "run_ssb"]
 
 MIXED = "mixed"
-WORKLOADS = (bl.W_90_10, bl.W_A_AB, bl.W_A_B, MIXED)
+WORKLOADS = (lq.W_90_10, lq.W_A_AB, lq.W_A_B, MIXED)
 FIXED_COLUMNS = ("a", "b", "id", "ts")
 SEED_REDUCTION = 0.28          # Bilibili's reported scan reduction
 LOG_QUERIES_FOR_TIMING = 100_000
@@ -133,18 +135,18 @@ class AdvisorReport:
         return out
 
 
-def _queries(data: bl.LayoutData, workload: str, count: int) -> list[bl.Query]:
+def _queries(data: LayoutData, workload: str, count: int) -> list[lq.Query]:
     if workload != MIXED:
-        return bl.make_queries(data, workload, count)
-    parts = [bl.make_queries(data, w, count) for w in (bl.W_POINT, bl.W_TOP, bl.W_GROUP)]
+        return lq.make_queries(data, workload, count)
+    parts = [lq.make_queries(data, w, count) for w in (lq.W_POINT, lq.W_TOP, lq.W_GROUP)]
     return [parts[i % 3][i // 3] for i in range(count)]
 
 
-def _measure(table: Table, data: bl.LayoutData, queries: list[bl.Query], budget: float, min_run: int,
+def _measure(table: Table, data: LayoutData, queries: list[lq.Query], budget: float, min_run: int,
              log: bool) -> Measured:
     """Mean bytes and files per query: run for `budget` seconds (logged by the table when `log`),
     the rest planned; Top-N and GROUP BY not run count at the mean of those run."""
-    runner = bl.MergetreeRunner(table, data, bl.sidecar_bytes(table, bl.MODEL))
+    runner = lq.MergetreeRunner(table, data, lq.sidecar_bytes(table, lq.MODEL))
     previous = os.environ.get("MERGETREE_QUERY_LOG")
     os.environ["MERGETREE_QUERY_LOG"] = "1" if log else "0"
     started = time.perf_counter()
@@ -193,11 +195,11 @@ def querylog_filter(table: Table, f):
     return flt.normalize(f, table.schema)
 
 
-def _log_unrun(table: Table, query: bl.Query) -> None:
+def _log_unrun(table: Table, query: lq.Query) -> None:
     """The record a Top-N or GROUP BY read writes, without its cost (not run)."""
     if query.kind == "top":
         record = querylog.QueryRecord("read", querylog_filter(table, query.filter),
-                                      order_by=[("ts", "desc"), ("id", "asc")], limit=bl.TOP_N)
+                                      order_by=[("ts", "desc"), ("id", "asc")], limit=lq.TOP_N)
     else:
         measures = [(c, f) for c, f in (query.measures or {}).items()]
         record = querylog.QueryRecord("aggregate", querylog_filter(table, query.filter), group_by=["category"],
@@ -205,25 +207,25 @@ def _log_unrun(table: Table, query: bl.Query) -> None:
     querylog.record(table.path, record)
 
 
-def _lower_bound(data: bl.LayoutData, queries: list[bl.Query], rows_per_file: float,
+def _lower_bound(data: LayoutData, queries: list[lq.Query], rows_per_file: float,
                  bytes_per_file: float) -> tuple[float, float]:
     files = []
     for query in queries:
         if query.kind == "top":
             files.append(1.0)
         else:
-            matching = int(bl.row_mask(data, query.filter).sum())
+            matching = int(lq.row_mask(data, query.filter).sum())
             files.append(float(max(1, math.ceil(matching / rows_per_file))) if matching else 0.0)
     mean_files = sum(files) / len(files)
     return mean_files * bytes_per_file, mean_files
 
 
-def _logging_overhead(table: Table, data: bl.LayoutData, reads: int = 600) -> tuple[float, float]:
+def _logging_overhead(table: Table, data: LayoutData, reads: int = 600) -> tuple[float, float]:
     rng = np.random.default_rng(3)
     on, off = [], []
     for i in range(reads):
-        low = int(rng.integers(0, bl.A_SPAN - bl.A_SPAN // 200))
-        f = [("a", ">=", low), ("a", "<", low + bl.A_SPAN // 200)]
+        low = int(rng.integers(0, A_SPAN - A_SPAN // 200))
+        f = [("a", ">=", low), ("a", "<", low + A_SPAN // 200)]
         os.environ["MERGETREE_QUERY_LOG"] = "1" if i % 2 else "0"
         started = time.perf_counter()
         table.read(filter=f)
@@ -233,24 +235,24 @@ def _logging_overhead(table: Table, data: bl.LayoutData, reads: int = 600) -> tu
     return statistics.median(on) / statistics.median(off) - 1, statistics.median(off) * 1000
 
 
-def run_advisor_bench(rows: int = bl.DEFAULT_ROWS, files: int = bl.DEFAULT_FILES, queries: int = bl.DEFAULT_QUERIES,
+def run_advisor_bench(rows: int = lq.DEFAULT_ROWS, files: int = lq.DEFAULT_FILES, queries: int = lq.DEFAULT_QUERIES,
                       quick: bool = False, budget: float | None = None, fixed: bool = True,
                       directory: str | None = None, progress: bool | None = None,
                       log_queries: int = LOG_QUERIES_FOR_TIMING) -> AdvisorReport:
     started = time.perf_counter()
     if quick:
-        rows, queries = bl.quick_sizes(rows, queries)
-    budget = (bl.QUICK_BUDGET if quick else bl.DEFAULT_BUDGET) * 2 if budget is None else budget
+        rows, queries = lq.quick_sizes(rows, queries)
+    budget = (lq.QUICK_BUDGET if quick else lq.DEFAULT_BUDGET) * 2 if budget is None else budget
     min_run = 3
     root = directory or tempfile.mkdtemp(prefix="mergetree-bench-advisor-")
     os.makedirs(root, exist_ok=True)
     try:
-        data = bl.make_data(rows, files)
+        data = make_layout_data(rows, files)
         target = math.ceil(data.table.nbytes / files)
         base = os.path.join(root, "unorganized")
-        table = Table.create(base, bl.SCHEMA, options={"target-file-size": str(int(target * 1.05)),
+        table = Table.create(base, LAYOUT_SCHEMA, options={"target-file-size": str(int(target * 1.05)),
                                                        "query-log.enabled": "false"})
-        for part in bl.file_slices(data):
+        for part in file_slices(data):
             table.write(part)
         first = table.plan()
         bytes_per_file = first.bytes_total / max(first.files_total, 1)
@@ -277,7 +279,7 @@ def run_advisor_bench(rows: int = bl.DEFAULT_ROWS, files: int = bl.DEFAULT_FILES
                                               lower_bound_files=low_files, advice=advice.explain(),
                                               options=advice.options, advise_seconds=advised.seconds,
                                               passes=[p.line() for p in passes]))
-                if workload != bl.W_A_B:
+                if workload != lq.W_A_B:
                     shutil.rmtree(path, ignore_errors=True)
                 advance(1)
             fixed_bytes: dict[str, dict[str, float]] = {}
@@ -301,9 +303,9 @@ def run_advisor_bench(rows: int = bl.DEFAULT_ROWS, files: int = bl.DEFAULT_FILES
                     best = min(fixed_bytes, key=lambda n: fixed_bytes[n][result.workload])
                     result.best_fixed, result.best_fixed_bytes = best, fixed_bytes[best][result.workload]
             # advising on a large log: the a|b table's log grown to LOG_QUERIES_FOR_TIMING queries
-            path = os.path.join(root, bl.W_A_B.replace("/", "-").replace("|", "_").replace(" ", "_"))
+            path = os.path.join(root, lq.W_A_B.replace("/", "-").replace("|", "_").replace(" ", "_"))
             grown = Table.open(path)
-            many = bl.make_queries(data, bl.W_A_B, log_queries, seed=bl.SEED + 1)
+            many = lq.make_queries(data, lq.W_A_B, log_queries, seed=LAYOUT_SEED + 1)
             querylog.append_rows(grown.path, [querylog.QueryRecord(
                 "read", querylog_filter(grown, q.filter), files_scanned=1, files_total=1, bytes_scanned=1,
                 bytes_total=1).to_row() for q in many])
@@ -570,15 +572,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="SSB scale factor (1: 6M lineorder rows)")
     parser.add_argument("--files", type=int, default=SSB_FILES, help="SSB: files of the unorganized table")
     parser.add_argument("--quick", action="store_true", help="SSB at scale 0.1; the loop: a tenth of rows and queries")
-    parser.add_argument("--rows", type=int, default=bl.DEFAULT_ROWS)
-    parser.add_argument("--queries", type=int, default=bl.DEFAULT_QUERIES)
+    parser.add_argument("--rows", type=int, default=lq.DEFAULT_ROWS)
+    parser.add_argument("--queries", type=int, default=lq.DEFAULT_QUERIES)
     parser.add_argument("--budget", type=float, help="seconds of queries run per measurement")
     parser.add_argument("--no-fixed", action="store_true", help="skip the fixed layouts")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     report: AdvisorReport | SsbReport
     if args.loop:
-        report = run_advisor_bench(args.rows, bl.DEFAULT_FILES, args.queries, args.quick, args.budget,
+        report = run_advisor_bench(args.rows, lq.DEFAULT_FILES, args.queries, args.quick, args.budget,
                                    not args.no_fixed)
         print(format_advisor_results(report))
     else:

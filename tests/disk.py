@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from mergetree.table.history import HISTORY_DIR
-from mergetree.table.querylog import QUERY_LOG_DIR
+from mergetree.table.workload.history import HISTORY_DIR
+from mergetree.table.workload.querylog import QUERY_LOG_DIR
 
 
 def table_files(root) -> set[str]:

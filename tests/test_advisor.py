@@ -26,10 +26,10 @@ from strategies import KEY_TYPES
 
 from mergetree import Table
 from mergetree.table import filters as flt
-from mergetree.table import querylog
-from mergetree.table.advise import LoggedQuery, Sample, advise_workload, simulate
-from mergetree.table.advise.advisor import AS_NOW, LAYOUT_MARGIN, MIN_GAIN, choose_layout
-from mergetree.table.advise.simulate import sample_type
+from mergetree.table.workload import querylog
+from mergetree.table.workload.advise import LoggedQuery, Sample, advise_workload, simulate
+from mergetree.table.workload.advise.advisor import AS_NOW, LAYOUT_MARGIN, MIN_GAIN, choose_layout
+from mergetree.table.workload.advise.simulate import sample_type
 
 ROWS, FILES = 100_000, 40
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64()), ("ts", pa.timestamp("us")),
@@ -356,7 +356,7 @@ def test_the_same_log_gives_the_same_advice_in_any_order_and_any_process(tmp_pat
 
 
 def querylog_queries(t: Table) -> list[LoggedQuery]:
-    from mergetree.table.advise import read_log
+    from mergetree.table.workload.advise import read_log
     return read_log(t.path)
 
 
@@ -464,7 +464,7 @@ def test_the_simulation_never_skips_a_part_holding_a_matching_row(case):
         return  # pyarrow itself cannot compare this literal with the column
     owners = np.asarray(part_of_row, dtype=np.int64)
     sample = Sample(pa.table({"c": arr}), owners, [], len(rows), 1000)
-    from mergetree.table.advise import IndexSpec
+    from mergetree.table.workload.advise import IndexSpec
     layout = simulate(sample, "t", parts, part_of_row=owners,
                       indexes=IndexSpec(bitmap=frozenset({"c"}) if bitmap else frozenset()))
     probability = layout.read_probability(("c", op, literal))

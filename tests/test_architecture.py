@@ -1,7 +1,11 @@
 """The house's shape, checked: `import mergetree` pulls no benchmark, demo, Spark or CLI code;
 the package's imports form no cycle and point only downward through the layers
 errors -> merge -> table -> spark, organize, paimon -> cli; no module reaches
-into another's underscore names."""
+into another's underscore names.  The benchmarks beside it (`benchmarks/`): no cycle either,
+one harness per module, the dispatcher (`benchmarks/bench.py`, run by `mergetree bench` and
+`python -m benchmarks`) the only module that imports a harness, the harnesses and the asv
+suite sharing only the helper modules, and the package importing none of it (the CLI names
+the dispatcher as a string, imported when `mergetree bench` runs)."""
 from __future__ import annotations
 
 import ast
@@ -73,8 +77,7 @@ def test_import_mergetree_pulls_no_benchmark_demo_spark_or_cli_code():
     assert callable(mergetree.merge) and mergetree.Table.create  # the documented names work
 
 
-def test_the_package_has_no_import_cycle():
-    edges = graph()
+def assert_no_cycle(edges: dict[str, set[str]]) -> None:
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -92,6 +95,10 @@ def test_the_package_has_no_import_cycle():
     for m in sorted(edges):
         if m not in state:
             visit(m)
+
+
+def test_the_package_has_no_import_cycle():
+    assert_no_cycle(graph())
 
 
 def layer(module: str) -> int | None:
@@ -137,3 +144,90 @@ def test_every_public_module_declares_all():
         if "__all__" not in path.read_text():
             missing.append(name)
     assert not missing, missing
+
+
+# ---------------------------------------------------------------- the benchmarks beside the package
+
+ROOT = PACKAGE.parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+ASV_SUITE = ROOT / "asv_bench" / "asv_benchmarks"
+DISPATCHER = "benchmarks.bench"
+MAIN = "benchmarks.__main__"
+
+
+def benchmark_modules() -> dict[str, Path]:
+    return {"benchmarks." + p.stem: p for p in sorted(BENCHMARKS.glob("*.py")) if p.stem != "__init__"}
+
+
+def is_harness(module: str) -> bool:
+    """A harness: one workload against its peers (`benchmarks/bench_<workload>.py`)."""
+    return module.startswith("benchmarks.bench_")
+
+
+def benchmark_imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The `benchmarks.*` modules a file imports, at any depth (`from . import x`, `from .x import y`,
+    `from benchmarks import x`, `import benchmarks.x`)."""
+    package = "benchmarks" if name.startswith("benchmarks.") else ""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            target = (".".join([package] + ([node.module] if node.module else [])) if node.level
+                      else node.module or "")
+            if target in known:
+                out.add(target)
+            out |= {f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in known}
+    return out
+
+
+def benchmark_graph() -> dict[str, set[str]]:
+    mods = benchmark_modules()
+    return {name: benchmark_imports(name, path, set(mods)) - {name} for name, path in mods.items()}
+
+
+def test_the_benchmarks_are_the_dispatcher_harnesses_and_helpers():
+    mods = benchmark_modules()
+    assert DISPATCHER in mods and MAIN in mods
+    harnesses = [m for m in mods if is_harness(m)]
+    assert {"benchmarks.bench_merge", "benchmarks.bench_table", "benchmarks.bench_layout"} <= set(harnesses)
+    # `python -m benchmarks` is `mergetree bench`: __main__ runs the dispatcher and nothing else
+    assert benchmark_graph()[MAIN] == {DISPATCHER}
+
+
+def test_the_benchmarks_have_no_import_cycle():
+    assert_no_cycle(benchmark_graph())
+
+
+def test_only_the_dispatcher_imports_a_harness():
+    wrong = [f"{name} imports {target}" for name, targets in benchmark_graph().items() for target in sorted(targets)
+             if is_harness(target) and name != DISPATCHER]
+    assert not wrong, wrong
+
+
+def test_the_asv_suite_takes_only_shared_helpers_from_the_benchmarks():
+    known = set(benchmark_modules())
+    wrong = []
+    for path in sorted(ASV_SUITE.glob("*.py")):
+        for target in sorted(benchmark_imports("asv_benchmarks." + path.stem, path, known)):
+            if is_harness(target) or target in (DISPATCHER, MAIN):
+                wrong.append(f"asv_bench/asv_benchmarks/{path.name} imports {target}")
+    assert not wrong, wrong
+    # asv imports its suite under the benchmark_dir's own name: were it `benchmarks`, it would hide ours
+    assert '"benchmark_dir": "asv_benchmarks"' in (ROOT / "asv_bench" / "asv.conf.json").read_text()
+
+
+def test_the_package_imports_no_benchmark_and_the_cli_names_the_dispatcher():
+    wrong = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            wrong += [f"{name} imports {n}" for n in names if n.split(".")[0] in ("benchmarks", "examples")]
+    assert not wrong, wrong
+    from mergetree.cli import app
+
+    forwarded = {command: module for command, module, _ in app.FORWARDED}
+    assert forwarded["bench"] == DISPATCHER
+    tree = ast.parse(benchmark_modules()[DISPATCHER].read_text())
+    assert any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)

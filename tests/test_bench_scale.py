@@ -14,6 +14,7 @@ from rich.console import Console
 
 from benchmarks import bench
 from benchmarks import bench_scale as bsc
+from benchmarks import data as bd
 
 SIZES = [20_000, 60_000]
 
@@ -115,7 +116,7 @@ def test_bad_scale_sizes_are_usage_errors(sizes, capsys):
 def test_sizes_parse_with_suffixes():
     assert bsc.parse_sizes("1M,10M,100M") == [1_000_000, 10_000_000, 100_000_000]
     assert bsc.parse_sizes(" 60k, 20K,1.5m,20000 ") == [20_000, 60_000, 1_500_000]
-    assert bsc.short_count(100_000_000) == "100M" and bsc.short_count(20_000) == "20k"
+    assert bd.short_count(100_000_000) == "100M" and bd.short_count(20_000) == "20k"
 
 
 def test_a_failing_child_is_reported_and_fails_the_report(tmp_path):

@@ -1,5 +1,5 @@
 """Clustering keys: `mergetree._curves` (Z-order and Hilbert kernels) and
-`mergetree.table.curves` (ranks from sampled boundaries, curve keys, the row order).
+`mergetree.table.levers.curves` (ranks from sampled boundaries, curve keys, the row order).
 
 (a) The kernels against slow pure-Python references written here: bit interleaving; for
     Hilbert, the classic 2-D rotation algorithm (xy2d), Skilling's AxesToTranspose written
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, MalformedArrowError, UnsupportedTypeError
 from mergetree._curves import hilbert_keys, zorder_keys
-from mergetree.table.curves import (
+from mergetree.table.levers.curves import (
     MAX_COLUMNS,
     MAX_RANKS,
     STRATEGIES,

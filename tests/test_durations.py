@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, Table
 from mergetree.organize import build_report, replay
-from mergetree.table import querylog
-from mergetree.table.advise import read_log
 from mergetree.table.durations import AGE_UNITS, MAX_SECONDS, parse_age, parse_since, seconds, since_moment
+from mergetree.table.workload import querylog
+from mergetree.table.workload.advise import read_log
 
 UTC = dt.timezone.utc
 

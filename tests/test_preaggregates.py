@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from mergetree import CorruptTableError, Table
-from mergetree.table.preaggregates import INLINE_MAX_BYTES
+from mergetree.table.levers.preaggregates import INLINE_MAX_BYTES
 
 SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("amount", pa.int64())])
 FILES = 6

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, Table
 from mergetree.table import filters as flt
-from mergetree.table import querylog
-from mergetree.table.advise import LoggedQuery, advise_workload
-from mergetree.table.qdtree import QdTree, build_qdtree, query_box
+from mergetree.table.levers.qdtree import QdTree, build_qdtree, query_box
 from mergetree.table.read import top_rows
+from mergetree.table.workload import querylog
+from mergetree.table.workload.advise import LoggedQuery, advise_workload
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
 TEMPLATES = [[("a", "<", 10**8)], [("b", ">", 1.5)], [("a", ">=", 9 * 10**8), ("b", "<", -1.0)],

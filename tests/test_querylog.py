@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from mergetree import Table
 from mergetree.table import filters as flt
-from mergetree.table import querylog
-from mergetree.table.history import HISTORY_DIR, PassReport, history, record_pass
-from mergetree.table.logtables import DamagedLogWarning
+from mergetree.table.workload import querylog
+from mergetree.table.workload.history import HISTORY_DIR, PassReport, history, record_pass
+from mergetree.table.workload.logtables import DamagedLogWarning
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.string()), ("v", pa.float64()), ("d", pa.date32())])
 

@@ -11,7 +11,7 @@ import pytest
 
 from mergetree import InvalidArgumentError, Table
 from mergetree.organize import replay
-from mergetree.table import querylog
+from mergetree.table.workload import querylog
 
 ROWS, FILES = 60_000, 30
 

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from mergetree import Table
 from mergetree.organize import build_report, import_sql, render_html, run_once
 from mergetree.organize.report import Period, column_usage, live_rows, nice_ticks, time_buckets, time_chart, time_step
-from mergetree.table import querylog
-from mergetree.table.advise import LoggedQuery
-from mergetree.table.history import history
+from mergetree.table.workload import querylog
+from mergetree.table.workload.advise import LoggedQuery
+from mergetree.table.workload.history import history
 
 ROWS, FILES = 40_000, 20
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from mergetree import Table
 from mergetree.table import filters as flt
-from mergetree.table import preaggregates
-from mergetree.table.preaggregates import combine_partials, normalize_measures, partial_aggregate
+from mergetree.table.levers import preaggregates
+from mergetree.table.levers.preaggregates import combine_partials, normalize_measures, partial_aggregate
 from mergetree.table.read import top_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int32()), ("cat", pa.string()), ("v", pa.int64()),

@@ -495,7 +495,7 @@ def test_pushed_filters_use_bloom_filters(spark, tmp_path):
 
 def test_spark_reads_are_logged_by_the_driver(spark, tmp_path):
     import mergetree.spark
-    from mergetree.table import querylog
+    from mergetree.table.workload import querylog
     mergetree.spark.register(spark)
     t = Table.create(str(tmp_path / "t"), SCHEMA, primary_key="id", buckets=4)
     t.write(rows(np.arange(50, dtype=np.int64), "x"))

@@ -30,7 +30,7 @@ from mergetree.organize.sqlimport import (
     UNKNOWN_COLUMN,
     read_statements,
 )
-from mergetree.table import querylog
+from mergetree.table.workload import querylog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()),
                     ("ts", pa.timestamp("us")), ("d", pa.date32()), ("category", pa.string()),

@@ -8,7 +8,7 @@ import sys
 import pyarrow as pa
 
 from mergetree import Table
-from mergetree.table import querylog
+from mergetree.table.workload import querylog
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

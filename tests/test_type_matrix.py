@@ -17,7 +17,8 @@ from typed_data import POLICY_TYPES, comparable, random_array, sql_mask, type_id
 from mergetree import Table
 from mergetree.errors import UnsupportedTypeError
 from mergetree.merge.arrow_input import sort_indices
-from mergetree.table import querylog, type_policy
+from mergetree.table import type_policy
+from mergetree.table.workload import querylog
 
 N = 600
 params = pytest.mark.parametrize("dtype", POLICY_TYPES, ids=[type_id(t) for t in POLICY_TYPES])
@@ -259,7 +260,7 @@ def test_workload_loop(tmp_path, dtype):
     assert "<svg" in render_html(build_report(t.path))
     if supports(dtype, "order"):
         from mergetree.table import filters as flt
-        from mergetree.table.qdtree import build_qdtree, query_box
+        from mergetree.table.levers.qdtree import build_qdtree, query_box
         boxes = [query_box(flt.normalize(f, ref.schema)) for f in filters]
         tree = build_qdtree(ref, boxes, 4, columns=["c"])
         if supports(dtype, "filter_range") and not pa.types.is_boolean(type_policy.stored_type(dtype)):

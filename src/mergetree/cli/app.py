@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgumentError, MergeTreeError
-from ..table import querylog
 from ..table.durations import seconds
+from ..table.workload import querylog
 from . import commands, organize, paimon
 from .render import err_console
 
@@ -32,7 +32,8 @@ FORWARDED = (
     ("demo", "examples.demo", "write sorted runs as Parquet, merge them with every engine, show a benchmark"),
     ("demo-spark", "examples.demo_spark", "a CDC pipeline on a local Spark: upserts and deletes, compaction, "
                                           "a pruned point read, a bucket join"),
-    ("bench", "benchmarks.bench", "the merge and table benchmarks against their peers (`mergetree bench --help`)"),
+    ("bench", "benchmarks.bench", "the benchmarks against their peers: merge, table, Spark, layout, advisor, scale, "
+                                  "Paimon (`mergetree bench --help`)"),
 )
 
 

@@ -15,9 +15,10 @@ from ..organize import build_report, import_sql, render_html, run_daemon, write_
 from ..organize import replay as replay_queries
 from ..organize.report import column_usage
 from ..organize.scheduler import interval_seconds
-from ..table import Table, querylog
-from ..table.advise import Advice, LoggedQuery
+from ..table import Table
 from ..table.durations import parse_since, since_moment
+from ..table.workload import querylog
+from ..table.workload.advise import Advice, LoggedQuery
 from .render import out_console, progress, text_table
 
 __all__ = ["advise", "optimize_daemon", "parse_age", "queries_import", "queries_show", "render_advice", "replay"]

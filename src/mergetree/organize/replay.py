@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidArgumentError
 from ..table import Table
-from ..table.advise import IndexSpec, LoggedQuery, draw_sample, read_log, simulate
-from ..table.advise.advisor import estimate_ndv, files_after_rewrite, query_cost, replay_sample
-from ..table.curves import STRATEGIES
+from ..table.levers.curves import STRATEGIES
+from ..table.workload.advise import IndexSpec, LoggedQuery, draw_sample, read_log, simulate
+from ..table.workload.advise.advisor import estimate_ndv, files_after_rewrite, query_cost, replay_sample
 
 __all__ = ["QueryReplay", "ReplayResult", "parse_layout", "replay"]
 

@@ -24,12 +24,12 @@ from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..table import Table
-from ..table.advise import Advice, LoggedQuery, read_log
 from ..table.directory import TableDirectory
-from ..table.history import history
-from ..table.optimize import layout_signature, optimized_tier
+from ..table.levers.optimize import layout_signature, optimized_tier
 from ..table.read import plan_read, read_bucket
 from ..table.snapshots import Snapshot
+from ..table.workload.advise import Advice, LoggedQuery, read_log
+from ..table.workload.history import history
 
 __all__ = ["ColumnUse", "PartitionStats", "Period", "Report", "bar_chart", "build_report", "column_usage",
            "live_rows", "nice_ticks", "render_html", "time_buckets", "time_chart", "time_step",

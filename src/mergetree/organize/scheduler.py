@@ -33,9 +33,9 @@ from ..table import Table
 from ..table.directory import TableDirectory
 from ..table.durations import seconds
 from ..table.files import DataFileMeta
-from ..table.history import PassReport, history, record_rewrite
-from ..table.optimize import pending, rewrite_files
+from ..table.levers.optimize import pending, rewrite_files
 from ..table.snapshots import Snapshot
+from ..table.workload.history import PassReport, history, record_rewrite
 
 __all__ = ["PassReport", "Rewrite", "history", "interval_seconds", "local_rewrite", "pending", "run_daemon", "run_once",
            "run_pass"]

@@ -47,7 +47,7 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError, MergeTreeError
 from ..table import Table
 from ..table import filters as flt
-from ..table.querylog import MAX_FILTER_JSON, QueryRecord, append_rows, filter_to_json
+from ..table.workload.querylog import MAX_FILTER_JSON, QueryRecord, append_rows, filter_to_json
 
 __all__ = ["Dropped", "ImportResult", "Statement", "extract_queries", "import_sql", "read_statements"]
 

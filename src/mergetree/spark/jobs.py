@@ -32,12 +32,12 @@ from ..paimon.metadata import PaimonTable
 from ..table import Table
 from ..table import filters as flt
 from ..table.compaction.runner import commit_compaction, discard_new_files, execute_plan, plan_compaction
-from ..table.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.files import read_data_file
-from ..table.history import PassReport, record_rewrite
-from ..table.optimize import layout_signature, prepare_layout, rewrite_files, write_clustered
+from ..table.levers.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
+from ..table.levers.optimize import layout_signature, prepare_layout, rewrite_files, write_clustered
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
+from ..table.workload.history import PassReport, record_rewrite
 from .source import SOURCE_NAME, register
 from .types import spark_ddl, spark_schema, to_spark_batch
 

@@ -34,12 +34,13 @@ from ..merge import RowKind
 from ..paimon.metadata import PaimonSchema, PaimonTable
 from ..paimon.read import PaimonReadPlan, plan_read, read_schema
 from ..paimon.read import read_bucket as read_paimon_bucket
-from ..table import Table, querylog
+from ..table import Table
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
 from ..table.read import BucketPlan, file_filter, read_bucket, split_bucket
 from ..table.snapshots import FileEntry, Snapshot
+from ..table.workload import querylog
 from ..table.write import commit_write, conformed, spill
 from .types import spark_ddl, spark_schema, to_spark_batch
 

@@ -21,8 +21,8 @@ from .filecache import FileCache
 from .indexes import bloom
 from .indexes.bitmap import ColumnBitmap, build_bitmaps
 from .indexes.bloom import ColumnBloom
+from .levers.preaggregates import write_preaggregate
 from .options import TableOptions
-from .preaggregates import write_preaggregate
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .type_policy import stored_schema, supports
 from .values import decode_value, encode_value

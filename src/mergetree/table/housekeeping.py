@@ -12,10 +12,10 @@ from . import paths
 from .commit import Change, commit_with_rebase
 from .directory import TableDirectory, open_table
 from .durations import seconds
-from .history import HISTORY_DIR
-from .logtables import damaged_data_files, describe
-from .querylog import QUERY_LOG_DIR
 from .snapshots import Snapshot
+from .workload.history import HISTORY_DIR
+from .workload.logtables import damaged_data_files, describe
+from .workload.querylog import QUERY_LOG_DIR
 
 __all__ = ["DAMAGED_DIR", "LOGS", "expire_snapshots", "is_log", "referenced_files", "remove_orphan_files", "repair",
            "repair_log", "seconds"]

@@ -29,7 +29,7 @@ from .compaction.planner import (
     parse_memory_size,
 )
 from .indexes.bloom import check_bloom_column
-from .qdtree import QdTree
+from .levers.qdtree import QdTree
 from .type_policy import require, why_not
 
 __all__ = [

@@ -29,8 +29,8 @@ from .buckets import bucket_ids
 from .compaction.planner import interval_partition
 from .directory import TableDirectory
 from .files import DataFileMeta, batch_rows_for, file_metadata, read_run
+from .indexes.skipping import STEPS, decide
 from .schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
-from .skipping import STEPS, decide
 from .snapshots import Snapshot
 from .type_policy import require
 

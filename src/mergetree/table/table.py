@@ -13,18 +13,20 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
-from . import durations, history, housekeeping, optimize, querylog, read, write
+from . import durations, housekeeping, read, write
 from . import filters as flt
-from .advise import Advice, advise
-from .aggregate import aggregate
 from .compaction.runner import Progress, compact_buckets
 from .directory import TableDirectory, alter_options, as_path, create_table, open_table
 from .info import TableInfo, table_info
+from .levers import optimize
+from .levers.aggregate import aggregate
+from .levers.preaggregates import normalize_measures
 from .options import TableOptions, aggregate_model_options
-from .preaggregates import normalize_measures
 from .read import ReadStats
 from .schema import TableSchema
 from .snapshots import Snapshot
+from .workload import history, querylog
+from .workload.advise import Advice, advise
 
 __all__ = ["Table"]
 

@@ -21,7 +21,7 @@ from .commit import Change, commit_with_rebase, next_sequences, renumbered
 from .compaction.runner import compact_buckets
 from .directory import TableDirectory
 from .files import write_sorted_run
-from .qdtree import layout_order
+from .levers.qdtree import layout_order
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .snapshots import FileEntry, Snapshot
 

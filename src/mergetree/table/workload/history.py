@@ -11,13 +11,13 @@ from dataclasses import asdict, dataclass
 
 import pyarrow as pa
 
-from ..errors import MergeTreeError, TableExistsError
-from ..merge import RowKind
-from .directory import TableDirectory, create_table, open_table
+from ...errors import MergeTreeError, TableExistsError
+from ...merge import RowKind
+from ..directory import TableDirectory, create_table, open_table
+from ..schema import TableSchema
+from ..snapshots import FileEntry, Snapshot
+from ..write import write_rows
 from .logtables import read_rows
-from .schema import TableSchema
-from .snapshots import FileEntry, Snapshot
-from .write import write_rows
 
 __all__ = ["HISTORY_DIR", "HISTORY_SCHEMA", "PassReport", "history", "record_pass", "record_rewrite"]
 

@@ -37,15 +37,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CommitConflictError, CorruptTableError, InvalidArgumentError, MergeTreeError, TableExistsError
-from ..merge import RowKind
-from . import filters as flt
-from .compaction.runner import compact_buckets
-from .directory import TableDirectory, create_table, open_table
+from ...errors import CommitConflictError, CorruptTableError, InvalidArgumentError, MergeTreeError, TableExistsError
+from ...merge import RowKind
+from .. import filters as flt
+from ..compaction.runner import compact_buckets
+from ..directory import TableDirectory, create_table, open_table
+from ..schema import TableSchema
+from ..values import decode_value, encode_value
+from ..write import write_rows
 from .logtables import read_rows as read_log_table
-from .schema import TableSchema
-from .values import decode_value, encode_value
-from .write import write_rows
 
 __all__ = ["LOG_SCHEMA", "PREDICATE_KINDS", "QUERY_LOG_DIR", "QueryRecord", "append_rows", "filter_from_json",
            "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "read_rows",

@@ -39,11 +39,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import UnsupportedTypeError
-from .. import filters as flt
-from ..curves import cluster_order
-from ..directory import TableDirectory
-from ..files import DataFileMeta
+from ....errors import UnsupportedTypeError
+from ... import filters as flt
+from ...directory import TableDirectory
+from ...files import DataFileMeta
+from ...levers.curves import cluster_order
 
 __all__ = ["KEY_BYTES", "SAMPLE_ROWS", "ColumnKeys", "IndexSpec", "Sample", "SimulatedLayout", "column_keys",
            "draw_sample", "sample_type", "simulate", "unsampled_reason"]

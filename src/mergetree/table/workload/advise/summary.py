@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import filters as flt
-from ..durations import since_moment
+from ... import filters as flt
+from ...durations import since_moment
 from ..querylog import filter_from_json, read_rows
 
 __all__ = ["CLUSTER_KINDS", "EQUALITY_KINDS", "LoggedQuery", "Workload", "read_log", "summarize"]

@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
-from ..merge.arrow_input import sort_indices
-from .options import MEASURE_FUNCTIONS, AggregateModel
-from .type_policy import require
+from ...errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
+from ...merge.arrow_input import sort_indices
+from ..options import MEASURE_FUNCTIONS, AggregateModel
+from ..type_policy import require
 
 __all__ = ["Measures", "combine_partials", "covers", "measure_name", "normalize_measures", "partial_aggregate",
            "write_preaggregate"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .advisor import Advice, LeverAdvice, advise, advise_workload
 from .simulate import IndexSpec, Sample, SimulatedLayout, draw_sample, simulate
-from .workload import LoggedQuery, Workload, read_log, summarize
+from .summary import LoggedQuery, Workload, read_log, summarize
 
 __all__ = ["Advice", "IndexSpec", "LeverAdvice", "LoggedQuery", "Sample", "SimulatedLayout", "Workload", "advise",
            "advise_workload", "draw_sample", "read_log", "simulate", "summarize"]

@@ -23,11 +23,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidArgumentError
-from . import filters as flt
+from ...errors import InvalidArgumentError
+from .. import filters as flt
+from ..type_policy import supports
+from ..values import decode_value, encode_value
 from .curves import cluster_order
-from .type_policy import supports
-from .values import decode_value, encode_value
 
 __all__ = ["QdTree", "build_qdtree", "layout_order", "query_box"]
 

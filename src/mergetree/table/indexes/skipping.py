@@ -11,12 +11,12 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from . import filters as flt
-from . import paths
-from .filecache import FileCache
-from .files import ROW_GROUP_ROWS, DataFileMeta
-from .indexes import bloom
-from .indexes.bitmap import read_bitmaps, rows_matching
+from .. import filters as flt
+from .. import paths
+from ..filecache import FileCache
+from ..files import ROW_GROUP_ROWS, DataFileMeta
+from . import bloom
+from .bitmap import read_bitmaps, rows_matching
 
 __all__ = ["STEPS", "FileDecision", "decide"]
 

@@ -81,11 +81,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import InvalidArgumentError, MergeTreeError
-from ..curves import check_clusterable
-from ..directory import TableDirectory
-from ..files import DataFileMeta
-from ..options import (
+from ....errors import InvalidArgumentError, MergeTreeError
+from ...directory import TableDirectory
+from ...files import DataFileMeta
+from ...levers.curves import check_clusterable
+from ...levers.qdtree import QdTree, build_qdtree, query_box
+from ...options import (
     KEY_BITMAP_COLUMNS,
     KEY_BLOOM_COLUMNS,
     KEY_CLUSTERING_COLUMNS,
@@ -94,9 +95,8 @@ from ..options import (
     KEY_SORT_WITHIN,
     AggregateModel,
 )
-from ..qdtree import QdTree, build_qdtree, query_box
 from .simulate import IndexSpec, Sample, SimulatedLayout, draw_sample, simulate
-from .workload import LoggedQuery, Workload, read_log, summarize
+from .summary import LoggedQuery, Workload, read_log, summarize
 
 __all__ = ["AS_NOW", "Advice", "LayoutChoice", "LeverAdvice", "advise", "advise_workload", "canonical_order",
            "choose_layout", "files_after_rewrite", "query_cost", "replay_sample"]

@@ -12,14 +12,13 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError
-from ..merge.arrow_input import sort_indices
-from . import filters as flt
-from .compaction.runner import Progress, commit_compaction, compact_buckets, discard_new_files
-from .curves import MAX_COLUMNS
-from .directory import TableDirectory, alter_options
-from .files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
-from .options import (
+from ...errors import InvalidArgumentError
+from ...merge.arrow_input import sort_indices
+from .. import filters as flt
+from ..compaction.runner import Progress, commit_compaction, compact_buckets, discard_new_files
+from ..directory import TableDirectory, alter_options
+from ..files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
+from ..options import (
     CLUSTERING_STRATEGIES,
     KEY_CLUSTERING_COLUMNS,
     KEY_CLUSTERING_STRATEGY,
@@ -27,10 +26,11 @@ from .options import (
     PK_CLUSTERING_MESSAGE,
     TableOptions,
 )
+from ..read import plan_read
+from ..schema import column_names
+from ..snapshots import FileEntry, Snapshot
+from .curves import MAX_COLUMNS
 from .qdtree import layout_order
-from .read import plan_read
-from .schema import column_names
-from .snapshots import FileEntry, Snapshot
 
 __all__ = ["build_indexes", "layout_signature", "optimize", "optimized_tier", "pending", "prepare_layout",
            "rewrite_files", "write_clustered"]

@@ -10,12 +10,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError
-from . import filters as flt
-from . import paths
-from .directory import TableDirectory
-from .files import DataFileMeta
-from .options import AggregateModel
+from ...errors import InvalidArgumentError
+from .. import filters as flt
+from .. import paths
+from ..directory import TableDirectory
+from ..files import DataFileMeta
+from ..options import AggregateModel
+from ..read import BucketPlan, ReadPlan, ReadStats, file_filter, plan_read, read_bucket
 from .preaggregates import (
     Measures,
     combine_partials,
@@ -25,7 +26,6 @@ from .preaggregates import (
     partial_aggregate,
     read_partial,
 )
-from .read import BucketPlan, ReadPlan, ReadStats, file_filter, plan_read, read_bucket
 
 __all__ = ["aggregate", "choose_model"]
 

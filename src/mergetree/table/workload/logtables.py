@@ -12,12 +12,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from ..errors import CorruptTableError, MergeTreeError
-from . import filters as flt
-from .directory import TableDirectory, open_table
-from .files import read_data_file
-from .read import BucketPlan, PreparedRead, prepare_read, read_bucket
-from .snapshots import FileEntry, Snapshot
+from ...errors import CorruptTableError, MergeTreeError
+from .. import filters as flt
+from ..directory import TableDirectory, open_table
+from ..files import read_data_file
+from ..read import BucketPlan, PreparedRead, prepare_read, read_bucket
+from ..snapshots import FileEntry, Snapshot
 
 __all__ = ["DamagedLogWarning", "damaged_data_files", "describe", "intact_snapshot", "read_rows"]
 

@@ -36,9 +36,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._curves import hilbert_keys, zorder_keys
-from ..errors import InvalidArgumentError, UnsupportedTypeError
-from ..merge.arrow_input import check_array, sort_indices
+from ..._curves import hilbert_keys, zorder_keys
+from ...errors import InvalidArgumentError, UnsupportedTypeError
+from ...merge.arrow_input import check_array, sort_indices
 
 __all__ = ["CURVE_STRATEGIES", "MAX_COLUMNS", "MAX_RANKS", "STRATEGIES", "STRING_PREFIX", "check_clusterable",
            "cluster_order", "curve_keys", "rank_boundaries", "rank_ids"]
