@@ -1,11 +1,11 @@
 """``mergetree bench --layout``: how much data organization saves, against delta-rs's Z-order.
 
-The data: an append table of ``rows`` rows (10M) written as ``files`` files (200) of random
-rows, in the order they were generated (the *unorganized* table).  Columns: ``id`` (unique
-int64, even numbers in random order, so odd ids are absent), ``a`` (int64, uniform over
-[0, 1e9)), ``b`` (float64, normal), ``z`` (int64, Zipf-skewed), ``ts`` (timestamp[us],
-uniform over 30 days), ``category`` (string, 20 values with 1/k frequencies) and the
-measures ``amount`` (float64) and ``qty`` (int64).
+The data (``benchmarks/data.py``, ``make_layout_data``): an append table of ``rows`` rows (10M)
+written as ``files`` files (200) of random rows, in the order they were generated (the
+*unorganized* table).  Columns: ``id`` (unique int64, even numbers in random order, so odd ids
+are absent), ``a`` (int64, uniform over [0, 1e9)), ``b`` (float64, normal), ``z`` (int64,
+Zipf-skewed), ``ts`` (timestamp[us], uniform over 30 days), ``category`` (string, 20 values with
+1/k frequencies) and the measures ``amount`` (float64) and ``qty`` (int64).
 
 The layouts, each a copy of the unorganized table (``shutil.copytree``) rewritten by one call,
 so every layout holds the same rows in about the same number of files:
@@ -23,7 +23,7 @@ so every layout holds the same rows in about the same number of files:
   200 appends, then ``DeltaTable.optimize.z_order(["a", "b"], target_size=<the average file
   size>)``.
 
-The workloads, ``queries`` (1,000) generated queries each with a fixed seed:
+The workloads (``benchmarks/queries.py``), ``queries`` (1,000) generated queries each with a fixed seed:
 
 * ``90/10 a|b``: 90% a range on ``a``, 10% a range on ``b``;
 * ``50/50 a|a+b``: half a range on ``a``, half a range on ``a`` AND one on ``b``;
@@ -81,11 +81,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
@@ -94,58 +92,48 @@ from mergetree import Table
 from mergetree.cli import render
 
 from . import timing
+from .data import LAYOUT_SCHEMA, LayoutData, file_slices, make_layout_data
+from .queries import (
+    DEFAULT_BUDGET,
+    DEFAULT_FILES,
+    DEFAULT_QUERIES,
+    DEFAULT_ROWS,
+    MODEL,
+    QUICK_BUDGET,
+    W_90_10,
+    W_A_AB,
+    W_A_B,
+    W_GROUP,
+    W_POINT,
+    W_TOP,
+    WORKLOADS,
+    MergetreeRunner,
+    Query,
+    check_answer,
+    make_queries,
+    quick_sizes,
+    sidecar_bytes,
+)
+from .report import installed_version, json_ready, rate_text, show
 
 __all__ = [
     "CellResult",
-    "LayoutData",
     "LayoutInfo",
     "LayoutReport",
-    "MergetreeRunner",
-    "Query",
     "Target",
-    "check_answer",
     "check_targets",
     "context_lines",
-    "deltalake_version",
-    "file_slices",
     "format_layout_results",
     "layout_json",
-    "make_data",
-    "make_queries",
     "plot_layout_results",
-    "quick_sizes",
-    "row_mask",
     "run_layout_bench",
     "run_mergetree_cell",
-    "sidecar_bytes",
 ]
 
-DEFAULT_ROWS = 10_000_000
-DEFAULT_FILES = 200
-DEFAULT_QUERIES = 1_000
-QUICK_FACTOR = 10
-DEFAULT_BUDGET = 5.0    # seconds of queries run per (layout, workload); the rest are planned
-QUICK_BUDGET = 0.4
 DEFAULT_MIN_RUN = 5     # queries run per (layout, workload) whatever the budget
 QUICK_MIN_RUN = 3
-SEED = 20240613
-
-A_SPAN = 1_000_000_000
-SELECTIVITY = 0.01      # of each range predicate
-ZIPF_S = 1.3
-ZIPF_CAP = 1_000_000_000
-CATEGORIES = [f"cat-{i:02d}" for i in range(20)]
-TS_START_US = int(np.datetime64("2024-01-01T00:00:00", "us").astype(np.int64))
-TS_SPAN_US = 30 * 86_400 * 1_000_000
-EXISTING_IDS = 0.8
-TOP_N = 10
 BLOOM_FPP = "0.01"
-MODEL = "by_category"
 MODEL_MEASURES = {"amount": "sum", "qty": "sum", "*": "count"}
-
-SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64()), ("z", pa.int64()),
-                    ("ts", pa.timestamp("us")), ("category", pa.string()), ("amount", pa.float64()),
-                    ("qty", pa.int64())])
 
 UNORGANIZED = "unorganized"
 LINEAR = "linear(a,b)"
@@ -156,13 +144,6 @@ BY_TS = "linear(ts)"
 DELTA = "delta-rs zorder(a,b)"
 MERGETREE_LAYOUTS = (UNORGANIZED, LINEAR, ZORDER, HILBERT, INDEXED, BY_TS)
 
-W_90_10 = "90/10 a|b"
-W_A_AB = "50/50 a|a+b"
-W_A_B = "50/50 a|b"
-W_POINT = "point id"
-W_TOP = "top-10 ts"
-W_GROUP = "group-by category"
-WORKLOADS = (W_90_10, W_A_AB, W_A_B, W_POINT, W_TOP, W_GROUP)
 DECIDED_WHILE_RUNNING = (W_TOP, W_GROUP)  # only the queries run are measured
 
 TARGETS = {  # the issue's targets
@@ -173,264 +154,6 @@ TARGETS = {  # the issue's targets
     "preaggregate_speedup": 10.0,       # pre-aggregated GROUP BY: at least this many times the raw scan's speed
     "optimize_vs_pyarrow": 0.70,        # optimize: at least this fraction of pyarrow read+sort+rewrite rows/s
 }
-
-
-# ---------------------------------------------------------------- data
-
-
-@dataclass
-class LayoutData:
-    """The generated rows, as Arrow (written to every table) and as numpy (the expected answers)."""
-
-    table: pa.Table
-    files: int
-    columns: dict  # name -> numpy array (ts as int64 microseconds, category as int codes)
-    b_sorted_sample: np.ndarray
-    _top_order: np.ndarray | None = None
-
-    @property
-    def rows(self) -> int:
-        return self.table.num_rows
-
-    def top_order(self) -> np.ndarray:
-        """Row positions by ts descending, then id ascending (mergetree's tie-break: the other
-        columns in schema order)."""
-        if self._top_order is None:
-            self._top_order = np.lexsort((self.columns["id"], -self.columns["ts"]))
-        return self._top_order
-
-
-def make_data(rows: int = DEFAULT_ROWS, files: int = DEFAULT_FILES, seed: int = SEED) -> LayoutData:
-    if rows < files or files < 1:
-        raise ValueError("the layout workload needs files >= 1 and rows >= files")
-    rng = np.random.default_rng(seed)
-    weights = 1.0 / np.arange(1, len(CATEGORIES) + 1)
-    columns = {
-        "id": rng.permutation(rows).astype(np.int64) * 2,
-        "a": rng.integers(0, A_SPAN, rows, dtype=np.int64),
-        "b": rng.normal(0.0, 1.0, rows),
-        "z": np.minimum(rng.zipf(ZIPF_S, rows), ZIPF_CAP).astype(np.int64),
-        "ts": TS_START_US + rng.integers(0, TS_SPAN_US, rows, dtype=np.int64),
-        "category": rng.choice(len(CATEGORIES), rows, p=weights / weights.sum()).astype(np.int32),
-        "amount": np.round(rng.lognormal(3.0, 1.0, rows), 2),
-        "qty": rng.integers(1, 101, rows, dtype=np.int64),
-    }
-    categories = pa.DictionaryArray.from_arrays(pa.array(columns["category"]), pa.array(CATEGORIES))
-    arrays = {name: pa.array(values) for name, values in columns.items() if name not in ("ts", "category")}
-    arrays["ts"] = pa.array(columns["ts"], pa.timestamp("us"))
-    arrays["category"] = categories.cast(pa.string())
-    table = pa.table({f.name: arrays[f.name] for f in SCHEMA}, schema=SCHEMA)
-    sample = np.sort(columns["b"][: min(rows, 1_000_000)])
-    return LayoutData(table, files, columns, sample)
-
-
-def file_slices(data: LayoutData) -> list[pa.Table]:
-    per = data.rows // data.files
-    return [data.table.slice(i * per, per if i < data.files - 1 else data.rows - i * per) for i in range(data.files)]
-
-
-# ---------------------------------------------------------------- queries
-
-
-@dataclass(frozen=True)
-class Query:
-    kind: str                   # "filter", "top" or "group"
-    filter: list | None         # mergetree filter: a list of (column, op, value), all of them
-    measures: dict | None = None  # group: column -> function
-
-    @property
-    def where(self) -> str | None:
-        """The filter as SQL (delta-rs's file pruning predicate and DataFusion's WHERE)."""
-        if not self.filter:
-            return None
-        return " AND ".join(_sql(leaf) for leaf in self.filter)
-
-    def sql(self) -> str:
-        where = f" WHERE {self.where}" if self.where else ""
-        if self.kind == "filter":
-            return f"SELECT * FROM t{where}"
-        if self.kind == "top":
-            return f"SELECT * FROM t{where} ORDER BY ts DESC, id ASC LIMIT {TOP_N}"
-        measures = ", ".join(_sql_measure(c, f) for c, f in (self.measures or {}).items())
-        return f"SELECT category, {measures} FROM t{where} GROUP BY category ORDER BY category"
-
-
-def _sql_value(value: Any) -> str:
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, float):
-        return repr(value)
-    return str(int(value))
-
-
-def _sql(leaf: tuple) -> str:
-    column, op, value = leaf
-    if op == "in":
-        return f"{column} IN ({', '.join(_sql_value(v) for v in value)})"
-    return f"{column} {'<>' if op == '!=' else op} {_sql_value(value)}"
-
-
-def _sql_measure(column: str, function: str) -> str:
-    if column == "*":
-        return "count(*) AS rows_count"
-    return f"{function}({column}) AS {column}_{function}"
-
-
-def _a_range(rng: np.random.Generator) -> list:
-    width = int(A_SPAN * SELECTIVITY)
-    low = int(rng.integers(0, A_SPAN - width))
-    return [("a", ">=", low), ("a", "<", low + width)]
-
-
-def _b_range(rng: np.random.Generator, data: LayoutData) -> list:
-    sample = data.b_sorted_sample
-    q = rng.uniform(0.0, 1.0 - SELECTIVITY)
-    low = float(sample[int(q * (len(sample) - 1))])
-    high = float(sample[int((q + SELECTIVITY) * (len(sample) - 1))])
-    return [("b", ">=", low), ("b", "<", high)]
-
-
-def make_queries(data: LayoutData, workload: str, count: int, seed: int = SEED) -> list[Query]:
-    """``count`` queries of one workload, the same for every layout."""
-    rng = np.random.default_rng([seed, WORKLOADS.index(workload)])
-    out = []
-    for _ in range(count):
-        pick = rng.random()
-        if workload == W_90_10:
-            out.append(Query("filter", _a_range(rng) if pick < 0.9 else _b_range(rng, data)))
-        elif workload == W_A_AB:
-            out.append(Query("filter", _a_range(rng) if pick < 0.5 else _a_range(rng) + _b_range(rng, data)))
-        elif workload == W_A_B:
-            out.append(Query("filter", _a_range(rng) if pick < 0.5 else _b_range(rng, data)))
-        elif workload == W_POINT:
-            if pick < EXISTING_IDS:
-                key = int(data.columns["id"][rng.integers(0, data.rows)])
-            else:
-                key = int(rng.integers(0, data.rows)) * 2 + 1  # odd: absent, inside every file's id range
-            out.append(Query("filter", [("id", "=", key)]))
-        elif workload == W_TOP:
-            excluded = CATEGORIES[int(rng.integers(0, len(CATEGORIES)))]
-            out.append(Query("top", None if pick < 0.5 else [("category", "!=", excluded)]))
-        elif workload == W_GROUP:
-            measures = {"amount": "sum"}
-            if rng.random() < 0.5:
-                measures["qty"] = "sum"
-            if rng.random() < 0.5:
-                measures["*"] = "count"
-            chosen = None
-            if pick >= 0.5:
-                size = int(rng.integers(1, 6))
-                chosen = [("category", "in", sorted(rng.choice(CATEGORIES, size=size, replace=False).tolist()))]
-            out.append(Query("group", chosen, measures))
-        else:
-            raise ValueError(f"unknown workload {workload!r}")
-    return out
-
-
-# ---------------------------------------------------------------- expected answers
-
-
-def row_mask(data: LayoutData, f: list | None, at: np.ndarray | None = None) -> np.ndarray:
-    """Which rows (of all, or of the positions ``at``) pass the conjunction ``f``."""
-    size = data.rows if at is None else len(at)
-    keep = np.ones(size, dtype=bool)
-    for column, op, value in f or []:
-        values = data.columns[column] if at is None else data.columns[column][at]
-        if column == "category":
-            value = [CATEGORIES.index(v) for v in value] if op == "in" else CATEGORIES.index(value)
-        if op == ">=":
-            keep &= values >= value
-        elif op == "<":
-            keep &= values < value
-        elif op == "=":
-            keep &= values == value
-        elif op == "!=":
-            keep &= values != value
-        elif op == "in":
-            keep &= np.isin(values, value)
-        else:
-            raise ValueError(f"no expected answer for operator {op!r}")
-    return keep
-
-
-def _expected_rows(data: LayoutData, query: Query) -> pa.Table:
-    """The rows a filter query returns, sorted by id."""
-    where = np.flatnonzero(row_mask(data, query.filter))
-    where = where[np.argsort(data.columns["id"][where], kind="stable")]
-    return data.table.take(pa.array(where)).combine_chunks()
-
-
-def _expected_top(data: LayoutData, query: Query) -> pa.Table:
-    order = data.top_order()
-    for span in (4096, len(order)):
-        candidates = order[:span]
-        chosen = candidates[row_mask(data, query.filter, candidates)][:TOP_N]
-        if len(chosen) == TOP_N or span == len(order):
-            return data.table.take(pa.array(chosen)).combine_chunks()
-    raise AssertionError("unreachable")
-
-
-def _expected_groups(data: LayoutData, query: Query) -> dict:
-    """category -> {measure column: value}, categories in order."""
-    codes = data.columns["category"]
-    keep = row_mask(data, query.filter)
-    kept = codes[keep]
-    counts = np.bincount(kept, minlength=len(CATEGORIES))
-    sums = {}
-    for column, function in (query.measures or {}).items():
-        if column == "*":
-            sums["rows_count"] = counts
-        else:
-            values = np.bincount(kept, weights=data.columns[column][keep], minlength=len(CATEGORIES))
-            sums[f"{column}_{function}"] = values.round().astype(np.int64) if column == "qty" else values
-    return {CATEGORIES[i]: {name: v[i] for name, v in sums.items()} for i in range(len(CATEGORIES)) if counts[i]}
-
-
-def _sorted_by_id(table: pa.Table) -> pa.Table:
-    return table.take(pc.sort_indices(table, [("id", "ascending")])).combine_chunks()
-
-
-def check_answer(data: LayoutData, query: Query, got: pa.Table, ids_only: bool = False) -> str:
-    """'ok' when ``got`` is the query's answer (``ids_only``: the same ids, for filter queries
-    through another engine, whose column types may differ)."""
-    if query.kind == "group":
-        return _check_groups(_expected_groups(data, query), got)
-    expected = _expected_rows(data, query) if query.kind == "filter" else _expected_top(data, query)
-    if got.num_rows != expected.num_rows:
-        return f"wrong: {got.num_rows:,} rows, expected {expected.num_rows:,}"
-    if ids_only:
-        have = np.asarray(got.column("id").to_numpy(), dtype=np.int64)
-        if query.kind == "filter":
-            have = np.sort(have)
-        want = expected.column("id").to_numpy()
-        return "ok" if np.array_equal(have, want) else "wrong: other rows than expected (ids differ)"
-    if query.kind == "filter":
-        got = _sorted_by_id(got)
-    got = got.select(SCHEMA.names).combine_chunks()
-    if not got.equals(expected):
-        for name in SCHEMA.names:
-            if not got.column(name).equals(expected.column(name)):
-                return f"wrong: the values of {name!r} differ from the expected rows"
-        return "wrong: the rows differ from the expected ones"
-    return "ok"
-
-
-def _check_groups(expected: dict, got: pa.Table) -> str:
-    rows = got.to_pylist()
-    names = [r.get("category") for r in rows]
-    if names != list(expected):
-        return f"wrong: groups {names}, expected {list(expected)}"
-    for row in rows:
-        for name, want in expected[row["category"]].items():
-            have = row.get(name)
-            if have is None:
-                return f"wrong: no column {name!r}"
-            if isinstance(want, np.floating) or isinstance(have, float):
-                if not math.isclose(float(have), float(want), rel_tol=1e-9, abs_tol=1e-6):
-                    return f"wrong: {row['category']} {name} = {have}, expected {float(want)}"
-            elif int(have) != int(want):
-                return f"wrong: {row['category']} {name} = {have}, expected {int(want)}"
-    return "ok"
 
 
 # ---------------------------------------------------------------- results
@@ -448,7 +171,7 @@ class LayoutInfo:
     notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return _json_ready(asdict(self))
+        return json_ready(asdict(self))
 
 
 @dataclass
@@ -495,7 +218,7 @@ class CellResult:
         out = {**asdict(self), "files_per_query": self.files_per_query, "file_fraction": self.file_fraction,
                "bytes_per_query": self.bytes_per_query, "byte_fraction": self.byte_fraction,
                "seconds_per_query": self.seconds_per_query}
-        return _json_ready(out)
+        return json_ready(out)
 
 
 @dataclass
@@ -511,20 +234,10 @@ class OptimizeResult:
         return self.rows / self.seconds if self.seconds > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        return _json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
+        return json_ready({**asdict(self), "rows_per_second": self.rows_per_second})
 
 
 PYARROW_BASELINE = "pyarrow read+sort+rewrite"
-
-
-def _json_ready(value: Any) -> Any:
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(v) for v in value]
-    return value
 
 
 @dataclass
@@ -590,7 +303,7 @@ class _Layouts:
         info = LayoutInfo(UNORGANIZED, f"{self.data.files} writes of {self.data.rows // self.data.files:,} random rows")
         self.infos[UNORGANIZED] = info
         # a write rolls files at target-file-size: a little above one write's size keeps each write one file
-        table = Table.create(self.path(UNORGANIZED), SCHEMA,
+        table = Table.create(self.path(UNORGANIZED), LAYOUT_SCHEMA,
                              options={"target-file-size": str(int(self.target_file_size * 1.05))})
 
         def write_all():
@@ -711,41 +424,6 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class MergetreeRunner:
-    def __init__(self, table: Table, data: LayoutData, sidecar_bytes: dict[str, int]) -> None:
-        self.table, self.data, self.sidecar_bytes = table, data, sidecar_bytes
-
-    def run(self, query: Query) -> tuple[pa.Table, int, int, int]:
-        """Run one query: (answer, files read, bytes read, files answered from pre-aggregates)."""
-        if query.kind == "filter":
-            out = self.table.read(filter=query.filter)
-        elif query.kind == "top":
-            out = self.table.read(filter=query.filter, order_by=[("ts", "desc")], limit=TOP_N)
-        else:
-            out = self.table.aggregate("category", query.measures, filter=query.filter)
-        stats = self.table.last_read
-        extra = 0
-        if stats.used_preaggregates:
-            # bytes of the pre-aggregate sidecars read: every file's when all were used
-            total = sum(self.sidecar_bytes.values())
-            extra = total if stats.used_preaggregates >= len(self.sidecar_bytes) else \
-                int(total * stats.used_preaggregates / max(len(self.sidecar_bytes), 1))
-        return out, stats.files_read, stats.bytes_read + extra, stats.used_preaggregates
-
-    def plan(self, query: Query) -> tuple[int, int]:
-        files = self.table.plan(query.filter).files
-        return len(files), sum(m.file_size for m in files)
-
-
-def sidecar_bytes(table: Table, model: str) -> dict[str, int]:
-    out = {}
-    for m in table.plan().files:
-        for name in m.sidecars():
-            if f".agg-{model}." in name:
-                out[m.file_name] = os.path.getsize(os.path.join(table.path, name))
-    return out
-
-
 def run_mergetree_cell(cell: CellResult, table: Table, data: LayoutData, queries: list[Query], budget: float,
                         min_run: int, advance: Callable[[int], None]) -> None:
     runner = MergetreeRunner(table, data, sidecar_bytes(table, MODEL))
@@ -851,11 +529,6 @@ def _run_delta_cell(cell: CellResult, delta, data: LayoutData, queries: list[Que
 # ---------------------------------------------------------------- the whole workload
 
 
-def quick_sizes(rows: int, queries: int) -> tuple[int, int]:
-    """``--quick``: rows and queries divided by 10; the number of files stays (so % of files compare)."""
-    return max(rows // QUICK_FACTOR, 1), max(queries // QUICK_FACTOR, 1)
-
-
 def run_layout_bench(rows: int = DEFAULT_ROWS, files: int = DEFAULT_FILES, queries: int = DEFAULT_QUERIES,
                      quick: bool = False, budget: float | None = None, min_run: int | None = None,
                      delta: bool = True, directory: str | None = None, progress: bool | None = None,
@@ -876,7 +549,7 @@ def run_layout_bench(rows: int = DEFAULT_ROWS, files: int = DEFAULT_FILES, queri
     cells: list[CellResult] = []
     notes: list[str] = []
     try:
-        data = make_data(rows, files)
+        data = make_layout_data(rows, files)
         layouts = _Layouts(data, root)
         builds: list[tuple[str, Callable[[], None]]] = [
             (UNORGANIZED, layouts.unorganized),
@@ -924,23 +597,13 @@ def run_layout_bench(rows: int = DEFAULT_ROWS, files: int = DEFAULT_FILES, queri
                     except Exception as error:  # a failing cell is reported, not fatal
                         cell.check = f"failed: {type(error).__name__}: {error}"
         infos = [layouts.infos[n] for n in (*MERGETREE_LAYOUTS, DELTA) if n in layouts.infos]
-        versions = {"pyarrow": pa.__version__, "deltalake": layouts.delta_version or deltalake_version()}
+        versions = {"pyarrow": pa.__version__, "deltalake": layouts.delta_version or installed_version("deltalake")}
         sizes = {"rows": rows, "files": files, "queries": queries, "budget_seconds": budget, "min_run": min_run,
                  "target_file_size": layouts.target_file_size}
         return LayoutReport(sizes, infos, cells, layouts.optimize, versions, time.perf_counter() - started, notes)
     finally:
         if not directory:
             shutil.rmtree(root, ignore_errors=True)
-
-
-def deltalake_version() -> str | None:
-    """The installed deltalake's version, or None."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("deltalake")
-    except PackageNotFoundError:
-        return None
 
 
 # ---------------------------------------------------------------- targets
@@ -1064,11 +727,7 @@ def context_lines(report: LayoutReport) -> list[str]:
 
 
 def _rate(rows_per_second: float) -> str:
-    if rows_per_second != rows_per_second:
-        return "-"
-    if rows_per_second >= 1e6:
-        return f"{rows_per_second / 1e6:.2f}M rows/s"
-    return f"{rows_per_second / 1e3:.1f}k rows/s"
+    return rate_text(rows_per_second, " rows")
 
 
 def _cell_rows(cells: list[CellResult]) -> list:
@@ -1107,7 +766,7 @@ def _optimize_rows(results: list[OptimizeResult]) -> list:
 
 def format_layout_results(report: LayoutReport) -> Group:
     """The layouts, every (layout, workload) result, the optimize throughput and the targets
-    (print with ``bench.show``)."""
+    (print with ``report.show``)."""
     sizes = report.sizes
     notes = [f"{c.layout} / {c.workload}: {n}" for c in report.cells for n in c.notes]
     notes += [f"{i.name}: {n}" for i in report.layouts for n in i.notes] + report.notes
@@ -1175,8 +834,6 @@ def plot_layout_results(report: LayoutReport, path: str, title: str = "") -> Non
 def main(argv: list[str] | None = None) -> int:
     """``python -m benchmarks.bench_layout``: the layout workload alone, with its own sizes."""
     import argparse
-
-    from .bench import show
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_layout",
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter,

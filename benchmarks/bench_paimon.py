@@ -68,7 +68,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from importlib import metadata as importlib_metadata
 from importlib.util import find_spec
 
 import numpy as np
@@ -82,7 +81,8 @@ from rich.text import Text
 from mergetree.cli import render
 
 from . import timing
-from .results import compare_tables, json_ready
+from .data import parse_row_count
+from .report import compare_tables, installed_version, json_ready, rate_text
 
 __all__ = ["PaimonReport", "PaimonResult", "PaimonWorkload", "Target", "format_paimon_results", "keys_argument",
            "make_paimon_workload", "paimon_json", "paimon_missing", "paimon_targets", "peer_versions",
@@ -145,8 +145,6 @@ def quick_keys(keys: int) -> int:
 
 def keys_argument(text: str) -> int:
     """``--paimon-keys``: a count like 1M, 200k or 2000 (at least 1,000), else a usage error."""
-    from .bench_scale import parse_row_count
-
     try:
         return parse_row_count(text)
     except ValueError as error:
@@ -743,11 +741,7 @@ def _measure_table(table: _Table, write: dict, advance: Callable[[int], None]) -
 
 def peer_versions() -> dict:
     """pypaimon's version (asked of its interpreter) and pypaimon-rust's (here)."""
-    versions = {}
-    try:
-        versions["pypaimon-rust"] = importlib_metadata.version("pypaimon-rust")
-    except importlib_metadata.PackageNotFoundError:
-        versions["pypaimon-rust"] = "not installed"
+    versions = {"pypaimon-rust": installed_version("pypaimon-rust") or "not installed"}
     if paimon_missing():
         versions["pypaimon"] = "not found"
         return versions
@@ -938,7 +932,7 @@ def _read_rows(report: PaimonReport) -> list:
                 rows.append((name, phase, reader, "-" if read.files is None else str(read.files),
                              "-" if read.max_runs is None else str(read.max_runs),
                              f"{read.rows_in:,}" if read.rows_in else "-", _seconds(read), _cpu_per_wall(read),
-                             timing.rate_text(read.rows_per_second), read_ratio,
+                             rate_text(read.rows_per_second), read_ratio,
                              f"{lookup.p50_ms:.2f}" if usable else "-",
                              f"{lookup.latency_ms['p95']:.2f}" if usable else "-",
                              str(lookup.latency_ms["count"]) if usable else "-", lookup_ratio,
@@ -957,11 +951,11 @@ def _compaction_rows(report: PaimonReport) -> list:
         before = write.files if write is not None and write.files is not None else None
         after = compact.files if compact is not None and compact.ok else None
         rows.append((name, f"{compact.rows_in:,}" if compact and compact.rows_in else "-",
-                     _seconds(write) if write else "-", timing.rate_text(write.rows_per_second) if write else "-",
+                     _seconds(write) if write else "-", rate_text(write.rows_per_second) if write else "-",
                      _seconds(rewrite) if rewrite else "-",
-                     timing.rate_text(rewrite.rows_per_second) if rewrite else "-",
+                     rate_text(rewrite.rows_per_second) if rewrite else "-",
                      _seconds(compact) if compact else "-", _cpu_per_wall(compact) if compact else "-",
-                     timing.rate_text(compact.rows_per_second) if compact else "-",
+                     rate_text(compact.rows_per_second) if compact else "-",
                      "-" if ratio is None else f"{ratio:.0%}",
                      f"{'-' if before is None else before} -> {'-' if after is None else after}",
                      escape("; ".join(dict.fromkeys(checks)) or "ok")))
@@ -969,7 +963,7 @@ def _compaction_rows(report: PaimonReport) -> list:
 
 
 def format_paimon_results(report: PaimonReport) -> Group:
-    """The reads table, the writes and compaction table, then the targets (print with `bench.show`)."""
+    """The reads table, the writes and compaction table, then the targets (print with `report.show`)."""
     if report.skipped:
         return Group(Text(f"paimon workload not run: {report.skipped}"))
     parts: list = [render.text_table(_read_rows(report), right_aligned={3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}),

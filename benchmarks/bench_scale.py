@@ -44,7 +44,6 @@ import argparse
 import json
 import math
 import os
-import re
 import resource
 import shutil
 import subprocess
@@ -53,7 +52,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal, InvalidOperation
 from importlib.util import find_spec
 
 import numpy as np
@@ -66,16 +64,16 @@ from mergetree import Table
 from mergetree.cli import render
 
 from . import timing
-from .results import json_ready
+from .data import parse_row_count, short_count
+from .report import json_ready, rate_text
 
-__all__ = ["ScaleReport", "ScaleResult", "SparkScaleResult", "format_scale_results", "parse_row_count",
-           "parse_sizes", "plot_scale_results", "run_scale_bench", "scale_json", "scale_targets", "short_count"]
+__all__ = ["ScaleReport", "ScaleResult", "SparkScaleResult", "format_scale_results", "parse_sizes",
+           "plot_scale_results", "run_scale_bench", "scale_json", "scale_targets"]
 
 DEFAULT_SIZES = (1_000_000, 10_000_000, 100_000_000)
 QUICK_SIZES = (100_000, 1_000_000, 10_000_000)
 DEFAULT_SPARK_ROWS = 10_000_000
 QUICK_SPARK_ROWS = 1_000_000
-MIN_ROWS = 1_000
 BATCH_ROWS = 65_536
 BUCKETS = 2
 LOOKUPS = 200
@@ -109,26 +107,6 @@ SPEED_TARGETED = (WRITE, READ, COMPACT)  # READ_COMPACTED's ratio is shown besid
 # ---------------------------------------------------------------- sizes
 
 
-_COUNT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)\s*", re.IGNORECASE)
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
-
-
-def parse_row_count(text: str) -> int:
-    """``"100k"`` -> 100000, ``"1.5M"`` -> 1500000, ``"2500000"`` -> 2500000 (ValueError otherwise)."""
-    match = _COUNT.fullmatch(text)
-    if match is None:
-        raise ValueError(f"{text.strip()!r} is not a row count (write it like 100k, 10M or 2500000)")
-    try:
-        value = Decimal(match.group(1)) * _SUFFIX[match.group(2).lower()]
-    except InvalidOperation as error:  # pragma: no cover - the pattern admits only decimals
-        raise ValueError(f"{text.strip()!r} is not a row count") from error
-    if value != value.to_integral_value():
-        raise ValueError(f"{text.strip()!r} is not a whole number of rows")
-    if value < MIN_ROWS:
-        raise ValueError(f"{text.strip()!r}: a size must be at least {MIN_ROWS:,} rows")
-    return int(value)
-
-
 def parse_sizes(text: str) -> list[int]:
     """``"1M,10M,100M"`` -> [1000000, 10000000, 100000000]: ascending, each once."""
     parts = [part for part in text.split(",") if part.strip()]
@@ -150,14 +128,6 @@ def row_count_argument(text: str) -> int:
         return parse_row_count(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def short_count(rows: int) -> str:
-    """10000000 -> "10M", 20000 -> "20k"."""
-    for suffix, factor in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
-        if rows >= factor and rows % factor == 0:
-            return f"{rows // factor}{suffix}"
-    return f"{rows:,}"
 
 
 # ---------------------------------------------------------------- the rows
@@ -593,8 +563,8 @@ def scale_targets(report: ScaleReport) -> list[Target]:
             targets.append(Target(name, f"{head}: not measured (a run failed)", None, None))
             continue
         ratio = big.rows_per_second / reference.rows_per_second
-        line = (f"{head}: {timing.rate_text(big.rows_per_second)} at {short_count(largest)} / "
-                f"{timing.rate_text(reference.rows_per_second)} at 10M = {ratio:.2f}x")
+        line = (f"{head}: {rate_text(big.rows_per_second)} at {short_count(largest)} / "
+                f"{rate_text(reference.rows_per_second)} at 10M = {ratio:.2f}x")
         if operation in SPEED_TARGETED:
             met: bool | None = ratio >= SPEED_TARGET
             line += f" (target ≥ {SPEED_TARGET:.2f}x: {_verdict(bool(met))})"
@@ -637,7 +607,7 @@ def _table_rows(results: list) -> list:
             speed = f"{r.rows_per_second:,.0f} lookups/s"
             extra = f"p50 {r.latency_ms['median']:.2f} ms, p95 {r.latency_ms['p95']:.2f} ms"
         else:
-            speed, extra = timing.rate_text(r.rows_per_second), ""
+            speed, extra = rate_text(r.rows_per_second), ""
         rows.append((r.operation, f"{r.rows:,}", f"{r.rows_in:,}" if r.rows_in else "-",
                      "-" if r.files is None else f"{r.files:,}", _number(r.file_mib, 1),
                      "-" if r.max_runs is None else str(r.max_runs),
@@ -650,13 +620,13 @@ def _spark_rows(report: ScaleReport) -> list:
     rows = [("master", "rows", "file rows", "files", "Spark partitions", "seconds", "rows/s", "count", "check")]
     for r in report.spark or []:
         rows.append((r.master, f"{r.rows:,}", f"{r.file_rows:,}", f"{r.files:,}", str(r.partitions),
-                     f"{r.seconds:.2f}" if r.seconds == r.seconds else "-", timing.rate_text(r.rows_per_second),
+                     f"{r.seconds:.2f}" if r.seconds == r.seconds else "-", rate_text(r.rows_per_second),
                      f"{r.rows_out:,}" if r.rows_out else "-", escape(r.check)))
     return rows
 
 
 def format_scale_results(report: ScaleReport) -> Group:
-    """The table of every operation and size, the targets, then the Spark part (print with `bench.show`)."""
+    """The table of every operation and size, the targets, then the Spark part (print with `report.show`)."""
     parts: list = [render.text_table(_table_rows(report.results), right_aligned={1, 2, 3, 4, 5, 6, 7, 8, 9}), Text()]
     lines = [t.text for t in scale_targets(report) if not t.name.startswith("spark")]
     baselines = [r.baseline_rss_mib for r in report.results if r.baseline_rss_mib == r.baseline_rss_mib]
@@ -729,7 +699,7 @@ def plot_scale_results(results: list, path: str, title: str = "") -> None:
     seconds.set_ylabel("seconds (log scale, lower is better)")
     seconds.set_title("wall time")
     speed.set_ylabel("input rows per second (higher is better)")
-    speed.yaxis.set_major_formatter(FuncFormatter(lambda value, _: timing.rate_text(value).replace("/s", "")))
+    speed.yaxis.set_major_formatter(FuncFormatter(lambda value, _: rate_text(value).replace("/s", "")))
     speed.set_ylim(bottom=0)
     speed.set_title("throughput (flat = linear cost)")
     memory.set_ylabel("peak RSS of the child process, MiB")

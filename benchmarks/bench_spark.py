@@ -44,6 +44,7 @@ from mergetree.cli import render
 from mergetree.table.schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN
 
 from . import timing
+from .report import rate_text
 
 __all__ = ["SparkResult", "format_spark_results", "run_spark_bench", "spark_ratios"]
 
@@ -239,10 +240,6 @@ def run_spark_bench(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, co
 # ---------------------------------------------------------------- reporting
 
 
-def _rate(value: float) -> str:
-    return f"{value / 1e6:.2f} M/s" if value >= 1e6 else f"{value / 1e3:.1f} k/s"
-
-
 def _find(results: list[SparkResult], prefix: str) -> SparkResult | None:
     return next((r for r in results if r.name.startswith(prefix) and r.check == "ok"), None)
 
@@ -265,9 +262,9 @@ def spark_ratios(results: list[SparkResult]) -> dict:
 
 
 def format_spark_results(results: list[SparkResult]) -> Group:
-    """The table of every step, then the ratios against the targets (print with `bench.show`)."""
+    """The table of every step, then the ratios against the targets (print with `report.show`)."""
     rows = [["step", "input rows", "seconds", "input rows/s", "output rows", "files", "check"]]
-    rows += [[r.name, f"{r.rows:,}", f"{r.seconds:.2f}", _rate(r.rows_per_second), f"{r.output_rows:,}",
+    rows += [[r.name, f"{r.rows:,}", f"{r.seconds:.2f}", rate_text(r.rows_per_second), f"{r.output_rows:,}",
               "" if r.files is None else f"{r.files:,}", escape(r.check)] for r in results]
     lines = []
     for name, value in spark_ratios(results).items():

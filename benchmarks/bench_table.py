@@ -45,7 +45,8 @@ from mergetree import Table
 from mergetree.cli import render
 
 from . import timing
-from .results import compare_tables
+from .data import TABLE_KEY, TABLE_SCHEMA, TABLE_SEED, table_commits
+from .report import compare_tables, installed_version, json_ready, rate_text
 
 __all__ = ["TableResult", "TableWorkload", "format_table_results", "make_table_workload", "plot_table_results",
            "run_table_bench", "table_ratios"]
@@ -56,10 +57,10 @@ DEFAULT_COMMITS = 10
 DEFAULT_BUCKETS = 4
 DEFAULT_LOOKUPS = 200
 QUICK_FACTOR = 10
-SEED = 20240612
+SEED = TABLE_SEED
 
-KEY = "id"
-SCHEMA = pa.schema([(KEY, pa.int64()), ("v_int", pa.int64()), ("v_float", pa.float64()), ("v_str", pa.string())])
+KEY = TABLE_KEY
+SCHEMA = TABLE_SCHEMA
 PAIMON_DATABASE = "bench"
 PAIMON_COMPRESSION = "snappy"  # mergetree's data files are snappy; Paimon's default is zstd
 
@@ -130,21 +131,10 @@ def quick_sizes(upserts: int, keys: int, lookups: int) -> tuple[int, int, int]:
 def make_table_workload(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, commits: int = DEFAULT_COMMITS,
                         buckets: int = DEFAULT_BUCKETS, seed: int = SEED) -> TableWorkload:
     """``commits`` commits of ``upserts / commits`` distinct random keys each (a random half
-    of the key space with the defaults), payload values that differ in every commit."""
+    of the key space with the defaults), payload values that differ in every commit
+    (``benchmarks/data.py``, ``table_commits``)."""
     check_sizes(upserts, keys, commits, buckets)
-    per_commit = upserts // commits
-    rng = np.random.default_rng(seed)
-    tables = []
-    for index in range(commits):
-        ids = rng.choice(keys, size=per_commit, replace=False).astype(np.int64)  # random order
-        text = pc.cast(pa.array(ids), pa.string())
-        tables.append(pa.table({
-            KEY: pa.array(ids),
-            "v_int": pa.array(rng.integers(0, 1 << 40, size=per_commit, dtype=np.int64)),
-            "v_float": pa.array(rng.random(per_commit)),
-            "v_str": pc.binary_join_element_wise(f"c{index}-", text, ""),
-        }, schema=SCHEMA))
-    return TableWorkload(tables, keys, buckets)
+    return TableWorkload(table_commits(upserts, keys, commits, seed), keys, buckets)
 
 
 # ---------------------------------------------------------------- results
@@ -180,7 +170,7 @@ class TableResult:
         """JSON-ready: NaN (not measured) becomes None."""
         out = {**asdict(self), "rows_per_second": self.rows_per_second,
                "rows_per_cpu_second": self.rows_per_cpu_second}
-        return {k: None if isinstance(v, float) and v != v else v for k, v in out.items()}
+        return json_ready(out)
 
 
 # not shown: pyarrow's FutureWarnings (pypaimon uses options that newer pyarrow deprecates)
@@ -327,15 +317,6 @@ class _MergetreeSteps:
 # ---------------------------------------------------------------- Paimon from Python
 
 
-def _version(distribution: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def _rows_of_batches(batches) -> pa.Table:
     batches = list(batches)
     if not batches:
@@ -364,7 +345,7 @@ class _PaimonSteps:
     def write(self, native: bool) -> TableResult:
         engine = PYPAIMON_NATIVE_WRITE if native else PYPAIMON
         result = TableResult(engine, WRITE, self.workload.upserts)
-        if _version("pypaimon") is None:
+        if installed_version("pypaimon") is None:
             result.check = "unavailable: pypaimon is not installed (pip install pypaimon)"
             return result
         name = "native_writer" if native else "python_writer"
@@ -475,7 +456,7 @@ class _PaimonSteps:
     def read_rust(self, writer: str) -> TableResult:
         result = TableResult(PYPAIMON_RUST_ON_NATIVE if writer == PYPAIMON_NATIVE_WRITE else PYPAIMON_RUST,
                              READ_UNMERGED)
-        if _version("pypaimon-rust") is None:
+        if installed_version("pypaimon-rust") is None:
             result.check = "unavailable: pypaimon-rust is not installed (pip install pypaimon-rust)"
             return result
         identifier, result.check = self._table_for_read(writer)
@@ -618,7 +599,7 @@ def _table_rows(results: list) -> list:
             speed = f"p50 {r.latency_ms['median']:.1f} ms"
             shown = f"p95 {r.latency_ms['p95']:.1f} ms over {r.latency_ms['count']} lookups"
         else:
-            speed = timing.rate_text(r.rows_per_second)
+            speed = rate_text(r.rows_per_second)
             shown = "" if r.ok else escape(r.check)
         usable = r.ok or (r.seconds == r.seconds and not r.check.startswith("unavailable"))
         rows.append((r.engine, r.step, f"{r.rows_in:,}" if r.rows_in else "-",
@@ -642,7 +623,7 @@ def _target_line(name: str | None, ratio: float | None, text: str, percent: bool
 
 def format_table_results(results: list) -> Group:
     """The table of every step, then the ratios against the issue's targets (print with
-    `bench.show`)."""
+    `report.show`)."""
     ratios = table_ratios(results)
     lines = []
     lines.append(_target_line("read_vs_pypaimon", ratios["read_vs_pypaimon"],
@@ -657,7 +638,7 @@ def format_table_results(results: list) -> Group:
     per_cpu = ratios["read_rows_per_cpu_second"]
     if per_cpu:
         lines.append("merge-on-read (unmerged) rows per CPU-second: "
-                     + ", ".join(f"{engine} {timing.rate_text(rate).replace('/s', '')}"
+                     + ", ".join(f"{engine} {rate_text(rate).replace('/s', '')}"
                                  for engine, rate in per_cpu.items()))
     lines.append(_target_line("write_vs_pypaimon_native", ratios["write_vs_pypaimon_native"],
                               "write: mergetree is {} pypaimon's native (Rust) writer"))
@@ -680,7 +661,7 @@ def format_table_results(results: list) -> Group:
 
 
 def peer_versions() -> dict:
-    return {name: _version(name) or "not installed" for name in ("pypaimon", "pypaimon-rust")}
+    return {name: installed_version(name) or "not installed" for name in ("pypaimon", "pypaimon-rust")}
 
 
 def plot_table_results(results: list, path: str, title: str = "") -> None:
@@ -703,7 +684,7 @@ def plot_table_results(results: list, path: str, title: str = "") -> None:
         axis.set_xscale("log")
         axis.set_xlim(min(speeds) / 3, max(speeds) * 5)
     for bar, speed in zip(bars, speeds):
-        axis.text(speed * 1.1, bar.get_y() + bar.get_height() / 2, timing.rate_text(speed), va="center", fontsize=8)
+        axis.text(speed * 1.1, bar.get_y() + bar.get_height() / 2, rate_text(speed), va="center", fontsize=8)
     axis.tick_params(axis="y", labelsize=8)
     axis.set_xlabel("rows per second (log scale, higher is better)")
     axis.set_title("writes (upserts), reads (rows from files), compaction (input rows)")

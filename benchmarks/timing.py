@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TextIO
 
-__all__ = ["Timed", "best_of", "progress_bar", "rate_text", "timed"]
+__all__ = ["Timed", "best_of", "progress_bar", "timed"]
 
 
 class Timed(NamedTuple):
@@ -86,11 +86,3 @@ def progress_bar(description: str, unit: str, total: int, enabled: bool | None =
             update(done, total)
         yield advance
 
-
-def rate_text(per_second: float) -> str:
-    """``2.31 M/s`` / ``845.2 k/s``; ``-`` for NaN (a run that failed or did not happen)."""
-    if per_second != per_second:
-        return "-"
-    if per_second >= 1e6:
-        return f"{per_second / 1e6:.2f} M/s"
-    return f"{per_second / 1e3:.1f} k/s"
