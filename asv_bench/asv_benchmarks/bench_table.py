@@ -1,7 +1,8 @@
 """asv benchmarks of the primary-key table layer (a small `mergetree bench --table`).
 
 200,000 upserts in 5 commits of 40,000 distinct random keys each (drawn from a key space of
-80,000, so a commit touches half of it) into a 4-bucket table written with ``write-only``:
+80,000, so a commit touches half of it; the generator of `mergetree bench --table`,
+``benchmarks/data.py``) into a 4-bucket table written with ``write-only``:
 every commit stays a sorted run of its own in every bucket, so reads merge 5 runs per bucket.
 """
 import os
@@ -12,29 +13,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mergetree.table import Table
+from benchmarks import data
+from mergetree import Table
 
 UPSERTS = 200_000
 COMMITS = 5
 KEYS = 80_000
 BUCKETS = 4
 LOOKUPS = 20
-SCHEMA = pa.schema([("id", pa.int64()), ("v_int", pa.int64()), ("v_float", pa.float64()), ("v_str", pa.string())])
+SCHEMA = data.TABLE_SCHEMA
 
 
 def make_commits(upserts=UPSERTS, commits=COMMITS, keys=KEYS, seed=11):
-    rng = np.random.default_rng(seed)
-    per_commit = upserts // commits
-    tables = []
-    for index in range(commits):
-        ids = rng.choice(keys, size=per_commit, replace=False).astype(np.int64)
-        tables.append(pa.table({
-            "id": pa.array(ids),
-            "v_int": pa.array(rng.integers(0, 1 << 40, size=per_commit, dtype=np.int64)),
-            "v_float": pa.array(rng.random(per_commit)),
-            "v_str": pc.binary_join_element_wise(f"c{index}-", pc.cast(pa.array(ids), pa.string()), ""),
-        }, schema=SCHEMA))
-    return tables
+    """The table workload's upserts (``benchmarks/data.py``, ``table_commits``)."""
+    return data.table_commits(upserts, keys, commits, seed)
 
 
 def write_table(path, commits):

@@ -1,67 +1,31 @@
 """asv benchmarks of mergetree.merge, with Python's heapq.merge as the baseline.
 
-Every benchmark merges K sorted runs that together hold about 200,000 rows.
-Each run draws its keys without replacement from a key space twice its size,
-so a key is found in about half of the runs.  Payload columns are 20% null so
-the partial-update engine has gaps to fill.
+Every benchmark merges K sorted runs that together hold about 200,000 rows, made by the
+generator of `mergetree bench` (``benchmarks/data.py``, ``sorted_runs``): each run draws its keys
+without replacement from a key space twice its size, so a key is found in about half of the
+runs; columns ``k``, ``seq``, ``v_int``, ``v_float`` and ``v_str``.  ``v_int`` and ``v_float`` are
+20% null so the partial-update engine has gaps to fill.
 """
 import heapq
 from operator import itemgetter
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 import mergetree
+from benchmarks import data
 
 ROWS = 200_000
-CHUNK_ROWS = 65_536
-STRING_KEY_LENGTH = 128
 RUN_COUNTS = [2, 8, 32, 128]
 ENGINES = ["deduplicate", "first-row", "partial-update", "aggregate", "none"]
 ALGORITHMS = ["loser-tree", "heap"]
 KEY_TYPES = ["int64", "string128", "prefix128"]  # prefix128: the first 100 characters shared
-SHARED_PREFIX = b"https://shop.example.com/catalog/".ljust(100, b"x")
 AGGREGATIONS = {"v_int": "sum", "v_float": "max"}
-_ALPHABET = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
-
-
-def _int_key_space(rng, size):
-    return pa.array(np.arange(size, dtype=np.int64))
-
-
-def _string_key_space(rng, size, prefix=b""):
-    letters = _ALPHABET[rng.integers(0, len(_ALPHABET), size=(size, STRING_KEY_LENGTH), dtype=np.uint8)]
-    letters[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    ordered = np.sort(letters.view(f"S{STRING_KEY_LENGTH}").ravel())
-    offsets = np.arange(0, (size + 1) * STRING_KEY_LENGTH, STRING_KEY_LENGTH, dtype=np.int64)
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(ordered.tobytes())]
-    return pc.cast(pa.Array.from_buffers(pa.large_string(), size, buffers), pa.string())
-
-
-def _with_nulls(rng, values):
-    return pa.array(values, mask=rng.random(len(values)) < 0.2)
+NULL_FRACTION = 0.2
 
 
 def make_runs(rows, runs, key_type, seed=7):
     """``runs`` sorted pa.Tables (chunks of 65,536 rows) with key ``k`` and sequence ``seq``."""
-    rng = np.random.default_rng(seed)
-    per_run = max(rows // runs, 1)
-    if key_type == "int64":
-        space = _int_key_space(rng, 2 * per_run)
-    else:
-        space = _string_key_space(rng, 2 * per_run, SHARED_PREFIX if key_type == "prefix128" else b"")
-    tables = []
-    for index in range(runs):
-        picked = np.sort(rng.choice(len(space), size=per_run, replace=False))
-        table = pa.table({
-            "k": space.take(pa.array(picked)),
-            "seq": pa.array(np.arange(index * per_run, (index + 1) * per_run, dtype=np.int64)),
-            "v_int": _with_nulls(rng, rng.integers(0, 1000, size=per_run)),
-            "v_float": _with_nulls(rng, rng.random(per_run)),
-        })
-        tables.append(pa.Table.from_batches(table.to_batches(max_chunksize=CHUNK_ROWS), table.schema))
-    return tables
+    return data.sorted_runs(key_type, rows, runs, seed=seed, null_fraction=NULL_FRACTION)
 
 
 def merge_all(runs, engine="deduplicate", algorithm="loser-tree"):
