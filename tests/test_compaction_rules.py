@@ -18,12 +18,12 @@ from mergetree.table.compaction.planner import (
     RewriteGroup,
     create_unit,
     full_compaction,
-    interval_partition,
     parse_memory_size,
     pick,
     plan_rewrite,
     write_stall,
 )
+from mergetree.table.sections import interval_partition
 
 MiB = 1024 * 1024
 

@@ -30,9 +30,9 @@ from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchErro
 from ..merge import merge
 from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
-from ..table.compaction.planner import interval_partition
 from ..table.filecache import FileCache
 from ..table.files import batch_rows_for, parquet_fragment, read_parquet
+from ..table.sections import interval_partition
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 

@@ -31,10 +31,11 @@ from ..paimon.compact import rewrite_bucket as rewrite_paimon_bucket
 from ..paimon.metadata import PaimonTable
 from ..table import Table
 from ..table import filters as flt
-from ..table.compaction.runner import commit_compaction, discard_new_files, execute_plan, plan_compaction
+from ..table.compaction.runner import execute_plan, plan_compaction
+from ..table.compaction.transaction import new_files, rewrite_transaction
 from ..table.files import read_data_file
 from ..table.levers.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
-from ..table.levers.optimize import layout_signature, prepare_layout, rewrite_files, write_clustered
+from ..table.levers.optimize import layout_signature, marked, prepare_layout, rewrite_files, write_clustered
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload.history import PassReport, record_rewrite
@@ -253,13 +254,10 @@ def compact(spark: Any, path: str, full: bool = False) -> Snapshot | None:
                                        "deletes": [json.dumps([e.to_json("DELETE") for e in deletes])]})
 
     results = unit_frame(spark, len(plans)).mapInArrow(run, "adds string, deletes string").collect()
-    adds = [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])]
-    deletes = [FileEntry.from_json(e) for r in results for e in json.loads(r["deletes"])]
-    try:
-        return commit_compaction(directory, base_id, adds, deletes)
-    except BaseException:
-        discard_new_files(directory, adds, deletes)
-        raise
+    with rewrite_transaction(directory, base_id) as rewrite:
+        rewrite.replace([FileEntry.from_json(e) for r in results for e in json.loads(r["deletes"])],
+                        [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])])
+        return rewrite.commit()
 
 
 # -- distributed compaction of Paimon tables --------------------------------------------------
@@ -530,8 +528,7 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
             for g, r, payload in zip(batch.column("group").to_pylist(), batch.column("range").to_pylist(),
                                      batch.column("payload").to_pylist()):
                 pieces.setdefault((g, r), []).append(_from_ipc(payload))
-        entries: list[FileEntry] = []
-        try:
+        with new_files(task_directory) as entries:
             for (g, _), parts in sorted(pieces.items()):
                 partition, bucket, _ = groups[g]
                 rows = pa.concat_tables(parts)
@@ -540,11 +537,7 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
                 else:
                     order_ = np.argsort(rows.column(_KEY).to_numpy(), kind="stable")
                 rows = rows.take(pa.array(order_)).drop_columns([_KEY])
-                entries += [FileEntry(e.partition, e.bucket, e.file.with_indexes({**e.file.indexes, "optimized": mark}))
-                            for e in write_clustered(task_directory, options, partition, bucket, rows)]
-        except BaseException:
-            task_directory.discard(entries)
-            raise
+                entries += [marked(e, mark) for e in write_clustered(task_directory, options, partition, bucket, rows)]
         yield pa.record_batch({"adds": [json.dumps([e.to_json("ADD") for e in entries])]})
 
     tasks = spark.sparkContext.parallelize(units, max(1, min(len(units), 64)))
@@ -552,13 +545,10 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
                                                                                         "payload binary")
                 .repartition(max(1, sum(len(s) + 1 for s in splitters)), "group", "range"))
     results = shuffled.mapInArrow(written, "adds string").collect()
-    adds = [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])]
-    deletes = [FileEntry(partition, bucket, f) for partition, bucket, files in groups for f in files]
-    try:
-        return commit_compaction(directory, base.id, adds, deletes)
-    except BaseException:
-        discard_new_files(directory, adds, deletes)
-        raise
+    with rewrite_transaction(directory, base.id) as rewrite:
+        rewrite.replace([FileEntry(partition, bucket, f) for partition, bucket, files in groups for f in files],
+                        [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])])
+        return rewrite.commit()
 
 
 def _sample_boundaries(directory, files, columns: list[str]) -> list[np.ndarray]:

@@ -239,8 +239,12 @@ class Table:
         aborts it cleanly.  On a primary-key table (files sorted by the key), only a full
         compaction is possible: other columns raise an error saying what to do instead."""
         started = time.perf_counter()
-        self.directory, snapshot = optimize.optimize(self.directory, order, strategy, filter, target_file_size,
-                                                     sort_within, progress)
+        f = flt.normalize(filter, self.directory.schema.schema)  # a bad filter changes nothing
+        # the layout is stored first, in a commit of its own: this object sees it even when the
+        # rewrite then fails, and a later `optimize()` finishes the job
+        self.directory, options = optimize.prepare_layout(self.directory, order, strategy, target_file_size,
+                                                          sort_within)
+        snapshot = optimize.optimize(self.directory, options, f, progress)
         if snapshot is not None:  # a layout change by hand is in the optimizer's history, as the daemon's are
             history.record_rewrite(self.directory, snapshot, "optimize", time.perf_counter() - started)
         return snapshot

@@ -1,7 +1,8 @@
 """Running compactions: merge the files the planner chose and commit the result.
 
 Split into steps so that the Spark job can run them apart: `plan_compaction` on the driver,
-`execute_plan` for one bucket in a task, `commit_compaction` on the driver again.
+`execute_plan` for one bucket in a task, the commit of a `rewrite_transaction` on the driver
+again.
 """
 from __future__ import annotations
 
@@ -10,22 +11,18 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from ...errors import CompactionConflictError
 from ...merge import merge
-from ..commit import Change, commit_with_rebase
 from ..directory import TableDirectory
 from ..files import DataFileMeta, batch_rows_for, read_run, write_rolled
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import FileEntry, Snapshot
 from .planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite, write_stall
+from .transaction import Progress, new_files, rewrite_transaction
 
-__all__ = ["BucketCompaction", "Progress", "bucket_levels", "commit_compaction", "compact_buckets",
-           "discard_new_files", "execute_plan", "plan_compaction", "rows_to_rewrite"]
+__all__ = ["BucketCompaction", "Progress", "bucket_levels", "compact_buckets", "execute_plan", "plan_compaction",
+           "rows_to_rewrite"]
 
 MAX_ROUNDS_AFTER_WRITE = 8
-
-# Progress of long work: called with (rows done, rows in total), first with (0, total).
-Progress = Callable[[int, int], None]
 BucketCompaction = tuple[tuple, CompactionPlan]  # ((partition, bucket), plan)
 
 
@@ -94,19 +91,12 @@ def execute_plan(directory: TableDirectory, key: tuple, plan: CompactionPlan,
     """Carry out one bucket's plan: (adds, deletes).  New files are removed on failure.
     `advance(rows)` is told of every input row merged."""
     partition, bucket = key
-    written: list[FileEntry] = []
-    adds: list[FileEntry] = []
     deletes: list[FileEntry] = []
-    try:
+    with new_files(directory) as adds:
         for group in plan.rewrites:
-            new = _rewrite(directory, partition, bucket, group.sorted_runs(), plan.output_level, plan.drop_delete,
-                           advance)
-            written += new
-            adds += new
+            adds += _rewrite(directory, partition, bucket, group.sorted_runs(), plan.output_level, plan.drop_delete,
+                             advance)
             deletes += [FileEntry(partition, bucket, f) for f in group.files]
-    except BaseException:
-        directory.discard(written)
-        raise
     for f in plan.upgrades:  # metadata only: the same file at a new level
         deletes.append(FileEntry(partition, bucket, f))
         adds.append(FileEntry(partition, bucket, f.with_level(plan.output_level)))
@@ -118,47 +108,11 @@ def _compact_once(directory: TableDirectory, only: set | None, full: bool,
     base_id, plans = plan_compaction(directory, only, full)
     if not plans or base_id is None:
         return None
-    adds: list[FileEntry] = []
-    deletes: list[FileEntry] = []
-    total = rows_to_rewrite(plans)
-    done = 0
-
-    def advance(rows: int) -> None:
-        nonlocal done
-        done += rows
-        if progress is not None:
-            progress(done, total)
-    if progress is not None:
-        progress(0, total)
-    try:
+    with rewrite_transaction(directory, base_id, rows_to_rewrite(plans), progress) as rewrite:
         for key, plan in plans:
-            a, d = execute_plan(directory, key, plan, advance)
-            adds += a
-            deletes += d
-        return commit_compaction(directory, base_id, adds, deletes)
-    except BaseException:
-        discard_new_files(directory, adds, deletes)
-        raise
-
-
-def discard_new_files(directory: TableDirectory, adds: list[FileEntry], deletes: list[FileEntry]) -> None:
-    """Remove a failed compaction's outputs (an upgraded file is an input: it stays)."""
-    inputs = {e.file.file_name for e in deletes}
-    directory.discard([e for e in adds if e.file.file_name not in inputs])
-
-
-def commit_compaction(directory: TableDirectory, base_id: int, adds: list[FileEntry],
-                      deletes: list[FileEntry]) -> Snapshot:
-    """Commit, rebasing over commits that left every input file in place (at its level)."""
-    def change_for(latest: Snapshot | None) -> Change:
-        live = directory.live_files(latest)
-        gone = [e.file.file_name for e in deletes if e.file.file_name not in live
-                or live[e.file.file_name].file.level != e.file.level]
-        if gone:
-            raise CompactionConflictError(f"another commit replaced {len(gone)} input file(s) of this compaction "
-                                          f"(e.g. {gone[0]}); nothing was committed")
-        return Change(adds, deletes)
-    return commit_with_rebase(directory, directory.store.snapshot(base_id), change_for, "COMPACT")
+            adds, deletes = execute_plan(directory, key, plan, rewrite.advance)
+            rewrite.replace(deletes, adds)
+        return rewrite.commit()
 
 
 def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: list[list[DataFileMeta]], level: int,
@@ -173,14 +127,10 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
                    sequence=SEQUENCE_COLUMN,
                    kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=directory.options.aggregations or None,
                    keep_deletes=not drop_delete)
-    out: list[FileEntry] = []
-    try:
+    with new_files(directory) as out:
         for meta in write_rolled(directory.path, relative, _restored(reader, ts, advance), ts, level,
                                  directory.options):
             out.append(FileEntry(partition, bucket, meta))
-    except BaseException:
-        directory.discard(out)
-        raise
     return out
 
 

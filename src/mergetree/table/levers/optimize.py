@@ -15,7 +15,8 @@ import pyarrow as pa
 from ...errors import InvalidArgumentError
 from ...merge.arrow_input import sort_indices
 from .. import filters as flt
-from ..compaction.runner import Progress, commit_compaction, compact_buckets, discard_new_files
+from ..compaction.runner import compact_buckets
+from ..compaction.transaction import Progress, new_files, rewrite_transaction
 from ..directory import TableDirectory, alter_options
 from ..files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
 from ..options import (
@@ -32,7 +33,7 @@ from ..snapshots import FileEntry, Snapshot
 from .curves import MAX_COLUMNS
 from .qdtree import layout_order
 
-__all__ = ["build_indexes", "layout_signature", "optimize", "optimized_tier", "pending", "prepare_layout",
+__all__ = ["build_indexes", "layout_signature", "marked", "optimize", "optimized_tier", "pending", "prepare_layout",
            "rewrite_files", "write_clustered"]
 
 
@@ -79,17 +80,14 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
     return directory, options
 
 
-def optimize(directory: TableDirectory, order, strategy: str | None, filter: flt.Filter,
-             target_file_size: int | None, sort_within,
-             progress: Progress | None) -> tuple[TableDirectory, Snapshot | None]:
-    """Cluster the files a filter selects (all, by default) by `order` with `strategy`, rows
-    inside each file sorted by `sort_within`; an explicit layout is stored in the table's
-    options first, so later `optimize()` calls (and each write) keep it.  Returns the
-    (possibly re-optioned) directory and the commit."""
-    directory, options = prepare_layout(directory, order, strategy, target_file_size, sort_within)
+def optimize(directory: TableDirectory, options: TableOptions | None, filter: flt.Filter,
+             progress: Progress | None) -> Snapshot | None:
+    """Cluster the files a (normalized) filter selects (all, by default) by the layout
+    `prepare_layout` stored and returned; a primary-key table (`options` None) is compacted in
+    full instead."""
     if options is None:
-        return directory, compact_buckets(directory, None, full=True, progress=progress)
-    return directory, _rewrite(directory, options, flt.normalize(filter, directory.schema.schema), progress)
+        return compact_buckets(directory, None, full=True, progress=progress)
+    return _rewrite(directory, options, filter, progress)
 
 
 def layout_signature(options: TableOptions) -> str:
@@ -161,12 +159,7 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
     ts = directory.schema
     mark = {"tier": tier, "layout": layout_signature(options)} if tier == "major" else {"tier": tier}
     total = sum(m.row_count for files in groups.values() for m in files)
-    done = 0
-    if progress is not None:
-        progress(0, total)
-    adds: list[FileEntry] = []
-    deletes: list[FileEntry] = []
-    try:
+    with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             if not files:
                 continue
@@ -175,33 +168,28 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
             files = sorted(files, key=lambda m: m.file_name)
             rows = pa.Table.from_batches(list(read_run(directory.path, files)), schema=ts.file_schema)
             clustering = options.clustering if tier == "major" else None
-            if clustering is not None and clustering.tree is not None:
-                # a qd-tree's leaves are its files: each is described by the cuts on its path
-                leaves = clustering.tree.route(rows)
-                for leaf in np.unique(leaves):
-                    part = rows.filter(pa.array(leaves == leaf))
-                    written = write_clustered(directory, options, partition, bucket, part)
-                    described = {**mark, "leaf": clustering.tree.describe(int(leaf))}
-                    adds += [FileEntry(e.partition, e.bucket,
-                                       e.file.with_indexes({**e.file.indexes, "optimized": described}))
-                             for e in written]
-            else:
-                if clustering is not None:
-                    rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy)))
-                written = write_clustered(directory, options if tier == "major" else replace(options, sort_within=()),
-                                          partition, bucket, rows)
-                adds += [FileEntry(e.partition, e.bucket, e.file.with_indexes({**e.file.indexes, "optimized": mark}))
-                         for e in written]
-            deletes += [FileEntry(partition, bucket, m) for m in files]
-            done += sum(m.row_count for m in files)
-            if progress is not None:
-                progress(done, total)
-        if not deletes:
-            return None
-        return commit_compaction(directory, base.id, adds, deletes)
-    except BaseException:
-        discard_new_files(directory, adds, deletes)
-        raise
+            with new_files(directory) as written:
+                if clustering is not None and clustering.tree is not None:
+                    # a qd-tree's leaves are its files: each is described by the cuts on its path
+                    leaves = clustering.tree.route(rows)
+                    for leaf in np.unique(leaves):
+                        described = {**mark, "leaf": clustering.tree.describe(int(leaf))}
+                        written += [marked(e, described) for e in write_clustered(
+                            directory, options, partition, bucket, rows.filter(pa.array(leaves == leaf)))]
+                else:
+                    if clustering is not None:
+                        rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy)))
+                    written += [marked(e, mark) for e in write_clustered(
+                        directory, options if tier == "major" else replace(options, sort_within=()), partition, bucket,
+                        rows)]
+            rewrite.replace([FileEntry(partition, bucket, m) for m in files], written)
+            rewrite.advance(sum(m.row_count for m in files))
+        return rewrite.commit()
+
+
+def marked(entry: FileEntry, mark: dict) -> FileEntry:
+    """The file's entry marked as written by the optimizer for this tier (and layout)."""
+    return FileEntry(entry.partition, entry.bucket, entry.file.with_indexes({**entry.file.indexes, "optimized": mark}))
 
 
 def write_clustered(directory: TableDirectory, options, partition: tuple, bucket: int,
@@ -213,18 +201,14 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
     if not options.sort_within:
         files = write_sorted_run(directory.path, relative, rows, ts, 0, options)
         return [FileEntry(partition, bucket, m) for m in files]
-    out: list[FileEntry] = []
     per_row = max(rows.nbytes / max(rows.num_rows, 1), 1.0)
     step = max(int(options.target_file_size / per_row), 1)
-    try:
+    with new_files(directory) as out:
         for start in range(0, rows.num_rows, step):
             chunk = rows.slice(start, step)
             chunk = chunk.take(sort_indices(chunk, [(c, "ascending") for c in options.sort_within], "at_start"))
             meta = write_data_file(directory.path, relative, chunk, ts, 0, options, options.sort_within)
             out.append(FileEntry(partition, bucket, meta))
-    except BaseException:
-        directory.discard(out)
-        raise
     return out
 
 
@@ -252,29 +236,17 @@ def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snaps
     if not todo:
         return None
     total = sum(e.file.row_count for e, _, _ in todo)
-    done = 0
-    if progress is not None:
-        progress(0, total)
-    adds: list[FileEntry] = []
-    deletes: list[FileEntry] = []
-    try:
-        for entry, rewrite, _ in todo:
+    with rewrite_transaction(directory, base.id, total, progress) as rewrite:
+        for entry, rewrite_file, _ in todo:
             meta = entry.file
             rows = pa.Table.from_batches(list(read_run(directory.path, [meta])), schema=ts.file_schema)
-            if rewrite:
+            if rewrite_file:
                 new = write_data_file(directory.path, directory.bucket_directory(entry.partition, entry.bucket),
                                       rows, ts, meta.level, options, meta.sorted_by)
             else:
                 indexes = build_file_indexes(directory.path, meta.file_name, rows, ts,
                                              replace(options, bloom_columns=()), meta.sorted_by)
                 new = meta.with_indexes({**meta.indexes, **indexes})
-            adds.append(FileEntry(entry.partition, entry.bucket, new))
-            deletes.append(entry)
-            done += meta.row_count
-            if progress is not None:
-                progress(done, total)
-        return commit_compaction(directory, base.id, adds, deletes)
-    except BaseException:
-        discard_new_files(directory, adds, deletes)
-        raise
-
+            rewrite.replace([entry], [FileEntry(entry.partition, entry.bucket, new)])
+            rewrite.advance(meta.row_count)
+        return rewrite.commit()

@@ -1,0 +1,178 @@
+"""Planning a read: which snapshot, columns and order, then which partitions, buckets, files and
+row groups a filter can touch (partition, bucket, key-range, statistics and index pruning,
+each step reporting what it removed), the files of a bucket cut into sections."""
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import InvalidArgumentError
+from .. import filters as flt
+from ..buckets import bucket_ids
+from ..directory import TableDirectory
+from ..files import DataFileMeta
+from ..indexes.skipping import decide
+from ..schema import KEY_PREFIX
+from ..sections import interval_partition
+from ..snapshots import Snapshot
+from ..type_policy import require
+from .model import BucketPlan, OrderBy, PreparedRead, ReadPlan, ReadStats
+from .topn import plan_top_n
+
+__all__ = ["columns_for", "file_filter", "order_by_for", "plan_read", "prepare_read", "snapshot_for"]
+
+def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
+    """The snapshot a read asks for (None: the latest)."""
+    if snapshot is None:
+        return directory.latest_snapshot()
+    if isinstance(snapshot, bool) or not isinstance(snapshot, int):
+        raise InvalidArgumentError(f"snapshot must be a snapshot id (an int), not {snapshot!r}")
+    return directory.store.snapshot(snapshot)
+
+
+def order_by_for(directory: TableDirectory, order_by: Any, limit: Any) -> tuple[OrderBy, int | None]:
+    """Checked `order_by` ([(column, "asc"|"desc")], a column name, or a list of names) and `limit`."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgumentError(f"limit must be a non-negative integer or None, not {limit!r}")
+    if order_by is None:
+        return [], limit
+    items = [order_by] if isinstance(order_by, (str, tuple)) else order_by
+    if not isinstance(items, list) or not items:
+        raise InvalidArgumentError(f"order_by must be a column, (column, 'asc'|'desc'), or a list of them, "
+                                   f"not {order_by!r}")
+    out: OrderBy = []
+    names = directory.schema.schema.names
+    for item in items:
+        column, direction = (item, "asc") if isinstance(item, str) else (tuple(item) + ("asc",))[:2]
+        if not isinstance(column, str) or column not in names:
+            raise InvalidArgumentError(f"order_by names {column!r}, which is not a column; columns: {names}")
+        if direction not in ("asc", "desc"):
+            raise InvalidArgumentError(f"order_by direction must be 'asc' or 'desc', not {direction!r}")
+        require(column, directory.schema.schema.field(column).type, "order")
+        out.append((column, direction))
+    return out, limit
+
+
+def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by: OrderBy | None = None,
+              limit: int | None = None) -> ReadPlan:
+    """Which files (and row groups) a read with the normalized filter `f` touches."""
+    ts = directory.schema
+    root = directory.path
+    snap = snapshot_for(directory, snapshot)
+    live = directory.live_files(snap)
+    plan = ReadPlan(snap.id if snap else None, files_total=len(live),
+                    bytes_total=sum(e.file.file_size for e in live.values()))
+    steps = plan.steps
+    by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for e in live.values():
+        by_bucket[(e.partition, e.bucket)].append(e.file)
+    wanted_buckets = _buckets_for(directory, f)
+    key_columns = set(ts.primary_key) | set(ts.partition_by)
+    key_filter = flt.restrict(f, key_columns) if ts.has_primary_key else f
+    partition_filter = flt.restrict(f, set(ts.partition_by))
+    partitions_seen, partitions_kept = set(), set()
+    for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        partitions_seen.add(partition)
+        if not flt.may_match(partition_filter, {c: (v, v, int(v is None)) for c, v in zip(ts.partition_by, partition)},
+                             1):
+            steps["partition"].add(files)
+            continue
+        partitions_kept.add(partition)
+        if wanted_buckets is not None and bucket not in wanted_buckets:
+            plan.pruned_buckets += 1
+            steps["bucket"].add(files)
+            continue
+        row_groups: dict[str, frozenset[int]] = {}
+        kept = []
+        for m in files:  # key predicates (every predicate, in an append table) hold for every version
+            verdict = decide(root, m, key_filter)
+            if not verdict.keep:
+                steps[verdict.removed_by or "min/max"].add([m])
+                continue
+            if verdict.row_groups is not None:
+                row_groups[m.file_name] = verdict.row_groups
+            kept.append(m)
+        sections = interval_partition(kept) if ts.has_primary_key else ([[[m] for m in kept]] if kept else [])
+        final = []
+        for section in sections:
+            if ts.has_primary_key and len(section) == 1 and len(section[0]) == 1:
+                # nothing overlaps this file: its rows are final, so value predicates may skip it too
+                m = section[0][0]
+                verdict = decide(root, m, f)
+                if not verdict.keep:
+                    steps[verdict.removed_by or "min/max"].add([m])
+                    continue
+                if verdict.row_groups is not None:
+                    previous = row_groups.get(m.file_name)
+                    row_groups[m.file_name] = verdict.row_groups if previous is None else previous & verdict.row_groups
+            final.append(section)
+        if final:
+            plan.buckets.append(BucketPlan(partition, bucket, final, row_groups))
+    plan.pruned_partitions = len(partitions_seen - partitions_kept)
+    plan.row_groups_skipped = sum(
+        max((m.row_count + 8191) // 8192, 1) - len(b.row_groups[m.file_name])
+        for b in plan.buckets for m in b.files if m.file_name in b.row_groups)
+    if order_by and limit is not None and f is None:
+        plan_top_n(directory, plan, order_by, limit)
+    return plan
+
+
+def _buckets_for(directory: TableDirectory, f: flt.Filter) -> set[int] | None:
+    """Buckets that can hold matching rows, from = / IN on every bucket-key column."""
+    ts = directory.schema
+    if ts.buckets == 1 or not ts.bucket_key:
+        return None
+    choices = [flt.equality_values(f, c) for c in ts.bucket_key]
+    if any(c is None for c in choices):
+        return None
+    combos = list(itertools.product(*choices))  # type: ignore[arg-type]
+    if not combos:
+        return set()
+    if len(combos) > 10_000:
+        return None
+    probe = pa.table({c: pa.array([combo[i] for combo in combos], type=ts.schema.field(c).type)
+                      for i, c in enumerate(ts.bucket_key)})
+    return set(int(b) for b in bucket_ids(probe, list(ts.bucket_key), ts.buckets))
+
+
+def columns_for(directory: TableDirectory, columns: Any) -> list[str]:
+    """The columns a read asks for (None: all), checked."""
+    names = directory.schema.schema.names
+    if columns is None:
+        return names
+    if isinstance(columns, str):
+        columns = [columns]
+    if not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
+        raise InvalidArgumentError(f"columns must be a column name or a list of names, not {columns!r}")
+    for c in columns:
+        if c not in names:
+            raise InvalidArgumentError(f"table has no column {c!r}; columns: {names}")
+    if len(set(columns)) != len(columns):
+        raise InvalidArgumentError(f"columns names a column twice: {list(columns)}")
+    return list(columns)
+
+
+def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, snapshot: Any,
+                 order_by: Any = None, limit: Any = None) -> PreparedRead:
+    schema = directory.schema.schema
+    names = columns_for(directory, columns)
+    f = flt.normalize(filter, schema)
+    order, limit = order_by_for(directory, order_by, limit)
+    plan = plan_read(directory, f, snapshot, order, limit)
+    return PreparedRead(names, pa.schema([schema.field(c) for c in names]), flt.to_expression(f, schema),
+                        file_filter(directory, f), plan, order, limit,
+                        ReadStats(plan.files_total, plan.bytes_total), f)
+
+
+def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:
+    """Key predicates hold for every version of a key, so they may filter rows inside each
+    file before the merge (and skip row groups by their statistics)."""
+    ts = directory.schema
+    key_filter = flt.restrict(f, set(ts.primary_key)) if ts.has_primary_key else None
+    if key_filter is None:
+        return None
+    return flt.to_expression(flt.rename(key_filter, {k: KEY_PREFIX + k for k in ts.primary_key}), ts.file_schema)
