@@ -229,6 +229,10 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "indexes) once it reaches this size"),
     OptionSpec(KEY_MINOR_MIN_FILES, "8", _int_parser(2),
                "the background optimizer merges a partition's small new files once it has this many"),
+    # no stored default: tables that never set it stay readable by mergetree versions before it
+    OptionSpec("optimize.max-concurrent-tasks", None, _int_parser(1),
+               "the background optimizer runs at most this many tasks (each one partition's rewrite, one commit) "
+               "at once on this table; unset: the daemon's --max-tasks-per-table (default 1)"),
     # no stored defaults: tables that never set them stay readable by mergetree versions before them
     OptionSpec(KEY_COMPRESSION, None, parse_codec,
                f"data files' Parquet codec ({', '.join(CODECS)}; default {DEFAULT_COMPRESSION})"),
