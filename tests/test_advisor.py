@@ -28,7 +28,7 @@ from mergetree import Table
 from mergetree.table import filters as flt
 from mergetree.table.workload import querylog
 from mergetree.table.workload.advise import LoggedQuery, Sample, advise_workload, simulate
-from mergetree.table.workload.advise.advisor import AS_NOW, LAYOUT_MARGIN, MIN_GAIN, choose_layout
+from mergetree.table.workload.advise.rules import AS_NOW, LAYOUT_MARGIN, MIN_GAIN, choose_layout
 from mergetree.table.workload.advise.simulate import sample_type
 
 ROWS, FILES = 100_000, 40

@@ -1,5 +1,6 @@
 """The layout advisor: what the query log says, replayed on layouts simulated from a sample of
-the table's rows, turned into recommended options by written rules (see `advisor`)."""
+the table's rows, turned into recommended options by written rules (`rules`, called lever by
+lever from `advisor`)."""
 from __future__ import annotations
 
 from .advisor import Advice, LeverAdvice, advise, advise_workload
