@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, Table
+from mergetree.cli.app import main
 from mergetree.organize import history, pending, run_daemon, run_once
 from mergetree.organize.scheduler import (
     Task,
@@ -413,3 +414,29 @@ def test_limits_must_be_positive_integers(tmp_path, bad):
     with pytest.raises(InvalidArgumentError, match="max_tasks"):
         run_once(t.path, max_tasks=bad)
     assert reports == []  # refused before any round
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--max-tasks", "0", "--max-tasks must be a positive integer"),
+    ("--max-tasks", "-2", "--max-tasks must be a positive integer"),
+    ("--max-tasks", "two", "--max-tasks must be a positive integer"),
+    ("--max-tasks", "1.5", "--max-tasks must be a positive integer"),
+    ("--max-tasks-per-table", "0", "--max-tasks-per-table must be a positive integer"),
+    ("--max-task-size", "lots", "--max-task-size"),
+    ("--max-task-size", "0", "--max-task-size must be more than 0 bytes"),
+])
+def test_the_daemon_cli_refuses_bad_limits_in_one_line(tmp_path, capsys, flag, value, message):
+    t = make(tmp_path / "t", partitions=("x",), writes=2)
+    assert main(["optimize-daemon", t.path, "--once", f"{flag}={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert len(history(t.path)) == 0  # no round ran
+
+
+def test_the_daemon_cli_takes_the_limits(tmp_path, capsys):
+    t = make(tmp_path / "t", partitions=("x", "y"), writes=2)
+    expected = reference(t)
+    assert main(["optimize-daemon", t.path, "--once", "--max-tasks", "2", "--max-tasks-per-table", "2",
+                 "--max-task-size", "64 mb", "--since", "2h"]) == 0
+    assert "2 pass(es) committed" in capsys.readouterr().out
+    assert reference(Table.open(t.path)).equals(expected)

@@ -222,6 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="table directories")
     p.add_argument("--once", action="store_true", help="one round, then exit")
     p.add_argument("--interval", type=float, default=60.0, help="seconds between rounds")
+    p.add_argument("--max-tasks", default="2", metavar="N",
+                   help="tasks (one partition's rewrite, one commit each) at once over all tables")
+    p.add_argument("--max-tasks-per-table", default="1", metavar="N",
+                   help="tasks at once on one table (a table's optimize.max-concurrent-tasks replaces it)")
+    p.add_argument("--max-task-size", default="4 gb", metavar="SIZE",
+                   help="a partition's pending buckets are one task up to this many bytes, the rest another")
+    p.add_argument("--since", type=organize.parse_age, default="1d", metavar="AGE",
+                   help="the logged queries that order the tasks: this recent (their bytes read in each task's files)")
 
     p = command("report", "a self-contained HTML page: statistics, current vs recommended configuration, bytes "
                           "scanned before and after each optimization, charts", organize.report)

@@ -16,6 +16,7 @@ from ..organize import replay as replay_queries
 from ..organize.report import column_usage
 from ..organize.scheduler import interval_seconds
 from ..table import Table
+from ..table.compaction.planner import parse_memory_size
 from ..table.durations import parse_since, since_moment
 from ..table.workload import querylog
 from ..table.workload.advise import Advice, LoggedQuery
@@ -161,12 +162,29 @@ def replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str, name: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise InvalidArgumentError(f"{name} must be a positive integer, not {text!r}")
+    return value
+
+
 def optimize_daemon(args: argparse.Namespace) -> int:
-    interval_seconds(args.interval, "--interval")  # a wrong interval is an error before any table is opened
+    # wrong arguments are an error before any table is opened
+    interval_seconds(args.interval, "--interval")
+    max_tasks = _count(args.max_tasks, "--max-tasks")
+    per_table = _count(args.max_tasks_per_table, "--max-tasks-per-table")
+    task_bytes = parse_memory_size(args.max_task_size, "--max-task-size")
+    if task_bytes < 1:
+        raise InvalidArgumentError(f"--max-task-size must be more than 0 bytes, not {args.max_task_size!r}")
     for path in args.paths:
         Table.open(path)  # a wrong path is an error now, not a line every round
     committed = run_daemon(args.paths, interval=args.interval, once=args.once,
-                           on_report=lambda r: out_console.print(f"{r.table}: {r.line()}"))
+                           on_report=lambda r: out_console.print(f"{r.table}: {r.line()}"), max_tasks=max_tasks,
+                           max_tasks_per_table=per_table, max_task_bytes=task_bytes, since=args.since)
     out_console.print(f"{committed} pass(es) committed")
     return 0
 
