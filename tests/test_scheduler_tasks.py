@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mergetree import InvalidArgumentError, Table
+from mergetree import CorruptTableError, InvalidArgumentError, Table
 from mergetree.cli.app import main
 from mergetree.organize import history, pending, run_daemon, run_once
 from mergetree.organize.scheduler import (
@@ -440,3 +440,19 @@ def test_the_daemon_cli_takes_the_limits(tmp_path, capsys):
                  "--max-task-size", "64 mb", "--since", "2h"]) == 0
     assert "2 pass(es) committed" in capsys.readouterr().out
     assert reference(Table.open(t.path)).equals(expected)
+
+
+def test_a_failing_task_is_reported_and_the_others_go_on(tmp_path):
+    t = make(tmp_path / "t", partitions=("bad", "good"))
+    expected = reference(t)
+
+    def rewrite(directory, groups, tier, progress):
+        if ("bad",) in {p for p, _ in groups}:
+            raise CorruptTableError("a damaged input file (test)", path=directory.path)
+        return local_rewrite(directory, groups, tier, progress)
+    reports: list = []
+    assert run_daemon([t.path], once=True, on_report=reports.append, max_tasks=2, rewrite=rewrite) == 1
+    statuses = sorted(r.status for r in reports if r.tier == "minor")
+    assert statuses == ["committed", "failed: a damaged input file (test)"]
+    assert reference(Table.open(t.path)).equals(expected)
+    assert list(pending(Table.open(t.path).directory)["minor"]) == [(("bad",), 0)]  # retried next round
