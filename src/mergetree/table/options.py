@@ -7,6 +7,7 @@ written.  `TableOptions` is the parsed, typed view the table code reads.
 """
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import re
 from collections.abc import Callable, Mapping
@@ -28,6 +29,7 @@ from .compaction.planner import (
     CompactionOptions,
     parse_memory_size,
 )
+from .durations import parse_age
 from .indexes.bloom import check_bloom_column
 from .levers.qdtree import QdTree
 from .type_policy import require, why_not
@@ -41,6 +43,7 @@ __all__ = [
     "KEY_CLUSTERING_STRATEGY",
     "KEY_COMPRESSION",
     "KEY_COMPRESSION_PER_LEVEL",
+    "KEY_QUERY_LOG_RETENTION",
     "KEY_SORT_WITHIN",
     "MEASURE_FUNCTIONS",
     "OPTIONS",
@@ -112,6 +115,17 @@ def _parse_names(text: str, key: str) -> tuple[str, ...]:
     return names
 
 
+def _parse_retention(text: str, key: str) -> dt.timedelta | None:
+    """An age ('30d', '12h', '2w') more than 0, or 'forever' (None: the log is never expired)."""
+    if text.strip().lower() == "forever":
+        return None
+    age = parse_age(text, f"option {key!r}")
+    if age <= dt.timedelta(0):
+        raise InvalidArgumentError(f"option {key!r} must be more than 0 (or 'forever' to keep every record), "
+                                   f"got {text!r}")
+    return age
+
+
 CLUSTERING_STRATEGIES = ("linear", "zorder", "hilbert", "qdtree")
 CODECS = ("zstd", "lz4", "snappy", "gzip", "brotli", "none")
 
@@ -170,6 +184,10 @@ KEY_CLUSTERING_STRATEGY = "clustering.strategy"
 KEY_SORT_WITHIN = "sort-within.columns"
 KEY_QDTREE = "clustering.qdtree"
 KEY_QUERY_LOG = "query-log.enabled"
+KEY_QUERY_LOG_RETENTION = "query-log.retention"
+# a month of queries: the advisor reads the whole log unless told `since`, and four of the seed's
+# weekly analyses see the same workload, while a pattern gone for a month stops steering the layout
+DEFAULT_QUERY_LOG_RETENTION = dt.timedelta(days=30)
 KEY_COMMIT_EVERY = "write.commit-every-buffers"
 KEY_MAJOR_THRESHOLD = "optimize.major-threshold"
 KEY_MINOR_MIN_FILES = "optimize.minor-min-files"
@@ -243,6 +261,12 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),
+    # no stored default: tables that never set it stay readable by mergetree versions before it
+    OptionSpec(KEY_QUERY_LOG_RETENTION, None, _parse_retention,
+               "how long the query log keeps a record: an age (30d, 12h, 2w; default 30d, a month of workload: the "
+               "advisor reads the whole log unless told `since`, and a pattern gone for a month should stop "
+               "steering the layout) or 'forever'. Older records are removed when the log is expired (the "
+               "optimizer daemon's rounds; `workload.retention.expire`)"),
 )}
 
 # fields.<column>.aggregate-function (aggregate tables): the column's aggregate.
@@ -375,6 +399,7 @@ class TableOptions:
     commit_every_buffers: int = 0
     compression: str = DEFAULT_COMPRESSION
     compression_per_level: dict[int, str] = field(default_factory=dict)
+    query_log_retention: dt.timedelta | None = DEFAULT_QUERY_LOG_RETENTION   # None: kept forever
 
     def codec_for(self, level: int) -> str:
         """The Parquet codec of a data file written at `level`."""
@@ -470,7 +495,8 @@ class TableOptions:
                    merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models,
                    merged[KEY_QUERY_LOG], merged[KEY_MAJOR_THRESHOLD], merged[KEY_MINOR_MIN_FILES],
                    merged.get(KEY_COMMIT_EVERY, 0), merged.get(KEY_COMPRESSION, DEFAULT_COMPRESSION),
-                   merged.get(KEY_COMPRESSION_PER_LEVEL, dict(DEFAULT_PRIMARY_KEY_LEVELS) if primary_key else {}))
+                   merged.get(KEY_COMPRESSION_PER_LEVEL, dict(DEFAULT_PRIMARY_KEY_LEVELS) if primary_key else {}),
+                   query_log_retention=merged.get(KEY_QUERY_LOG_RETENTION, DEFAULT_QUERY_LOG_RETENTION))
 
 
 PK_CLUSTERING_MESSAGE = (

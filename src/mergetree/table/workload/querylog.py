@@ -15,7 +15,8 @@ logger and dropped — it never fails or slows a read.  Whoever reads the log (`
 advisor, replay, the report, ``mergetree queries show``) writes this process's records first,
 so a script's reads are seen by its own ``advise()``.  The log is data the table can lose
 without losing itself: a damaged file of it is left out with a warning (`logtables`), and
-``mergetree repair`` drops it.  The option ``query-log.enabled=false``
+``mergetree repair`` drops it.  Records older than the table's ``query-log.retention`` (default
+30 days) are removed by `retention.expire`.  The option ``query-log.enabled=false``
 switches it off for a table, the environment variable ``MERGETREE_QUERY_LOG=0`` for the process.
 """
 from __future__ import annotations
