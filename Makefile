@@ -7,7 +7,7 @@ EXTRAS := test,spark,bench,lint,report
 STAMP := $(VENV)/.deps-installed
 # the in-place build is redone only when the core's sources or the build files change
 CORE_STAMP := $(VENV)/.core-built
-CORE_SOURCES := $(wildcard _core/*.pyx _core/*.pxd) setup.py pyproject.toml
+CORE_SOURCES := $(wildcard _core/*.pyx _core/*.pxd _core/*.pxi) setup.py pyproject.toml
 
 PAIMON_VENV := .venv-paimon
 PAIMON_STAMP := $(PAIMON_VENV)/.deps-installed
