@@ -12,8 +12,9 @@ and pre-aggregates are built with every file).  Only data not yet optimized is t
 
 The unit of work is a **task** (`Task`): one table, one tier, one partition's pending (partition,
 bucket) groups — one rewrite, one commit, one line in the optimizer history.  The seed's
-optimization service, as written rules (`plan_tasks`, `order_tasks`, `next_task`: pure, no
-I/O, tested exactly in `tests/test_scheduler_tasks.py`):
+optimization service, as written rules (`table_tasks`, `task_reads`, `layout_gain`,
+`order_tasks`, `next_task`: pure, no I/O, tested exactly in `tests/test_scheduler_tasks.py`;
+`plan_tasks` gathers their inputs from the table and its query log, `run_tasks` runs them):
 
   T1  *Merging*: all pending groups of one partition and tier are one task, packed bucket by
       bucket (ascending) while the task stays within `max_task_bytes` (default 4 GiB, twice the
