@@ -201,3 +201,19 @@ def test_a_bad_retention_argument_is_refused_naming_it(tmp_path, value):
     with pytest.raises(InvalidArgumentError, match="retention"):
         retention.expire(t.path, value, now=NOW)
     assert ages(t) == [60]
+
+
+def test_table_expire_queries_and_the_cli_command(tmp_path):
+    t = make(tmp_path / "t", {"query-log.retention": "7d"})
+    now = dt.datetime.now(dt.timezone.utc)
+    querylog.append_rows(t.path, [querylog.QueryRecord("read", ("a", ">=", d), ts=now - dt.timedelta(days=d),
+                                                       source="import").to_row() for d in (30, 10, 1)])
+    out = Table.open(t.path).expire_queries()  # the table's option: a week
+    assert out.rows == 2 and Table.open(querylog.log_path(t.path)).read().num_rows == 1
+    done = subprocess.run([sys.executable, "-m", "mergetree", "queries", "expire", t.path, "--retention", "12h"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "removed 1 queries" in done.stdout and Table.open(querylog.log_path(t.path)).read().num_rows == 0
+    bad = subprocess.run([sys.executable, "-m", "mergetree", "queries", "expire", t.path, "--retention", "soon"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "retention" in bad.stderr and "Traceback" not in bad.stderr

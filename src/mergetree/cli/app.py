@@ -197,6 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
     p.add_argument("--top", type=_positive_int, default=15, help="filtered columns to list")
 
+    p = queries_commands.add_parser(
+        "expire", help="remove logged queries older than the retention (the table's query-log.retention, "
+                       "default 30 days)", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.set_defaults(run=organize.queries_expire, forwarded=False)
+    p.add_argument("path", help="table directory")
+    p.add_argument("--retention", metavar="AGE", help="keep this much (30d, 12h, or 'forever'); default: the "
+                                                       "table's option")
+
     p = command("advise", "recommend a layout, indexes, an in-file sort and pre-aggregates from the query log, "
                           "each with its reason and replayed effect", organize.advise)
     p.add_argument("path", help="table directory")

@@ -22,7 +22,8 @@ from ..table.workload import querylog
 from ..table.workload.advise import Advice, LoggedQuery
 from .render import out_console, progress, text_table
 
-__all__ = ["advise", "optimize_daemon", "parse_age", "queries_import", "queries_show", "render_advice", "replay"]
+__all__ = ["advise", "optimize_daemon", "parse_age", "queries_expire", "queries_import", "queries_show",
+           "render_advice", "replay"]
 
 
 def parse_age(text: str) -> dt.timedelta | dt.datetime:
@@ -50,6 +51,17 @@ def queries_import(args: argparse.Namespace) -> int:
         out_console.print(dropped, markup=False, highlight=False, soft_wrap=True)
         for line in result.dropped_examples[:shown]:
             out_console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def queries_expire(args: argparse.Namespace) -> int:
+    expired = Table.open(args.path).expire_queries(args.retention)
+    if expired.cutoff is None:
+        out_console.print("the query log is kept forever (query-log.retention); nothing removed")
+        return 0
+    out_console.print(f"removed {expired.rows:,} queries logged before {expired.cutoff:%Y-%m-%d %H:%M} UTC: "
+                      f"{len(expired.dropped)} files dropped, {len(expired.rewritten)} rewritten, "
+                      f"{len(expired.snapshots)} log snapshots expired, {len(expired.deleted)} old files deleted")
     return 0
 
 

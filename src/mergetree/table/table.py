@@ -27,6 +27,7 @@ from .schema import TableSchema
 from .snapshots import Snapshot
 from .workload import history, querylog
 from .workload.advise import Advice, advise
+from .workload.retention import Expired, expire
 
 __all__ = ["Table"]
 
@@ -226,6 +227,14 @@ class Table:
         if apply and advice.options:
             self.set_options(advice.options)
         return advice
+
+    def expire_queries(self, retention: dt.timedelta | float | str | None = None) -> Expired:
+        """Remove the query log's records older than `retention` (a `timedelta`, seconds, '30d'
+        or 'forever'; default the table's `query-log.retention` option, 30 days) in one atomic
+        commit, and delete the log files no snapshot uses any more.  The optimizer daemon does
+        this every round; the advisor and the report read only what is kept."""
+        querylog.flush(self.path)  # this process's reads are in the log before it is cut
+        return expire(self.path, retention)
 
     def optimize(self, order: str | list[str] | None = None, strategy: str | None = None,
                  filter: flt.Filter = None, target_file_size: int | None = None,
