@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ...errors import InvalidArgumentError
 from .. import filters as flt
-from ..type_policy import supports
+from ..type_policy import integer_counts, supports
 from ..values import decode_value, encode_value
 from .curves import cluster_order
 
@@ -261,7 +261,7 @@ def _numeric(arr: pa.Array) -> np.ndarray:
     """Values as float64 keys (nulls as -inf: they route left, with the smallest values)."""
     dtype = arr.type
     if pa.types.is_temporal(dtype):  # dates, times, timestamps, durations: their integer counts
-        arr = arr.view(pa.int32() if dtype.bit_width == 32 else pa.int64())
+        arr = integer_counts(arr)
     elif not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)):
         raise TypeError(f"no numeric key for {dtype}")
     # keys only rank rows for the cuts: float64 rounding of large counts is harmless (routing compares values)

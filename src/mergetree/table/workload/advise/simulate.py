@@ -44,6 +44,7 @@ from ... import filters as flt
 from ...directory import TableDirectory
 from ...files import DataFileMeta
 from ...levers.curves import cluster_order
+from ...type_policy import integer_counts
 
 __all__ = ["KEY_BYTES", "SAMPLE_ROWS", "ColumnKeys", "IndexSpec", "Sample", "SimulatedLayout", "column_keys",
            "draw_sample", "sample_type", "simulate", "unsampled_reason"]
@@ -238,10 +239,8 @@ def _keys(arr: pa.Array) -> np.ndarray:
         return np.asarray(arr.to_numpy(zero_copy_only=False))
     if t.is_boolean(dtype):
         return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.uint8)
-    if t.is_date32(dtype) or t.is_time32(dtype):
-        return np.asarray(arr.view(pa.int32()).to_numpy(zero_copy_only=False), dtype=np.int64)
-    if t.is_date64(dtype) or t.is_time64(dtype) or t.is_timestamp(dtype) or t.is_duration(dtype):
-        return np.asarray(arr.view(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if t.is_temporal(dtype):
+        return np.asarray(integer_counts(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
     if t.is_decimal(dtype):
         return np.asarray(arr.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
     if t.is_string(dtype) or t.is_large_string(dtype) or t.is_binary(dtype) or t.is_large_binary(dtype) \
