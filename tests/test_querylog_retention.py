@@ -217,3 +217,15 @@ def test_table_expire_queries_and_the_cli_command(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mergetree", "queries", "expire", t.path, "--retention", "soon"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "retention" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_daemon_round_keeps_the_log_to_its_retention(tmp_path):
+    from mergetree.organize import run_daemon
+    t = make(tmp_path / "t", {"query-log.retention": "7d"})
+    now = dt.datetime.now(dt.timezone.utc)
+    querylog.append_rows(t.path, [querylog.QueryRecord("read", ("a", ">=", d), ts=now - dt.timedelta(days=d),
+                                                       source="import").to_row() for d in (30, 10, 1)])
+    reports = []
+    run_daemon([t.path], once=True, on_report=reports.append)
+    assert Table.open(querylog.log_path(t.path)).read().num_rows == 1
+    assert not [r for r in reports if r.status.startswith("failed")]

@@ -73,11 +73,12 @@ from ..table.compaction.runner import plan_compaction
 from ..table.directory import TableDirectory
 from ..table.durations import parse_since, seconds
 from ..table.files import DataFileMeta
-from ..table.levers.optimize import pending, rewrite_files
-from ..table.options import OPTIONS, TableOptions
+from ..table.levers.optimize import missing_indexes, pending, rewrite_files
+from ..table.options import OPTIONS
 from ..table.snapshots import Snapshot
 from ..table.workload.advise import Advice, read_log
 from ..table.workload.history import PassReport, history, record_rewrite
+from ..table.workload.retention import expire as expire_queries
 
 __all__ = ["BENEFIT_QUERIES", "DEFAULT_MAX_TASKS", "DEFAULT_MAX_TASKS_PER_TABLE", "DEFAULT_MAX_TASK_BYTES",
            "DEFAULT_WINDOW", "KEY_MAX_CONCURRENT_TASKS", "PassReport", "Rewrite", "Task", "history",
@@ -282,13 +283,6 @@ def logged_reads(table: Table, since: Any = DEFAULT_WINDOW, limit: int = BENEFIT
     return dict(reads)
 
 
-def _missing_indexes(meta: DataFileMeta, options: TableOptions) -> bool:
-    # what `levers.optimize.build_indexes` rewrites or gives sidecars (its `_missing`)
-    return not (set(options.bloom_columns) <= set(meta.indexes.get("bloom", {}))
-                and set(options.bitmap_columns) <= set(meta.indexes.get("bitmap", {}))
-                and set(options.aggregate_models) <= set(meta.indexes.get("preagg", {})))
-
-
 def plan_tasks(path: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: Any = DEFAULT_WINDOW,
                advice: Advice | None = None) -> tuple[list[Task], list[PassReport]]:
     """A table's tasks of this round, with their benefit, and a "nothing" report for each tier
@@ -308,7 +302,7 @@ def plan_tasks(path: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: A
         snapshot = directory.latest_snapshot()
         indexed: dict[tuple, list[DataFileMeta]] = defaultdict(list)
         for e in directory.live_files(snapshot).values() if snapshot is not None else ():
-            if _missing_indexes(e.file, directory.options):
+            if any(missing_indexes(e.file, directory.options)):
                 indexed[(e.partition, e.bucket)].append(e.file)
         if indexed:
             tasks.append(Task(table.path, "major", None, dict(indexed)))
@@ -437,7 +431,8 @@ def run_daemon(paths: Sequence[str], interval: float | dt.timedelta = 60.0, once
     advice, by `Advice.table`) and runs them in a pool of `max_tasks` threads, at most
     `max_tasks_per_table` on one table (its `optimize.max-concurrent-tasks` replaces that), with
     `rewrite` and `compact` as `run_once` takes them.  A table that cannot be planned, or a task
-    that fails, is reported and retried next round.  Returns tasks committed."""
+    that fails, is reported and retried next round.  After its tasks, a round keeps each query
+    log to its table's `query-log.retention` (`Table.expire_queries`).  Returns tasks committed."""
     pause = interval_seconds(interval)
     task_limit(max_tasks, "max_tasks")
     task_limit(max_tasks_per_table, "max_tasks_per_table")
@@ -471,6 +466,11 @@ def run_daemon(paths: Sequence[str], interval: float | dt.timedelta = 60.0, once
             for r in nothing:
                 report(r)
         run_tasks(tasks, max_tasks, per_table, rewrite, compact, on_report=report, stop=stop)
+        for path in per_table:  # each query log kept to its table's query-log.retention
+            try:
+                expire_queries(path)
+            except MergeTreeError as exc:  # a damaged log: `mergetree repair` fixes it, the round goes on
+                report(PassReport(path, "query-log", f"failed: {exc}"))
         if once:
             break
         stop.wait(pause)

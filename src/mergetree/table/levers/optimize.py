@@ -33,8 +33,8 @@ from ..snapshots import FileEntry, Snapshot
 from .curves import MAX_COLUMNS
 from .qdtree import layout_order
 
-__all__ = ["build_indexes", "layout_signature", "marked", "optimize", "optimized_tier", "pending", "prepare_layout",
-           "rewrite_files", "write_clustered"]
+__all__ = ["build_indexes", "layout_signature", "marked", "missing_indexes", "optimize", "optimized_tier", "pending",
+           "prepare_layout", "rewrite_files", "write_clustered"]
 
 
 def prepare_layout(directory: TableDirectory, order, strategy: str | None, target_file_size: int | None,
@@ -212,7 +212,7 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
     return out
 
 
-def _missing(meta: DataFileMeta, options) -> tuple[bool, bool]:
+def missing_indexes(meta: DataFileMeta, options) -> tuple[bool, bool]:
     """(needs a rewrite for Bloom filters, needs sidecars) for one file under these options."""
     blooms = set(meta.indexes.get("bloom", {}))
     rewrite = not set(options.bloom_columns) <= blooms
@@ -231,7 +231,7 @@ def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snaps
     base = directory.latest_snapshot()
     if base is None:
         return None
-    todo = [(e, *_missing(e.file, options)) for e in directory.live_files(base).values()]
+    todo = [(e, *missing_indexes(e.file, options)) for e in directory.live_files(base).values()]
     todo = [(e, rewrite, sidecars) for e, rewrite, sidecars in todo if rewrite or sidecars]
     if not todo:
         return None
