@@ -338,3 +338,17 @@ def test_a_damaged_optimizer_history_is_left_out_and_repaired(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(history(t.path)) == 2
+
+
+def test_the_logs_small_files_are_merged_as_flushes_pile_up(tmp_path):
+    """The log is an append table: a flush is a file, and every COMPACT_FILES of them are merged
+    (a compaction by key does nothing there), so its reads do not slow down file by file."""
+    t = Table.create(str(tmp_path / "t"), pa.schema([("a", pa.int64())]), options={"query-log.enabled": "false"})
+    flushes = querylog.COMPACT_FILES * 2 + 3
+    for i in range(flushes):
+        querylog.append_rows(t.path, [querylog.QueryRecord("read", ("a", "=", i), source="import").to_row()])
+    log = Table.open(querylog.log_path(t.path))
+    files = log.directory.live_files(log.directory.latest_snapshot())
+    assert len(files) < querylog.COMPACT_FILES
+    values = sorted(json.loads(f)[2] for f in log.read(columns=["filter"]).column("filter").to_pylist())
+    assert values == list(range(flushes))  # every record kept, once

@@ -41,8 +41,8 @@ import pyarrow as pa
 from ...errors import CommitConflictError, CorruptTableError, InvalidArgumentError, MergeTreeError, TableExistsError
 from ...merge import RowKind
 from .. import filters as flt
-from ..compaction.runner import compact_buckets
 from ..directory import TableDirectory, create_table, open_table
+from ..levers.optimize import rewrite_files
 from ..schema import TableSchema
 from ..values import decode_value, encode_value
 from ..write import write_rows
@@ -284,9 +284,15 @@ def append_rows(table_path: str, rows: list[dict[str, Any]]) -> None:
     data = pa.Table.from_pylist(rows, schema=LOG_SCHEMA)
     write_rows(directory, data, RowKind.INSERT)
     snapshot = directory.latest_snapshot()
-    if snapshot is not None and len(directory.live_files(snapshot)) >= COMPACT_FILES:
+    live = directory.live_files(snapshot) if snapshot is not None else {}
+    if snapshot is not None and len(live) >= COMPACT_FILES:
+        # the log is an append table (no key to compact by): its files are merged into files of
+        # the target size, as the optimizer's minor pass merges small files
+        groups: dict[tuple, list] = {}
+        for e in live.values():
+            groups.setdefault((e.partition, e.bucket), []).append(e.file)
         try:
-            compact_buckets(directory, None, full=True)
+            rewrite_files(directory, directory.options, snapshot, groups, "minor")
         except CommitConflictError:
             pass  # another process compacted it first
         except CorruptTableError as exc:  # the rows are written; a damaged old file stops only the compaction
