@@ -23,6 +23,7 @@ import fastavro
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundError, TableNotFoundError
+from ..table.directory import as_path
 from ..table.filecache import FileCache
 from .binary_row import decode_row
 from .options import PaimonOptions, check_options
@@ -190,10 +191,9 @@ class PaimonTable:
         if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
             raise InvalidArgumentError(f"table must be 'database.table', not {table!r}")
         warehouse = os.fspath(warehouse)
-        if warehouse.startswith("file://"):
-            warehouse = warehouse[len("file://"):]
-        elif warehouse.startswith("file:"):
-            warehouse = warehouse[len("file:"):]
+        if warehouse.startswith("file:") and not warehouse.startswith("file://"):
+            warehouse = warehouse[len("file:"):]  # Paimon's own form of a local warehouse
+        warehouse = as_path(warehouse, "a warehouse")
         db, name = table.split(".")
         path = os.path.join(warehouse, f"{db}.db", name)
         if not os.path.isdir(os.path.join(path, "schema")):

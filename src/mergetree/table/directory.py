@@ -3,6 +3,7 @@ housekeeping, the Spark jobs) works on.  Creating and opening a table happen her
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -64,10 +65,25 @@ class TableDirectory:
                 self.unlink_owned(relative)
 
 
-def as_path(path: Any) -> str:
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def as_path(path: Any, what: str = "a table path") -> str:
+    """A location given by a user as the local path it names: a path or a `file://` URI.  Any
+    other URI (`s3://`, `hdfs://`, ...) is refused naming it: taken as a path, `s3://lake/t`
+    would silently become a local directory `s3:/lake/t`."""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise InvalidArgumentError(f"a table path is a str or os.PathLike, not {type(path).__name__}")
-    return os.path.abspath(os.fspath(path))
+        raise InvalidArgumentError(f"{what} is a str or os.PathLike, not {type(path).__name__}")
+    text = os.fspath(path)
+    scheme = _SCHEME.match(text)
+    if scheme is not None:
+        if scheme.group(1).lower() != "file":
+            raise InvalidArgumentError(f"{text}: {scheme.group(1)}:// locations are not supported by this version of "
+                                       f"mergetree, which keeps tables on a local file system; nothing was written")
+        text = text[scheme.end():]
+        if not text.startswith("/"):
+            raise InvalidArgumentError(f"{os.fspath(path)}: a file:// URI names an absolute path (file:///...)")
+    return os.path.abspath(text)
 
 
 def create_table(path: str, ts: TableSchema) -> TableDirectory:
