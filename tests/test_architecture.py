@@ -18,8 +18,8 @@ import mergetree
 PACKAGE = Path(mergetree.__file__).resolve().parent
 # Lower layers never import higher ones; the package root only re-exports.
 COMPILED = ("_core", "_bucket", "_curves", "_bloom")
-LAYERS = {"errors": 0, **dict.fromkeys(COMPILED, 0), "merge": 1, "table": 2, "spark": 3, "organize": 3, "paimon": 3,
-          "cli": 4}
+LAYERS = {"errors": 0, **dict.fromkeys(COMPILED, 0), "merge": 1, "storage": 1, "table": 2, "spark": 3, "organize": 3,
+          "paimon": 3, "cli": 4}
 
 
 def module_name(path: Path) -> str:

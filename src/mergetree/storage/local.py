@@ -1,0 +1,272 @@
+"""Plain files on a local disk.  `create` writes a temporary file, fsyncs it, and `os.link`s
+it to the final name: the link fails if the name exists (exclusive), and readers see the whole
+file or none (atomic) — the commit without a rename over an existing name."""
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from .errors import ObjectExistsError, ObjectNotFoundError, StorageAccessError, StorageError
+from .store import ObjectInfo, Store, check_object_path, check_prefix, coalesce_ranges
+
+if TYPE_CHECKING:
+    from .location import Location
+
+__all__ = ["LocalDiskStore", "LocalOutputFile"]
+
+_TEMP_MARK = ".tmp-"  # in-progress files: ".<name>.tmp-<uuid>", never listed
+
+
+def _temp_name(final: str) -> str:
+    head, tail = os.path.split(final)
+    return os.path.join(head, f".{tail}{_TEMP_MARK}{uuid.uuid4().hex}")
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalDiskStore(Store):
+    """A directory on this machine's disks."""
+
+    def __init__(self, location: Location) -> None:
+        super().__init__(location)
+        self.root = location.root
+
+    def local_path(self, path: str) -> str:
+        return os.path.join(self.root, *check_object_path(path).split("/"))
+
+    def storage_error(self, exc: OSError, operation: str, path: str | None) -> StorageError:
+        target = self.describe(path)
+        reason = exc.strerror or type(exc).__name__
+        if isinstance(exc, FileNotFoundError):
+            return ObjectNotFoundError(f"{target} does not exist", uri=self.uri, path=path)
+        if isinstance(exc, FileExistsError):
+            return ObjectExistsError(f"{target} already exists (another writer created it first)", uri=self.uri,
+                                     path=path)
+        if isinstance(exc, PermissionError):
+            return StorageAccessError(f"cannot {operation} {target}: permission denied (a read-only location?)",
+                                      uri=self.uri, path=path)
+        return StorageError(f"cannot {operation} {target}: {reason}", uri=self.uri, path=path)
+
+    # -- reading
+    def read(self, path: str) -> bytes:
+        full = self.local_path(path)
+        self.requests.add("GET")
+        try:
+            with open(full, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise self.storage_error(exc, "read", path) from None
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        return self.read_ranges(path, [(offset, length)])[0]
+
+    def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        full = self.local_path(path)
+        if any(o < 0 or n < 0 for o, n in ranges):
+            raise ValueError(f"negative offset or length in {list(ranges)!r}")
+        if not any(n for _, n in ranges):  # nothing to fetch, as on object stores
+            return [b"" for _ in ranges]
+        self.requests.add("GET", len(coalesce_ranges(ranges)))
+        try:
+            fd = os.open(full, os.O_RDONLY)
+        except OSError as exc:
+            raise self.storage_error(exc, "read", path) from None
+        try:
+            end = os.fstat(fd).st_size
+            if any(o >= end and n for o, n in ranges):  # as an object store answers (416)
+                raise StorageError(f"cannot read {self.describe(path)}: a range starts at or past the object's end",
+                                   uri=self.uri, path=path)
+            return [os.pread(fd, n, o) if n else b"" for o, n in ranges]
+        finally:
+            os.close(fd)
+
+    def size(self, path: str) -> int:
+        full = self.local_path(path)
+        self.requests.add("HEAD")
+        try:
+            return os.stat(full).st_size
+        except OSError as exc:
+            raise self.storage_error(exc, "stat", path) from None
+
+    def exists(self, path: str) -> bool:
+        self.requests.add("HEAD")
+        return os.path.isfile(self.local_path(path))
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        check_prefix(prefix)
+        # walk the deepest directory the prefix names, filter the rest by string prefix
+        directory = prefix.rpartition("/")[0]
+        top = os.path.join(self.root, *directory.split("/")) if directory else self.root
+        self.requests.add("LIST")
+        found = []
+        for dirpath, dirnames, filenames in os.walk(top, onerror=None):
+            dirnames.sort()
+            rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+            for name in filenames:
+                if name.startswith(".") and _TEMP_MARK in name:
+                    continue
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                if not rel.startswith(prefix):
+                    continue
+                try:
+                    st = os.stat(os.path.join(dirpath, name))
+                except FileNotFoundError:  # removed while listing
+                    continue
+                found.append(ObjectInfo(rel, st.st_size, datetime.fromtimestamp(st.st_mtime, timezone.utc)))
+        found.sort()
+        return iter(found)
+
+    def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
+        full = self.local_path(path)
+        self.requests.add("GET")
+        try:
+            return pa.OSFile(full, "rb")
+        except FileNotFoundError:
+            raise ObjectNotFoundError(f"{self.describe(path)} does not exist", uri=self.uri, path=path) from None
+        except OSError as exc:
+            raise self.storage_error(exc, "open", path) from None
+
+    # -- writing
+    def _write_temp(self, full: str, path: str, data: bytes | bytearray | memoryview) -> str:
+        try:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            temp = _temp_name(full)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise self.storage_error(exc, "write", path) from None
+        try:
+            view = memoryview(data).cast("B")
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            _remove_quietly(temp)
+            raise self.storage_error(exc, "write", path) from None
+        os.close(fd)
+        return temp
+
+    def write(self, path: str, data: bytes | bytearray | memoryview) -> None:
+        full = self.local_path(path)
+        self.requests.add("PUT")
+        temp = self._write_temp(full, path, data)
+        try:
+            os.replace(temp, full)
+        except OSError as exc:
+            _remove_quietly(temp)
+            raise self.storage_error(exc, "write", path) from None
+
+    def create(self, path: str, data: bytes | bytearray | memoryview) -> None:
+        full = self.local_path(path)
+        self.requests.add("PUT")
+        temp = self._write_temp(full, path, data)
+        try:
+            os.link(temp, full)  # exclusive: fails if the name exists; atomic: the file is whole
+        except OSError as exc:
+            raise self.storage_error(exc, "create", path) from None
+        finally:
+            _remove_quietly(temp)
+        with contextlib.suppress(OSError):  # the new name survives a crash
+            _fsync_dir(os.path.dirname(full))
+
+    def open_output(self, path: str) -> LocalOutputFile:
+        full = self.local_path(path)
+        self.requests.add("PUT")
+        try:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            temp = _temp_name(full)
+            return LocalOutputFile(open(temp, "xb"), temp, full, self, path)
+        except OSError as exc:
+            raise self.storage_error(exc, "write", path) from None
+
+    def delete(self, path: str) -> None:
+        full = self.local_path(path)
+        self.requests.add("DELETE")
+        try:
+            os.remove(full)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self.storage_error(exc, "delete", path) from None
+
+    def filesystem(self) -> tuple[pafs.FileSystem, str]:
+        return pafs.LocalFileSystem(), self.root
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+class LocalOutputFile:
+    """A file streamed to a temporary name and renamed to its own on a clean `close()`, so a
+    reader never sees it half-written; `abort()` (or leaving a `with` block by an exception)
+    removes it."""
+
+    def __init__(self, file, temp: str, final: str, store: LocalDiskStore, path: str) -> None:
+        self._file = file
+        self._temp = temp
+        self._final = final
+        self._store = store
+        self._path = path
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        return self._file.write(data)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self._temp, self._final)
+        except OSError as exc:
+            self._file.close()
+            _remove_quietly(self._temp)
+            raise self._store.storage_error(exc, "write", self._path) from None
+
+    def abort(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._file.close()
+            _remove_quietly(self._temp)
+
+    def __enter__(self) -> LocalOutputFile:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
