@@ -27,3 +27,20 @@ def spark():
     from spark_session import spark_session, stop_spark_session
     yield spark_session()
     stop_spark_session()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """The run's S3 server: moto's standalone server on 127.0.0.1 (started once per session and
+    xdist worker, about 1 s), with signed requests checked; see tests/s3_server.py."""
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError:
+        # `make test` installs the test extra's moto[server]; the installed-wheel checks do not
+        pytest.skip("moto[server] is not installed: the S3 tests need its standalone server "
+                    "(pip install 'moto[server]')")
+    from s3_server import MotoS3Server
+    server = MotoS3Server.start()
+    yield server
+    server.stop()
