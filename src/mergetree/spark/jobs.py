@@ -36,6 +36,7 @@ from ..table.compaction.transaction import new_files, rewrite_transaction
 from ..table.files import read_data_file
 from ..table.levers.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.levers.optimize import layout_signature, marked, prepare_layout, rewrite_files, write_clustered
+from ..table.objects import storage_for
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload.history import PassReport, record_rewrite
@@ -511,7 +512,7 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
         for batch in batches:
             for g, i in zip(batch.column("group").to_pylist(), batch.column("unit").to_pylist()):
                 meta = groups[g][2][i]
-                rows = pa.Table.from_batches(list(read_data_file(root, meta)), schema=file_schema)
+                rows = pa.Table.from_batches(list(read_data_file(storage_for(root), meta)), schema=file_schema)
                 keys = _keys(rows, columns, clustering, boundaries)
                 ranges = np.searchsorted(splitters[g], keys, side="right") if len(splitters[g]) else \
                     np.zeros(rows.num_rows, dtype=np.int64)
@@ -558,7 +559,7 @@ def _sample_boundaries(directory, files, columns: list[str]) -> list[np.ndarray]
     per_file = max(1, _SAMPLE_ROWS // max(len(files), 1))
     parts = []
     for meta in files:
-        rows = pa.Table.from_batches(list(read_data_file(directory.path, meta, columns)))
+        rows = pa.Table.from_batches(list(read_data_file(directory.storage, meta, columns)))
         step = max(1, rows.num_rows // per_file)
         parts.append(rows.take(pa.array(np.arange(0, rows.num_rows, step))))
     sample = pa.concat_tables(parts)
@@ -586,7 +587,7 @@ def _splitters(directory, files, columns, clustering, boundaries, ranges: int) -
     per_file = max(1, _SAMPLE_ROWS // 10 // max(len(files), 1))
     parts = []
     for meta in files:
-        rows = pa.Table.from_batches(list(read_data_file(directory.path, meta, columns)))
+        rows = pa.Table.from_batches(list(read_data_file(directory.storage, meta, columns)))
         step = max(1, rows.num_rows // per_file)
         parts.append(rows.take(pa.array(np.arange(0, rows.num_rows, step))))
     keys = np.sort(_keys(pa.concat_tables(parts), columns, clustering, boundaries))

@@ -8,6 +8,7 @@ connections, timeouts) are obstore's own exponential backoff with jitter, bounde
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
@@ -44,6 +45,22 @@ _CODE = re.compile(r"<Code>([A-Za-z]+)</Code>|\"(?:code|reason)\":\s*\"?([A-Za-z
 _ACCESS_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
                  "AuthorizationFailure", "AuthorizationPermissionMismatch", "AuthenticationFailed", "forbidden"}
 _ENDPOINT = re.compile(r"(https?://[^/\s]+)")
+
+
+# obstore's runtime (its I/O threads) does not survive a fork: a child forked after this process
+# made a request would hang on its first one.  The pid that first used it; others are refused.
+_RUNTIME_PID: int | None = None
+
+
+def _check_process(store: CloudStore) -> None:
+    global _RUNTIME_PID
+    pid = os.getpid()
+    if _RUNTIME_PID is None:
+        _RUNTIME_PID = pid
+    elif pid != _RUNTIME_PID:
+        raise StorageError(f"{store.uri}: this process was forked from one that already used an object store, and "
+                           f"obstore's I/O runtime does not survive a fork (its requests would hang); start worker "
+                           f"processes with the 'spawn' or 'forkserver' method", uri=store.uri)
 
 
 class CloudStore(Store):
@@ -124,6 +141,7 @@ class CloudStore(Store):
 
     # -- reading
     def read(self, path: str) -> bytes:
+        _check_process(self)
         import obstore
 
         check_object_path(path)
@@ -137,6 +155,7 @@ class CloudStore(Store):
         return self.read_ranges(path, [(offset, length)])[0]
 
     def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        _check_process(self)
         import obstore
 
         check_object_path(path)
@@ -155,6 +174,7 @@ class CloudStore(Store):
         return [bytes(next(pieces)) if n > 0 else b"" for _, n in ranges]
 
     def head(self, path: str) -> dict:
+        _check_process(self)
         import obstore
 
         check_object_path(path)
@@ -175,6 +195,7 @@ class CloudStore(Store):
         return True
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        _check_process(self)
         import obstore
 
         check_prefix(prefix)
@@ -200,6 +221,7 @@ class CloudStore(Store):
 
     # -- writing
     def write(self, path: str, data: bytes | bytearray | memoryview) -> None:
+        _check_process(self)
         import obstore
 
         check_object_path(path)
@@ -210,6 +232,7 @@ class CloudStore(Store):
             raise self.storage_error(exc, "write", path) from None
 
     def create(self, path: str, data: bytes | bytearray | memoryview) -> None:
+        _check_process(self)
         import obstore
 
         check_object_path(path)
@@ -220,12 +243,14 @@ class CloudStore(Store):
             raise self.storage_error(exc, "create", path) from None
 
     def open_output(self, path: str) -> ObjectOutputFile:
+        _check_process(self)
         import obstore
 
         check_object_path(path)
         return ObjectOutputFile(self, path, obstore.open_writer(self.native, path, buffer_size=OUTPUT_PART_SIZE))
 
     def delete(self, path: str) -> None:
+        _check_process(self)
         import obstore
 
         check_object_path(path)
@@ -236,6 +261,9 @@ class CloudStore(Store):
             pass
         except Exception as exc:
             raise self.storage_error(exc, "delete", path) from None
+
+    def _at(self, location: Location) -> CloudStore:
+        return CloudStore.connect(location)
 
     def filesystem(self) -> tuple[pafs.FileSystem, str] | None:
         """pyarrow's own S3 filesystem with the same endpoint and credentials (S3 only; GCS and

@@ -170,6 +170,9 @@ class ArrowFileSystemStore(Store):
         except OSError as exc:
             raise self.storage_error(exc, "delete", path) from None
 
+    def _at(self, location: Location) -> ArrowFileSystemStore:
+        return type(self)(location, self.fs, location.root)
+
     def filesystem(self) -> tuple[pafs.FileSystem, str]:
         return self.fs, self.root
 

@@ -196,7 +196,7 @@ class LocalDiskStore(Store):
         full = self.local_path(path)
         self.requests.add("DELETE")
         try:
-            os.remove(full)
+            os.unlink(full)
         except FileNotFoundError:
             pass
         except OSError as exc:
@@ -204,6 +204,13 @@ class LocalDiskStore(Store):
 
     def filesystem(self) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), self.root
+
+    def sub(self, prefix: str) -> LocalDiskStore:
+        check_object_path(prefix)
+        import dataclasses
+
+        root = os.path.join(self.root, *prefix.split("/"))
+        return LocalDiskStore(dataclasses.replace(self.location, uri=root, root=root))
 
 
 def _remove_quietly(path: str) -> None:

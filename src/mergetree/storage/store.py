@@ -181,6 +181,22 @@ class Store(ABC):
     def delete(self, path: str) -> None:
         """Remove the object; removing one that is not there is not an error (as on S3)."""
 
+    def sub(self, prefix: str) -> Store:
+        """The store rooted at `prefix` under this one, with the same options and credentials
+        (a table's query log and optimizer history: tables inside the table)."""
+        import dataclasses
+        import posixpath
+
+        check_object_path(prefix)
+        location = self.location
+        root = posixpath.join(location.root, prefix) if location.root else prefix
+        child = dataclasses.replace(location, uri=location.uri.rstrip("/") + "/" + prefix, root=root)
+        return self._at(child)
+
+    def _at(self, location: Location) -> Store:
+        """A store of this backend for another location (`sub`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot open a store under {self.uri}")
+
     def filesystem(self) -> tuple[pafs.FileSystem, str] | None:
         """(pyarrow filesystem, root path in it) where pyarrow can reach the location itself
         (requests made through it are not counted), else None."""

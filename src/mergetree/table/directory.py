@@ -1,5 +1,8 @@
-"""An opened table directory: what every part of the table layer (writes, reads, compaction,
-housekeeping, the Spark jobs) works on.  Creating and opening a table happen here."""
+"""An opened table: what every part of the table layer (writes, reads, compaction,
+housekeeping, the Spark jobs) works on.  Creating and opening a table happen here.
+
+A table lives at a local path or an object-store URI; every file goes through its
+`mergetree.storage.Store` (`TableDirectory.storage`), resolved once when the table is opened."""
 from __future__ import annotations
 
 import os
@@ -18,27 +21,32 @@ from ..errors import (
     TableExistsError,
     TableNotFoundError,
 )
+from ..storage import ObjectExistsError, Store
 from . import paths
+from .objects import is_local, list_names, locate, storage_for, table_path
 from .options import TableOptions
 from .schema import TableSchema
-from .snapshots import FileEntry, Snapshot, SnapshotStore, read_json, write_json_atomically
+from .snapshots import FileEntry, Snapshot, SnapshotStore, encode_json, read_json
 
-__all__ = ["TableDirectory", "alter_options", "as_path", "create_table", "open_table"]
+__all__ = ["TableDirectory", "alter_options", "as_path", "create_table", "locate", "open_table"]
 
 
 @dataclass(frozen=True)
 class TableDirectory:
-    """A table's directory, fixed schema, parsed options and snapshot store."""
+    """A table's location, fixed schema, parsed options and snapshot store.  `path` names the
+    table (its absolute local path, or its URI); `storage` is where its files are."""
 
     path: str
     schema: TableSchema
     options: TableOptions
     store: SnapshotStore
+    storage: Store
 
     @classmethod
-    def load(cls, path: str, schema: TableSchema) -> TableDirectory:
+    def load(cls, storage: Store, schema: TableSchema) -> TableDirectory:
         options = schema.table_options
-        return cls(path, schema, options, SnapshotStore(path, schema.partition_by, options.manifest_merge_min_count))
+        return cls(table_path(storage), schema, options,
+                   SnapshotStore(storage, schema.partition_by, options.manifest_merge_min_count), storage)
 
     def latest_snapshot(self) -> Snapshot | None:
         latest = self.store.latest_id()
@@ -53,10 +61,7 @@ class TableDirectory:
     def unlink_owned(self, relative: str) -> None:
         """Delete a file of the table; a name the table cannot own is never deleted."""
         if paths.is_owned(relative, self.schema.partition_by):
-            try:
-                os.unlink(os.path.join(self.path, relative))
-            except FileNotFoundError:
-                pass
+            self.storage.delete(relative)  # a file that is not there is not an error
 
     def discard(self, entries: Iterable[FileEntry]) -> None:
         """Delete the data files (and their sidecars) of an uncommitted (failed or lost) change."""
@@ -71,7 +76,8 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 def as_path(path: Any, what: str = "a table path") -> str:
     """A location given by a user as the local path it names: a path or a `file://` URI.  Any
     other URI (`s3://`, `hdfs://`, ...) is refused naming it: taken as a path, `s3://lake/t`
-    would silently become a local directory `s3:/lake/t`."""
+    would silently become a local directory `s3:/lake/t`.  (Paimon warehouses, which are not
+    on the storage layer yet; tables resolve their locations with `locate`.)"""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
         raise InvalidArgumentError(f"{what} is a str or os.PathLike, not {type(path).__name__}")
     text = os.fspath(path)
@@ -86,54 +92,88 @@ def as_path(path: Any, what: str = "a table path") -> str:
     return os.path.abspath(text)
 
 
-def create_table(path: str, ts: TableSchema) -> TableDirectory:
-    """Publish a new table's schema file in a new or empty directory."""
-    if os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
-        raise TableExistsError(f"a table already exists at {path}")
-    if os.path.exists(path):
-        if not os.path.isdir(path):
-            raise TableExistsError(f"{path} is a file, not a directory")
-        if os.listdir(path):
-            raise TableExistsError(
-                f"{path} already holds files and is not a mergetree table; create the table in a "
-                f"new or empty directory (mergetree's cleanup must own everything in it)")
-    target = os.path.join(path, paths.SCHEMA_FILE)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    tmp = write_json_atomically(target, ts.to_json())
+def _as_storage(location: str | Store) -> Store:
+    return location if isinstance(location, Store) else storage_for(location)
+
+
+def create_table(location: str | Store, ts: TableSchema) -> TableDirectory:
+    """Publish a new table's schema file in a new or empty directory (or object-store prefix)."""
+    storage = _as_storage(location)
+    path = table_path(storage)
+    if is_local(storage):
+        if os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
+            raise TableExistsError(f"a table already exists at {path}")
+        if os.path.exists(path):
+            if not os.path.isdir(path):
+                raise TableExistsError(f"{path} is a file, not a directory")
+            if os.listdir(path):
+                raise _not_empty(path)
+    else:  # the first request: a missing bucket or bad credentials are reported here, nothing written
+        first = next(iter(storage.list("")), None)
+        if first is not None:
+            if first.path.startswith(paths.SCHEMA_DIR + "/"):
+                raise TableExistsError(f"a table already exists at {path}")
+            raise _not_empty(path)
+    storage.require_conditional_create()
     try:
-        os.link(tmp, target)  # exclusive: two creators cannot both win
-    except FileExistsError:
+        storage.create(paths.SCHEMA_FILE, encode_json(ts.to_json()))  # exclusive: two creators cannot both win
+    except ObjectExistsError:
         raise TableExistsError(f"a table already exists at {path}") from None
-    finally:
-        os.unlink(tmp)
-    directory = TableDirectory.load(path, ts)
+    directory = TableDirectory.load(storage, ts)
     directory.store.ensure_directories()
     return directory
 
 
-def open_table(path: str, check: bool) -> TableDirectory:
+def _not_empty(path: str) -> TableExistsError:
+    return TableExistsError(
+        f"{path} already holds files and is not a mergetree table; create the table in a "
+        f"new or empty directory (mergetree's cleanup must own everything in it)")
+
+
+def table_exists(location: str | Store) -> bool:
+    """Whether a table (its schema file) is at `location`."""
+    storage = _as_storage(location)
+    if is_local(storage):
+        return os.path.isfile(os.path.join(table_path(storage), paths.SCHEMA_FILE))
+    return bool(list_names(storage, paths.SCHEMA_DIR))
+
+
+def open_table(location: str | Store, check: bool) -> TableDirectory:
     """Read a table's schema (and, with `check`, its latest snapshot), or say what is wrong."""
-    if not os.path.exists(path):
-        raise TableNotFoundError(f"no mergetree table at {path}: the path does not exist")
-    if not os.path.isdir(path):
-        raise TableNotFoundError(f"no mergetree table at {path}: it is a file, not a directory")
-    if not os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
-        raise TableNotFoundError(f"no mergetree table at {path}: it has no {paths.SCHEMA_FILE}")
-    directory = TableDirectory.load(path, _read_schema(path, _latest_schema_id(path)))
+    storage = _as_storage(location)
+    path = table_path(storage)
+    if is_local(storage):
+        if not os.path.exists(path):
+            raise TableNotFoundError(f"no mergetree table at {path}: the path does not exist")
+        if not os.path.isdir(path):
+            raise TableNotFoundError(f"no mergetree table at {path}: it is a file, not a directory")
+        if not os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
+            raise TableNotFoundError(f"no mergetree table at {path}: it has no {paths.SCHEMA_FILE}")
+        schema_id = _latest_schema_id(storage)
+    else:
+        ids = _schema_ids(storage)
+        if not ids:
+            raise TableNotFoundError(f"no mergetree table at {path}: it has no {paths.SCHEMA_FILE}")
+        schema_id = max(ids)
+    directory = TableDirectory.load(storage, _read_schema(storage, schema_id))
     if check:
         directory.latest_snapshot()
     return directory
 
 
-def _latest_schema_id(path: str) -> int:
-    names = os.listdir(os.path.join(path, paths.SCHEMA_DIR))
-    ids = [paths.schema_id_of(f"{paths.SCHEMA_DIR}/{name}") for name in names]
-    return max(i for i in ids if i is not None)
+def _schema_ids(storage: Store) -> list[int]:
+    ids = [paths.schema_id_of(f"{paths.SCHEMA_DIR}/{name}") for name in list_names(storage, paths.SCHEMA_DIR)]
+    return [i for i in ids if i is not None]
 
 
-def _read_schema(path: str, schema_id: int) -> TableSchema:
+def _latest_schema_id(storage: Store) -> int:
+    return max(_schema_ids(storage))
+
+
+def _read_schema(storage: Store, schema_id: int) -> TableSchema:
     relative = paths.schema_file(schema_id)
-    document = read_json(path, relative, "schema file")
+    document = read_json(storage, relative, "schema file")
+    path = table_path(storage)
     try:
         ts = TableSchema.from_json(document)
         if ts.schema_id != schema_id:
@@ -141,8 +181,9 @@ def _read_schema(path: str, schema_id: int) -> TableSchema:
         ts.table_options  # noqa: B018  (parsing checks the stored options)
         return ts
     except (KeyError, TypeError, ValueError, pa.ArrowException, MergeTreeError) as exc:
+        where = os.path.join(path, relative) if is_local(storage) else storage.describe(relative)
         raise CorruptTableError(f"the schema file {relative} of table {path} is damaged: {exc!r}",
-                                path=os.path.join(path, relative)) from None
+                                path=where) from None
 
 
 def alter_options(directory: TableDirectory, changes: dict) -> TableDirectory:
@@ -150,17 +191,19 @@ def alter_options(directory: TableDirectory, changes: dict) -> TableDirectory:
     like a commit: if another change published that version first, raise CommitConflictError
     (reopen the table and try again).  Data files are not touched: new options apply to what
     is written from now on (`optimize` and `build_indexes` bring older files along)."""
-    latest = _latest_schema_id(directory.path)
+    storage = directory.storage
+    latest = _latest_schema_id(storage)
     if latest != directory.schema.schema_id:
         raise CommitConflictError(f"the table's options changed since it was opened (schema {latest}); reopen it")
     ts = directory.schema.with_options(changes)
-    target = os.path.join(directory.path, paths.schema_file(ts.schema_id))
-    tmp = write_json_atomically(target, ts.to_json())
+    storage.require_conditional_create()
+    data = encode_json(ts.to_json())
     try:
-        os.link(tmp, target)
-    except FileExistsError:
+        storage.create(paths.schema_file(ts.schema_id), data)
+    except ObjectExistsError:
+        if not is_local(storage) and storage.read(paths.schema_file(ts.schema_id)) == data:
+            return TableDirectory.load(storage, ts)  # an object store's retry found its own first attempt
         raise CommitConflictError("another process changed the table's options at the same time; reopen the "
                                   "table and try again") from None
-    finally:
-        os.unlink(tmp)
-    return TableDirectory.load(directory.path, ts)
+    return TableDirectory.load(storage, ts)
+

@@ -1,7 +1,8 @@
 """One bounded, thread-safe cache of what was decoded from files that never change under their
 name (Parquet footers, manifests, Avro metadata, bitmap sidecars, key columns): an entry is
 keyed on the file's path, size and modification time plus the caller's own key parts, so a file
-replaced or damaged in place is read again rather than answered from memory."""
+replaced or damaged in place is read again rather than answered from memory.  Files on an
+object store are keyed without a request (`get_keyed`): their unique name and recorded size."""
 from __future__ import annotations
 
 import os
@@ -36,7 +37,11 @@ class FileCache(Generic[V]):
             st = os.stat(path)
         except OSError:
             return load()
-        full = (path, st.st_size, st.st_mtime_ns, *key)
+        return self.get_keyed((path, st.st_size, st.st_mtime_ns, *key), load)
+
+    def get_keyed(self, full: tuple, load: Callable[[], V]) -> V:
+        """The cached value for `full` (a key that identifies the file's content without a
+        stat: an object store's file by its unique name and recorded size), or `load()`'s."""
         with self._lock:
             hit = self._entries.get(full)
             if hit is not None:

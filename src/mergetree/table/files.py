@@ -16,12 +16,14 @@ import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError
 from ..merge.row_kind import retraction_kinds
+from ..storage import StorageError, Store
 from . import paths
 from .filecache import FileCache
 from .indexes import bloom
 from .indexes.bitmap import ColumnBitmap, build_bitmaps
 from .indexes.bloom import ColumnBloom
 from .levers.preaggregates import write_preaggregate
+from .objects import StoredFile, is_local, source, table_path
 from .options import TableOptions
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .type_policy import stored_schema, supports
@@ -208,13 +210,15 @@ class DataFileWriter:
     """One Parquet data file written batch by batch (rows sorted by key in a primary-key
     table), its manifest metadata gathered on the way: memory is a row group, not the file —
     unless bitmap indexes or pre-aggregates are asked for, which are built from the file's
-    rows at `close`.  `abort` removes what was written."""
+    rows at `close`.  `abort` removes what was written.  A local file is written in place; on
+    an object store the file streams up as a multipart upload and appears, whole, at `close`."""
 
-    def __init__(self, root: str, directory: str, schema: TableSchema, level: int,
+    def __init__(self, storage: Store, directory: str, schema: TableSchema, level: int,
                  options: TableOptions | None = None, sorted_by: Sequence[str] = ()) -> None:
-        self.root, self.schema, self.level, self.options, self.sorted_by = root, schema, level, options, sorted_by
+        self.storage, self.schema, self.level, self.options, self.sorted_by = storage, schema, level, options, sorted_by
         self.name = paths.data_file_name(directory)
-        self.path = os.path.join(root, self.name)
+        self.path = os.path.join(storage.root, self.name) if is_local(storage) else None  # type: ignore[attr-defined]
+        self._sink: Any = None  # an object store's upload
         self.rows = 0
         self.bytes = 0
         self._writer: pq.ParquetWriter | None = None
@@ -260,14 +264,23 @@ class DataFileWriter:
     def _codec(self) -> str:
         return self.options.codec_for(self.level) if self.options is not None else DATA_FILE_COMPRESSION
 
+    def _target(self) -> Any:
+        """Where the Parquet writer writes: the local path, or an object store's upload (which
+        the writer does not close: `close` and `abort` do)."""
+        if self.path is not None:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            return self.path
+        self._sink = self.storage.open_output(self.name)
+        return self._sink
+
     def _open(self, sample: pa.Table) -> pq.ParquetWriter:
         """The Parquet writer, set up from the file's first rows (which columns get a dictionary)."""
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        target = self._target()
         options = self.options
         bloom_columns = {c: self.schema.schema.field(c).type for c in (options.bloom_columns if options else ())}
         delta = delta_columns(self.schema, sample.schema)
         return pq.ParquetWriter(
-            self.path, sample.schema, compression=self._codec(),
+            target, sample.schema, compression=self._codec(),
             use_dictionary=dictionary_columns(self.schema, sample),
             column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED") or None,
             bloom_filter_options=bloom.write_options(bloom_columns, ROW_GROUP_ROWS, options.bloom_fpp)
@@ -291,16 +304,21 @@ class DataFileWriter:
         if self._pending_rows:
             self._write_row_groups(final=True)
         if self._writer is None:  # no rows: still a valid, empty file
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
             empty = self.schema.file_schema if self.schema.has_primary_key else self.schema.schema
-            self._writer = pq.ParquetWriter(self.path, empty, compression=self._codec())
+            self._writer = pq.ParquetWriter(self._target(), empty, compression=self._codec())
         self._writer.close()
+        if self._sink is not None:
+            size = self._sink.tell()
+            self._sink.close()  # the object appears, whole
+        else:
+            size = os.path.getsize(self.path)  # type: ignore[arg-type]
         indexes: dict[str, Any] = {}
         if self.options is not None:
             rows = (pa.Table.from_batches(self._kept) if self._kept
                     else (self.schema.file_schema if self.schema.has_primary_key
                           else self.schema.schema).empty_table())
-            indexes = build_file_indexes(self.root, self.name, rows, self.schema, self.options, self.sorted_by)
+            indexes = build_file_indexes(self.storage, self.name, rows, self.schema, self.options, self.sorted_by,
+                                         size)
         stats = {}
         for f in self.schema.schema:
             lows, highs, nulls = self._bounds.get(f.name, ([], [], 0))
@@ -311,7 +329,7 @@ class DataFileWriter:
             stats[f.name] = (lo, hi, nulls)
         min_seq = min(self._seq[0], default=0)
         max_seq = max(self._seq[1], default=0)
-        return DataFileMeta(self.name, self.level, self.rows, os.path.getsize(self.path), self._first_key,
+        return DataFileMeta(self.name, self.level, self.rows, size, self._first_key,
                             self._last_key, min_seq, max_seq, self._deletes, stats, indexes)
 
     def abort(self) -> None:
@@ -320,22 +338,21 @@ class DataFileWriter:
                 self._writer.close()
             except (OSError, pa.ArrowException):
                 pass
+        if self._sink is not None:
+            self._sink.abort()  # never completed: nothing appears
         models = self.options.aggregate_models if self.options is not None else {}
         sidecars = [paths.sidecar_name(self.name, "bitmap")] + [paths.sidecar_name(self.name, f"agg-{m}")
                                                                  for m in models]
         for relative in [self.name, *sidecars]:
-            try:
-                os.unlink(os.path.join(self.root, relative))
-            except FileNotFoundError:
-                pass
+            self.storage.delete(relative)  # one that is not there is not an error
 
 
-def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSchema, level: int,
+def write_data_file(storage: Store, directory: str, table: pa.Table, schema: TableSchema, level: int,
                     options: TableOptions | None = None, sorted_by: Sequence[str] = ()) -> DataFileMeta:
     """Write one Parquet data file (already sorted by key for primary-key tables) with the
     indexes and pre-aggregates `options` ask for (its sidecars are written first; a crash
     leaves orphans that cleanup removes)."""
-    writer = DataFileWriter(root, directory, schema, level, options, sorted_by)
+    writer = DataFileWriter(storage, directory, schema, level, options, sorted_by)
     try:
         for batch in table.to_batches():
             writer.write(batch)
@@ -345,7 +362,7 @@ def write_data_file(root: str, directory: str, table: pa.Table, schema: TableSch
         raise
 
 
-def write_rolled(root: str, directory: str, batches: Iterable[pa.RecordBatch], schema: TableSchema, level: int,
+def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatch], schema: TableSchema, level: int,
                  options: TableOptions) -> Iterator[DataFileMeta]:
     """Stream sorted batches into files rolled at about `options.target_file_size` bytes (in
     memory): the memory is a batch and a row group, not a file.  A failure removes the file
@@ -354,7 +371,7 @@ def write_rolled(root: str, directory: str, batches: Iterable[pa.RecordBatch], s
     try:
         for batch in batches:
             if writer is None:
-                writer = DataFileWriter(root, directory, schema, level, options)
+                writer = DataFileWriter(storage, directory, schema, level, options)
             writer.write(batch)
             if writer.bytes >= options.target_file_size:
                 meta = writer.close()
@@ -379,31 +396,30 @@ def final_rows(table: pa.Table, schema: TableSchema) -> pa.Table:
     return table.filter(keep).select(schema.schema.names)
 
 
-def build_file_indexes(root: str, name: str, table: pa.Table, schema: TableSchema, options: TableOptions,
-                       sorted_by: Sequence[str] = ()) -> dict[str, Any]:
+def build_file_indexes(storage: Store, name: str, table: pa.Table, schema: TableSchema, options: TableOptions,
+                       sorted_by: Sequence[str] = (), size: int | None = None) -> dict[str, Any]:
     """The Bloom filter description, bitmap index and pre-aggregates of a data file written
     with Bloom filters for `options.bloom_columns` (sidecars are written here)."""
     indexes: dict[str, Any] = {}
     if options.bloom_columns:
-        described = bloom.describe(os.path.join(root, name), list(options.bloom_columns))
+        described = bloom.describe(source(storage, name, size), list(options.bloom_columns))
         indexes["bloom"] = {c: b.to_json() for c, b in described.items()}
     if options.bitmap_columns:
         built = build_bitmaps(table, options.bitmap_columns, options.bitmap_max_values,
-                              os.path.join(root, paths.sidecar_name(name, "bitmap")))
+                              source(storage, paths.sidecar_name(name, "bitmap")))
         if built:
             indexes["bitmap"] = {c: b.to_json() for c, b in built.items()}
     if options.aggregate_models:
         rows = final_rows(table, schema)
         indexes["preagg"] = {
-            model.name: write_preaggregate(rows, model,
-                                           os.path.join(root, paths.sidecar_name(name, f"agg-{model.name}")))
+            model.name: write_preaggregate(rows, model, source(storage, paths.sidecar_name(name, f"agg-{model.name}")))
             for model in options.aggregate_models.values()}
     if sorted_by:
         indexes["sorted_by"] = list(sorted_by)
     return indexes
 
 
-def write_sorted_run(root: str, directory: str, table: pa.Table, schema: TableSchema, level: int,
+def write_sorted_run(storage: Store, directory: str, table: pa.Table, schema: TableSchema, level: int,
                      options: TableOptions, sorted_by: Sequence[str] = ()) -> list[DataFileMeta]:
     """Write a sorted table as files of about `options.target_file_size` bytes (in memory);
     a failure removes the files already written."""
@@ -414,22 +430,19 @@ def write_sorted_run(root: str, directory: str, table: pa.Table, schema: TableSc
     written: list[DataFileMeta] = []
     try:
         for start in range(0, table.num_rows, rows_per_file):
-            written.append(write_data_file(root, directory, table.slice(start, rows_per_file), schema, level,
+            written.append(write_data_file(storage, directory, table.slice(start, rows_per_file), schema, level,
                                            options, sorted_by))
     except BaseException:
         for meta in written:
-            remove_data_file(root, meta)
+            remove_data_file(storage, meta)
         raise
     return written
 
 
-def remove_data_file(root: str, meta: DataFileMeta) -> None:
+def remove_data_file(storage: Store, meta: DataFileMeta) -> None:
     """Delete an uncommitted data file and its sidecars."""
     for relative in [meta.file_name, *meta.sidecars()]:
-        try:
-            os.unlink(os.path.join(root, relative))
-        except FileNotFoundError:
-            pass
+        storage.delete(relative)  # one that is not there is not an error
 
 
 @functools.lru_cache(maxsize=256)
@@ -449,25 +462,30 @@ def _as_stored(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(columns, stored)], schema=stored)
 
 
-def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = None,
+def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None = None,
                    row_filter: pc.Expression | None = None,
                    row_groups: Collection[int] | None = None,
                    batch_rows: int = READ_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """Stream a data file a row group at a time; `row_filter` keeps only matching rows and
     skips row groups whose statistics rule them out, `row_groups` (an index's verdict) reads
     only those (order is kept).  A missing, truncated or unreadable file raises
-    CorruptTableError naming it."""
-    path = os.path.join(root, meta.file_name)
+    CorruptTableError naming it.  On an object store, a failing request (credentials,
+    network) is the store's own error, not a damaged file."""
+    root = table_path(storage)
+    file = source(storage, meta.file_name, meta.file_size)
+    path = str(file)
     groups = None if row_groups is None else sorted(row_groups)
     try:
         rows = 0
-        for batch in read_parquet(path, columns, row_filter, groups, batch_rows):
+        for batch in read_parquet(file, columns, row_filter, groups, batch_rows):
             rows += batch.num_rows
             if batch.num_rows:
                 yield _shift_sequences(_as_stored(batch), meta.sequence_shift)
     except FileNotFoundError:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is missing", path=path) from None
     except MemoryError:  # out of memory is not a damaged file
+        raise
+    except StorageError:  # an object store's request failed (credentials, network): not a damaged file
         raise
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is unreadable: {exc}",
@@ -477,15 +495,20 @@ def read_data_file(root: str, meta: DataFileMeta, columns: list[str] | None = No
                                 f"says {meta.row_count}", path=path)
 
 
-def read_parquet(path: str, columns: list[str] | None = None, row_filter: pc.Expression | None = None,
+def read_parquet(path: str | StoredFile, columns: list[str] | None = None, row_filter: pc.Expression | None = None,
                  row_groups: list[int] | None = None, batch_rows: int = READ_BATCH_ROWS,
                  use_threads: bool = False) -> Iterator[pa.RecordBatch]:
     """Batches of a Parquet file, a row group at a time (`row_groups`: only those, in order).
     A filtered read keeps only matching rows, skips row groups by their statistics and reuses
     the file's footer from a cache (see below); `use_threads` decodes an unfiltered read's
-    columns in parallel.  Raises OSError or ArrowException as pyarrow does."""
+    columns in parallel.  Raises OSError or ArrowException as pyarrow does.  A `StoredFile`
+    (an object store's) is read with its footer from the cache and its row groups fetched by
+    coalesced range requests (`pre_buffer`)."""
     if row_filter is None:
-        reader = pq.ParquetFile(path, pre_buffer=False)
+        if isinstance(path, StoredFile):
+            reader = pq.ParquetFile(path.open(), metadata=_fragment(path)[0].metadata, pre_buffer=True)
+        else:
+            reader = pq.ParquetFile(path, pre_buffer=False)
         if row_groups is not None:
             row_groups = [g for g in row_groups if g < reader.num_row_groups]
         yield from reader.iter_batches(batch_size=batch_rows, columns=columns, row_groups=row_groups,
@@ -504,12 +527,26 @@ _fragments: FileCache[tuple[ds.ParquetFileFragment, pa.Schema]] = FileCache(max_
 _LOCAL = pafs.LocalFileSystem()
 
 
-def parquet_fragment(path: str) -> ds.ParquetFileFragment:
+# an object store's files: row groups fetched by coalesced range requests
+_REMOTE_FORMAT = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
+
+
+def parquet_fragment(path: str | StoredFile) -> ds.ParquetFileFragment:
     """A Parquet file as a dataset fragment with its footer parsed, from the footer cache."""
     return _fragment(path)[0]
 
 
-def _fragment(path: str) -> tuple[ds.ParquetFileFragment, pa.Schema]:
+def _fragment(path: str | StoredFile) -> tuple[ds.ParquetFileFragment, pa.Schema]:
+    if isinstance(path, StoredFile):  # keyed on its name and recorded size: no request
+        stored = path
+
+        def load_stored() -> tuple[ds.ParquetFileFragment, pa.Schema]:
+            # one file object for the cached fragment: pyarrow serializes reads at an offset on it
+            fragment = _REMOTE_FORMAT.make_fragment(pa.PythonFile(stored.open(), mode="r"), file_size=stored.size)
+            fragment.ensure_complete_metadata()
+            return fragment, fragment.physical_schema
+        return _fragments.get_keyed(stored.key, load_stored)
+
     def load() -> tuple[ds.ParquetFileFragment, pa.Schema]:
         fragment = ds.ParquetFileFormat().make_fragment(path, filesystem=_LOCAL)
         fragment.ensure_complete_metadata()
@@ -517,10 +554,10 @@ def _fragment(path: str) -> tuple[ds.ParquetFileFragment, pa.Schema]:
     return _fragments.get(path, load)  # a missing file: pyarrow's FileNotFoundError, as callers expect
 
 
-def file_metadata(root: str, meta: DataFileMeta) -> pq.FileMetaData:
+def file_metadata(storage: Store, meta: DataFileMeta) -> pq.FileMetaData:
     """A data file's Parquet footer (row groups and their statistics), from the same cache
     filtered reads use; OSError or ArrowException when the file is missing or damaged."""
-    return _fragment(os.path.join(root, meta.file_name))[0].metadata
+    return _fragment(source(storage, meta.file_name, meta.file_size))[0].metadata
 
 
 def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
@@ -533,12 +570,12 @@ def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
                             pc.add(batch.column(index), pa.scalar(shift, pa.int64())))
 
 
-def read_run(root: str, files: list[DataFileMeta], columns: list[str] | None = None,
+def read_run(storage: Store, files: list[DataFileMeta], columns: list[str] | None = None,
              row_filter: pc.Expression | None = None,
              row_groups: Mapping[str, Collection[int]] | None = None,
              batch_rows: int = READ_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """A sorted run spread over several non-overlapping files, in key order; `row_groups`
     restricts some files (by name) to some of their row groups."""
     for meta in files:
-        yield from read_data_file(root, meta, columns, row_filter,
+        yield from read_data_file(storage, meta, columns, row_filter,
                                   None if row_groups is None else row_groups.get(meta.file_name), batch_rows)

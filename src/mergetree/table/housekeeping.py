@@ -1,6 +1,10 @@
 """Housekeeping: expiring old snapshots, removing orphan files, repairing a damaged top of the
 history (and a table's query log and optimizer history, by dropping what is damaged).
-Deletion is always limited to the table's own file names (see `paths`)."""
+Deletion is always limited to the table's own file names (see `paths`).
+
+On an object store the same work goes through the table's store: orphans are found by listing
+the prefix, aged by the objects' own timestamps, and a file set aside is copied, then deleted
+(there is no rename)."""
 from __future__ import annotations
 
 import os
@@ -8,10 +12,12 @@ import time
 from typing import Any
 
 from ..errors import CorruptTableError, InvalidArgumentError, MergeTreeError
+from ..storage import Store
 from . import paths
 from .commit import Change, commit_with_rebase
-from .directory import TableDirectory, open_table
+from .directory import TableDirectory, open_table, table_exists
 from .durations import seconds
+from .objects import is_local, is_uri, location_exists, storage_for
 from .snapshots import Snapshot
 from .workload.history import HISTORY_DIR
 from .workload.logtables import damaged_data_files, describe
@@ -67,7 +73,7 @@ def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: An
         return []
     before = referenced_files(directory, ids)
     for i in candidates:  # oldest first: the table stays readable at every step
-        os.unlink(os.path.join(directory.path, paths.snapshot_file(i)))
+        directory.storage.delete(paths.snapshot_file(i))
     after = referenced_files(directory, store.snapshot_ids())
     for name in sorted(before - after):
         directory.unlink_owned(name)
@@ -83,8 +89,30 @@ def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]
     referenced = referenced_files(directory, directory.store.snapshot_ids())
     cutoff = time.time() - age
     partition_by = directory.schema.partition_by
-    root = directory.path
     removed = []
+    for relative, modified in _files_with_times(directory.storage):
+        if not paths.is_owned(relative, partition_by) or relative in referenced:
+            continue
+        if (paths.snapshot_id_of(relative) is not None or relative.startswith(paths.SCHEMA_DIR + "/")) \
+                and not paths.is_temporary(relative):
+            continue  # a published snapshot or schema is the table itself
+        if modified is None or modified > cutoff:
+            continue
+        directory.unlink_owned(relative)
+        removed.append(relative)
+    return sorted(removed)
+
+
+def _files_with_times(storage: Store) -> list[tuple[str, float | None]]:
+    """(path relative to the table, modification time; None for a symbolic link, never
+    removed) of every file, snapshot/damaged/ left out: a local directory walked, an object
+    store's prefix listed with the objects' own timestamps."""
+    aside = f"{paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/"
+    if not is_local(storage):
+        return [(info.path, info.last_modified.timestamp()) for info in storage.list("")
+                if not info.path.startswith(aside)]
+    root = storage.root  # type: ignore[attr-defined]
+    out: list[tuple[str, float | None]] = []
     for folder, subfolders, names in os.walk(root):
         if os.path.relpath(folder, root) == os.path.join(paths.SNAPSHOT_DIR, DAMAGED_DIR):
             subfolders.clear()
@@ -92,16 +120,24 @@ def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]
         for name in names:
             full = os.path.join(folder, name)
             relative = os.path.relpath(full, root).replace(os.sep, "/")
-            if not paths.is_owned(relative, partition_by) or relative in referenced:
+            try:
+                out.append((relative, None if os.path.islink(full) else os.path.getmtime(full)))
+            except FileNotFoundError:  # removed while walking
                 continue
-            if (paths.snapshot_id_of(relative) is not None or relative.startswith(paths.SCHEMA_DIR + "/")) \
-                    and not paths.is_temporary(relative):
-                continue  # a published snapshot or schema is the table itself
-            if os.path.islink(full) or os.path.getmtime(full) > cutoff:
-                continue
-            directory.unlink_owned(relative)
-            removed.append(relative)
-    return sorted(removed)
+    return out
+
+
+def _move(storage: Store, relative: str, target: str) -> None:
+    """Set a file aside under another name: a rename locally, a copy then a delete on an
+    object store (which has no rename; a crash in between leaves both, never neither)."""
+    if is_local(storage):
+        full = os.path.join(storage.root, relative)  # type: ignore[attr-defined]
+        aside = os.path.join(storage.root, *target.split("/"))  # type: ignore[attr-defined]
+        os.makedirs(os.path.dirname(aside), exist_ok=True)
+        os.replace(full, aside)
+        return
+    storage.write(target, storage.read(relative))
+    storage.delete(relative)
 
 
 def _set_aside_damaged_snapshots(directory: TableDirectory, prefix: str = "") -> list[str]:
@@ -121,10 +157,8 @@ def _set_aside_damaged_snapshots(directory: TableDirectory, prefix: str = "") ->
             break
         except CorruptTableError:
             relative = paths.snapshot_file(snapshot_id)
-            aside = os.path.join(directory.path, paths.SNAPSHOT_DIR, DAMAGED_DIR)
-            os.makedirs(aside, exist_ok=True)
-            os.replace(os.path.join(directory.path, relative),
-                       os.path.join(aside, f"snapshot-{snapshot_id}.json.{int(time.time())}"))
+            _move(directory.storage, relative,
+                  f"{paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/snapshot-{snapshot_id}.json.{int(time.time())}")
             done.append(f"{prefix}{relative} (damaged: moved to {prefix}{paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/)")
     store.write_latest_hint(intact)
     return done
@@ -132,9 +166,13 @@ def _set_aside_damaged_snapshots(directory: TableDirectory, prefix: str = "") ->
 
 def is_log(path: str) -> bool:
     """Is `path` a table's query log or optimizer history (`<table>/queries`, `<table>/optimizer`)?"""
-    path = os.path.abspath(path)
-    return (os.path.basename(path) in LOGS
-            and os.path.isfile(os.path.join(os.path.dirname(path), paths.SCHEMA_FILE)))
+    path = _normal(path)
+    parent, _, name = path.rpartition("/") if is_uri(path) else (os.path.dirname(path), "", os.path.basename(path))
+    return name in LOGS and bool(parent) and table_exists(parent)
+
+
+def _normal(path: str) -> str:
+    return path.rstrip("/") if is_uri(path) else os.path.abspath(path)
 
 
 def repair_log(path: str) -> list[str]:
@@ -144,17 +182,17 @@ def repair_log(path: str) -> list[str]:
     files that do not read back whole are dropped from it in one commit (and kept in
     `damaged/`), and a log whose schema cannot be read is set aside whole (a new one starts
     with the next record).  Returns a line per file dealt with, paths relative to the table."""
-    path = os.path.abspath(path)
-    name = os.path.basename(path)
+    path = _normal(path)
+    name = path.rpartition("/")[2] if is_uri(path) else os.path.basename(path)
     what = LOGS.get(name, "log")
-    if not os.path.isdir(path):
+    if not location_exists(path):
         return []
     try:
         directory = open_table(path, check=False)
     except MergeTreeError as exc:
         aside = f"{path}.damaged-{int(time.time())}"
-        os.replace(path, aside)
-        return [f"{name}/ ({describe(exc, path)}): the whole {what} moved to {os.path.basename(aside)}/; a new "
+        _move_location(path, aside)
+        return [f"{name}/ ({describe(exc, path)}): the whole {what} moved to {aside.rpartition('/')[2]}/; a new "
                 f"one starts with the next record"]
     done = _set_aside_damaged_snapshots(directory, f"{name}/")
     latest = directory.latest_snapshot()
@@ -168,13 +206,11 @@ def repair_log(path: str) -> list[str]:
         return Change([], [live[n] for n in sorted(names) if n in live])
 
     commit_with_rebase(directory, latest, drop, "OVERWRITE")
+    storage = directory.storage
     for entry, reason in damaged:
-        file = os.path.join(path, entry.file.file_name)
         kept = ""
-        if os.path.exists(file):
-            aside = os.path.join(path, DAMAGED_DIR)
-            os.makedirs(aside, exist_ok=True)
-            os.replace(file, os.path.join(aside, os.path.basename(file)))
+        if storage.exists(entry.file.file_name):
+            _move(storage, entry.file.file_name, f"{DAMAGED_DIR}/{entry.file.file_name.rpartition('/')[2]}")
             kept = f"; kept in {name}/{DAMAGED_DIR}/"
         problem = reason.removeprefix(f"data file {entry.file.file_name} ").removeprefix("is ")
         done.append(f"{name}/{entry.file.file_name} ({problem}): dropped from the {what}, "
@@ -192,5 +228,17 @@ def repair(directory: TableDirectory) -> list[str]:
         return repair_log(directory.path)
     done = _set_aside_damaged_snapshots(directory)
     for name in LOGS:
-        done += repair_log(os.path.join(directory.path, name))
+        done += repair_log(f"{directory.path}/{name}" if is_uri(directory.path) else os.path.join(directory.path, name))
     return done
+
+
+def _move_location(path: str, aside: str) -> None:
+    """Set a whole log aside: a directory renamed locally, every object copied and deleted on
+    an object store."""
+    if not is_uri(path):
+        os.replace(path, aside)
+        return
+    source, target = storage_for(path), storage_for(aside)
+    for info in source.list(""):
+        target.write(info.path, source.read(info.path))
+        source.delete(info.path)

@@ -37,6 +37,17 @@ _DATA = re.compile(rf"bucket-\d+/data-{_HEX}\.parquet")
 # files beside a data file that belong to it: its bitmap index, its pre-aggregates
 _SIDECAR = re.compile(rf"bucket-\d+/data-{_HEX}\.(?:bitmap|agg-[A-Za-z0-9_-]+)\.parquet")
 _TEMPORARY = re.compile(rf"(.+)\.(?:{_HEX}|\d+)\.tmp")
+# a local store's file being written (`mergetree.storage.LocalDiskStore`): ".<name>.tmp-<hex>"
+_STORE_TEMPORARY = re.compile(rf"((?:.*/)?)\.([^/]+)\.tmp-{_HEX}")
+
+
+def _temporary_final(name: str) -> str | None:
+    """The name a temporary file was to be published under, or None if it is not one."""
+    temporary = _TEMPORARY.fullmatch(name)
+    if temporary:
+        return temporary.group(1)
+    stored = _STORE_TEMPORARY.fullmatch(name)
+    return stored.group(1) + stored.group(2) if stored else None
 
 
 def schema_file(schema_id: int) -> str:
@@ -128,9 +139,9 @@ def is_sidecar(name: str, partition_by: Sequence[str]) -> bool:
 
 def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     """Could mergetree have written `name` (relative to the table, '/'-separated)?"""
-    temporary = _TEMPORARY.fullmatch(name)
-    if temporary:
-        name = temporary.group(1)
+    final = _temporary_final(name)
+    if final is not None:
+        name = final
         if name == LATEST_HINT:
             return True
     if _SNAPSHOT.fullmatch(name) or _SCHEMA.fullmatch(name):
@@ -142,4 +153,4 @@ def is_owned(name: str, partition_by: Sequence[str]) -> bool:
 
 
 def is_temporary(name: str) -> bool:
-    return _TEMPORARY.fullmatch(name) is not None
+    return _temporary_final(name) is not None

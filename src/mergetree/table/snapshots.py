@@ -1,8 +1,9 @@
 """Snapshots and manifests: which data files make up each version of a table.
 
-A commit is the exclusive creation of `snapshot/snapshot-<id>.json`: the file is
-written in full under a temporary name and published with `os.link`, which
-fails if another committer took that id first.  Data files and manifests are
+A commit is the exclusive creation of `snapshot/snapshot-<id>.json` through the
+table's store (`Store.create`: `os.link` of a complete temporary file on a local
+disk, a conditional PUT on an object store), which fails if another committer
+took that id first.  Data files and manifests are
 written before the snapshot, so a crash at any point leaves either the old
 version or the new one, plus unreferenced files that `remove_orphan_files`
 deletes.  A snapshot references a *base* manifest list (the table before the
@@ -24,13 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CommitConflictError, CorruptTableError, SnapshotNotFoundError, UnsupportedFormatError
+from ..storage import ObjectExistsError, ObjectNotFoundError, StorageError, Store
 from . import paths
 from .filecache import FileCache
 from .files import DataFileMeta
+from .objects import is_local, list_names, read_if_exists, table_path
 from .values import decode_value, encode_value
 
 __all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "check_format_version",
-           "read_json", "write_json_atomically"]
+           "encode_json", "parse_json", "read_json"]
 
 # The newest table format this code reads (and every older one).  Each metadata file is written
 # with the oldest version that can describe it, so older mergetree versions keep reading a table
@@ -51,16 +54,31 @@ def check_format_version(document: dict, relative: str) -> None:
             f"{FORMAT_VERSION}: upgrade mergetree to read the table")
 
 
-def read_json(root: str, relative: str, what: str) -> dict:
-    """A metadata file as a dict, or CorruptTableError naming it."""
-    path = os.path.join(root, relative)
+def _full_path(storage: Store, relative: str) -> str:
+    """A table file's path for messages: the local path, or the object's URI."""
+    return os.path.join(storage.root, relative) if is_local(storage) else storage.describe(relative)  # type: ignore[attr-defined]
+
+
+def read_json(storage: Store, relative: str, what: str) -> dict:
+    """A metadata file as a dict, or CorruptTableError naming it.  On an object store, a
+    failing request (credentials, network) is the store's error, not a damaged table."""
+    root = table_path(storage)
+    path = _full_path(storage, relative)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+        raw = storage.read(relative)
+    except ObjectNotFoundError:
         raise CorruptTableError(f"the {what} {relative} of table {root} is missing", path=path) from None
-    except OSError as exc:
+    except StorageError as exc:
+        if not is_local(storage):
+            raise
         raise CorruptTableError(f"cannot read the {what} {relative} of table {root}: {exc}", path=path) from None
+    return parse_json(raw, storage, relative, what)
+
+
+def parse_json(raw: bytes, storage: Store, relative: str, what: str) -> dict:
+    """A metadata file's bytes as a dict, or CorruptTableError naming it."""
+    root = table_path(storage)
+    path = _full_path(storage, relative)
     try:
         document = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -74,15 +92,9 @@ def read_json(root: str, relative: str, what: str) -> dict:
     return document
 
 
-def write_json_atomically(path: str, document: dict, version: int = 1) -> str:
-    """Write a metadata file (with its format version) to a temporary name beside `path`
-    and fsync it; returns the temporary path for the caller to publish."""
-    tmp = paths.temporary_name(path)
-    with open(tmp, "w") as f:
-        json.dump({"format-version": version, **document}, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    return tmp
+def encode_json(document: dict, version: int = 1) -> bytes:
+    """A metadata file's bytes, with its format version."""
+    return json.dumps({"format-version": version, **document}, indent=1).encode()
 
 
 @dataclass(frozen=True)
@@ -142,14 +154,6 @@ class Snapshot:
         return cls(**values)
 
 
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def recovery_hint(root: str, damaged_id: int, intact: Sequence[int]) -> str:
     """How to get past a damaged snapshot file (said in errors and in docs/FORMAT.md)."""
     older = [i for i in intact if i < damaged_id]
@@ -165,27 +169,37 @@ CACHED_MANIFESTS = 1024  # parsed manifests a store keeps (a manifest holds up t
 
 
 class SnapshotStore:
-    """Reads and commits the snapshots of one table directory."""
+    """Reads and commits the snapshots of one table, through its store."""
 
-    def __init__(self, root: str, partition_by: Sequence[str] = (), manifest_merge_min_count: int = 30) -> None:
-        self.root = root
+    def __init__(self, storage: Store, partition_by: Sequence[str] = (), manifest_merge_min_count: int = 30) -> None:
+        self.storage = storage
+        self.root = table_path(storage)
         self.partition_by = tuple(partition_by)
         self.merge_min_count = manifest_merge_min_count
         # Manifests are written once under unique names, so a parsed one stays true while its
         # file is unchanged; every read plans from the same chain of manifests, and parsing them
-        # again dominated small reads.  name -> ((size, mtime_ns), entries)
+        # again dominated small reads.  Local: keyed on (size, mtime_ns); an object store: on the
+        # name alone (no HEAD per manifest).  Manifest lists likewise.
         self._manifests: FileCache[tuple[tuple[str, FileEntry], ...]] = FileCache(max_entries=CACHED_MANIFESTS)
+        self._lists: FileCache[list[str]] = FileCache(max_entries=CACHED_MANIFESTS)
+
+    def _path(self, relative: str) -> str:
+        return _full_path(self.storage, relative)
 
     def ensure_directories(self) -> None:
-        os.makedirs(os.path.join(self.root, paths.SNAPSHOT_DIR), exist_ok=True)
-        os.makedirs(os.path.join(self.root, paths.MANIFEST_DIR), exist_ok=True)
+        """A local table's directories (an object store has no directories)."""
+        if is_local(self.storage):
+            os.makedirs(os.path.join(self.root, paths.SNAPSHOT_DIR), exist_ok=True)
+            os.makedirs(os.path.join(self.root, paths.MANIFEST_DIR), exist_ok=True)
+
+    def _cached(self, cache: FileCache, relative: str, load: Any) -> Any:
+        if is_local(self.storage):
+            return cache.get(os.path.join(self.root, relative), load)
+        return cache.get_keyed((self.storage.uri, relative), load)
 
     # -- reading ---------------------------------------------------------------------
     def snapshot_ids(self) -> list[int]:
-        try:
-            names = os.listdir(os.path.join(self.root, paths.SNAPSHOT_DIR))
-        except FileNotFoundError:
-            return []
+        names = list_names(self.storage, paths.SNAPSHOT_DIR)
         ids = [paths.snapshot_id_of(f"{paths.SNAPSHOT_DIR}/{name}") for name in names]
         return sorted(i for i in ids if i is not None)
 
@@ -203,29 +217,24 @@ class SnapshotStore:
             raise CorruptTableError(
                 f"the snapshot {relative} of table {self.root} is missing (the table's {paths.LATEST_HINT} "
                 f"says snapshot {hint} was committed); {recovery_hint(self.root, hint, ids)}",
-                path=os.path.join(self.root, relative))
+                path=self._path(relative))
         return latest
 
     def latest_hint(self) -> int | None:
         try:
-            with open(os.path.join(self.root, paths.LATEST_HINT)) as f:
-                text = f.read().strip()
-        except OSError:
+            raw = read_if_exists(self.storage, paths.LATEST_HINT)
+        except StorageError:
+            if not is_local(self.storage):
+                raise
             return None
+        text = (raw or b"").decode("ascii", "replace").strip()
         return int(text) if text.isdigit() else None  # only a hint: an unreadable one says nothing
 
     def write_latest_hint(self, snapshot_id: int | None) -> None:
-        path = os.path.join(self.root, paths.LATEST_HINT)
         if snapshot_id is None:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-            return
-        tmp = paths.temporary_name(path)
-        with open(tmp, "w") as f:
-            f.write(str(snapshot_id))
-        os.replace(tmp, path)
+            self.storage.delete(paths.LATEST_HINT)
+        else:  # whole or not at all: a temporary file and a rename locally, one PUT on an object store
+            self.storage.write(paths.LATEST_HINT, str(snapshot_id).encode())
 
     def update_latest_hint(self, snapshot_id: int) -> None:
         """Raise the hint to `snapshot_id` (a slower committer never lowers it much: the next
@@ -236,39 +245,51 @@ class SnapshotStore:
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         relative = paths.snapshot_file(snapshot_id)
-        if not os.path.exists(os.path.join(self.root, relative)):
+        try:  # read, not checked first: one request on an object store
+            raw = self.storage.read(relative)
+        except ObjectNotFoundError:
             known = self.snapshot_ids()
             have = f"snapshots {known[0]}..{known[-1]} exist" if known else "the table has no snapshots"
             raise SnapshotNotFoundError(
-                f"snapshot {snapshot_id} does not exist (expired or never committed); {have}")
+                f"snapshot {snapshot_id} does not exist (expired or never committed); {have}") from None
+        except StorageError as exc:
+            if not is_local(self.storage):
+                raise
+            raise CorruptTableError(f"cannot read the snapshot {relative} of table {self.root}: {exc}; "
+                                    f"{recovery_hint(self.root, snapshot_id, self.snapshot_ids())}",
+                                    path=self._path(relative)) from None
         try:
-            return Snapshot.from_json(read_json(self.root, relative, "snapshot"), snapshot_id)
+            return Snapshot.from_json(parse_json(raw, self.storage, relative, "snapshot"), snapshot_id)
         except (CorruptTableError, ValueError) as exc:
             detail = str(exc) if isinstance(exc, CorruptTableError) else \
                 f"the snapshot {relative} of table {self.root} is damaged: {exc}"
             raise CorruptTableError(f"{detail}; {recovery_hint(self.root, snapshot_id, self.snapshot_ids())}",
-                                    path=os.path.join(self.root, relative)) from None
+                                    path=self._path(relative)) from None
 
     def manifest_names(self, manifest_list: str) -> list[str]:
         if not manifest_list:
             return []
         relative = f"{paths.MANIFEST_DIR}/{manifest_list}"
-        names = read_json(self.root, relative, "manifest list").get("manifests")
+        if is_local(self.storage):  # cheap to read again, and a damaged one is noticed as it was
+            return self._load_manifest_list(relative)
+        return list(self._cached(self._lists, relative, lambda: self._load_manifest_list(relative)))
+
+    def _load_manifest_list(self, relative: str) -> list[str]:
+        names = read_json(self.storage, relative, "manifest list").get("manifests")
         if not isinstance(names, list) or not all(isinstance(n, str) and paths.is_manifest(n) for n in names):
             raise CorruptTableError(f"the manifest list {relative} of table {self.root} is damaged: "
                                     f"'manifests' is not a list of manifest names",
-                                    path=os.path.join(self.root, relative))
+                                    path=self._path(relative))
         return names
 
     def read_manifest(self, name: str) -> tuple[tuple[str, FileEntry], ...]:
         """The (kind, entry) pairs of a manifest, checked; parsed again only when the file's
         size or modification time changed (a damaged or replaced manifest is still noticed)."""
-        return self._manifests.get(os.path.join(self.root, paths.MANIFEST_DIR, name),
-                                   lambda: self._load_manifest(name))
+        return self._cached(self._manifests, f"{paths.MANIFEST_DIR}/{name}", lambda: self._load_manifest(name))
 
     def _load_manifest(self, name: str) -> tuple[tuple[str, FileEntry], ...]:
         relative = f"{paths.MANIFEST_DIR}/{name}"
-        document = read_json(self.root, relative, "manifest")
+        document = read_json(self.storage, relative, "manifest")
         try:
             out = []
             for e in document["entries"]:
@@ -284,7 +305,7 @@ class SnapshotStore:
             return tuple(out)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptTableError(f"the manifest {relative} of table {self.root} is damaged: {exc!r}",
-                                    path=os.path.join(self.root, relative)) from None
+                                    path=self._path(relative)) from None
 
     def live_files(self, snapshot: Snapshot | None) -> dict[str, FileEntry]:
         """file name -> entry for every data file of the snapshot."""
@@ -305,8 +326,8 @@ class SnapshotStore:
 
     # -- writing ---------------------------------------------------------------------
     def _publish(self, relative: str, document: dict, version: int = 1) -> None:
-        path = os.path.join(self.root, relative)
-        os.replace(write_json_atomically(path, document, version), path)
+        # whole or not at all: a temporary file renamed locally, one PUT on an object store
+        self.storage.write(relative, encode_json(document, version))
 
     def _write_manifest(self, entries: list[tuple[str, FileEntry]]) -> str:
         name = paths.manifest_name()
@@ -328,6 +349,7 @@ class SnapshotStore:
         latest = self.latest_id()
         if latest != base_id:
             raise CommitConflictError(f"the table moved from snapshot {base_id} to {latest}")
+        self.storage.require_conditional_create()  # never a commit that could replace another's
         self.ensure_directories()
         base = self.snapshot(base_id) if base_id is not None else None
         delta_entries = [("DELETE", e) for e in deletes] + [("ADD", e) for e in adds]
@@ -345,14 +367,24 @@ class SnapshotStore:
         delta_rows = sum(e.file.row_count for e in adds) - sum(e.file.row_count for e in deletes)
         snapshot = Snapshot((base_id or 0) + 1, schema_id, kind, int(time.time() * 1000), base_list, delta_list,
                             total + delta_rows, delta_rows, retries)
-        final = os.path.join(self.root, paths.snapshot_file(snapshot.id))
-        tmp = write_json_atomically(final, snapshot.to_json())
-        try:
-            os.link(tmp, final)  # atomic and exclusive: fails if the id is taken
-        except FileExistsError:
-            raise CommitConflictError(f"snapshot {snapshot.id} was committed by someone else") from None
-        finally:
-            os.unlink(tmp)
-        _fsync_dir(os.path.dirname(final))
+        relative = paths.snapshot_file(snapshot.id)
+        data = encode_json(snapshot.to_json())
+        try:  # atomic and exclusive: fails if the id is taken
+            self.storage.create(relative, data)
+        except ObjectExistsError:
+            if not self._is_own(relative, data):
+                raise CommitConflictError(f"snapshot {snapshot.id} was committed by someone else") from None
         self.update_latest_hint(snapshot.id)
         return snapshot
+
+    def _is_own(self, relative: str, data: bytes) -> bool:
+        """Whether the snapshot file that a conditional create found is the one this commit
+        wrote: an object store retries a PUT whose answer was lost, and the retry finds the
+        first attempt's object.  The bytes name this commit's own manifest lists (fresh
+        random names), so no other commit's snapshot can equal them."""
+        if is_local(self.storage):  # os.link either linked or did not: no retry to mistake
+            return False
+        try:
+            return self.storage.read(relative) == data
+        except ObjectNotFoundError:
+            return False

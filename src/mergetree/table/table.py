@@ -16,7 +16,7 @@ from ..merge import RowKind
 from . import durations, housekeeping, read, write
 from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
-from .directory import TableDirectory, alter_options, as_path, create_table, open_table
+from .directory import TableDirectory, alter_options, create_table, locate, open_table
 from .info import TableInfo, table_info
 from .levers import optimize
 from .levers.aggregate import aggregate
@@ -44,27 +44,30 @@ class Table:
     @classmethod
     def create(cls, path: str | os.PathLike, schema: pa.Schema, primary_key=None, partition_by=None,
                buckets: int = 1, bucket_key=None, merge_engine: str = "deduplicate",
-               options: dict | None = None) -> Table:
-        """Create a table in a new or empty directory.  Everything is checked first: a bad
-        argument or option raises before anything is written."""
+               options: dict | None = None, storage_options: dict | None = None) -> Table:
+        """Create a table in a new or empty directory, or under an empty object-store prefix
+        (`s3://bucket/prefix`, `gs://`, `az://`, `abfss://`; `storage_options` as in
+        docs/STORAGE.md: credentials, endpoint, region — used, never stored).  Everything is
+        checked first: a bad argument or option raises before anything is written."""
         ts = TableSchema.create(schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options)
-        return cls(create_table(as_path(path), ts))
+        return cls(create_table(locate(path, storage_options), ts))
 
     @classmethod
-    def open(cls, path: str | os.PathLike, check: bool = True) -> Table:
-        """Open a table.  With `check` (the default) the latest snapshot is read too, so a
-        damaged one is reported here, naming the file and how to recover; `check=False`
-        opens a table whose latest snapshot is damaged, to read an older one."""
-        return cls(open_table(as_path(path), check))
+    def open(cls, path: str | os.PathLike, check: bool = True, storage_options: dict | None = None) -> Table:
+        """Open a table (a local path or a URI, with `storage_options` as for `create`).  With
+        `check` (the default) the latest snapshot is read too, so a damaged one is reported
+        here, naming the file and how to recover; `check=False` opens a table whose latest
+        snapshot is damaged, to read an older one."""
+        return cls(open_table(locate(path, storage_options), check))
 
     @classmethod
-    def repair(cls, path: str | os.PathLike) -> list[str]:
+    def repair(cls, path: str | os.PathLike, storage_options: dict | None = None) -> list[str]:
         """Set damaged snapshot files at the top of the history aside (into
         snapshot/damaged/, never deleted) so the table continues from its newest intact
         snapshot; the changes those snapshots committed are lost.  Then drop what is damaged
         in the table's query log and optimizer history (`path` may be one of those itself).
         Returns what was done, a line per file."""
-        return housekeeping.repair(open_table(as_path(path), check=False))
+        return housekeeping.repair(open_table(locate(path, storage_options), check=False))
 
     # -- what the table is --------------------------------------------------------------
     @property

@@ -293,7 +293,7 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
     elif options.clustering is not None:  # each write is clustered within itself; optimize goes across files
         clustering = options.clustering
         rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy, clustering.tree)))
-    files = write_sorted_run(directory.path, relative, rows, ts, 0, options, sorted_by)
+    files = write_sorted_run(directory.storage, relative, rows, ts, 0, options, sorted_by)
     return [FileEntry(partition, bucket, f) for f in files]
 
 

@@ -123,12 +123,12 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket)
     batch_rows = batch_rows_for(len(runs))
-    reader = merge([read_run(directory.path, run, batch_rows=batch_rows) for run in runs], ts.file_key,
+    reader = merge([read_run(directory.storage, run, batch_rows=batch_rows) for run in runs], ts.file_key,
                    sequence=SEQUENCE_COLUMN,
                    kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=directory.options.aggregations or None,
                    keep_deletes=not drop_delete)
     with new_files(directory) as out:
-        for meta in write_rolled(directory.path, relative, _restored(reader, ts, advance), ts, level,
+        for meta in write_rolled(directory.storage, relative, _restored(reader, ts, advance), ts, level,
                                  directory.options):
             out.append(FileEntry(partition, bucket, meta))
     return out

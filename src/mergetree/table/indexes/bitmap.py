@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ...errors import CorruptTableError
+from ...storage import StorageError
+from ..objects import StoredFile, read_parquet_table, write_parquet
 from ..values import decode_value, encode_value
 
 __all__ = ["MANIFEST_VALUES", "ColumnBitmap", "build_bitmaps", "read_bitmaps", "rows_matching"]
@@ -51,7 +52,7 @@ class ColumnBitmap:
 
 
 def build_bitmaps(table: pa.Table, columns: Sequence[str], max_values: int,
-                  sidecar_path: str) -> dict[str, ColumnBitmap]:
+                  sidecar_path: str | StoredFile) -> dict[str, ColumnBitmap]:
     """Index `columns` of a data file's rows; columns with more than `max_values` distinct
     values get no bitmap.  Writes the sidecar (only if some column was indexed)."""
     out: dict[str, ColumnBitmap] = {}
@@ -77,7 +78,7 @@ def build_bitmaps(table: pa.Table, columns: Sequence[str], max_values: int,
                          "rows": BitMap(members.astype(np.uint32)).serialize()})
         out[name] = ColumnBitmap(name, len(present), tuple(present) if len(present) <= MANIFEST_VALUES else None)
     if rows:
-        pq.write_table(pa.Table.from_pylist(rows, schema=_SIDECAR_SCHEMA), sidecar_path)
+        write_parquet(pa.Table.from_pylist(rows, schema=_SIDECAR_SCHEMA), sidecar_path)
     return out
 
 
@@ -89,18 +90,21 @@ def _decode_text(text: str) -> Any:
     return decode_value(json.loads(text))
 
 
-def read_bitmaps(sidecar_path: str, column: str) -> dict[Any, BitMap]:
+def read_bitmaps(sidecar_path: str | StoredFile, column: str) -> dict[Any, BitMap]:
     """value -> rows of one column, from a data file's sidecar."""
+    name = sidecar_path.name if isinstance(sidecar_path, StoredFile) else sidecar_path
     try:
-        table = pq.read_table(sidecar_path, filters=pc.field("column") == column)
+        table = read_parquet_table(sidecar_path, filters=pc.field("column") == column)
         return {_decode_text(v): BitMap.deserialize(b)
                 for v, b in zip(table.column("value").to_pylist(), table.column("rows").to_pylist())}
     except FileNotFoundError:
-        raise CorruptTableError(f"bitmap index {os.path.basename(sidecar_path)} is missing",
-                                path=sidecar_path) from None
+        raise CorruptTableError(f"bitmap index {os.path.basename(name)} is missing",
+                                path=str(sidecar_path)) from None
+    except StorageError:  # an object store's request failed: not a damaged file
+        raise
     except (OSError, pa.ArrowException, ValueError, KeyError) as exc:
-        raise CorruptTableError(f"bitmap index {os.path.basename(sidecar_path)} is unreadable: {exc}",
-                                path=sidecar_path) from None
+        raise CorruptTableError(f"bitmap index {os.path.basename(name)} is unreadable: {exc}",
+                                path=str(sidecar_path)) from None
 
 
 def rows_matching(bitmaps: dict[Any, BitMap], accepts: Callable[[Any], bool]) -> BitMap:

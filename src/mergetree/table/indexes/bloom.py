@@ -64,6 +64,8 @@ import xxhash
 
 from ..._bloom import might_contain
 from ...errors import InvalidArgumentError, SchemaMismatchError, UnsupportedTypeError
+from ...storage import ObjectNotFoundError
+from ..objects import StoredFile
 from .parquet_footer import (
     CONVERTED_TYPES,
     PHYSICAL_TYPES,
@@ -305,16 +307,28 @@ def _column_names(columns: Sequence[str]) -> list[str]:
     return names
 
 
-def describe(path: str | os.PathLike[str], columns: Sequence[str]) -> dict[str, ColumnBloom]:
+def _name(path: str | os.PathLike[str] | StoredFile) -> str:
+    return str(path) if isinstance(path, StoredFile) else os.fspath(path)
+
+
+def _open(path: str | os.PathLike[str] | StoredFile) -> Any:
+    """A local file, or an object's seekable file of ranged GETs."""
+    if isinstance(path, StoredFile):
+        return path.open()
+    return open(path, "rb", buffering=0)
+
+
+def describe(path: str | os.PathLike[str] | StoredFile, columns: Sequence[str]) -> dict[str, ColumnBloom]:
     """Parse a data file's footer once: each column's Bloom filters and value encoding.  A
     column without filters gets (0, 0) for every row group.  CorruptTableError (naming the
     file) if the file is missing, truncated or its footer malformed; SchemaMismatchError if
     it has no such top-level column; UnsupportedTypeError if the column's storage cannot be
-    probed."""
-    path = os.fspath(path)
+    probed.  `path` may be a `StoredFile` (a table's on an object store: ranged GETs)."""
+    file = path
+    path = _name(path)
     names = _column_names(columns)
     try:
-        with open(path, "rb", buffering=0) as f:
+        with _open(file) as f:
             footer, footer_start = read_footer(f, path)
             try:
                 schema, row_groups = file_metadata(ThriftCompactReader(footer))
@@ -630,7 +644,7 @@ def _hashes(bloom: ColumnBloom, values: Iterable[Any]) -> np.ndarray | None:
 # Probes
 # ---------------------------------------------------------------------------
 
-def _filter_blobs(path: str, bloom: ColumnBloom, wanted: list[int]) -> dict[int, memoryview]:
+def _filter_blobs(path: str | StoredFile, bloom: ColumnBloom, wanted: list[int]) -> dict[int, memoryview]:
     """The bytes (header and bitset) of the filters of the row groups in `wanted`."""
     if bloom.inline is not None:
         view = memoryview(bloom.inline)
@@ -639,6 +653,12 @@ def _filter_blobs(path: str, bloom: ColumnBloom, wanted: list[int]) -> dict[int,
             out[i] = view[at:at + length]
             at += length
         return {i: out[i] for i in wanted}
+    if isinstance(path, StoredFile):  # one request per coalesced span, in parallel
+        try:
+            blobs = [memoryview(b) for b in path.storage.read_ranges(path.name, [bloom.filters[i] for i in wanted])]
+        except ObjectNotFoundError as exc:
+            raise corrupt_file(str(path), f"cannot be read ({exc})") from None
+        return dict(zip(wanted, blobs))
     try:
         with open(path, "rb", buffering=0) as f:
             blobs = read_ranges(f, [bloom.filters[i] for i in wanted], path)
@@ -647,10 +667,12 @@ def _filter_blobs(path: str, bloom: ColumnBloom, wanted: list[int]) -> dict[int,
     return dict(zip(wanted, blobs))
 
 
-def _may_contain(path: str | os.PathLike[str], bloom: ColumnBloom, values: Iterable[Any], first: bool) -> list[int]:
+def _may_contain(path: str | os.PathLike[str] | StoredFile, bloom: ColumnBloom, values: Iterable[Any],
+                 first: bool) -> list[int]:
     if not isinstance(bloom, ColumnBloom):
         raise InvalidArgumentError(f"bloom must be a ColumnBloom, not {type(bloom).__name__}")
-    path = os.fspath(path)
+    if not isinstance(path, StoredFile):
+        path = os.fspath(path)
     hashes = _hashes(bloom, values)
     groups = range(len(bloom.filters))
     if hashes is None:
@@ -664,7 +686,7 @@ def _may_contain(path: str | os.PathLike[str], bloom: ColumnBloom, values: Itera
     out = []
     for i in groups:
         if bloom.filters[i][1] > 0:
-            bitset = _bitset(blobs[i], path, bloom.column, i)
+            bitset = _bitset(blobs[i], str(path), bloom.column, i)
             if bitset is not None and not might_contain(bitset, hashes).any():
                 continue
         out.append(i)
@@ -673,7 +695,8 @@ def _may_contain(path: str | os.PathLike[str], bloom: ColumnBloom, values: Itera
     return out
 
 
-def row_groups_that_may_contain(path: str | os.PathLike[str], bloom: ColumnBloom, values: Iterable[Any]) -> list[int]:
+def row_groups_that_may_contain(path: str | os.PathLike[str] | StoredFile, bloom: ColumnBloom,
+                                values: Iterable[Any]) -> list[int]:
     """The row groups of the data file at `path` that may hold any of `values` (Python
     values of the column's Arrow type; None matches nothing), ascending.  A row group left
     out certainly holds none of them.  Arrow scalars work too (timestamps keep their
@@ -682,6 +705,6 @@ def row_groups_that_may_contain(path: str | os.PathLike[str], bloom: ColumnBloom
     return _may_contain(path, bloom, values, first=False)
 
 
-def file_may_contain(path: str | os.PathLike[str], bloom: ColumnBloom, values: Iterable[Any]) -> bool:
+def file_may_contain(path: str | os.PathLike[str] | StoredFile, bloom: ColumnBloom, values: Iterable[Any]) -> bool:
     """Whether the data file at `path` may hold any of `values` (False: certainly none)."""
     return bool(_may_contain(path, bloom, values, first=True))

@@ -442,7 +442,8 @@ def read_ranges(f: BinaryIO, ranges: Sequence[tuple[int, int]], path: str) -> li
 
 def read_footer(f: BinaryIO, path: str) -> tuple[memoryview, int]:
     """The FileMetaData bytes and the offset where they start."""
-    size = os.fstat(f.fileno()).st_size
+    sized = getattr(f, "size", None)  # an object's file knows its size; a local one is stat'ed
+    size = sized() if callable(sized) else os.fstat(f.fileno()).st_size
     if size < 12:
         raise corrupt_file(path, f"{size} bytes is too short for a Parquet file")
     tail_len = min(size, _TAIL_READ)

@@ -5,16 +5,17 @@ row in it can satisfy the filter, so skipping never changes an answer.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.compute as pc
 
+from ...storage import Store
 from .. import filters as flt
 from .. import paths
 from ..filecache import FileCache
 from ..files import ROW_GROUP_ROWS, DataFileMeta
+from ..objects import StoredFile, source
 from . import bloom
 from .bitmap import read_bitmaps, rows_matching
 
@@ -38,7 +39,7 @@ class FileDecision:
 _KEEP_ALL = FileDecision(True)
 
 
-def decide(root: str, meta: DataFileMeta, f: flt.Filter, use_indexes: bool = True) -> FileDecision:
+def decide(storage: Store, meta: DataFileMeta, f: flt.Filter, use_indexes: bool = True) -> FileDecision:
     """What `f` (normalized) lets a read skip of this file."""
     if f is None or isinstance(f, pc.Expression):
         return _KEEP_ALL
@@ -49,7 +50,7 @@ def decide(root: str, meta: DataFileMeta, f: flt.Filter, use_indexes: bool = Tru
     groups = _row_group_count(meta)
     row_groups: frozenset[int] | None = None
     for step, probe in (("bloom", _bloom_leaf), ("bitmap", _bitmap_leaf)):
-        found = _evaluate(f, lambda leaf, probe=probe: probe(root, meta, leaf), groups)
+        found = _evaluate(f, lambda leaf, probe=probe: probe(storage, meta, leaf), groups)
         if found is not None:
             if not found:
                 return FileDecision(False, step)
@@ -83,7 +84,7 @@ def _evaluate(f: flt.Filter, leaf_groups, groups: int) -> frozenset[int] | None:
     return leaf_groups(f)
 
 
-def _bloom_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
+def _bloom_leaf(storage: Store, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
     column, op, value = leaf
     if op not in ("=", "in"):
         return None
@@ -91,7 +92,7 @@ def _bloom_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | 
     if described is None:
         return None
     values = [value] if op == "=" else list(value)
-    found = bloom.row_groups_that_may_contain(os.path.join(root, meta.file_name),
+    found = bloom.row_groups_that_may_contain(source(storage, meta.file_name, meta.file_size),
                                               bloom.ColumnBloom.from_json(described), values)
     return frozenset(found)
 
@@ -120,7 +121,7 @@ def _accepts(op: str, value: Any):
     return test
 
 
-def _bitmap_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
+def _bitmap_leaf(storage: Store, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
     column, op, value = leaf
     described = meta.indexes.get("bitmap", {}).get(column)
     if described is None or not described.get("indexed", True):
@@ -129,7 +130,7 @@ def _bitmap_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] |
     listed = described.get("values")
     if listed is not None and not any(test(v) for v in meta.bitmaps()[column].values or ()):
         return frozenset()  # decided from the manifest: no I/O
-    sidecar = os.path.join(root, paths.sidecar_name(meta.file_name, "bitmap"))
+    sidecar = source(storage, paths.sidecar_name(meta.file_name, "bitmap"))
     rows = rows_matching(_cached_bitmaps(sidecar, column), test)
     return frozenset(g for g in range(_row_group_count(meta))
                      if rows.range_cardinality(g * ROW_GROUP_ROWS, (g + 1) * ROW_GROUP_ROWS))
@@ -139,5 +140,7 @@ def _bitmap_leaf(root: str, meta: DataFileMeta, leaf: tuple) -> frozenset[int] |
 _bitmaps: FileCache[dict] = FileCache(max_entries=256)
 
 
-def _cached_bitmaps(sidecar: str, column: str) -> dict:
+def _cached_bitmaps(sidecar: str | StoredFile, column: str) -> dict:
+    if isinstance(sidecar, StoredFile):  # written once under its data file's unique name
+        return _bitmaps.get_keyed((*sidecar.key, column), lambda: read_bitmaps(sidecar, column))
     return _bitmaps.get(sidecar, lambda: read_bitmaps(sidecar, column), column)

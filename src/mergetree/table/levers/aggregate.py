@@ -4,7 +4,6 @@ a scan (merged, for primary-key tables) everywhere else.  See `preaggregates` fo
 combine."""
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ from .. import filters as flt
 from .. import paths
 from ..directory import TableDirectory
 from ..files import DataFileMeta
+from ..objects import source
 from ..options import AggregateModel
 from ..read import BucketPlan, ReadPlan, ReadStats, file_filter, plan_read, read_bucket
 from .preaggregates import (
@@ -72,7 +72,7 @@ def aggregate(directory: TableDirectory, group_by: Any, measures: Mapping[str, A
     for bucket in plan.buckets:
         for section, final in _units(directory, bucket):
             if model is not None and final is not None and model.name in final.indexes.get("preagg", {}):
-                sidecar = os.path.join(directory.path, paths.sidecar_name(final.file_name, f"agg-{model.name}"))
+                sidecar = source(directory.storage, paths.sidecar_name(final.file_name, f"agg-{model.name}"))
                 partials.append(read_partial(sidecar, final.indexes["preagg"][model.name], partial_names, expression,
                                              sorted(flt.columns_of(f) or ())))
                 plan.steps["pre-aggregate"].add([final])

@@ -166,7 +166,7 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
             # the same files give the same layout whoever asks (the curve's sample and its ties
             # follow the row order): read them in name order, not in the order a plan lists them
             files = sorted(files, key=lambda m: m.file_name)
-            rows = pa.Table.from_batches(list(read_run(directory.path, files)), schema=ts.file_schema)
+            rows = pa.Table.from_batches(list(read_run(directory.storage, files)), schema=ts.file_schema)
             clustering = options.clustering if tier == "major" else None
             with new_files(directory) as written:
                 if clustering is not None and clustering.tree is not None:
@@ -199,7 +199,7 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket)
     if not options.sort_within:
-        files = write_sorted_run(directory.path, relative, rows, ts, 0, options)
+        files = write_sorted_run(directory.storage, relative, rows, ts, 0, options)
         return [FileEntry(partition, bucket, m) for m in files]
     per_row = max(rows.nbytes / max(rows.num_rows, 1), 1.0)
     step = max(int(options.target_file_size / per_row), 1)
@@ -207,7 +207,7 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
         for start in range(0, rows.num_rows, step):
             chunk = rows.slice(start, step)
             chunk = chunk.take(sort_indices(chunk, [(c, "ascending") for c in options.sort_within], "at_start"))
-            meta = write_data_file(directory.path, relative, chunk, ts, 0, options, options.sort_within)
+            meta = write_data_file(directory.storage, relative, chunk, ts, 0, options, options.sort_within)
             out.append(FileEntry(partition, bucket, meta))
     return out
 
@@ -239,12 +239,12 @@ def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snaps
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for entry, rewrite_file, _ in todo:
             meta = entry.file
-            rows = pa.Table.from_batches(list(read_run(directory.path, [meta])), schema=ts.file_schema)
+            rows = pa.Table.from_batches(list(read_run(directory.storage, [meta])), schema=ts.file_schema)
             if rewrite_file:
-                new = write_data_file(directory.path, directory.bucket_directory(entry.partition, entry.bucket),
+                new = write_data_file(directory.storage, directory.bucket_directory(entry.partition, entry.bucket),
                                       rows, ts, meta.level, options, meta.sorted_by)
             else:
-                indexes = build_file_indexes(directory.path, meta.file_name, rows, ts,
+                indexes = build_file_indexes(directory.storage, meta.file_name, rows, ts,
                                              replace(options, bloom_columns=()), meta.sorted_by)
                 new = meta.with_indexes({**meta.indexes, **indexes})
             rewrite.replace([entry], [FileEntry(entry.partition, entry.bucket, new)])

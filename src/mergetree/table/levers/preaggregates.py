@@ -26,10 +26,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ...errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError
 from ...merge.arrow_input import sort_indices
+from ...storage import StorageError
+from ..objects import StoredFile, read_parquet_table, write_parquet
 from ..options import MEASURE_FUNCTIONS, AggregateModel
 from ..type_policy import require
 
@@ -152,13 +153,13 @@ def covers(model: AggregateModel, group_by: Sequence[str], measures: Measures, f
     return set(group_by) <= set(model.group_by) and set(measures) <= set(model.measures)
 
 
-def write_preaggregate(rows: pa.Table, model: AggregateModel, path: str) -> dict[str, Any]:
+def write_preaggregate(rows: pa.Table, model: AggregateModel, path: str | StoredFile) -> dict[str, Any]:
     """Write one data file's pre-aggregate; returns what the manifest keeps of it."""
     try:
         partial = partial_aggregate(rows, model.group_by, model.measures)
     except (pa.ArrowException, KeyError) as exc:
         raise SchemaMismatchError(f"pre-aggregate {model.name!r} cannot be built: {exc}") from None
-    pq.write_table(partial, path)
+    write_parquet(partial, path)
     described: dict[str, Any] = {"rows": partial.num_rows, "source_rows": rows.num_rows}
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, partial.schema) as writer:
@@ -169,15 +170,16 @@ def write_preaggregate(rows: pa.Table, model: AggregateModel, path: str) -> dict
     return described
 
 
-def _inline_partial(inline: Any, path: str) -> pa.Table:
+def _inline_partial(inline: Any, path: str | StoredFile) -> pa.Table:
     try:
         return pa.ipc.open_stream(base64.b64decode(inline, validate=True)).read_all()
     except (TypeError, ValueError, binascii.Error, pa.ArrowException) as exc:
-        raise CorruptTableError(f"the manifest's copy of pre-aggregate {path} is damaged ({exc})", path=path) from None
+        raise CorruptTableError(f"the manifest's copy of pre-aggregate {path} is damaged ({exc})",
+                                path=str(path)) from None
 
 
-def read_partial(path: str, described: Mapping[str, Any], names: list[str], expression: pc.Expression | None,
-                 filter_columns: Sequence[str] = ()) -> pa.Table:
+def read_partial(path: str | StoredFile, described: Mapping[str, Any], names: list[str],
+                 expression: pc.Expression | None, filter_columns: Sequence[str] = ()) -> pa.Table:
     """A stored pre-aggregate's rows that pass the filter (which reads only group-by
     columns), in the columns `names`: from the manifest's copy when it has one (`described`
     is the manifest's entry), else from the sidecar at `path`."""
@@ -187,13 +189,17 @@ def read_partial(path: str, described: Mapping[str, Any], names: list[str], expr
         missing = set(columns) - set(table.column_names)
         if missing:
             raise CorruptTableError(f"the manifest's copy of pre-aggregate {path} lacks columns {sorted(missing)}",
-                                    path=path)
+                                    path=str(path))
         table = table.select(columns)
     else:
         try:
-            table = pq.read_table(path, columns=columns)
+            table = read_parquet_table(path, columns=columns)
         except MemoryError:  # out of memory is not a damaged file
             raise
+        except StorageError as exc:
+            if isinstance(exc, FileNotFoundError) or not isinstance(path, StoredFile):
+                raise CorruptTableError(f"pre-aggregate {path} cannot be read ({exc})", path=str(path)) from None
+            raise  # an object store's request failed: not a damaged file
         except (OSError, pa.ArrowException) as exc:
-            raise CorruptTableError(f"pre-aggregate {path} cannot be read ({exc})", path=path) from None
+            raise CorruptTableError(f"pre-aggregate {path} cannot be read ({exc})", path=str(path)) from None
     return (table.filter(expression) if expression is not None else table).select(names)

@@ -18,6 +18,7 @@ from ...errors import InvalidArgumentError
 from ...merge import merge
 from ...merge.assemble import RowSelection
 from ...merge.row_kind import retraction_kinds
+from ...storage import Store
 from ..directory import TableDirectory
 from ..files import DataFileMeta, batch_rows_for, read_run
 from ..schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
@@ -96,7 +97,7 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
     names = ts.schema.names if wanted is None else [c for c in ts.schema.names if c in wanted]
     if not ts.has_primary_key:
         for run in section:
-            for batch in read_run(directory.path, run, columns=None if needed is None else names,
+            for batch in read_run(directory.storage, run, columns=None if needed is None else names,
                                   row_groups=row_groups):
                 yield RowSelection.of_batch(batch)
         return
@@ -107,7 +108,7 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
     # the manifest counts each file's retractions: without any, the kind column changes nothing
     kinds = [KIND_COLUMN] if any(m.delete_count for run in section for m in run) else []
     if len(section) == 1:  # one sorted run: rows are final; only retractions go
-        for batch in read_run(directory.path, section[0], columns=ts.file_key + kinds + values,
+        for batch in read_run(directory.storage, section[0], columns=ts.file_key + kinds + values,
                               row_filter=key_filter, row_groups=row_groups):
             if kinds:
                 batch = batch.filter(pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())))
@@ -115,11 +116,11 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
         return
     batch_rows = batch_rows_for(len(section))
     if ordered_by_file(section):  # each file's rows take its newest sequence number: the same order, nothing decoded
-        runs = [_with_file_sequence(directory.path, run, ts.file_key + kinds + values, key_filter, row_groups,
+        runs = [_with_file_sequence(directory.storage, run, ts.file_key + kinds + values, key_filter, row_groups,
                                     batch_rows) for run in section]
     else:
         columns = ts.file_key + [SEQUENCE_COLUMN] + kinds + values
-        runs = [read_run(directory.path, run, columns=columns, row_filter=key_filter, row_groups=row_groups,
+        runs = [read_run(directory.storage, run, columns=columns, row_filter=key_filter, row_groups=row_groups,
                          batch_rows=batch_rows) for run in section]
     aggregations = {c: f for c, f in (directory.options.aggregations or {}).items() if c in names}
     reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN if kinds else None,
@@ -150,7 +151,7 @@ def ordered_by_file(section: Sequence[Sequence[DataFileMeta]]) -> bool:
     return True
 
 
-def _with_file_sequence(root: str, run: list[DataFileMeta], columns: list[str], key_filter: pc.Expression | None,
+def _with_file_sequence(root: Store, run: list[DataFileMeta], columns: list[str], key_filter: pc.Expression | None,
                         row_groups: dict[str, frozenset[int]], batch_rows: int) -> Iterator[pa.RecordBatch]:
     """A run's batches with a sequence column holding each file's highest sequence number."""
     field_ = pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False)

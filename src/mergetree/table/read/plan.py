@@ -61,7 +61,7 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
               limit: int | None = None) -> ReadPlan:
     """Which files (and row groups) a read with the normalized filter `f` touches."""
     ts = directory.schema
-    root = directory.path
+    root = directory.storage
     snap = snapshot_for(directory, snapshot)
     live = directory.live_files(snap)
     plan = ReadPlan(snap.id if snap else None, files_total=len(live),

@@ -67,7 +67,7 @@ def _row_group_ranges(directory: TableDirectory, files: list[DataFileMeta]) -> d
     out: dict[str, list[tuple[Any, Any, int]]] = {}
     for meta in files:
         try:
-            metadata = file_metadata(directory.path, meta)
+            metadata = file_metadata(directory.storage, meta)
             index = metadata.schema.names.index(column)
             groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
             stats = [g.column(index).statistics for g in groups]

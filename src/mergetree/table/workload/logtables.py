@@ -16,6 +16,7 @@ from ...errors import CorruptTableError, MergeTreeError
 from .. import filters as flt
 from ..directory import TableDirectory, open_table
 from ..files import read_data_file
+from ..objects import location_exists
 from ..read import BucketPlan, PreparedRead, prepare_read, read_bucket
 from ..snapshots import FileEntry, Snapshot
 
@@ -59,7 +60,7 @@ def damaged_data_files(directory: TableDirectory, snapshot: Snapshot) -> list[tu
     out = []
     for entry in directory.store.live_files(snapshot).values():
         try:
-            for _ in read_data_file(directory.path, entry.file):
+            for _ in read_data_file(directory.storage, entry.file):
                 pass
         except CorruptTableError as exc:
             out.append((entry, describe(exc, directory.path)))
@@ -98,7 +99,7 @@ def read_rows(path: str, schema: pa.Schema, what: str, columns: list[str] | None
     in the warnings ("query log")."""
     names = list(columns) if columns is not None else schema.names
     empty = pa.schema([schema.field(c) for c in names]).empty_table()
-    if not os.path.isdir(path):
+    if not location_exists(path):
         return empty
     try:
         directory = open_table(path, check=False)

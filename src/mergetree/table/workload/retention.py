@@ -19,7 +19,6 @@ This lives beside `querylog`, not in it, because it uses `housekeeping`, which i
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from ..directory import TableDirectory, open_table
 from ..durations import parse_age, seconds
 from ..files import read_data_file
 from ..housekeeping import expire_snapshots, remove_orphan_files
+from ..objects import location_exists
 from ..snapshots import FileEntry, Snapshot
 from ..write import conformed, spill
 from .querylog import LOG_SCHEMA, log_path
@@ -90,7 +90,7 @@ def expire(table_path: str, retention: Any = None, *, now: dt.datetime | None = 
     except OverflowError:  # a retention reaching before year 1 keeps everything
         return out
     path = log_path(table_path)
-    if not os.path.isdir(path):
+    if not location_exists(path):
         return out
     directory = open_table(path, check=False)
     _remove_old_records(directory, out.cutoff, out)
@@ -103,7 +103,7 @@ def _newest(directory: TableDirectory, entry: FileEntry) -> tuple[Any, Any]:
     """(oldest, newest) record time of a data file, from its statistics (read when it has none)."""
     lo, hi, _ = entry.file.stats.get("ts", (None, None, 0))
     if lo is None or hi is None:
-        times = pa.concat_arrays([b.column(0) for b in read_data_file(directory.path, entry.file, ["ts"])]
+        times = pa.concat_arrays([b.column(0) for b in read_data_file(directory.storage, entry.file, ["ts"])]
                                  or [pa.array([], LOG_SCHEMA.field("ts").type)])
         bounds = pc.min_max(times)
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
@@ -115,7 +115,7 @@ def _kept_rows(directory: TableDirectory, entries: list[FileEntry], cutoff: dt.d
     ts = pc.field("ts")
     newer = (ts >= pa.scalar(cutoff, LOG_SCHEMA.field("ts").type)) | ts.is_null()
     for entry in entries:
-        batches = list(read_data_file(directory.path, entry.file, LOG_SCHEMA.names, newer))
+        batches = list(read_data_file(directory.storage, entry.file, LOG_SCHEMA.names, newer))
         if batches:
             yield pa.Table.from_batches(batches)
 
