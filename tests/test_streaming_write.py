@@ -345,10 +345,16 @@ CHILD_FROM_START = textwrap.dedent("""
             n = min(batch, rows - start)
             yield pa.record_batch([pa.array(rng.integers(0, rows, n)), pa.array(np.arange(start, start + n)),
                                    pa.array(np.char.add("v", (np.arange(n) % 1000).astype(str)))], schema=schema)
-    with open("/proc/self/statm") as f:
-        start = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    def status(field):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+    # ru_maxrss is inherited across fork and exec (a large pytest worker would be this child's
+    # peak): reset this process's own high-water mark and read that instead
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    start = status("VmRSS")
     table.write(pa.RecordBatchReader.from_batches(schema, gen()))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = status("VmHWM")
     print(start, peak, pa.default_memory_pool().max_memory())
 """)
 
