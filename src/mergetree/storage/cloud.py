@@ -18,7 +18,16 @@ from mergetree.errors import InvalidArgumentError
 
 from .errors import ObjectExistsError, ObjectNotFoundError, StorageAccessError, StorageError
 from .options import AZURE, GCS, S3, redact_text
-from .store import COALESCE_GAP, ObjectInfo, Store, check_object_path, check_prefix, coalesce_ranges
+from .store import (
+    COALESCE_GAP,
+    ObjectInfo,
+    Store,
+    WriteOnlyStream,
+    check_object_path,
+    check_prefix,
+    check_ranges,
+    coalesce_ranges,
+)
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -151,16 +160,12 @@ class CloudStore(Store):
         except Exception as exc:
             raise self.storage_error(exc, "read", path) from None
 
-    def read_range(self, path: str, offset: int, length: int) -> bytes:
-        return self.read_ranges(path, [(offset, length)])[0]
-
     def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         _check_process(self)
         import obstore
 
         check_object_path(path)
-        if any(o < 0 or n < 0 for o, n in ranges):
-            raise ValueError(f"negative offset or length in {list(ranges)!r}")
+        check_ranges(ranges)
         wanted = [(o, n) for o, n in ranges if n > 0]
         if not wanted:
             return [b"" for _ in ranges]
@@ -342,7 +347,7 @@ class ObjectInputFile:
         self.close()
 
 
-class ObjectOutputFile:
+class ObjectOutputFile(WriteOnlyStream):
     """A streamed upload: parts of `OUTPUT_PART_SIZE` go up as they fill (a multipart upload);
     `close()` completes it and the object appears, whole.  `abort()`, or leaving a `with` block
     by an exception, never completes it: nothing appears (an incomplete multipart upload is left
@@ -371,15 +376,6 @@ class ObjectOutputFile:
     def flush(self) -> None:
         """Nothing: parts go up when full, the rest on `close()` (a flush would upload a part
         smaller than S3 allows)."""
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def readable(self) -> bool:
-        return False
 
     def close(self) -> None:
         if self.closed:

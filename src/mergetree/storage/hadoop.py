@@ -22,7 +22,7 @@ from .errors import (
     StorageError,
 )
 from .options import redact_text
-from .store import ObjectInfo, Store, check_object_path, check_prefix, coalesce_ranges
+from .store import ObjectInfo, Store, check_object_path, check_prefix, check_ranges, coalesce_ranges
 
 if TYPE_CHECKING:
     from .location import Location
@@ -62,12 +62,8 @@ class ArrowFileSystemStore(Store):
         except OSError as exc:
             raise self.storage_error(exc, "read", path) from None
 
-    def read_range(self, path: str, offset: int, length: int) -> bytes:
-        return self.read_ranges(path, [(offset, length)])[0]
-
     def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        if any(o < 0 or n < 0 for o, n in ranges):
-            raise ValueError(f"negative offset or length in {list(ranges)!r}")
+        check_ranges(ranges)
         if not any(n for _, n in ranges):  # nothing to fetch, as on object stores
             return [b"" for _ in ranges]
         self.requests.add("GET", len(coalesce_ranges(ranges)))

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .errors import ObjectExistsError, ObjectNotFoundError, StorageAccessError, StorageError
-from .store import ObjectInfo, Store, check_object_path, check_prefix, coalesce_ranges
+from .store import ObjectInfo, Store, WriteOnlyStream, check_object_path, check_prefix, check_ranges, coalesce_ranges
 
 if TYPE_CHECKING:
     from .location import Location
@@ -70,13 +70,9 @@ class LocalDiskStore(Store):
         except OSError as exc:
             raise self.storage_error(exc, "read", path) from None
 
-    def read_range(self, path: str, offset: int, length: int) -> bytes:
-        return self.read_ranges(path, [(offset, length)])[0]
-
     def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         full = self.local_path(path)
-        if any(o < 0 or n < 0 for o, n in ranges):
-            raise ValueError(f"negative offset or length in {list(ranges)!r}")
+        check_ranges(ranges)
         if not any(n for _, n in ranges):  # nothing to fetch, as on object stores
             return [b"" for _ in ranges]
         self.requests.add("GET", len(coalesce_ranges(ranges)))
@@ -218,7 +214,7 @@ def _remove_quietly(path: str) -> None:
         os.remove(path)
 
 
-class LocalOutputFile:
+class LocalOutputFile(WriteOnlyStream):
     """A file streamed to a temporary name and renamed to its own on a clean `close()`, so a
     reader never sees it half-written; `abort()` (or leaving a `with` block by an exception)
     removes it."""
@@ -239,15 +235,6 @@ class LocalOutputFile:
 
     def flush(self) -> None:
         self._file.flush()
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def readable(self) -> bool:
-        return False
 
     def close(self) -> None:
         if self.closed:

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from .location import Location
 
-__all__ = ["COALESCE_GAP", "REQUEST_KINDS", "ObjectInfo", "RequestCounter", "Store", "check_object_path",
-           "coalesce_ranges"]
+__all__ = ["COALESCE_GAP", "REQUEST_KINDS", "ObjectInfo", "RequestCounter", "Store", "WriteOnlyStream",
+           "check_object_path", "check_ranges", "coalesce_ranges"]
 
 REQUEST_KINDS = ("GET", "PUT", "LIST", "HEAD", "DELETE")
 # Ranges less than this far apart are fetched by one request (object_store's default too):
@@ -137,9 +137,9 @@ class Store(ABC):
     def read(self, path: str) -> bytes:
         """The whole object."""
 
-    @abstractmethod
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         """`length` bytes from `offset` (fewer only at the object's end)."""
+        return self.read_ranges(path, [(offset, length)])[0]
 
     @abstractmethod
     def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
@@ -208,3 +208,22 @@ class Store(ABC):
             raise ConditionalCreateUnsupportedError(
                 f"{self.uri}: this store has no conditional create, so a commit could silently replace another "
                 f"writer's; commits are refused", uri=self.uri)
+
+
+def check_ranges(ranges: Sequence[tuple[int, int]]) -> None:
+    """(offset, length) pairs a `read_ranges` can take: none negative."""
+    if any(o < 0 or n < 0 for o, n in ranges):
+        raise ValueError(f"negative offset or length in {list(ranges)!r}")
+
+
+class WriteOnlyStream:
+    """What pyarrow asks of a sink an output file streams into: written, never read or sought."""
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
