@@ -10,14 +10,15 @@ Backends: `LocalDiskStore` (plain files), `CloudStore` (S3, GCS, Azure through o
 docs/STORAGE.md."""
 from __future__ import annotations
 
-from .cloud import CloudStore, ObjectInputFile, ObjectOutputFile
-from .errors import (
+from mergetree.errors import (
     ConditionalCreateUnsupportedError,
     ObjectExistsError,
     ObjectNotFoundError,
     StorageAccessError,
     StorageError,
 )
+
+from .cloud import CloudStore, ObjectInputFile, ObjectOutputFile
 from .hadoop import ArrowFileSystemStore, HadoopStore
 from .local import LocalDiskStore, LocalOutputFile
 from .location import Location, parse_location

@@ -14,9 +14,14 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from mergetree.errors import InvalidArgumentError
+from mergetree.errors import (
+    InvalidArgumentError,
+    ObjectExistsError,
+    ObjectNotFoundError,
+    StorageAccessError,
+    StorageError,
+)
 
-from .errors import ObjectExistsError, ObjectNotFoundError, StorageAccessError, StorageError
 from .options import AZURE, GCS, S3, redact_text
 from .store import (
     COALESCE_GAP,

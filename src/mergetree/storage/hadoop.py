@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from mergetree.errors import InvalidArgumentError
-
-from .errors import (
+from mergetree.errors import (
     ConditionalCreateUnsupportedError,
+    InvalidArgumentError,
     ObjectNotFoundError,
     StorageAccessError,
     StorageError,
 )
+
 from .options import redact_text
 from .store import ObjectInfo, Store, check_object_path, check_prefix, check_ranges, coalesce_ranges
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .errors import ObjectExistsError, ObjectNotFoundError, StorageAccessError, StorageError
+from mergetree.errors import ObjectExistsError, ObjectNotFoundError, StorageAccessError, StorageError
+
 from .store import ObjectInfo, Store, WriteOnlyStream, check_object_path, check_prefix, check_ranges, coalesce_ranges
 
 if TYPE_CHECKING:

@@ -8,9 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from mergetree.errors import InvalidArgumentError
-
-from .errors import ConditionalCreateUnsupportedError
+from mergetree.errors import ConditionalCreateUnsupportedError, InvalidArgumentError
 
 if TYPE_CHECKING:
     import pyarrow as pa
