@@ -169,11 +169,34 @@ def test_requests_per_operation(s3_server):
     storage.requests.reset()
     assert t.read(filter=("id", "=", 12345)).column("n").to_pylist() == [123450]
     lookup = storage.requests.reset()
-    # the LATEST hint, the snapshot, one row group; the snapshot listing (which checks the hint)
-    assert lookup == {"GET": 3, "PUT": 0, "LIST": 1, "HEAD": 0, "DELETE": 0}, lookup
+    # the LATEST hint, a probe for the next snapshot (absent), one row group: the snapshot, its
+    # manifests and the file's footer are cached, and no listing is made
+    assert lookup == {"GET": 3, "PUT": 0, "LIST": 0, "HEAD": 0, "DELETE": 0}, lookup
+    assert t.last_read.requests == {"GET": 3}
+    plan = t.plan(filter=("id", "=", 12345))
+    assert plan.requests == {"GET": 2}  # the hint and the probe; the row group is read later
+    assert ["store requests to plan", "GET 2", ""] in plan.explain()
     t.read()
     full = storage.requests.reset()
     assert full["HEAD"] == 0  # the manifests name every file with its size
+
+
+def test_a_lagging_hint_still_finds_the_newest_snapshot(s3_server):
+    """Planning follows the LATEST hint, then probes the next ids: a hint left behind (a slower
+    committer, another process's commits) never hides a newer snapshot."""
+    uri = _uri()
+    t = Table.create(uri, SCHEMA, primary_key=["id"], storage_options=s3_server.options())
+    t.write(_rows(0, 10, "h"))
+    assert t.read().num_rows == 10  # snapshot 1 now cached by this reader
+    other = Table.open(uri, storage_options=s3_server.options())
+    other.write(_rows(10, 10, "h"))
+    other.write(_rows(20, 10, "h"))
+    t.directory.storage.write("snapshot/LATEST", b"1")
+    assert t.directory.storage.read("snapshot/LATEST") == b"1"
+    assert t.read().num_rows == 30
+    assert [s.id for s in t.snapshots()] == [1, 2, 3]
+    t.directory.storage.delete("snapshot/LATEST")  # no hint at all: the listing decides
+    assert t.read().num_rows == 30
 
 
 def test_query_log_and_repair_on_s3(s3_server, monkeypatch):

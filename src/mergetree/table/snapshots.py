@@ -166,6 +166,7 @@ def recovery_hint(root: str, damaged_id: int, intact: Sequence[int]) -> str:
 
 
 CACHED_MANIFESTS = 1024  # parsed manifests a store keeps (a manifest holds up to a few thousand entries)
+CACHED_SNAPSHOTS = 64  # parsed snapshots an object store's reader keeps
 
 
 class SnapshotStore:
@@ -182,6 +183,9 @@ class SnapshotStore:
         # name alone (no HEAD per manifest).  Manifest lists likewise.
         self._manifests: FileCache[tuple[tuple[str, FileEntry], ...]] = FileCache(max_entries=CACHED_MANIFESTS)
         self._lists: FileCache[list[str]] = FileCache(max_entries=CACHED_MANIFESTS)
+        # An object store's snapshots, by name: each is created once (a conditional create) and
+        # never rewritten, so a warm read needs no request for the one it plans from.
+        self._snapshots: FileCache[Snapshot] = FileCache(max_entries=CACHED_SNAPSHOTS)
 
     def _path(self, relative: str) -> str:
         return _full_path(self.storage, relative)
@@ -210,6 +214,10 @@ class SnapshotStore:
         # taken after reading it holds that snapshot (read the other way round, a commit
         # landing in between would look like a lost snapshot).
         hint = self.latest_hint()
+        if hint is not None and not is_local(self.storage):
+            newest = self._newest_from_hint(hint)
+            if newest is not None:
+                return newest
         ids = self.snapshot_ids()
         latest = ids[-1] if ids else None
         if hint is not None and (latest is None or hint > latest):
@@ -219,6 +227,28 @@ class SnapshotStore:
                 f"says snapshot {hint} was committed); {recovery_hint(self.root, hint, ids)}",
                 path=self._path(relative))
         return latest
+
+    def _newest_from_hint(self, hint: int) -> int | None:
+        """The newest snapshot found from the hint without a listing (an object store's LIST is
+        a round trip, and ids are consecutive): the hint's snapshot (cached once read), then
+        each next id until one is absent — one GET when the hint is current.  None when the
+        hint's snapshot cannot be read (expired, lost or damaged): the listing decides."""
+        try:
+            self.snapshot(hint)
+        except (SnapshotNotFoundError, CorruptTableError):
+            return None
+        newest = hint
+        while True:
+            relative = paths.snapshot_file(newest + 1)
+            raw = read_if_exists(self.storage, relative)
+            if raw is None:
+                return newest
+            newest += 1
+            try:
+                parsed = Snapshot.from_json(parse_json(raw, self.storage, relative, "snapshot"), newest)
+            except (CorruptTableError, ValueError):
+                return newest  # reading it raises with the recovery hint
+            self._snapshots.get_keyed((self.storage.uri, relative), lambda parsed=parsed: parsed)  # type: ignore[misc]
 
     def latest_hint(self) -> int | None:
         try:
@@ -244,6 +274,12 @@ class SnapshotStore:
             self.write_latest_hint(snapshot_id)
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        if is_local(self.storage):  # a local read is cheap, and keeps a replaced file's truth
+            return self._read_snapshot(snapshot_id)
+        return self._snapshots.get_keyed((self.storage.uri, paths.snapshot_file(snapshot_id)),
+                                         lambda: self._read_snapshot(snapshot_id))
+
+    def _read_snapshot(self, snapshot_id: int) -> Snapshot:
         relative = paths.snapshot_file(snapshot_id)
         try:  # read, not checked first: one request on an object store
             raw = self.storage.read(relative)

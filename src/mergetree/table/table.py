@@ -160,8 +160,10 @@ class Table:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
         started = time.perf_counter()
+        requests_before = self.directory.storage.requests.counts()
         prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
         out = read.read_table(self.directory, prepared, threads)
+        prepared.stats.requests = read.requests_since(requests_before, self.directory.storage.requests.counts())
         self.last_read = prepared.stats
         if querylog.logging_enabled(self.directory):
             self._log("read", prepared.filter, prepared.plan.snapshot_id, prepared.stats, started,

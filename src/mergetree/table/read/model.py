@@ -15,7 +15,8 @@ from .. import filters as flt
 from ..files import DataFileMeta
 from ..indexes.skipping import STEPS
 
-__all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats"]
+__all__ = ["BucketPlan", "OrderBy", "PreparedRead", "PruneStep", "ReadPlan", "ReadStats", "format_requests",
+           "requests_since"]
 
 OrderBy = list[tuple[str, str]]  # [(column, "asc" | "desc")]
 
@@ -67,6 +68,9 @@ class ReadPlan:
     pruned_buckets: int = 0
     steps: dict[str, PruneStep] = field(default_factory=lambda: {s: PruneStep() for s in STEPS})
     row_groups_skipped: int = 0
+    # the requests the table's store made while planning (snapshot, manifests, indexes not yet
+    # cached): on an object store each costs a round trip; empty if none was made
+    requests: dict[str, int] = field(default_factory=dict)
 
     @property
     def files(self) -> list[DataFileMeta]:
@@ -84,7 +88,19 @@ class ReadPlan:
         left = self.files
         rows.append(["to read", f"{len(left):,} of {self.files_total:,}",
                      f"{sum(m.file_size for m in left) / 2**20:.1f} of {self.bytes_total / 2**20:.1f}"])
+        rows.append(["store requests to plan", format_requests(self.requests), ""])
         return rows
+
+
+def format_requests(requests: dict[str, int]) -> str:
+    """'GET 2, LIST 1' ('none' when no request was made)."""
+    made = [f"{kind} {n:,}" for kind, n in requests.items() if n]
+    return ", ".join(made) if made else "none"
+
+
+def requests_since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The requests made between two readings of a store's counter (`RequestCounter.counts`)."""
+    return {kind: after[kind] - before.get(kind, 0) for kind in after if after[kind] - before.get(kind, 0)}
 
 
 @dataclass
@@ -97,6 +113,9 @@ class ReadStats:
     bytes_read: int = 0
     rows_out: int = 0
     used_preaggregates: int = 0  # files answered from their pre-aggregates (Table.aggregate)
+    # the requests the table's store made for the whole read, plan included (a local table's
+    # data files are read by pyarrow from their paths and not counted)
+    requests: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, files: Sequence[DataFileMeta]) -> None:

@@ -20,7 +20,7 @@ from ..schema import KEY_PREFIX
 from ..sections import interval_partition
 from ..snapshots import Snapshot
 from ..type_policy import require
-from .model import BucketPlan, OrderBy, PreparedRead, ReadPlan, ReadStats
+from .model import BucketPlan, OrderBy, PreparedRead, ReadPlan, ReadStats, requests_since
 from .topn import plan_top_n
 
 __all__ = ["columns_for", "file_filter", "order_by_for", "plan_read", "prepare_read", "snapshot_for"]
@@ -62,6 +62,7 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
     """Which files (and row groups) a read with the normalized filter `f` touches."""
     ts = directory.schema
     root = directory.storage
+    requests_before = root.requests.counts()
     snap = snapshot_for(directory, snapshot)
     live = directory.live_files(snap)
     plan = ReadPlan(snap.id if snap else None, files_total=len(live),
@@ -118,6 +119,7 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
         for b in plan.buckets for m in b.files if m.file_name in b.row_groups)
     if order_by and limit is not None and f is None:
         plan_top_n(directory, plan, order_by, limit)
+    plan.requests = requests_since(requests_before, root.requests.counts())
     return plan
 
 
