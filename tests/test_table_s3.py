@@ -11,7 +11,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from mergetree import Table
+from mergetree import InvalidArgumentError, MergeTreeError, Table
 from mergetree.storage import resolve
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int64())])
@@ -220,3 +220,36 @@ def test_query_log_and_repair_on_s3(s3_server, monkeypatch):
     assert Table.open(uri, storage_options=s3_server.options()).read().num_rows == 10
     assert any(i.path.startswith("snapshot/damaged/") for i in storage.list("snapshot/"))
     querylog.flush()  # before the server of this session stops
+
+
+def test_credentials_from_an_aws_profile(s3_server, tmp_path, monkeypatch):
+    """Keys, region and endpoint from the AWS shared files, as the AWS SDKs read them: the
+    named profile, then AWS_PROFILE, then default; options and the environment win over them."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    credentials, config = tmp_path / "credentials", tmp_path / "config"
+    credentials.write_text(f"[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing-at-all\n\n"
+                           f"[lake]\naws_access_key_id = {s3_server.access_key_id}\n"
+                           f"aws_secret_access_key = {s3_server.secret_access_key}\n")
+    config.write_text(f"[profile lake]\nregion = us-east-1\nendpoint_url = {s3_server.endpoint}\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    uri = _uri()
+    t = Table.create(uri, SCHEMA, primary_key=["id"], storage_options={"profile": "lake", "allow_http": "true"})
+    t.write(_rows(0, 5, "p"))
+    assert s3_server.secret_access_key not in repr(t.directory.storage)
+    monkeypatch.setenv("AWS_PROFILE", "lake")
+    assert Table.open(uri, storage_options={"allow_http": "true"}).read().num_rows == 5
+    monkeypatch.delenv("AWS_PROFILE")
+    with pytest.raises(MergeTreeError, match="access|denied|credentials|InvalidAccessKeyId|endpoint"):
+        # the default profile's keys (wrong), and no endpoint: it must not reach this server
+        Table.open(uri, storage_options={"allow_http": "true", "endpoint_url": s3_server.endpoint,
+                                         "region": "us-east-1"})
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-environment")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-but-first")
+    with pytest.raises(MergeTreeError) as caught:  # the environment wins over the profile
+        Table.open(uri, storage_options={"profile": "lake", "allow_http": "true"})
+    assert "wrong-but-first" not in str(caught.value)
+    with pytest.raises(InvalidArgumentError, match="'missing'"):
+        Table.open(uri, storage_options={"profile": "missing"})

@@ -7,6 +7,8 @@ knows, or one that does not apply to the location's backend (`aws_region` for `g
 `InvalidArgumentError` naming the key; the value is never repeated back."""
 from __future__ import annotations
 
+import configparser
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -58,6 +60,7 @@ def _options() -> dict[str, StorageOption]:
     add("server_side_encryption", (S3,), "config", "aws_server_side_encryption")
     add("sse_kms_key_id", (S3,), "config", "aws_sse_kms_key_id")
     add("conditional_put", (S3,), "config", "aws_conditional_put")
+    add("profile", (S3,), "profile", "aws_profile")  # a profile of ~/.aws/credentials and ~/.aws/config
     # endpoints: one key, the backend's own endpoint (S3-compatible servers, Azurite)
     add("endpoint", (S3, AZURE), "config", "aws_endpoint", "aws_endpoint_url", "endpoint_url", "s3.endpoint",
         "azure_storage_endpoint", "azure_endpoint")
@@ -104,6 +107,7 @@ class ResolvedOptions:
     client: dict[str, Any] = field(default_factory=dict)
     retry: dict[str, Any] = field(default_factory=dict)
     hdfs: dict[str, Any] = field(default_factory=dict)
+    profile: dict[str, Any] = field(default_factory=dict)
     shown: dict[str, str] = field(default_factory=dict)  # canonical key -> value or *** (for repr)
     secrets: tuple[str, ...] = ()
 
@@ -140,7 +144,7 @@ def resolve_options(storage_options: Mapping[str, object] | None, backend: str, 
     URI) names the location in errors."""
     out = ResolvedOptions()
     if storage_options is None:
-        return out
+        storage_options = {}
     if not isinstance(storage_options, Mapping):
         raise InvalidArgumentError(f"storage_options for {where} must be a dict of strings, "
                                    f"got {type(storage_options).__name__}")
@@ -159,8 +163,63 @@ def resolve_options(storage_options: Mapping[str, object] | None, backend: str, 
         parsed = _parse(option, str(raw_key), value)
         getattr(out, option.target)[option.name] = parsed
         out.shown[option.name] = REDACTED if option.secret else str(value)
+    if backend == S3:
+        secrets.extend(_apply_aws_profile(out, out.profile.get("profile")))
     out.secrets = tuple(secrets)
     return out
+
+
+# A setting of a ~/.aws profile -> the storage option it fills, with the environment variable
+# that, set, wins over the file (the AWS SDKs' order: options, environment, profile).
+_PROFILE_SETTINGS = {
+    "aws_access_key_id": ("access_key_id", ("AWS_ACCESS_KEY_ID",)),
+    "aws_secret_access_key": ("secret_access_key", ("AWS_SECRET_ACCESS_KEY",)),
+    "aws_session_token": ("session_token", ("AWS_SESSION_TOKEN",)),
+    "region": ("region", ("AWS_REGION", "AWS_DEFAULT_REGION")),
+    "endpoint_url": ("endpoint", ("AWS_ENDPOINT_URL",)),
+}
+
+
+def _profile_sections(path: str, section: str) -> dict[str, str]:
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError(f"cannot read the AWS profile file {path}: {type(exc).__name__}") from None
+    return dict(parser[section]) if parser.has_section(section) else {}
+
+
+def _apply_aws_profile(out: ResolvedOptions, profile: str | None) -> list[str]:
+    """Fill what neither the options nor the environment give from a profile of the AWS
+    shared files (`AWS_SHARED_CREDENTIALS_FILE`/`AWS_CONFIG_FILE`, default ~/.aws/credentials
+    and ~/.aws/config): the `profile` option, else `AWS_PROFILE`, else `default` (obstore's
+    object_store reads only the environment and instance metadata).  Static keys, region and
+    endpoint_url only; an explicitly named profile that does not exist is an error.  The
+    secrets filled in, for redaction."""
+    name = profile or os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
+    home = os.path.expanduser("~")
+    credentials_file = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.join(home, ".aws", "credentials")
+    config_file = os.environ.get("AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config")
+    section = name or "default"
+    found = _profile_sections(config_file, section if section == "default" else f"profile {section}")
+    found.update(_profile_sections(credentials_file, section))  # the credentials file wins, as in the SDKs
+    if name and not found:
+        raise InvalidArgumentError(f"AWS profile {name!r} is in neither {credentials_file} nor {config_file}")
+    given_keys = "access_key_id" in out.config or bool(os.environ.get("AWS_ACCESS_KEY_ID"))
+    secrets = []
+    for setting, (option, variables) in _PROFILE_SETTINGS.items():
+        value = found.get(setting, "").strip()
+        if not value or option in out.config or any(os.environ.get(v) for v in variables):
+            continue
+        if setting in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token") and given_keys:
+            continue  # keys come as a set: never one from the options and its partner from a file
+        out.config[option] = value
+        if OPTION_KEYS[option].secret:
+            secrets.append(value)
+            out.shown[option] = REDACTED
+        else:
+            out.shown[option] = value
+    return secrets
 
 
 def redact_text(text: str, secrets: tuple[str, ...]) -> str:
