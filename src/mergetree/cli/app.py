@@ -19,6 +19,7 @@ from ..errors import InvalidArgumentError, MergeTreeError
 from ..table.durations import seconds
 from ..table.workload import querylog
 from . import commands, organize, paimon
+from .options import add_table_path, redact_arguments
 from .render import err_console
 
 __all__ = ["build_parser", "main"]
@@ -118,16 +119,16 @@ def build_parser() -> argparse.ArgumentParser:
     paimon.add_commands(subcommands, command)
 
     p = command("info", "a table's schema, snapshots, and each bucket's levels and sorted runs", commands.info)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--snapshots", type=_non_negative_int, default=10, help="how many recent snapshots to list")
 
     p = command("compact", "compact the table (with a progress bar)", commands.compact)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--full", action="store_true", help="compact every bucket into its last level")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("read", "read the table (rows come bucket by bucket, each bucket in key order)", commands.read)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
                    help="a predicate; repeat for AND. Operators: = != < <= > >= in (a, b) not in (a, b) "
                         "is null, is not null")
@@ -141,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("optimize", "cluster an append table's files (linear, Z-order, Hilbert) or re-apply its layout; "
                             "a full compaction for a primary-key table", commands.optimize)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--order", metavar="COL,...", help="columns to cluster by (default: the stored layout)")
     p.add_argument("--strategy", choices=["linear", "zorder", "hilbert"],
                    help="default: linear for one column, hilbert for more")
@@ -151,11 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("build-indexes", "give existing files the indexes and pre-aggregates the options declare",
                 commands.build_indexes)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("expire", "expire old snapshots (and optionally orphan files)", commands.expire)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--retain", type=_positive_int, default=1,
                    help="snapshots to keep; the default keeps only the latest, ending time travel to older ones")
     p.add_argument("--older-than-hours", type=_non_negative_hours,
@@ -179,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "predicates left out of the logged filters are counted and shown",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.set_defaults(run=organize.queries_import, forwarded=False)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--sql", required=True, metavar="FILE", help="the history file")
     p.add_argument("--dialect", help="the SQL dialect (sqlglot's names: trino, spark, hive, presto, duckdb, ...)")
     p.add_argument("--table", metavar="NAME", help="the table's name in the statements, e.g. db.events "
@@ -193,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = queries_commands.add_parser("show", help="a summary of the logged queries",
                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.set_defaults(run=organize.queries_show, forwarded=False)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
     p.add_argument("--top", type=_positive_int, default=15, help="filtered columns to list")
 
@@ -201,20 +202,20 @@ def build_parser() -> argparse.ArgumentParser:
         "expire", help="remove logged queries older than the retention (the table's query-log.retention, "
                        "default 30 days)", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.set_defaults(run=organize.queries_expire, forwarded=False)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--retention", metavar="AGE", help="keep this much (30d, 12h, or 'forever'); default: the "
                                                        "table's option")
 
     p = command("advise", "recommend a layout, indexes, an in-file sort and pre-aggregates from the query log, "
                           "each with its reason and replayed effect", organize.advise)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.add_argument("--apply", action="store_true", help="write the recommendation into the table's options")
 
     p = command("replay", "re-plan logged queries on the table now, or on a simulated layout, and compare the "
                           "files and bytes they scan with what they scanned when they ran", organize.replay)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
     p.add_argument("--limit", type=_non_negative_int, default=1000,
                    help="replay a uniform sample of this many queries (0: all)")
@@ -227,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("optimize-daemon", "optimize tables in the background: a minor pass merges new small files, a "
                                    "major pass lays out data once optimize.major-threshold of it waits",
                 organize.optimize_daemon)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="table directories")
+    add_table_path(p, help="table directories or URIs (s3://bucket/prefix, ...)", nargs="+", name="paths",
+                   metavar="PATH")
     p.add_argument("--once", action="store_true", help="one round, then exit")
     p.add_argument("--interval", type=float, default=60.0, help="seconds between rounds")
     p.add_argument("--max-tasks", default="2", metavar="N",
@@ -241,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("report", "a self-contained HTML page: statistics, current vs recommended configuration, bytes "
                           "scanned before and after each optimization, charts", organize.report)
-    p.add_argument("path", help="table directory")
+    add_table_path(p)
     p.add_argument("--html", metavar="FILE", help="write the page here")
     p.add_argument("--png", metavar="DIR", help="write the charts as PNG files into this directory (matplotlib)")
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
@@ -249,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("repair", "set a damaged latest snapshot aside so the table opens at the newest "
                           "intact one (the damaged file is kept in snapshot/damaged/); drop the damaged files "
                           "of its query log and optimizer history", commands.repair)
-    p.add_argument("path", help="table directory, or its queries/ or optimizer/ directory")
+    add_table_path(p, help="table directory or URI, or its queries/ or optimizer/ directory")
     return parser
 
 
@@ -259,7 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.forwarded:
         args.rest = rest
     elif rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        # a mistyped option's KEY=VALUE may hold a secret: shown without its value
+        parser.error(f"unrecognized arguments: {' '.join(redact_arguments(rest))}")
     try:
         with querylog.query_source("cli"), _warnings_on_one_line(args.command):
             return args.run(args)

@@ -12,6 +12,8 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError
 from ..table import Table, housekeeping
 from ..table.compaction.runner import bucket_levels
+from ..table.objects import is_uri
+from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
 __all__ = ["build_indexes", "compact", "expire", "info", "optimize", "parse_filter", "read", "repair"]
@@ -70,7 +72,7 @@ def parse_filter(text: str, schema: pa.Schema) -> tuple:
 
 
 def info(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     ts = table.table_schema
     out = out_console
     out.print(f"table {table.path}")
@@ -126,7 +128,7 @@ def _print_organization(table: Table) -> None:
 
 
 def compact(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     with progress("compact", "rows", enabled=not args.no_progress) as update:
         snapshot = table.compact(full=args.full, progress=update)
     out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "nothing to compact")
@@ -153,7 +155,7 @@ def _order_by(text: str | None, schema: pa.Schema) -> list[tuple[str, str]] | No
 
 
 def read(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     filters = [parse_filter(f, table.schema) for f in args.filter or []]
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     order_by = _order_by(args.order_by, table.schema)
@@ -176,7 +178,7 @@ def read(args: argparse.Namespace) -> int:
 
 
 def optimize(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     order = [c.strip() for c in args.order.split(",")] if args.order else None
     within = [c.strip() for c in args.sort_within.split(",")] if args.sort_within else None
     filters = [parse_filter(f, table.schema) for f in args.filter or []]
@@ -189,7 +191,7 @@ def optimize(args: argparse.Namespace) -> int:
 
 
 def build_indexes(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     with progress("build indexes", "rows", enabled=not args.no_progress) as update:
         snapshot = table.build_indexes(progress=update)
     out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "every file has its indexes")
@@ -197,7 +199,7 @@ def build_indexes(args: argparse.Namespace) -> int:
 
 
 def expire(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     older = dt.timedelta(hours=args.older_than_hours) if args.older_than_hours is not None else None
     expired = table.expire_snapshots(retain_last=args.retain, older_than=older)
     kept = table.directory.store.snapshot_ids()
@@ -210,7 +212,11 @@ def expire(args: argparse.Namespace) -> int:
 
 
 def repair(args: argparse.Namespace) -> int:
-    path = os.path.abspath(args.path)
+    path = args.path.rstrip("/") if is_uri(args.path) else os.path.abspath(args.path)
+    parent, _, name = path.rpartition("/") if is_uri(path) else (os.path.dirname(path), "", os.path.basename(path))
+    if name in housekeeping.LOGS and parent and storage_options(args) is not None:
+        remember_location(args, parent)  # the log is found (and its table checked) through the table's store
+    path = remember_location(args, path)
     if housekeeping.is_log(path):  # `mergetree repair TABLE/queries`: the log alone, even one that cannot be opened
         what = housekeeping.LOGS[os.path.basename(path)]
         done = housekeeping.repair_log(path)
@@ -219,13 +225,13 @@ def repair(args: argparse.Namespace) -> int:
         for line in done:
             out_console.print(f"repaired: {line}")
         return 0
-    done = Table.repair(path)
+    done = Table.repair(path, storage_options=storage_options(args))
     if not done:
         out_console.print("nothing to repair: the latest snapshot is intact, and so are the query log and the "
                           "optimizer history")
         return 0
     for line in done:
         out_console.print(f"repaired: {line}")
-    latest = Table.open(path).latest_snapshot()
+    latest = open_table(args, path).latest_snapshot()
     out_console.print(f"the table continues from snapshot {latest.id if latest else '(none: it is empty)'}")
     return 0

@@ -15,11 +15,11 @@ from ..organize import build_report, import_sql, render_html, run_daemon, write_
 from ..organize import replay as replay_queries
 from ..organize.report import column_usage
 from ..organize.scheduler import interval_seconds
-from ..table import Table
 from ..table.compaction.planner import parse_memory_size
 from ..table.durations import parse_since, since_moment
 from ..table.workload import querylog
 from ..table.workload.advise import Advice, LoggedQuery
+from .options import open_table, remember_location
 from .render import out_console, progress, text_table
 
 __all__ = ["advise", "optimize_daemon", "parse_age", "queries_expire", "queries_import", "queries_show",
@@ -39,8 +39,8 @@ def parse_age(text: str) -> dt.timedelta | dt.datetime:
 
 def queries_import(args: argparse.Namespace) -> int:
     with progress("parse SQL", "characters", enabled=not args.no_progress) as update:
-        result = import_sql(args.path, args.sql, dialect=args.dialect, table_name=args.table, progress=update,
-                            encoding=args.encoding, max_statement_chars=args.max_statement_chars)
+        result = import_sql(remember_location(args, args.path), args.sql, dialect=args.dialect, table_name=args.table,
+                            progress=update, encoding=args.encoding, max_statement_chars=args.max_statement_chars)
     out_console.print(result.summary(), markup=False, highlight=False, soft_wrap=True)
     shown = 3  # examples per kind, one line each
     for prefix, lines in (("refused", result.refused), ("skipped", result.errors)):
@@ -55,7 +55,7 @@ def queries_import(args: argparse.Namespace) -> int:
 
 
 def queries_expire(args: argparse.Namespace) -> int:
-    expired = Table.open(args.path).expire_queries(args.retention)
+    expired = open_table(args).expire_queries(args.retention)
     if expired.cutoff is None:
         out_console.print("the query log is kept forever (query-log.retention); nothing removed")
         return 0
@@ -66,7 +66,7 @@ def queries_expire(args: argparse.Namespace) -> int:
 
 
 def queries_show(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     moment = since_moment(args.since)
     # this process's records written first; a damaged file of the log is left out with a warning
     rows = querylog.read_rows(table.path, filter=None if moment is None else ("ts", ">=", moment))
@@ -118,7 +118,7 @@ def render_advice(advice: Advice) -> RichTable:
 
 
 def advise(args: argparse.Namespace) -> int:
-    table = Table.open(args.path)
+    table = open_table(args)
     advice = table.advise(since=args.since, apply=args.apply)  # flushes this process's records first
     if args.json:
         print(json.dumps(advice.to_json(), indent=2, default=str))
@@ -146,7 +146,8 @@ def _mib(n: float) -> str:
 
 def replay(args: argparse.Namespace) -> int:
     with progress("replay", "queries", enabled=not args.no_progress) as update:
-        result = replay_queries(args.path, since=args.since, limit=args.limit or None, layout=args.layout,
+        result = replay_queries(remember_location(args, args.path), since=args.since, limit=args.limit or None,
+                                layout=args.layout,
                                 bloom=[c.strip() for c in (args.bloom or "").split(",") if c.strip()],
                                 bitmap=[c.strip() for c in (args.bitmap or "").split(",") if c.strip()],
                                 progress=update)
@@ -192,9 +193,8 @@ def optimize_daemon(args: argparse.Namespace) -> int:
     task_bytes = parse_memory_size(args.max_task_size, "--max-task-size")
     if task_bytes < 1:
         raise InvalidArgumentError(f"--max-task-size must be more than 0 bytes, not {args.max_task_size!r}")
-    for path in args.paths:
-        Table.open(path)  # a wrong path is an error now, not a line every round
-    committed = run_daemon(args.paths, interval=args.interval, once=args.once,
+    paths = [open_table(args, path).path for path in args.paths]  # a wrong path is an error now, not every round
+    committed = run_daemon(paths, interval=args.interval, once=args.once,
                            on_report=lambda r: out_console.print(f"{r.table}: {r.line()}"), max_tasks=max_tasks,
                            max_tasks_per_table=per_table, max_task_bytes=task_bytes, since=args.since)
     out_console.print(f"{committed} pass(es) committed")
@@ -204,7 +204,7 @@ def optimize_daemon(args: argparse.Namespace) -> int:
 def report(args: argparse.Namespace) -> int:
     if not args.html and not args.png:
         raise InvalidArgumentError("say where to write the report: --html FILE and/or --png DIR")
-    data = build_report(args.path, since=args.since)
+    data = build_report(remember_location(args, args.path), since=args.since)
     if args.html:
         with open(args.html, "w", encoding="utf-8") as handle:
             handle.write(render_html(data))
