@@ -253,3 +253,37 @@ def test_credentials_from_an_aws_profile(s3_server, tmp_path, monkeypatch):
     assert "wrong-but-first" not in str(caught.value)
     with pytest.raises(InvalidArgumentError, match="'missing'"):
         Table.open(uri, storage_options={"profile": "missing"})
+
+
+def test_a_secret_stays_out_of_the_log_the_history_and_the_report(s3_server, tmp_path, monkeypatch, capsys):
+    """Issue 24's secrets check across what a table writes around itself: the query log, the
+    optimizer's history, the report page; and nothing printed."""
+    from mergetree.organize import build_report, history, render_html, run_once
+    from mergetree.table.workload import querylog
+
+    monkeypatch.setenv("MERGETREE_QUERY_LOG", "1")
+    options = s3_server.options()
+    secret = str(options["aws_secret_access_key"])
+    uri = _uri()
+    t = Table.create(uri, SCHEMA, options=OPTIONS, storage_options=options)  # append: the optimizer's
+    for start in range(0, 800, 100):  # minor pass merges these small files
+        t.write(_rows(start, 100, "s"))
+    t.read(filter=("v", "=", "s3"))
+    t.read(filter=("id", "in", [5, 250]))
+    querylog.flush(uri)
+    passes = run_once(uri)
+    assert any(p.status == "committed" for p in passes), passes
+    assert len(history(uri)) >= 1
+    report = build_report(uri)
+    assert report.rows == 800 and all(p.last_write is not None for p in report.partitions)
+    page = render_html(report)
+    (tmp_path / "report.html").write_text(page)
+    assert secret not in page and secret not in repr(report)
+    storage = resolve(uri, options)
+    names = [info.path for info in storage.list("")]
+    assert any(n.startswith("queries/") for n in names) and any(n.startswith("optimizer/") for n in names), names
+    for name in names:
+        assert secret.encode() not in storage.read(name), name
+    captured = capsys.readouterr()
+    assert secret not in captured.out + captured.err
+    querylog.flush()

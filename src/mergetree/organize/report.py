@@ -196,6 +196,9 @@ def build_report(path: str, since: dt.timedelta | dt.datetime | None = None) -> 
     options = directory.options
     snapshot = table.latest_snapshot()
     live = directory.live_files(snapshot) if snapshot else {}
+    # when each data file was written: the store's own timestamps, one listing (on an object
+    # store a request per file would be a round trip each)
+    written_at = {info.path: info.last_modified for info in directory.storage.list("")} if live else {}
     partitions: dict[str, PartitionStats] = {}
     for entry in live.values():
         name = _partition_name(directory.schema.partition_by, entry.partition)
@@ -204,11 +207,7 @@ def build_report(path: str, since: dt.timedelta | dt.datetime | None = None) -> 
         stats.files += 1
         stats.rows += meta.row_count
         stats.bytes += meta.file_size
-        try:
-            written = dt.datetime.fromtimestamp(os.path.getmtime(os.path.join(table.path, meta.file_name)),
-                                                dt.timezone.utc)
-        except OSError:
-            written = None
+        written = written_at.get(meta.file_name)
         if written is not None and (stats.last_write is None or written > stats.last_write):
             stats.last_write = written
         tier = optimized_tier(meta, options)
