@@ -210,6 +210,10 @@ class SnapshotStore:
     def latest_id(self) -> int | None:
         """The newest snapshot's id; CorruptTableError if the LATEST hint shows that a newer
         snapshot was committed and its file is gone."""
+        return self._latest_with_hint()[0]
+
+    def _latest_with_hint(self) -> tuple[int | None, int | None]:
+        """(the newest snapshot's id, the LATEST hint read to find it)."""
         # The hint first: it is written only after its snapshot is published, so a listing
         # taken after reading it holds that snapshot (read the other way round, a commit
         # landing in between would look like a lost snapshot).
@@ -217,7 +221,7 @@ class SnapshotStore:
         if hint is not None and not is_local(self.storage):
             newest = self._newest_from_hint(hint)
             if newest is not None:
-                return newest
+                return newest, hint
         ids = self.snapshot_ids()
         latest = ids[-1] if ids else None
         if hint is not None and (latest is None or hint > latest):
@@ -226,7 +230,7 @@ class SnapshotStore:
                 f"the snapshot {relative} of table {self.root} is missing (the table's {paths.LATEST_HINT} "
                 f"says snapshot {hint} was committed); {recovery_hint(self.root, hint, ids)}",
                 path=self._path(relative))
-        return latest
+        return latest, hint
 
     def _newest_from_hint(self, hint: int) -> int | None:
         """The newest snapshot found from the hint without a listing (an object store's LIST is
@@ -266,10 +270,11 @@ class SnapshotStore:
         else:  # whole or not at all: a temporary file and a rename locally, one PUT on an object store
             self.storage.write(paths.LATEST_HINT, str(snapshot_id).encode())
 
-    def update_latest_hint(self, snapshot_id: int) -> None:
+    def update_latest_hint(self, snapshot_id: int, current: int | None = None) -> None:
         """Raise the hint to `snapshot_id` (a slower committer never lowers it much: the next
-        commit raises it again)."""
-        current = self.latest_hint()
+        commit raises it again).  `current`: the hint as read just before, if it was."""
+        if current is None:
+            current = self.latest_hint()
         if current is None or current < snapshot_id:
             self.write_latest_hint(snapshot_id)
 
@@ -365,16 +370,25 @@ class SnapshotStore:
         # whole or not at all: a temporary file renamed locally, one PUT on an object store
         self.storage.write(relative, encode_json(document, version))
 
+    def _remember(self, cache: FileCache, relative: str, value: Any) -> None:
+        """Put what this store just published into its cache (an object store's: by name), so
+        the reads that follow a commit do not fetch it back."""
+        if not is_local(self.storage):
+            cache.get_keyed((self.storage.uri, relative), lambda: value)
+
     def _write_manifest(self, entries: list[tuple[str, FileEntry]]) -> str:
         name = paths.manifest_name()
         version = 2 if any(e.file.sequence_shift for _, e in entries) else 1
-        self._publish(f"{paths.MANIFEST_DIR}/{name}", {"entries": [e.to_json(kind) for kind, e in entries]},
-                      version)
+        relative = f"{paths.MANIFEST_DIR}/{name}"
+        self._publish(relative, {"entries": [e.to_json(kind) for kind, e in entries]}, version)
+        self._remember(self._manifests, relative, tuple(entries))
         return name
 
     def _write_manifest_list(self, manifests: list[str]) -> str:
         name = paths.manifest_list_name()
-        self._publish(f"{paths.MANIFEST_DIR}/{name}", {"manifests": manifests})
+        relative = f"{paths.MANIFEST_DIR}/{name}"
+        self._publish(relative, {"manifests": manifests})
+        self._remember(self._lists, relative, list(manifests))
         return name
 
     def commit(self, base_id: int | None, adds: list[FileEntry], deletes: list[FileEntry], kind: str,
@@ -382,7 +396,7 @@ class SnapshotStore:
         """Publish snapshot base_id + 1 with these changes, or raise CommitConflictError
         if another commit published it first (the caller decides how to retry; `retries`
         is recorded: how many races this change lost before)."""
-        latest = self.latest_id()
+        latest, hint = self._latest_with_hint()
         if latest != base_id:
             raise CommitConflictError(f"the table moved from snapshot {base_id} to {latest}")
         self.storage.require_conditional_create()  # never a commit that could replace another's
@@ -410,7 +424,8 @@ class SnapshotStore:
         except ObjectExistsError:
             if not self._is_own(relative, data):
                 raise CommitConflictError(f"snapshot {snapshot.id} was committed by someone else") from None
-        self.update_latest_hint(snapshot.id)
+        self._remember(self._snapshots, relative, snapshot)
+        self.update_latest_hint(snapshot.id, hint)  # the hint read moments ago, not read again
         return snapshot
 
     def _is_own(self, relative: str, data: bytes) -> bool:

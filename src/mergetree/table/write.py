@@ -413,7 +413,7 @@ def write_rows(directory: TableDirectory, data: Any, kind: RowKind) -> Snapshot 
         directory.discard(pending)  # what was not committed (on success: nothing)
     if touched and directory.schema.has_primary_key and not directory.options.write_only:
         try:
-            compact_buckets(directory, touched, full=False)
+            compact_buckets(directory, touched, full=False, base=snapshot)
         except CompactionConflictError:
             pass  # another process compacted these files first; the write is committed
     return snapshot

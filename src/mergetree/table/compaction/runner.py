@@ -27,21 +27,23 @@ BucketCompaction = tuple[tuple, CompactionPlan]  # ((partition, bucket), plan)
 
 
 def compact_buckets(directory: TableDirectory, only: set | None, full: bool,
-                    progress: Progress | None = None) -> Snapshot | None:
+                    progress: Progress | None = None, base: Snapshot | None = None) -> Snapshot | None:
     """Compact the buckets in `only` (every bucket when None) and commit once.
 
     After a write (`only` given) compaction repeats while a bucket has more sorted
     runs than the stop trigger, which is how writes stall instead of piling up runs.
+    `base`: plan from this snapshot (the one a write just committed: no request to find the
+    latest; if another commit came in between, the commit conflicts) instead of the latest.
     """
-    snapshot = _compact_once(directory, only, full, progress)
+    snapshot = _compact_once(directory, only, full, progress, base)
     if only is not None:
         options = directory.options.compaction
         for _ in range(MAX_ROUNDS_AFTER_WRITE):
-            stalled = {key for key, levels in bucket_levels(directory).items()
+            stalled = {key for key, levels in bucket_levels(directory, snapshot or base).items()
                        if key in only and write_stall(levels, options)}
             if not stalled:
                 break
-            snapshot = _compact_once(directory, stalled, full, progress) or snapshot
+            snapshot = _compact_once(directory, stalled, full, progress, snapshot or base) or snapshot
     return snapshot
 
 
@@ -54,11 +56,12 @@ def bucket_levels(directory: TableDirectory, snapshot: Snapshot | None = None) -
     return {key: Levels(files, options.num_levels) for key, files in by_bucket.items()}
 
 
-def plan_compaction(directory: TableDirectory, only: set | None,
-                    full: bool) -> tuple[int | None, list[BucketCompaction]]:
-    """The base snapshot and, per bucket that needs it, what to rewrite and upgrade."""
+def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
+                    base: Snapshot | None = None) -> tuple[int | None, list[BucketCompaction]]:
+    """The base snapshot (`base`, default the latest) and, per bucket that needs it, what to
+    rewrite and upgrade."""
     options = directory.options.compaction
-    base = directory.latest_snapshot()
+    base = base or directory.latest_snapshot()
     if base is None or not directory.schema.has_primary_key:
         return None, []
     plans: list[BucketCompaction] = []
@@ -104,8 +107,8 @@ def execute_plan(directory: TableDirectory, key: tuple, plan: CompactionPlan,
 
 
 def _compact_once(directory: TableDirectory, only: set | None, full: bool,
-                  progress: Progress | None) -> Snapshot | None:
-    base_id, plans = plan_compaction(directory, only, full)
+                  progress: Progress | None, base: Snapshot | None = None) -> Snapshot | None:
+    base_id, plans = plan_compaction(directory, only, full, base)
     if not plans or base_id is None:
         return None
     with rewrite_transaction(directory, base_id, rows_to_rewrite(plans), progress) as rewrite:
