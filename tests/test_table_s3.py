@@ -288,3 +288,36 @@ def test_a_secret_stays_out_of_the_log_the_history_and_the_report(s3_server, tmp
     captured = capsys.readouterr()
     assert secret not in captured.out + captured.err
     querylog.flush()
+
+
+def test_bad_buckets_credentials_and_read_only_stores_fail_cleanly(s3_server, tmp_path, monkeypatch):
+    """Issue 24 item 6 at the table level: one error naming the URI, nothing written."""
+    from mergetree.errors import StorageAccessError, StorageError
+
+    monkeypatch.chdir(tmp_path)
+    options = s3_server.options()
+    with pytest.raises(StorageError, match="s3://no-such-bucket/t"):
+        Table.create("s3://no-such-bucket/t", SCHEMA, primary_key=["id"], storage_options=options)
+    with pytest.raises(StorageAccessError, match="s3://lake/"):
+        Table.create(_uri(), SCHEMA, primary_key=["id"],
+                     storage_options=dict(options, aws_secret_access_key="not-the-secret-key"))
+    with pytest.raises(InvalidArgumentError, match="s3:/lake"):
+        Table.create("s3:/lake/t", SCHEMA, primary_key=["id"])
+    assert list(tmp_path.iterdir()) == []  # never a local directory named "s3:"
+
+    uri = _uri()
+    t = Table.create(uri, SCHEMA, primary_key=["id"], storage_options=options)
+    t.write(_rows(0, 50, "r"))
+    storage = resolve(uri, options)
+    before = sorted((i.path, i.size) for i in storage.list(""))
+    reader = dict(options, aws_access_key_id=s3_server.read_only_key_id,
+                  aws_secret_access_key=s3_server.read_only_secret)
+    read_only = Table.open(uri, storage_options=reader)
+    assert read_only.read().num_rows == 50
+    for change in (lambda: read_only.write(_rows(50, 10, "x")), lambda: read_only.compact(full=True),
+                   lambda: read_only.delete({"id": [1]})):
+        with pytest.raises(StorageAccessError) as caught:
+            change()
+        assert uri in str(caught.value) and s3_server.read_only_secret not in str(caught.value)
+    assert sorted((i.path, i.size) for i in storage.list("")) == before  # nothing written
+    assert Table.open(uri, storage_options=options).read().num_rows == 50
