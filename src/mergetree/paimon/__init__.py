@@ -5,6 +5,11 @@
 - `compact(warehouse, "db.table", full=False)` -> the committed snapshot id, or None
 - `info(warehouse, "db.table")` -> what the table holds (snapshots, buckets, sorted runs)
 
+A warehouse is a local directory or an object-store URI (``s3://lake/warehouse``, ``gs://``,
+``az://``, ...); each function takes `storage_options=` with the keys `Table.open` takes
+(``aws_access_key_id``, ``aws_endpoint_url``, ...; see docs/STORAGE.md).  Every file is read and
+written through `mergetree.storage`; a compaction commits with the store's conditional create.
+
 Metadata is read directly (snapshot and schema JSON, Avro manifests through fastavro), so
 mergetree does not depend on pypaimon.  Options mergetree cannot honour raise
 `UnsupportedPaimonFeatureError` naming the option.

@@ -10,32 +10,45 @@ The commit is a Paimon ``COMPACT`` snapshot: one new manifest (a DELETE entry fo
 copied from the entry that added it, an ADD entry for every output, an upgrade is both), a
 base manifest list (the previous snapshot's base and delta manifests) and a delta list (the
 new manifest), written in the Avro schemas the table's own manifests use; then
-``snapshot/snapshot-<N+1>`` is created exclusively (written to a hidden temporary file,
-published with ``os.link``, which fails if another committer took that id) and the
-``LATEST`` hint updated.  Losing the race to a commit that kept every input file retries on
-top of it; a commit that removed an input raises `CompactionConflictError` and everything
-written is removed.
+``snapshot/snapshot-<N+1>`` is created by the store's conditional create (`Store.create`:
+exclusive create locally, ``If-None-Match: *`` on S3, ...; it fails if another committer took
+that id; a store without one refuses before anything is written) and the ``LATEST`` hint
+updated.  Losing the race to a commit that kept every input file retries on top of it; a
+commit that removed an input raises `CompactionConflictError` and everything written is
+removed.  Every file goes through the table's store (`PaimonTable.storage`): data files and
+manifests stream up through `open_output` (multipart uploads on object stores) and appear,
+whole, when they are closed.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
+import posixpath
 import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CompactionConflictError, InvalidArgumentError, UnsupportedPaimonFeatureError
+from ..errors import (
+    CompactionConflictError,
+    InvalidArgumentError,
+    ObjectExistsError,
+    ObjectNotFoundError,
+    StorageError,
+    UnsupportedPaimonFeatureError,
+)
+from ..storage import Store
 from ..table.compaction.planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite
 from ..table.files import ROW_GROUP_ROWS
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
@@ -44,13 +57,14 @@ from .metadata import (
     ADD,
     DELETE,
     KIND_COLUMN,
+    LATEST_HINT,
+    MANIFEST_DIR,
     SEQUENCE_COLUMN,
     PaimonFile,
     PaimonSchema,
     PaimonTable,
     identifier,
     partition_path,
-    read_avro,
 )
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
 
@@ -82,9 +96,10 @@ class PaimonCompaction:
         return sum(len(g.files) for _, p in self.plans for g in p.rewrites)
 
 
-def plan_compaction(warehouse: Any, table: Any, full: bool = False) -> PaimonCompaction | None:
+def plan_compaction(warehouse: Any, table: Any, full: bool = False,
+                    storage_options: Mapping[str, object] | None = None) -> PaimonCompaction | None:
     """Decide what to compact (no I/O beyond metadata); None when the table has no snapshot."""
-    t = PaimonTable.open(warehouse, table)
+    t = PaimonTable.open(warehouse, table, storage_options)
     snap = t.resolve(None)
     if snap is None:
         return None
@@ -121,17 +136,20 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False) -> PaimonCom
     return PaimonCompaction(t, snap, schema, tuple(plans))
 
 
-def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None) -> int | None:
+def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None,
+            storage_options: Mapping[str, object] | None = None) -> int | None:
     """Compact a Paimon primary-key table: by Paimon's universal-compaction rules, or everything
     into one sorted run per bucket with ``full=True``.  Returns the id of the ``COMPACT``
     snapshot committed, or None when there was nothing to do.  `progress(rows_done,
-    rows_total)` is called as rows are merged."""
+    rows_total)` is called as rows are merged.  `warehouse` is a local directory or a URI
+    with `storage_options` as `mergetree.paimon.read` takes them; the commit needs the store's
+    conditional create (a store without one refuses before anything is written)."""
     if not isinstance(full, bool):
-        from ..errors import InvalidArgumentError
         raise InvalidArgumentError(f"full must be True or False, not {full!r}")
-    job = plan_compaction(warehouse, table, full)
+    job = plan_compaction(warehouse, table, full, storage_options)
     if job is None or not job.plans:
         return None
+    job.table.storage.require_conditional_create()  # never a commit that could replace another's
     written: list[str] = []
     total, done = job.rows_to_rewrite, 0
     lock = threading.Lock()
@@ -153,15 +171,15 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress |
         deletes = [e for _, d in changes for e in d]
         return commit_compaction(job, adds, deletes, written)
     except BaseException:
-        for path in written:
-            _unlink(path)
+        remove_files(job.table, written)
         raise
 
 
 def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: CompactionPlan, written: list[str],
                    advance: Callable[[int], None] | None = None) -> tuple[list[dict], list[dict]]:
-    """Carry out one bucket's plan: (ADD entries, DELETE entries).  Paths of new files are
-    appended to `written` as soon as they exist (the caller removes them on failure)."""
+    """Carry out one bucket's plan: (ADD entries, DELETE entries).  Paths of new files (local
+    paths or URIs, `PaimonTable.full`) are appended to `written` before they exist (the caller
+    removes them on failure: `remove_files`)."""
     read_plan = PaimonReadPlan(job.table, job.snapshot, job.schema, job.schema.names, None, (bucket,), 0)
     adds: list[dict] = []
     deletes: list[dict] = []
@@ -185,16 +203,14 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
 
 
 def _bucket_directory(job: PaimonCompaction, bucket: PaimonBucket) -> str:
-    """Where new files of a bucket go: beside its files in the table directory (an input kept at
-    an external path is not a guide: new entries record no external path)."""
+    """Where new files of a bucket go (an object path under the table): beside its files (an
+    input kept at an external path is not a guide: new entries record no external path)."""
     for f in bucket.files:
-        if not f.record["_FILE"].get("_EXTERNAL_PATH"):
-            return os.path.dirname(f.path)
+        if f.name is not None:
+            return posixpath.dirname(f.name)
     default = job.schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
-    directory = os.path.join(job.table.path, partition_path(job.schema.partition_keys, bucket.partition, default),
-                             f"bucket-{bucket.bucket}")
-    os.makedirs(directory, exist_ok=True)
-    return directory
+    return posixpath.join(partition_path(job.schema.partition_keys, bucket.partition, default),
+                          f"bucket-{bucket.bucket}")
 
 
 def _as_delete(f: PaimonFile) -> dict:
@@ -254,21 +270,29 @@ def compression_for(options: dict[str, str], level: int) -> tuple[str | None, in
 
 class _FileWriter:
     """One output data file in the inputs' format (Parquet or ORC, by the first input's name),
-    compressed as the table's options say."""
+    compressed as the table's options say, streamed through the store's `open_output`: the
+    file appears, whole, at `close` (its size in bytes), and never after `abort`."""
 
-    def __init__(self, path: str, fmt: str, schema: pa.Schema, codec: tuple[str | None, int | None]) -> None:
-        self.path = path
-        name, level = codec
-        if fmt == "orc":
-            from pyarrow import orc
-            orc_codec = {"gzip": "zlib", None: "uncompressed"}.get(name, name)
-            if orc_codec == "brotli":
-                raise UnsupportedPaimonFeatureError("Paimon option 'file.compression' = 'brotli': ORC has no brotli")
-            self._orc: Any = orc.ORCWriter(self.path, compression=orc_codec, stripe_size=64 * 2**20)
-            self._parquet: pq.ParquetWriter | None = None
-        else:
-            self._orc = None
-            self._parquet = pq.ParquetWriter(self.path, schema, compression=name or "none", compression_level=level)
+    def __init__(self, storage: Store, name: str, fmt: str, schema: pa.Schema,
+                 codec: tuple[str | None, int | None]) -> None:
+        self.name = name
+        compression, level = codec
+        orc_codec = {"gzip": "zlib", None: "uncompressed"}.get(compression, compression)
+        if fmt == "orc" and orc_codec == "brotli":
+            raise UnsupportedPaimonFeatureError("Paimon option 'file.compression' = 'brotli': ORC has no brotli")
+        self._sink = storage.open_output(name)
+        try:
+            if fmt == "orc":
+                from pyarrow import orc
+                self._orc: Any = orc.ORCWriter(self._sink, compression=orc_codec, stripe_size=64 * 2**20)
+                self._parquet: pq.ParquetWriter | None = None
+            else:
+                self._orc = None
+                self._parquet = pq.ParquetWriter(self._sink, schema, compression=compression or "none",
+                                                 compression_level=level)
+        except BaseException:
+            self._sink.abort()
+            raise
 
     def write(self, group: pa.Table) -> None:
         if self._parquet is not None:
@@ -276,8 +300,21 @@ class _FileWriter:
         else:
             self._orc.write(group)
 
-    def close(self) -> None:
+    @property
+    def size(self) -> int:
+        """Bytes written so far (the sink's: a row group is in it once written)."""
+        return int(self._sink.tell())
+
+    def close(self) -> int:
         (self._parquet or self._orc).close()
+        size = self.size
+        self._sink.close()  # the object appears, whole
+        return size
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError, pa.ArrowException):
+            (self._parquet or self._orc).close()
+        self._sink.abort()
 
 
 def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, batches: Iterator[pa.RecordBatch],
@@ -292,42 +329,49 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, b
     writer: _FileWriter | None = None
     state: dict[str, Any] = {}
 
+    storage = job.table.storage
+
     def start(arrow_schema: pa.Schema) -> _FileWriter:
         nonlocal state
-        path = os.path.join(directory, f"data-{uuid.uuid4()}-0.{fmt}")
-        written.append(path)  # before the file exists: a failure while opening it still removes it
-        w = _FileWriter(path, fmt, arrow_schema, codec)
+        name = posixpath.join(directory, f"data-{uuid.uuid4()}-0.{fmt}")
+        written.append(job.table.full(name))  # before the file exists: a failure while opening it still removes it
+        w = _FileWriter(storage, name, fmt, arrow_schema, codec)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
                  "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
         return w
 
     def finish(w: _FileWriter) -> dict:
-        w.close()
-        return _add_entry(job, bucket, w.path, level, state, key_names, stat_names)
+        size = w.close()
+        return _add_entry(job, bucket, w.name, size, level, state, key_names, stat_names)
 
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        while pending_rows >= ROW_GROUP_ROWS:
-            table = pa.Table.from_batches(pending)
-            group = table.slice(0, ROW_GROUP_ROWS).combine_chunks()
-            rest = table.slice(ROW_GROUP_ROWS)
-            pending, pending_rows = rest.to_batches(), rest.num_rows
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            while pending_rows >= ROW_GROUP_ROWS:
+                table = pa.Table.from_batches(pending)
+                group = table.slice(0, ROW_GROUP_ROWS).combine_chunks()
+                rest = table.slice(ROW_GROUP_ROWS)
+                pending, pending_rows = rest.to_batches(), rest.num_rows
+                writer = writer or start(group.schema)
+                _write_group(writer, group, state)
+                if writer.size >= target:
+                    done, writer = writer, None
+                    yield finish(done)
+        if pending_rows:
+            group = pa.Table.from_batches(pending).combine_chunks()
             writer = writer or start(group.schema)
             _write_group(writer, group, state)
-            if os.path.getsize(writer.path) >= target:
-                yield finish(writer)
-                writer = None
-    if pending_rows:
-        group = pa.Table.from_batches(pending).combine_chunks()
-        writer = writer or start(group.schema)
-        _write_group(writer, group, state)
-    if writer is not None:
-        yield finish(writer)
+        if writer is not None:
+            done, writer = writer, None
+            yield finish(done)
+    finally:
+        if writer is not None:  # stopped by an error (or not consumed): nothing appears
+            writer.abort()
 
 
 def _write_group(writer: _FileWriter, group: pa.Table, state: dict) -> None:
@@ -347,7 +391,7 @@ def _write_group(writer: _FileWriter, group: pa.Table, state: dict) -> None:
         state["values"].add(b)
 
 
-def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, path: str, level: int, state: dict,
+def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, name: str, size: int, level: int, state: dict,
                key_names: list[str], stat_names: list[str]) -> dict:
     schema = job.schema
     key_types = schema.key_types
@@ -362,7 +406,7 @@ def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, path: str, level: in
         "_VERSION": template.get("_VERSION", 2), "_KIND": ADD, "_PARTITION": bucket.files[0].partition_bytes,
         "_BUCKET": bucket.bucket, "_TOTAL_BUCKETS": template["_TOTAL_BUCKETS"],
         "_FILE": {
-            "_FILE_NAME": os.path.basename(path), "_FILE_SIZE": os.path.getsize(path), "_ROW_COUNT": state["rows"],
+            "_FILE_NAME": posixpath.basename(name), "_FILE_SIZE": size, "_ROW_COUNT": state["rows"],
             "_MIN_KEY": encode_row(first, key_types), "_MAX_KEY": encode_row(last, key_types),
             "_KEY_STATS": {"_MIN_VALUES": encode_row([keys.lo.get(c) for c in key_columns], key_types),
                            "_MAX_VALUES": encode_row([keys.hi.get(c) for c in key_columns], key_types),
@@ -381,11 +425,15 @@ def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, path: str, level: in
 
 # -- committing ----------------------------------------------------------------------------
 
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+def remove_files(table: PaimonTable, paths: list[str]) -> None:
+    """Remove files a failed compaction wrote (local paths or URIs under the table, as
+    `written` holds them), best effort: the failure being reported matters more, and what is
+    left is an orphan no snapshot names."""
+    for path in paths:
+        name = table.name_of(path)
+        if name is not None:
+            with contextlib.suppress(StorageError):
+                table.storage.delete(name)
 
 
 def _fit(record: dict, avro_schema: dict, what: str) -> dict:
@@ -426,29 +474,23 @@ def _named_schema(writer_schema: dict, what: str) -> dict:
     return resolve(writer_schema)
 
 
-def _write_avro(path: str, schema: dict, records: list[dict], codec: str) -> int:
+def _write_avro(table: PaimonTable, name: str, schema: dict, records: list[dict], codec: str) -> int:
+    """Write manifest (list) `name` through the store; its size in bytes."""
     parsed = fastavro.parse_schema(schema)
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as fh:
-        fastavro.writer(fh, parsed, records, codec=codec)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    return os.path.getsize(path)
+    with table.storage.open_output(f"{MANIFEST_DIR}/{name}") as out:
+        fastavro.writer(out, parsed, records, codec=codec)
+        size = int(out.tell())
+    return size
 
 
 def _templates(table: PaimonTable, snapshot: dict) -> tuple[dict, dict, str]:
     """The Avro schemas of the table's manifest lists and manifests, and their codec."""
     lists = [n for n in (snapshot.get("deltaManifestList"), snapshot.get("baseManifestList")) if n]
     for name in lists:
-        path = table.manifest_path(name)
-        with open(path, "rb") as fh:
-            reader = fastavro.reader(fh)
-            list_schema, codec = cast(dict, reader.writer_schema), reader.codec
-        metas = read_avro(path, "manifest list")[1]
-        if metas:
-            manifest_schema = read_avro(table.manifest_path(metas[0]["_FILE_NAME"]), "manifest")[0]
-            return list_schema, manifest_schema, codec
+        manifest_list = table.avro(name, "manifest list")
+        if manifest_list.records:
+            manifest_schema = table.avro(manifest_list.records[0]["_FILE_NAME"], "manifest").schema
+            return manifest_list.schema, manifest_schema, manifest_list.codec
     raise UnsupportedPaimonFeatureError(f"Paimon table {table.name} has a snapshot without manifests")
 
 
@@ -466,16 +508,16 @@ def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
 
 def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dict], written: list[str]) -> int:
     """Commit the change as a COMPACT snapshot; returns its id.  Paths written (manifests
-    included) go into `written` so that a failure removes them."""
+    included) go into `written` so that a failure removes them (`remove_files`)."""
     t, schema = job.table, job.schema
+    t.storage.require_conditional_create()
     list_schema, manifest_schema, codec = _templates(t, job.snapshot)
     manifest_schema = _named_schema(manifest_schema, "manifest")
     list_schema = _named_schema(list_schema, "manifest list")
     entries = [_fit(e, manifest_schema, "manifest") for e in deletes + adds]
     manifest_name = f"manifest-{uuid.uuid4()}-0"
-    manifest_path = t.manifest_path(manifest_name)
-    written.append(manifest_path)
-    size = _write_avro(manifest_path, manifest_schema, entries, codec)
+    written.append(t.manifest_path(manifest_name))
+    size = _write_avro(t, manifest_name, manifest_schema, entries, codec)
     delta_meta = _fit({
         "_VERSION": 2, "_FILE_NAME": manifest_name, "_FILE_SIZE": size, "_NUM_ADDED_FILES": len(adds),
         "_NUM_DELETED_FILES": len(deletes), "_PARTITION_STATS": _partition_stats(entries, schema),
@@ -498,11 +540,11 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
         unique = uuid.uuid4()
         base_list, delta_list = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
         previous = [m for n in (base.get("baseManifestList"), base.get("deltaManifestList")) if n
-                    for m in read_avro(t.manifest_path(n), "manifest list")[1]]
+                    for m in t.manifest_list(n)]
         written += [t.manifest_path(base_list), t.manifest_path(delta_list)]
-        base_size = _write_avro(t.manifest_path(base_list), list_schema,
+        base_size = _write_avro(t, base_list, list_schema,
                                 [_fit(m, list_schema, "manifest list") for m in previous], codec)
-        delta_size = _write_avro(t.manifest_path(delta_list), list_schema, [delta_meta], codec)
+        delta_size = _write_avro(t, delta_list, list_schema, [delta_meta], codec)
         new_id = int(base["id"]) + 1
         snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
                                   delta_change, user)
@@ -511,7 +553,7 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
             _write_latest(t, new_id)
             return new_id
         for path in (t.manifest_path(base_list), t.manifest_path(delta_list)):
-            _unlink(path)
+            remove_files(t, [path])
             written.remove(path)
         time.sleep(min(0.5, 0.01 * (2 ** attempt)) * random.uniform(0.5, 1.0))
         latest = t.latest_snapshot_id()
@@ -541,34 +583,30 @@ def _snapshot_json(base: dict, new_id: int, schema_id: int, base_list: str, base
 
 
 def _publish(t: PaimonTable, snapshot_id: int, snapshot: dict) -> bool:
-    """Create snapshot-<id> exclusively: True if this call created it."""
-    final = t.snapshot_path(snapshot_id)
-    tmp = os.path.join(os.path.dirname(final), f".snapshot-{snapshot_id}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(snapshot, fh, indent=2)
-        fh.flush()
-        os.fsync(fh.fileno())
+    """Create snapshot-<id> by the store's conditional create: True if this call created it."""
+    name = t.snapshot_name(snapshot_id)
+    data = json.dumps(snapshot, indent=2).encode("utf-8")
     try:
-        os.link(tmp, final)
+        t.storage.create(name, data)  # atomic and exclusive: fails if another committer took the id
         return True
-    except FileExistsError:
+    except ObjectExistsError:
+        return _is_own(t, name, data)
+
+
+def _is_own(t: PaimonTable, name: str, data: bytes) -> bool:
+    """Whether the snapshot a conditional create found is this commit's own: an object store
+    retries a PUT whose answer was lost, and the retry finds the first attempt's object.  The
+    bytes name this commit's fresh manifest lists and commit user, so no other commit's
+    snapshot equals them.  (Locally the link either happened or not: no retry to mistake.)"""
+    if t.is_local:
         return False
-    finally:
-        _unlink(tmp)
-        fd = os.open(os.path.dirname(final), os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    try:
+        return t.storage.read(name) == data
+    except ObjectNotFoundError:
+        return False
 
 
 def _write_latest(t: PaimonTable, snapshot_id: int) -> None:
-    """The LATEST hint, best effort: readers check it forward, so a stale one only costs a stat."""
-    path = os.path.join(t.path, "snapshot", "LATEST")
-    tmp = os.path.join(t.path, "snapshot", f".LATEST.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(str(snapshot_id))
-        os.replace(tmp, path)
-    except OSError:
-        _unlink(tmp)
+    """The LATEST hint, best effort: readers check it forward, so a stale one only costs a request."""
+    with contextlib.suppress(StorageError):
+        t.storage.write(LATEST_HINT, str(snapshot_id).encode())

@@ -4,6 +4,7 @@ can read it (the first option it cannot honour, if any)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,9 +55,11 @@ class PaimonInfo:
         return max((b.sorted_runs for b in self.buckets), default=0)
 
 
-def info(warehouse: Any, table: Any, snapshot: Any = None) -> PaimonInfo:
-    """Describe a Paimon table at `snapshot` (default: the latest)."""
-    t, snap, schema = read_schema(warehouse, table, snapshot)
+def info(warehouse: Any, table: Any, snapshot: Any = None,
+         storage_options: Mapping[str, object] | None = None) -> PaimonInfo:
+    """Describe a Paimon table at `snapshot` (default: the latest); `warehouse` and
+    `storage_options` as `mergetree.paimon.read` takes them."""
+    t, snap, schema = read_schema(warehouse, table, snapshot, storage_options)
     unsupported = None
     try:
         schema.checked_options  # noqa: B018 (evaluated for its verdict)

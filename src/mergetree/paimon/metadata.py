@@ -1,5 +1,7 @@
-"""Reading an Apache Paimon table's metadata on a local filesystem: schema and snapshot JSON,
-tags, Avro manifest lists and manifests, and the live data files they add up to.
+"""Reading an Apache Paimon table's metadata: schema and snapshot JSON, tags, Avro manifest
+lists and manifests, and the live data files they add up to.  A warehouse is a local directory
+or an object-store URI (`s3://lake/warehouse`, ...): every file is read and written through the
+table's `mergetree.storage` store (`PaimonTable.storage`), never with `os`/`open`.
 
 Layout (``<warehouse>/<db>.db/<table>/``): ``schema/schema-<id>``, ``snapshot/snapshot-<id>``
 with the ``LATEST`` hint, ``tag/tag-<name>`` (a snapshot by name), ``manifest/`` (Avro), and
@@ -10,27 +12,33 @@ index, external path).
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import posixpath
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from functools import cached_property
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import fastavro
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundError, TableNotFoundError
-from ..table.directory import as_path
+from ..storage import LocalDiskStore, ObjectNotFoundError, Store
 from ..table.filecache import FileCache
+from ..table.objects import StoredFile, list_names, locate, read_if_exists, table_path
+from ..table.objects import source as stored_source
 from .binary_row import decode_row
 from .options import PaimonOptions, check_options
 from .types import PaimonField, PaimonType, parse_field
 
-__all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "PaimonFile", "PaimonSchema", "PaimonTable",
-           "identifier", "partition_path", "read_avro"]
+__all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "AvroFile", "PaimonFile", "PaimonSchema", "PaimonTable",
+           "identifier", "partition_path"]
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -119,9 +127,12 @@ class PaimonFile:
     max_seq: int
     delete_count: int
     schema_id: int
-    path: str
+    path: str                          # where it is, for messages: a local path or a URI
     key_stats: tuple[tuple[Any, Any, int | None], ...]  # per key column: (min, max, null count)
     record: dict = field(repr=False)   # the manifest entry as read, written back for a DELETE
+    # its object path under the table's store ("[k=v/]bucket-0/data-....parquet"); None for a
+    # file at an external path (then `path` is where it is)
+    name: str | None = None
 
     def value_stats(self, schema: PaimonSchema) -> dict[str, tuple[Any, Any, int]]:
         """Column -> (min, max, null count), for the columns whose statistics the file keeps."""
@@ -142,130 +153,199 @@ class PaimonFile:
         return {n: (a, b, c) for n, a, b, c in zip(names, lo, hi, nulls) if c is not None}
 
 
-def _read_json(path: str, what: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            d = json.load(fh)
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise CorruptTableError(f"Paimon {what} {path} is unreadable: {exc}", path=path) from None
-    if not isinstance(d, dict):
-        raise CorruptTableError(f"Paimon {what} {path} is not a JSON object", path=path)
-    return d
-
-
-_avro_cache: FileCache[tuple[dict, list[dict]]] = FileCache(max_entries=256)
+_avro_cache: FileCache[AvroFile] = FileCache(max_entries=256)
 _LIVE_CACHE_SIZE = 16
 _live_cache: OrderedDict[tuple, list[PaimonFile]] = OrderedDict()
 _live_lock = threading.Lock()
 
+SCHEMA_DIR, SNAPSHOT_DIR, TAG_DIR, MANIFEST_DIR = "schema", "snapshot", "tag", "manifest"
+LATEST_HINT = f"{SNAPSHOT_DIR}/LATEST"
+# partition values whose directory name every Paimon writer spells the same way (Java, pypaimon
+# old and new): such a file's place follows from its manifest entry, no request needed
+_PLAIN_TEXT = re.compile(r"[A-Za-z0-9_.\-]+")
 
-def read_avro(path: str, what: str) -> tuple[dict, list[dict]]:
-    """(writer schema, records) of an Avro metadata file; immutable files, so cached."""
-    def load() -> tuple[dict, list[dict]]:
-        try:
-            with open(path, "rb") as fh:
-                reader = fastavro.reader(fh)
-                return cast(dict, reader.writer_schema), cast(list, list(reader))  # type: ignore[redundant-cast]
-        except FileNotFoundError:
-            raise CorruptTableError(f"Paimon {what} {path} is missing", path=path) from None
-        except (OSError, ValueError, EOFError, StopIteration, fastavro.read.SchemaResolutionError) as exc:
-            raise CorruptTableError(f"Paimon {what} {path} is unreadable: {exc}", path=path) from None
-    return _avro_cache.get(path, load)
+
+class AvroFile(NamedTuple):
+    """An Avro metadata file as read: its writer schema, records and codec."""
+    schema: dict
+    records: list[dict]
+    codec: str
+
+
+def _numbered(names: list[str], prefix: str) -> list[int]:
+    return sorted(int(n[len(prefix):]) for n in names if n.startswith(prefix) and n[len(prefix):].isdigit())
 
 
 class PaimonTable:
-    """A Paimon table directory, read-only (commits are `paimon.compact`'s)."""
+    """A Paimon table's directory or object-store prefix, read-only (commits are
+    `paimon.compact`'s).  `storage` is the table's store: every file goes through it; `path`
+    names the table (its absolute local path, or its URI, secrets redacted).
 
-    def __init__(self, path: str, name: str) -> None:
-        self.path = path
+    Pickled (Spark ships read plans to its tasks) as its path and name only: the unpickled table
+    finds its store again with `mergetree.table.objects.locate` — the one this process opened
+    the location with, else the URI's with credentials from the environment.  Options and
+    credentials are never pickled."""
+
+    def __init__(self, path: str, name: str, storage: Store | None = None,
+                 schema_ids: list[int] | None = None) -> None:
+        self.storage = storage if storage is not None else locate(path, None, "a Paimon table")
+        self.path = table_path(self.storage)
         self.name = name
         self._file_index: dict[str, str] | None = None
         self._schemas: dict[int, PaimonSchema] = {}
+        self._schema_ids = schema_ids   # as listed when the table was opened (`open`)
+
+    def __reduce__(self) -> tuple:
+        return (PaimonTable, (self.path, self.name))
 
     @classmethod
-    def open(cls, warehouse: Any, table: Any) -> PaimonTable:
-        if not isinstance(warehouse, (str, os.PathLike)):
-            raise InvalidArgumentError(f"warehouse must be a directory path, not {warehouse!r}")
+    def open(cls, warehouse: Any, table: Any, storage_options: Mapping[str, object] | None = None) -> PaimonTable:
+        """The table `table` ("database.table") of `warehouse`: a local directory (or Paimon's
+        ``file:/path``) or a URI (``s3://bucket/warehouse``, ...) whose `storage_options` are
+        `mergetree.storage`'s (the same as `Table.open`'s).  One listing of its schema files."""
+        if isinstance(warehouse, bytes) or not isinstance(warehouse, (str, os.PathLike)):
+            raise InvalidArgumentError(f"warehouse must be a directory path or a URI, not {warehouse!r}")
         if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
             raise InvalidArgumentError(f"table must be 'database.table', not {table!r}")
-        warehouse = os.fspath(warehouse)
-        if warehouse.startswith("file:") and not warehouse.startswith("file://"):
-            warehouse = warehouse[len("file:"):]  # Paimon's own form of a local warehouse
-        warehouse = as_path(warehouse, "a warehouse")
+        text = os.fspath(warehouse)
+        if text.startswith("file:") and not text.startswith("file://"):
+            text = text[len("file:"):]  # Paimon's own form of a local warehouse
+        store = locate(text, storage_options, "a Paimon warehouse")
         db, name = table.split(".")
-        path = os.path.join(warehouse, f"{db}.db", name)
-        if not os.path.isdir(os.path.join(path, "schema")):
-            raise TableNotFoundError(f"there is no Paimon table {table!r} in warehouse {warehouse} "
-                                     f"(no {os.path.join(path, 'schema')})")
-        return cls(path, table)
+        storage = store.sub(f"{db}.db/{name}")
+        names = list_names(storage, SCHEMA_DIR)
+        if not [n for n in names if n]:  # a directory marker ("schema/") is no schema
+            raise TableNotFoundError(f"there is no Paimon table {table!r} in warehouse {table_path(store)} "
+                                     f"(no {table_path(storage)}{'/' if '://' in table_path(storage) else os.sep}"
+                                     f"{SCHEMA_DIR})")
+        return cls("", table, storage, _numbered(names, "schema-"))
+
+    # -- files -----------------------------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.storage, LocalDiskStore)
+
+    def full(self, name: str) -> str:
+        """The local path or URI of an object of the table (messages, `PaimonFile.path`)."""
+        if self.is_local:
+            return os.path.join(self.path, *name.split("/"))
+        return f"{self.path}/{name}"
+
+    def name_of(self, path: str) -> str | None:
+        """The object path under the table of a file named by `full` (None: not the table's)."""
+        root = self.path.rstrip("/") + ("/" if not self.is_local else os.sep)
+        if not path.startswith(root):
+            return None
+        rest = path[len(root):]
+        return rest.replace(os.sep, "/") if self.is_local else rest
+
+    def source(self, f: PaimonFile) -> str | StoredFile:
+        """What pyarrow reads a data file from: its local path, or a `StoredFile` (ranged GETs,
+        its size as the manifest recorded it: no HEAD request)."""
+        if f.name is not None:
+            return stored_source(self.storage, f.name, f.file_size)
+        if "://" not in f.path:
+            return f.path
+        # an external path on an object store: the store of its directory (the credentials of
+        # the location this process opened, if the file is under it)
+        directory, _, base = f.path.rpartition("/")
+        return StoredFile(locate(directory, None, "an external data file path"), base, f.file_size)
+
+    def _read_json(self, name: str, what: str) -> dict:
+        """A JSON metadata file; `ObjectNotFoundError` (a FileNotFoundError) if there is none."""
+        data = self.storage.read(name)
+        try:
+            d = json.loads(data)
+        except ValueError as exc:
+            raise CorruptTableError(f"Paimon {what} {self.full(name)} is unreadable: {exc}",
+                                    path=self.full(name)) from None
+        if not isinstance(d, dict):
+            raise CorruptTableError(f"Paimon {what} {self.full(name)} is not a JSON object", path=self.full(name))
+        return d
+
+    def avro(self, name: str, what: str) -> AvroFile:
+        """An Avro metadata file (a manifest list or manifest; `name` under ``manifest/``):
+        immutable under its unique name, so cached — locally keyed on the file's stat, on an
+        object store on its name (no request)."""
+        relative = f"{MANIFEST_DIR}/{name}"
+        path = self.full(relative)
+
+        def load() -> AvroFile:
+            try:
+                data = self.storage.read(relative)
+            except ObjectNotFoundError:
+                raise CorruptTableError(f"Paimon {what} {path} is missing", path=path) from None
+            try:
+                reader = fastavro.reader(io.BytesIO(data))
+                records = cast(list, list(reader))  # type: ignore[redundant-cast]
+                return AvroFile(cast(dict, reader.writer_schema), records, str(reader.codec))
+            except (ValueError, EOFError, StopIteration, fastavro.read.SchemaResolutionError) as exc:
+                raise CorruptTableError(f"Paimon {what} {path} is unreadable: {exc}", path=path) from None
+        if self.is_local:
+            return _avro_cache.get(path, load)
+        return _avro_cache.get_keyed((self.path, relative), load)
 
     # -- schemas -------------------------------------------------------------------------
     def schema_ids(self) -> list[int]:
-        return sorted(int(n[len("schema-"):]) for n in os.listdir(os.path.join(self.path, "schema"))
-                      if n.startswith("schema-") and n[len("schema-"):].isdigit())
+        return _numbered(list_names(self.storage, SCHEMA_DIR), "schema-")
 
     def schema(self, schema_id: int | None = None) -> PaimonSchema:
         """Schema `schema_id` (default: the latest); a schema file never changes under its id."""
         if schema_id is not None and schema_id in self._schemas:
             return self._schemas[schema_id]
         if schema_id is None:
-            ids = self.schema_ids()
+            ids = self._schema_ids if self._schema_ids is not None else self.schema_ids()
             if not ids:
-                raise CorruptTableError(f"Paimon table {self.path} has no schema file",
-                                        path=os.path.join(self.path, "schema"))
+                raise CorruptTableError(f"Paimon table {self.path} has no schema file", path=self.full(SCHEMA_DIR))
             schema_id = ids[-1]
-        path = os.path.join(self.path, "schema", f"schema-{schema_id}")
+        name = f"{SCHEMA_DIR}/schema-{schema_id}"
         try:
-            schema = self._schemas[schema_id] = PaimonSchema.from_json(_read_json(path, "schema"))
+            schema = self._schemas[schema_id] = PaimonSchema.from_json(self._read_json(name, "schema"))
             return schema
-        except FileNotFoundError:
-            raise CorruptTableError(f"Paimon schema {path} is missing", path=path) from None
+        except ObjectNotFoundError:
+            raise CorruptTableError(f"Paimon schema {self.full(name)} is missing", path=self.full(name)) from None
         except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptTableError(f"Paimon schema {path} is malformed: {exc!r}", path=path) from None
+            raise CorruptTableError(f"Paimon schema {self.full(name)} is malformed: {exc!r}",
+                                    path=self.full(name)) from None
 
     # -- snapshots and tags --------------------------------------------------------------
+    @staticmethod
+    def snapshot_name(snapshot_id: int) -> str:
+        """The object path of snapshot `snapshot_id` under the table."""
+        return f"{SNAPSHOT_DIR}/snapshot-{snapshot_id}"
+
     def snapshot_path(self, snapshot_id: int) -> str:
-        return os.path.join(self.path, "snapshot", f"snapshot-{snapshot_id}")
+        return self.full(self.snapshot_name(snapshot_id))
 
     def snapshot_ids(self) -> list[int]:
-        directory = os.path.join(self.path, "snapshot")
-        if not os.path.isdir(directory):
-            return []
-        return sorted(int(n[len("snapshot-"):]) for n in os.listdir(directory)
-                      if n.startswith("snapshot-") and n[len("snapshot-"):].isdigit())
+        return _numbered(list_names(self.storage, SNAPSHOT_DIR), "snapshot-")
 
     def latest_snapshot_id(self) -> int | None:
         """The newest committed id: the LATEST hint, checked forward (it may lag)."""
         hint = None
         try:
-            with open(os.path.join(self.path, "snapshot", "LATEST"), encoding="utf-8") as fh:
-                hint = int(fh.read().strip())
-        except (OSError, ValueError):
+            data = read_if_exists(self.storage, LATEST_HINT)
+            hint = int(data.decode().strip()) if data is not None else None
+        except (UnicodeDecodeError, ValueError):
             pass
-        if hint is not None and os.path.exists(self.snapshot_path(hint)):
-            while os.path.exists(self.snapshot_path(hint + 1)):
+        if hint is not None and self.storage.exists(self.snapshot_name(hint)):
+            while self.storage.exists(self.snapshot_name(hint + 1)):
                 hint += 1
             return hint
         ids = self.snapshot_ids()
         return ids[-1] if ids else None
 
     def snapshot(self, snapshot_id: int) -> dict:
-        path = self.snapshot_path(snapshot_id)
         try:
-            return _read_json(path, "snapshot")
-        except FileNotFoundError:
+            return self._read_json(self.snapshot_name(snapshot_id), "snapshot")
+        except ObjectNotFoundError:
             ids = self.snapshot_ids()
             span = f"{ids[0]}..{ids[-1]}" if ids else "none"
             raise SnapshotNotFoundError(f"Paimon table {self.name} has no snapshot {snapshot_id} "
                                         f"(snapshots: {span})") from None
 
     def tags(self) -> list[str]:
-        directory = os.path.join(self.path, "tag")
-        if not os.path.isdir(directory):
-            return []
-        return sorted(n[len("tag-"):] for n in os.listdir(directory) if n.startswith("tag-"))
+        return sorted(n[len("tag-"):] for n in list_names(self.storage, TAG_DIR) if n.startswith("tag-"))
 
     def resolve(self, snapshot: Any) -> dict | None:
         """The snapshot to read: None (the latest; None if the table has none), an id, or a tag name."""
@@ -276,21 +356,20 @@ class PaimonTable:
             raise InvalidArgumentError(f"snapshot must be a snapshot id or a tag name, not {snapshot!r}")
         if isinstance(snapshot, int):
             return self.snapshot(snapshot)
-        path = os.path.join(self.path, "tag", f"tag-{snapshot}")
         try:
-            return _read_json(path, "tag")
-        except FileNotFoundError:
+            return self._read_json(f"{TAG_DIR}/tag-{snapshot}", "tag")
+        except ObjectNotFoundError:
             raise SnapshotNotFoundError(f"Paimon table {self.name} has no tag {snapshot!r} "
                                         f"(tags: {', '.join(self.tags()) or 'none'})") from None
 
     # -- manifests -----------------------------------------------------------------------
     def manifest_path(self, name: str) -> str:
-        return os.path.join(self.path, "manifest", name)
+        return self.full(f"{MANIFEST_DIR}/{name}")
 
     def manifest_list(self, name: str | None) -> list[dict]:
         if not name:
             return []
-        return read_avro(self.manifest_path(name), "manifest list")[1]
+        return self.avro(name, "manifest list").records
 
     def live_files(self, snapshot: dict | None) -> list[PaimonFile]:
         """Every data file of `snapshot` (in manifest order); cached per snapshot id."""
@@ -309,7 +388,7 @@ class PaimonTable:
         live: dict[tuple, dict] = {}
         for list_name in (snapshot.get("baseManifestList"), snapshot.get("deltaManifestList")):
             for meta in self.manifest_list(list_name):
-                for entry in read_avro(self.manifest_path(meta["_FILE_NAME"]), "manifest")[1]:
+                for entry in self.avro(meta["_FILE_NAME"], "manifest").records:
                     ident = identifier(entry)
                     if entry["_KIND"] == ADD:
                         live[ident] = entry
@@ -334,6 +413,12 @@ class PaimonTable:
         hi = decode_row(stats["_MAX_VALUES"], key_types, "key statistic")
         nulls = stats.get("_NULL_COUNTS") or [None] * len(key_types)
         delete_count = f.get("_DELETE_ROW_COUNT")
+        external = f.get("_EXTERNAL_PATH")
+        if external:
+            name, path = None, external[len("file:"):] if external.startswith("file:") else external
+        else:
+            name = self._data_name(entry, schema, partition)
+            path = self.full(name)
         return PaimonFile(
             partition=partition, partition_bytes=entry["_PARTITION"], bucket=int(entry["_BUCKET"]),
             total_buckets=int(entry["_TOTAL_BUCKETS"]), file_name=f["_FILE_NAME"], level=int(f["_LEVEL"]),
@@ -342,24 +427,41 @@ class PaimonTable:
             min_seq=int(f["_MIN_SEQUENCE_NUMBER"]), max_seq=int(f["_MAX_SEQUENCE_NUMBER"]),
             # unknown (old writers): assume there may be retractions, as Paimon does
             delete_count=int(f["_ROW_COUNT"]) if delete_count is None else int(delete_count),
-            schema_id=int(f["_SCHEMA_ID"]), path=self._data_path(entry, schema, partition),
-            key_stats=tuple(zip(lo, hi, nulls)), record=entry)
+            schema_id=int(f["_SCHEMA_ID"]), path=path, key_stats=tuple(zip(lo, hi, nulls)), record=entry, name=name)
 
-    def _data_path(self, entry: dict, schema: PaimonSchema, partition: tuple) -> str:
+    def _data_name(self, entry: dict, schema: PaimonSchema, partition: tuple) -> str:
+        """A data file's object path under the table: ``[k=v/...]bucket-<n>/<file>``.  Locally
+        the file is checked to be there (a stat); on an object store a partition value every
+        writer spells alike is trusted (no request).  Otherwise — a value another writer may
+        format differently (floats, timestamps, characters some writers escape), or data
+        files under ``data-file.path-directory`` — the file is found by its (unique) name in
+        one listing of the table."""
         f = entry["_FILE"]
-        external = f.get("_EXTERNAL_PATH")
-        if external:
-            return external[len("file:"):] if external.startswith("file:") else external
         default = schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
-        path = os.path.join(self.path, partition_path(schema.partition_keys, partition, default),
-                            f"bucket-{entry['_BUCKET']}", f["_FILE_NAME"])
-        if os.path.exists(path):
-            return path
-        # a partition value formatted differently than above: find the file by its (unique) name
+        directory = partition_path(schema.partition_keys, partition, default)
+        name = posixpath.join(directory, f"bucket-{entry['_BUCKET']}", f["_FILE_NAME"])
+        if self.is_local:
+            if self.storage.exists(name):
+                return name
+        elif "data-file.path-directory" not in schema.options and all(_plain(v) for v in partition):
+            return name
         if self._file_index is None:
-            self._file_index = {n: os.path.join(d, n) for d, _, names in os.walk(self.path)
-                                for n in names if n.startswith("data-")}
-        return self._file_index.get(f["_FILE_NAME"], path)
+            self._file_index = {info.path.rpartition("/")[2]: info.path for info in self.storage.list("")
+                                if info.path.rpartition("/")[2].startswith("data-")}
+        return self._file_index.get(f["_FILE_NAME"], name)
+
+
+def _plain(value: Any) -> bool:
+    """Whether every Paimon writer names a partition directory for `value` the same way."""
+    if value is None:
+        return True  # the default partition name
+    if isinstance(value, bool):
+        return False  # "true" or "True"
+    if isinstance(value, int):
+        return True
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return True
+    return isinstance(value, str) and _PLAIN_TEXT.fullmatch(value) is not None
 
 
 def identifier(entry: dict) -> tuple:

@@ -16,7 +16,7 @@ import math
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +26,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CorruptTableError, InvalidArgumentError, SchemaMismatchError, UnsupportedPaimonFeatureError
+from ..errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    ObjectNotFoundError,
+    SchemaMismatchError,
+    StorageError,
+    UnsupportedPaimonFeatureError,
+)
 from ..merge import merge
 from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
 from ..table.filecache import FileCache
 from ..table.files import batch_rows_for, parquet_fragment, read_parquet
+from ..table.objects import StoredFile
 from ..table.sections import interval_partition
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
@@ -72,19 +80,21 @@ class PaimonReadPlan:
         return pa.schema([self.schema.arrow_schema.field(c) for c in self.columns])
 
 
-def read_schema(warehouse: Any, table: Any, snapshot: Any = None) -> tuple[PaimonTable, dict | None, PaimonSchema]:
+def read_schema(warehouse: Any, table: Any, snapshot: Any = None,
+                storage_options: Mapping[str, object] | None = None) -> tuple[PaimonTable, dict | None, PaimonSchema]:
     """The table, the snapshot a read sees and the schema it reads under (no manifest is read):
     as Paimon, the latest read uses the table's latest schema (options altered since the last
     commit count); time travel uses the schema the snapshot was committed under.  The schema's
     options are checked (`checked_options`) by whoever uses them."""
-    t = PaimonTable.open(warehouse, table)
+    t = PaimonTable.open(warehouse, table, storage_options)
     snap = t.resolve(snapshot)
     return t, snap, t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
 
 
 def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-              buckets: Sequence[tuple[tuple, int]] | None = None) -> PaimonReadPlan:
-    t, snap, schema = read_schema(warehouse, table, snapshot)
+              buckets: Sequence[tuple[tuple, int]] | None = None,
+              storage_options: Mapping[str, object] | None = None) -> PaimonReadPlan:
+    t, snap, schema = read_schema(warehouse, table, snapshot, storage_options)
     opts = schema.checked_options
     names = schema.names
     if columns is None:
@@ -170,8 +180,8 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
         rows = 0
         key_range = key_range_of(plan_key_filter(plan), schema.key_columns[0]) \
             if row_filter is not None and len(schema.key_columns) == 1 else None
-        for batch in read_data_file(pf.path, columns, row_filter, batch_rows, schema.key_columns, key_range,
-                                    use_threads):
+        for batch in read_data_file(plan.table.source(pf), columns, row_filter, batch_rows, schema.key_columns,
+                                    key_range, use_threads):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
@@ -188,26 +198,28 @@ KeyRange = tuple[Any, bool, Any, bool]
 LARGE_ROW_GROUP = 65536  # rows: above this, a key-filtered read finds its rows by the key column first
 
 
-def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expression | None,
+def read_data_file(path: str | StoredFile, columns: list[str] | None, row_filter: pc.Expression | None,
                    batch_rows: int, key_columns: list[str] | None = None,
                    key_range: KeyRange | None = None, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
     """A Paimon data file's batches, by its format (the file name's extension, as Paimon
     decides): Parquet a row group at a time, ORC a stripe at a time.  `row_filter` reads only
-    `key_columns` when given (see `_read_parquet_by_key`)."""
-    if path.endswith(".parquet"):
+    `key_columns` when given (see `_read_parquet_by_key`).  `path` is a local path or a file
+    on an object store (`PaimonTable.source`)."""
+    name = path.name if isinstance(path, StoredFile) else path
+    if name.endswith(".parquet"):
         if row_filter is not None and key_columns:
             yield from _read_parquet_by_key(path, columns, row_filter, key_columns, batch_rows, key_range)
         else:
             yield from read_parquet(path, columns, row_filter, None, batch_rows, use_threads)
         return
-    if not path.endswith(".orc"):
+    if not name.endswith(".orc"):
         raise UnsupportedPaimonFeatureError(f"data file {path}: mergetree reads Parquet and ORC data files only")
     try:
         from pyarrow import orc
     except ImportError:  # pyarrow builds without ORC (Windows)
         raise UnsupportedPaimonFeatureError(f"data file {path} is ORC, and this pyarrow has no ORC "
                                             f"support") from None
-    reader = orc.ORCFile(path)
+    reader = orc.ORCFile(path.open() if isinstance(path, StoredFile) else path)
     for stripe in range(reader.nstripes):
         batch = reader.read_stripe(stripe, columns=columns)
         if row_filter is not None:
@@ -217,17 +229,23 @@ def read_data_file(path: str, columns: list[str] | None, row_filter: pc.Expressi
 
 
 # decoded key columns of large row groups, for repeated key lookups: (path, size, mtime, group) -> table
+# (an object store's file: (store, name, recorded size, group))
 _key_cache: FileCache[pa.Table] = FileCache(max_entries=4096, max_bytes=256 * 2**20, weight=lambda t: t.nbytes)
 
 
-def _parquet_reader(path: str) -> pq.ParquetFile:
-    """A Parquet file reader on the footer the fragment cache already parsed."""
+def _parquet_reader(path: str | StoredFile) -> pq.ParquetFile:
+    """A Parquet file reader on the footer the fragment cache already parsed (an object
+    store's file: its row groups' column chunks fetched by coalesced range requests)."""
+    if isinstance(path, StoredFile):
+        return pq.ParquetFile(path.open(), metadata=parquet_fragment(path).metadata, pre_buffer=True)
     return pq.ParquetFile(path, metadata=parquet_fragment(path).metadata, pre_buffer=False)
 
 
-def _cached_keys(path: str, group: int, key_columns: list[str]) -> pa.Table:
+def _cached_keys(path: str | StoredFile, group: int, key_columns: list[str]) -> pa.Table:
     def load() -> pa.Table:
         return _parquet_reader(path).read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
+    if isinstance(path, StoredFile):
+        return _key_cache.get_keyed((*path.key, group, tuple(key_columns)), load)
     return _key_cache.get(path, load, group, tuple(key_columns))
 
 
@@ -245,8 +263,9 @@ def _row_span(keys: pa.Table, key_filter: pc.Expression, key_range: KeyRange | N
     return (int(hits[0]), int(hits[-1]) + 1) if len(hits) else (0, 0)
 
 
-def _read_parquet_by_key(path: str, columns: list[str] | None, key_filter: pc.Expression, key_columns: list[str],
-                         batch_rows: int, key_range: KeyRange | None = None) -> Iterator[pa.RecordBatch]:
+def _read_parquet_by_key(path: str | StoredFile, columns: list[str] | None, key_filter: pc.Expression,
+                         key_columns: list[str], batch_rows: int,
+                         key_range: KeyRange | None = None) -> Iterator[pa.RecordBatch]:
     """A key-filtered read of a file sorted by key whose row groups are large (Paimon's writers
     make one per file): statistics cannot skip inside a row group, so the key columns are read
     first (and kept in a cache for the next lookup), the matching rows located (by binary
@@ -359,15 +378,18 @@ def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], r
 def _file_batches_raw(pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None, batch_rows: int,
                       plan: PaimonReadPlan) -> Iterator[pa.RecordBatch]:
     try:
-        yield from read_data_file(pf.path, columns, row_filter, batch_rows)
+        yield from read_data_file(plan.table.source(pf), columns, row_filter, batch_rows)
     except MemoryError:  # out of memory is not a damaged file
         raise
     except (OSError, pa.ArrowException) as exc:
         raise _corrupt(plan, pf, exc) from None
 
 
-def _corrupt(plan: PaimonReadPlan, pf: PaimonFile, exc: BaseException) -> CorruptTableError:
-    """The error for a data file that is missing or cannot be read."""
+def _corrupt(plan: PaimonReadPlan, pf: PaimonFile, exc: BaseException) -> BaseException:
+    """The error for a data file that is missing or cannot be read; the store's own error as it
+    is when the store failed (unreachable, refused: not a damaged file)."""
+    if isinstance(exc, StorageError) and not isinstance(exc, ObjectNotFoundError):
+        return exc
     what = "is missing" if isinstance(exc, FileNotFoundError) else f"is unreadable: {exc}"
     return CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} {what}", path=pf.path)
 
@@ -477,28 +499,32 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
     key, sequence and kind columns, and only the version the engine keeps is decoded (None:
     a file this cannot handle, so the caller merges as usual)."""
     schema = plan.schema
-    if key_expr is None or any(pf.schema_id != schema.id or not pf.path.endswith(".parquet")
+    if key_expr is None or any(pf.schema_id != schema.id or not pf.file_name.endswith(".parquet")
                                for pf in bucket.files):
         return None
     key_columns = schema.key_columns
     cached = key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]
     key_range = key_range_of(plan_key_filter(plan), key_columns[0]) if len(key_columns) == 1 else None
-    versions: list[tuple[int, int, str, int, int]] = []   # (sequence, kind, path, row group, row)
+    # (sequence, kind, file, row group, row)
+    versions: list[tuple[int, int, str | StoredFile, int, int]] = []
     try:
         for pf in bucket.files:
-            groups = [g.id for g in parquet_fragment(pf.path).subset(filter=key_expr).row_groups]
+            source = plan.table.source(pf)
+            groups = [g.id for g in parquet_fragment(source).subset(filter=key_expr).row_groups]
             if not groups:
                 continue
             for g in groups:
-                table = _cached_keys(pf.path, g, cached)
+                table = _cached_keys(source, g, cached)
                 first, last = _row_span(table.select(key_columns), key_expr, key_range)
                 for row in range(first, last):
                     versions.append((table.column(SEQUENCE_COLUMN)[row].as_py(), table.column(KIND_COLUMN)[row].as_py(),
-                                     pf.path, g, row))
+                                     source, g, row))
     except FileNotFoundError as exc:
         raise CorruptTableError(f"a data file of Paimon table {plan.table.name} is missing: {exc}",
                                 path=str(exc.filename)) from None
     except MemoryError:  # out of memory is not a damaged file
+        raise
+    except StorageError:  # the store failing (unreachable, refused) is not a damaged file
         raise
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"a data file of Paimon table {plan.table.name} is unreadable: {exc}",
@@ -515,7 +541,7 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
         if start + batch.num_rows > row:
             return [batch.slice(row - start, 1)]
         start += batch.num_rows
-    raise CorruptTableError(f"data file {path} has fewer rows than its key column", path=path)
+    raise CorruptTableError(f"data file {path} has fewer rows than its key column", path=str(path))
 
 
 def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:
@@ -636,10 +662,11 @@ def _threads(threads: Any) -> int:
 
 
 def scan(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-         threads: Any = None) -> pa.RecordBatchReader:
+         threads: Any = None, storage_options: Mapping[str, object] | None = None) -> pa.RecordBatchReader:
     """Stream a Paimon primary-key table's rows (a `pa.RecordBatchReader`, also an Arrow C
-    stream), bucket by bucket in key order; `threads` buckets are read ahead at once."""
-    plan = plan_read(warehouse, table, columns, filter, snapshot)
+    stream), bucket by bucket in key order; `threads` buckets are read ahead at once.  The
+    warehouse and `storage_options` are as `read`'s."""
+    plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
     workers = _threads(threads)
     schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
     return pa.RecordBatchReader.from_batches(schema, _streamed(plan, workers))
@@ -690,10 +717,13 @@ def _streamed(plan: PaimonReadPlan, workers: int) -> Iterator[pa.RecordBatch]:
 
 
 def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-         threads: Any = None) -> pa.Table:
+         threads: Any = None, storage_options: Mapping[str, object] | None = None) -> pa.Table:
     """Read a Paimon primary-key table (or `columns` of it, rows matching `filter`) at
-    `snapshot` (an id or a tag name; default the latest) into one Arrow table."""
-    plan = plan_read(warehouse, table, columns, filter, snapshot)
+    `snapshot` (an id or a tag name; default the latest) into one Arrow table.  `warehouse` is
+    a local directory or a URI (``s3://bucket/warehouse``, ``gs://...``, ``az://...``) with
+    `storage_options` as `Table.open` takes them (credentials, endpoint, region; used, never
+    stored)."""
+    plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
     workers = _threads(threads)
     schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
     if workers <= 1 or len(plan.buckets) <= 1:
