@@ -2,7 +2,9 @@
 over whichever obstore store the location names.
 
 `create` is obstore's `put(mode="create")`: `If-None-Match: *` on S3 and Azure, a generation
-precondition (`ifGenerationMatch=0`) on GCS.  Retries (5xx such as 503 SlowDown, dropped
+precondition (`ifGenerationMatch=0`) on GCS.  obstore does not resend a conditional PUT that
+was sent and got no answer (its effect is unknown); `create` sends it once more and settles the
+outcome from that answer (see `CloudStore._settle_create`).  Retries (5xx such as 503 SlowDown, dropped
 connections, timeouts) are obstore's own exponential backoff with jitter, bounded here by
 `RETRY_POLICY` (or the `max_retries` / `retry_timeout` storage options)."""
 from __future__ import annotations
@@ -77,6 +79,17 @@ def _check_process(store: CloudStore) -> None:
                            f"processes with the 'spawn' or 'forkserver' method", uri=store.uri)
 
 
+def _no_answer(error: StorageError, exc: BaseException) -> bool:
+    """Whether a request failed without an HTTP answer (dropped connection, timeout): its
+    effect on the store is unknown."""
+    return type(error) is StorageError and _STATUS.search(str(exc)) is None and not isinstance(
+        exc, (InvalidArgumentError, ValueError, TypeError))
+
+
+def _seconds(value: timedelta) -> str:
+    return f"{value.total_seconds():g} s"
+
+
 class CloudStore(Store):
     """A bucket (or container) prefix on S3, GCS or Azure, through an obstore store."""
 
@@ -144,8 +157,10 @@ class CloudStore(Store):
         if status == "416":
             return StorageError(f"{what}: a range starts at or past the object's end", uri=uri, path=path)
         if status == "503" or code == "SlowDown":
+            retry = dict(RETRY_POLICY, **self.location.options.retry)
             return StorageError(f"{what}: the store kept answering 503{f' {code}' if code else ''} (throttled) "
-                                f"through {RETRY_POLICY['max_retries']} retries", uri=uri, path=path)
+                                f"through {retry['max_retries']} retries or {_seconds(retry['retry_timeout'])} "
+                                f"(storage options max_retries, retry_timeout)", uri=uri, path=path)
         if "error sending request" in text or "connect" in text.lower() or "dns error" in text:
             endpoint = m.group(1) if (m := _ENDPOINT.search(text)) else "the endpoint"
             return StorageError(f"{what}: {endpoint} did not answer (connection refused or unreachable), "
@@ -246,11 +261,42 @@ class CloudStore(Store):
         import obstore
 
         check_object_path(path)
+        payload = bytes(data)
         self.requests.add("PUT")
         try:  # one PUT, never multipart: the condition rides on it
-            obstore.put(self.native, path, bytes(data), mode="create", use_multipart=False)
+            obstore.put(self.native, path, payload, mode="create", use_multipart=False)
         except Exception as exc:
-            raise self.storage_error(exc, "create", path) from None
+            error = self.storage_error(exc, "create", path)
+            if not _no_answer(error, exc):
+                raise error from None
+            self._settle_create(path, payload, error)
+
+    def _settle_create(self, path: str, payload: bytes, first: StorageError) -> None:
+        """A create that got no answer (the connection dropped, a timeout) may have created the
+        object all the same, and obstore does not resend a conditional PUT once it was sent.
+        Send it once more: created now, the first never landed; `ObjectExistsError` and the
+        object holds exactly `payload`, the first created it and its answer was lost (success);
+        other bytes, another writer's (`ObjectExistsError`).  No answer again: the outcome is
+        unknown, and the error says so."""
+        import obstore
+
+        self.requests.add("PUT")
+        try:
+            obstore.put(self.native, path, payload, mode="create", use_multipart=False)
+            return
+        except Exception as exc:
+            error = self.storage_error(exc, "create", path)
+        if isinstance(error, ObjectExistsError):
+            try:
+                existing: bytes | None = self.read(path)
+            except StorageError:
+                existing = None
+            if existing == payload:
+                return
+            if existing is not None:
+                raise error
+        raise StorageError(f"{first}; whether {self.describe(path)} was created is unknown (the request was "
+                           f"sent and no answer came): read it to find out", uri=self.uri, path=path)
 
     def open_output(self, path: str) -> ObjectOutputFile:
         _check_process(self)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..errors import (
 )
 from ..storage import ObjectExistsError, Store
 from . import paths
+from .files import remove_uncommitted
 from .objects import is_local, list_names, locate, storage_for, table_path
 from .options import TableOptions
 from .schema import TableSchema
@@ -64,10 +65,24 @@ class TableDirectory:
             self.storage.delete(relative)  # a file that is not there is not an error
 
     def discard(self, entries: Iterable[FileEntry]) -> None:
-        """Delete the data files (and their sidecars) of an uncommitted (failed or lost) change."""
-        for e in entries:
-            for relative in [e.file.file_name, *e.file.sidecars()]:
-                self.unlink_owned(relative)
+        """Delete the data files (and their sidecars) of an uncommitted (failed or lost)
+        change, as cleanup: never raising, stopping at the first failing delete (see
+        `remove_uncommitted`).  On an object store, a commit that failed without an answer may
+        have been published all the same: files the newest snapshot holds are kept (and
+        nothing is deleted while the store cannot tell)."""
+        entries = list(entries)
+        if not entries:
+            return
+        keep: Collection[str] = ()
+        if not is_local(self.storage):
+            try:
+                keep = self.live_files(self.latest_snapshot()).keys()
+            except (MergeTreeError, OSError):
+                return
+        names = [relative for e in entries if e.file.file_name not in keep
+                 for relative in [e.file.file_name, *e.file.sidecars()]
+                 if paths.is_owned(relative, self.schema.partition_by)]
+        remove_uncommitted(self.storage, names)
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")

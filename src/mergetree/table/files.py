@@ -343,8 +343,7 @@ class DataFileWriter:
         models = self.options.aggregate_models if self.options is not None else {}
         sidecars = [paths.sidecar_name(self.name, "bitmap")] + [paths.sidecar_name(self.name, f"agg-{m}")
                                                                  for m in models]
-        for relative in [self.name, *sidecars]:
-            self.storage.delete(relative)  # one that is not there is not an error
+        remove_uncommitted(self.storage, [self.name, *sidecars])
 
 
 def write_data_file(storage: Store, directory: str, table: pa.Table, schema: TableSchema, level: int,
@@ -441,8 +440,19 @@ def write_sorted_run(storage: Store, directory: str, table: pa.Table, schema: Ta
 
 def remove_data_file(storage: Store, meta: DataFileMeta) -> None:
     """Delete an uncommitted data file and its sidecars."""
-    for relative in [meta.file_name, *meta.sidecars()]:
-        storage.delete(relative)  # one that is not there is not an error
+    remove_uncommitted(storage, [meta.file_name, *meta.sidecars()])
+
+
+def remove_uncommitted(storage: Store, names: Iterable[str]) -> None:
+    """Delete files no snapshot references, as cleanup after a failure: it never raises (the
+    failure being cleaned up is the error to report) and stops at the first delete that fails
+    (the store is likely gone: each further delete would wait out its retries); what is left
+    is an orphan that `remove_orphan_files` deletes."""
+    for relative in names:
+        try:
+            storage.delete(relative)  # one that is not there is not an error
+        except (StorageError, OSError):
+            return
 
 
 @functools.lru_cache(maxsize=256)

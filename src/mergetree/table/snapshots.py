@@ -425,7 +425,10 @@ class SnapshotStore:
             if not self._is_own(relative, data):
                 raise CommitConflictError(f"snapshot {snapshot.id} was committed by someone else") from None
         self._remember(self._snapshots, relative, snapshot)
-        self.update_latest_hint(snapshot.id, hint)  # the hint read moments ago, not read again
+        try:
+            self.update_latest_hint(snapshot.id, hint)  # the hint read moments ago, not read again
+        except StorageError:
+            pass  # the snapshot is published: a hint left behind only costs the next reader a GET
         return snapshot
 
     def _is_own(self, relative: str, data: bytes) -> bool:
