@@ -320,20 +320,43 @@ class PaimonTable:
     def snapshot_ids(self) -> list[int]:
         return _numbered(list_names(self.storage, SNAPSHOT_DIR), "snapshot-")
 
-    def latest_snapshot_id(self) -> int | None:
-        """The newest committed id: the LATEST hint, checked forward (it may lag)."""
-        hint = None
+    def _latest_hint(self) -> int | None:
+        """The LATEST hint's id, if it is there and readable (it may lag: check forward)."""
         try:
             data = read_if_exists(self.storage, LATEST_HINT)
-            hint = int(data.decode().strip()) if data is not None else None
+            return int(data.decode().strip()) if data is not None else None
         except (UnicodeDecodeError, ValueError):
-            pass
+            return None
+
+    def _after(self, snapshot_id: int) -> int:
+        """The last id of the run of existing snapshots from `snapshot_id` (one HEAD each)."""
+        while self.storage.exists(self.snapshot_name(snapshot_id + 1)):
+            snapshot_id += 1
+        return snapshot_id
+
+    def latest_snapshot_id(self) -> int | None:
+        """The newest committed id: the LATEST hint, checked forward (it may lag)."""
+        hint = self._latest_hint()
         if hint is not None and self.storage.exists(self.snapshot_name(hint)):
-            while self.storage.exists(self.snapshot_name(hint + 1)):
-                hint += 1
-            return hint
+            return self._after(hint)
         ids = self.snapshot_ids()
         return ids[-1] if ids else None
+
+    def latest_snapshot(self) -> dict | None:
+        """The newest snapshot (None: the table has none), its file read at once: on an object
+        store the LATEST hint, the hinted snapshot and a HEAD for the next id (three requests),
+        a listing only when the hint is missing or names an expired snapshot."""
+        hint = self._latest_hint()
+        if hint is not None:
+            try:
+                found = self._read_json(self.snapshot_name(hint), "snapshot")
+            except ObjectNotFoundError:
+                pass
+            else:
+                last = self._after(hint)
+                return found if last == hint else self.snapshot(last)
+        ids = self.snapshot_ids()
+        return self.snapshot(ids[-1]) if ids else None
 
     def snapshot(self, snapshot_id: int) -> dict:
         try:
@@ -350,8 +373,7 @@ class PaimonTable:
     def resolve(self, snapshot: Any) -> dict | None:
         """The snapshot to read: None (the latest; None if the table has none), an id, or a tag name."""
         if snapshot is None:
-            latest = self.latest_snapshot_id()
-            return None if latest is None else self.snapshot(latest)
+            return self.latest_snapshot()
         if isinstance(snapshot, bool) or not isinstance(snapshot, (int, str)):
             raise InvalidArgumentError(f"snapshot must be a snapshot id or a tag name, not {snapshot!r}")
         if isinstance(snapshot, int):
