@@ -23,7 +23,10 @@ full compaction, compacted read and point lookups at 1M, 10M and 100M rows, each
 child process of its own so its peak memory is its own, and (``--scale-spark``) a Spark read of one
 large bucket in ``local[1]`` against ``local[2]``; ``--paimon`` (``--paimon-only``) the Apache Paimon workload of
 ``benchmarks/bench_paimon.py``: tables written by pypaimon, read by pypaimon, pypaimon-rust and
-``mergetree.paimon``, compacted by ``mergetree.paimon.compact`` and read again.
+``mergetree.paimon``, compacted by ``mergetree.paimon.compact`` and read again; ``--storage``
+(``--storage-only``) the storage workload of ``benchmarks/bench_storage.py``: write, merge-on-read,
+compaction, point lookups and a Spark ``bucket_join`` on local disk and on a moto S3 server it starts,
+with the requests of each operation, against delta-rs and pyiceberg on the same store.
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ import pyarrow as pa
 
 from . import bench_merge as bm
 from .bench_merge import format_results, run_bench  # examples/demo.py imports these and `show` from here
-from .data import short_count
+from .data import parse_row_count, short_count
 from .report import installed_version, show
 
 __all__ = ["format_results", "main", "run_bench", "show"]
@@ -65,7 +68,7 @@ def _matplotlib_missing() -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import bench_paimon, bench_scale, bench_table
+    from . import bench_paimon, bench_scale, bench_storage, bench_table
 
     parser = argparse.ArgumentParser(
         prog="mergetree bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -155,6 +158,21 @@ def _parser() -> argparse.ArgumentParser:
     paimon.add_argument("--paimon-keys", type=bench_paimon.keys_argument, metavar="KEYS",
                         default=bench_paimon.DEFAULT_KEYS,
                         help="keys of every table, k/M suffixes allowed (--quick divides it by 10)")
+    storage = parser.add_argument_group(
+        "storage workload", "a 4-bucket primary-key table written in 4 write-only commits, read merge-on-read, "
+        "looked up 200 times, fully compacted, read and looked up again, and bucket-joined with itself by Spark, "
+        "on local disk and on a moto S3 server started for the run, with the S3 requests of each operation; "
+        "delta-rs and pyiceberg append and read the same commits on both; targets: a full read on S3 at 70% of "
+        "local disk's rows/s, a warm point lookup in at most 3 GETs, write + commit at least delta-rs's rows/s "
+        "(see benchmarks/bench_storage.py; needs moto[server]; --quick divides the rows by 10)")
+    storage.add_argument("--storage", action="store_true", help="also run the storage workload")
+    storage.add_argument("--storage-only", action="store_true", help="run only the storage workload")
+    storage.add_argument("--storage-rows", type=parse_row_count, metavar="ROWS", default=bench_storage.DEFAULT_ROWS,
+                         help="upserts written (k/M suffixes allowed)")
+    storage.add_argument("--storage-lookups", type=int, default=bench_storage.LOOKUPS, metavar="N",
+                         help="point lookups of random keys, before and after the compaction")
+    storage.add_argument("--storage-no-peers", action="store_true", help="storage workload: no delta-rs, pyiceberg")
+    storage.add_argument("--storage-no-spark", action="store_true", help="storage workload: no Spark bucket_join")
     return parser
 
 
@@ -181,13 +199,16 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             print(f"mergetree bench: {error}", file=sys.stderr)
             return 2
+    if args.storage_lookups < 1:
+        print("mergetree bench: --storage-lookups must be positive", file=sys.stderr)
+        return 2
     if not args.advisor_scale > 0:
         print("mergetree bench: --advisor-scale must be positive", file=sys.stderr)
         return 2
     environment = _environment()
     results, scaling = [], None
     merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only or args.scale_only
-                       or args.paimon_only)
+                       or args.paimon_only or args.storage_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
@@ -203,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.scale or args.scale_only or args.scale_spark else None
     paimon = _paimon_bench(args, merge_bench or table is not None or spark is not None or layout is not None
                            or scale is not None) if args.paimon or args.paimon_only else None
+    storage = _storage_bench(args, merge_bench or table is not None or spark is not None or layout is not None
+                             or scale is not None or paimon is not None) \
+        if args.storage or args.storage_only else None
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
         if merge_bench:
@@ -226,13 +250,14 @@ def main(argv: list[str] | None = None) -> int:
             plot_scale_results(scale.results, scale_chart, title=_scale_title(scale))
             print(f"scale chart written to {scale_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon)
+        _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon, storage)
         print(f"numbers written to {args.json}")
     table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
     spark_ok = spark is None or all(r.check == "ok" for r in spark)
     layout_ok = layout is None or layout.ok
     scale_ok = scale is None or scale.ok
     paimon_ok = paimon is None or paimon.ok
+    storage_ok = storage is None or all(r.ok or r.check.startswith("skipped") for r in storage.results)
     advisor_ok = True
     if args.advisor or args.advisor_only:
         from . import bench_advisor
@@ -251,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"advisor workload took {ssb.seconds:.0f}s")
             advisor_ok = all(ok for _, ok in ssb.targets())
     return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok \
-        and paimon_ok else 1
+        and paimon_ok and storage_ok else 1
 
 
 def _layout_title(layout) -> str:
@@ -335,6 +360,27 @@ def _paimon_bench(args, after_another: bool):
     return report
 
 
+def _storage_bench(args, after_another: bool):
+    """Run the storage workload (benchmarks/bench_storage.py), print its table and targets; returns its report."""
+    from . import bench_storage as bst
+
+    rows = max(args.storage_rows // bst.QUICK_FACTOR, bst.MIN_ROWS) if args.quick else args.storage_rows
+    if after_another:
+        print()
+    peers = "no peers" if args.storage_no_peers else ", ".join(
+        f"{name} {installed_version(name) or 'not installed'}" for name in ("deltalake", "pyiceberg"))
+    print(f"mergetree bench --storage: {rows:,} upserts in {bst.COMMITS} commits into {bst.BUCKETS} buckets, "
+          f"{args.storage_lookups} lookups, on local disk and a moto S3 server "
+          f"(moto {installed_version('moto') or '?'}); "
+          f"{os.cpu_count()} CPUs, pyarrow {pa.__version__}, {peers}", flush=True)
+    report = bst.run_storage_bench(rows, lookups=args.storage_lookups, peers=not args.storage_no_peers,
+                                   spark=not args.storage_no_spark,
+                                   progress=False if args.no_progress else None)
+    show(bst.format_storage_results(report))
+    print(f"storage workload took {report.seconds:.0f}s")
+    return report
+
+
 def _spark_bench(args) -> list:
     """Run the Spark workload (benchmarks/bench_spark.py), print its table; returns its results."""
     from . import bench_spark as bs
@@ -395,7 +441,7 @@ def _thread_check(args) -> dict:
 
 
 def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
-                spark: list | None = None, layout=None, scale=None, paimon=None) -> None:
+                spark: list | None = None, layout=None, scale=None, paimon=None, storage=None) -> None:
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
         "environment": environment,
@@ -421,6 +467,10 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
         from .bench_paimon import paimon_json
 
         document["paimon"] = paimon_json(paimon)
+    if storage is not None:
+        from .bench_storage import storage_json
+
+        document["storage"] = storage_json(storage)
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=str)
         handle.write("\n")

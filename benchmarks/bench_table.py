@@ -45,7 +45,7 @@ from mergetree import Table
 from mergetree.cli import render
 
 from . import timing
-from .data import TABLE_KEY, TABLE_SCHEMA, TABLE_SEED, table_commits
+from .data import TABLE_KEY, TABLE_SCHEMA, TABLE_SEED, newest_rows, table_commits
 from .report import compare_tables, installed_version, json_ready, rate_text
 
 __all__ = ["TableResult", "TableWorkload", "format_table_results", "make_table_workload", "plot_table_results",
@@ -106,12 +106,7 @@ class TableWorkload:
     def expected(self) -> pa.Table:
         """The newest version of every key, ascending by id, computed without mergetree."""
         if self._expected is None:
-            everything = pa.concat_tables(self.commits).combine_chunks()
-            ids = everything.column(KEY).to_numpy()
-            # the first occurrence in the reversed input is the newest version
-            _, first_in_reversed = np.unique(ids[::-1], return_index=True)
-            newest = len(ids) - 1 - first_in_reversed
-            self._expected = everything.take(pa.array(newest))
+            self._expected = newest_rows(self.commits, KEY)
         return self._expected
 
 

@@ -8,7 +8,8 @@ every generator takes its sizes and a seed, and the same arguments give the same
   1,000,000-key space in ``2K`` runs, 128-character random strings, or 128-character strings
   whose first 100 characters are shared;
 * the upserts of the table workload (``benchmarks/bench_table.py``, ``asv_bench``'s table
-  benchmarks): commits of distinct random ids, payload values that differ in every commit;
+  benchmarks, ``benchmarks/bench_storage.py``): commits of distinct random ids, payload values
+  that differ in every commit, and the newest version of every key they leave;
 * the rows of the layout workload (``benchmarks/bench_layout.py``, ``benchmarks/bench_advisor.py``,
   ``asv_bench``'s layout benchmarks; its queries are in ``benchmarks/queries.py``);
 * row counts as people write them (``100k``, ``10M``).
@@ -33,6 +34,7 @@ __all__ = [
     "int_runs",
     "k16_runs",
     "make_layout_data",
+    "newest_rows",
     "parse_row_count",
     "prefix_runs",
     "short_count",
@@ -193,6 +195,16 @@ def table_commits(upserts: int, keys: int, commits: int, seed: int = TABLE_SEED)
             "v_str": pc.binary_join_element_wise(f"c{index}-", text, ""),
         }, schema=TABLE_SCHEMA))
     return tables
+
+
+def newest_rows(commits: list[pa.Table], key: str = TABLE_KEY) -> pa.Table:
+    """The newest version of every key of ``commits`` (later commits win), ascending by key:
+    what a primary-key table holding them answers, computed without mergetree."""
+    everything = pa.concat_tables(commits).combine_chunks()
+    ids = everything.column(key).to_numpy()
+    # the first occurrence in the reversed input is the newest version
+    _, first_in_reversed = np.unique(ids[::-1], return_index=True)
+    return everything.take(pa.array(len(ids) - 1 - first_in_reversed))
 
 
 # ---------------------------------------------------------------- rows (the layout)
