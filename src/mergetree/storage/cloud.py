@@ -163,8 +163,16 @@ class CloudStore(Store):
                                 f"(storage options max_retries, retry_timeout)", uri=uri, path=path)
         if "error sending request" in text or "connect" in text.lower() or "dns error" in text:
             endpoint = m.group(1) if (m := _ENDPOINT.search(text)) else "the endpoint"
-            return StorageError(f"{what}: {endpoint} did not answer (connection refused or unreachable), "
-                                f"retries exhausted", uri=uri, path=path)
+            lower = text.lower()
+            if "connectionreset" in lower or "connection closed" in lower or "incompletemessage" in lower:
+                why = "the connection was closed without an answer"
+            elif "timed out" in lower or "timeout" in lower.replace("retry_timeout", ""):
+                why = "timed out"
+            elif "connectionrefused" in lower or "dns error" in lower:
+                why = "connection refused or unreachable"
+            else:  # obstore's text does not say which
+                why = "connection refused, closed or unreachable"
+            return StorageError(f"{what}: {endpoint} did not answer ({why}), retries exhausted", uri=uri, path=path)
         first = text.split("\n", 1)[0][:300]
         return StorageError(f"{what}: {first}", uri=uri, path=path)
 
