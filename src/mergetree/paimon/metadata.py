@@ -216,8 +216,7 @@ class PaimonTable:
         names = list_names(storage, SCHEMA_DIR)
         if not [n for n in names if n]:  # a directory marker ("schema/") is no schema
             raise TableNotFoundError(f"there is no Paimon table {table!r} in warehouse {table_path(store)} "
-                                     f"(no {table_path(storage)}{'/' if '://' in table_path(storage) else os.sep}"
-                                     f"{SCHEMA_DIR})")
+                                     f"(no {cls('', table, storage).full(SCHEMA_DIR)})")
         return cls("", table, storage, _numbered(names, "schema-"))
 
     # -- files -----------------------------------------------------------------------------
