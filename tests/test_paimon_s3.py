@@ -308,3 +308,28 @@ def test_pickled_tables_carry_no_options(s3_server, tables) -> None:
     assert s3_server.access_key_id.encode() not in payload
     again = pickle.loads(payload)
     assert again.table.path == plan.table.path and again.table.name == "db.t"
+
+
+def test_the_paimon_command_line_reaches_a_warehouse_on_s3(s3_server, tables) -> None:
+    """`mergetree paimon info/read` with `--storage-option KEY=VALUE`, as a user types them:
+    the same answer as the library, and the secret key in no output."""
+    import sys
+
+    uri, opts = tables["uri"], s3_server.options()
+    secret = str(opts["aws_secret_access_key"])
+    flags = [w for k, v in opts.items() for w in ("--storage-option", f"{k}={v}")]
+    env = dict(os.environ, MERGETREE_QUERY_LOG="0")
+    expected = mp.read(uri, "db.t", storage_options=opts).num_rows
+    for command in (["info"], ["read", "--limit", "0", "--no-progress"]):
+        out = subprocess.run([sys.executable, "-m", "mergetree", "paimon", *command, uri, "db.t", *flags],
+                             capture_output=True, text=True, env=env, timeout=180)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert secret not in out.stdout + out.stderr
+        if command[0] == "read":
+            assert f"{expected:,}" in out.stdout or str(expected) in out.stdout, out.stdout
+    wrong = [w if w != f"aws_secret_access_key={secret}" else "aws_secret_access_key=wrong-secret-value"
+             for w in flags]
+    out = subprocess.run([sys.executable, "-m", "mergetree", "paimon", "info", uri, "db.t", *wrong],
+                         capture_output=True, text=True, env=env, timeout=180)
+    assert out.returncode != 0 and uri in out.stdout + out.stderr
+    assert "wrong-secret-value" not in out.stdout + out.stderr

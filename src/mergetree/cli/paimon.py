@@ -9,6 +9,7 @@ import pyarrow as pa
 from .. import paimon
 from ..paimon.read import plan_read, read_bucket
 from .commands import parse_filter
+from .options import add_table_path, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
 __all__ = ["add_commands"]
@@ -29,7 +30,8 @@ def add_commands(subcommands: Any, command: Any) -> None:
     def sub(name: str, help: str, run: Any) -> argparse.ArgumentParser:
         q = inner.add_parser(name, help=help, description=help, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         q.set_defaults(run=run)
-        q.add_argument("warehouse", help="the Paimon warehouse directory")
+        add_table_path(q, help="the Paimon warehouse: a directory, or its URI (s3://bucket/warehouse, gs://, "
+                                "az://, abfss://)", name="warehouse")
         q.add_argument("table", help="database.table")
         return q
 
@@ -55,7 +57,7 @@ def _help(args: argparse.Namespace) -> int:
 
 
 def info(args: argparse.Namespace) -> int:
-    i = paimon.info(args.warehouse, args.table, _snapshot(args.snapshot))
+    i = paimon.info(args.warehouse, args.table, _snapshot(args.snapshot), storage_options=storage_options(args))
     out = out_console
     out.print(f"Paimon table {i.name} ({i.path})")
     engine = i.options.get("merge-engine", "deduplicate")
@@ -84,10 +86,12 @@ def info(args: argparse.Namespace) -> int:
 
 
 def read(args: argparse.Namespace) -> int:
-    plan = plan_read(args.warehouse, args.table, snapshot=_snapshot(args.snapshot))
+    plan = plan_read(args.warehouse, args.table, snapshot=_snapshot(args.snapshot),
+                     storage_options=storage_options(args))
     filters = [parse_filter(f, plan.schema.arrow_schema) for f in args.filter or []]
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    plan = plan_read(args.warehouse, args.table, columns, filters or None, _snapshot(args.snapshot))
+    plan = plan_read(args.warehouse, args.table, columns, filters or None, _snapshot(args.snapshot),
+                     storage_options=storage_options(args))
     batches: list[pa.RecordBatch] = []
     total = sum(b.rows for b in plan.buckets)
     done = 0
@@ -107,6 +111,7 @@ def read(args: argparse.Namespace) -> int:
 
 def compact(args: argparse.Namespace) -> int:
     with progress("compact", "rows", enabled=not args.no_progress) as update:
-        snapshot = paimon.compact(args.warehouse, args.table, full=args.full, progress=update)
+        snapshot = paimon.compact(args.warehouse, args.table, full=args.full, progress=update,
+                                  storage_options=storage_options(args))
     out_console.print(f"committed snapshot {snapshot} (COMPACT)" if snapshot else "nothing to compact")
     return 0
