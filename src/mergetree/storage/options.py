@@ -165,6 +165,11 @@ def resolve_options(storage_options: Mapping[str, object] | None, backend: str, 
         out.shown[option.name] = REDACTED if option.secret else str(value)
     if backend == S3:
         secrets.extend(_apply_aws_profile(out, out.profile.get("profile")))
+    # object_store reads its store settings from the environment but not its HTTP client's:
+    # AWS_ALLOW_HTTP=true (as delta-rs users set it for a local server) would be ignored
+    variable = {S3: "AWS_ALLOW_HTTP", AZURE: "AZURE_ALLOW_HTTP"}.get(backend)
+    if variable and "allow_http" not in out.client and os.environ.get(variable):
+        out.client["allow_http"] = _parse(OPTION_KEYS["allow_http"], variable, os.environ[variable])
     out.secrets = tuple(secrets)
     return out
 
