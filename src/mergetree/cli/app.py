@@ -34,7 +34,7 @@ FORWARDED = (
     ("demo-spark", "examples.demo_spark", "a CDC pipeline on a local Spark: upserts and deletes, compaction, "
                                           "a pruned point read, a bucket join"),
     ("bench", "benchmarks.bench", "the benchmarks against their peers: merge, table, Spark, layout, advisor, scale, "
-                                  "Paimon (`mergetree bench --help`)"),
+                                  "Paimon, storage (`mergetree bench --help`)"),
 )
 
 

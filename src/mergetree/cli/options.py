@@ -14,7 +14,8 @@ from ..errors import InvalidArgumentError
 from ..table import Table
 from ..table.objects import locate, table_path
 
-__all__ = ["add_table_path", "open_table", "redact_arguments", "remember_location", "storage_options"]
+__all__ = ["add_storage_option", "add_table_path", "open_table", "redact_arguments", "remember_location",
+           "storage_options"]
 
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 _EXAMPLE = "e.g. --storage-option aws_endpoint_url=http://127.0.0.1:9000"
@@ -30,6 +31,11 @@ def add_table_path(parser: argparse.ArgumentParser, help: str = TABLE_PATH_HELP,
         parser.add_argument(name, help=help, metavar=metavar)
     else:
         parser.add_argument(name, help=help, nargs=nargs, metavar=metavar)
+    add_storage_option(parser)
+
+
+def add_storage_option(parser: argparse.ArgumentParser) -> None:
+    """`--storage-option KEY=VALUE`, repeatable (read back with `storage_options(args)`)."""
     parser.add_argument("--storage-option", action="append", dest="storage_option", metavar="KEY=VALUE",
                         help="an option of the store the table lives on (docs/STORAGE.md: aws_endpoint_url, "
                              "aws_region, aws_access_key_id, aws_secret_access_key, google_service_account, "
