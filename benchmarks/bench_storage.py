@@ -45,6 +45,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -63,13 +64,14 @@ from .s3_server import REQUEST_KINDS, LocalS3, moto_missing
 __all__ = ["StorageReport", "StorageResult", "format_storage_results", "run_storage_bench", "storage_json",
            "storage_ratios"]
 
-DEFAULT_ROWS = 4_000_000
+DEFAULT_ROWS = 3_000_000
 QUICK_FACTOR = 10
 MIN_ROWS = 1_000
 COMMITS = 4
 BUCKETS = 4
 LOOKUPS = 200
-READ_REPEAT = 3  # reads: the fastest of three (the first also counts the requests of a cold cache)
+READ_REPEAT = 4  # reads: the fastest of four (the first also counts the requests of a cold cache)
+WRITE_REPEAT = 2  # writes: the faster of two, each into a new table
 WARM_UP = 32  # lookups before the timed ones: random keys reach every file of every bucket
 SEED = TABLE_SEED + 24
 KEY = TABLE_KEY
@@ -175,25 +177,11 @@ class _Measure:
 
 def _mergetree_steps(places: list[_Place], commits: list, expected: pa.Table, lookup_keys: np.ndarray,
                      advance: Callable[[int], None]) -> list:
-    """Each step at every place, one place right after the other (the machine's load changes
-    less between them than between two whole runs)."""
-    results: list[StorageResult] = []
-    rows = sum(c.num_rows for c in commits)
-    for place in places:
-        place.table = table = Table.create(place.location, TABLE_SCHEMA, primary_key=[KEY], buckets=BUCKETS,
-                                           options=TABLE_OPTIONS, storage_options=place.options)
-
-        def write_all(table: Table = table) -> None:
-            for commit in commits:
-                table.write(commit)
-
-        result = StorageResult(MERGETREE, WRITE, place.where, rows)
-        with _Measure(place, result):
-            result.seconds, result.cpu_seconds, _ = timing.timed(write_all)
-        result.notes.append(f"{len(commits)} commits, {len(table.plan().files)} files in {BUCKETS} buckets")
-        results.append(result)
+    """Each step at every place, the places' runs alternating (the machine's load then changes
+    no more between the two places than between two runs at one)."""
+    results = _writes(places, commits)
     advance(1)
-    results += [_read(place, READ, expected) for place in places]
+    results += _reads(places, READ, expected)
     advance(1)
     results += [_lookups(place, LOOKUP_UNMERGED, expected, lookup_keys) for place in places]
     advance(1)
@@ -206,27 +194,60 @@ def _mergetree_steps(places: list[_Place], commits: list, expected: pa.Table, lo
         result.notes.append(f"{before} files -> {len(place.table.plan().files)}")
         results.append(result)
     advance(1)
-    results += [_read(place, READ_COMPACTED, expected) for place in places]
+    results += _reads(places, READ_COMPACTED, expected)
     advance(1)
     results += [_lookups(place, LOOKUP_COMPACTED, expected, lookup_keys) for place in places]
     advance(1)
     return results
 
 
-def _read(place: _Place, step: str, expected: pa.Table) -> StorageResult:
-    table = place.table
-    assert table is not None
-    result = StorageResult(MERGETREE, step, place.where, sum(f.row_count for f in table.plan().files))
-    with _Measure(place, result):
-        first = timing.timed(table.read)
-    result.check = compare_tables(first.output, expected, KEY)
-    runs = [first[:2]]
-    del first
+def _writes(places: list[_Place], commits: list) -> list:
+    """The commits written WRITE_REPEAT times at each place, each time into a new table (the
+    last is kept for the steps after); the fastest run, the last run's requests."""
+    results = [StorageResult(MERGETREE, WRITE, place.where, sum(c.num_rows for c in commits)) for place in places]
+    runs: list[list[tuple[float, float]]] = [[] for _ in places]
+    for attempt in range(WRITE_REPEAT):
+        for place, result, times in zip(places, results, runs):
+            location = place.location if attempt == WRITE_REPEAT - 1 else f"{place.location}-{attempt}"
+            place.table = table = Table.create(location, TABLE_SCHEMA, primary_key=[KEY], buckets=BUCKETS,
+                                               options=TABLE_OPTIONS, storage_options=place.options)
+
+            def write_all(table: Table = table) -> None:
+                for commit in commits:
+                    table.write(commit)
+
+            with _Measure(place, result):
+                times.append(timing.timed(write_all)[:2])
+    for place, result, times in zip(places, results, runs):
+        assert place.table is not None
+        result.seconds, result.cpu_seconds = min(times)
+        result.notes.append(f"{len(commits)} commits, {len(place.table.plan().files)} files in {BUCKETS} buckets; "
+                            f"best of {WRITE_REPEAT} (each into a new table)")
+    return results
+
+
+def _reads(places: list[_Place], step: str, expected: pa.Table) -> list:
+    """READ_REPEAT full reads at each place, alternating; the fastest, the first's requests."""
+    results, runs = [], []
+    for place in places:
+        table = place.table
+        assert table is not None
+        result = StorageResult(MERGETREE, step, place.where, sum(f.row_count for f in table.plan().files))
+        with _Measure(place, result):
+            first = timing.timed(table.read)
+        result.check = compare_tables(first.output, expected, KEY)
+        runs.append([first[:2]])
+        del first
+        results.append(result)
     for _ in range(READ_REPEAT - 1):
-        runs.append(timing.timed(table.read)[:2])
-    result.seconds, result.cpu_seconds = min(runs)
-    result.notes.append(f"best of {READ_REPEAT}; requests of the first (footers not cached yet)")
-    return result
+        for place, times in zip(places, runs):
+            assert place.table is not None
+            times.append(timing.timed(place.table.read)[:2])
+    for result, times in zip(results, runs):
+        result.seconds, result.cpu_seconds = min(times)
+        result.notes.append(f"best of {READ_REPEAT}, the places' runs alternating; requests of the first (footers "
+                            f"not cached yet)")
+    return results
 
 
 def _lookups(place: _Place, step: str, expected: pa.Table, keys: np.ndarray) -> StorageResult:
@@ -287,12 +308,16 @@ def _peer_read(engine: str, where: str, read: Callable[[], pa.Table], rows: int,
     return result
 
 
-def _peer_write(engine: str, where: str, write: Callable[[], None], rows: int, server: LocalS3 | None,
+def _peer_write(engine: str, where: str, writes: list[Callable[[], None]], rows: int, server: LocalS3 | None,
                 note: str) -> StorageResult:
+    """The fastest of `writes` (the same commits, each into a new table); the last one's requests."""
     result = StorageResult(engine, WRITE, where, rows)
-    with _Measure(_Place("", where, server=server), result):
-        result.seconds, result.cpu_seconds, _ = timing.timed(write)
-    result.notes.append(note)
+    times = []
+    for write in writes:
+        with _Measure(_Place("", where, server=server), result):
+            times.append(timing.timed(write)[:2])
+    result.seconds, result.cpu_seconds = min(times)
+    result.notes.append(f"{note}; best of {len(writes)} (each into a new table)")
     return result
 
 
@@ -301,11 +326,13 @@ def _delta_steps(location: str, where: str, options: dict | None, commits: list,
 
     rows = sum(c.num_rows for c in commits)
 
-    def write() -> None:
+    def write(at: str) -> None:
         for commit in commits:
-            write_deltalake(location, commit, mode="append", storage_options=options)
+            write_deltalake(at, commit, mode="append", storage_options=options)
 
-    wrote = _peer_write(DELTA, where, write, rows, server, f"{len(commits)} appends (write_deltalake)")
+    places = [f"{location}-{attempt}" for attempt in range(WRITE_REPEAT - 1)] + [location]
+    wrote = _peer_write(DELTA, where, [lambda at=at: write(at) for at in places], rows, server,
+                        f"{len(commits)} appends (write_deltalake)")
     read = _peer_read(DELTA, where, lambda: DeltaTable(location, storage_options=options).to_pyarrow_table(), rows,
                       server)
     return [wrote, read]
@@ -318,19 +345,20 @@ def _iceberg_steps(warehouse: str, catalog_db: str, where: str, properties: dict
     from pyiceberg.catalog.sql import SqlCatalog
 
     rows = sum(c.num_rows for c in commits)
+    names = [f"bench.upserts_{attempt}" for attempt in range(WRITE_REPEAT - 1)] + ["bench.upserts"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pyiceberg's notes on the sqlite catalog
         catalog = SqlCatalog("bench", uri=f"sqlite:///{catalog_db}", warehouse=warehouse, **properties)
         catalog.create_namespace("bench")
-        table = catalog.create_table("bench.upserts", schema=TABLE_SCHEMA)
+        tables = [catalog.create_table(name, schema=TABLE_SCHEMA) for name in names]
 
-    def write() -> None:
+    def write(table: Any) -> None:
         for commit in commits:
             table.append(commit)
 
-    wrote = _peer_write(ICEBERG, where, write, rows, server, f"{len(commits)} appends (Table.append), SQL catalog "
-                                                              "on sqlite")
-    read = _peer_read(ICEBERG, where, lambda: catalog.load_table("bench.upserts").scan().to_arrow(), rows, server)
+    wrote = _peer_write(ICEBERG, where, [lambda table=table: write(table) for table in tables], rows, server,
+                        f"{len(commits)} appends (Table.append), SQL catalog on sqlite")
+    read = _peer_read(ICEBERG, where, lambda: catalog.load_table(names[-1]).scan().to_arrow(), rows, server)
     return [wrote, read]
 
 
