@@ -1,6 +1,12 @@
 """Spark jobs over mergetree tables: distributed compaction (of mergetree and of Apache Paimon
 tables), shuffle-free bucket joins, and a `mapInArrow` function that merges sorted runs inside
-each task."""
+each task.
+
+Tables may live on object stores (`s3://bucket/prefix`, ...): every job takes
+`storage_options` (as `Table.open` does; by default those this process opened the location
+with), hands them to its tasks in the job's closure, and the tasks read and write the store
+from the Python workers; the driver plans and commits.  The options are never written to a
+file, nor put in a task's name or result."""
 from __future__ import annotations
 
 import dataclasses
@@ -36,12 +42,13 @@ from ..table.compaction.transaction import new_files, rewrite_transaction
 from ..table.files import read_data_file
 from ..table.levers.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.levers.optimize import layout_signature, marked, prepare_layout, rewrite_files, write_clustered
-from ..table.objects import storage_for
+from ..table.objects import locate
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload.history import PassReport, record_rewrite
-from .source import SOURCE_NAME, register
+from .source import SOURCE_NAME, open_table, register
 from .types import spark_ddl, spark_schema, to_spark_batch
+from .write import job_storage_options
 
 __all__ = ["bucket_join", "compact", "compact_paimon", "merge_sorted_runs", "optimize", "optimize_pending",
            "spread_units", "unit_frame"]
@@ -86,7 +93,8 @@ SPARK_JOINS = {"inner": "inner", "left": "left", "right": "right", "full": "full
 
 
 def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str], how: str = "inner",
-                fallback: bool = False, tasks: int | None = None) -> Any:
+                fallback: bool = False, tasks: int | None = None,
+                storage_options: dict[str, Any] | None = None) -> Any:
     """Join two primary-key tables bucketed on the join key without a shuffle: each bucket
     of the table with fewer buckets (per partition, partitions paired by value) is a unit
     that merge-reads both sides (already in primary-key order) and joins them with a sorted
@@ -105,13 +113,17 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     (n and k*n): a key in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n
     (``pmod(h, k*n) mod n == pmod(h, n)``), whose rows the task merges into one ordered side
     with the loser tree.  Otherwise a clear error, or with `fallback=True` Spark's own join of
-    the two tables (the same columns as a bucket join returns)."""
+    the two tables (the same columns as a bucket join returns).  `storage_options` open both
+    tables (by default, each with those this process opened it with)."""
     on = [on] if isinstance(on, str) else list(on)
     if how not in JOINS:
         raise InvalidArgumentError(f"unknown join {how!r}; choose one of {', '.join(JOINS)}")
     if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
         raise InvalidArgumentError(f"tasks must be a positive integer, not {tasks!r}")
-    left, right = Table.open(left_path), Table.open(right_path)
+    left_options = job_storage_options(left_path, storage_options)
+    right_options = job_storage_options(right_path, storage_options)
+    left, right = open_table(left_path, left_options), open_table(right_path, right_options)
+    left_path, right_path = left.path, right.path  # absolute, or the URIs: what every task opens
     for name in on:
         if name not in left.schema.names or name not in right.schema.names:
             raise InvalidArgumentError(f"join column {name!r} is missing on one side "
@@ -123,7 +135,8 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
         if not fallback:
             raise InvalidArgumentError(f"cannot bucket-join: {problem} (pass fallback=True for a normal join)") \
                 from None
-        return _spark_join(spark, left_path, right_path, on, how, out_schema.names)
+        return _spark_join(spark, (left_path, left_options), (right_path, right_options), on, how,
+                           out_schema.names)
     counts = (left.table_schema.buckets, right.table_schema.buckets)
     n = min(counts)
     # plan both sides once, here; each task gets its buckets' files.  A task per (partition,
@@ -136,7 +149,7 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     groups = spread_units(sizes, tasks or spark.sparkContext.defaultParallelism)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sides = [Table.open(left_path), Table.open(right_path)]
+        sides = [open_table(left_path, left_options), open_table(right_path, right_options)]
         for batch in batches:
             for unit in (u for task in batch.column("unit").to_pylist() for u in groups[task]):
                 partition, i = units[unit]
@@ -171,11 +184,13 @@ def unit_frame(spark: Any, count: int) -> Any:
     return spark.range(0, count, 1, count).selectExpr("cast(id as int) as unit")
 
 
-def _spark_join(spark: Any, left_path: str, right_path: str, on: list[str], how: str, columns: list[str]) -> Any:
-    """Spark's own join of two mergetree tables, shaped like a bucket join's result."""
+def _spark_join(spark: Any, left_side: tuple[str, dict | None], right_side: tuple[str, dict | None],
+                on: list[str], how: str, columns: list[str]) -> Any:
+    """Spark's own join of two mergetree tables (each a path and its storage options), shaped
+    like a bucket join's result."""
     register(spark)
-    reader = spark.read.format(SOURCE_NAME)
-    left, right = reader.load(left_path), reader.load(right_path)
+    left, right = (spark.read.format(SOURCE_NAME).options(**{k: str(v) for k, v in (options or {}).items()})
+                   .load(path) for path, options in (left_side, right_side))
     for name in right.columns:
         if name not in on and name in left.columns:
             right = right.withColumnRenamed(name, name + "_right")
@@ -236,17 +251,21 @@ def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:
 
 # -- distributed compaction ---------------------------------------------------------------
 
-def compact(spark: Any, path: str, full: bool = False) -> Snapshot | None:
+def compact(spark: Any, path: str, full: bool = False,
+            storage_options: dict[str, Any] | None = None) -> Snapshot | None:
     """Compact a table with Spark: the driver plans every bucket's compaction, one task per
     bucket merges and rewrites its files (through `mapInArrow`), and the driver commits all
-    results in one snapshot.  Returns the snapshot, or None if nothing needed compaction."""
-    directory = Table.open(path).directory
+    results in one snapshot.  Returns the snapshot, or None if nothing needed compaction.
+    `storage_options` as for `Table.open` (by default, those this process opened it with)."""
+    storage_options = job_storage_options(path, storage_options)
+    directory = open_table(path, storage_options).directory
+    path = directory.path  # absolute, or the URI: what every task opens
     base_id, plans = plan_compaction(directory, None, full)
     if not plans or base_id is None:
         return None
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        task_directory = Table.open(path).directory
+        task_directory = open_table(path, storage_options).directory
         for batch in batches:
             for i in batch.column("unit").to_pylist():
                 key, plan = plans[i]
@@ -463,33 +482,39 @@ def _from_ipc(payload: bytes) -> pa.Table:
 
 def optimize(spark: Any, path: str, order: str | list[str] | None = None, strategy: str | None = None,
              filter: Any = None, target_file_size: int | None = None,
-             sort_within: str | list[str] | None = None) -> Snapshot | None:
+             sort_within: str | list[str] | None = None,
+             storage_options: dict[str, Any] | None = None) -> Snapshot | None:
     """`Table.optimize` as a Spark job.  The driver stores the layout, samples the clustering
     columns of the selected files for rank boundaries and cuts each (partition, bucket) into key
     ranges of about one output file each; one task per input file computes every row's curve
     key and sends its rows, range by range, as Arrow IPC (so no value passes through Spark's own
     types); after a shuffle by (group, range) one task per range sorts and writes its files; the
     driver commits once.  A primary-key table gets a distributed full compaction.  The commit is
-    recorded in the optimizer history, as `Table.optimize`'s is."""
+    recorded in the optimizer history, as `Table.optimize`'s is.  `storage_options` as for
+    `Table.open` (by default, those this process opened it with)."""
     started = time.perf_counter()
-    table = Table.open(path)
+    storage_options = job_storage_options(path, storage_options)
+    table = open_table(path, storage_options)
+    path = table.path  # absolute, or the URI: what every task opens
     directory, options = prepare_layout(table.directory, order, strategy, target_file_size, sort_within)
     if options is None:
-        snapshot = compact(spark, path, full=True)
+        snapshot = compact(spark, path, full=True, storage_options=storage_options)
     else:
         base = directory.latest_snapshot()
         if base is None:
             return None
         plan = plan_read(directory, flt.normalize(filter, directory.schema.schema), base.id)
         groups = [(b.partition, b.bucket, b.files) for b in plan.buckets if b.files]
-        snapshot = _rewrite_groups(spark, path, directory, options, base, groups)
+        snapshot = _rewrite_groups(spark, path, directory, options, base, groups, storage_options)
     if snapshot is not None:
-        record_rewrite(Table.open(path).directory, snapshot, "optimize", time.perf_counter() - started)
+        record_rewrite(open_table(path, storage_options).directory, snapshot, "optimize",
+                       time.perf_counter() - started)
     return snapshot
 
 
 def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: Snapshot,
-                    groups: list[tuple[tuple, int, list]]) -> Snapshot | None:
+                    groups: list[tuple[tuple, int, list]],
+                    storage_options: dict[str, Any] | None) -> Snapshot | None:
     """Lay out these files of each (partition, bucket) by the options' layout, in one commit;
     the new files are marked as laid out for it (a "major" pass of the background optimizer)."""
     if not groups:
@@ -506,13 +531,16 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
     if clustering is not None and clustering.tree is not None:
         raise InvalidArgumentError("a qdtree layout is rewritten by Table.optimize or the optimizer daemon "
                                    "(mergetree optimize-daemon); the Spark job lays out curves and linear orders")
-    root, file_schema = directory.path, directory.schema.file_schema
+    file_schema = directory.schema.file_schema
 
     def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for g, i in zip(batch.column("group").to_pylist(), batch.column("unit").to_pylist()):
                 meta = groups[g][2][i]
-                rows = pa.Table.from_batches(list(read_data_file(storage_for(root), meta)), schema=file_schema)
+                storage = locate(path, storage_options or None)
+                pieces = list(read_data_file(storage, meta))
+                # the file's own nullability may differ from the schema's (a column Spark called not null)
+                rows = pa.Table.from_batches(pieces).cast(file_schema) if pieces else file_schema.empty_table()
                 keys = _keys(rows, columns, clustering, boundaries)
                 ranges = np.searchsorted(splitters[g], keys, side="right") if len(splitters[g]) else \
                     np.zeros(rows.num_rows, dtype=np.int64)
@@ -523,7 +551,7 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
                                            "payload": pa.array([_ipc(piece)], pa.binary())})
 
     def written(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        task_directory = Table.open(path).directory
+        task_directory = open_table(path, storage_options).directory
         pieces: dict[tuple[int, int], list[pa.Table]] = {}
         for batch in batches:
             for g, r, payload in zip(batch.column("group").to_pylist(), batch.column("range").to_pylist(),
@@ -595,22 +623,32 @@ def _splitters(directory, files, columns, clustering, boundaries, ranges: int) -
     return np.unique(cuts)
 
 
-def optimize_pending(spark: Any, paths: str | list[str]) -> list[PassReport]:
+def optimize_pending(spark: Any, paths: str | list[str],
+                     storage_options: dict[str, Any] | None = None) -> list[PassReport]:
     """One round of the background optimizer on each table (`organize.scheduler.run_once`, the
     daemon's round), with the major passes (laying out the data not yet optimized, once
     `optimize.major-threshold` of it waits) as Spark jobs, the minor passes (merging small new
     files) on the driver, and a primary-key table's compaction distributed.  Each pass is one
-    commit, reported and recorded in the optimizer history as the daemon's are."""
-    def rewrite(directory: Any, groups: dict, tier: str, progress: Any) -> Snapshot | None:
-        base = directory.latest_snapshot()
-        assert base is not None
-        clustering = directory.options.clustering
-        if tier == "major" and (clustering is None or clustering.tree is None):
-            return _rewrite_groups(spark, directory.path, directory, directory.options, base,
-                                   [(p, b, files) for (p, b), files in groups.items()])
-        return rewrite_files(directory, directory.options, base, groups, tier, progress)
+    commit, reported and recorded in the optimizer history as the daemon's are.
+    `storage_options` as for `Table.open`, for every table (by default, each with those this
+    process opened it with)."""
+    def rewrite_with(table_options: dict[str, Any] | None) -> Callable[..., Snapshot | None]:
+        def rewrite(directory: Any, groups: dict, tier: str, progress: Any) -> Snapshot | None:
+            base = directory.latest_snapshot()
+            assert base is not None
+            clustering = directory.options.clustering
+            if tier == "major" and (clustering is None or clustering.tree is None):
+                return _rewrite_groups(spark, directory.path, directory, directory.options, base,
+                                       [(p, b, files) for (p, b), files in groups.items()], table_options)
+            return rewrite_files(directory, directory.options, base, groups, tier, progress)
+        return rewrite
+
+    def compact_with(table_options: dict[str, Any] | None) -> Callable[[Table], Snapshot | None]:
+        return lambda table: compact(spark, table.path, storage_options=table_options)
 
     reports: list[PassReport] = []
     for path in [paths] if isinstance(paths, str) else list(paths):
-        reports += run_once(path, rewrite=rewrite, compact=lambda table: compact(spark, table.path))
+        table_options = job_storage_options(path, storage_options)
+        opened = open_table(path, table_options)  # the driver's store for the round's own opens
+        reports += run_once(opened.path, rewrite=rewrite_with(table_options), compact=compact_with(table_options))
     return reports

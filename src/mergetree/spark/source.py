@@ -3,12 +3,19 @@ bucket larger than `splitSize`, one per key range of it — merged with the lose
 task, filter pushdown, time travel; writes stream each task's rows through the table's own
 write buffer, with one atomic snapshot per job.  With the option `paimon.warehouse` it reads
 an Apache Paimon primary-key table instead (`load("db.table")`), one Spark partition per
-(partition, bucket), through `mergetree.paimon.read`."""
+(partition, bucket), through `mergetree.paimon.read`.
+
+A table may live on an object store (`load("s3://bucket/prefix")`): the Python workers read
+and write it themselves, with the storage options among the data source's options (the keys
+of `Table.open(..., storage_options=)`, `mergetree.storage.OPTION_KEYS`, e.g.
+`.option("aws_endpoint_url", ...)` or `.options(**storage_options)`) or, without them, the
+workers' environment.  The options travel with the job (Spark pickles the reader and writer
+into each task); they are never written anywhere, and no name or repr of this module shows
+them."""
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +36,18 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from ..errors import InvalidArgumentError, SchemaMismatchError, UnsupportedTypeError
+from ..errors import (
+    InvalidArgumentError,
+    SchemaMismatchError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedTypeError,
+)
 from ..merge import RowKind
 from ..paimon.metadata import PaimonSchema, PaimonTable
 from ..paimon.read import PaimonReadPlan, plan_read, read_schema
 from ..paimon.read import read_bucket as read_paimon_bucket
+from ..storage import OPTION_KEYS
 from ..table import Table
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
@@ -44,8 +58,8 @@ from ..table.workload import querylog
 from ..table.write import commit_write, conformed, spill
 from .types import spark_ddl, spark_schema, to_spark_batch
 
-__all__ = ["PAIMON_WAREHOUSE", "SOURCE_NAME", "MergetreeDataSource", "PaimonReader", "register",
-           "to_mergetree_filter"]
+__all__ = ["PAIMON_WAREHOUSE", "SOURCE_NAME", "MergetreeDataSource", "PaimonReader", "open_table", "register",
+           "split_storage_options", "to_mergetree_filter"]
 
 SOURCE_NAME = "mergetree"
 PAIMON_WAREHOUSE = "paimon.warehouse"  # the option that makes a read a Paimon read
@@ -54,6 +68,24 @@ PAIMON_WAREHOUSE = "paimon.warehouse"  # the option that makes a read a Paimon r
 def register(spark: Any) -> None:
     """Make `spark.read.format("mergetree")` and `df.write.format("mergetree")` available."""
     spark.dataSource.register(MergetreeDataSource)
+
+
+# -- where the table lives ------------------------------------------------------------------
+
+def split_storage_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(storage options, the rest) of a data source's (or `write`'s) options: a storage option
+    is a key of `mergetree.storage.OPTION_KEYS`, in any case (Spark's option keys ignore case)."""
+    storage: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in options.items():
+        (storage if str(key).lower() in OPTION_KEYS else rest)[key] = value
+    return storage, rest
+
+
+def open_table(path: str, storage_options: Mapping[str, Any] | None) -> Table:
+    """The table at `path`, opened with `storage_options` where there are any; without them a
+    URI's store is the one this process already opened it with, else the environment's."""
+    return Table.open(path, storage_options=dict(storage_options) if storage_options else None)
 
 
 # -- filters ----------------------------------------------------------------------------
@@ -105,11 +137,14 @@ class MergetreeDataSource(DataSource):
     def _options(self) -> dict:
         return {k.lower(): v for k, v in self.options.items()}  # Spark's keys ignore case
 
+    def __repr__(self) -> str:  # never the options: they may hold credentials
+        return f"{type(self).__name__}()"
+
     def schema(self) -> str:
         options = self._options()
         if PAIMON_WAREHOUSE in options:
             return paimon_ddl(options)
-        return spark_ddl(Table.open(self.options["path"]).schema)
+        return spark_ddl(open_table(options["path"], split_storage_options(options)[0]).schema)
 
     def reader(self, schema: Any) -> MergetreeReader | PaimonReader:
         options = self._options()
@@ -138,18 +173,25 @@ class MergetreeReader(DataSourceReader):
 
     def __init__(self, options: dict) -> None:
         self.path = options["path"]
+        self.storage_options = split_storage_options(options)[0]
         self.batch_size = int(options.get("batchsize", 65536))
         self.split_size = parse_memory_size(options.get("splitsize", DEFAULT_SPLIT_SIZE), "splitSize")
-        table = Table.open(self.path)
+        table = self._open()
         snapshot = options.get("snapshot")
         latest = table.latest_snapshot()
         self.snapshot = int(snapshot) if snapshot is not None else (latest.id if latest else None)
         self.filters: list[tuple] = []
 
+    def __repr__(self) -> str:  # the path, never the storage options
+        return f"{type(self).__name__}({self.path!r}, snapshot={self.snapshot})"
+
+    def _open(self) -> Table:
+        return open_table(self.path, self.storage_options)
+
     def pushFilters(self, filters: list) -> Iterator:
         """Keep what mergetree can evaluate (it prunes with it and applies it exactly after
         the merge); hand the rest back to Spark."""
-        schema = Table.open(self.path).schema
+        schema = self._open().schema
         for f in filters:
             converted = to_mergetree_filter(f, schema)
             if converted is None:
@@ -160,7 +202,7 @@ class MergetreeReader(DataSourceReader):
     def partitions(self) -> list[BucketPartition]:
         if self.snapshot is None:
             return []
-        table = Table.open(self.path)
+        table = self._open()
         plan = table.plan(self.filters or None, self.snapshot)
         if querylog.logging_enabled(table.directory):
             # the driver knows the files the query reads; rows and time are the executors'
@@ -181,7 +223,7 @@ class MergetreeReader(DataSourceReader):
     def read(self, partition: BucketPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, BucketPartition):
             return  # the plan kept no bucket: Spark still runs one task, on a partition of its own
-        directory = Table.open(self.path).directory
+        directory = self._open().directory
         schema = directory.schema.schema
         out_schema = spark_schema(schema)
         f = flt.normalize(self.filters or None, schema)
@@ -313,6 +355,29 @@ TASK_SEQUENCE_SPAN = 1 << 32
 CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine"}
 
 
+def open_or_create(path: str, storage_options: Mapping[str, Any] | None, arrow_schema: pa.Schema,
+                   options: Mapping[str, Any]) -> Table:
+    """The table at `path`, created from `arrow_schema` and the data source's `options`
+    (`primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine` and table options;
+    lower-case keys) where there is none."""
+    try:
+        return open_table(path, storage_options)
+    except TableNotFoundError:
+        pass
+    table_options = {k: v for k, v in split_storage_options(options)[1].items() if k not in CREATE_OPTIONS}
+    try:
+        return Table.create(
+            path, arrow_schema, primary_key=_names(options.get("primarykey")),
+            partition_by=_names(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
+            bucket_key=_names(options.get("bucketkey")), merge_engine=options.get("mergeengine", "deduplicate"),
+            options=table_options, storage_options=dict(storage_options) if storage_options else None)
+    except TableExistsError as exists:  # another writer created it meanwhile (its schema is the table's),
+        try:                            # or the location holds other files
+            return open_table(path, storage_options)
+        except TableNotFoundError:
+            raise exists from None
+
+
 @dataclass
 class FilesMessage(WriterCommitMessage):
     """A task's written files, as manifest entries."""
@@ -333,17 +398,10 @@ class MergetreeWriter(DataSourceArrowWriter):
     def __init__(self, options: dict, spark_schema_: Any, overwrite: bool) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
         self.path = options["path"]
+        self.storage_options = split_storage_options(options)[0]
         self.overwrite = overwrite
-        if os.path.exists(os.path.join(self.path, "schema")):
-            table = Table.open(self.path)
-        else:
-            table = Table.create(
-                self.path, to_arrow_schema(spark_schema_, timezone="UTC"),
-                primary_key=_names(options.get("primarykey")),
-                partition_by=_names(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
-                bucket_key=_names(options.get("bucketkey")),
-                merge_engine=options.get("mergeengine", "deduplicate"),
-                options={k: v for k, v in options.items() if k not in CREATE_OPTIONS})
+        table = open_or_create(self.path, self.storage_options, to_arrow_schema(spark_schema_, timezone="UTC"),
+                               options)
         base = table.latest_snapshot()
         self.base_id = base.id if base else None
         self.next_seq = {} if overwrite else next_sequences(table.directory.live_files(base).values())
@@ -352,7 +410,7 @@ class MergetreeWriter(DataSourceArrowWriter):
         """Stream the task's rows through the table's write buffer: memory is bounded by
         `write-buffer-size`, not by how many rows the task holds."""
         from pyspark import TaskContext
-        directory = Table.open(self.path).directory
+        directory = self._open().directory
         task = TaskContext.get().partitionId()
         next_seq = {key: first + task * TASK_SEQUENCE_SPAN for key, first in self.next_seq.items()}
         spilled: list[FileEntry] = []
@@ -365,8 +423,14 @@ class MergetreeWriter(DataSourceArrowWriter):
             raise
         return FilesMessage([e.to_json("ADD") for e in spilled])
 
+    def __repr__(self) -> str:  # the path, never the storage options
+        return f"{type(self).__name__}({self.path!r}, overwrite={self.overwrite})"
+
+    def _open(self) -> Table:
+        return open_table(self.path, self.storage_options)
+
     def commit(self, messages: list) -> None:
-        directory = Table.open(self.path).directory
+        directory = self._open().directory
         adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
         base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
 
@@ -384,5 +448,5 @@ class MergetreeWriter(DataSourceArrowWriter):
     def abort(self, messages: list) -> None:
         """Failed job: remove the files of tasks that reported; the rest are orphans
         (`Table.remove_orphan_files`)."""
-        directory = Table.open(self.path).directory
+        directory = self._open().directory
         directory.discard([FileEntry.from_json(e) for m in messages if m is not None for e in m.entries])

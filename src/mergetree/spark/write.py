@@ -7,14 +7,18 @@ mergetree's bucket ids bit for bit — by range-repartitioning on (partition col
 a range partitioner never splits one value between tasks, so all rows of a (partition, bucket)
 reach one task, which writes that bucket's files alone.  Files per commit: about the buckets
 touched (times the rolls at write-buffer-size), whatever the number of input partitions.
+
+A table on an object store takes its `storage_options` (or storage keys among `options`); they
+go to the data source as options, so the tasks and the commit open the same store.
 """
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidArgumentError
-from ..table import Table
+from ..errors import InvalidArgumentError, TableNotFoundError
+from ..table.objects import is_uri, storage_options_for
+from .source import open_table, split_storage_options
 
 __all__ = ["write"]
 
@@ -29,17 +33,33 @@ def _names(value: Any) -> list[str]:
     return [str(n) for n in value]
 
 
-def write(df: Any, path: str, mode: str = "append", **options: Any) -> None:
+def job_storage_options(path: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What a job's tasks open the table at `path` with: `storage_options` if given, else those
+    this process opened the location with (`Table.open(uri, storage_options=...)`), else none
+    (a local path, or credentials from the executors' environment)."""
+    if storage_options is not None:
+        return dict(storage_options)  # on a local path, opening refuses them
+    return storage_options_for(path) if is_uri(str(path)) else None
+
+
+def write(df: Any, path: str, mode: str = "append", storage_options: Mapping[str, Any] | None = None,
+          **options: Any) -> None:
     """Write `df` into the mergetree table at `path` (created from the DataFrame's schema when
     there is none, with `options` as the data source takes them: primaryKey, partitionBy,
-    buckets, bucketKey, mergeEngine, table options), one commit, one file set per bucket."""
+    buckets, bucketKey, mergeEngine, table options), one commit, one file set per bucket.
+    A table on an object store: `storage_options` as for `Table.open`."""
     from pyspark.sql import functions as F
 
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    given, options = split_storage_options(options)
+    storage = job_storage_options(path, {**(storage_options or {}), **given} if (storage_options or given) else None)
     lowered = {k.lower(): v for k, v in options.items()}
-    if os.path.exists(os.path.join(path, "schema")):
-        ts = Table.open(path).table_schema
+    try:
+        ts = open_table(path, storage).table_schema
+    except TableNotFoundError:
+        ts = None
+    if ts is not None:
         buckets, bucket_key, partition_by = ts.buckets, list(ts.bucket_key), list(ts.partition_by)
     else:
         primary_key = _names(lowered.get("primarykey"))
@@ -56,6 +76,8 @@ def write(df: Any, path: str, mode: str = "append", **options: Any) -> None:
             "spark.sql.shuffle.partitions", "200")))
         routed = df.repartitionByRange(tasks, *[F.col(c) for c in partition_by], bucket)
     writer = routed.write.format("mergetree").mode(mode)
+    for key, value in (storage or {}).items():
+        writer = writer.option(key, str(value))
     for key, value in options.items():
         writer = writer.option(key, ",".join(value) if isinstance(value, (list, tuple)) else str(value))
     writer.save(path)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = ["StoredFile", "is_local", "is_uri", "list_names", "locate", "location_exists", "read_parquet_table",
-           "source", "storage_for", "table_path", "write_parquet"]
+           "source", "storage_for", "storage_options_for", "table_path", "write_parquet"]
 
 
 class StoredFile(NamedTuple):
@@ -106,6 +106,9 @@ def read_if_exists(storage: Store, name: str) -> bytes | None:
 
 _stores: dict[str, Store] = {}  # a remote table's URI (redacted) -> the store it was opened with
 _stores_lock = threading.Lock()
+# a remote table's URI (redacted) -> the storage_options it was opened with: what another process
+# (a Spark task) needs to open the same store; kept in memory only, as the store keeps them
+_given: dict[str, dict[str, object]] = {}
 
 
 def _check(path: Any, what: str) -> str:
@@ -128,6 +131,8 @@ def locate(path: Any, storage_options: Mapping[str, object] | None = None, what:
     if not isinstance(storage, LocalDiskStore):
         with _stores_lock:
             _stores[table_path(storage)] = storage
+            if storage_options is not None:
+                _given[table_path(storage)] = dict(storage_options)
     return storage
 
 
@@ -145,6 +150,18 @@ def _known(text: str) -> Store | None:
                 child = store.sub(key[len(uri) + 1:])
                 _stores[key] = child
                 return child
+    return None
+
+
+def storage_options_for(path: str | os.PathLike[str]) -> dict[str, object] | None:
+    """The `storage_options` this process opened a remote location (or the table it is inside)
+    with, for a process that must open the same store (a Spark task); None for a local path or
+    a location opened without them (its credentials come from the environment)."""
+    key = os.fspath(path).rstrip("/")
+    with _stores_lock:
+        for uri in sorted(_given, key=len, reverse=True):
+            if key == uri or key.startswith(uri + "/"):
+                return dict(_given[uri])
     return None
 
 

@@ -1,0 +1,291 @@
+"""Spark jobs on tables in a real S3 server (moto's, tests/s3_server.py): the data source,
+routed writes, distributed compaction, optimize and bucket joins on `s3://` paths answer as
+the same jobs on local tables — in `local[2]`, and on a standalone cluster of two workers on
+127.0.0.1 whose executors share no directory (each worker its own work and scratch
+directories, no credentials in its environment), so everything a task reads or writes goes
+through the S3 server and the credentials reach the executors only in the job's options.
+The secret key given as an option is in no object of the tables, no plan, log or event log
+Spark wrote, no driver output and no error message."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from spark_s3_scenario import ANSWERS, CLUSTER_ANSWERS, run
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def _no_query_log(monkeypatch):
+    # this process's reads through the Table API would be flushed to the query log in the
+    # background, maybe after the session's server stopped (Spark's reads log on the driver's
+    # Python worker and flush at once)
+    monkeypatch.setenv("MERGETREE_QUERY_LOG", "0")
+
+
+def _prefix() -> str:
+    return f"spark-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+def local_answers(spark, tmp_path_factory):
+    """The scenario on local tables, in the shared local[2] session."""
+    return run(spark, str(tmp_path_factory.mktemp("spark-local")), None)
+
+
+def _same(got: dict, expected: dict, names: tuple = ANSWERS) -> None:
+    assert sorted(got) == sorted(names)
+    for name in names:
+        assert got[name] == expected[name], name
+
+
+def test_spark_jobs_on_s3_answer_as_on_local_tables(spark, s3_server, local_answers):
+    got = run(spark, f"s3://lake/{_prefix()}", s3_server.options())
+    _same(got, local_answers)
+    # the answers are the jobs' real work, not empty tables
+    assert local_answers["read"].num_rows == 4500
+    assert local_answers["join"].num_rows == 3500 and local_answers["left_join"].num_rows == 4000
+    assert local_answers["fallback_join"].num_rows == 600
+    assert local_answers["kinds"] == ["COMPACT", "COMPACT", "COMPACT"]
+    assert len(local_answers["optimized_files"]) > 1
+
+
+def _objects(s3_server, prefix: str) -> dict[str, bytes]:
+    client = s3_server.client("s3", s3_server.access_key_id, s3_server.secret_access_key)
+    out = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket="lake", Prefix=prefix + "/"):
+        for item in page.get("Contents", []):
+            out[item["Key"]] = client.get_object(Bucket="lake", Key=item["Key"])["Body"].read()
+    return out
+
+
+def test_jobs_take_the_options_the_driver_opened_the_table_with(spark, s3_server):
+    import mergetree.spark as ms
+    from mergetree import Table
+
+    ms.register(spark)
+    uri = f"s3://lake/{_prefix()}/t"
+    table = Table.create(uri, pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_key=["id"], buckets=2,
+                         storage_options=s3_server.options())
+    for start in (0, 50):  # two sorted runs per bucket
+        table.write({"id": list(range(start, start + 100)), "v": [f"w{start}"] * 100})
+    # no storage_options: the tasks get the ones this process opened the location with
+    compacted = ms.compact(spark, uri, full=True)
+    assert compacted.commit_kind == "COMPACT"
+    buckets = [e.bucket for e in table.directory.live_files(compacted).values()]
+    assert sorted(buckets) == [0, 1]  # one file per bucket
+    ms.write(spark.range(200, 210).selectExpr("id", "'s' as v"), uri)
+    reread = Table.open(uri, storage_options=s3_server.options())
+    assert reread.read().num_rows == 160
+
+
+def test_a_storage_option_on_a_local_path_or_an_unknown_key_is_refused(spark, tmp_path):
+    import mergetree.spark as ms
+    from mergetree.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="aws_region.*local path"):
+        ms.compact(spark, str(tmp_path / "t"), storage_options={"aws_region": "eu-west-1"})
+    with pytest.raises(InvalidArgumentError, match="unknown storage option 'aws_regoin'"):
+        ms.compact(spark, "s3://lake/t", storage_options={"aws_regoin": "eu-west-1"})
+
+
+def test_the_secret_stays_out_of_objects_plans_reprs_and_errors(spark, s3_server, capsys):
+    import mergetree.spark as ms
+    from mergetree.spark.source import MergetreeDataSource, MergetreeReader, MergetreeWriter
+
+    ms.register(spark)
+    secret = s3_server.secret_access_key
+    options = {k: str(v) for k, v in s3_server.options().items()}
+    prefix = _prefix()
+    uri = f"s3://lake/{prefix}/t"
+    frame = spark.range(0, 500, 1, 2).selectExpr("id", "concat('v', id % 5) as v")
+    frame.write.format("mergetree").mode("append").options(primaryKey="id", buckets="2", **options).save(uri)
+    ms.write(frame.where("id < 100").selectExpr("id", "'u' as v"), uri, storage_options=options)
+    ms.compact(spark, uri, full=True, storage_options=options)
+    read = spark.read.format("mergetree").options(**options).load(uri)
+    assert read.where("v = 'u'").count() == 100
+    spark.read.format("mergetree").options(**options).load(uri).where("id = 3").explain("extended")
+
+    shown = [capsys.readouterr()]
+    assert "BatchScan mergetree" in shown[0].out  # the plan was printed
+    source = MergetreeDataSource({"path": uri, **options})
+    reader = MergetreeReader({"path": uri, **options})
+    writer = MergetreeWriter({"path": uri, **options}, frame.schema, False)
+    shown += [repr(source), repr(reader), repr(writer), source.name()]
+    assert uri in repr(reader) and uri in repr(writer)
+
+    errors = []
+    wrong = {**options, "aws_access_key_id": s3_server.read_only_key_id}
+    for attempt in (lambda: spark.read.format("mergetree").options(**wrong).load(uri).count(),
+                    lambda: ms.compact(spark, uri, full=True, storage_options=wrong),
+                    lambda: frame.write.format("mergetree").mode("append").options(**options)
+                    .save("s3://no-such-bucket/t")):
+        with pytest.raises(Exception) as caught:
+            attempt()
+        errors.append(f"{caught.value}\n{caught.value!r}")
+    assert "403" in errors[0] or "denied" in errors[0].lower() or "signature" in errors[0].lower(), errors[0]
+    assert "no-such-bucket" in errors[2]
+
+    objects = _objects(s3_server, prefix)
+    assert any(name.endswith(".parquet") for name in objects)
+    for name, body in objects.items():
+        assert secret.encode() not in body, name
+        assert secret not in name
+    for text in [*shown, *errors]:
+        assert secret not in str(text)
+
+
+# -- a cluster of separate executor processes -----------------------------------------------
+
+def _spark_home() -> Path | None:
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    home = Path(pyspark.__file__).parent
+    return home if (home / "bin" / "spark-class").exists() else None
+
+
+class StandaloneCluster:
+    """A standalone master and two workers on 127.0.0.1, each worker with its own work and
+    scratch directories and an environment without credentials; every process is ours."""
+
+    def __init__(self, root: Path, spark_home: Path) -> None:
+        from s3_server import free_port
+
+        self.root = root
+        self.port = free_port()
+        self.master = f"spark://127.0.0.1:{self.port}"
+        self.processes: list[subprocess.Popen] = []
+        self.logs: list[Path] = []
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("AWS_", "PYSPARK_", "SPARK_", "MERGETREE_"))}
+        env["SPARK_HOME"] = str(spark_home)
+        env["SPARK_DAEMON_JAVA_OPTS"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # quick start-up
+        env["SPARK_DAEMON_MEMORY"] = "256m"
+        spark_class = str(spark_home / "bin" / "spark-class")
+        self._start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                     "--port", str(self.port), "--webui-port", "0"], root / "master", env)
+        for worker in ("worker-1", "worker-2"):
+            home = root / worker
+            (home / "work").mkdir(parents=True)
+            (home / "local").mkdir()
+            self._start([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                         "--webui-port", "0", "--cores", "1", "--memory", "1g", "--work-dir", str(home / "work"),
+                         self.master], home, {**env, "SPARK_LOCAL_DIRS": str(home / "local")})
+
+    def _start(self, command: list[str], home: Path, env: dict[str, str]) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        log = home / "process.log"
+        with open(log, "wb") as out:
+            self.processes.append(subprocess.Popen(command, cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT))
+        self.logs.append(log)
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):  # the workers (and their executors) first
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster_run(s3_server, tmp_path_factory):
+    """The scenario run once on a standalone cluster by a driver process of its own (this
+    process already holds the shared local[2] SparkContext): its answers, facts and every log."""
+    if sys.platform != "linux" or shutil.which("java") is None:
+        pytest.skip("the cluster test needs Linux (/proc) and a JVM")
+    spark_home = _spark_home()
+    if spark_home is None:
+        pytest.skip("pyspark (with its bin/spark-class) is not installed")
+    root = tmp_path_factory.mktemp("spark-cluster")
+    cluster = StandaloneCluster(root / "cluster", spark_home)
+    out = root / "driver"
+    out.mkdir()
+    prefix = _prefix()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_", "SPARK_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *sys.path])
+    started = time.monotonic()
+    try:
+        with open(out / "driver.log", "wb") as log:
+            driver = subprocess.run(
+                [sys.executable, str(HERE / "spark_s3_scenario.py"), cluster.master, f"s3://lake/{prefix}",
+                 str(out), s3_server.read_only_key_id],
+                input=json.dumps(s3_server.options()).encode(), stdout=log, stderr=subprocess.STDOUT,
+                env=env, cwd=out, timeout=600)
+    finally:
+        cluster.stop()
+    seconds = time.monotonic() - started
+    text = (out / "driver.log").read_text(errors="replace")
+    assert driver.returncode == 0, text[-6000:]
+    facts = json.loads((out / "facts.json").read_text())
+    answers = {name: pa.ipc.open_file(str(out / f"{name}.arrow")).read_all()
+               for name in ANSWERS if (out / f"{name}.arrow").exists()}
+    answers.update({name: facts.pop(name) for name in ANSWERS if name in facts})
+    return {"answers": answers, "facts": facts, "root": root, "prefix": prefix, "seconds": seconds}
+
+
+def test_a_cluster_of_separate_executors_answers_as_local_tables(cluster_run, local_answers):
+    print(f"the cluster's run took {cluster_run['seconds']:.1f} s", cluster_run["facts"]["session_seconds"],
+          cluster_run["facts"]["steps"])
+    local = dict(local_answers, kinds=local_answers["kinds"][:2])  # the cluster skips the last optimize
+    _same(cluster_run["answers"], local, CLUSTER_ANSWERS)
+
+
+def test_the_cluster_executors_shared_nothing_and_had_no_credentials(cluster_run):
+    root = cluster_run["root"] / "cluster"
+    tasks = cluster_run["facts"]["tasks"]
+    processes = {pid for pid, _, _, _ in tasks}
+    assert len(processes) >= 2
+    places = {(Path(cwd).relative_to(root).parts[0], local) for _, cwd, local, _ in tasks}
+    # each worker's executor ran in its own work directory, with its own scratch directory
+    assert {p for p, _ in places} == {"worker-1", "worker-2"}
+    for worker, local in places:
+        assert Path(local).is_relative_to(root / worker / "local"), local
+    assert all(aws == "" for _, _, _, aws in tasks)
+
+
+def test_python_workers_forked_by_the_daemons_loaded_obstore_and_the_daemons_did_not(cluster_run):
+    # obstore refuses a process forked after it used obstore: the PySpark daemons, which fork
+    # every Python worker, must never load it (they do not import the tasks' modules)
+    root = cluster_run["root"]
+    python = {kind: [p for p in processes if Path(p["cwd"]).is_relative_to(root)]  # the driver's and executors'
+              for kind, processes in cluster_run["facts"]["python"].items()}
+    places = {Path(p["cwd"]).relative_to(root).parts[:2] for p in python["daemons"]}
+    assert {("driver",), ("cluster", "worker-1"), ("cluster", "worker-2")} <= {p[:1] if p[0] == "driver" else p
+                                                                                for p in places}, python
+    assert not any(d["obstore"] for d in python["daemons"]), python
+    assert any(w["obstore"] for w in python["workers"]), python
+
+
+def test_the_secret_is_in_no_object_log_event_log_output_or_error_of_the_cluster(cluster_run, s3_server):
+    secret = s3_server.secret_access_key
+    errors = cluster_run["facts"]["errors"]
+    assert len(errors) == 4 and "no error" not in errors, errors
+    assert "no-such-bucket" in errors[2]
+    assert "damaged" in errors[3] and ".parquet" in errors[3]  # the executor's error names the object
+    for message in errors:
+        assert secret not in message
+    written = [p for p in cluster_run["root"].rglob("*") if p.is_file()]
+    names = {p.name for p in written}
+    assert "driver.log" in names and "stderr" in names  # executors' logs
+    assert any("events" in p.relative_to(cluster_run["root"]).parts for p in written)  # Spark's event log
+    for path in written:
+        assert secret.encode() not in path.read_bytes(), path
+    objects = _objects(s3_server, cluster_run["prefix"])
+    assert len(objects) > 20
+    for name, body in objects.items():
+        assert secret.encode() not in body, name
