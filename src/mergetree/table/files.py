@@ -513,18 +513,19 @@ def read_parquet(path: str | StoredFile, columns: list[str] | None = None, row_f
     the file's footer from a cache (see below); `use_threads` decodes an unfiltered read's
     columns in parallel.  Raises OSError or ArrowException as pyarrow does.  A `StoredFile`
     (an object store's) is read with its footer from the cache and its row groups fetched by
-    coalesced range requests (`pre_buffer`)."""
-    if row_filter is None:
-        if isinstance(path, StoredFile):
-            reader = pq.ParquetFile(path.open(), metadata=_fragment(path)[0].metadata, pre_buffer=True)
-        else:
-            reader = pq.ParquetFile(path, pre_buffer=False)
+    coalesced range requests (`pre_buffer`, up to 64 MiB each, fetched as the scan reaches them)."""
+    if row_filter is None and not isinstance(path, StoredFile):
+        reader = pq.ParquetFile(path, pre_buffer=False)
         if row_groups is not None:
             row_groups = [g for g in row_groups if g < reader.num_row_groups]
         yield from reader.iter_batches(batch_size=batch_rows, columns=columns, row_groups=row_groups,
                                        use_threads=use_threads)
         return
+    # an object store's file goes through the scanner even unfiltered: it coalesces the row groups'
+    # ranges into few GETs (ParquetFile pre-buffers one row group at a time: a GET each, in turn)
     fragment, schema = _fragment(path)
+    if row_groups is not None:
+        row_groups = [g for g in row_groups if g < fragment.num_row_groups]
     source = fragment if row_groups is None else fragment.subset(row_group_ids=row_groups)
     yield from ds.Scanner.from_fragment(source, schema=schema, columns=columns, filter=row_filter,
                                         batch_size=batch_rows, use_threads=False).to_batches()
