@@ -88,6 +88,31 @@ def test_jobs_take_the_options_the_driver_opened_the_table_with(spark, s3_server
     assert reread.read().num_rows == 160
 
 
+def test_optimize_pending_on_s3_does_what_it_does_locally(spark, s3_server, tmp_path):
+    import numpy as np
+
+    import mergetree.spark as ms
+    from mergetree import Table
+    from mergetree.organize import history
+
+    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.float64())])
+    outcomes = []
+    for path, options in ((str(tmp_path / "t"), None), (f"s3://lake/{_prefix()}/t", s3_server.options())):
+        table = Table.create(path, schema, options={
+            "write-only": "true", "target-file-size": "200 kb", "optimize.major-threshold": "100 kb",
+            "clustering.columns": "a,b", "clustering.strategy": "hilbert"}, storage_options=options)
+        rng = np.random.default_rng(8)
+        for i in range(4):
+            table.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "a": rng.integers(0, 10**6, 3000),
+                                  "b": rng.normal(size=3000)}, schema=schema))
+        reports = {r.tier: (r.status, r.files_in, r.rows) for r in ms.optimize_pending(spark, path,
+                                                                                      storage_options=options)}
+        after = Table.open(path, storage_options=options)
+        outcomes.append((reports, after.read().sort_by("id"), history(after.path).column("tier").to_pylist()))
+    assert outcomes[0][0]["major"] == ("committed", 4, 12000)
+    assert outcomes[1] == outcomes[0]
+
+
 def test_a_storage_option_on_a_local_path_or_an_unknown_key_is_refused(spark, tmp_path):
     import mergetree.spark as ms
     from mergetree.errors import InvalidArgumentError

@@ -10,6 +10,8 @@
     mergetree.spark.optimize(spark, path, order=["a", "b"], strategy="hilbert")
     spark.read.format("mergetree").option("paimon.warehouse", wh).load("db.table")   # an Apache Paimon table
     mergetree.spark.compact_paimon(spark, wh, "db.table", full=True)
+    spark.read.format("mergetree").options(**storage_options).load("s3://lake/visits")   # an object store
+    mergetree.spark.compact(spark, "s3://lake/visits", storage_options=storage_options)
 
 One Spark partition per bucket; each task merges its bucket's sorted runs with the loser tree
 and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN filters
@@ -18,6 +20,9 @@ arrives is also applied exactly after the merge, so results are exact.  Filter p
 `spark.sql.python.filterPushdown.enabled=true` (set by `local_session`).  Paimon primary-key
 tables read the same way, one Spark partition per (partition, bucket), through
 `mergetree.paimon`; they are compacted by `compact_paimon` and written only by Paimon.
+Tables on object stores (`s3://`, `gs://`, `az://`): the executors' Python workers read and
+write the store with the storage options given as data source options or `storage_options=`
+(docs/STORAGE.md, "Spark").
 """
 from __future__ import annotations
 
