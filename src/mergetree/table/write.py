@@ -236,11 +236,44 @@ def _same_as_previous(columns: list) -> np.ndarray:
 
 def _key_order(table: pa.Table, group: np.ndarray, key: list[str], pick: str | None) -> np.ndarray:
     """Row positions by (group, key), stable; with `pick`, only each key's last (or first) row."""
+    if len(key) == 1:
+        fast = _integer_key_order(group, table.column(key[0]), pick)
+        if fast is not None:
+            return fast
     by = pa.table([pa.array(group)] + [key_image(table.column(k)) for k in key], names=["group"] + key)
     order = np.asarray(sort_indices(by, [(c, "ascending") for c in by.column_names], "at_end")).view(np.int64)
     if pick is None or len(order) < 2:
         return order
     same = _same_as_previous([col.take(pa.array(order)) for col in by.columns])
+    keep = np.concatenate([~same, [True]]) if pick == "last" else np.concatenate([[True], ~same])
+    return order[keep]
+
+
+def _integer_key_order(group: np.ndarray, column: pa.ChunkedArray, pick: str | None) -> np.ndarray | None:
+    """`_key_order` for one integer key column (no nulls: key columns hold none), a quarter of
+    the time of Arrow's stable sort (a merge sort, the largest cost of a write): each row's
+    (group, key, position) packed into one int64 is unique, so numpy's unstable sort gives the
+    stable order.  None when the pack would overflow (a key range times rows past 2^63)."""
+    if not pa.types.is_integer(column.type) or column.null_count:
+        return None
+    n = len(column)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    keys = column.to_numpy()
+    low, high = int(keys.min()), int(keys.max())
+    groups = int(group.max()) + 1
+    span = high - low + 1
+    if high >= 2**63 or groups * span * n >= 2**63:
+        return None
+    packed = group * span
+    packed += keys.astype(np.int64) - np.int64(low)  # in [0, span): wraps back into range if it must
+    packed *= n
+    packed += np.arange(n, dtype=np.int64)
+    packed.sort()
+    order = packed % n
+    if pick is None:
+        return order
+    same = (packed[1:] // n) == (packed[:-1] // n)
     keep = np.concatenate([~same, [True]]) if pick == "last" else np.concatenate([[True], ~same])
     return order[keep]
 
