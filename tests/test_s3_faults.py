@@ -24,6 +24,7 @@ import uuid
 import pyarrow as pa
 import pytest
 from s3_proxy import DROP, DROP_MID_BODY, FORWARD, LOSE_ANSWER, SLOW_DOWN, Request, S3Proxy
+from test_table_crash import table_state  # the local crash test's reading of a table as {id: row}
 
 from mergetree import Table
 from mergetree.errors import StorageError
@@ -84,13 +85,6 @@ def model(ops: range | int, base: int = 0) -> dict[int, tuple]:
         else:
             for k in data.column("id").to_pylist():
                 state.pop(k, None)
-    return state
-
-
-def table_state(table: Table) -> dict[int, tuple]:
-    rows = table.read().to_pylist()
-    state = {r["id"]: (r["v"], r["s"]) for r in rows}
-    assert len(state) == len(rows), "a key appears twice"
     return state
 
 
