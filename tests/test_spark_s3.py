@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -36,27 +35,35 @@ def _prefix() -> str:
     return f"spark-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(scope="module")
-def local_answers(spark, tmp_path_factory):
-    """The scenario on local tables, in the shared local[2] session."""
-    return run(spark, str(tmp_path_factory.mktemp("spark-local")), None)
-
-
 def _same(got: dict, expected: dict, names: tuple = ANSWERS) -> None:
     assert sorted(got) == sorted(names)
     for name in names:
         assert got[name] == expected[name], name
 
 
-def test_spark_jobs_on_s3_answer_as_on_local_tables(spark, s3_server, local_answers):
-    got = run(spark, f"s3://lake/{_prefix()}", s3_server.options())
-    _same(got, local_answers)
+def test_spark_jobs_on_s3_answer_as_on_local_tables_in_local_mode_and_on_a_cluster(spark, s3_server, tmp_path,
+                                                                                  cluster_run):
+    """One test for both, so that the local answers are computed once and xdist never starts the
+    cluster twice (a module's tests spread over its workers)."""
+    local_answers = run(spark, str(tmp_path / "local"), None)
     # the answers are the jobs' real work, not empty tables
     assert local_answers["read"].num_rows == 4500
     assert local_answers["join"].num_rows == 3500 and local_answers["left_join"].num_rows == 4000
     assert local_answers["fallback_join"].num_rows == 600
     assert local_answers["kinds"] == ["COMPACT", "COMPACT", "COMPACT"]
     assert len(local_answers["optimized_files"]) > 1
+    _same(run(spark, f"s3://lake/{_prefix()}", s3_server.options()), local_answers)
+
+    if isinstance(cluster_run, str):
+        pytest.skip(f"local[2] answered as local tables; the cluster part cannot run: {cluster_run}")
+    cluster_run = cluster_run.result()
+    print(f"the cluster's run took {cluster_run['seconds']:.1f} s (driver and executors started in "
+          f"{cluster_run['facts']['session_seconds']} s); answers at {cluster_run['facts']['steps']}")
+    local = dict(local_answers, kinds=local_answers["kinds"][:2])  # the cluster skips the last optimize
+    _same(cluster_run["answers"], local, CLUSTER_ANSWERS)
+    _executors_shared_nothing_and_had_no_credentials(cluster_run)
+    _daemons_never_loaded_obstore(cluster_run)
+    _secret_in_no_object_log_event_log_output_or_error(cluster_run, s3_server)
 
 
 def _objects(s3_server, prefix: str) -> dict[str, bytes]:
@@ -227,50 +234,71 @@ class StandaloneCluster:
                 process.wait()
 
 
+class ClusterRun:
+    """The scenario on a standalone cluster, run by a driver process of its own (this process
+    already holds the shared local[2] SparkContext) while this process goes on; `result()`
+    waits for it and stops the cluster."""
+
+    def __init__(self, s3_server, root: Path, spark_home: Path) -> None:
+        self.root, self.prefix = root, _prefix()
+        self.cluster = StandaloneCluster(root / "cluster", spark_home)
+        self.out = root / "driver"
+        self.out.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_", "SPARK_"))}
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), *sys.path])
+        self.started = time.monotonic()
+        with open(self.out / "driver.log", "wb") as log:
+            self.driver = subprocess.Popen(
+                [sys.executable, str(HERE / "spark_s3_scenario.py"), self.cluster.master, f"s3://lake/{self.prefix}",
+                 str(self.out), s3_server.read_only_key_id],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.out)
+        assert self.driver.stdin is not None
+        self.driver.stdin.write(json.dumps(s3_server.options()).encode())  # never a file, never the environment
+        self.driver.stdin.close()
+        self._result: dict | None = None
+
+    def result(self) -> dict:
+        if self._result is None:
+            try:
+                code = self.driver.wait(600)
+            finally:
+                self.stop()
+            text = (self.out / "driver.log").read_text(errors="replace")
+            assert code == 0, text[-6000:]
+            facts = json.loads((self.out / "facts.json").read_text())
+            answers = {name: pa.ipc.open_file(str(self.out / f"{name}.arrow")).read_all()
+                       for name in ANSWERS if (self.out / f"{name}.arrow").exists()}
+            answers.update({name: facts.pop(name) for name in ANSWERS if name in facts})
+            self._result = {"answers": answers, "facts": facts, "root": self.root, "prefix": self.prefix,
+                            "seconds": time.monotonic() - self.started}
+        return self._result
+
+    def stop(self) -> None:
+        if self.driver.poll() is None:
+            self.driver.kill()
+            self.driver.wait()
+        self.cluster.stop()
+
+
 @pytest.fixture(scope="module")
 def cluster_run(s3_server, tmp_path_factory):
-    """The scenario run once on a standalone cluster by a driver process of its own (this
-    process already holds the shared local[2] SparkContext): its answers, facts and every log."""
-    if sys.platform != "linux" or shutil.which("java") is None:
-        pytest.skip("the cluster test needs Linux (/proc) and a JVM")
+    """The cluster's run, started (once) before the test that waits for it; or why it cannot
+    run here."""
+    if sys.platform != "linux":
+        yield "it needs Linux (its checks read /proc)"
+        return
     spark_home = _spark_home()
     if spark_home is None:
-        pytest.skip("pyspark (with its bin/spark-class) is not installed")
-    root = tmp_path_factory.mktemp("spark-cluster")
-    cluster = StandaloneCluster(root / "cluster", spark_home)
-    out = root / "driver"
-    out.mkdir()
-    prefix = _prefix()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_", "SPARK_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *sys.path])
-    started = time.monotonic()
+        yield "pyspark has no bin/spark-class here"
+        return
+    run_ = ClusterRun(s3_server, tmp_path_factory.mktemp("spark-cluster"), spark_home)
     try:
-        with open(out / "driver.log", "wb") as log:
-            driver = subprocess.run(
-                [sys.executable, str(HERE / "spark_s3_scenario.py"), cluster.master, f"s3://lake/{prefix}",
-                 str(out), s3_server.read_only_key_id],
-                input=json.dumps(s3_server.options()).encode(), stdout=log, stderr=subprocess.STDOUT,
-                env=env, cwd=out, timeout=600)
+        yield run_
     finally:
-        cluster.stop()
-    seconds = time.monotonic() - started
-    text = (out / "driver.log").read_text(errors="replace")
-    assert driver.returncode == 0, text[-6000:]
-    facts = json.loads((out / "facts.json").read_text())
-    answers = {name: pa.ipc.open_file(str(out / f"{name}.arrow")).read_all()
-               for name in ANSWERS if (out / f"{name}.arrow").exists()}
-    answers.update({name: facts.pop(name) for name in ANSWERS if name in facts})
-    return {"answers": answers, "facts": facts, "root": root, "prefix": prefix, "seconds": seconds}
+        run_.stop()
 
 
-def test_a_cluster_of_separate_executors_answers_as_local_tables(cluster_run, local_answers):
-    print(f"the cluster's run took {cluster_run['seconds']:.1f} s", cluster_run["facts"]["session_seconds"],
-          cluster_run["facts"]["steps"])
-    local = dict(local_answers, kinds=local_answers["kinds"][:2])  # the cluster skips the last optimize
-    _same(cluster_run["answers"], local, CLUSTER_ANSWERS)
-
-
-def test_the_cluster_executors_shared_nothing_and_had_no_credentials(cluster_run):
+def _executors_shared_nothing_and_had_no_credentials(cluster_run):
     root = cluster_run["root"] / "cluster"
     tasks = cluster_run["facts"]["tasks"]
     processes = {pid for pid, _, _, _ in tasks}
@@ -283,7 +311,7 @@ def test_the_cluster_executors_shared_nothing_and_had_no_credentials(cluster_run
     assert all(aws == "" for _, _, _, aws in tasks)
 
 
-def test_python_workers_forked_by_the_daemons_loaded_obstore_and_the_daemons_did_not(cluster_run):
+def _daemons_never_loaded_obstore(cluster_run):
     # obstore refuses a process forked after it used obstore: the PySpark daemons, which fork
     # every Python worker, must never load it (they do not import the tasks' modules)
     root = cluster_run["root"]
@@ -296,7 +324,7 @@ def test_python_workers_forked_by_the_daemons_loaded_obstore_and_the_daemons_did
     assert any(w["obstore"] for w in python["workers"]), python
 
 
-def test_the_secret_is_in_no_object_log_event_log_output_or_error_of_the_cluster(cluster_run, s3_server):
+def _secret_in_no_object_log_event_log_output_or_error(cluster_run, s3_server):
     secret = s3_server.secret_access_key
     errors = cluster_run["facts"]["errors"]
     assert len(errors) == 4 and "no error" not in errors, errors
