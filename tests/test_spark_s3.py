@@ -120,6 +120,34 @@ def test_optimize_pending_on_s3_does_what_it_does_locally(spark, s3_server, tmp_
     assert outcomes[1] == outcomes[0]
 
 
+def test_a_large_plan_travels_as_a_broadcast_of_its_own_without_the_options(spark, s3_server, monkeypatch):
+    # PySpark writes a task function over 1 MB to a file on the driver; the jobs' functions
+    # carry the storage options, so a large plan is broadcast apart from them: forced here
+    import mergetree.spark as ms
+    from mergetree import Table
+    from mergetree.spark import jobs
+
+    monkeypatch.setattr(jobs, "INLINE_PAYLOAD_BYTES", 0)
+    ms.register(spark)
+    options = s3_server.options()
+    root = f"s3://lake/{_prefix()}"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    left = Table.create(f"{root}/l", schema, primary_key=["id"], buckets=2, storage_options=options)
+    right = Table.create(f"{root}/r", schema, primary_key=["id"], buckets=4, storage_options=options)
+    for table, start in ((left, 0), (left, 50), (right, 80)):
+        table.write({"id": list(range(start, start + 100)), "v": [f"{start}"] * 100})
+    temp = Path(spark.sparkContext._temp_dir)
+    before = set(temp.iterdir())
+    assert ms.compact(spark, left.path, full=True, storage_options=options).commit_kind == "COMPACT"
+    joined = ms.bucket_join(spark, left.path, right.path, on="id", storage_options=options).toArrow()
+    assert sorted(joined.column("id").to_pylist()) == list(range(80, 150))
+    broadcast = [p for p in temp.iterdir() if p not in before]
+    assert broadcast  # the join's plan (the compaction's was released after its job)
+    for path in broadcast:
+        assert s3_server.secret_access_key.encode() not in path.read_bytes()
+    assert Table.open(left.path, storage_options=options).read().num_rows == 150
+
+
 def test_a_storage_option_on_a_local_path_or_an_unknown_key_is_refused(spark, tmp_path):
     import mergetree.spark as ms
     from mergetree.errors import InvalidArgumentError

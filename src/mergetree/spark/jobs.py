@@ -54,6 +54,37 @@ __all__ = ["bucket_join", "compact", "compact_paimon", "merge_sorted_runs", "opt
            "spread_units", "unit_frame"]
 
 
+# -- what tasks get ---------------------------------------------------------------------------
+
+# PySpark writes a task function's pickle to a file on the driver's scratch disk (a broadcast)
+# once it passes spark.broadcast.UDFCompressionThreshold (1 MB).  The functions carry the
+# storage options, so a job's bulky plan (file lists) travels beside them, as a broadcast of its
+# own, once it is larger than this: a function stays small and the options stay off any disk.
+INLINE_PAYLOAD_BYTES = 256 * 1024
+
+
+class Shipped:
+    """A value for a job's tasks: inside the task function while small, else a broadcast."""
+
+    def __init__(self, spark: Any, value: Any) -> None:
+        self._value: Any = None
+        self._broadcast: Any = None
+        if len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)) > INLINE_PAYLOAD_BYTES:
+            self._broadcast = spark.sparkContext.broadcast(value)
+        else:
+            self._value = value
+
+    @property
+    def value(self) -> Any:
+        return self._broadcast.value if self._broadcast is not None else self._value
+
+    def release(self) -> None:
+        """After the job: drop the broadcast (its file on the driver and its blocks)."""
+        if self._broadcast is not None:
+            self._broadcast.destroy()
+            self._broadcast = None
+
+
 # -- mapInArrow helpers ---------------------------------------------------------------------
 
 def merge_sorted_runs(key: str | list[str], *, run: str = "run", group: str | None = None,
@@ -147,8 +178,11 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     sizes = [sum(plan[(p, b)].bytes for plan, count in zip(plans, counts) for b in range(i, count, n)
                  if (p, b) in plan) for p, i in units]
     groups = spread_units(sizes, tasks or spark.sparkContext.defaultParallelism)
+    # released with the job's last reference to it (a bucket join is a lazy DataFrame)
+    shipped = Shipped(spark, (plans, units, groups))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        plans, units, groups = shipped.value
         sides = [open_table(left_path, left_options), open_table(right_path, right_options)]
         for batch in batches:
             for unit in (u for task in batch.column("unit").to_pylist() for u in groups[task]):
@@ -264,16 +298,22 @@ def compact(spark: Any, path: str, full: bool = False,
     if not plans or base_id is None:
         return None
 
+    shipped = Shipped(spark, plans)
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_plans = shipped.value
         task_directory = open_table(path, storage_options).directory
         for batch in batches:
             for i in batch.column("unit").to_pylist():
-                key, plan = plans[i]
+                key, plan = task_plans[i]
                 adds, deletes = execute_plan(task_directory, key, plan)
                 yield pa.record_batch({"adds": [json.dumps([e.to_json("ADD") for e in adds])],
                                        "deletes": [json.dumps([e.to_json("DELETE") for e in deletes])]})
 
-    results = unit_frame(spark, len(plans)).mapInArrow(run, "adds string, deletes string").collect()
+    try:
+        results = unit_frame(spark, len(plans)).mapInArrow(run, "adds string, deletes string").collect()
+    finally:
+        shipped.release()
     with rewrite_transaction(directory, base_id) as rewrite:
         rewrite.replace([FileEntry.from_json(e) for r in results for e in json.loads(r["deletes"])],
                         [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])])
@@ -532,17 +572,19 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
         raise InvalidArgumentError("a qdtree layout is rewritten by Table.optimize or the optimizer daemon "
                                    "(mergetree optimize-daemon); the Spark job lays out curves and linear orders")
     file_schema = directory.schema.file_schema
+    shipped = Shipped(spark, (groups, splitters, boundaries))
 
     def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_groups, task_splitters, task_boundaries = shipped.value
         for batch in batches:
             for g, i in zip(batch.column("group").to_pylist(), batch.column("unit").to_pylist()):
-                meta = groups[g][2][i]
+                meta = task_groups[g][2][i]
                 storage = locate(path, storage_options or None)
                 pieces = list(read_data_file(storage, meta))
                 # the file's own nullability may differ from the schema's (a column Spark called not null)
                 rows = pa.Table.from_batches(pieces).cast(file_schema) if pieces else file_schema.empty_table()
-                keys = _keys(rows, columns, clustering, boundaries)
-                ranges = np.searchsorted(splitters[g], keys, side="right") if len(splitters[g]) else \
+                keys = _keys(rows, columns, clustering, task_boundaries)
+                ranges = np.searchsorted(task_splitters[g], keys, side="right") if len(task_splitters[g]) else \
                     np.zeros(rows.num_rows, dtype=np.int64)
                 rows = rows.append_column(_KEY, pa.array(keys, pa.uint64()))
                 for r in np.unique(ranges):
@@ -551,6 +593,7 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
                                            "payload": pa.array([_ipc(piece)], pa.binary())})
 
     def written(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_groups = shipped.value[0]
         task_directory = open_table(path, storage_options).directory
         pieces: dict[tuple[int, int], list[pa.Table]] = {}
         for batch in batches:
@@ -559,7 +602,7 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
                 pieces.setdefault((g, r), []).append(_from_ipc(payload))
         with new_files(task_directory) as entries:
             for (g, _), parts in sorted(pieces.items()):
-                partition, bucket, _ = groups[g]
+                partition, bucket, _ = task_groups[g]
                 rows = pa.concat_tables(parts)
                 if clustering is not None and clustering.strategy == "linear":
                     order_ = cluster_order(rows, columns, "linear")
@@ -573,7 +616,10 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
     shuffled = (spark.createDataFrame(tasks, "group int, unit int").mapInArrow(keyed, "group int, range int, "
                                                                                         "payload binary")
                 .repartition(max(1, sum(len(s) + 1 for s in splitters)), "group", "range"))
-    results = shuffled.mapInArrow(written, "adds string").collect()
+    try:
+        results = shuffled.mapInArrow(written, "adds string").collect()
+    finally:
+        shipped.release()
     with rewrite_transaction(directory, base.id) as rewrite:
         rewrite.replace([FileEntry(partition, bucket, f) for partition, bucket, files in groups for f in files],
                         [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])])
