@@ -158,7 +158,8 @@ def run_pipeline(spark: Any, directory: str, events: int = 200_000, buckets: int
                      f"Spark read after compaction ({read_back.num_rows:,} rows) equals the model")
 
     with step(f"point read with bucket pruning: .where('id = {POINT_ID}')"):
-        df = spark.read.format("mergetree").load(path).where(f"id = {POINT_ID}")
+        # pushFilters: the filter prunes buckets (a DataFrame of its own: see the README, "PySpark")
+        df = spark.read.format("mergetree").option("pushFilters", "true").load(path).where(f"id = {POINT_ID}")
         partitions = df.rdd.getNumPartitions()  # one per bucket the data source planned to read
         rows = [r.asDict() for r in df.collect()]
         # the plan the data source makes for the pushed-down filter, made here on the driver

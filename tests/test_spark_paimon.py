@@ -56,7 +56,7 @@ def write(tmp: Path, name: str, data: list[pa.Table], options: dict | None = Non
 def load(spark, wh: Path, name: str, **options: str):
     import mergetree.spark
     mergetree.spark.register(spark)
-    reader = spark.read.format("mergetree").option("paimon.warehouse", str(wh))
+    reader = spark.read.format("mergetree").option("paimon.warehouse", str(wh)).option("pushFilters", "true")
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load(name)

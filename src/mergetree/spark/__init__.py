@@ -16,9 +16,10 @@
 One Spark partition per bucket; each task merges its bucket's sorted runs with the loser tree
 and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN filters
 on the bucket key prune buckets; key ranges and statistics prune files; every filter that
-arrives is also applied exactly after the merge, so results are exact.  Filter pushdown needs
-`spark.sql.python.filterPushdown.enabled=true` (set by `local_session`).  Paimon primary-key
-tables read the same way, one Spark partition per (partition, bucket), through
+arrives is also applied exactly after the merge, so results are exact.  The source needs
+`spark.sql.python.filterPushdown.enabled=true` (set by `local_session`); it takes Spark's filters
+only with the option `pushFilters=true` on pyspark <= 4.3 (see `source.STALE_PUSHDOWN_SPARK`).
+Paimon primary-key tables read the same way, one Spark partition per (partition, bucket), through
 `mergetree.paimon`; they are compacted by `compact_paimon` and written only by Paimon.
 Tables on object stores (`s3://`, `gs://`, `az://`): the executors' Python workers read and
 write the store with the storage options given as data source options or `storage_options=`
