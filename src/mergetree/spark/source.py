@@ -3,7 +3,8 @@ bucket larger than `splitSize`, one per key range of it — merged with the lose
 task, filter pushdown, time travel; writes stream each task's rows through the table's own
 write buffer, with one atomic snapshot per job.  With the option `paimon.warehouse` it reads
 an Apache Paimon primary-key table instead (`load("db.table")`), one Spark partition per
-(partition, bucket), through `mergetree.paimon.read`.
+(partition, bucket), through `mergetree.paimon.read`; the warehouse may be a URI too
+(`s3://lake/warehouse`), with the same storage options.
 
 A table may live on an object store (`load("s3://bucket/prefix")`): the Python workers read
 and write it themselves, with the storage options among the data source's options (the keys
@@ -52,6 +53,7 @@ from ..table import Table
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
+from ..table.objects import locate
 from ..table.read import BucketPlan, file_filter, read_bucket, split_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog
@@ -272,6 +274,12 @@ def _paimon_table(options: dict) -> tuple[str, str]:
     return options[PAIMON_WAREHOUSE], table
 
 
+def _paimon_storage_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The storage options of a Paimon read (None: a local warehouse, or a URI's credentials
+    from the environment or from how this process opened it)."""
+    return split_storage_options(options)[0] or None
+
+
 def _paimon_snapshot(options: dict) -> int | str | None:
     """The option `snapshot`: a snapshot id (digits) or a tag name; None reads the latest."""
     text = options.get("snapshot")
@@ -291,7 +299,7 @@ def _paimon_read_schema(options: dict) -> PaimonSchema:
     read), its options checked: what mergetree cannot honour raises
     `UnsupportedPaimonFeatureError` here, when the DataFrame is created."""
     warehouse, name = _paimon_table(options)
-    schema = read_schema(warehouse, name, _paimon_snapshot(options))[2]
+    schema = read_schema(warehouse, name, _paimon_snapshot(options), _paimon_storage_options(options))[2]
     _ = schema.checked_options  # raises on options mergetree cannot honour
     return schema
 
@@ -324,11 +332,18 @@ class PaimonReader(DataSourceReader):
     """Reads a Paimon primary-key table: `spark.read.format("mergetree").option("paimon.warehouse",
     warehouse).load("db.table")`.  Options: `snapshot` (an id or a tag name), `columns` (a
     comma-separated projection; a schema given with `.schema(...)` naming a subset of the
-    columns does the same), `batchSize`.  Pushed filters prune partitions and files by key
-    statistics, and are applied exactly to the merged rows."""
+    columns does the same), `batchSize`, `pushFilters` (see STALE_PUSHDOWN_SPARK), and the
+    storage options of a warehouse on an object store (keys of `mergetree.storage.OPTION_KEYS`).
+    Pushed filters prune partitions and files by key statistics, and are applied exactly to the
+    merged rows.
+
+    The storage options travel in the reader (Spark pickles it into each task), as
+    `MergetreeReader`'s do: a partition's plan names its table by path only (`PaimonTable`
+    pickles no credentials), and each task opens that path's store with the reader's options."""
 
     def __init__(self, options: dict, spark_schema_: Any = None) -> None:
         self.warehouse, self.table = _paimon_table(options)
+        self.storage_options = _paimon_storage_options(options)
         self.snapshot = _paimon_snapshot(options)
         self.batch_size = int(options.get("batchsize", 65536))
         schema = _paimon_read_schema(options)
@@ -341,6 +356,9 @@ class PaimonReader(DataSourceReader):
             self.requested = to_arrow_schema(spark_schema_, timezone="UTC")
         self.filters: list[tuple] = []
         self.push_filters = push_filters_option(options)
+
+    def __repr__(self) -> str:  # the warehouse and table, never the storage options
+        return f"{type(self).__name__}({self.table!r})"
 
     def pushFilters(self, filters: list) -> Iterator:
         """Keep what mergetree can evaluate (partition and key-statistics pruning, then applied
@@ -356,7 +374,8 @@ class PaimonReader(DataSourceReader):
                 self.filters.append(converted)
 
     def partitions(self) -> list[PaimonBucketPartition]:
-        plan = plan_read(self.warehouse, self.table, self.columns, self.filters or None, self.snapshot)
+        plan = plan_read(self.warehouse, self.table, self.columns, self.filters or None, self.snapshot,
+                         storage_options=self.storage_options)
         produced = spark_schema(plan.output_schema)
         if self.requested is not None and [f.type for f in produced] != [f.type for f in self.requested]:
             have = ", ".join(f"{f.name} {f.type}" for f in produced)
@@ -364,14 +383,20 @@ class PaimonReader(DataSourceReader):
             raise SchemaMismatchError(f"Paimon table {self.table} reads as ({have}) in Spark's Arrow types, "
                                       f"not the schema given ({want}); give a schema with these types or none")
         # a fresh PaimonTable per piece: the driver's holds every live file of the snapshot
-        return [PaimonBucketPartition(dataclasses.replace(plan, table=PaimonTable(plan.table.path, plan.table.name),
-                                                          buckets=(b,)))
+        table = plan.table
+        return [PaimonBucketPartition(dataclasses.replace(
+                    plan, table=PaimonTable(table.path, table.name, storage=table.storage), buckets=(b,)))
                 for b in plan.buckets]
 
     def read(self, partition: PaimonBucketPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PaimonBucketPartition):
             return  # the plan kept no bucket: Spark still runs one task, on a partition of its own
         plan = partition.plan
+        # the table's store opened with the reader's options (the unpickled plan's table found
+        # a store by its path alone: this process's, or the environment's)
+        table = plan.table
+        storage = locate(table.path, self.storage_options, "a Paimon table")
+        plan = dataclasses.replace(plan, table=PaimonTable(table.path, table.name, storage=storage))
         out_schema = spark_schema(plan.output_schema)
         for batch in read_paimon_bucket(plan, plan.buckets[0]):
             for start in range(0, batch.num_rows, self.batch_size):
