@@ -184,15 +184,17 @@ def test_unsupported_table_and_writes_are_clear_errors(spark, tmp_path) -> None:
 def test_task_journal_names_every_written_path(tmp_path) -> None:
     """What lets the driver remove the files of a task whose process died: each path is in the
     task's journal before it is in the task's list, whichever way rewrite_bucket adds it."""
-    from mergetree.spark.jobs import _journaled, _JournaledPaths
-    journal = tmp_path / "journal"
-    journal.mkdir()
-    written = _JournaledPaths(str(journal / "unit-0-a"))
+    from mergetree.spark.jobs import _journaled, _JournaledPaths, _remove_journal
+    from mergetree.table.objects import locate
+    store = locate(str(tmp_path))
+    written = _JournaledPaths(store, "journal/unit-0-a")
     written.append("/x/data-1.parquet")
     written += ["/x/data-2.parquet"]
     written.extend(["/x/manifest-3"])
-    other = _JournaledPaths(str(journal / "unit-1-b"))  # a second attempt, or another task
+    other = _JournaledPaths(store, "journal/unit-1-b")  # a second attempt, or another task
     other.insert(0, "/y/data-4.parquet")
     assert list(written) == ["/x/data-1.parquet", "/x/data-2.parquet", "/x/manifest-3"]
-    assert _journaled(str(journal)) == [*written, *other]
-    assert _journaled(str(tmp_path / "missing")) == []
+    assert _journaled(store, "journal") == [*written, *other]
+    assert _journaled(store, "missing") == []
+    _remove_journal(store, "journal")
+    assert not (tmp_path / "journal").exists()

@@ -9,12 +9,13 @@ from the Python workers; the driver plans and commits.  The options are never wr
 file, nor put in a task's name or result."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import heapq
 import json
 import os
 import pickle
-import shutil
+import posixpath
 import time
 import traceback
 import uuid
@@ -25,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidArgumentError, MergeTreeError
+from ..errors import InvalidArgumentError, MergeTreeError, ObjectNotFoundError, StorageError
 from ..merge import merge
 from ..merge.assemble import RowSelection
 from ..merge.join import JOINS, join_selections, joined_schema
@@ -33,8 +34,10 @@ from ..organize.scheduler import run_once
 from ..paimon.compact import PaimonCompaction
 from ..paimon.compact import commit_compaction as commit_paimon_compaction
 from ..paimon.compact import plan_compaction as plan_paimon_compaction
+from ..paimon.compact import remove_files as remove_paimon_files
 from ..paimon.compact import rewrite_bucket as rewrite_paimon_bucket
 from ..paimon.metadata import PaimonTable
+from ..storage import LocalDiskStore, Store
 from ..table import Table
 from ..table import filters as flt
 from ..table.compaction.runner import execute_plan, plan_compaction
@@ -326,25 +329,25 @@ JOURNAL_PREFIX = ".mergetree-compact-"
 
 
 class _JournaledPaths(list):
-    """The `written` list of one task: every path `rewrite_bucket` adds (as soon as it creates
-    the file) is first appended to a journal file, so the driver can remove the file even if
-    the task's process dies."""
+    """The `written` list of one task attempt: every path `rewrite_bucket` adds (before it
+    creates the file) is first recorded in the attempt's journal, an object `name` of the
+    table's store holding the whole list (rewritten at each addition: an object store has no
+    append), so the driver can remove the file even if the task's process dies."""
 
-    def __init__(self, journal: str) -> None:
+    def __init__(self, storage: Store, name: str) -> None:
         super().__init__()
-        self.journal = journal
+        self.storage, self.journal = storage, name
 
-    def _record(self, paths: Iterable[str]) -> None:
-        with open(self.journal, "a", encoding="utf-8") as fh:
-            fh.writelines(f"{p}\n" for p in paths)
+    def _record(self, paths: list[str]) -> None:
+        self.storage.write(self.journal, "".join(f"{p}\n" for p in paths).encode("utf-8"))
 
     def append(self, path: str) -> None:
-        self._record([path])
+        self._record([*self, path])
         super().append(path)
 
     def extend(self, paths: Iterable[str]) -> None:
         paths = list(paths)
-        self._record(paths)
+        self._record([*self, *paths])
         super().extend(paths)
 
     def __iadd__(self, paths: Iterable[str]) -> _JournaledPaths:  # type: ignore[override,misc]
@@ -352,25 +355,30 @@ class _JournaledPaths(list):
         return self
 
     def insert(self, index: Any, path: str) -> None:
-        self._record([path])
+        self._record([*self, path])
         super().insert(index, path)
 
 
-def _journaled(journal: str) -> list[str]:
-    """Every path the tasks' journals name (each task attempt writes its own journal file)."""
+def _journaled(storage: Store, journal: str) -> list[str]:
+    """Every path the tasks' journals under `journal` name (each task attempt writes its own)."""
     paths: list[str] = []
-    for name in sorted(os.listdir(journal)) if os.path.isdir(journal) else []:
-        with open(os.path.join(journal, name), encoding="utf-8") as fh:
-            paths += [line.rstrip("\n") for line in fh if line.strip()]
+    for info in sorted(storage.list(f"{journal}/"), key=lambda i: i.path):
+        try:
+            data = storage.read(info.path)
+        except ObjectNotFoundError:
+            continue
+        paths += [line for line in data.decode("utf-8").splitlines() if line.strip()]
     return paths
 
 
-def _unlink_all(paths: Iterable[str]) -> None:
-    for path in dict.fromkeys(paths):
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+def _remove_journal(storage: Store, journal: str) -> None:
+    """Remove the journals (best effort: a journal left behind names files, it is no table file)."""
+    with contextlib.suppress(StorageError):
+        for info in list(storage.list(f"{journal}/")):
+            storage.delete(info.path)
+    if isinstance(storage, LocalDiskStore):  # a directory is no object: the local store leaves it
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(storage.root, journal))
 
 
 def _portable(exc: BaseException) -> bytes | None:
@@ -402,7 +410,7 @@ def _unpickled_error(data: bytes | None) -> BaseException | None:
 def _published(job: PaimonCompaction, written: list[str]) -> int | None:
     """The id of a snapshot after the job's base that a manifest list in `written` made, if any:
     then the commit happened (only the LATEST hint may have failed) and nothing may be removed."""
-    names = {os.path.basename(p) for p in written}
+    names = {posixpath.basename(p.replace(os.sep, "/")) for p in written}
     base = int(job.snapshot["id"])
     for sid in job.table.snapshot_ids():
         if sid <= base:
@@ -416,36 +424,51 @@ def _published(job: PaimonCompaction, written: list[str]) -> int | None:
     return None
 
 
-def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False) -> int | None:
+def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False,
+                   storage_options: dict[str, Any] | None = None) -> int | None:
     """Compact an Apache Paimon primary-key table with Spark: the driver plans every bucket
     (`mergetree.paimon.compact.plan_compaction`: Paimon's universal-compaction rules, or one
     sorted run per bucket with `full=True`), one task per (partition, bucket) merges and
     rewrites its files (`rewrite_bucket`), and the driver commits all of them as one Paimon
-    ``COMPACT`` snapshot.  Returns its id, or None when there was nothing to do.
+    ``COMPACT`` snapshot, published by the store's conditional create (a store without one
+    refuses before any task runs).  Returns its id, or None when there was nothing to do.
+
+    The warehouse is a local directory or a URI (``s3://lake/warehouse``, ...) with
+    `storage_options` as `mergetree.paimon.compact` takes them (by default, those this process
+    opened the location with, else the environment's); the tasks read and write the store
+    themselves, with the options from the job's closure (the plans they get name the table by
+    path only).
 
     Each task gets only its own bucket's plan (pickled).  If any task fails, every file any
     task wrote is removed and the first task's error is raised on the driver (with the
-    executor's traceback as its cause); nothing is committed.  Tasks journal each new file's path under a
-    hidden directory of the table as they create it, so files of a task whose process died,
-    or of a retried or speculative attempt, are removed too.  Needs the warehouse on a file
-    system every executor sees at the same path (local mode, or a shared mount)."""
+    executor's traceback as its cause); nothing is committed.  Tasks journal each new file's
+    path under a hidden prefix of the table, on its store, before they create the file, so files
+    of a task whose process died, or of a retried or speculative attempt, are removed too."""
     if not isinstance(full, bool):
         raise InvalidArgumentError(f"full must be True or False, not {full!r}")
-    job = plan_paimon_compaction(warehouse, table, full)
+    storage_options = job_storage_options(str(warehouse), storage_options)
+    job = plan_paimon_compaction(warehouse, table, full, storage_options)
     if job is None or not job.plans:
         return None
+    storage = job.table.storage
+    storage.require_conditional_create()  # before any task writes: never a commit that could replace another's
+    table_path, table_name = job.table.path, job.table.name
     # what a task needs: the snapshot, schema and its bucket's plan; a fresh PaimonTable (the
-    # driver's caches every live file of the snapshot)
-    task_job = dataclasses.replace(job, table=PaimonTable(job.table.path, job.table.name), plans=())
+    # driver's caches every live file of the snapshot), pickled as its path and name
+    task_job = dataclasses.replace(job, table=PaimonTable(table_path, table_name, storage=storage), plans=())
     units = [(i, pickle.dumps((task_job, bucket, plan))) for i, (bucket, plan) in enumerate(job.plans)]
-    journal = os.path.join(job.table.path, f"{JOURNAL_PREFIX}{uuid.uuid4().hex}")
-    os.makedirs(journal)
+    journal = f"{JOURNAL_PREFIX}{uuid.uuid4().hex}"
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # the table's store with the job's options, before the plans are unpickled (their table
+        # finds this store by its path)
+        task_storage = locate(table_path, storage_options, "a Paimon table")
         for batch in batches:
             for unit, payload in zip(batch.column("unit").to_pylist(), batch.column("payload").to_pylist()):
                 unit_job, bucket, plan = pickle.loads(payload)
-                written = _JournaledPaths(os.path.join(journal, f"unit-{unit}-{uuid.uuid4().hex}"))
+                unit_job = dataclasses.replace(unit_job, table=PaimonTable(table_path, table_name,
+                                                                           storage=task_storage))
+                written = _JournaledPaths(task_storage, f"{journal}/unit-{unit}-{uuid.uuid4().hex}")
                 try:
                     adds, deletes = rewrite_paimon_bucket(unit_job, bucket, plan, written)
                     result: dict = {"adds": adds, "deletes": deletes, "written": list(written)}
@@ -463,7 +486,7 @@ def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False) -
             frame = spark.createDataFrame(rdd, "unit int, payload binary")
             rows = frame.mapInArrow(run, "unit int, result binary").collect()
         finally:
-            written += _journaled(journal)  # every file any task attempt created
+            written += _journaled(storage, journal)  # every file any task attempt created
         results = [pickle.loads(r["result"]) for r in sorted(rows, key=lambda r: r["unit"])]
         written = list(dict.fromkeys(written + [p for r in results for p in r["written"]]))
         failed = [r for r in results if "error" in r]
@@ -482,7 +505,7 @@ def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False) -
                 f"{len(results)} tasks failed; every file they wrote was removed, nothing was committed):\n"
                 f"{first['message']}")
         used = {p for r in results for p in r["written"]}
-        _unlink_all(p for p in written if p not in used)  # attempts whose results were not kept
+        remove_paimon_files(job.table, [p for p in written if p not in used])  # attempts whose results were not kept
         written = [p for p in written if p in used]
         adds = [e for r in results for e in r["adds"]]
         deletes = [e for r in results for e in r["deletes"]]
@@ -497,10 +520,10 @@ def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False) -
             if note is not None:
                 note(f"snapshot {committed} of Paimon table {table} was committed; its files were kept")
         else:
-            _unlink_all(written)
+            remove_paimon_files(job.table, list(dict.fromkeys(written)))
         raise
     finally:
-        shutil.rmtree(journal, ignore_errors=True)
+        _remove_journal(storage, journal)
 
 
 # -- distributed optimize -------------------------------------------------------------------
