@@ -179,7 +179,9 @@ def test_reading_data_files_on_s3_makes_no_listing_and_no_head(s3_server, tables
         batches = [b for bucket in plan.buckets for b in read_bucket(plan, bucket)]
         counts = storage.requests.reset()
         assert sum(b.num_rows for b in batches) == len(model("deduplicate", tables["commits"], KEY))
-        assert counts["GET"] >= 1 and counts["HEAD"] == 0 and counts["LIST"] == 0, counts
+        # (GETs: none when an earlier test of this worker read these files: footers and key columns
+        # are cached by name and size)
+        assert counts["HEAD"] == 0 and counts["LIST"] == 0, counts
 
 
 def test_compaction_on_s3_rebases_on_a_lost_race_and_pypaimon_reads_it(s3_server, tmp_path) -> None:
