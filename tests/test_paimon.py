@@ -242,12 +242,7 @@ def test_compaction_conflicts_and_rebases(tmp_path: Path) -> None:
     # a compaction whose inputs another compaction replaced: aborted, nothing left behind
     job = plan_compaction(str(wh), name, full=True)
     assert job is not None
-    written: list[str] = []
-    adds, deletes = [], []
-    for bucket, plan in job.plans:
-        a, d = rewrite_bucket(job, bucket, plan, written)
-        adds += a
-        deletes += d
+    adds, deletes, written = rewrite_all(job)
     assert mp.compact(str(wh), name, full=True) is not None
     latest = PaimonTable.open(str(wh), name).latest_snapshot_id()
     with pytest.raises(CompactionConflictError, match="replaced"):
@@ -263,12 +258,7 @@ def test_compaction_conflicts_and_rebases(tmp_path: Path) -> None:
     write_paimon(work, wh, name, _commits(22, 5, 100, False, False), ["name", "id"], [], {"bucket": "2"})
     job = plan_compaction(str(wh), name, full=True)
     assert job is not None
-    written = []
-    adds, deletes = [], []
-    for bucket, plan in job.plans:
-        a, d = rewrite_bucket(job, bucket, plan, written)
-        adds += a
-        deletes += d
+    adds, deletes, written = rewrite_all(job)
     extra = _commits(23, 1, 100, False, False)
     write_paimon(work, wh, name, extra, ["name", "id"], [], {"bucket": "2"})
     commit_compaction(job, adds, deletes, written)
@@ -308,6 +298,17 @@ def test_files_of_an_older_schema_are_mapped_by_field_id(tmp_path: Path) -> None
     assert rows(ours, key) == rows(pa.Table.from_pylist(list(state.values()), schema=renamed), key)
     got = mp.read(str(wh), name, columns=["id", "name", "memo"], filter=("id", "<", 30))
     assert rows(got, key) == [{k: r[k] for k in ("id", "name", "memo")} for r in rows(ours, key) if r["id"] < 30]
+
+
+def rewrite_all(job) -> tuple[list, list, list[str]]:
+    """Every bucket of a compaction job rewritten, uncommitted: (adds, deletes, written paths)."""
+    written: list[str] = []
+    adds, deletes = [], []
+    for bucket, plan in job.plans:
+        a, d = rewrite_bucket(job, bucket, plan, written)
+        adds += a
+        deletes += d
+    return adds, deletes, written
 
 
 def _data_files(wh: Path) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from paimon_fixtures import PAIMON_PYTHON, _ipc, needs_pypaimon, rows
-from test_paimon import _commits, _key, _options, model
+from test_paimon import _commits, _key, _options, model, rewrite_all
 
 import mergetree.paimon as mp
 from mergetree.errors import (
@@ -196,12 +196,7 @@ def test_compaction_on_s3_rebases_on_a_lost_race_and_pypaimon_reads_it(s3_server
     # the conditional create of snapshot-4 loses (412 from the server), the commit rebases to 5
     job = plan_compaction(uri, name, full=True, storage_options=opts)
     assert job is not None and int(job.snapshot["id"]) == 3
-    written: list[str] = []
-    adds, deletes = [], []
-    for bucket, plan in job.plans:
-        a, d = rewrite_bucket(job, bucket, plan, written)
-        adds += a
-        deletes += d
+    adds, deletes, written = rewrite_all(job)
     assert written and all(p.startswith(f"{uri}/db.db/t/") for p in written)
     driver.write(uri, name, commits[3:4], OPTIONS)
     driver.run()

@@ -452,12 +452,3 @@ class ObjectOutputFile(WriteOnlyStream):
     def abort(self) -> None:
         self.closed = True
         self._writer = None  # dropped unclosed: the upload is never completed
-
-    def __enter__(self) -> ObjectOutputFile:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()

@@ -256,12 +256,3 @@ class LocalOutputFile(WriteOnlyStream):
             self.closed = True
             self._file.close()
             _remove_quietly(self._temp)
-
-    def __enter__(self) -> LocalOutputFile:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()

@@ -6,7 +6,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from mergetree.errors import ConditionalCreateUnsupportedError, InvalidArgumentError
 
@@ -214,8 +214,28 @@ def check_ranges(ranges: Sequence[tuple[int, int]]) -> None:
         raise ValueError(f"negative offset or length in {list(ranges)!r}")
 
 
+_Stream = TypeVar("_Stream", bound="WriteOnlyStream")
+
+
 class WriteOnlyStream:
-    """What pyarrow asks of a sink an output file streams into: written, never read or sought."""
+    """What pyarrow asks of a sink an output file streams into: written, never read or sought;
+    as a context manager, closed (published whole) on success and aborted (nothing published)
+    on an exception."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Stream) -> _Stream:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
     def writable(self) -> bool:
         return True

@@ -17,6 +17,7 @@ truncated or garbled.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -249,10 +250,10 @@ class SnapshotStore:
                 return newest
             newest += 1
             try:
-                parsed = Snapshot.from_json(parse_json(raw, self.storage, relative, "snapshot"), newest)
-            except (CorruptTableError, ValueError):
-                return newest  # reading it raises with the recovery hint
-            self._snapshots.get_keyed((self.storage.uri, relative), lambda parsed=parsed: parsed)  # type: ignore[misc]
+                parse = functools.partial(self._read_snapshot, newest, raw)
+                self._snapshots.get_keyed((self.storage.uri, relative), parse)
+            except CorruptTableError:
+                return newest  # reading it again raises with the recovery hint
 
     def latest_hint(self) -> int | None:
         try:
@@ -284,10 +285,11 @@ class SnapshotStore:
         return self._snapshots.get_keyed((self.storage.uri, paths.snapshot_file(snapshot_id)),
                                          lambda: self._read_snapshot(snapshot_id))
 
-    def _read_snapshot(self, snapshot_id: int) -> Snapshot:
+    def _read_snapshot(self, snapshot_id: int, raw: bytes | None = None) -> Snapshot:
+        """Snapshot `snapshot_id`, parsed from `raw` (its file's bytes) or read."""
         relative = paths.snapshot_file(snapshot_id)
         try:  # read, not checked first: one request on an object store
-            raw = self.storage.read(relative)
+            raw = self.storage.read(relative) if raw is None else raw
         except ObjectNotFoundError:
             known = self.snapshot_ids()
             have = f"snapshots {known[0]}..{known[-1]} exist" if known else "the table has no snapshots"
