@@ -16,7 +16,7 @@ from paimon_fixtures import PAIMON_PYTHON
 from pyroaring import BitMap, BitMap64
 
 from mergetree.errors import CorruptTableError, InvalidArgumentError
-from mergetree.paimon.deletion_vectors import (
+from mergetree.table.deletion_vectors import (
     MAGIC_32,
     MAGIC_64,
     DeletionVectorRange,

@@ -1,5 +1,6 @@
-"""Paimon deletion-vector index files (issue 25): the rows of each data file that newer
-versions replaced, as Roaring bitmaps of row positions, so a file can be read alone.
+"""Deletion-vector index files in Paimon's layout (Paimon tables and mergetree's own): the
+rows of each data file that newer versions replaced, as Roaring bitmaps of row positions, so a
+file can be read alone.
 
 An index file is one version byte (1) followed by one deletion vector per data file, each at
 the offset and length its index-manifest entry records (`_DELETIONS_VECTORS_RANGES`):
