@@ -9,7 +9,7 @@ use.  Rewritten runs stream through `merge_runs` into new Parquet files in the i
 The commit is a Paimon ``COMPACT`` snapshot: one new manifest (a DELETE entry for every input,
 copied from the entry that added it, an ADD entry for every output, an upgrade is both), a
 base manifest list (the previous snapshot's base and delta manifests) and a delta list (the
-new manifest), written in the Avro schemas the table's own manifests use; then
+new manifest), written in the format (Avro or ORC) and schemas the table's own manifests use; then
 ``snapshot/snapshot-<N+1>`` is created by the store's conditional create (`Store.create`:
 exclusive create locally, ``If-None-Match: *`` on S3, ...; it fails if another committer took
 that id; a store without one refuses before anything is written) and the ``LATEST`` hint
@@ -35,7 +35,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -53,6 +52,7 @@ from ..table.compaction.planner import CompactionOptions, CompactionPlan, Levels
 from ..table.files import ROW_GROUP_ROWS
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
 from .binary_row import decode_row, encode_row
+from .manifest_files import MetadataFile, blank, write_metadata
 from .metadata import (
     ADD,
     DELETE,
@@ -436,62 +436,27 @@ def remove_files(table: PaimonTable, paths: list[str]) -> None:
                 table.storage.delete(name)
 
 
-def _fit(record: dict, avro_schema: dict, what: str) -> dict:
-    """`record` with exactly the fields of `avro_schema` (a field it lacks must be nullable)."""
-    out = {}
-    for f in avro_schema["fields"]:
-        name = f["name"]
-        if name in record:
-            value = record[name]
-            sub = f["type"]
-            if isinstance(sub, dict) and sub.get("type") == "record" and isinstance(value, dict):
-                value = _fit(value, sub, what)
-            out[name] = value
-        elif "default" in f or (isinstance(f["type"], list) and "null" in f["type"]):
-            out[name] = f.get("default")
-        else:
-            raise UnsupportedPaimonFeatureError(f"the table's {what} schema has a field {name!r} that mergetree "
-                                                f"does not know how to fill")
-    return out
-
-
-def _named_schema(writer_schema: dict, what: str) -> dict:
-    """The record schema of a manifest file, with nested named records resolved inline."""
-    names: dict[str, dict] = {}
-
-    def resolve(t: Any) -> Any:
-        if isinstance(t, str):
-            return names.get(t, t)
-        if isinstance(t, list):
-            return [resolve(x) for x in t]
-        if isinstance(t, dict) and t.get("type") == "record":
-            rec = dict(t, fields=[dict(f, type=resolve(f["type"])) for f in t["fields"]])
-            names[t["name"]] = rec
-            return rec
-        if isinstance(t, dict) and t.get("type") == "array":
-            return dict(t, items=resolve(t["items"]))
-        return t
-    return resolve(writer_schema)
-
-
-def _write_avro(table: PaimonTable, name: str, schema: dict, records: list[dict], codec: str) -> int:
-    """Write manifest (list) `name` through the store; its size in bytes."""
-    parsed = fastavro.parse_schema(schema)
-    with table.storage.open_output(f"{MANIFEST_DIR}/{name}") as out:
-        fastavro.writer(out, parsed, records, codec=codec)
-        size = int(out.tell())
-    return size
-
-
-def _templates(table: PaimonTable, snapshot: dict) -> tuple[dict, dict, str]:
-    """The Avro schemas of the table's manifest lists and manifests, and their codec."""
-    lists = [n for n in (snapshot.get("deltaManifestList"), snapshot.get("baseManifestList")) if n]
-    for name in lists:
+def _templates(table: PaimonTable, snapshot: dict, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:
+    """Templates for the new manifest lists and manifest: the snapshot's own files in the format
+    the table's ``manifest.format`` names (the newest first, so the writer's field set and codec
+    carry over), else — just after an ALTER of the format — Paimon's row types in it."""
+    fmt = schema.options.get("manifest.format", "avro").strip().lower()
+    compression = schema.options.get("manifest.compression", "zstd")
+    list_template = manifest_template = None
+    for name in (snapshot.get("deltaManifestList"), snapshot.get("baseManifestList")):
+        if not name:
+            continue
         manifest_list = table.avro(name, "manifest list")
-        if manifest_list.records:
-            manifest_schema = table.avro(manifest_list.records[0]["_FILE_NAME"], "manifest").schema
-            return manifest_list.schema, manifest_schema, manifest_list.codec
-    raise UnsupportedPaimonFeatureError(f"Paimon table {table.name} has a snapshot without manifests")
+        if list_template is None and manifest_list.format == fmt:
+            list_template = manifest_list
+        for meta in manifest_list.records:
+            if manifest_template is not None:
+                break
+            manifest = table.avro(meta["_FILE_NAME"], "manifest")
+            if manifest.format == fmt:
+                manifest_template = manifest
+    return (list_template or blank("manifest list", fmt, compression),
+            manifest_template or blank("manifest", fmt, compression))
 
 
 def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
@@ -511,14 +476,12 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
     included) go into `written` so that a failure removes them (`remove_files`)."""
     t, schema = job.table, job.schema
     t.storage.require_conditional_create()
-    list_schema, manifest_schema, codec = _templates(t, job.snapshot)
-    manifest_schema = _named_schema(manifest_schema, "manifest")
-    list_schema = _named_schema(list_schema, "manifest list")
-    entries = [_fit(e, manifest_schema, "manifest") for e in deletes + adds]
+    list_template, manifest_template = _templates(t, job.snapshot, schema)
+    entries = deletes + adds
     manifest_name = f"manifest-{uuid.uuid4()}-0"
     written.append(t.manifest_path(manifest_name))
-    size = _write_avro(t, manifest_name, manifest_schema, entries, codec)
-    delta_meta = _fit({
+    size = write_metadata(t.storage, f"{MANIFEST_DIR}/{manifest_name}", manifest_template, entries, "manifest")
+    delta_meta = {
         "_VERSION": 2, "_FILE_NAME": manifest_name, "_FILE_SIZE": size, "_NUM_ADDED_FILES": len(adds),
         "_NUM_DELETED_FILES": len(deletes), "_PARTITION_STATS": _partition_stats(entries, schema),
         "_SCHEMA_ID": schema.id, "_MIN_BUCKET": min(e["_BUCKET"] for e in entries),
@@ -526,7 +489,7 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
         "_MIN_LEVEL": min(e["_FILE"]["_LEVEL"] for e in entries),
         "_MAX_LEVEL": max(e["_FILE"]["_LEVEL"] for e in entries),
         "_MIN_ROW_ID": None, "_MAX_ROW_ID": None, "_TOTAL_BUCKETS": entries[0]["_TOTAL_BUCKETS"],
-        "_EXTRA_FILES": None}, list_schema, "manifest list")
+        "_EXTRA_FILES": None}
     delta_change = sum(e["_FILE"]["_ROW_COUNT"] for e in adds) - sum(e["_FILE"]["_ROW_COUNT"] for e in deletes)
     needed = {identifier(e) for e in deletes}
     base = job.snapshot
@@ -542,9 +505,9 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
         previous = [m for n in (base.get("baseManifestList"), base.get("deltaManifestList")) if n
                     for m in t.manifest_list(n)]
         written += [t.manifest_path(base_list), t.manifest_path(delta_list)]
-        base_size = _write_avro(t, base_list, list_schema,
-                                [_fit(m, list_schema, "manifest list") for m in previous], codec)
-        delta_size = _write_avro(t, delta_list, list_schema, [delta_meta], codec)
+        base_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{base_list}", list_template, previous, "manifest list")
+        delta_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{delta_list}", list_template, [delta_meta],
+                                    "manifest list")
         new_id = int(base["id"]) + 1
         snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
                                   delta_change, user)

@@ -4,15 +4,14 @@ or an object-store URI (`s3://lake/warehouse`, ...): every file is read and writ
 table's `mergetree.storage` store (`PaimonTable.storage`), never with `os`/`open`.
 
 Layout (``<warehouse>/<db>.db/<table>/``): ``schema/schema-<id>``, ``snapshot/snapshot-<id>``
-with the ``LATEST`` hint, ``tag/tag-<name>`` (a snapshot by name), ``manifest/`` (Avro), and
-data files under ``[k=v/...]bucket-<n>/``.  A snapshot's files are its base manifest list's
-entries and then its delta list's, applied in order: an ADD adds a file, a DELETE removes
-the ADD with the same identifier (partition, bucket, level, file name, extra files, embedded
-index, external path).
+with the ``LATEST`` hint, ``tag/tag-<name>`` (a snapshot by name), ``manifest/`` (Avro; ORC
+from writers up to Paimon 2.0), and data files under ``[k=v/...]bucket-<n>/``.  A snapshot's
+files are its base manifest list's entries and then its delta list's, applied in order: an ADD
+adds a file, a DELETE removes the ADD with the same identifier (partition, bucket, level, file
+name, extra files, embedded index, external path).
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import posixpath
@@ -23,9 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property
-from typing import Any, NamedTuple, cast
+from typing import Any
 
-import fastavro
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundError, TableNotFoundError
@@ -34,10 +32,11 @@ from ..table.filecache import FileCache
 from ..table.objects import StoredFile, list_names, locate, read_if_exists, table_path
 from ..table.objects import source as stored_source
 from .binary_row import decode_row
+from .manifest_files import MetadataFile, read_metadata
 from .options import PaimonOptions, check_options
 from .types import PaimonField, PaimonType, parse_field
 
-__all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "AvroFile", "PaimonFile", "PaimonSchema", "PaimonTable",
+__all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable",
            "identifier", "partition_path"]
 
 KEY_PREFIX = "_KEY_"
@@ -153,7 +152,7 @@ class PaimonFile:
         return {n: (a, b, c) for n, a, b, c in zip(names, lo, hi, nulls) if c is not None}
 
 
-_avro_cache: FileCache[AvroFile] = FileCache(max_entries=256)
+_metadata_cache: FileCache[MetadataFile] = FileCache(max_entries=256)
 _LIVE_CACHE_SIZE = 16
 _live_cache: OrderedDict[tuple, list[PaimonFile]] = OrderedDict()
 _live_lock = threading.Lock()
@@ -163,13 +162,6 @@ LATEST_HINT = f"{SNAPSHOT_DIR}/LATEST"
 # partition values whose directory name every Paimon writer spells the same way (Java, pypaimon
 # old and new): such a file's place follows from its manifest entry, no request needed
 _PLAIN_TEXT = re.compile(r"[A-Za-z0-9_.\-]+")
-
-
-class AvroFile(NamedTuple):
-    """An Avro metadata file as read: its writer schema, records and codec."""
-    schema: dict
-    records: list[dict]
-    codec: str
 
 
 def _numbered(names: list[str], prefix: str) -> list[int]:
@@ -194,6 +186,7 @@ class PaimonTable:
         self._file_index: dict[str, str] | None = None
         self._schemas: dict[int, PaimonSchema] = {}
         self._schema_ids = schema_ids   # as listed when the table was opened (`open`)
+        self._manifest_formats: set[str] | None = None  # `manifest.format` over every schema, when needed
 
     def __reduce__(self) -> tuple:
         return (PaimonTable, (self.path, self.name))
@@ -262,27 +255,42 @@ class PaimonTable:
             raise CorruptTableError(f"Paimon {what} {self.full(name)} is not a JSON object", path=self.full(name))
         return d
 
-    def avro(self, name: str, what: str) -> AvroFile:
-        """An Avro metadata file (a manifest list or manifest; `name` under ``manifest/``):
-        immutable under its unique name, so cached — locally keyed on the file's stat, on an
-        object store on its name (no request)."""
+    def avro(self, name: str, what: str) -> MetadataFile:
+        """A metadata file under ``manifest/`` (`what`: "manifest list", "manifest" or "index
+        manifest"), Avro or ORC as its magic bytes say, its records checked against Paimon's
+        row type (`manifest_files.read_metadata`) and its format against the table's
+        ``manifest.format``: immutable under its unique name, so cached — locally keyed on the
+        file's stat, on an object store on its name (no request)."""
         relative = f"{MANIFEST_DIR}/{name}"
         path = self.full(relative)
 
-        def load() -> AvroFile:
+        def load() -> MetadataFile:
             try:
                 data = self.storage.read(relative)
             except ObjectNotFoundError:
                 raise CorruptTableError(f"Paimon {what} {path} is missing", path=path) from None
-            try:
-                reader = fastavro.reader(io.BytesIO(data))
-                records = cast(list, list(reader))  # type: ignore[redundant-cast]
-                return AvroFile(cast(dict, reader.writer_schema), records, str(reader.codec))
-            except (ValueError, EOFError, StopIteration, fastavro.read.SchemaResolutionError) as exc:
-                raise CorruptTableError(f"Paimon {what} {path} is unreadable: {exc}", path=path) from None
-        if self.is_local:
-            return _avro_cache.get(path, load)
-        return _avro_cache.get_keyed((self.path, relative), load)
+            return read_metadata(data, what, path)
+        found = _metadata_cache.get(path, load) if self.is_local else \
+            _metadata_cache.get_keyed((self.path, relative), load)
+        self._check_manifest_format(found.format, what, path)
+        return found
+
+    def _check_manifest_format(self, fmt: str, what: str, path: str) -> None:
+        """A metadata file's format must be one the table's ``manifest.format`` has named: Java
+        trusts the option (an ALTER leaves older files in the other format, which Java then
+        cannot read); mergetree reads by the magic bytes, so a table with both reads, but an
+        ORC file in a table that never asked for ORC is damage, not a choice."""
+        def formats(schemas) -> set[str]:
+            return {s.options.get("manifest.format", "avro").strip().lower() for s in schemas}
+        if fmt in formats(list(self._schemas.values())) or fmt in formats([self.schema()]):
+            return
+        if self._manifest_formats is None:  # every schema of the table: one listing, read once
+            ids = self._schema_ids if self._schema_ids is not None else self.schema_ids()
+            self._manifest_formats = formats([self.schema(i) for i in ids])
+        if fmt not in self._manifest_formats:
+            raise CorruptTableError(f"Paimon {what} {path} is an {fmt.upper()} file, but no schema of table "
+                                    f"{self.name} sets 'manifest.format' to {fmt!r} "
+                                    f"({', '.join(sorted(self._manifest_formats))})", path=path)
 
     # -- schemas -------------------------------------------------------------------------
     def schema_ids(self) -> list[int]:

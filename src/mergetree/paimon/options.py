@@ -6,7 +6,7 @@ The rules, in order, for every option of the table's schema:
 1. handled here: ``bucket`` (> 0; -1 dynamic and -2 postpone are refused), ``bucket-key``,
    ``merge-engine``, ``sequence.field`` (one column), ``ignore-delete`` and its per-engine
    spellings, ``fields.<f>.aggregate-function``, ``fields.default-aggregate-function``,
-   ``file.format`` (parquet, orc), ``manifest.format`` (avro), ``partition.default-name``;
+   ``file.format`` (parquet, orc), ``manifest.format`` (avro, orc), ``partition.default-name``;
 2. refused when switched on: deletion vectors, sequence groups, remove-record-on-delete,
    ignore-retract, distinct list aggregation, record-level expiry, row tracking, data evolution;
 3. harmless for reading: sizes, compaction triggers, retention, streaming scan and sink
@@ -172,8 +172,9 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     fmt = opts.get("file.format", "parquet").strip().lower()
     if fmt not in ("parquet", "orc"):
         raise refuse("file.format", "mergetree reads Parquet and ORC data files")
-    if opts.get("manifest.format", "avro").strip().lower() != "avro":
-        raise refuse("manifest.format", "mergetree reads Avro manifests")
+    if opts.get("manifest.format", "avro").strip().lower() not in ("avro", "orc"):
+        raise refuse("manifest.format", "mergetree reads and writes Avro and ORC manifests, the formats Paimon's "
+                                        "writers use")
     return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
                          opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
                          opts.get("changelog-producer", "none").strip().lower(), opts)
