@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from ..errors import (
     CompactionConflictError,
+    CorruptTableError,
     InvalidArgumentError,
     ObjectExistsError,
     ObjectNotFoundError,
@@ -50,6 +51,7 @@ from ..errors import (
 from ..storage import Store
 from ..table.compaction.planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite
 from ..table.files import ROW_GROUP_ROWS
+from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
 from .binary_row import decode_row, encode_row
 from .manifest_files import MetadataFile, blank, write_metadata
@@ -63,9 +65,11 @@ from .metadata import (
     PaimonFile,
     PaimonSchema,
     PaimonTable,
+    external_location,
     identifier,
     partition_path,
 )
+from .options import ExternalPaths, external_paths
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
 
 __all__ = ["PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
@@ -86,6 +90,8 @@ class PaimonCompaction:
     snapshot: dict
     schema: PaimonSchema
     plans: tuple[tuple[PaimonBucket, CompactionPlan], ...]
+    # where new data files go with `data-file.external-paths` (None: beside the bucket's files)
+    external: ExternalPaths | None = None
 
     @property
     def rows_to_rewrite(self) -> int:
@@ -133,7 +139,11 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         plan = plan_rewrite(unit, bucket_options)
         if plan.rewrites or plan.upgrades:
             plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
-    return PaimonCompaction(t, snap, schema, tuple(plans))
+    external = external_paths(schema.options)
+    if external is not None and plans:
+        for root in external.roots:  # every root resolvable before anything is written
+            _root_store(root)
+    return PaimonCompaction(t, snap, schema, tuple(plans), external)
 
 
 def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None,
@@ -183,12 +193,12 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
     read_plan = PaimonReadPlan(job.table, job.snapshot, job.schema, job.schema.names, None, (bucket,), 0)
     adds: list[dict] = []
     deletes: list[dict] = []
+    placement = _Placement(job, bucket)
     for group in plan.rewrites:
         runs = group.sorted_runs()
         inputs = sum(f.row_count for f in group.files)
         batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete)
-        directory = _bucket_directory(job, bucket)
-        for entry in _write_rolled(job, bucket, directory, batches, plan.output_level, written):
+        for entry in _write_rolled(job, bucket, placement, batches, plan.output_level, written):
             adds.append(entry)
         if advance is not None:
             advance(inputs)
@@ -211,6 +221,96 @@ def _bucket_directory(job: PaimonCompaction, bucket: PaimonBucket) -> str:
     default = job.schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
     return posixpath.join(partition_path(job.schema.partition_keys, bucket.partition, default),
                           f"bucket-{bucket.bucket}")
+
+
+def _relative_bucket_path(job: PaimonCompaction, bucket: PaimonBucket) -> str:
+    """Paimon's relative bucket path: ``[data-file.path-directory/][k=v/...]bucket-<n>``."""
+    default = job.schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
+    directory = job.schema.options.get("data-file.path-directory", "").strip("/")
+    return posixpath.join(directory, partition_path(job.schema.partition_keys, bucket.partition, default),
+                          f"bucket-{bucket.bucket}")
+
+
+def _root_store(root: str) -> Store:
+    """The store of an external root (``file:`` roots are local directories)."""
+    try:
+        return locate(external_location(root) if root.startswith("file:") else root, None,
+                      f"Paimon option 'data-file.external-paths' root {root!r}")
+    except (InvalidArgumentError, CorruptTableError) as exc:
+        raise UnsupportedPaimonFeatureError(f"Paimon option 'data-file.external-paths': {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where one new data file goes: its store and name there, its path or URI (for `written`
+    and messages) and the ``_EXTERNAL_PATH`` its manifest entry records (None: in the table)."""
+    storage: Store
+    name: str
+    full: str
+    external: str | None
+
+
+class _Placement:
+    """Where a bucket's new data files go, as Paimon's `DataFilePathFactory` places them: beside
+    the bucket's files, or with external paths under a root chosen per file —
+    ``<root>/<relative bucket path>/<file>``, entropy-inject adding three 4-bit directories and
+    the rest of a 20-bit murmur3 hash of the file name before ``<file>`` — and then the manifest
+    entry records the full path (``file:/x`` for a local root, as Java's Path prints it)."""
+
+    def __init__(self, job: PaimonCompaction, bucket: PaimonBucket) -> None:
+        self.table = job.table
+        self.external = job.external
+        self.directory = _bucket_directory(job, bucket) if job.external is None else \
+            _relative_bucket_path(job, bucket)
+        # round-robin starts at a random root, entropy-inject at the first; both step before use
+        self._position = random.randrange(len(job.external.roots)) \
+            if job.external is not None and job.external.strategy == "round-robin" else 0
+
+    def target(self, file_name: str) -> _Target:
+        ext = self.external
+        if ext is None:
+            name = posixpath.join(self.directory, file_name)
+            return _Target(self.table.storage, name, self.table.full(name), None)
+        if ext.strategy == "weight-robin":
+            root = random.choices(ext.roots, weights=ext.weights)[0]
+        else:
+            self._position = (self._position + 1) % len(ext.roots)
+            root = ext.roots[self._position]
+        name = posixpath.join(self.directory, file_name)
+        if ext.strategy == "entropy-inject":
+            name = posixpath.join(self.directory, entropy_directories(file_name), file_name)
+        store = _root_store(root)
+        if root.startswith("file:"):
+            local = os.path.join(external_location(root), *name.split("/"))
+            return _Target(store, name, local, "file:" + local)
+        uri = f"{root.rstrip('/')}/{name}"
+        return _Target(store, name, uri, uri)
+
+
+def entropy_directories(file_name: str) -> str:
+    """Paimon's entropy-inject directories for a file: the low 20 bits of Guava's murmur3_32 of
+    its UTF-8 name as a binary string (the sign bit set, so always 20 digits), split 4/4/4/8."""
+    bits = format(_murmur3_32(file_name.encode("utf-8")) & 0xFFFFF, "020b")
+    return "/".join((bits[0:4], bits[4:8], bits[8:12], bits[12:]))
+
+
+def _murmur3_32(data: bytes, seed: int = 0) -> int:
+    """MurmurHash3's x86 32-bit hash (the unsigned value)."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+    c1, c2, h = 0xCC9E2D51, 0x1B873593, seed
+    whole = len(data) - len(data) % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        h ^= rotl((k * c1) & 0xFFFFFFFF, 15) * c2 & 0xFFFFFFFF
+        h = (rotl(h, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    tail = int.from_bytes(data[whole:], "little")
+    if len(data) % 4:
+        h ^= rotl((tail * c1) & 0xFFFFFFFF, 15) * c2 & 0xFFFFFFFF
+    h ^= len(data)
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 def _as_delete(f: PaimonFile) -> dict:
@@ -317,8 +417,8 @@ class _FileWriter:
         self._sink.abort()
 
 
-def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, batches: Iterator[pa.RecordBatch],
-                  level: int, written: list[str]) -> Iterator[dict]:
+def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: _Placement,
+                  batches: Iterator[pa.RecordBatch], level: int, written: list[str]) -> Iterator[dict]:
     schema = job.schema
     target = CompactionOptions.from_options(schema.options).target_file_size
     key_names = schema.trimmed_keys
@@ -329,20 +429,21 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, directory: str, b
     writer: _FileWriter | None = None
     state: dict[str, Any] = {}
 
-    storage = job.table.storage
+    placed: _Target | None = None
 
     def start(arrow_schema: pa.Schema) -> _FileWriter:
-        nonlocal state
-        name = posixpath.join(directory, f"data-{uuid.uuid4()}-0.{fmt}")
-        written.append(job.table.full(name))  # before the file exists: a failure while opening it still removes it
-        w = _FileWriter(storage, name, fmt, arrow_schema, codec)
+        nonlocal state, placed
+        placed = placement.target(f"data-{uuid.uuid4()}-0.{fmt}")
+        written.append(placed.full)  # before the file exists: a failure while opening it still removes it
+        w = _FileWriter(placed.storage, placed.name, fmt, arrow_schema, codec)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
                  "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
         return w
 
     def finish(w: _FileWriter) -> dict:
         size = w.close()
-        return _add_entry(job, bucket, w.name, size, level, state, key_names, stat_names)
+        assert placed is not None
+        return _add_entry(job, bucket, w.name, size, level, state, key_names, stat_names, placed.external)
 
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
@@ -392,7 +493,7 @@ def _write_group(writer: _FileWriter, group: pa.Table, state: dict) -> None:
 
 
 def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, name: str, size: int, level: int, state: dict,
-               key_names: list[str], stat_names: list[str]) -> dict:
+               key_names: list[str], stat_names: list[str], external: str | None = None) -> dict:
     schema = job.schema
     key_types = schema.key_types
     key_columns = schema.key_columns
@@ -418,7 +519,7 @@ def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, name: str, size: int
             "_SCHEMA_ID": schema.id, "_LEVEL": level, "_EXTRA_FILES": [],
             "_CREATION_TIME": dt.datetime.now(dt.timezone.utc), "_DELETE_ROW_COUNT": state["deletes"],
             "_EMBEDDED_FILE_INDEX": None, "_FILE_SOURCE": FILE_SOURCE_COMPACT, "_VALUE_STATS_COLS": stat_names,
-            "_EXTERNAL_PATH": None, "_FIRST_ROW_ID": None, "_WRITE_COLS": None, "_WRITE_COLS_SEQUENCES": None,
+            "_EXTERNAL_PATH": external, "_FIRST_ROW_ID": None, "_WRITE_COLS": None, "_WRITE_COLS_SEQUENCES": None,
         },
     }
 
@@ -431,9 +532,12 @@ def remove_files(table: PaimonTable, paths: list[str]) -> None:
     left is an orphan no snapshot names."""
     for path in paths:
         name = table.name_of(path)
-        if name is not None:
-            with contextlib.suppress(StorageError):
+        with contextlib.suppress(StorageError, InvalidArgumentError):
+            if name is not None:
                 table.storage.delete(name)
+            else:  # a data file at an external path (`_Placement`): the store of its directory
+                directory, _, base = path.rpartition("/" if "://" in path else os.sep)
+                locate(directory, None, "an external data file path").delete(base)
 
 
 def _templates(table: PaimonTable, snapshot: dict, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:

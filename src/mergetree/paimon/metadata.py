@@ -26,7 +26,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundError, TableNotFoundError
+from ..errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    UnsupportedPaimonFeatureError,
+)
 from ..storage import LocalDiskStore, ObjectNotFoundError, Store
 from ..table.filecache import FileCache
 from ..table.objects import StoredFile, list_names, locate, read_if_exists, table_path
@@ -37,7 +43,7 @@ from .options import PaimonOptions, check_options
 from .types import PaimonField, PaimonType, parse_field
 
 __all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable",
-           "identifier", "partition_path"]
+           "external_location", "identifier", "partition_path"]
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -444,7 +450,7 @@ class PaimonTable:
         delete_count = f.get("_DELETE_ROW_COUNT")
         external = f.get("_EXTERNAL_PATH")
         if external:
-            name, path = None, external[len("file:"):] if external.startswith("file:") else external
+            name, path = None, external_location(external)
         else:
             name = self._data_name(entry, schema, partition)
             path = self.full(name)
@@ -478,6 +484,25 @@ class PaimonTable:
             self._file_index = {info.path.rpartition("/")[2]: info.path for info in self.storage.list("")
                                 if info.path.rpartition("/")[2].startswith("data-")}
         return self._file_index.get(f["_FILE_NAME"], name)
+
+
+def external_location(text: str) -> str:
+    """Where a file named by an ``_EXTERNAL_PATH`` is: a local path for every spelling of a
+    ``file:`` URI (Java and pypaimon write ``file:/x``; ``file:///x`` and ``file://localhost/x``
+    are the same file) and for a bare absolute path, else the URI as written (``s3://...``)."""
+    if text.startswith("file:"):
+        rest = text[len("file:"):]
+        if rest.startswith("//"):
+            host, slash, rest = rest[2:].partition("/")
+            if host not in ("", "localhost"):
+                raise UnsupportedPaimonFeatureError(f"Paimon external data path {text!r} names a file on host "
+                                                    f"{host!r}: mergetree reads local files of this machine only")
+            rest = slash + rest
+        text = "/" + rest.lstrip("/")
+    elif "://" not in text and not posixpath.isabs(text):
+        raise CorruptTableError(f"Paimon external data path {text!r} is neither a URI nor an absolute path",
+                                path=text)
+    return text
 
 
 def _plain(value: Any) -> bool:

@@ -6,7 +6,9 @@ The rules, in order, for every option of the table's schema:
 1. handled here: ``bucket`` (> 0; -1 dynamic and -2 postpone are refused), ``bucket-key``,
    ``merge-engine``, ``sequence.field`` (one column), ``ignore-delete`` and its per-engine
    spellings, ``fields.<f>.aggregate-function``, ``fields.default-aggregate-function``,
-   ``file.format`` (parquet, orc), ``manifest.format`` (avro, orc), ``partition.default-name``;
+   ``file.format`` (parquet, orc), ``manifest.format`` (avro, orc), ``partition.default-name``,
+   ``data-file.external-paths`` and its ``.strategy``, ``.specific-fs``, ``.weights`` (reads
+   find every file by its manifest entry; compaction places its outputs by them: `external_paths`);
 2. refused when switched on: deletion vectors, sequence groups, remove-record-on-delete,
    ignore-retract, distinct list aggregation, record-level expiry, row tracking, data evolution;
 3. harmless for reading: sizes, compaction triggers, retention, streaming scan and sink
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from ..errors import UnsupportedPaimonFeatureError
 from ..merge import AGGREGATE_FUNCTIONS
 
-__all__ = ["PaimonOptions", "check_options"]
+__all__ = ["EXTERNAL_PATHS", "ExternalPaths", "PaimonOptions", "check_options", "external_paths"]
 
 ENGINES = {"deduplicate": "deduplicate", "first-row": "first-row", "partial-update": "partial-update",
            "aggregation": "aggregate"}
@@ -107,7 +109,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         if key == "record-level.expire-time":
             raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
         known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "ignore-delete",
-                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name"}
+                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
+                 EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS}
         if key in known or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
             continue
         if key.startswith("scan."):
@@ -178,6 +181,66 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
                          opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
                          opts.get("changelog-producer", "none").strip().lower(), opts)
+
+
+EXTERNAL_PATHS = "data-file.external-paths"
+STRATEGY, SPECIFIC_FS, WEIGHTS = (f"{EXTERNAL_PATHS}.{s}" for s in ("strategy", "specific-fs", "weights"))
+STRATEGIES = ("none", "round-robin", "specific-fs", "entropy-inject", "weight-robin")
+
+
+@dataclass(frozen=True)
+class ExternalPaths:
+    """Where Paimon's writers put new data files of a table with ``data-file.external-paths``:
+    `roots` (as the option spells them, scheme included, no trailing "/") chosen per file by
+    `strategy` — "round-robin" (also what "specific-fs" does over the roots of its scheme, and
+    "weight-robin" without weights or with one root), "entropy-inject" or "weight-robin"."""
+
+    strategy: str
+    roots: tuple[str, ...]
+    weights: tuple[int, ...] = ()
+
+
+def external_paths(options: Mapping[str, str]) -> ExternalPaths | None:
+    """The external data paths new files go to, as Paimon's writers read the options (None: the
+    table's own directories — no roots, or strategy ``none``, the default); a value Paimon
+    would refuse is refused naming its option.  Reads need none of this: every file's place is
+    in its manifest entry (``_EXTERNAL_PATH``)."""
+    def refuse(key: str, why: str) -> UnsupportedPaimonFeatureError:
+        return UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {options.get(key)!r}: {why}")
+    text = (options.get(EXTERNAL_PATHS) or "").strip()
+    strategy = (options.get(STRATEGY) or "none").strip().lower()
+    if strategy not in STRATEGIES:
+        raise refuse(STRATEGY, f"Paimon's strategies are {', '.join(STRATEGIES)}")
+    if not text or strategy == "none":
+        return None
+    roots = []
+    for root in (r.strip() for r in text.split(",")):
+        scheme, sep, rest = root.partition(":")
+        if not sep or not scheme or "/" in scheme or not rest:
+            raise refuse(EXTERNAL_PATHS, f"every root needs a scheme (file:///..., s3://...), {root!r} has none")
+        roots.append(root.rstrip("/") if rest.strip("/") else root)
+    if strategy == "specific-fs":
+        fs = (options.get(SPECIFIC_FS) or "").strip().lower()
+        if not fs:
+            raise refuse(SPECIFIC_FS, "strategy specific-fs needs the scheme to write to")
+        roots = [r for r in roots if r.partition(":")[0].lower() == fs]
+        if not roots:
+            raise refuse(SPECIFIC_FS, f"no root of {EXTERNAL_PATHS!r} has this scheme")
+        return ExternalPaths("round-robin", tuple(roots))
+    if strategy == "weight-robin":
+        weights = options.get(WEIGHTS)
+        if weights is None or len(roots) < 2:
+            return ExternalPaths("round-robin", tuple(roots))
+        try:
+            parsed = tuple(int(w.strip()) for w in weights.split(","))
+        except ValueError:
+            raise refuse(WEIGHTS, "weights are comma-separated integers") from None
+        if any(w <= 0 for w in parsed):
+            raise refuse(WEIGHTS, "weights must be positive")
+        if len(parsed) != len(roots):
+            raise refuse(WEIGHTS, f"{len(parsed)} weights for {len(roots)} roots")
+        return ExternalPaths(strategy, tuple(roots), parsed)
+    return ExternalPaths(strategy, tuple(roots))
 
 
 def _check_field_option(key: str, value: str, columns: list[str], refuse) -> None:
