@@ -54,7 +54,7 @@ from ..table.files import ROW_GROUP_ROWS
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
 from .binary_row import decode_row, encode_row
-from .manifest_files import MetadataFile, blank, write_metadata
+from .manifest_files import MetadataFile, template_for, write_metadata
 from .metadata import (
     ADD,
     DELETE,
@@ -213,8 +213,9 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
 
 
 def _bucket_directory(job: PaimonCompaction, bucket: PaimonBucket) -> str:
-    """Where new files of a bucket go (an object path under the table): beside its files (an
-    input kept at an external path is not a guide: new entries record no external path)."""
+    """Where new files of a bucket go without external paths (an object path under the table):
+    beside its files (an input at an external path, from before the strategy became ``none``,
+    is no guide)."""
     for f in bucket.files:
         if f.name is not None:
             return posixpath.dirname(f.name)
@@ -541,26 +542,12 @@ def remove_files(table: PaimonTable, paths: list[str]) -> None:
 
 
 def _templates(table: PaimonTable, snapshot: dict, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:
-    """Templates for the new manifest lists and manifest: the snapshot's own files in the format
-    the table's ``manifest.format`` names (the newest first, so the writer's field set and codec
-    carry over), else — just after an ALTER of the format — Paimon's row types in it."""
-    fmt = schema.options.get("manifest.format", "avro").strip().lower()
-    compression = schema.options.get("manifest.compression", "zstd")
-    list_template = manifest_template = None
-    for name in (snapshot.get("deltaManifestList"), snapshot.get("baseManifestList")):
-        if not name:
-            continue
-        manifest_list = table.avro(name, "manifest list")
-        if list_template is None and manifest_list.format == fmt:
-            list_template = manifest_list
-        for meta in manifest_list.records:
-            if manifest_template is not None:
-                break
-            manifest = table.avro(meta["_FILE_NAME"], "manifest")
-            if manifest.format == fmt:
-                manifest_template = manifest
-    return (list_template or blank("manifest list", fmt, compression),
-            manifest_template or blank("manifest", fmt, compression))
+    """Templates for the new manifest lists and manifest (`template_for`): the snapshot's own
+    files in the table's ``manifest.format``, the newest first."""
+    lists = [table.avro(n, "manifest list") for n in (snapshot.get("deltaManifestList"),
+                                                      snapshot.get("baseManifestList")) if n]
+    manifests = (table.avro(m["_FILE_NAME"], "manifest") for ml in lists for m in ml.records)
+    return template_for("manifest list", schema.options, lists), template_for("manifest", schema.options, manifests)
 
 
 def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:

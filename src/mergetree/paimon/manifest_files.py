@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, cast
 
 import fastavro
@@ -23,7 +23,7 @@ from ..errors import CorruptTableError, UnsupportedPaimonFeatureError
 from ..storage import Store
 
 __all__ = ["FORMATS", "ROW_TYPES", "MetadataFile", "blank", "detect_format", "fit", "read_metadata",
-           "version_of", "write_metadata"]
+           "template_for", "version_of", "write_metadata"]
 
 AVRO_MAGIC, ORC_MAGIC = b"Obj\x01", b"ORC"
 FORMATS = ("avro", "orc")
@@ -327,6 +327,22 @@ def _arrow_type(t: Any) -> pa.DataType:
         return pa.list_(_arrow_type(t[1]))
     return {"TINYINT": pa.int8(), "INT": pa.int32(), "BIGINT": pa.int64(), "STRING": pa.string(),
             "BYTES": pa.binary(), "TIMESTAMP": pa.timestamp("ns")}[t]
+
+
+def template_for(kind: str, options: Mapping[str, str], candidates: Iterable[MetadataFile]) -> MetadataFile:
+    """What to write a new `kind` file like: the first of `candidates` (the table's files of that
+    kind, newest first; taken lazily) in the format the table's ``manifest.format`` names — so
+    its writer's field set and codec carry over — else, as just after an ALTER of the format,
+    `blank` with ``manifest.compression``.  E.g. for an index manifest:
+    ``template_for("index manifest", schema.options, [table.avro(name, "index manifest")])``."""
+    fmt = options.get("manifest.format", "avro").strip().lower()
+    if fmt not in FORMATS:
+        raise UnsupportedPaimonFeatureError(f"Paimon option 'manifest.format' = {fmt!r}: mergetree writes "
+                                            f"{' and '.join(FORMATS)} metadata files")
+    for candidate in candidates:
+        if candidate.format == fmt:
+            return candidate
+    return blank(kind, fmt, options.get("manifest.compression", "zstd"))
 
 
 def version_of(kind: str) -> int:
