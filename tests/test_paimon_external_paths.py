@@ -9,11 +9,12 @@ import json
 import os
 import re
 import shutil
+import uuid
 from pathlib import Path
 
 import fastavro
 import pytest
-from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
+from paimon_fixtures import PAIMON_PYTHON, needs_pypaimon, pypaimon_read, rows, write_paimon
 from test_paimon import _commits, _key, _options, model, rewrite_all
 
 import mergetree.paimon as mp
@@ -70,7 +71,7 @@ def test_external_paths_read_compact_and_keep_writing(tmp_path: Path, strategy: 
     wh, work = tmp_path / "wh", tmp_path / "work"
     roots = [tmp_path / "ext1", tmp_path / "ext2"]
     opts = _external_options(roots, strategy)
-    commits = _commits(41, 6, 120, True, True)
+    commits = _commits(41, 4, 100, True, True)
     write_paimon(work, wh, NAME, commits, KEY, ["region"], opts)
     expected = model("deduplicate", commits, KEY)
     _check_placement(wh, roots, strategy)
@@ -227,3 +228,41 @@ def test_an_unwritable_root_is_refused_before_anything_is_written(tmp_path: Path
         mp.compact(str(wh), NAME, full=True)
     assert _files(wh) == before
     assert rows(mp.read(str(wh), NAME), KEY) == model("deduplicate", commits, KEY)
+
+
+def test_external_roots_on_s3(s3_server, tmp_path: Path) -> None:
+    """A warehouse on S3 whose data files pypaimon put under two other prefixes of the bucket:
+    read with the warehouse's storage options, compacted with the outputs placed under the roots
+    (``s3://...`` recorded), read back by pypaimon."""
+    if not os.path.exists(PAIMON_PYTHON):
+        pytest.skip(f"no pypaimon interpreter at {PAIMON_PYTHON}")
+    from test_paimon_s3 import Pypaimon, _objects
+
+    unique = uuid.uuid4().hex[:10]
+    uri, opts = f"s3://lake/wh-{unique}", s3_server.options()
+    roots = [f"s3://lake/ext-{unique}/a", f"s3://lake/ext-{unique}/b"]
+    options = {**_options("deduplicate", 2, True, False), "data-file.external-paths": ",".join(roots),
+               "data-file.external-paths.strategy": "round-robin"}
+    commits = _commits(51, 4, 100, True, True)
+    driver = Pypaimon(s3_server, tmp_path / "work")
+    driver.write(uri, NAME, commits, options)
+    driver.run()
+    expected = model("deduplicate", commits, KEY)
+    assert not [k for k in _objects(s3_server, f"wh-{unique}/") if "/data-" in k]
+    before = set(_objects(s3_server, f"ext-{unique}/"))
+    assert before
+    assert rows(mp.read(uri, NAME, storage_options=opts), KEY) == expected
+
+    assert mp.compact(uri, NAME, full=True, storage_options=opts) is not None
+    t = PaimonTable.open(uri, NAME, opts)
+    for f in t.live_files(t.latest_snapshot()):
+        external = f.record["_FILE"]["_EXTERNAL_PATH"]
+        assert external in [f"{r}/region={f.partition[0]}/bucket-{f.bucket}/{f.file_name}" for r in roots]
+    new = set(_objects(s3_server, f"ext-{unique}/")) - before
+    assert new and {f"s3://lake/{k}" for k in new} == \
+        {f.record["_FILE"]["_EXTERNAL_PATH"] for f in t.live_files(t.latest_snapshot())} - \
+        {f"s3://lake/{k}" for k in before}
+    assert not [k for k in _objects(s3_server, f"wh-{unique}/") if "/data-" in k]
+    assert rows(mp.read(uri, NAME, storage_options=opts), KEY) == expected
+    driver.read(uri, NAME)
+    assert rows(driver.run()[0], KEY) == expected

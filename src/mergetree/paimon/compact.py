@@ -142,7 +142,7 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
     external = external_paths(schema.options)
     if external is not None and plans:
         for root in external.roots:  # every root resolvable before anything is written
-            _root_store(root)
+            _root_store(t, root)
     return PaimonCompaction(t, snap, schema, tuple(plans), external)
 
 
@@ -232,11 +232,12 @@ def _relative_bucket_path(job: PaimonCompaction, bucket: PaimonBucket) -> str:
                           f"bucket-{bucket.bucket}")
 
 
-def _root_store(root: str) -> Store:
+def _root_store(table: PaimonTable, root: str) -> Store:
     """The store of an external root (``file:`` roots are local directories)."""
     try:
-        return locate(external_location(root) if root.startswith("file:") else root, None,
-                      f"Paimon option 'data-file.external-paths' root {root!r}")
+        if root.startswith("file:"):
+            return locate(external_location(root), None, f"Paimon option 'data-file.external-paths' root {root!r}")
+        return table.external_store(root.rstrip("/"))
     except (InvalidArgumentError, CorruptTableError) as exc:
         raise UnsupportedPaimonFeatureError(f"Paimon option 'data-file.external-paths': {exc}") from None
 
@@ -280,7 +281,7 @@ class _Placement:
         name = posixpath.join(self.directory, file_name)
         if ext.strategy == "entropy-inject":
             name = posixpath.join(self.directory, entropy_directories(file_name), file_name)
-        store = _root_store(root)
+        store = _root_store(self.table, root)
         if root.startswith("file:"):
             local = os.path.join(external_location(root), *name.split("/"))
             return _Target(store, name, local, "file:" + local)
@@ -538,7 +539,9 @@ def remove_files(table: PaimonTable, paths: list[str]) -> None:
                 table.storage.delete(name)
             else:  # a data file at an external path (`_Placement`): the store of its directory
                 directory, _, base = path.rpartition("/" if "://" in path else os.sep)
-                locate(directory, None, "an external data file path").delete(base)
+                store = locate(directory, None, "an external data path") if "://" not in path else \
+                    table.external_store(directory)
+                store.delete(base)
 
 
 def _templates(table: PaimonTable, snapshot: dict, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 
@@ -35,7 +36,7 @@ from ..errors import (
 )
 from ..storage import LocalDiskStore, ObjectNotFoundError, Store
 from ..table.filecache import FileCache
-from ..table.objects import StoredFile, list_names, locate, read_if_exists, table_path
+from ..table.objects import StoredFile, list_names, locate, read_if_exists, storage_options_for, table_path
 from ..table.objects import source as stored_source
 from .binary_row import decode_row
 from .manifest_files import MetadataFile, read_metadata
@@ -193,6 +194,7 @@ class PaimonTable:
         self._schemas: dict[int, PaimonSchema] = {}
         self._schema_ids = schema_ids   # as listed when the table was opened (`open`)
         self._manifest_formats: set[str] | None = None  # `manifest.format` over every schema, when needed
+        self._bucket_stores: dict[str, Store] = {}  # external paths in the table's bucket: "s3://b" -> store
 
     def __reduce__(self) -> tuple:
         return (PaimonTable, (self.path, self.name))
@@ -244,10 +246,27 @@ class PaimonTable:
             return stored_source(self.storage, f.name, f.file_size)
         if "://" not in f.path:
             return f.path
-        # an external path on an object store: the store of its directory (the credentials of
-        # the location this process opened, if the file is under it)
         directory, _, base = f.path.rpartition("/")
-        return StoredFile(locate(directory, None, "an external data file path"), base, f.file_size)
+        return StoredFile(self.external_store(directory), base, f.file_size)
+
+    def external_store(self, directory: str) -> Store:
+        """The store of a directory outside the table (an external data path's, a URI): in the
+        bucket (or container) the table is in, the store of the bucket opened with the table's
+        `storage_options`; elsewhere the location this process opened it (or a location above
+        it) with, else the URI's with credentials from the environment."""
+        parts = urlsplit(directory)
+        mine = urlsplit(self.path) if not self.is_local else None
+        if mine is None or (parts.scheme, parts.netloc) != (mine.scheme, mine.netloc):
+            return locate(directory, None, "an external data path")
+        key = f"{parts.scheme}://{parts.netloc}"
+        with _live_lock:
+            root = self._bucket_stores.get(key)
+        if root is None:
+            root = locate(key, storage_options_for(self.path), "an external data path")
+            with _live_lock:
+                self._bucket_stores[key] = root
+        prefix = parts.path.strip("/")
+        return root.sub(prefix) if prefix else root
 
     def _read_json(self, name: str, what: str) -> dict:
         """A JSON metadata file; `ObjectNotFoundError` (a FileNotFoundError) if there is none."""
