@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, cast
 import fastavro
 import pyarrow as pa
 
-from ..errors import CorruptTableError, UnsupportedPaimonFeatureError
+from ..errors import CorruptTableError, InvalidArgumentError, UnsupportedPaimonFeatureError
 from ..storage import Store
 
 __all__ = ["FORMATS", "ROW_TYPES", "MetadataFile", "blank", "detect_format", "fit", "read_metadata",
@@ -170,8 +170,11 @@ def _check_value(value: Any, t: Any, where: str) -> str | None:
 
 def fit(record: Mapping[str, Any], template: MetadataFile, kind: str) -> dict:
     """`record` with exactly the fields of `template`'s schema: a field it lacks is null (a NOT
-    NULL field of Paimon's row type it lacks is refused), one the template lacks is dropped."""
+    NULL field of Paimon's row type it lacks is refused; a missing `_VERSION` is the kind's),
+    one the template lacks is dropped."""
     known = ROW_TYPES.get(kind, ())
+    if record.get("_VERSION") is None and kind in _VERSIONS:
+        record = {"_VERSION": _VERSIONS[kind], **record}
     if template.format == "avro":
         return _fit_avro(record, _resolved(template.schema), known, kind)
     return _fit_arrow(record, list(template.schema), known, kind)
@@ -260,6 +263,11 @@ def write_metadata(storage: Store, name: str, template: MetadataFile, records: l
     `template`'s format, schema and codec, each record `fit` to the schema; its size in bytes.
     The file appears whole when written, never partly (`open_output`)."""
     rows = [fit(r, template, kind) for r in records]
+    fields = ROW_TYPES.get(kind)
+    for i, row in enumerate(rows if fields is not None else ()):  # never a file mergetree would refuse to read
+        problem = _check_row(row, cast(tuple, fields), "")
+        if problem is not None:
+            raise InvalidArgumentError(f"{kind} record {i} for {name}: {problem}")
     if template.format == "avro":
         parsed = fastavro.parse_schema(_resolved(template.schema))
         with storage.open_output(name) as out:
@@ -293,6 +301,8 @@ def blank(kind: str, fmt: str, compression: str = "zstd") -> MetadataFile:
     if codec is None:
         raise UnsupportedPaimonFeatureError(f"Paimon option 'manifest.compression' = {compression!r}: mergetree "
                                             f"writes {fmt} manifests with {', '.join(sorted(set(codecs)))}")
+    # `_VERSION` may be missing from files read (early writers), never from files written
+    fields = tuple((n, t, False if n == "_VERSION" else nullable) for n, t, nullable in fields)
     if fmt == "avro":
         schema: Any = {"type": "record", "name": _ROOT_NAMES[kind],
                        "fields": [_avro_field(f, "record") for f in fields]}
