@@ -217,19 +217,22 @@ def test_older_avro_and_newer_orc_manifests_read_by_their_magic(tmp_path: Path) 
 
 
 @needs_pypaimon
-def test_option_orc_without_any_orc_file_yet(tmp_path: Path) -> None:
-    """Just after ``ALTER TABLE SET manifest.format=orc`` nothing is ORC yet: compaction writes
-    its manifest and lists in ORC from Paimon's row types (no template to copy)."""
+def test_option_orc_with_only_avro_files(tmp_path: Path) -> None:
+    """Avro metadata in a table whose every schema says ORC (pypaimon and Paimon from 2.1 write
+    Avro whatever the option) reads; compaction writes its manifest and lists in ORC from
+    Paimon's row types (no ORC file to copy), with ``manifest.compression``."""
     _, orc_wh, commits = _table(tmp_path, seed=17, count=4)
     table_dir = _dir(orc_wh)
-    _add_schema(table_dir, {"manifest.format": "orc", "manifest.compression": "lz4"})
+    _set_option(table_dir, "manifest.format", "orc")
+    key = _key(True)
+    assert rows(mp.read(str(orc_wh), NAME), key) == model("deduplicate", commits, key)
+    _add_schema(table_dir, {"manifest.compression": "lz4"})
     new = mp.compact(str(orc_wh), NAME, full=True)
     assert new is not None
     snap = json.loads((table_dir / "snapshot" / f"snapshot-{new}").read_text())
     for field in ("baseManifestList", "deltaManifestList"):
         assert _formats(table_dir)[snap[field]] == "ORC"
         assert orc.ORCFile(str(table_dir / "manifest" / snap[field])).compression == "LZ4"
-    key = _key(True)
     assert rows(mp.read(str(orc_wh), NAME), key) == model("deduplicate", commits, key)
 
 

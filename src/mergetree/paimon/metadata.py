@@ -301,10 +301,14 @@ class PaimonTable:
         return found
 
     def _check_manifest_format(self, fmt: str, what: str, path: str) -> None:
-        """A metadata file's format must be one the table's ``manifest.format`` has named: Java
-        trusts the option (an ALTER leaves older files in the other format, which Java then
-        cannot read); mergetree reads by the magic bytes, so a table with both reads, but an
-        ORC file in a table that never asked for ORC is damage, not a choice."""
+        """An ORC metadata file needs a schema of the table that names ORC as its
+        ``manifest.format`` (an ORC file in a table that never asked for ORC is damage, not a
+        choice).  Avro is always accepted: every Paimon writes it, pypaimon and Paimon from 2.1
+        whatever the option says.  Java trusts the option; mergetree reads by the magic bytes,
+        so a table with both formats (files from before and after an ALTER) reads."""
+        if fmt == "avro":
+            return
+
         def formats(schemas) -> set[str]:
             return {s.options.get("manifest.format", "avro").strip().lower() for s in schemas}
         if fmt in formats(list(self._schemas.values())) or fmt in formats([self.schema()]):
@@ -314,8 +318,7 @@ class PaimonTable:
             self._manifest_formats = formats([self.schema(i) for i in ids])
         if fmt not in self._manifest_formats:
             raise CorruptTableError(f"Paimon {what} {path} is an {fmt.upper()} file, but no schema of table "
-                                    f"{self.name} sets 'manifest.format' to {fmt!r} "
-                                    f"({', '.join(sorted(self._manifest_formats))})", path=path)
+                                    f"{self.name} sets 'manifest.format' to {fmt!r}", path=path)
 
     # -- schemas -------------------------------------------------------------------------
     def schema_ids(self) -> list[int]:
