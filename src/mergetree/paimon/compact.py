@@ -4,20 +4,23 @@ Per (partition, bucket): the files by level (`Levels`), a unit chosen by Paimon'
 compaction rules (`pick`; `full=True`: everything into the highest level) and, file by file,
 rewrite or metadata-only upgrade (`plan_rewrite`) — the same planner mergetree's own tables
 use.  Rewritten runs stream through `merge_runs` into new Parquet files in the input's layout
-(rolled at target-file-size; retractions dropped only when the output is the oldest data).
+(rolled at target-file-size; retractions dropped only when the output is the oldest data),
+beside the bucket's files or, with ``data-file.external-paths``, under the roots as Paimon's
+strategy picks them (`_Placement`).
 
 The commit is a Paimon ``COMPACT`` snapshot: one new manifest (a DELETE entry for every input,
 copied from the entry that added it, an ADD entry for every output, an upgrade is both), a
 base manifest list (the previous snapshot's base and delta manifests) and a delta list (the
-new manifest), written in the format (Avro or ORC) and schemas the table's own manifests use; then
+new manifest), written like the table's own metadata files (`manifest_files.template_for`:
+its ``manifest.format``, Avro or ORC, and its writer's schemas); then
 ``snapshot/snapshot-<N+1>`` is created by the store's conditional create (`Store.create`:
 exclusive create locally, ``If-None-Match: *`` on S3, ...; it fails if another committer took
 that id; a store without one refuses before anything is written) and the ``LATEST`` hint
 updated.  Losing the race to a commit that kept every input file retries on top of it; a
 commit that removed an input raises `CompactionConflictError` and everything written is
-removed.  Every file goes through the table's store (`PaimonTable.storage`): data files and
-manifests stream up through `open_output` (multipart uploads on object stores) and appear,
-whole, when they are closed.
+removed.  Every file goes through the table's store (`PaimonTable.storage`; an external root's
+through its own, `PaimonTable.external_store`): data files and manifests stream up through
+`open_output` (multipart uploads on object stores) and appear, whole, when they are closed.
 """
 from __future__ import annotations
 
