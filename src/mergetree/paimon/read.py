@@ -419,8 +419,7 @@ def _needed_columns(plan: PaimonReadPlan) -> list[str]:
     schema = plan.schema
     opts = schema.checked_options
     wanted = set(plan.columns) | (flt.columns_of(plan.filter) or set(schema.names))
-    if opts.sequence_field:
-        wanted.add(opts.sequence_field)
+    wanted.update(opts.sequence_fields)
     # a key column's values are its _KEY_ column's: decoded once (see _with_key_values)
     stored = set(schema.trimmed_keys)
     return schema.key_columns + [SEQUENCE_COLUMN, KIND_COLUMN] + [c for c in schema.names
@@ -598,8 +597,9 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
         with ThreadPoolExecutor(min(threads, len(sources)), thread_name_prefix="paimon-run") as pool:
             sources = list(pool.map(list, sources))
     sequence = SEQUENCE_COLUMN
-    if opts.sequence_field:  # ranking needs the whole section's sequence values first
-        sources, sequence = _ranked([list(run) for run in sources], opts.sequence_field), ORDER_COLUMN
+    if opts.sequence_fields:  # ranking needs the whole section's sequence values first
+        sources, sequence = _ranked([list(run) for run in sources], opts.sequence_fields,
+                                    opts.sequence_descending), ORDER_COLUMN
     aggregations = {c: fn for c, fn in opts.aggregations.items() if c in columns} or None
     reader = merge(sources, schema.key_columns, sequence=sequence, kind=KIND_COLUMN, engine=opts.engine,
                    aggregations=aggregations, keep_deletes=keep_deletes, threads=threads)
@@ -609,20 +609,30 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
         yield batch
 
 
-def _ranked(runs: list[list[pa.RecordBatch]], field_name: str) -> list[list[pa.RecordBatch]]:
-    """Each row's rank in the section's order (sequence field, then sequence number; a null
-    field first), added as ORDER_COLUMN: the merge orders versions by one int64."""
-    fields, seqs, sizes = [], [], []
-    for run in runs:
-        for b in run:
-            fields.append(b.column(field_name))
-            seqs.append(b.column(SEQUENCE_COLUMN))
-            sizes.append(b.num_rows)
-    if not sizes:
+def _ranked(runs: list[list[pa.RecordBatch]], fields: Sequence[str], descending: bool) -> list[list[pa.RecordBatch]]:
+    """Each row's rank in the section's order, added as ORDER_COLUMN (the merge orders
+    versions by one int64): the sequence fields compared lexicographically in the listed
+    order, each ascending or each descending, then the sequence number (always ascending).  A
+    null sequence value is older than any other in both orders, as in the comparator Paimon
+    generates (nulls first, the sign applied to the non-null comparison only)."""
+    batches = [b for run in runs for b in run]
+    if not batches:
         return runs
-    field_values = pa.chunked_array(fields).combine_chunks() if fields else pa.array([])
-    table = pa.table({"f": field_values, "s": pa.concat_arrays([s.cast(pa.int64()) for s in seqs])})
-    order = sort_indices(table, [("f", "ascending"), ("s", "ascending")], "at_start")
+    for name in fields:
+        t = batches[0].schema.field(name).type
+        if pa.types.is_nested(t):
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon option 'sequence.field' names {name!r} of type {t}: mergetree orders versions by "
+                f"atomic sequence fields only")
+    columns = {f"f{i}": _java_ordered(pa.chunked_array([b.column(name) for b in batches],
+                                                       type=batches[0].schema.field(name).type).combine_chunks())
+               for i, name in enumerate(fields)}
+    columns["s"] = pa.concat_arrays([b.column(SEQUENCE_COLUMN).cast(pa.int64()) for b in batches])
+    table = pa.table(columns)
+    direction = "descending" if descending else "ascending"
+    # nulls at the start in both directions: the oldest place
+    order = sort_indices(table, [(f"f{i}", direction) for i in range(len(fields))] + [("s", "ascending")],
+                         "at_start")
     rank = np.empty(len(table), dtype=np.int64)
     rank[order.to_numpy()] = np.arange(len(table), dtype=np.int64)
     out, start = [], 0
@@ -634,6 +644,19 @@ def _ranked(runs: list[list[pa.RecordBatch]], field_name: str) -> list[list[pa.R
             start += b.num_rows
         out.append(ranked)
     return out
+
+
+def _java_ordered(values: pa.Array) -> pa.Array:
+    """Floats as int64 keys in the order of Java's Float/Double.compare (every NaN equal and
+    above +inf, -0.0 below +0.0), which Paimon's generated comparator uses; nulls kept."""
+    if not pa.types.is_floating(values.type):
+        return values
+    wide = values.cast(pa.float64())
+    data = np.asarray(wide.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64).copy()
+    data[np.isnan(data)] = np.nan  # one NaN (Java's doubleToLongBits canonical form)
+    bits = data.view(np.int64)
+    keys = bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+    return pa.array(keys, mask=wide.is_null().to_numpy(zero_copy_only=False) if wide.null_count else None)
 
 
 def _output(plan: PaimonReadPlan, batch: pa.RecordBatch) -> pa.RecordBatch:
