@@ -6,8 +6,10 @@ so the tests write and read real Paimon tables the way Paimon's users do.
 
 SPEC: {"warehouse", "table", "primary_keys", "partition_keys", "options", "schema": IPC file whose
 schema is the table's, "commits": [IPC files], "tags": {name: snapshot id},
-"alter": [["add_column", name, type] | ["rename_column", old, new] | ["set_option", k, v]] applied
-before the commits}.  Data travels as Arrow IPC (stable across versions).
+"alter": [["add_column", name or path, type] | ["rename_column", old or path, new] |
+["drop_column", name or path] | ["update_column_type", name or path, type] | ["set_option", k, v] |
+"commit" (the changes so far become one schema version)] applied before the commits}.  Data travels
+as Arrow IPC (stable across versions).
 """
 from __future__ import annotations
 
@@ -47,12 +49,23 @@ def write(spec_path: str) -> None:
             options=spec.get("options") or {}), False)
     changes = []
     for change in spec.get("alter") or []:
-        from pypaimon.schema.data_types import AtomicType
+        from pypaimon.schema.data_types import AtomicType, DataTypeParser
         from pypaimon.schema.schema_change import SchemaChange
-        if change[0] == "add_column":
-            changes.append(SchemaChange.add_column(change[1], AtomicType(change[2])))
+        if change == "commit":  # one schema version per group of changes
+            if changes:
+                cat.alter_table(spec["table"], changes)
+            changes = []
+        elif change[0] == "add_column":  # a name or a nested path; a type string or Paimon's type JSON
+            kind = change[2]
+            changes.append(SchemaChange.add_column(change[1], AtomicType(kind) if isinstance(kind, str) and
+                                                   not kind.startswith("{") else
+                                                   DataTypeParser.parse_data_type(json.loads(kind))))
         elif change[0] == "rename_column":
             changes.append(SchemaChange.rename_column(change[1], change[2]))
+        elif change[0] == "drop_column":
+            changes.append(SchemaChange.drop_column(change[1]))
+        elif change[0] == "update_column_type":
+            changes.append(SchemaChange.update_column_type(change[1], AtomicType(change[2])))
         elif change[0] == "set_option":
             changes.append(SchemaChange.set_option(change[1], change[2]))
     if changes:

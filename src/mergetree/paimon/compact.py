@@ -67,6 +67,7 @@ from .metadata import (
     partition_path,
 )
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
+from .types import same_type
 
 __all__ = ["PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
            "rewrite_bucket"]
@@ -111,11 +112,12 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             f"changelog of such tables, which mergetree does not; compact them with Paimon")
     options = CompactionOptions.from_options(schema.options)
     files = t.live_files(snap)
-    stale = [f for f in files if f.schema_id != schema.id]
-    if stale and any(t.schema(f.schema_id).fields != schema.fields for f in stale):
-        raise UnsupportedPaimonFeatureError(
-            f"Paimon table {t.name} holds files of an older schema ({stale[0].file_name}: schema "
-            f"{stale[0].schema_id}, now {schema.id}); compacting across a schema change is not supported")
+    # files of older schemas are read through the evolution mapping (as Paimon's
+    # KeyValueFileReaderFactory reads them) and rewritten under the latest schema; a file only
+    # moved to another level keeps its schema id.  Key columns cannot be retyped in Paimon: a
+    # schema whose key differs is refused before anything is written.
+    for schema_id in sorted({f.schema_id for f in files if f.schema_id != schema.id}):
+        _check_key_unchanged(t, t.schema(schema_id), schema)
     by_bucket: dict[tuple, list[PaimonFile]] = {}
     for f in files:
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
@@ -134,6 +136,16 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         if plan.rewrites or plan.upgrades:
             plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
     return PaimonCompaction(t, snap, schema, tuple(plans))
+
+
+def _check_key_unchanged(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> None:
+    before = {f.id: f for f in old.fields}
+    keys = [before.get(now.field(k).id) for k in now.trimmed_keys]
+    if [k.name if k else None for k in keys] != list(old.trimmed_keys) or \
+            any(k is None or not same_type(k.type, now.field(n).type) for k, n in zip(keys, now.trimmed_keys)):
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon table {t.name} holds files of schema {old.id}, whose primary key differs from schema {now.id}'s "
+            f"(columns or types); mergetree cannot rewrite them")
 
 
 def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None,

@@ -43,6 +43,7 @@ from ..table.objects import StoredFile
 from ..table.sections import interval_partition
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
+from .types import PaimonField, evolve, same_type
 
 __all__ = ["PaimonBucket", "PaimonReadPlan", "merge_runs", "plan_read", "read", "read_bucket", "read_data_file",
            "read_schema", "scan"]
@@ -328,6 +329,11 @@ def _evaluate(expression: pc.Expression, table: pa.Table) -> pa.ChunkedArray | p
 
 def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
                      batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A file written under an older schema, read as Paimon's SchemaEvolutionUtil maps it:
+    each column of the read schema found by field id among the file schema's columns (under
+    the name it had then), a column added since read as nulls, a retyped one converted as
+    Paimon's casts convert it (`types.evolve`; nested ROW fields by id as well).  Key columns
+    keep their types (Paimon refuses to retype them)."""
     old = plan.table.schema(pf.schema_id)
     now = plan.schema
     by_id = {f.id: f for f in old.fields}
@@ -335,41 +341,36 @@ def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], r
             list(old.trimmed_keys):
         raise UnsupportedPaimonFeatureError(f"file {pf.file_name} was written under schema {pf.schema_id}, whose "
                                             f"primary key differs; mergetree cannot map it")
-    renames: dict[str, str] = {}   # old file column -> read column
-    missing: list[str] = []
+    sources: dict[str, str] = {}   # read column -> the file's column
+    befores: dict[str, PaimonField] = {}
     for c in columns:
-        if c.startswith(KEY_PREFIX) or c in (SEQUENCE_COLUMN, KIND_COLUMN):
-            name = c[len(KEY_PREFIX):] if c.startswith(KEY_PREFIX) else None
-            if name is not None:
-                renames[KEY_PREFIX + by_id[now.field(name).id].name] = c
-            else:
-                renames[c] = c
-            continue
-        before = by_id.get(now.field(c).id)
-        if before is None:
-            missing.append(c)
-        else:
-            renames[before.name] = c
+        if c in (SEQUENCE_COLUMN, KIND_COLUMN):
+            sources[c] = c
+        elif c.startswith(KEY_PREFIX):
+            before = by_id[now.field(c[len(KEY_PREFIX):]).id]
+            if not same_type(before.type, now.field(c[len(KEY_PREFIX):]).type):
+                raise UnsupportedPaimonFeatureError(
+                    f"file {pf.file_name} (schema {pf.schema_id}) holds key column {before.name!r} as "
+                    f"{before.type.text}, the table now as {now.field(c[len(KEY_PREFIX):]).type.text}; Paimon does "
+                    f"not retype key columns, so mergetree does not either")
+            sources[c] = KEY_PREFIX + before.name
+        elif now.field(c).id in by_id:
+            befores[c] = by_id[now.field(c).id]
+            sources[c] = befores[c].name
     file_filter = None
     if row_filter is not None:  # the key filter, over the file's own key names
-        back = {v: k for k, v in renames.items()}
+        back = {KEY_PREFIX + k: sources[KEY_PREFIX + k] for k in now.trimmed_keys}
         file_filter = flt.to_expression(flt.rename(plan_key_filter(plan), back), _file_schema(old))
     types = {f.name: f.type for f in _read_layout(now)}
-    for batch in _file_batches_raw(pf, list(renames), file_filter, batch_rows, plan):
+    for batch in _file_batches_raw(pf, list(dict.fromkeys(sources.values())), file_filter, batch_rows, plan):
         arrays, fields = [], []
         for c in columns:
-            if c in missing:
+            if c not in sources:
                 arr = pa.nulls(batch.num_rows, types[c])
+            elif c in befores:
+                arr = evolve(batch.column(sources[c]), befores[c].type, now.field(c).type, c)
             else:
-                src = next(k for k, v in renames.items() if v == c)
-                arr = batch.column(src)
-                if arr.type != types[c]:
-                    try:
-                        arr = arr.cast(types[c])
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                        raise UnsupportedPaimonFeatureError(
-                            f"column {c!r} changed type since schema {pf.schema_id} (file {pf.file_name}) in a way "
-                            f"mergetree cannot convert: {exc}") from None
+                arr = batch.column(sources[c])
             arrays.append(arr)
             fields.append(pa.field(c, arr.type))
         yield pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
@@ -544,7 +545,19 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
 
 
 def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:
-    stats = pf.value_stats(plan.schema) if pf.schema_id == plan.schema.id else {}
+    """Column -> (min, max, null count) of a file, under the read schema's names: a file of an
+    older schema by field id, for the columns whose type has not changed since (exact: the
+    values read as they were written; a retyped column's bounds are not converted)."""
+    if pf.schema_id == plan.schema.id:
+        stats = pf.value_stats(plan.schema)
+    else:
+        old = plan.table.schema(pf.schema_id)
+        now = {f.id: f for f in plan.schema.fields}
+        stats = {}
+        for name, value in pf.value_stats(old).items():
+            field = now.get(old.field(name).id)
+            if field is not None and same_type(old.field(name).type, field.type):
+                stats[field.name] = value
     for name, (lo, hi, nulls) in zip(plan.schema.trimmed_keys, pf.key_stats):
         if nulls is not None:
             stats[name] = (lo, hi, nulls)
