@@ -367,7 +367,7 @@ def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], r
         for c in columns:
             if c not in sources:
                 arr = pa.nulls(batch.num_rows, types[c])
-            elif c in befores:
+            elif c in befores and befores[c].type != now.field(c).type:
                 arr = evolve(batch.column(sources[c]), befores[c].type, now.field(c).type, c)
             else:
                 arr = batch.column(sources[c])
