@@ -8,7 +8,8 @@ SPEC: {"warehouse", "table", "primary_keys", "partition_keys", "options", "schem
 schema is the table's, "commits": [IPC files], "tags": {name: snapshot id},
 "alter": [["add_column", name or path, type] | ["rename_column", old or path, new] |
 ["drop_column", name or path] | ["update_column_type", name or path, type] | ["set_option", k, v] |
-"commit" (the changes so far become one schema version)] applied before the commits}.  Data travels
+"commit" (the changes so far become one schema version)] applied before the commits,
+"stages": [{"alter", "commits"}] applied and committed after them, in order}.  Data travels
 as Arrow IPC (stable across versions).
 """
 from __future__ import annotations
@@ -34,26 +35,14 @@ def _ipc(path: str) -> pa.Table:
         return pa.ipc.open_file(f).read_all()
 
 
-def write(spec_path: str) -> None:
-    with open(spec_path) as fh:
-        spec = json.load(fh)
-    cat = _catalog(spec["warehouse"])
-    db = spec["table"].split(".")[0]
-    cat.create_database(db, True)
-    schema = _ipc(spec["schema"]).schema
-    try:
-        cat.get_table(spec["table"])
-    except Exception:
-        cat.create_table(spec["table"], Schema.from_pyarrow_schema(
-            schema, primary_keys=spec["primary_keys"], partition_keys=spec.get("partition_keys") or None,
-            options=spec.get("options") or {}), False)
+def _alter(cat, name: str, alter: list) -> None:
     changes = []
-    for change in spec.get("alter") or []:
+    for change in alter:
         from pypaimon.schema.data_types import AtomicType, DataTypeParser
         from pypaimon.schema.schema_change import SchemaChange
         if change == "commit":  # one schema version per group of changes
             if changes:
-                cat.alter_table(spec["table"], changes)
+                cat.alter_table(name, changes)
             changes = []
         elif change[0] == "add_column":  # a name or a nested path; a type string or Paimon's type JSON
             kind = change[2]
@@ -69,11 +58,32 @@ def write(spec_path: str) -> None:
         elif change[0] == "set_option":
             changes.append(SchemaChange.set_option(change[1], change[2]))
     if changes:
-        cat.alter_table(spec["table"], changes)
+        cat.alter_table(name, changes)
+
+
+def write(spec_path: str) -> None:
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    cat = _catalog(spec["warehouse"])
+    db = spec["table"].split(".")[0]
+    cat.create_database(db, True)
+    schema = _ipc(spec["schema"]).schema
+    try:
+        cat.get_table(spec["table"])
+    except Exception:
+        cat.create_table(spec["table"], Schema.from_pyarrow_schema(
+            schema, primary_keys=spec["primary_keys"], partition_keys=spec.get("partition_keys") or None,
+            options=spec.get("options") or {}), False)
+    _alter(cat, spec["table"], spec.get("alter") or [])
     table = cat.get_table(spec["table"])
     started = time.perf_counter()
     for path in spec["commits"]:
         commit(table, _ipc(path))
+    for stage in spec.get("stages") or []:  # more schema versions, each with its commits
+        _alter(cat, spec["table"], stage["alter"])
+        table = cat.get_table(spec["table"])
+        for path in stage["commits"]:
+            commit(table, _ipc(path))
     for name, snapshot_id in (spec.get("tags") or {}).items():
         table.create_tag(name, snapshot_id)
     print(json.dumps({"seconds": time.perf_counter() - started}))

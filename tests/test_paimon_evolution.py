@@ -12,7 +12,7 @@ import datetime as dt
 import functools
 import json
 import random
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -44,7 +44,7 @@ def java_double_to_int(v: float, bits: int) -> int:
 
 
 def java_decimal(v: Decimal, precision: int, scale: int) -> Decimal | None:
-    q = v.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+    q = v.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=Context(prec=100))
     return None if len(q.as_tuple().digits) > precision else q
 
 
@@ -288,19 +288,23 @@ def test_seven_schema_versions_read_and_compact_like_the_model(tmp_path: Path) -
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
     options = {"bucket": "2", "sequence.field": "a,b"}
     history: list[tuple[int, list[dict]]] = []
-    snapshots: list[tuple[int, int]] = []   # (snapshot id, schema version) after each version's commits
+    commits: dict[int, list[pa.Table]] = {}
     for version in range(V):
-        tables = []
         for j in range(2):
             table, logical = _commit(version, version * 10 + j, 30)
-            tables.append(table)
+            commits.setdefault(version, []).append(table)
             history.append((version, logical))
-        alter = [change for change in ALTERS[version - 1]] if version else []
-        write_paimon(work, wh, name, tables, ["id", "k"], [], options, alter=alter)
-        snapshots.append((PaimonTable.open(str(wh), name).latest_snapshot_id() or 0, version))
-        if version == 3:  # compaction between schema changes: files of schemas 0..3 rewritten under 3
-            mp.compact(str(wh), name, full=True)
-            snapshots.append((PaimonTable.open(str(wh), name).latest_snapshot_id() or 0, version))
+    # schemas 0..3 (two commits each), a compaction rewriting files of schemas 0..3 under 3,
+    # then schemas 4..6: one pypaimon process per half
+    for first, last in ((0, 3), (4, 6)):
+        write_paimon(work, wh, name, commits[first], ["id", "k"], [], options,
+                     alter=ALTERS[first - 1] if first else None,
+                     stages=[(ALTERS[v - 1], commits[v]) for v in range(first + 1, last + 1)])
+        if first == 0:
+            compacted = mp.compact(str(wh), name, full=True)
+    # (snapshot id, schema version) after each version's commits: two commits each, and the compaction
+    snapshots = [(2 * (v + 1) + (v > 3), v) for v in range(V)] + [(compacted or 0, 3)]
+    assert compacted == 9
     t = PaimonTable.open(str(wh), name)
     latest = t.schema()
     assert latest.id == V - 1 and latest.options["sequence.field"] == "seq_a,b"  # renamed along, as Java does
@@ -311,7 +315,7 @@ def test_seven_schema_versions_read_and_compact_like_the_model(tmp_path: Path) -
     assert rows(mp.read(str(wh), name), key) == expected
     assert rows(pypaimon_read(wh, name, work), key) == expected
     # time travel: each snapshot read under the schema it was committed with
-    for snapshot_id, version in snapshots[1:5]:
+    for snapshot_id, version in snapshots[1::2]:
         upto = [h for h in history if h[0] <= version]
         names = [HISTORY["ID"][version][0], HISTORY["K"][version][0]]
         assert rows(mp.read(str(wh), name, snapshot=snapshot_id), names) == model(upto, version)

@@ -189,4 +189,3 @@ def test_two_sequence_fields_read_and_compact(tmp_path: Path, engine: str, desce
     assert rows(mp.read(str(wh), name), ["id"]) == expected
     mp.compact(str(wh), name)
     assert rows(mp.read(str(wh), name), ["id"]) == expected
-    assert rows(pypaimon_read(wh, name, work), ["id"]) == expected
