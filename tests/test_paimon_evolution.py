@@ -118,10 +118,34 @@ def test_timestamp_casts_as_java() -> None:
                                                        dt.datetime(1969, 12, 31, 23, 59, 59, 998000), None]
     assert _cast(t, "TIMESTAMP(6)", "TIMESTAMP(0)") == [dt.datetime(2024, 5, 1, 12), dt.datetime(1970, 1, 1), None]
     assert _cast(t, "TIMESTAMP(6)", "TIMESTAMP(4)")[0] == dt.datetime(2024, 5, 1, 12, 0, 0, 123400)
+    utc = [v.replace(tzinfo=dt.timezone.utc) if v else None for v in t]
+    assert _cast(utc, "TIMESTAMP(6) WITH LOCAL TIME ZONE", "TIMESTAMP_LTZ(3)") == \
+        [v.replace(microsecond=v.microsecond // 1000 * 1000) if v else None for v in utc]
+    assert _cast(t, "TIMESTAMP(3)", "TIMESTAMP(9)")[:1] == [dt.datetime(2024, 5, 1, 12, 0, 0, 123000)]
     assert _cast(t, "TIMESTAMP(6)", "DATE") == [dt.date(2024, 5, 1), dt.date(1969, 12, 31), None]
     assert _cast([dt.date(2024, 5, 1)], "DATE", "TIMESTAMP(3)") == [dt.datetime(2024, 5, 1)]
     assert _cast(t[:1] + [dt.datetime(2024, 1, 1)], "TIMESTAMP(3)", "STRING") == \
         ["2024-05-01 12:00:00.123", "2024-01-01 00:00:00.000"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-(10 ** 15), 10 ** 15), max_size=20), st.integers(0, 5))
+def test_timestamp_precision_cuts_as_datetimeutils_truncate(micros: list[int], precision: int) -> None:
+    """Paimon's Timestamp holds epoch milliseconds (floored) and the nanoseconds of the
+    millisecond; truncate to precision <= 3 cuts the milliseconds toward zero (a time before
+    1970 moves later), above 3 it cuts the nanoseconds."""
+    epoch = dt.datetime(1970, 1, 1)
+    got = _cast([epoch + dt.timedelta(microseconds=u) for u in micros], "TIMESTAMP(6)", f"TIMESTAMP({precision})")
+    want = []
+    for u in micros:
+        ms, nanos = u // 1000, u % 1000 * 1000
+        if precision <= 3:
+            step = 10 ** (3 - precision)
+            ms, nanos = (abs(ms) // step * step) * (1 if ms >= 0 else -1), 0
+        else:
+            nanos -= nanos % 10 ** (9 - precision)
+        want.append(epoch + dt.timedelta(milliseconds=ms, microseconds=nanos // 1000))
+    assert got == want
 
 
 @pytest.mark.parametrize(("old", "new"), [("DOUBLE", "STRING"), ("FLOAT", "STRING"), ("DOUBLE", "DECIMAL(10, 2)"),

@@ -637,9 +637,12 @@ def _ranked(runs: list[list[pa.RecordBatch]], fields: Sequence[str], descending:
             raise UnsupportedPaimonFeatureError(
                 f"Paimon option 'sequence.field' names {name!r} of type {t}: mergetree orders versions by "
                 f"atomic sequence fields only")
-    columns = {f"f{i}": _java_ordered(pa.chunked_array([b.column(name) for b in batches],
-                                                       type=batches[0].schema.field(name).type).combine_chunks())
-               for i, name in enumerate(fields)}
+    columns = {}
+    for i, name in enumerate(fields):
+        t = batches[0].schema.field(name).type  # files of older schemas arrive evolved to the read types
+        columns[f"f{i}"] = _java_ordered(pa.chunked_array([b.column(name) if b.schema.field(name).type == t
+                                                           else b.column(name).cast(t) for b in batches],
+                                                          type=t).combine_chunks())
     columns["s"] = pa.concat_arrays([b.column(SEQUENCE_COLUMN).cast(pa.int64()) for b in batches])
     table = pa.table(columns)
     direction = "descending" if descending else "ascending"

@@ -418,7 +418,7 @@ def _cast_atomic(values: pa.Array, old: PaimonType, new: PaimonType, column: str
             except UnicodeDecodeError:
                 raise _Refused("a value is not UTF-8, which an Arrow string cannot hold") from None
         return _py(values, to_text, new)
-    if src == "TIMESTAMP" and dst == "TIMESTAMP":
+    if src == dst and src in ("TIMESTAMP", "TIMESTAMP_LTZ"):  # a precision change: no zone involved
         ms, nanos = _timestamp_parts(values)
         if new.precision <= 3:  # DateTimeUtils.truncate: epoch milliseconds cut toward zero
             step = 10 ** (3 - new.precision)
