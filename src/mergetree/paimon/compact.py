@@ -67,7 +67,7 @@ from .metadata import (
     partition_path,
 )
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
-from .types import same_type
+from .types import evolve, same_type
 
 __all__ = ["PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
            "rewrite_bucket"]
@@ -117,7 +117,7 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
     # moved to another level keeps its schema id.  Key columns cannot be retyped in Paimon: a
     # schema whose key differs is refused before anything is written.
     for schema_id in sorted({f.schema_id for f in files if f.schema_id != schema.id}):
-        _check_key_unchanged(t, t.schema(schema_id), schema)
+        _check_evolvable(t, t.schema(schema_id), schema)
     by_bucket: dict[tuple, list[PaimonFile]] = {}
     for f in files:
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
@@ -138,7 +138,10 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
     return PaimonCompaction(t, snap, schema, tuple(plans))
 
 
-def _check_key_unchanged(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> None:
+def _check_evolvable(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> None:
+    """Refuse, before anything is written, files of schema `old` that mergetree cannot read
+    under `now`: a key that differs (Paimon never retypes one), or a column retyped in a way
+    mergetree does not convert exactly (`types.evolve` names it)."""
     before = {f.id: f for f in old.fields}
     keys = [before.get(now.field(k).id) for k in now.trimmed_keys]
     if [k.name if k else None for k in keys] != list(old.trimmed_keys) or \
@@ -146,6 +149,9 @@ def _check_key_unchanged(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -
         raise UnsupportedPaimonFeatureError(
             f"Paimon table {t.name} holds files of schema {old.id}, whose primary key differs from schema {now.id}'s "
             f"(columns or types); mergetree cannot rewrite them")
+    for f in now.fields:
+        if f.id in before and before[f.id].type != f.type:
+            evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
 
 
 def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None,
