@@ -162,10 +162,10 @@ def test_nested_rows_are_mapped_by_field_id() -> None:
     new = parse_type({"type": "ROW", "fields": [{"id": 4, "name": "w", "type": "STRING"},
                                                 {"id": 3, "name": "x", "type": "BIGINT"},
                                                 {"id": 9, "name": "z", "type": "DOUBLE"}]})
-    values = pa.array([{"x": 1, "y": "a"}, None, {"x": None, "y": "c"}], old.arrow).slice(0)
+    values = pa.array([{"x": 0, "y": "-"}, {"x": 1, "y": "a"}, None, {"x": None, "y": "c"}], old.arrow).slice(1)
     assert evolve(values, old, new, "p").to_pylist() == [{"w": "a", "x": 1, "z": None}, None,
                                                          {"w": "c", "x": None, "z": None}]
-    arr_old = parse_type({"type": "ARRAY", "element": old.text and {"type": "ROW", "fields": [
+    arr_old = parse_type({"type": "ARRAY", "element": {"type": "ROW", "fields": [
         {"id": 3, "name": "x", "type": "INT"}, {"id": 4, "name": "y", "type": "STRING"}]}})
     arr_new = parse_type({"type": "ARRAY", "element": {"type": "ROW", "fields": [
         {"id": 4, "name": "y2", "type": "STRING"}]}})
