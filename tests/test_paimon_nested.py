@@ -111,18 +111,19 @@ def test_nested_columns_read_compact_and_read_back(tmp_path: Path, engine: str, 
 
 
 @needs_pypaimon
-def test_nested_fields_evolve_by_id_through_compaction(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_nested_fields_evolve_by_id_through_compaction(tmp_path: Path, fmt: str) -> None:
     """ALTER on nested fields (r.y renamed to w, r.z added, r.x widened INT -> BIGINT) between
     commits; old and new files merged, compacted together, read back by pypaimon."""
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.n"
     first = _commits(11, 3, 30, False)
-    write_paimon(work, wh, name, first, ["id"], [], {"bucket": "1"})
+    write_paimon(work, wh, name, first, ["id"], [], {"bucket": "1", "file.format": fmt})
     row2 = pa.struct([("x", pa.int64()), ("w", pa.string()), ("z", pa.int32())])
     schema2 = pa.schema([pa.field("r", row2) if f.name == "r" else f for f in SCHEMA])
     second = [pa.Table.from_pylist([dict(r, r=None if r["r"] is None else {"x": r["r"]["x"], "w": r["r"]["y"],
                                                                             "z": 7}) for r in c.to_pylist()],
                                    schema=schema2) for c in _commits(12, 2, 30, False)]
-    write_paimon(work, wh, name, second, ["id"], [], {"bucket": "1"},
+    write_paimon(work, wh, name, second, ["id"], [], {"bucket": "1", "file.format": fmt},
                  alter=[["rename_column", ["r", "y"], "w"], ["add_column", ["r", "z"], "INT"], "commit",
                         ["update_column_type", ["r", "x"], "BIGINT"]])
     assert PaimonTable.open(str(wh), name).schema().id == 2
@@ -137,8 +138,8 @@ def test_nested_fields_evolve_by_id_through_compaction(tmp_path: Path) -> None:
     assert _read(mp.read(str(wh), name)) == expected
     assert _read(pypaimon_read(wh, name, work)) == expected
     assert mp.compact(str(wh), name, full=True) is not None
-    assert {f.schema_id for f in PaimonTable.open(str(wh), name).live_files(
-        PaimonTable.open(str(wh), name).resolve(None))} == {2}
+    live = PaimonTable.open(str(wh), name).live_files(PaimonTable.open(str(wh), name).resolve(None))
+    assert {f.schema_id for f in live} == {2} and all(f.file_name.endswith(f".{fmt}") for f in live)
     assert _read(mp.read(str(wh), name)) == expected
     assert _read(pypaimon_read(wh, name, work)) == expected
 
