@@ -6,8 +6,9 @@ The rules, in order, for every option of the table's schema:
 1. handled here: ``bucket`` (> 0; -1 dynamic and -2 postpone are refused), ``bucket-key``,
    ``merge-engine``, ``sequence.field`` (one column), ``ignore-delete`` and its per-engine
    spellings, ``fields.<f>.aggregate-function``, ``fields.default-aggregate-function``,
-   ``file.format`` (parquet, orc), ``manifest.format`` (avro), ``partition.default-name``;
-2. refused when switched on: deletion vectors, sequence groups, remove-record-on-delete,
+   ``file.format`` (parquet, orc), ``manifest.format`` (avro), ``partition.default-name``,
+   ``deletion-vectors.enabled`` and ``deletion-vectors.merge-on-read``, ``index-file-in-data-file-dir``;
+2. refused when switched on: sequence groups, remove-record-on-delete,
    ignore-retract, distinct list aggregation, record-level expiry, row tracking, data evolution;
 3. harmless for reading: sizes, compaction triggers, retention, streaming scan and sink
    settings, file indexes, format tuning (prefixes below);
@@ -55,7 +56,6 @@ _HARMLESS_PREFIXES = (
     "alter-column-null-to-not-null", "query-auth.", "deletion-vector.index-file", "deletion-vectors.bitmap64",
 )
 _REFUSED_WHEN_TRUE = {
-    "deletion-vectors.enabled": "deletion vectors",
     "partial-update.remove-record-on-delete": "partial-update removing a record on delete",
     "partial-update.remove-record-on-sequence-group": "partial-update removing a record per sequence group",
     "aggregation.remove-record-on-delete": "aggregation removing a record on delete",
@@ -79,6 +79,17 @@ class PaimonOptions:
     default_partition_name: str = "__DEFAULT_PARTITION__"
     changelog_producer: str = "none"
     raw: Mapping[str, str] = field(default_factory=dict)
+    deletion_vectors: bool = False           # replaced rows marked per file: level > 0 files read alone
+    deletion_vectors_merge_on_read: bool = False  # level-0 files visible to batch reads (merged)
+
+    @property
+    def skips_level0(self) -> bool:
+        """Whether a batch read leaves level-0 files out, as Paimon's does: with deletion
+        vectors (unless merge-on-read) and for first-row, level-0 rows become visible once
+        compaction has resolved them against the older levels."""
+        if self.deletion_vectors:
+            return not self.deletion_vectors_merge_on_read
+        return self.engine == "first-row"
 
 
 def _true(value: str) -> bool:
@@ -107,7 +118,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         if key == "record-level.expire-time":
             raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
         known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "ignore-delete",
-                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name"}
+                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
+                 "deletion-vectors.enabled", "deletion-vectors.merge-on-read", "index-file-in-data-file-dir"}
         if key in known or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
             continue
         if key.startswith("scan."):
@@ -176,7 +188,9 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         raise refuse("manifest.format", "mergetree reads Avro manifests")
     return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
                          opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
-                         opts.get("changelog-producer", "none").strip().lower(), opts)
+                         opts.get("changelog-producer", "none").strip().lower(), opts,
+                         _true(opts.get("deletion-vectors.enabled", "false")),
+                         _true(opts.get("deletion-vectors.merge-on-read", "false")))
 
 
 def _check_field_option(key: str, value: str, columns: list[str], refuse) -> None:
