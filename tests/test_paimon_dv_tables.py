@@ -12,17 +12,21 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import struct
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
-from test_paimon import SCHEMA, T0, _commits, _options, model
+from test_paimon import SCHEMA, T0, _commits, _options, model, rewrite_all
 
 import mergetree.paimon as mp
-from mergetree import CorruptTableError
+from mergetree import CompactionConflictError, CorruptTableError
+from mergetree.paimon.compact import commit_compaction, plan_compaction, remove_files
 from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.read import plan_read
 from mergetree.table.deletion_vectors import MAGIC_64
@@ -216,3 +220,85 @@ def test_damaged_or_missing_index_files_are_named(tmp_path: Path) -> None:
     _dv_cache.clear()
     assert mp.read(str(wh), name).num_rows > 0
     assert t.latest_snapshot_id() == PaimonTable.open(str(wh), name).latest_snapshot_id()  # nothing written
+
+
+_KILLED_CHILD = """
+import os, signal, sys
+from mergetree.storage import LocalDiskStore
+import mergetree.paimon as mp
+write, create = LocalDiskStore.write, LocalDiskStore.create
+def dying_write(self, name, data, *args, **kwargs):
+    write(self, name, data, *args, **kwargs)
+    if sys.argv[2] == "index" and name.startswith("index/"):  # a real SIGKILL right after it
+        os.kill(os.getpid(), signal.SIGKILL)
+def dying_create(self, name, data, *args, **kwargs):
+    if sys.argv[2] == "snapshot" and name.startswith("snapshot/"):  # everything but the snapshot written
+        os.kill(os.getpid(), signal.SIGKILL)
+    return create(self, name, data, *args, **kwargs)
+LocalDiskStore.write, LocalDiskStore.create = dying_write, dying_create
+mp.compact(sys.argv[1], "db.t")
+"""
+
+
+@pytest.mark.parametrize("dies_after", ["index", "snapshot"])
+def test_killed_compaction_leaves_the_committed_table(tmp_path: Path, dies_after: str) -> None:
+    """SIGKILL right after an index file is written, or after everything but the snapshot
+    (index files, index manifest, manifests): the table reads as before, and compacts again."""
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    opts = _dv_options()
+    base = [_every_key(3000)]
+    write_paimon(work, wh, name, base, KEY, [], opts)
+    assert mp.compact(str(wh), name, full=True) is not None
+    more = _commits(18, 4, 300, True, True)[1:]
+    write_paimon(work, wh, name, more, KEY, [], opts)
+    latest = PaimonTable.open(str(wh), name).latest_snapshot_id()
+    before = model("deduplicate", base, KEY)  # level-0 commits not visible yet
+    child = subprocess.run([sys.executable, "-c", _KILLED_CHILD, str(wh), dies_after], timeout=120)
+    assert child.returncode == -signal.SIGKILL
+    assert PaimonTable.open(str(wh), name).latest_snapshot_id() == latest
+    assert list((wh / "db.db" / "t" / "index").iterdir())  # it died after writing index files
+    assert rows(mp.read(str(wh), name), KEY) == before
+    assert rows(pypaimon_read(wh, name, work), KEY) == before
+    assert mp.compact(str(wh), name) is not None
+    assert _deletion_vectors(wh, name)
+    assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base + more, KEY)
+    assert rows(pypaimon_read(wh, name, work), KEY) == model("deduplicate", base + more, KEY)
+
+
+def test_lost_race_rebases_the_index_manifest_or_conflicts(tmp_path: Path) -> None:
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    opts = _dv_options()
+    base = [_every_key(3000)]
+    write_paimon(work, wh, name, base, KEY, [], opts)
+    assert mp.compact(str(wh), name, full=True) is not None
+    more = _commits(28, 4, 300, True, True)[1:]
+    write_paimon(work, wh, name, more, KEY, [], opts)
+    # an append commits between this compaction's rewrite and its commit: rebased on top of it
+    job = plan_compaction(str(wh), name)
+    assert job is not None
+    changes, written = rewrite_all(job)
+    assert any(c.index_changed for c in changes)
+    late = _commits(29, 2, 300, True, True)[1:]
+    write_paimon(work, wh, name, late, KEY, [], opts)
+    committed = commit_compaction(job, changes, written)
+    t = PaimonTable.open(str(wh), name)
+    assert t.snapshot(committed - 1)["commitKind"] == "APPEND"
+    assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base + more, KEY)
+    assert rows(pypaimon_read(wh, name, work), KEY) == model("deduplicate", base + more, KEY)
+    assert mp.compact(str(wh), name) is not None  # the late commit's level-0 file, against the vectors
+    assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base + more + late, KEY)
+    # two compactions of the same buckets: the second to commit is refused, its files removed
+    write_paimon(work, wh, name, _commits(30, 3, 300, True, True)[1:], KEY, [], opts)
+    stale = plan_compaction(str(wh), name)
+    assert stale is not None
+    stale_changes, stale_written = rewrite_all(stale)
+    assert mp.compact(str(wh), name) is not None
+    latest = t.latest_snapshot_id()
+    with pytest.raises(CompactionConflictError):
+        try:
+            commit_compaction(stale, stale_changes, stale_written)
+        except BaseException:
+            remove_files(stale.table, stale_written)
+            raise
+    assert t.latest_snapshot_id() == latest
+    assert not [p for p in stale_written if os.path.exists(p)]

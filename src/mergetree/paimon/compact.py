@@ -56,6 +56,7 @@ from ..table.compaction.planner import (
     CompactUnit,
     Levels,
     RewriteGroup,
+    force_pick_level0,
     full_compaction,
     pick,
     plan_rewrite,
@@ -140,6 +141,9 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             options.small_file_ratio)
         levels = Levels(bucket_files, num_levels)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
+        if unit is None and opts.deletion_vectors and not full:
+            # reads leave level 0 out: compact it now, as Paimon's ForceUpLevel0Compaction does
+            unit = force_pick_level0(levels, bucket_options)
         if unit is None:
             continue
         if opts.deletion_vectors and unit.output_level > 0 and not unit.drop_delete:
