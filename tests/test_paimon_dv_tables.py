@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 from test_paimon import SCHEMA, T0, _commits, _options, model, rewrite_all
 
@@ -302,3 +304,33 @@ def test_lost_race_rebases_the_index_manifest_or_conflicts(tmp_path: Path) -> No
             raise
     assert t.latest_snapshot_id() == latest
     assert not [p for p in stale_written if os.path.exists(p)]
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow])
+@given(rounds=st.lists(st.tuples(st.integers(1, 3), st.integers(0, 10**6), st.sampled_from(["pick", "full", "none"])),
+                       min_size=1, max_size=3),
+       engine=st.sampled_from(["deduplicate", "partial-update"]))
+def test_any_history_of_writes_and_compactions_reads_like_the_model(tmp_path_factory, rounds, engine) -> None:
+    """Random rounds of pypaimon commits (upserts, deletes where the engine allows them), each
+    followed by a universal compaction, a full one or none: after every round mergetree reads
+    exactly the model of what compaction has made visible, with deletion vectors or without."""
+    tmp = tmp_path_factory.mktemp("dv-history")
+    wh, work, name = tmp / "wh", tmp / "work", "db.t"
+    opts = _dv_options(engine)
+    visible = [_every_key(1200)]
+    write_paimon(work, wh, name, visible, KEY, [], opts)
+    assert mp.compact(str(wh), name, full=True) is not None
+    pending: list[pa.Table] = []
+    for count, seed, how in rounds:
+        new = _commits(seed, count + 1, 200, engine == "deduplicate", True)[1:]
+        write_paimon(work, wh, name, new, KEY, [], opts)
+        pending += new
+        if how != "none":
+            mp.compact(str(wh), name, full=how == "full")
+            visible += pending  # every level-0 file is compacted: universal or forced
+            pending = []
+        t = PaimonTable.open(str(wh), name)
+        assert bool([f for f in t.live_files(t.latest_snapshot()) if f.level == 0]) == bool(pending)
+        assert rows(mp.read(str(wh), name), KEY) == model(engine, visible, KEY)
+    assert rows(pypaimon_read(wh, name, work), KEY) == model(engine, visible, KEY)
