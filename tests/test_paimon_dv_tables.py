@@ -20,6 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,6 +33,7 @@ from mergetree.paimon.compact import commit_compaction, plan_compaction, remove_
 from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.read import plan_read
 from mergetree.table.deletion_vectors import MAGIC_64
+from mergetree.table.read.topn import top_rows
 
 pytestmark = needs_pypaimon
 
@@ -113,9 +115,28 @@ def test_compaction_marks_replaced_rows_and_every_reader_agrees(tmp_path: Path, 
     for n, i in keys[::17] + [("nobody", 10**9)]:
         got = mp.read(str(wh), name, filter=[("name", "=", n), ("id", "=", i)])
         assert rows(got, KEY) == [r for r in expected if r["name"] == n and r["id"] == i], (n, i)
+    _check_top_n(wh, name, expected)
     # time travel: the snapshot before the deletion-vector compaction reads the base alone
     # (later commits' level-0 files are not visible in this mode until compacted)
     assert rows(mp.read(str(wh), name, snapshot=2), KEY) == model(engine, commits[:1], KEY)
+
+
+def _check_top_n(wh: Path, name: str, expected: list[dict]) -> None:
+    """Top-N reads equal the model's rows in the same order (nulls last, ties broken by the
+    other columns), with and without a filter and a projection leaving the order column out."""
+    model_table = pa.Table.from_pylist(expected, schema=SCHEMA)
+    for order in ([("v", "desc")], [("id", "asc")], [("amount", "asc"), ("id", "desc")], "cnt"):
+        for limit in (0, 1, 7, 50):
+            got = mp.read(str(wh), name, order_by=order, limit=limit)
+            want = top_rows(model_table, [(order, "asc")] if isinstance(order, str) else order, limit)
+            assert got.to_pylist() == want.to_pylist(), (order, limit)
+    got = mp.read(str(wh), name, columns=["id", "name"], filter=[("id", "<", 150)], order_by=[("v", "desc")],
+                  limit=5)
+    narrowed = model_table.filter(pc.field("id") < 150)
+    assert got.to_pylist() == top_rows(narrowed, [("v", "desc")], 5).select(["id", "name"]).to_pylist()
+    first = mp.read(str(wh), name, limit=9)
+    assert first.num_rows == min(9, len(expected))
+    assert all(r in expected for r in rows(first, KEY))
 
 
 def _matches(row: dict, f: list) -> bool:
@@ -152,6 +173,7 @@ def test_level0_is_invisible_until_compacted_unless_merge_on_read(tmp_path: Path
     _set_option(wh, name, "deletion-vectors.merge-on-read", "true")
     everything = model("deduplicate", commits + extra, KEY)
     assert rows(mp.read(str(wh), name), KEY) == everything
+    _check_top_n(wh, name, everything)  # merged buckets
     n, i = next((r["name"], r["id"]) for r in extra[-1].to_pylist())
     got = mp.read(str(wh), name, filter=[("name", "=", n), ("id", "=", i)])
     assert rows(got, KEY) == [r for r in everything if (r["name"], r["id"]) == (n, i)]

@@ -40,6 +40,7 @@ from ..table import filters as flt
 from ..table.filecache import FileCache
 from ..table.files import batch_rows_for, parquet_fragment, read_parquet
 from ..table.objects import StoredFile
+from ..table.read.topn import top_rows
 from ..table.sections import interval_partition
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
@@ -836,19 +837,110 @@ def _streamed(plan: PaimonReadPlan, workers: int) -> Iterator[pa.RecordBatch]:
 
 
 def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-         threads: Any = None, storage_options: Mapping[str, object] | None = None) -> pa.Table:
+         threads: Any = None, storage_options: Mapping[str, object] | None = None, order_by: Any = None,
+         limit: Any = None) -> pa.Table:
     """Read a Paimon primary-key table (or `columns` of it, rows matching `filter`) at
     `snapshot` (an id or a tag name; default the latest) into one Arrow table.  `warehouse` is
     a local directory or a URI (``s3://bucket/warehouse``, ``gs://...``, ``az://...``) with
     `storage_options` as `Table.open` takes them (credentials, endpoint, region; used, never
-    stored)."""
+    stored).  With `order_by` ([(column, "asc"|"desc")], nulls last, ties broken by the other
+    columns) and `limit`, a Top-N read: files read on their own (deletion vectors) are read
+    best first and skipped once their statistics cannot beat the rows found; `limit` alone
+    stops after that many rows."""
+    order, limit = _order_by(order_by, limit)
+    extra: list[str] = []  # order columns the projection leaves out: read, then dropped
+    if isinstance(columns, (list, tuple)):
+        extra = [c for c, _ in order if c not in columns]
+        columns = list(columns) + extra
     plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
+    for column, _ in order:
+        if column not in plan.schema.names:
+            raise InvalidArgumentError(f"order_by names {column!r}, which is not a column of Paimon table "
+                                       f"{plan.table.name}; columns: {plan.schema.names}")
     workers = _threads(threads)
     schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
+    if order and limit is not None:
+        out = _top_n(plan, order, limit, workers)
+        return out.drop_columns(extra) if extra else out
+    if limit is not None:
+        return _first_rows(plan, limit, schema)
     if workers <= 1 or len(plan.buckets) <= 1:
         # the result is in memory anyway: spare threads split the one bucket's merges
         parts = [list(read_bucket(plan, b, threads=workers)) for b in plan.buckets]
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="paimon-read") as pool:
             parts = list(pool.map(lambda b: list(read_bucket(plan, b)), plan.buckets))
-    return pa.Table.from_batches([b for part in parts for b in part], schema=schema)
+    out = pa.Table.from_batches([b for part in parts for b in part], schema=schema)
+    return top_rows(out, order, None).drop_columns(extra) if order else out
+
+
+def _order_by(order_by: Any, limit: Any) -> tuple[list[tuple[str, str]], int | None]:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgumentError(f"limit must be a non-negative integer or None, not {limit!r}")
+    if order_by is None:
+        return [], limit
+    items = [order_by] if isinstance(order_by, (str, tuple)) else order_by
+    if not isinstance(items, list) or not items:
+        raise InvalidArgumentError(f"order_by must be a column, (column, 'asc'|'desc'), or a list of them, "
+                                   f"not {order_by!r}")
+    out = []
+    for item in items:
+        column, direction = (item, "asc") if isinstance(item, str) else (tuple(item) + ("asc",))[:2]
+        if not isinstance(column, str) or direction not in ("asc", "desc"):
+            raise InvalidArgumentError(f"order_by takes (column, 'asc'|'desc'), not {item!r}")
+        out.append((column, direction))
+    return out, limit
+
+
+def _first_rows(plan: PaimonReadPlan, limit: int, schema: pa.Schema) -> pa.Table:
+    """The first `limit` rows in bucket order, reading no further than needed."""
+    batches, rows = [], 0
+    for bucket in plan.buckets:
+        for batch in read_bucket(plan, bucket):
+            if rows >= limit:
+                break
+            batches.append(batch.slice(0, limit - rows))
+            rows += batches[-1].num_rows
+        if rows >= limit:
+            break
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _best(stats: Mapping[str, tuple[Any, Any, int]], column: str, direction: str) -> tuple[int, Any] | None:
+    """The best value a file can offer for a Top-N on `column` ((1, 0): only nulls), None when
+    its statistics do not say."""
+    if column not in stats:
+        return None
+    lo, hi, _ = stats[column]
+    value = lo if direction == "asc" else hi
+    return (1, 0) if value is None else (0, value)
+
+
+def _top_n(plan: PaimonReadPlan, order: list[tuple[str, str]], limit: int, workers: int) -> pa.Table:
+    """Top-N: merged buckets are read whole; in buckets whose files are read alone, files go
+    best first by their statistics of the first order column, and a file that cannot beat the
+    limit-th row found so far (ties can) is not read."""
+    schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
+    best = pa.Table.from_batches([], schema=schema)
+    column, direction = order[0]
+    alone: list[tuple[PaimonBucket, PaimonFile, tuple[int, Any]]] = []
+    for bucket in plan.buckets:
+        ranked = [(pf, _best(_file_stats(plan, pf), column, direction)) for pf in bucket.files] \
+            if plan.reads_files_alone(bucket) else []
+        if ranked and all(b is not None for _, b in ranked):
+            alone += [(bucket, pf, b) for pf, b in ranked if b is not None]
+            continue
+        rows = pa.Table.from_batches(list(read_bucket(plan, bucket, threads=workers)), schema=schema)
+        best = top_rows(pa.concat_tables([best, rows]), order, limit)
+    valued = sorted((a for a in alone if a[2][0] == 0), key=lambda a: a[2][1], reverse=direction == "desc")
+    for bucket, pf, value in valued + [a for a in alone if a[2][0] == 1]:
+        if best.num_rows >= limit and limit > 0:
+            nth = best.column(column)[limit - 1].as_py()
+            if nth is not None and (value[0] == 1 or (value[1] > nth if direction == "asc" else value[1] < nth)):
+                continue  # nothing in this file can come before the limit-th row
+        elif limit == 0:
+            break
+        one = PaimonBucket(bucket.partition, bucket.bucket, (pf,))
+        rows = pa.Table.from_batches(list(read_bucket(plan, one)), schema=schema)
+        best = top_rows(pa.concat_tables([best, rows]), order, limit)
+    return best
