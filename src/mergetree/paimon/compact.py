@@ -32,10 +32,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -49,13 +50,24 @@ from ..errors import (
     UnsupportedPaimonFeatureError,
 )
 from ..storage import Store
-from ..table.compaction.planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite
+from ..table.compaction.planner import (
+    CompactionOptions,
+    CompactionPlan,
+    CompactUnit,
+    Levels,
+    RewriteGroup,
+    force_pick_level0,
+    full_compaction,
+    pick,
+    plan_rewrite,
+)
 from ..table.files import ROW_GROUP_ROWS
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
 from .binary_row import decode_row, encode_row
 from .metadata import (
     ADD,
     DELETE,
+    DELETION_VECTORS_INDEX,
     KIND_COLUMN,
     LATEST_HINT,
     MANIFEST_DIR,
@@ -67,9 +79,10 @@ from .metadata import (
     partition_path,
 )
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
+from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
 from .types import evolve, same_type
 
-__all__ = ["PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
+__all__ = ["BucketChange", "PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
            "rewrite_bucket"]
 
 LONG_MAX = (1 << 63) - 1
@@ -130,9 +143,17 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             options.small_file_ratio)
         levels = Levels(bucket_files, num_levels)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
+        if unit is None and opts.deletion_vectors and not full:
+            # reads leave level 0 out: compact it now, as Paimon's ForceUpLevel0Compaction does
+            unit = force_pick_level0(levels, bucket_options)
         if unit is None:
             continue
+        if opts.deletion_vectors and unit.output_level > 0 and not unit.drop_delete:
+            # the versions a retraction replaces above the output are marked deleted: it has done its work
+            unit = CompactUnit(unit.output_level, unit.files, True, unit.reason)
         plan = plan_rewrite(unit, bucket_options)
+        if opts.deletion_vectors and unit.output_level > 0:
+            plan = _rewriting_level0(plan)
         if plan.rewrites or plan.upgrades:
             plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
     return PaimonCompaction(t, snap, schema, tuple(plans))
@@ -152,6 +173,17 @@ def _check_evolvable(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> No
     for f in now.fields:
         if f.id in before and before[f.id].type != f.type:
             evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
+
+
+def _rewriting_level0(plan: CompactionPlan) -> CompactionPlan:
+    """A deletion-vector table's plan with no level-0 file (nor one holding retractions) merely
+    moved up: as Paimon, such a file is rewritten, so that the versions it replaces in higher
+    levels are looked up and marked deleted (a moved file would leave them visible)."""
+    moved = [f for f in plan.upgrades if f.level == 0 or f.delete_count]
+    if not moved:
+        return plan
+    return replace(plan, upgrades=tuple(f for f in plan.upgrades if f not in moved),
+                   rewrites=plan.rewrites + tuple(RewriteGroup((((f,),),)) for f in moved))
 
 
 def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None,
@@ -185,39 +217,81 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress |
         workers = max(1, min(os.cpu_count() or 1, len(job.plans)))
         with ThreadPoolExecutor(workers, thread_name_prefix="paimon-compact") as pool:
             changes = list(pool.map(lambda bp: rewrite_bucket(job, bp[0], bp[1], written, advance), job.plans))
-        adds = [e for a, _ in changes for e in a]
-        deletes = [e for _, d in changes for e in d]
-        return commit_compaction(job, adds, deletes, written)
+        return commit_compaction(job, changes, written)
     except BaseException:
         remove_files(job.table, written)
         raise
 
 
+class BucketChange(NamedTuple):
+    """What compacting one bucket changes: manifest entries to add and delete, and for a
+    deletion-vector table whose vectors changed, the bucket's new index manifest entry (None:
+    the bucket has no deleted rows any more)."""
+
+    adds: list[dict]
+    deletes: list[dict]
+    index_changed: bool = False
+    index_entry: dict | None = None
+    partition: bytes = b""
+    bucket: int = 0
+
+
 def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: CompactionPlan, written: list[str],
-                   advance: Callable[[int], None] | None = None) -> tuple[list[dict], list[dict]]:
-    """Carry out one bucket's plan: (ADD entries, DELETE entries).  Paths of new files (local
-    paths or URIs, `PaimonTable.full`) are appended to `written` before they exist (the caller
-    removes them on failure: `remove_files`)."""
-    read_plan = PaimonReadPlan(job.table, job.snapshot, job.schema, job.schema.names, None, (bucket,), 0)
+                   advance: Callable[[int], None] | None = None) -> BucketChange:
+    """Carry out one bucket's plan.  Paths of new files (local paths or URIs,
+    `PaimonTable.full`) are appended to `written` before they exist (the caller removes them
+    on failure: `remove_files`).  In a deletion-vector table every input's vector is applied
+    as it is read, and a rewrite into level N > 0 marks the versions it replaces above N."""
+    vectors = job.schema.checked_options.deletion_vectors
+    read_plan = PaimonReadPlan(job.table, job.snapshot, job.schema, job.schema.names, None, (bucket,), 0,
+                               job.table.deletion_files(job.snapshot) if vectors else {})
     adds: list[dict] = []
     deletes: list[dict] = []
+    replaced: dict[str, Any] = {}
+    rewritten: list[PaimonFile] = []
     for group in plan.rewrites:
         runs = group.sorted_runs()
         inputs = sum(f.row_count for f in group.files)
-        batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete)
+        older = None
+        if vectors and plan.output_level > 0:
+            found = replaced_positions(read_plan, bucket, list(group.files), plan.output_level)
+            older = older_versions(read_plan, bucket, found)
+            for name, positions in found.items():
+                replaced[name] = positions if name not in replaced else sorted(set(replaced[name]) | set(positions))
+        batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete, older=older)
         directory = _bucket_directory(job, bucket)
         for entry in _write_rolled(job, bucket, directory, batches, plan.output_level, written):
             adds.append(entry)
         if advance is not None:
             advance(inputs)
         deletes += [_as_delete(f) for f in group.files]
+        rewritten += group.files
     for f in plan.upgrades:
         deletes.append(_as_delete(f))
         upgraded = dict(f.record)
         upgraded["_FILE"] = dict(f.record["_FILE"], _LEVEL=plan.output_level)
         upgraded["_KIND"] = ADD
         adds.append(upgraded)
-    return adds, deletes
+    partition = bucket.files[0].partition_bytes
+    if not vectors or not (replaced or any(read_plan.deletion_file(f) is not None for f in rewritten)):
+        return BucketChange(adds, deletes, partition=partition, bucket=bucket.bucket)
+    name = new_index_name()
+    index = bucket_index(read_plan, bucket, rewritten, {k: np.asarray(v) for k, v in replaced.items()}, name)
+    if index is None:
+        return BucketChange(adds, deletes, True, None, partition, bucket.bucket)
+    data, entry = index
+    where = _index_file_object(job, bucket, name)
+    written.append(job.table.full(where))
+    job.table.storage.write(where, data)
+    return BucketChange(adds, deletes, True, entry, partition, bucket.bucket)
+
+
+def _index_file_object(job: PaimonCompaction, bucket: PaimonBucket, name: str) -> str:
+    """A new index file's object path: ``index/``, or the bucket's directory when the table
+    keeps index files there (``index-file-in-data-file-dir``), as Paimon's readers look."""
+    if job.schema.options.get("index-file-in-data-file-dir", "false").strip().lower() == "true":
+        return posixpath.join(_bucket_directory(job, bucket), name)
+    return index_object(name)
 
 
 def _bucket_directory(job: PaimonCompaction, bucket: PaimonBucket) -> str:
@@ -524,11 +598,71 @@ def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
     return {"_MIN_VALUES": encode_row(lo, types), "_MAX_VALUES": encode_row(hi, types), "_NULL_COUNTS": nulls}
 
 
-def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dict], written: list[str]) -> int:
-    """Commit the change as a COMPACT snapshot; returns its id.  Paths written (manifests
-    included) go into `written` so that a failure removes them (`remove_files`)."""
+# the index manifest's Avro schema (Paimon's IndexManifestEntry with its version field), for a
+# table that has none yet; an existing index manifest's own schema is reused
+INDEX_MANIFEST_SCHEMA = {
+    "type": "record", "name": "org.apache.paimon.avro.generated.record", "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_INDEX_TYPE", "type": "string"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        {"name": "_DELETIONS_VECTORS_RANGES", "default": None, "type": ["null", {"type": "array", "items": {
+            "type": "record", "name": "record__DELETIONS_VECTORS_RANGES", "fields": [
+                {"name": "f0", "type": "string"}, {"name": "f1", "type": "int"}, {"name": "f2", "type": "int"},
+                {"name": "_CARDINALITY", "type": ["null", "long"], "default": None}]}}]},
+        {"name": "_EXTERNAL_PATH", "type": ["null", "string"], "default": None},
+    ]}
+
+
+def _index_entries(t: PaimonTable, snapshot: dict) -> list[dict]:
+    name = snapshot.get("indexManifest")
+    return list(t.avro(name, "index manifest").records) if name else []
+
+
+def _bucket_index_name(entries: list[dict], partition: bytes, bucket: int) -> str | None:
+    for e in entries:
+        if e["_PARTITION"] == partition and e["_BUCKET"] == bucket and e["_INDEX_TYPE"] == DELETION_VECTORS_INDEX \
+                and e["_KIND"] == ADD:
+            return str(e["_FILE_NAME"])
+    return None
+
+
+def _write_index_manifest(t: PaimonTable, base: dict, changes: list[BucketChange], codec: str,
+                          written: list[str]) -> str | None:
+    """The index manifest of the new snapshot: the base's entries (a full list), each changed
+    bucket's deletion-vector entry replaced by its new one (or dropped).  Its name (None: no
+    index file left)."""
+    changed = {(c.partition, c.bucket) for c in changes}
+    kept = [e for e in _index_entries(t, base)
+            if not (e["_INDEX_TYPE"] == DELETION_VECTORS_INDEX and (e["_PARTITION"], e["_BUCKET"]) in changed)]
+    entries = kept + [c.index_entry for c in changes if c.index_entry is not None]
+    if not entries:
+        return None
+    name = base.get("indexManifest")
+    schema = _named_schema(t.avro(name, "index manifest").schema, "index manifest") if name \
+        else INDEX_MANIFEST_SCHEMA
+    manifest = f"index-manifest-{uuid.uuid4()}-0"
+    written.append(t.manifest_path(manifest))
+    _write_avro(t, manifest, schema, [_fit(e, schema, "index manifest") for e in entries], codec)
+    return manifest
+
+
+def commit_compaction(job: PaimonCompaction, changes: list[BucketChange], written: list[str]) -> int:
+    """Commit the buckets' changes as a COMPACT snapshot; returns its id.  Paths written
+    (manifests included) go into `written` so that a failure removes them (`remove_files`).
+    A deletion-vector table's changed buckets get a new index manifest; a newer snapshot that
+    changed one of their index files is a conflict."""
     t, schema = job.table, job.schema
     t.storage.require_conditional_create()
+    adds = [e for c in changes for e in c.adds]
+    deletes = [e for c in changes for e in c.deletes]
+    index_changes = [c for c in changes if c.index_changed]
+    before = _index_entries(t, job.snapshot) if index_changes else []
+    index_files = {(c.partition, c.bucket): _bucket_index_name(before, c.partition, c.bucket) for c in index_changes}
     list_schema, manifest_schema, codec = _templates(t, job.snapshot)
     manifest_schema = _named_schema(manifest_schema, "manifest")
     list_schema = _named_schema(list_schema, "manifest list")
@@ -555,6 +689,14 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
             raise CompactionConflictError(
                 f"another commit to Paimon table {t.name} replaced {len(needed - live)} input file(s) of this "
                 f"compaction (snapshot {base['id']}); nothing was committed")
+        index_manifest = base.get("indexManifest")
+        if index_changes:
+            now = _index_entries(t, base) if base is not job.snapshot else before
+            if any(_bucket_index_name(now, p, b) != name for (p, b), name in index_files.items()):
+                raise CompactionConflictError(
+                    f"another commit to Paimon table {t.name} changed the deletion vectors of a bucket this "
+                    f"compaction changes (snapshot {base['id']}); nothing was committed")
+            index_manifest = _write_index_manifest(t, base, index_changes, codec, written)
         unique = uuid.uuid4()
         base_list, delta_list = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
         previous = [m for n in (base.get("baseManifestList"), base.get("deltaManifestList")) if n
@@ -566,11 +708,16 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
         new_id = int(base["id"]) + 1
         snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
                                   delta_change, user)
+        if index_changes:
+            snapshot["indexManifest"] = index_manifest
         if _publish(t, new_id, snapshot):
             written.clear()  # committed: from here on nothing may remove these files
             _write_latest(t, new_id)
             return new_id
-        for path in (t.manifest_path(base_list), t.manifest_path(delta_list)):
+        lost = [t.manifest_path(base_list), t.manifest_path(delta_list)]
+        if index_changes and index_manifest is not None:
+            lost.append(t.manifest_path(index_manifest))
+        for path in lost:
             remove_files(t, [path])
             written.remove(path)
         time.sleep(min(0.5, 0.01 * (2 ** attempt)) * random.uniform(0.5, 1.0))

@@ -7,8 +7,9 @@ The rules, in order, for every option of the table's schema:
    ``merge-engine``, ``sequence.field`` (one or several columns, compared in the listed order)
    with ``sequence.field.sort-order``, ``ignore-delete`` and its per-engine
    spellings, ``fields.<f>.aggregate-function``, ``fields.default-aggregate-function``,
-   ``file.format`` (parquet, orc), ``manifest.format`` (avro), ``partition.default-name``;
-2. refused when switched on: deletion vectors, sequence groups, remove-record-on-delete,
+   ``file.format`` (parquet, orc), ``manifest.format`` (avro), ``partition.default-name``,
+   ``deletion-vectors.enabled`` and ``deletion-vectors.merge-on-read``, ``index-file-in-data-file-dir``;
+2. refused when switched on: sequence groups, remove-record-on-delete,
    ignore-retract, distinct list aggregation, record-level expiry, row tracking, data evolution;
 3. harmless for reading: sizes, compaction triggers, retention, streaming scan and sink
    settings, file indexes, format tuning (prefixes below);
@@ -56,7 +57,6 @@ _HARMLESS_PREFIXES = (
     "alter-column-null-to-not-null", "query-auth.", "deletion-vector.index-file", "deletion-vectors.bitmap64",
 )
 _REFUSED_WHEN_TRUE = {
-    "deletion-vectors.enabled": "deletion vectors",
     "partial-update.remove-record-on-delete": "partial-update removing a record on delete",
     "partial-update.remove-record-on-sequence-group": "partial-update removing a record per sequence group",
     "aggregation.remove-record-on-delete": "aggregation removing a record on delete",
@@ -83,11 +83,22 @@ class PaimonOptions:
     changelog_producer: str = "none"
     raw: Mapping[str, str] = field(default_factory=dict)
     sequence_descending: bool = False        # `sequence.field.sort-order` = descending
+    deletion_vectors: bool = False           # replaced rows marked per file: level > 0 files read alone
+    deletion_vectors_merge_on_read: bool = False  # level-0 files visible to batch reads (merged)
 
     @property
     def sequence_field(self) -> str | None:
         """The `sequence.field` columns as the option lists them (None: no sequence field)."""
         return ",".join(self.sequence_fields) or None
+
+    @property
+    def skips_level0(self) -> bool:
+        """Whether a batch read leaves level-0 files out, as Paimon's does: with deletion
+        vectors (unless merge-on-read) and for first-row, level-0 rows become visible once
+        compaction has resolved them against the older levels."""
+        if self.deletion_vectors:
+            return not self.deletion_vectors_merge_on_read
+        return self.engine == "first-row"
 
 
 def _true(value: str) -> bool:
@@ -116,7 +127,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         if key == "record-level.expire-time":
             raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
         known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
-                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name"}
+                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
+                 "deletion-vectors.enabled", "deletion-vectors.merge-on-read", "index-file-in-data-file-dir"}
         if key in known or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
             continue
         if key.startswith("scan."):
@@ -198,7 +210,9 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         raise refuse("manifest.format", "mergetree reads Avro manifests")
     return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
                          opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
-                         opts.get("changelog-producer", "none").strip().lower(), opts, order == "descending")
+                         opts.get("changelog-producer", "none").strip().lower(), opts, order == "descending",
+                         _true(opts.get("deletion-vectors.enabled", "false")),
+                         _true(opts.get("deletion-vectors.merge-on-read", "false")))
 
 
 def _check_field_option(key: str, value: str, columns: list[str], refuse) -> None:
