@@ -35,14 +35,19 @@ def _run(*args: str) -> dict:
 
 def write_paimon(workdir: Path, warehouse: Path, table: str, commits: Sequence[pa.Table], primary_keys: list[str],
                  partition_keys: Sequence[str] = (), options: dict | None = None,
-                 tags: dict[str, int] | None = None, alter: list | None = None) -> dict:
-    """Create `table` if it is new and commit each table of `commits` with pypaimon."""
+                 tags: dict[str, int] | None = None, alter: list | None = None,
+                 stages: Sequence[tuple[list, Sequence[pa.Table]]] = ()) -> dict:
+    """Create `table` if it is new and commit each table of `commits` with pypaimon; then for
+    each (alter, commits) of `stages` (in the same pypaimon process), the ALTER, then its commits."""
     workdir.mkdir(parents=True, exist_ok=True)
     n = len(list(workdir.glob("spec-*.json")))
     files = [_ipc(workdir / f"commit-{n}-{i}.arrow", c) for i, c in enumerate(commits)]
+    staged = [{"alter": changes, "commits": [_ipc(workdir / f"commit-{n}-s{s}-{i}.arrow", c)
+                                             for i, c in enumerate(tables)]}
+              for s, (changes, tables) in enumerate(stages)]
     spec = {"warehouse": str(warehouse), "table": table, "primary_keys": list(primary_keys),
             "partition_keys": list(partition_keys), "options": {k: str(v) for k, v in (options or {}).items()},
-            "schema": files[0], "commits": files, "tags": tags or {}, "alter": alter or []}
+            "schema": files[0], "commits": files, "tags": tags or {}, "alter": alter or [], "stages": staged}
     path = workdir / f"spec-{n}.json"
     path.write_text(json.dumps(spec))
     return _run("write", str(path))

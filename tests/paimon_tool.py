@@ -6,8 +6,11 @@ so the tests write and read real Paimon tables the way Paimon's users do.
 
 SPEC: {"warehouse", "table", "primary_keys", "partition_keys", "options", "schema": IPC file whose
 schema is the table's, "commits": [IPC files], "tags": {name: snapshot id},
-"alter": [["add_column", name, type] | ["rename_column", old, new] | ["set_option", k, v]] applied
-before the commits}.  Data travels as Arrow IPC (stable across versions).
+"alter": [["add_column", name or path, type] | ["rename_column", old or path, new] |
+["drop_column", name or path] | ["update_column_type", name or path, type] | ["set_option", k, v] |
+"commit" (the changes so far become one schema version)] applied before the commits,
+"stages": [{"alter", "commits"}] applied and committed after them, in order}.  Data travels
+as Arrow IPC (stable across versions).
 """
 from __future__ import annotations
 
@@ -32,6 +35,32 @@ def _ipc(path: str) -> pa.Table:
         return pa.ipc.open_file(f).read_all()
 
 
+def _alter(cat, name: str, alter: list) -> None:
+    changes = []
+    for change in alter:
+        from pypaimon.schema.data_types import AtomicType, DataTypeParser
+        from pypaimon.schema.schema_change import SchemaChange
+        if change == "commit":  # one schema version per group of changes
+            if changes:
+                cat.alter_table(name, changes)
+            changes = []
+        elif change[0] == "add_column":  # a name or a nested path; a type string or Paimon's type JSON
+            kind = change[2]
+            changes.append(SchemaChange.add_column(change[1], AtomicType(kind) if isinstance(kind, str) and
+                                                   not kind.startswith("{") else
+                                                   DataTypeParser.parse_data_type(json.loads(kind))))
+        elif change[0] == "rename_column":
+            changes.append(SchemaChange.rename_column(change[1], change[2]))
+        elif change[0] == "drop_column":
+            changes.append(SchemaChange.drop_column(change[1]))
+        elif change[0] == "update_column_type":
+            changes.append(SchemaChange.update_column_type(change[1], AtomicType(change[2])))
+        elif change[0] == "set_option":
+            changes.append(SchemaChange.set_option(change[1], change[2]))
+    if changes:
+        cat.alter_table(name, changes)
+
+
 def write(spec_path: str) -> None:
     with open(spec_path) as fh:
         spec = json.load(fh)
@@ -45,22 +74,16 @@ def write(spec_path: str) -> None:
         cat.create_table(spec["table"], Schema.from_pyarrow_schema(
             schema, primary_keys=spec["primary_keys"], partition_keys=spec.get("partition_keys") or None,
             options=spec.get("options") or {}), False)
-    changes = []
-    for change in spec.get("alter") or []:
-        from pypaimon.schema.data_types import AtomicType
-        from pypaimon.schema.schema_change import SchemaChange
-        if change[0] == "add_column":
-            changes.append(SchemaChange.add_column(change[1], AtomicType(change[2])))
-        elif change[0] == "rename_column":
-            changes.append(SchemaChange.rename_column(change[1], change[2]))
-        elif change[0] == "set_option":
-            changes.append(SchemaChange.set_option(change[1], change[2]))
-    if changes:
-        cat.alter_table(spec["table"], changes)
+    _alter(cat, spec["table"], spec.get("alter") or [])
     table = cat.get_table(spec["table"])
     started = time.perf_counter()
     for path in spec["commits"]:
         commit(table, _ipc(path))
+    for stage in spec.get("stages") or []:  # more schema versions, each with its commits
+        _alter(cat, spec["table"], stage["alter"])
+        table = cat.get_table(spec["table"])
+        for path in stage["commits"]:
+            commit(table, _ipc(path))
     for name, snapshot_id in (spec.get("tags") or {}).items():
         table.create_tag(name, snapshot_id)
     print(json.dumps({"seconds": time.perf_counter() - started}))

@@ -17,6 +17,7 @@ from mergetree.table.compaction.planner import (
     LevelSortedRun,
     RewriteGroup,
     create_unit,
+    force_pick_level0,
     full_compaction,
     parse_memory_size,
     pick,
@@ -355,6 +356,19 @@ def test_run_count_from_level_0_only():
 
 def test_exactly_trigger_runs_without_ratio_is_no_pick():
     assert pick(layout([1, 10, 100, 1000], [(5, 10**6)]), OPTS) is None
+
+
+def test_force_pick_level0_takes_every_level0_run():
+    """Paimon's forcePickL0 (deletion-vector tables): where `pick` finds nothing, all of level 0,
+    extended by size ratio, into the level below the next run."""
+    levels = layout([1], [(3, 10**6), (5, 10**7)])  # one small level-0 file: pick finds nothing
+    assert pick(levels, OPTS) is None
+    unit = force_pick_level0(levels, OPTS)
+    assert unit.reason == "force-level0" and names(unit.files) == ["f0"] and unit.output_level == 2
+    unit = force_pick_level0(layout([1, 1], [(3, 2), (5, 10**7)]), OPTS)  # 2 * 1.01 >= 2: L3 joins
+    assert names(unit.files) == ["f0", "f1", "L3"] and unit.output_level == 4
+    assert force_pick_level0(layout([], [(5, 100)]), OPTS) is None  # no level 0: nothing forced
+    assert force_pick_level0(layout([4, 5]), OPTS).output_level == 5  # level 0 alone: the max level
 
 
 def test_pick_checks_num_levels():

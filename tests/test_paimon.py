@@ -242,12 +242,12 @@ def test_compaction_conflicts_and_rebases(tmp_path: Path) -> None:
     # a compaction whose inputs another compaction replaced: aborted, nothing left behind
     job = plan_compaction(str(wh), name, full=True)
     assert job is not None
-    adds, deletes, written = rewrite_all(job)
+    changes, written = rewrite_all(job)
     assert mp.compact(str(wh), name, full=True) is not None
     latest = PaimonTable.open(str(wh), name).latest_snapshot_id()
     with pytest.raises(CompactionConflictError, match="replaced"):
         try:
-            commit_compaction(job, adds, deletes, written)
+            commit_compaction(job, changes, written)
         except BaseException:
             for p in written:
                 os.unlink(p) if os.path.exists(p) else None
@@ -258,10 +258,10 @@ def test_compaction_conflicts_and_rebases(tmp_path: Path) -> None:
     write_paimon(work, wh, name, _commits(22, 5, 100, False, False), ["name", "id"], [], {"bucket": "2"})
     job = plan_compaction(str(wh), name, full=True)
     assert job is not None
-    adds, deletes, written = rewrite_all(job)
+    changes, written = rewrite_all(job)
     extra = _commits(23, 1, 100, False, False)
     write_paimon(work, wh, name, extra, ["name", "id"], [], {"bucket": "2"})
-    commit_compaction(job, adds, deletes, written)
+    commit_compaction(job, changes, written)
     expected = model("deduplicate", commits + _commits(22, 5, 100, False, False) + extra, ["name", "id"])
     assert rows(mp.read(str(wh), name), ["name", "id"]) == expected
     assert rows(pypaimon_read(wh, name, work), ["name", "id"]) == expected
@@ -300,15 +300,10 @@ def test_files_of_an_older_schema_are_mapped_by_field_id(tmp_path: Path) -> None
     assert rows(got, key) == [{k: r[k] for k in ("id", "name", "memo")} for r in rows(ours, key) if r["id"] < 30]
 
 
-def rewrite_all(job) -> tuple[list, list, list[str]]:
-    """Every bucket of a compaction job rewritten, uncommitted: (adds, deletes, written paths)."""
+def rewrite_all(job) -> tuple[list, list[str]]:
+    """Every bucket of a compaction job rewritten, uncommitted: (bucket changes, written paths)."""
     written: list[str] = []
-    adds, deletes = [], []
-    for bucket, plan in job.plans:
-        a, d = rewrite_bucket(job, bucket, plan, written)
-        adds += a
-        deletes += d
-    return adds, deletes, written
+    return [rewrite_bucket(job, bucket, plan, written) for bucket, plan in job.plans], written
 
 
 def _data_files(wh: Path) -> list[str]:
@@ -363,7 +358,7 @@ def _alter(wh: Path, name: str, options: dict) -> None:
 
 @needs_pypaimon
 @pytest.mark.parametrize(("options", "named"), [
-    ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
+    ({"row-tracking.enabled": "true"}, "row-tracking.enabled"),
     ({"merge-engine": "aggregation", "fields.v.aggregate-function": "collect"}, "fields.v.aggregate-function"),
     ({"merge-engine": "partial-update", "fields.cnt.sequence-group": "v"}, "fields.cnt.sequence-group"),
     ({"some.future-option": "1"}, "some.future-option"),
@@ -389,7 +384,8 @@ def test_unsupported_options_are_named(tmp_path: Path, options: dict, named: str
     ({"bucket": "-1"}, "bucket"), ({"bucket": "-2"}, "bucket"),
     ({"bucket": "2", "partial-update.remove-record-on-delete": "true"}, "partial-update.remove-record-on-delete"),
     ({"bucket": "2", "file.format": "avro"}, "file.format"),
-    ({"bucket": "2", "sequence.field": "v,cnt"}, "sequence.field"),
+    ({"bucket": "2", "sequence.field": "v,nope"}, "sequence.field"),
+    ({"bucket": "2", "sequence.field": "v", "sequence.field.sort-order": "sideways"}, "sequence.field.sort-order"),
     ({"bucket": "2", "scan.snapshot-id": "3"}, "scan.snapshot-id"),
     ({"bucket": "2", "record-level.expire-time": "1 d"}, "record-level.expire-time"),
     ({"bucket": "2", "fields.v.ignore-retract": "true"}, "fields.v.ignore-retract"),

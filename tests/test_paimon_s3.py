@@ -196,11 +196,11 @@ def test_compaction_on_s3_rebases_on_a_lost_race_and_pypaimon_reads_it(s3_server
     # the conditional create of snapshot-4 loses (412 from the server), the commit rebases to 5
     job = plan_compaction(uri, name, full=True, storage_options=opts)
     assert job is not None and int(job.snapshot["id"]) == 3
-    adds, deletes, written = rewrite_all(job)
+    changes, written = rewrite_all(job)
     assert written and all(p.startswith(f"{uri}/db.db/t/") for p in written)
     driver.write(uri, name, commits[3:4], OPTIONS)
     driver.run()
-    assert commit_compaction(job, adds, deletes, written) == 5
+    assert commit_compaction(job, changes, written) == 5
     t = PaimonTable.open(uri, name, opts)
     assert [t.snapshot(i)["commitKind"] for i in (4, 5)] == ["APPEND", "COMPACT"]
     assert t.latest_snapshot_id() == 5
@@ -215,8 +215,7 @@ def test_compaction_on_s3_rebases_on_a_lost_race_and_pypaimon_reads_it(s3_server
     assert mp.compact(uri, name, full=True, storage_options=opts) == 6
     with pytest.raises(CompactionConflictError, match="replaced"):
         try:
-            commit_compaction(stale, [e for a, _ in stale_changes for e in a],
-                              [e for _, d in stale_changes for e in d], stale_written)
+            commit_compaction(stale, stale_changes, stale_written)
         except BaseException:
             remove_files(stale.table, stale_written)
             raise

@@ -35,9 +35,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -52,7 +53,17 @@ from ..errors import (
     UnsupportedPaimonFeatureError,
 )
 from ..storage import Store
-from ..table.compaction.planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite
+from ..table.compaction.planner import (
+    CompactionOptions,
+    CompactionPlan,
+    CompactUnit,
+    Levels,
+    RewriteGroup,
+    force_pick_level0,
+    full_compaction,
+    pick,
+    plan_rewrite,
+)
 from ..table.files import ROW_GROUP_ROWS
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
@@ -61,6 +72,7 @@ from .manifest_files import MetadataFile, template_for, write_metadata
 from .metadata import (
     ADD,
     DELETE,
+    DELETION_VECTORS_INDEX,
     KIND_COLUMN,
     LATEST_HINT,
     MANIFEST_DIR,
@@ -74,8 +86,10 @@ from .metadata import (
 )
 from .options import ExternalPaths, external_paths
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
+from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
+from .types import evolve, same_type
 
-__all__ = ["PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
+__all__ = ["BucketChange", "PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
            "rewrite_bucket"]
 
 LONG_MAX = (1 << 63) - 1
@@ -120,11 +134,12 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             f"changelog of such tables, which mergetree does not; compact them with Paimon")
     options = CompactionOptions.from_options(schema.options)
     files = t.live_files(snap)
-    stale = [f for f in files if f.schema_id != schema.id]
-    if stale and any(t.schema(f.schema_id).fields != schema.fields for f in stale):
-        raise UnsupportedPaimonFeatureError(
-            f"Paimon table {t.name} holds files of an older schema ({stale[0].file_name}: schema "
-            f"{stale[0].schema_id}, now {schema.id}); compacting across a schema change is not supported")
+    # files of older schemas are read through the evolution mapping (as Paimon's
+    # KeyValueFileReaderFactory reads them) and rewritten under the latest schema; a file only
+    # moved to another level keeps its schema id.  Key columns cannot be retyped in Paimon: a
+    # schema whose key differs is refused before anything is written.
+    for schema_id in sorted({f.schema_id for f in files if f.schema_id != schema.id}):
+        _check_evolvable(t, t.schema(schema_id), schema)
     by_bucket: dict[tuple, list[PaimonFile]] = {}
     for f in files:
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
@@ -137,9 +152,17 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             options.small_file_ratio)
         levels = Levels(bucket_files, num_levels)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
+        if unit is None and opts.deletion_vectors and not full:
+            # reads leave level 0 out: compact it now, as Paimon's ForceUpLevel0Compaction does
+            unit = force_pick_level0(levels, bucket_options)
         if unit is None:
             continue
+        if opts.deletion_vectors and unit.output_level > 0 and not unit.drop_delete:
+            # the versions a retraction replaces above the output are marked deleted: it has done its work
+            unit = CompactUnit(unit.output_level, unit.files, True, unit.reason)
         plan = plan_rewrite(unit, bucket_options)
+        if opts.deletion_vectors and unit.output_level > 0:
+            plan = _rewriting_level0(plan)
         if plan.rewrites or plan.upgrades:
             plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
     external = external_paths(schema.options)
@@ -147,6 +170,33 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         for root in external.roots:  # every root resolvable before anything is written
             _root_store(t, root)
     return PaimonCompaction(t, snap, schema, tuple(plans), external)
+
+
+def _check_evolvable(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> None:
+    """Refuse, before anything is written, files of schema `old` that mergetree cannot read
+    under `now`: a key that differs (Paimon never retypes one), or a column retyped in a way
+    mergetree does not convert exactly (`types.evolve` names it)."""
+    before = {f.id: f for f in old.fields}
+    keys = [before.get(now.field(k).id) for k in now.trimmed_keys]
+    if [k.name if k else None for k in keys] != list(old.trimmed_keys) or \
+            any(k is None or not same_type(k.type, now.field(n).type) for k, n in zip(keys, now.trimmed_keys)):
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon table {t.name} holds files of schema {old.id}, whose primary key differs from schema {now.id}'s "
+            f"(columns or types); mergetree cannot rewrite them")
+    for f in now.fields:
+        if f.id in before and before[f.id].type != f.type:
+            evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
+
+
+def _rewriting_level0(plan: CompactionPlan) -> CompactionPlan:
+    """A deletion-vector table's plan with no level-0 file (nor one holding retractions) merely
+    moved up: as Paimon, such a file is rewritten, so that the versions it replaces in higher
+    levels are looked up and marked deleted (a moved file would leave them visible)."""
+    moved = [f for f in plan.upgrades if f.level == 0 or f.delete_count]
+    if not moved:
+        return plan
+    return replace(plan, upgrades=tuple(f for f in plan.upgrades if f not in moved),
+                   rewrites=plan.rewrites + tuple(RewriteGroup((((f,),),)) for f in moved))
 
 
 def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None,
@@ -180,39 +230,81 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress |
         workers = max(1, min(os.cpu_count() or 1, len(job.plans)))
         with ThreadPoolExecutor(workers, thread_name_prefix="paimon-compact") as pool:
             changes = list(pool.map(lambda bp: rewrite_bucket(job, bp[0], bp[1], written, advance), job.plans))
-        adds = [e for a, _ in changes for e in a]
-        deletes = [e for _, d in changes for e in d]
-        return commit_compaction(job, adds, deletes, written)
+        return commit_compaction(job, changes, written)
     except BaseException:
         remove_files(job.table, written)
         raise
 
 
+class BucketChange(NamedTuple):
+    """What compacting one bucket changes: manifest entries to add and delete, and for a
+    deletion-vector table whose vectors changed, the bucket's new index manifest entry (None:
+    the bucket has no deleted rows any more)."""
+
+    adds: list[dict]
+    deletes: list[dict]
+    index_changed: bool = False
+    index_entry: dict | None = None
+    partition: bytes = b""
+    bucket: int = 0
+
+
 def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: CompactionPlan, written: list[str],
-                   advance: Callable[[int], None] | None = None) -> tuple[list[dict], list[dict]]:
-    """Carry out one bucket's plan: (ADD entries, DELETE entries).  Paths of new files (local
-    paths or URIs, `PaimonTable.full`) are appended to `written` before they exist (the caller
-    removes them on failure: `remove_files`)."""
-    read_plan = PaimonReadPlan(job.table, job.snapshot, job.schema, job.schema.names, None, (bucket,), 0)
+                   advance: Callable[[int], None] | None = None) -> BucketChange:
+    """Carry out one bucket's plan.  Paths of new files (local paths or URIs,
+    `PaimonTable.full`) are appended to `written` before they exist (the caller removes them
+    on failure: `remove_files`).  In a deletion-vector table every input's vector is applied
+    as it is read, and a rewrite into level N > 0 marks the versions it replaces above N."""
+    vectors = job.schema.checked_options.deletion_vectors
+    read_plan = PaimonReadPlan(job.table, job.snapshot, job.schema, job.schema.names, None, (bucket,), 0,
+                               job.table.deletion_files(job.snapshot) if vectors else {})
     adds: list[dict] = []
     deletes: list[dict] = []
+    replaced: dict[str, Any] = {}
+    rewritten: list[PaimonFile] = []
     placement = _Placement(job, bucket)
     for group in plan.rewrites:
         runs = group.sorted_runs()
         inputs = sum(f.row_count for f in group.files)
-        batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete)
+        older = None
+        if vectors and plan.output_level > 0:
+            found = replaced_positions(read_plan, bucket, list(group.files), plan.output_level)
+            older = older_versions(read_plan, bucket, found)
+            for name, positions in found.items():
+                replaced[name] = positions if name not in replaced else sorted(set(replaced[name]) | set(positions))
+        batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete, older=older)
         for entry in _write_rolled(job, bucket, placement, batches, plan.output_level, written):
             adds.append(entry)
         if advance is not None:
             advance(inputs)
         deletes += [_as_delete(f) for f in group.files]
+        rewritten += group.files
     for f in plan.upgrades:
         deletes.append(_as_delete(f))
         upgraded = dict(f.record)
         upgraded["_FILE"] = dict(f.record["_FILE"], _LEVEL=plan.output_level)
         upgraded["_KIND"] = ADD
         adds.append(upgraded)
-    return adds, deletes
+    partition = bucket.files[0].partition_bytes
+    if not vectors or not (replaced or any(read_plan.deletion_file(f) is not None for f in rewritten)):
+        return BucketChange(adds, deletes, partition=partition, bucket=bucket.bucket)
+    name = new_index_name()
+    index = bucket_index(read_plan, bucket, rewritten, {k: np.asarray(v) for k, v in replaced.items()}, name)
+    if index is None:
+        return BucketChange(adds, deletes, True, None, partition, bucket.bucket)
+    data, entry = index
+    where = _index_file_object(job, bucket, name)
+    written.append(job.table.full(where))
+    job.table.storage.write(where, data)
+    return BucketChange(adds, deletes, True, entry, partition, bucket.bucket)
+
+
+def _index_file_object(job: PaimonCompaction, bucket: PaimonBucket, name: str) -> str:
+    """A new index file's object path: ``index/``, or the bucket's directory when the table
+    keeps index files there (``index-file-in-data-file-dir``), as Paimon's readers look."""
+    if job.schema.options.get("index-file-in-data-file-dir", "false").strip().lower() == "true":
+        return posixpath.join(_bucket_directory(job, bucket), name)
+    return index_object(name)
 
 
 def _bucket_directory(job: PaimonCompaction, bucket: PaimonBucket) -> str:
@@ -550,9 +642,9 @@ def remove_files(table: PaimonTable, paths: list[str]) -> None:
 def _templates(table: PaimonTable, snapshot: dict, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:
     """Templates for the new manifest lists and manifest (`template_for`): the snapshot's own
     files in the table's ``manifest.format``, the newest first."""
-    lists = [table.avro(n, "manifest list") for n in (snapshot.get("deltaManifestList"),
+    lists = [table.metadata_file(n, "manifest list") for n in (snapshot.get("deltaManifestList"),
                                                       snapshot.get("baseManifestList")) if n]
-    manifests = (table.avro(m["_FILE_NAME"], "manifest") for ml in lists for m in ml.records)
+    manifests = (table.metadata_file(m["_FILE_NAME"], "manifest") for ml in lists for m in ml.records)
     return template_for("manifest list", schema.options, lists), template_for("manifest", schema.options, manifests)
 
 
@@ -568,11 +660,51 @@ def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
     return {"_MIN_VALUES": encode_row(lo, types), "_MAX_VALUES": encode_row(hi, types), "_NULL_COUNTS": nulls}
 
 
-def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dict], written: list[str]) -> int:
-    """Commit the change as a COMPACT snapshot; returns its id.  Paths written (manifests
-    included) go into `written` so that a failure removes them (`remove_files`)."""
+def _index_entries(t: PaimonTable, snapshot: dict) -> list[dict]:
+    name = snapshot.get("indexManifest")
+    return list(t.metadata_file(name, "index manifest").records) if name else []
+
+
+def _bucket_index_name(entries: list[dict], partition: bytes, bucket: int) -> str | None:
+    for e in entries:
+        if e["_PARTITION"] == partition and e["_BUCKET"] == bucket and e["_INDEX_TYPE"] == DELETION_VECTORS_INDEX \
+                and e["_KIND"] == ADD:
+            return str(e["_FILE_NAME"])
+    return None
+
+
+def _write_index_manifest(t: PaimonTable, base: dict, changes: list[BucketChange], schema: PaimonSchema,
+                          written: list[str]) -> str | None:
+    """The index manifest of the new snapshot: the base's entries (a full list), each changed
+    bucket's deletion-vector entry replaced by its new one (or dropped), written like the
+    table's own index manifest (or from Paimon's row type in its ``manifest.format``).  Its
+    name (None: no index file left)."""
+    changed = {(c.partition, c.bucket) for c in changes}
+    kept = [e for e in _index_entries(t, base)
+            if not (e["_INDEX_TYPE"] == DELETION_VECTORS_INDEX and (e["_PARTITION"], e["_BUCKET"]) in changed)]
+    entries = kept + [c.index_entry for c in changes if c.index_entry is not None]
+    if not entries:
+        return None
+    name = base.get("indexManifest")
+    template = template_for("index manifest", schema.options, [t.metadata_file(name, "index manifest")] if name else [])
+    manifest = f"index-manifest-{uuid.uuid4()}-0"
+    written.append(t.manifest_path(manifest))
+    write_metadata(t.storage, f"{MANIFEST_DIR}/{manifest}", template, entries, "index manifest")
+    return manifest
+
+
+def commit_compaction(job: PaimonCompaction, changes: list[BucketChange], written: list[str]) -> int:
+    """Commit the buckets' changes as a COMPACT snapshot; returns its id.  Paths written
+    (manifests included) go into `written` so that a failure removes them (`remove_files`).
+    A deletion-vector table's changed buckets get a new index manifest; a newer snapshot that
+    changed one of their index files is a conflict."""
     t, schema = job.table, job.schema
     t.storage.require_conditional_create()
+    adds = [e for c in changes for e in c.adds]
+    deletes = [e for c in changes for e in c.deletes]
+    index_changes = [c for c in changes if c.index_changed]
+    before = _index_entries(t, job.snapshot) if index_changes else []
+    index_files = {(c.partition, c.bucket): _bucket_index_name(before, c.partition, c.bucket) for c in index_changes}
     list_template, manifest_template = _templates(t, job.snapshot, schema)
     entries = deletes + adds
     manifest_name = f"manifest-{uuid.uuid4()}-0"
@@ -597,6 +729,14 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
             raise CompactionConflictError(
                 f"another commit to Paimon table {t.name} replaced {len(needed - live)} input file(s) of this "
                 f"compaction (snapshot {base['id']}); nothing was committed")
+        index_manifest = base.get("indexManifest")
+        if index_changes:
+            now = _index_entries(t, base) if base is not job.snapshot else before
+            if any(_bucket_index_name(now, p, b) != name for (p, b), name in index_files.items()):
+                raise CompactionConflictError(
+                    f"another commit to Paimon table {t.name} changed the deletion vectors of a bucket this "
+                    f"compaction changes (snapshot {base['id']}); nothing was committed")
+            index_manifest = _write_index_manifest(t, base, index_changes, schema, written)
         unique = uuid.uuid4()
         base_list, delta_list = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
         previous = [m for n in (base.get("baseManifestList"), base.get("deltaManifestList")) if n
@@ -608,11 +748,16 @@ def commit_compaction(job: PaimonCompaction, adds: list[dict], deletes: list[dic
         new_id = int(base["id"]) + 1
         snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
                                   delta_change, user)
+        if index_changes:
+            snapshot["indexManifest"] = index_manifest
         if _publish(t, new_id, snapshot):
             written.clear()  # committed: from here on nothing may remove these files
             _write_latest(t, new_id)
             return new_id
-        for path in (t.manifest_path(base_list), t.manifest_path(delta_list)):
+        lost = [t.manifest_path(base_list), t.manifest_path(delta_list)]
+        if index_changes and index_manifest is not None:
+            lost.append(t.manifest_path(index_manifest))
+        for path in lost:
             remove_files(t, [path])
             written.remove(path)
         time.sleep(min(0.5, 0.01 * (2 ** attempt)) * random.uniform(0.5, 1.0))

@@ -344,7 +344,7 @@ def template_for(kind: str, options: Mapping[str, str], candidates: Iterable[Met
     kind, newest first; taken lazily) in the format the table's ``manifest.format`` names — so
     its writer's field set and codec carry over — else, as just after an ALTER of the format,
     `blank` with ``manifest.compression``.  E.g. for an index manifest:
-    ``template_for("index manifest", schema.options, [table.avro(name, "index manifest")])``."""
+    ``template_for("index manifest", schema.options, [table.metadata_file(name, "index manifest")])``."""
     fmt = options.get("manifest.format", "avro").strip().lower()
     if fmt not in FORMATS:
         raise UnsupportedPaimonFeatureError(f"Paimon option 'manifest.format' = {fmt!r}: mergetree writes "

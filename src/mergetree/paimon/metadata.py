@@ -35,6 +35,7 @@ from ..errors import (
     UnsupportedPaimonFeatureError,
 )
 from ..storage import LocalDiskStore, ObjectNotFoundError, Store
+from ..table.deletion_vectors import DeletionVectorRange, read_index_file
 from ..table.filecache import FileCache
 from ..table.objects import StoredFile, list_names, locate, read_if_exists, storage_options_for, table_path
 from ..table.objects import source as stored_source
@@ -43,8 +44,8 @@ from .manifest_files import MetadataFile, read_metadata
 from .options import PaimonOptions, check_options
 from .types import PaimonField, PaimonType, parse_field
 
-__all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable",
-           "external_location", "identifier", "partition_path"]
+__all__ = ["DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile", "MetadataFile",
+           "PaimonFile", "PaimonSchema", "PaimonTable", "external_location", "identifier", "partition_path"]
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -159,7 +160,25 @@ class PaimonFile:
         return {n: (a, b, c) for n, a, b, c in zip(names, lo, hi, nulls) if c is not None}
 
 
+@dataclass(frozen=True)
+class DeletionFile:
+    """Where a data file's deletion vector is: its index file (an object name under the table,
+    or an external path) and the range in it."""
+
+    index_name: str | None              # under the table's store; None: at `path` (external)
+    path: str                           # for messages: a local path or a URI
+    size: int                           # the index file's size, as the index manifest records it
+    range: DeletionVectorRange
+    ranges: tuple[DeletionVectorRange, ...] = field(repr=False, default=())  # every vector of the index file
+
+
+DELETION_VECTORS_INDEX = "DELETION_VECTORS"
+INDEX_DIR = "index"
+
 _metadata_cache: FileCache[MetadataFile] = FileCache(max_entries=256)
+# decoded deletion-vector index files (one per bucket: every data file's bitmap), by name
+_dv_cache: FileCache[dict] = FileCache(max_entries=1024, max_bytes=256 * 2**20,
+                                       weight=lambda d: sum(64 + 2 * len(v) for v in d.values()))
 _LIVE_CACHE_SIZE = 16
 _live_cache: OrderedDict[tuple, list[PaimonFile]] = OrderedDict()
 _live_lock = threading.Lock()
@@ -280,7 +299,7 @@ class PaimonTable:
             raise CorruptTableError(f"Paimon {what} {self.full(name)} is not a JSON object", path=self.full(name))
         return d
 
-    def avro(self, name: str, what: str) -> MetadataFile:
+    def metadata_file(self, name: str, what: str) -> MetadataFile:
         """A metadata file under ``manifest/`` (`what`: "manifest list", "manifest" or "index
         manifest"), Avro or ORC as its magic bytes say, its records checked against Paimon's
         row type (`manifest_files.read_metadata`) and its format against the table's
@@ -426,7 +445,7 @@ class PaimonTable:
     def manifest_list(self, name: str | None) -> list[dict]:
         if not name:
             return []
-        return self.avro(name, "manifest list").records
+        return self.metadata_file(name, "manifest list").records
 
     def live_files(self, snapshot: dict | None) -> list[PaimonFile]:
         """Every data file of `snapshot` (in manifest order); cached per snapshot id."""
@@ -445,7 +464,7 @@ class PaimonTable:
         live: dict[tuple, dict] = {}
         for list_name in (snapshot.get("baseManifestList"), snapshot.get("deltaManifestList")):
             for meta in self.manifest_list(list_name):
-                for entry in self.avro(meta["_FILE_NAME"], "manifest").records:
+                for entry in self.metadata_file(meta["_FILE_NAME"], "manifest").records:
                     ident = identifier(entry)
                     if entry["_KIND"] == ADD:
                         live[ident] = entry
@@ -460,6 +479,84 @@ class PaimonTable:
             while len(_live_cache) > _LIVE_CACHE_SIZE:
                 _live_cache.popitem(last=False)
         return files
+
+    # -- deletion vectors ----------------------------------------------------------------
+    def deletion_files(self, snapshot: dict | None) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+        """Per (partition bytes, bucket), each data file's deletion vector, from the snapshot's
+        index manifest (a full list of the snapshot's index files: Paimon writes it whole).  As
+        Paimon combines a bucketed table's entries: DELETE entries first, then every ADD; a data
+        file named by two index files is a damaged table."""
+        name = (snapshot or {}).get("indexManifest")
+        if not name:
+            return {}
+        schema = self.schema(int(snapshot["schemaId"])) if snapshot else self.schema()
+        entries = self.metadata_file(name, "index manifest").records
+        path = self.manifest_path(name)
+        for e in entries:
+            if not isinstance(e, dict) or not isinstance(e.get("_KIND"), int) or e["_KIND"] not in (ADD, DELETE) \
+                    or not isinstance(e.get("_INDEX_TYPE"), str) or not isinstance(e.get("_FILE_NAME"), str) \
+                    or not isinstance(e.get("_BUCKET"), int) or not isinstance(e.get("_PARTITION"), bytes):
+                raise CorruptTableError(f"Paimon index manifest {path} has a malformed entry", path=path)
+        deleted = {(e["_PARTITION"], e["_BUCKET"], e["_FILE_NAME"]) for e in entries if e["_KIND"] == DELETE}
+        out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+        for e in entries:
+            if e["_KIND"] != ADD or e["_INDEX_TYPE"] != DELETION_VECTORS_INDEX \
+                    or (e["_PARTITION"], e["_BUCKET"], e["_FILE_NAME"]) in deleted:
+                continue
+            index_name, where = self._index_location(e, schema)
+            per_file = out.setdefault((e["_PARTITION"], e["_BUCKET"]), {})
+            try:
+                ranges = tuple(DeletionVectorRange(str(r["f0"]), int(r["f1"]), int(r["f2"]),
+                                                   None if r.get("_CARDINALITY") is None else int(r["_CARDINALITY"]))
+                               for r in e.get("_DELETIONS_VECTORS_RANGES") or ())
+            except (KeyError, TypeError, ValueError):
+                raise CorruptTableError(f"Paimon index manifest {path} has a malformed deletion-vector range "
+                                        f"for index file {e['_FILE_NAME']}", path=path) from None
+            for dv in ranges:
+                if dv.data_file in per_file:
+                    raise CorruptTableError(f"Paimon index manifest {path} gives data file {dv.data_file} two "
+                                            f"deletion vectors", path=path)
+                per_file[dv.data_file] = DeletionFile(index_name, where, int(e.get("_FILE_SIZE") or 0), dv, ranges)
+        return out
+
+    def _index_location(self, entry: dict, schema: PaimonSchema) -> tuple[str | None, str]:
+        """An index file's object name under the table (None when external) and its path:
+        ``_EXTERNAL_PATH`` if recorded, else ``index/<name>``, or the bucket's directory
+        under ``index-file-in-data-file-dir``."""
+        external = entry.get("_EXTERNAL_PATH")
+        if external:
+            return None, external[len("file:"):].replace("///", "/", 1) if external.startswith("file:") else external
+        if schema.options.get("index-file-in-data-file-dir", "false").strip().lower() == "true":
+            partition = decode_row(entry["_PARTITION"], schema.partition_types, "partition")
+            default = schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
+            name = posixpath.join(partition_path(schema.partition_keys, partition, default),
+                                  f"bucket-{entry['_BUCKET']}", entry["_FILE_NAME"])
+        else:
+            name = f"{INDEX_DIR}/{entry['_FILE_NAME']}"
+        return name, self.full(name)
+
+    def deleted_rows(self, deletion: DeletionFile) -> Any:
+        """The deleted row positions of one data file (a pyroaring bitmap), its index file read
+        once and kept decoded (an index file never changes under its name)."""
+        def load() -> dict:
+            try:
+                if deletion.index_name is not None:
+                    data = self.storage.read(deletion.index_name)
+                else:
+                    directory, _, base = deletion.path.rpartition("/")
+                    data = locate(directory or ".", None, "an external index file path").read(base)
+            except ObjectNotFoundError:
+                raise CorruptTableError(f"deletion-vector index file {deletion.path} of Paimon table {self.name} "
+                                        f"is missing", path=deletion.path) from None
+            return read_index_file(data, deletion.ranges or (deletion.range,), deletion.path)
+        # an index file's name is unique and its entry never changes: its ranges are part of the key
+        # only so that a damaged manifest naming the same file differently cannot reuse a decode
+        vectors = _dv_cache.get_keyed((self.path, deletion.path, deletion.ranges), load)
+        found = vectors.get(deletion.range.data_file)
+        if found is None:
+            raise CorruptTableError(f"deletion-vector index file {deletion.path} has no vector for "
+                                    f"{deletion.range.data_file}", path=deletion.path)
+        return found
 
     def _file(self, entry: dict, schema: PaimonSchema) -> PaimonFile:
         f = entry["_FILE"]

@@ -4,19 +4,21 @@ it refuses (naming the option) rather than return a silently different answer.
 The rules, in order, for every option of the table's schema:
 
 1. handled here: ``bucket`` (> 0; -1 dynamic and -2 postpone are refused), ``bucket-key``,
-   ``merge-engine``, ``sequence.field`` (one column), ``ignore-delete`` and its per-engine
+   ``merge-engine``, ``sequence.field`` (one or several columns, compared in the listed order)
+   with ``sequence.field.sort-order``, ``ignore-delete`` and its per-engine
    spellings, ``fields.<f>.aggregate-function``, ``fields.default-aggregate-function``,
    ``file.format`` (parquet, orc), ``manifest.format`` (avro, orc), ``partition.default-name``,
    ``data-file.external-paths`` and its ``.strategy``, ``.specific-fs``, ``.weights`` (reads
-   find every file by its manifest entry; compaction places its outputs by them: `external_paths`);
-2. refused when switched on: deletion vectors, sequence groups, remove-record-on-delete,
+   find every file by its manifest entry; compaction places its outputs by them: `external_paths`),
+   ``deletion-vectors.enabled`` and ``deletion-vectors.merge-on-read``, ``index-file-in-data-file-dir``;
+2. refused when switched on: sequence groups, remove-record-on-delete,
    ignore-retract, distinct list aggregation, record-level expiry, row tracking, data evolution;
 3. harmless for reading: sizes, compaction triggers, retention, streaming scan and sink
    settings, file indexes, format tuning (prefixes below);
 4. anything else is refused as unknown: its effect on a read cannot be judged.
 
 Compaction adds: no changelog producer that compaction must feed (``lookup``,
-``full-compaction``), and no ``sequence.field`` descending order.
+``full-compaction``).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ _HARMLESS_KEYS = {
     "commit.timeout", "commit.min-retry-wait", "commit.max-retry-wait", "commit.force-create-snapshot",
     "primary-key", "partition", "data-file.prefix", "changelog-file.prefix", "data-file.thin-mode",
     "metastore.partitioned-table", "metastore.tag-to-partition", "auto-create", "fields.default-value",
-    "sequence.field.sort-order", "partition.legacy-name", "write-manifest-cache", "file.format.per.level",
+    "partition.legacy-name", "write-manifest-cache", "file.format.per.level",
     "file.compression.per.level", "sink.watermark-time-zone", "bucket-function.type",
 }
 _HARMLESS_PREFIXES = (
@@ -57,7 +59,6 @@ _HARMLESS_PREFIXES = (
     "alter-column-null-to-not-null", "query-auth.", "deletion-vector.index-file", "deletion-vectors.bitmap64",
 )
 _REFUSED_WHEN_TRUE = {
-    "deletion-vectors.enabled": "deletion vectors",
     "partial-update.remove-record-on-delete": "partial-update removing a record on delete",
     "partial-update.remove-record-on-sequence-group": "partial-update removing a record per sequence group",
     "aggregation.remove-record-on-delete": "aggregation removing a record on delete",
@@ -74,13 +75,32 @@ class PaimonOptions:
     buckets: int
     bucket_key: tuple[str, ...]
     engine: str                              # mergetree's engine name
-    sequence_field: str | None
+    # `sequence.field`: versions of a key are ordered by these columns (lexicographically, in
+    # this order, each ascending or each descending), then by _SEQUENCE_NUMBER
+    sequence_fields: tuple[str, ...]
     ignore_delete: bool
     aggregations: dict[str, str] = field(default_factory=dict)
     file_format: str = "parquet"
     default_partition_name: str = "__DEFAULT_PARTITION__"
     changelog_producer: str = "none"
     raw: Mapping[str, str] = field(default_factory=dict)
+    sequence_descending: bool = False        # `sequence.field.sort-order` = descending
+    deletion_vectors: bool = False           # replaced rows marked per file: level > 0 files read alone
+    deletion_vectors_merge_on_read: bool = False  # level-0 files visible to batch reads (merged)
+
+    @property
+    def sequence_field(self) -> str | None:
+        """The `sequence.field` columns as the option lists them (None: no sequence field)."""
+        return ",".join(self.sequence_fields) or None
+
+    @property
+    def skips_level0(self) -> bool:
+        """Whether a batch read leaves level-0 files out, as Paimon's does: with deletion
+        vectors (unless merge-on-read) and for first-row, level-0 rows become visible once
+        compaction has resolved them against the older levels."""
+        if self.deletion_vectors:
+            return not self.deletion_vectors_merge_on_read
+        return self.engine == "first-row"
 
 
 def _true(value: str) -> bool:
@@ -108,8 +128,9 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
             continue
         if key == "record-level.expire-time":
             raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
-        known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "ignore-delete",
+        known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
                  "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
+                 "deletion-vectors.enabled", "deletion-vectors.merge-on-read", "index-file-in-data-file-dir",
                  EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS}
         if key in known or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
             continue
@@ -142,25 +163,38 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     if engine_name not in ENGINES:
         raise refuse("merge-engine", f"supported engines are {', '.join(ENGINES)}")
     engine = ENGINES[engine_name]
-    sequence = opts.get("sequence.field")
-    if sequence is not None:
-        names = [s.strip() for s in sequence.split(",") if s.strip()]
-        if len(names) != 1:
-            raise refuse("sequence.field", "mergetree supports one sequence field")
-        if names[0] not in columns:
-            raise refuse("sequence.field", "names a column the table lacks")
+    sequence: tuple[str, ...] = ()
+    if opts.get("sequence.field") is not None:
+        # as Paimon's CoreOptions.sequenceField: split on commas, each name trimmed
+        names = [s.strip() for s in opts["sequence.field"].split(",")]
+        if not all(names):
+            raise refuse("sequence.field", "names an empty column")
+        missing = [n for n in names if n not in columns]
+        if missing:
+            raise refuse("sequence.field", f"names columns the table lacks: {missing}")
+        if len(set(names)) != len(names):
+            raise refuse("sequence.field", "names a column twice")
         if engine == "first-row":
             raise refuse("sequence.field", "Paimon does not allow a sequence field with first-row")
-        sequence = names[0]
-        if opts.get("sequence.field.sort-order", "ascending").strip().lower() != "ascending":
-            raise refuse("sequence.field.sort-order", "only ascending sequence fields are supported")
+        sequence = tuple(names)
+    order = opts.get("sequence.field.sort-order", "ascending").strip().lower()
+    if order not in ("ascending", "descending"):
+        raise refuse("sequence.field.sort-order", "must be ascending or descending")
     ignore_delete = any(_true(opts.get(k, "false"))
                         for k in ("ignore-delete", "partial-update.ignore-delete", "first-row.ignore-delete"))
     aggregations: dict[str, str] = {}
     if engine == "aggregate":
         default = opts.get("fields.default-aggregate-function")
         for column in columns:
-            if column in primary_keys or column == sequence:
+            if column in primary_keys:
+                continue
+            if column in sequence:
+                # as Paimon's AggregateMergeFunction: a sequence field is not aggregated, it
+                # carries the newest version's value
+                if f"fields.{column}.aggregate-function" in opts:
+                    raise refuse(f"fields.{column}.aggregate-function",
+                                 "Paimon does not allow an aggregate function on a sequence field")
+                aggregations[column] = "last_value"
                 continue
             fn = opts.get(f"fields.{column}.aggregate-function", default)
             if fn is None:
@@ -180,7 +214,9 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
                                         "writers use")
     return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
                          opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
-                         opts.get("changelog-producer", "none").strip().lower(), opts)
+                         opts.get("changelog-producer", "none").strip().lower(), opts, order == "descending",
+                         _true(opts.get("deletion-vectors.enabled", "false")),
+                         _true(opts.get("deletion-vectors.merge-on-read", "false")))
 
 
 EXTERNAL_PATHS = "data-file.external-paths"

@@ -18,7 +18,7 @@ import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,12 +40,14 @@ from ..table import filters as flt
 from ..table.filecache import FileCache
 from ..table.files import batch_rows_for, parquet_fragment, read_parquet
 from ..table.objects import StoredFile
+from ..table.read.topn import top_rows
 from ..table.sections import interval_partition
 from .binary_row import bucket_of
-from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
+from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
+from .types import PaimonField, evolve, same_type
 
-__all__ = ["PaimonBucket", "PaimonReadPlan", "merge_runs", "plan_read", "read", "read_bucket", "read_data_file",
-           "read_schema", "scan"]
+__all__ = ["PaimonBucket", "PaimonReadPlan", "layout_columns", "merge_runs", "plan_read", "read", "read_bucket",
+           "read_data_file", "read_file", "read_schema", "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
@@ -70,10 +72,37 @@ class PaimonReadPlan:
     filter: Any                 # normalized (mergetree.table.filters)
     buckets: tuple[PaimonBucket, ...]
     files_total: int
+    # deletion-vector tables: (partition bytes, bucket) -> data file name -> its deletion vector
+    deletion_files: Mapping[tuple[bytes, int], Mapping[str, DeletionFile]] = field(default_factory=dict)
 
     @property
     def files(self) -> list[PaimonFile]:
         return [f for b in self.buckets for f in b.files]
+
+    def deletion_file(self, pf: PaimonFile) -> DeletionFile | None:
+        return self.deletion_files.get((pf.partition_bytes, pf.bucket), {}).get(pf.file_name)
+
+    def deleted_positions(self, pf: PaimonFile) -> np.ndarray | None:
+        """The sorted row positions of `pf` that its deletion vector marks (None: none), each
+        checked to be a row of the file."""
+        deletion = self.deletion_file(pf)
+        if deletion is None:
+            return None
+        bitmap = self.table.deleted_rows(deletion)
+        if not len(bitmap):
+            return None
+        if bitmap.max() >= pf.row_count:
+            raise CorruptTableError(f"the deletion vector of data file {pf.path} (in {deletion.path}) marks row "
+                                    f"{bitmap.max()}, the file holds {pf.row_count}", path=deletion.path)
+        positions = bitmap.to_array()  # array('I') of a 32-bit bitmap, array('Q') of a 64-bit one
+        return np.frombuffer(positions, dtype=np.uint64 if positions.itemsize == 8 else np.uint32).astype(np.int64)
+
+    def reads_files_alone(self, bucket: PaimonBucket) -> bool:
+        """Whether each file of `bucket` can be read on its own, its deletion vector applied (no
+        merge), as Paimon decides: deletion vectors on, and every file above level 0 without
+        retractions (compaction has marked every replaced row)."""
+        return self.schema.checked_options.deletion_vectors and \
+            all(f.level > 0 and f.delete_count == 0 for f in bucket.files)
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -125,9 +154,9 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
             continue
         if bucket_ids is not None and pf.bucket not in bucket_ids:
             continue
-        if opts.engine == "first-row" and pf.level == 0:
-            # as Paimon's batch scan does: a first-row table's level-0 files become visible once
-            # compaction has deduplicated them against the older levels
+        if opts.skips_level0 and pf.level == 0:
+            # as Paimon's batch scan does: level-0 files of a first-row or deletion-vector table
+            # become visible once compaction has resolved them against the older levels
             continue
         if partition_filter is not None and not flt.may_match(
                 partition_filter, {k: (v, v, int(v is None)) for k, v in zip(schema.partition_keys, pf.partition)}, 1):
@@ -140,7 +169,8 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
         grouped.setdefault((pf.partition, pf.bucket), []).append(pf)
     ordered = sorted(grouped.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1]))
     return PaimonReadPlan(t, snap, schema, cols, f,
-                          tuple(PaimonBucket(p, b, tuple(fs)) for (p, b), fs in ordered), len(files))
+                          tuple(PaimonBucket(p, b, tuple(fs)) for (p, b), fs in ordered), len(files),
+                          t.deletion_files(snap) if opts.deletion_vectors else {})
 
 
 MAX_BUCKET_COMBINATIONS = 4096
@@ -173,6 +203,7 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
     """A data file's batches with `columns` (file layout names), under the read schema's
     names and types; files written under an older schema are mapped by field id."""
     schema = plan.schema
+    deleted = plan.deleted_positions(pf)
     if pf.schema_id != schema.id:
         yield from _evolved_batches(plan, pf, columns, row_filter, batch_rows)
         return
@@ -181,7 +212,7 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
         key_range = key_range_of(plan_key_filter(plan), schema.key_columns[0]) \
             if row_filter is not None and len(schema.key_columns) == 1 else None
         for batch in read_data_file(plan.table.source(pf), columns, row_filter, batch_rows, schema.key_columns,
-                                    key_range, use_threads):
+                                    key_range, use_threads, deleted):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
@@ -189,9 +220,10 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
         raise
     except (OSError, pa.ArrowException) as exc:
         raise _corrupt(plan, pf, exc) from None
-    if row_filter is None and rows != pf.row_count:
-        raise CorruptTableError(f"data file {pf.path} holds {rows} rows, its Paimon manifest says {pf.row_count}",
-                                path=pf.path)
+    expected = pf.row_count - (0 if deleted is None else len(deleted))
+    if row_filter is None and rows != expected:
+        raise CorruptTableError(f"data file {pf.path} holds {rows} live rows, its Paimon manifest and deletion "
+                                f"vector say {expected}", path=pf.path)
 
 
 KeyRange = tuple[Any, bool, Any, bool]
@@ -200,15 +232,18 @@ LARGE_ROW_GROUP = 65536  # rows: above this, a key-filtered read finds its rows 
 
 def read_data_file(path: str | StoredFile, columns: list[str] | None, row_filter: pc.Expression | None,
                    batch_rows: int, key_columns: list[str] | None = None,
-                   key_range: KeyRange | None = None, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
+                   key_range: KeyRange | None = None, use_threads: bool = False,
+                   deleted: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
     """A Paimon data file's batches, by its format (the file name's extension, as Paimon
     decides): Parquet a row group at a time, ORC a stripe at a time.  `row_filter` reads only
-    `key_columns` when given (see `_read_parquet_by_key`).  `path` is a local path or a file
-    on an object store (`PaimonTable.source`)."""
+    `key_columns` when given (see `_read_parquet_by_key`).  `deleted`: sorted row positions
+    of the file (its deletion vector) left out, before the filter.  `path` is a local path or
+    a file on an object store (`PaimonTable.source`)."""
     name = path.name if isinstance(path, StoredFile) else path
     if name.endswith(".parquet"):
-        if row_filter is not None and key_columns:
-            yield from _read_parquet_by_key(path, columns, row_filter, key_columns, batch_rows, key_range)
+        if deleted is not None or (row_filter is not None and key_columns):
+            yield from _read_parquet_by_key(path, columns, row_filter, key_columns or [], batch_rows, key_range,
+                                            deleted, use_threads)
         else:
             yield from read_parquet(path, columns, row_filter, None, batch_rows, use_threads)
         return
@@ -220,12 +255,26 @@ def read_data_file(path: str | StoredFile, columns: list[str] | None, row_filter
         raise UnsupportedPaimonFeatureError(f"data file {path} is ORC, and this pyarrow has no ORC "
                                             f"support") from None
     reader = orc.ORCFile(path.open() if isinstance(path, StoredFile) else path)
+    first_row = 0
     for stripe in range(reader.nstripes):
         batch = reader.read_stripe(stripe, columns=columns)
+        batch, first_row = _live(batch, first_row, deleted), first_row + batch.num_rows
         if row_filter is not None:
             batch = batch.filter(row_filter)
         for start in range(0, batch.num_rows, batch_rows):
             yield batch.slice(start, batch_rows)
+
+
+def _live(batch: pa.RecordBatch, first_row: int, deleted: np.ndarray | None) -> pa.RecordBatch:
+    """The rows of `batch` (the file's rows from `first_row` on) that `deleted` does not mark."""
+    if deleted is None or not batch.num_rows:
+        return batch
+    lo, hi = np.searchsorted(deleted, [first_row, first_row + batch.num_rows])
+    if lo == hi:
+        return batch
+    keep = np.ones(batch.num_rows, dtype=bool)
+    keep[deleted[lo:hi] - first_row] = False
+    return batch.filter(pa.array(keep))
 
 
 # decoded key columns of large row groups, for repeated key lookups: (path, size, mtime, group) -> table
@@ -263,34 +312,46 @@ def _row_span(keys: pa.Table, key_filter: pc.Expression, key_range: KeyRange | N
     return (int(hits[0]), int(hits[-1]) + 1) if len(hits) else (0, 0)
 
 
-def _read_parquet_by_key(path: str | StoredFile, columns: list[str] | None, key_filter: pc.Expression,
-                         key_columns: list[str], batch_rows: int,
-                         key_range: KeyRange | None = None) -> Iterator[pa.RecordBatch]:
+def _read_parquet_by_key(path: str | StoredFile, columns: list[str] | None, key_filter: pc.Expression | None,
+                         key_columns: list[str], batch_rows: int, key_range: KeyRange | None = None,
+                         deleted: np.ndarray | None = None, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
     """A key-filtered read of a file sorted by key whose row groups are large (Paimon's writers
     make one per file): statistics cannot skip inside a row group, so the key columns are read
     first (and kept in a cache for the next lookup), the matching rows located (by binary
     search when the filter bounds a single numeric key), and the other columns decoded only up
-    to the last of them (decoding streams page by page; stopping early skips the rest)."""
+    to the last of them (decoding streams page by page; stopping early skips the rest).  With
+    `deleted` (a deletion vector's positions) every row group is read by position, the marked
+    rows left out before the filter."""
     fragment = parquet_fragment(path)
-    groups = [g.id for g in fragment.subset(filter=key_filter).row_groups]
+    metadata = fragment.metadata
+    groups = list(range(metadata.num_row_groups)) if key_filter is None else \
+        [g.id for g in fragment.subset(filter=key_filter).row_groups]
     if not groups:
         return
     reader = _parquet_reader(path)
-    small = [g for g in groups if reader.metadata.row_group(g).num_rows <= LARGE_ROW_GROUP]
-    if small:  # statistics already narrowed these to a few rows
-        yield from read_parquet(path, columns, key_filter, small, batch_rows)
-    step = min(batch_rows, 8192)
-    for g in (g for g in groups if g not in small):
-        keys = _cached_keys(path, g, key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]).select(key_columns)
-        first, last = _row_span(keys, key_filter, key_range)
-        if first >= last:
-            continue
+    if deleted is None:
+        small = [g for g in groups if metadata.row_group(g).num_rows <= LARGE_ROW_GROUP]
+        if small:  # statistics already narrowed these to a few rows
+            yield from read_parquet(path, columns, key_filter, small, batch_rows)
+        groups = [g for g in groups if g not in small]
+    offsets = np.concatenate([[0], np.cumsum([metadata.row_group(g).num_rows
+                                              for g in range(metadata.num_row_groups)])])
+    step = batch_rows if key_filter is None else min(batch_rows, 8192)
+    for g in groups:
+        first, last = 0, metadata.row_group(g).num_rows
+        if key_filter is not None and key_columns and last > LARGE_ROW_GROUP:
+            keys = _cached_keys(path, g, key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]).select(key_columns)
+            first, last = _row_span(keys, key_filter, key_range)
+            if first >= last:
+                continue
         start = 0
-        for batch in reader.iter_batches(batch_size=step, row_groups=[g], columns=columns, use_threads=False):
+        for batch in reader.iter_batches(batch_size=step, row_groups=[g], columns=columns, use_threads=use_threads):
             end = start + batch.num_rows
             if end > first:
-                part = batch.slice(max(first - start, 0), min(end, last) - max(start, first))
-                part = part.filter(key_filter)
+                lo = max(first, start)
+                part = _live(batch.slice(lo - start, min(end, last) - lo), int(offsets[g]) + lo, deleted)
+                if key_filter is not None:
+                    part = part.filter(key_filter)
                 if part.num_rows:
                     yield part
             start = end
@@ -328,6 +389,11 @@ def _evaluate(expression: pc.Expression, table: pa.Table) -> pa.ChunkedArray | p
 
 def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
                      batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A file written under an older schema, read as Paimon's SchemaEvolutionUtil maps it:
+    each column of the read schema found by field id among the file schema's columns (under
+    the name it had then), a column added since read as nulls, a retyped one converted as
+    Paimon's casts convert it (`types.evolve`; nested ROW fields by id as well).  Key columns
+    keep their types (Paimon refuses to retype them)."""
     old = plan.table.schema(pf.schema_id)
     now = plan.schema
     by_id = {f.id: f for f in old.fields}
@@ -335,41 +401,36 @@ def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], r
             list(old.trimmed_keys):
         raise UnsupportedPaimonFeatureError(f"file {pf.file_name} was written under schema {pf.schema_id}, whose "
                                             f"primary key differs; mergetree cannot map it")
-    renames: dict[str, str] = {}   # old file column -> read column
-    missing: list[str] = []
+    sources: dict[str, str] = {}   # read column -> the file's column
+    befores: dict[str, PaimonField] = {}
     for c in columns:
-        if c.startswith(KEY_PREFIX) or c in (SEQUENCE_COLUMN, KIND_COLUMN):
-            name = c[len(KEY_PREFIX):] if c.startswith(KEY_PREFIX) else None
-            if name is not None:
-                renames[KEY_PREFIX + by_id[now.field(name).id].name] = c
-            else:
-                renames[c] = c
-            continue
-        before = by_id.get(now.field(c).id)
-        if before is None:
-            missing.append(c)
-        else:
-            renames[before.name] = c
+        if c in (SEQUENCE_COLUMN, KIND_COLUMN):
+            sources[c] = c
+        elif c.startswith(KEY_PREFIX):
+            before = by_id[now.field(c[len(KEY_PREFIX):]).id]
+            if not same_type(before.type, now.field(c[len(KEY_PREFIX):]).type):
+                raise UnsupportedPaimonFeatureError(
+                    f"file {pf.file_name} (schema {pf.schema_id}) holds key column {before.name!r} as "
+                    f"{before.type.text}, the table now as {now.field(c[len(KEY_PREFIX):]).type.text}; Paimon does "
+                    f"not retype key columns, so mergetree does not either")
+            sources[c] = KEY_PREFIX + before.name
+        elif now.field(c).id in by_id:
+            befores[c] = by_id[now.field(c).id]
+            sources[c] = befores[c].name
     file_filter = None
     if row_filter is not None:  # the key filter, over the file's own key names
-        back = {v: k for k, v in renames.items()}
+        back = {KEY_PREFIX + k: sources[KEY_PREFIX + k] for k in now.trimmed_keys}
         file_filter = flt.to_expression(flt.rename(plan_key_filter(plan), back), _file_schema(old))
     types = {f.name: f.type for f in _read_layout(now)}
-    for batch in _file_batches_raw(pf, list(renames), file_filter, batch_rows, plan):
+    for batch in _file_batches_raw(pf, list(dict.fromkeys(sources.values())), file_filter, batch_rows, plan):
         arrays, fields = [], []
         for c in columns:
-            if c in missing:
+            if c not in sources:
                 arr = pa.nulls(batch.num_rows, types[c])
+            elif c in befores and befores[c].type != now.field(c).type:
+                arr = evolve(batch.column(sources[c]), befores[c].type, now.field(c).type, c)
             else:
-                src = next(k for k, v in renames.items() if v == c)
-                arr = batch.column(src)
-                if arr.type != types[c]:
-                    try:
-                        arr = arr.cast(types[c])
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                        raise UnsupportedPaimonFeatureError(
-                            f"column {c!r} changed type since schema {pf.schema_id} (file {pf.file_name}) in a way "
-                            f"mergetree cannot convert: {exc}") from None
+                arr = batch.column(sources[c])
             arrays.append(arr)
             fields.append(pa.field(c, arr.type))
         yield pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
@@ -378,7 +439,8 @@ def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], r
 def _file_batches_raw(pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None, batch_rows: int,
                       plan: PaimonReadPlan) -> Iterator[pa.RecordBatch]:
     try:
-        yield from read_data_file(plan.table.source(pf), columns, row_filter, batch_rows)
+        yield from read_data_file(plan.table.source(pf), columns, row_filter, batch_rows,
+                                  deleted=plan.deleted_positions(pf))
     except MemoryError:  # out of memory is not a damaged file
         raise
     except (OSError, pa.ArrowException) as exc:
@@ -419,8 +481,7 @@ def _needed_columns(plan: PaimonReadPlan) -> list[str]:
     schema = plan.schema
     opts = schema.checked_options
     wanted = set(plan.columns) | (flt.columns_of(plan.filter) or set(schema.names))
-    if opts.sequence_field:
-        wanted.add(opts.sequence_field)
+    wanted.update(opts.sequence_fields)
     # a key column's values are its _KEY_ column's: decoded once (see _with_key_values)
     stored = set(schema.trimmed_keys)
     return schema.key_columns + [SEQUENCE_COLUMN, KIND_COLUMN] + [c for c in schema.names
@@ -437,8 +498,10 @@ def _with_key_values(schema: PaimonSchema, batch: pa.RecordBatch) -> pa.RecordBa
 
 def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65536,
                 threads: int = 1) -> Iterator[pa.RecordBatch]:
-    """The merged rows of one bucket (the plan's columns, its filter applied), in key order.
-    `threads` > 1 splits each merge by key range (its runs are read into memory first)."""
+    """The merged rows of one bucket (the plan's columns, its filter applied), in key order —
+    except where each file is read alone (deletion vectors, `PaimonReadPlan.reads_files_alone`):
+    then file after file, each in key order.  `threads` > 1 splits each merge by key range (its
+    runs are read into memory first), or reads that many files at once."""
     schema = plan.schema
     opts = schema.checked_options
     columns = _needed_columns(plan)
@@ -457,6 +520,17 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
                 if batch.num_rows:
                     yield _output(plan, batch)
             return
+    if plan.reads_files_alone(bucket):
+        # deletion vectors: every replaced row is marked, each file is read alone (no merge)
+        files = [pf for pf in bucket.files if simple_filter is None
+                 or flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count)]
+        for batch in _files_alone(plan, files, columns, key_expr, batch_rows, threads):
+            batch = _with_key_values(schema, batch)
+            if row_expr is not None:
+                batch = batch.filter(row_expr)
+            if batch.num_rows:
+                yield _output(plan, batch)
+        return
     for section in interval_partition(bucket.files):
         runs = [list(run) for run in section]
         if len(runs) == 1:  # one version per key: value statistics may skip files here
@@ -473,6 +547,26 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
                 batch = batch.filter(row_expr)
             if batch.num_rows:
                 yield _output(plan, batch)
+
+
+def _files_alone(plan: PaimonReadPlan, files: list[PaimonFile], columns: list[str], key_expr: pc.Expression | None,
+                 batch_rows: int, threads: int) -> Iterator[pa.RecordBatch]:
+    """Each file's live rows (its deletion vector applied), file after file, or `threads`
+    files at once (each read whole into memory: the caller collects them anyway)."""
+    def one(pf: PaimonFile) -> Iterator[pa.RecordBatch]:
+        return _without_retractions_all(_file_batches(plan, pf, columns, key_expr, batch_rows))
+    if threads <= 1 or len(files) <= 1:
+        for pf in files:
+            yield from one(pf)
+        return
+    with ThreadPoolExecutor(min(threads, len(files)), thread_name_prefix="paimon-file") as pool:
+        for batches in pool.map(lambda pf: list(one(pf)), files):
+            yield from batches
+
+
+def _without_retractions_all(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        yield _without_retractions(batch)
 
 
 def _point_key(plan: PaimonReadPlan) -> tuple | None:
@@ -510,13 +604,18 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
     try:
         for pf in bucket.files:
             source = plan.table.source(pf)
-            groups = [g.id for g in parquet_fragment(source).subset(filter=key_expr).row_groups]
+            fragment = parquet_fragment(source)
+            groups = [g.id for g in fragment.subset(filter=key_expr).row_groups]
             if not groups:
                 continue
+            deleted = plan.deleted_positions(pf)
             for g in groups:
                 table = _cached_keys(source, g, cached)
                 first, last = _row_span(table.select(key_columns), key_expr, key_range)
+                offset = sum(fragment.metadata.row_group(i).num_rows for i in range(g)) if deleted is not None else 0
                 for row in range(first, last):
+                    if deleted is not None and _marked(deleted, offset + row):
+                        continue  # a version a newer one replaced (its deletion vector says so)
                     versions.append((table.column(SEQUENCE_COLUMN)[row].as_py(), table.column(KIND_COLUMN)[row].as_py(),
                                      source, g, row))
     except FileNotFoundError as exc:
@@ -544,8 +643,25 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
     raise CorruptTableError(f"data file {path} has fewer rows than its key column", path=str(path))
 
 
+def _marked(deleted: np.ndarray, position: int) -> bool:
+    i = int(np.searchsorted(deleted, position))
+    return i < len(deleted) and int(deleted[i]) == position
+
+
 def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:
-    stats = pf.value_stats(plan.schema) if pf.schema_id == plan.schema.id else {}
+    """Column -> (min, max, null count) of a file, under the read schema's names: a file of an
+    older schema by field id, for the columns whose type has not changed since (exact: the
+    values read as they were written; a retyped column's bounds are not converted)."""
+    if pf.schema_id == plan.schema.id:
+        stats = pf.value_stats(plan.schema)
+    else:
+        old = plan.table.schema(pf.schema_id)
+        now = {f.id: f for f in plan.schema.fields}
+        stats = {}
+        for name, value in pf.value_stats(old).items():
+            field = now.get(old.field(name).id)
+            if field is not None and same_type(old.field(name).type, field.type):
+                stats[field.name] = value
     for name, (lo, hi, nulls) in zip(plan.schema.trimmed_keys, pf.key_stats):
         if nulls is not None:
             stats[name] = (lo, hi, nulls)
@@ -572,14 +688,28 @@ def _without_retractions(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch.filter(_is_addition(batch))
 
 
-def merge_runs(plan: PaimonReadPlan, runs: list[list[PaimonFile]], keep_deletes: bool) -> Iterator[pa.RecordBatch]:
+def merge_runs(plan: PaimonReadPlan, runs: list[list[PaimonFile]], keep_deletes: bool,
+               older: list[pa.RecordBatch] | None = None) -> Iterator[pa.RecordBatch]:
     """Sorted runs (each a list of key-ordered files) merged with the table's engine, every
-    column of the data-file layout kept: what compaction writes back."""
-    return _merge_section(plan, runs, [f.name for f in _read_layout(plan.schema)], None, keep_deletes)
+    column of the data-file layout kept: what compaction writes back.  `older`: one more
+    sorted run, in memory (the versions a deletion-vector compaction replaces in higher
+    levels)."""
+    return _merge_section(plan, runs, layout_columns(plan.schema), None, keep_deletes, older=older)
+
+
+def layout_columns(schema: PaimonSchema) -> list[str]:
+    """The data-file layout's column names: _KEY_ columns, sequence, kind, then the columns."""
+    return [f.name for f in _read_layout(schema)]
+
+
+def read_file(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """One data file's live rows (its deletion vector applied), `columns` of its layout."""
+    return _file_batches(plan, pf, columns, None, batch_rows_for(1))
 
 
 def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: list[str],
-                   key_expr: pc.Expression | None, keep_deletes: bool, threads: int = 1) -> Iterator[pa.RecordBatch]:
+                   key_expr: pc.Expression | None, keep_deletes: bool, threads: int = 1,
+                   older: list[pa.RecordBatch] | None = None) -> Iterator[pa.RecordBatch]:
     schema = plan.schema
     opts = schema.checked_options
     batch_rows = batch_rows_for(len(runs))
@@ -593,13 +723,16 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
                         f"'partial-update.remove-record-on-delete' is set (the latter is not supported by mergetree)")
     sources: list = [_checked_kinds((b for pf in run for b in _file_batches(plan, pf, columns, key_expr, batch_rows)),
                                     opts) for run in runs]
+    if older:
+        sources.append(_checked_kinds(iter(older), opts))
     if threads > 1 and len(sources) > 1:
         # merging in threads reads every run into memory first: decode them at once (it releases the GIL)
         with ThreadPoolExecutor(min(threads, len(sources)), thread_name_prefix="paimon-run") as pool:
             sources = list(pool.map(list, sources))
     sequence = SEQUENCE_COLUMN
-    if opts.sequence_field:  # ranking needs the whole section's sequence values first
-        sources, sequence = _ranked([list(run) for run in sources], opts.sequence_field), ORDER_COLUMN
+    if opts.sequence_fields:  # ranking needs the whole section's sequence values first
+        sources, sequence = _ranked([list(run) for run in sources], opts.sequence_fields,
+                                    opts.sequence_descending), ORDER_COLUMN
     aggregations = {c: fn for c, fn in opts.aggregations.items() if c in columns} or None
     reader = merge(sources, schema.key_columns, sequence=sequence, kind=KIND_COLUMN, engine=opts.engine,
                    aggregations=aggregations, keep_deletes=keep_deletes, threads=threads)
@@ -609,20 +742,33 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
         yield batch
 
 
-def _ranked(runs: list[list[pa.RecordBatch]], field_name: str) -> list[list[pa.RecordBatch]]:
-    """Each row's rank in the section's order (sequence field, then sequence number; a null
-    field first), added as ORDER_COLUMN: the merge orders versions by one int64."""
-    fields, seqs, sizes = [], [], []
-    for run in runs:
-        for b in run:
-            fields.append(b.column(field_name))
-            seqs.append(b.column(SEQUENCE_COLUMN))
-            sizes.append(b.num_rows)
-    if not sizes:
+def _ranked(runs: list[list[pa.RecordBatch]], fields: Sequence[str], descending: bool) -> list[list[pa.RecordBatch]]:
+    """Each row's rank in the section's order, added as ORDER_COLUMN (the merge orders
+    versions by one int64): the sequence fields compared lexicographically in the listed
+    order, each ascending or each descending, then the sequence number (always ascending).  A
+    null sequence value is older than any other in both orders, as in the comparator Paimon
+    generates (nulls first, the sign applied to the non-null comparison only)."""
+    batches = [b for run in runs for b in run]
+    if not batches:
         return runs
-    field_values = pa.chunked_array(fields).combine_chunks() if fields else pa.array([])
-    table = pa.table({"f": field_values, "s": pa.concat_arrays([s.cast(pa.int64()) for s in seqs])})
-    order = sort_indices(table, [("f", "ascending"), ("s", "ascending")], "at_start")
+    for name in fields:
+        t = batches[0].schema.field(name).type
+        if pa.types.is_nested(t):
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon option 'sequence.field' names {name!r} of type {t}: mergetree orders versions by "
+                f"atomic sequence fields only")
+    columns = {}
+    for i, name in enumerate(fields):
+        t = batches[0].schema.field(name).type  # files of older schemas arrive evolved to the read types
+        columns[f"f{i}"] = _java_ordered(pa.chunked_array([b.column(name) if b.schema.field(name).type == t
+                                                           else b.column(name).cast(t) for b in batches],
+                                                          type=t).combine_chunks())
+    columns["s"] = pa.concat_arrays([b.column(SEQUENCE_COLUMN).cast(pa.int64()) for b in batches])
+    table = pa.table(columns)
+    direction = "descending" if descending else "ascending"
+    # nulls at the start in both directions: the oldest place
+    order = sort_indices(table, [(f"f{i}", direction) for i in range(len(fields))] + [("s", "ascending")],
+                         "at_start")
     rank = np.empty(len(table), dtype=np.int64)
     rank[order.to_numpy()] = np.arange(len(table), dtype=np.int64)
     out, start = [], 0
@@ -634,6 +780,19 @@ def _ranked(runs: list[list[pa.RecordBatch]], field_name: str) -> list[list[pa.R
             start += b.num_rows
         out.append(ranked)
     return out
+
+
+def _java_ordered(values: pa.Array) -> pa.Array:
+    """Floats as int64 keys in the order of Java's Float/Double.compare (every NaN equal and
+    above +inf, -0.0 below +0.0), which Paimon's generated comparator uses; nulls kept."""
+    if not pa.types.is_floating(values.type):
+        return values
+    wide = values.cast(pa.float64())
+    data = np.asarray(wide.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64).copy()
+    data[np.isnan(data)] = np.nan  # one NaN (Java's doubleToLongBits canonical form)
+    bits = data.view(np.int64)
+    keys = bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+    return pa.array(keys, mask=wide.is_null().to_numpy(zero_copy_only=False) if wide.null_count else None)
 
 
 def _output(plan: PaimonReadPlan, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -717,19 +876,110 @@ def _streamed(plan: PaimonReadPlan, workers: int) -> Iterator[pa.RecordBatch]:
 
 
 def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-         threads: Any = None, storage_options: Mapping[str, object] | None = None) -> pa.Table:
+         threads: Any = None, storage_options: Mapping[str, object] | None = None, order_by: Any = None,
+         limit: Any = None) -> pa.Table:
     """Read a Paimon primary-key table (or `columns` of it, rows matching `filter`) at
     `snapshot` (an id or a tag name; default the latest) into one Arrow table.  `warehouse` is
     a local directory or a URI (``s3://bucket/warehouse``, ``gs://...``, ``az://...``) with
     `storage_options` as `Table.open` takes them (credentials, endpoint, region; used, never
-    stored)."""
+    stored).  With `order_by` ([(column, "asc"|"desc")], nulls last, ties broken by the other
+    columns) and `limit`, a Top-N read: files read on their own (deletion vectors) are read
+    best first and skipped once their statistics cannot beat the rows found; `limit` alone
+    stops after that many rows."""
+    order, limit = _order_by(order_by, limit)
+    extra: list[str] = []  # order columns the projection leaves out: read, then dropped
+    if isinstance(columns, (list, tuple)):
+        extra = [c for c, _ in order if c not in columns]
+        columns = list(columns) + extra
     plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
+    for column, _ in order:
+        if column not in plan.schema.names:
+            raise InvalidArgumentError(f"order_by names {column!r}, which is not a column of Paimon table "
+                                       f"{plan.table.name}; columns: {plan.schema.names}")
     workers = _threads(threads)
     schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
+    if order and limit is not None:
+        out = _top_n(plan, order, limit, workers)
+        return out.drop_columns(extra) if extra else out
+    if limit is not None:
+        return _first_rows(plan, limit, schema)
     if workers <= 1 or len(plan.buckets) <= 1:
         # the result is in memory anyway: spare threads split the one bucket's merges
         parts = [list(read_bucket(plan, b, threads=workers)) for b in plan.buckets]
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="paimon-read") as pool:
             parts = list(pool.map(lambda b: list(read_bucket(plan, b)), plan.buckets))
-    return pa.Table.from_batches([b for part in parts for b in part], schema=schema)
+    out = pa.Table.from_batches([b for part in parts for b in part], schema=schema)
+    return top_rows(out, order, None).drop_columns(extra) if order else out
+
+
+def _order_by(order_by: Any, limit: Any) -> tuple[list[tuple[str, str]], int | None]:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgumentError(f"limit must be a non-negative integer or None, not {limit!r}")
+    if order_by is None:
+        return [], limit
+    items = [order_by] if isinstance(order_by, (str, tuple)) else order_by
+    if not isinstance(items, list) or not items:
+        raise InvalidArgumentError(f"order_by must be a column, (column, 'asc'|'desc'), or a list of them, "
+                                   f"not {order_by!r}")
+    out = []
+    for item in items:
+        column, direction = (item, "asc") if isinstance(item, str) else (tuple(item) + ("asc",))[:2]
+        if not isinstance(column, str) or direction not in ("asc", "desc"):
+            raise InvalidArgumentError(f"order_by takes (column, 'asc'|'desc'), not {item!r}")
+        out.append((column, direction))
+    return out, limit
+
+
+def _first_rows(plan: PaimonReadPlan, limit: int, schema: pa.Schema) -> pa.Table:
+    """The first `limit` rows in bucket order, reading no further than needed."""
+    batches, rows = [], 0
+    for bucket in plan.buckets:
+        for batch in read_bucket(plan, bucket):
+            if rows >= limit:
+                break
+            batches.append(batch.slice(0, limit - rows))
+            rows += batches[-1].num_rows
+        if rows >= limit:
+            break
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _best(stats: Mapping[str, tuple[Any, Any, int]], column: str, direction: str) -> tuple[int, Any] | None:
+    """The best value a file can offer for a Top-N on `column` ((1, 0): only nulls), None when
+    its statistics do not say."""
+    if column not in stats:
+        return None
+    lo, hi, _ = stats[column]
+    value = lo if direction == "asc" else hi
+    return (1, 0) if value is None else (0, value)
+
+
+def _top_n(plan: PaimonReadPlan, order: list[tuple[str, str]], limit: int, workers: int) -> pa.Table:
+    """Top-N: merged buckets are read whole; in buckets whose files are read alone, files go
+    best first by their statistics of the first order column, and a file that cannot beat the
+    limit-th row found so far (ties can) is not read."""
+    schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
+    best = pa.Table.from_batches([], schema=schema)
+    column, direction = order[0]
+    alone: list[tuple[PaimonBucket, PaimonFile, tuple[int, Any]]] = []
+    for bucket in plan.buckets:
+        ranked = [(pf, _best(_file_stats(plan, pf), column, direction)) for pf in bucket.files] \
+            if plan.reads_files_alone(bucket) else []
+        if ranked and all(b is not None for _, b in ranked):
+            alone += [(bucket, pf, b) for pf, b in ranked if b is not None]
+            continue
+        rows = pa.Table.from_batches(list(read_bucket(plan, bucket, threads=workers)), schema=schema)
+        best = top_rows(pa.concat_tables([best, rows]), order, limit)
+    valued = sorted((a for a in alone if a[2][0] == 0), key=lambda a: a[2][1], reverse=direction == "desc")
+    for bucket, pf, value in valued + [a for a in alone if a[2][0] == 1]:
+        if best.num_rows >= limit and limit > 0:
+            nth = best.column(column)[limit - 1].as_py()
+            if nth is not None and (value[0] == 1 or (value[1] > nth if direction == "asc" else value[1] < nth)):
+                continue  # nothing in this file can come before the limit-th row
+        elif limit == 0:
+            break
+        one = PaimonBucket(bucket.partition, bucket.bucket, (pf,))
+        rows = pa.Table.from_batches(list(read_bucket(plan, one)), schema=schema)
+        best = top_rows(pa.concat_tables([best, rows]), order, limit)
+    return best

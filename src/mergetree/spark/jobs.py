@@ -470,8 +470,8 @@ def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False,
                                                                            storage=task_storage))
                 written = _JournaledPaths(task_storage, f"{journal}/unit-{unit}-{uuid.uuid4().hex}")
                 try:
-                    adds, deletes = rewrite_paimon_bucket(unit_job, bucket, plan, written)
-                    result: dict = {"adds": adds, "deletes": deletes, "written": list(written)}
+                    change = rewrite_paimon_bucket(unit_job, bucket, plan, written)
+                    result: dict = {"change": change, "written": list(written)}
                 except Exception as exc:  # reported, not raised: the driver cleans up every task's files
                     result = {"written": list(written), "error": _portable(exc),
                               "message": "".join(traceback.format_exception(exc)),
@@ -507,9 +507,7 @@ def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False,
         used = {p for r in results for p in r["written"]}
         remove_paimon_files(job.table, [p for p in written if p not in used])  # attempts whose results were not kept
         written = [p for p in written if p in used]
-        adds = [e for r in results for e in r["adds"]]
-        deletes = [e for r in results for e in r["deletes"]]
-        return commit_paimon_compaction(job, adds, deletes, written)
+        return commit_paimon_compaction(job, [r["change"] for r in results], written)
     except BaseException as exc:
         try:
             committed = _published(job, written)

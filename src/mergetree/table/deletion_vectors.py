@@ -98,10 +98,12 @@ def read_index_file(data: bytes | memoryview, ranges: Iterable[DeletionVectorRan
     return out
 
 
-def encode_index_file(vectors: Mapping[str, Iterable[int]]) -> tuple[bytes, list[DeletionVectorRange]]:
+def encode_index_file(vectors: Mapping[str, Iterable[int]],
+                      bitmap64: bool = False) -> tuple[bytes, list[DeletionVectorRange]]:
     """An index file holding these deletion vectors (32-bit, as Paimon writes by default; a
-    position past 2^31 - 1 takes the 64-bit form), and the ranges its index-manifest entry
-    records, in the order written."""
+    position past 2^31 - 1 takes the 64-bit form, as does every vector with `bitmap64`:
+    Paimon's ``deletion-vectors.bitmap64``), and the ranges its index-manifest entry records,
+    in the order written."""
     parts = [bytes([VERSION])]
     size = 1
     ranges = []
@@ -111,7 +113,7 @@ def encode_index_file(vectors: Mapping[str, Iterable[int]]) -> tuple[bytes, list
         except (OverflowError, TypeError, ValueError):
             raise InvalidArgumentError(f"the deleted positions of {data_file} are not row numbers (0 .. 2^64 - 1)") \
                 from None
-        wide = len(bitmap) > 0 and bitmap.max() > MAX_POSITION_32
+        wide = bitmap64 or (len(bitmap) > 0 and bitmap.max() > MAX_POSITION_32)
         if wide:
             body = struct.pack("<i", MAGIC_64) + BitMap64(bitmap).serialize()
         else:

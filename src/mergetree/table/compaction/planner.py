@@ -106,6 +106,7 @@ __all__ = [
     "Levels",
     "RewriteGroup",
     "create_unit",
+    "force_pick_level0",
     "full_compaction",
     "parse_memory_size",
     "pick",
@@ -486,6 +487,18 @@ def pick(levels: Levels[F], options: CompactionOptions) -> CompactUnit[F] | None
         # (3) too many runs: force the oldest surplus, then extend by size ratio
         return _pick_size_ratio(levels, runs, options, len(runs) - trigger + 1, True, "run-count")
     return None
+
+
+def force_pick_level0(levels: Levels[F], options: CompactionOptions) -> CompactUnit[F] | None:
+    """Every level-0 run (extended by size ratio), or None without one: what Paimon compacts
+    when `pick` finds nothing in a table whose reads leave level 0 out (deletion vectors), so
+    that new data becomes visible at once rather than at the next trigger."""
+    _check_levels(levels, options)
+    runs = levels.sorted_runs()
+    level0 = sum(1 for run in runs if run.level == 0)
+    if not level0:
+        return None
+    return _pick_size_ratio(levels, runs, options, level0, True, "force-level0")
 
 
 def full_compaction(levels: Levels[F]) -> CompactUnit[F] | None:
