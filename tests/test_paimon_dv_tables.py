@@ -372,3 +372,29 @@ def test_any_history_of_writes_and_compactions_reads_like_the_model(tmp_path_fac
         assert bool([f for f in t.live_files(t.latest_snapshot()) if f.level == 0]) == bool(pending)
         assert rows(mp.read(str(wh), name), KEY) == model(engine, visible, KEY)
     assert rows(pypaimon_read(wh, name, work), KEY) == model(engine, visible, KEY)
+
+
+def test_orc_metadata_with_deletion_vectors(tmp_path: Path) -> None:
+    """A deletion-vector table whose metadata is ORC (``manifest.format=orc``, Paimon <= 2.0;
+    built from the pypaimon-written Avro files, as tests/test_paimon_orc_manifests.py does):
+    mergetree compacts it, writing its manifests and the index manifest in ORC, and reads the
+    model's rows."""
+    from test_paimon_orc_manifests import to_orc
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    opts = _dv_options()
+    base = [_every_key(3000)]
+    write_paimon(work, wh, name, base, KEY, [], opts)
+    assert mp.compact(str(wh), name, full=True) is not None
+    more = _commits(38, 4, 300, True, True)[1:]
+    write_paimon(work, wh, name, more, KEY, [], opts)
+    table_dir = wh / "db.db" / "t"
+    to_orc(table_dir)
+    assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base, KEY)
+    assert mp.compact(str(wh), name) is not None
+    snapshot = PaimonTable.open(str(wh), name).latest_snapshot()
+    assert (table_dir / "manifest" / snapshot["indexManifest"]).read_bytes()[:3] == b"ORC"
+    assert (table_dir / "manifest" / snapshot["deltaManifestList"]).read_bytes()[:3] == b"ORC"
+    assert _deletion_vectors(wh, name)
+    assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base + more, KEY)
+    assert mp.compact(str(wh), name, full=True) is not None
+    assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base + more, KEY)
