@@ -1,6 +1,6 @@
 """Apache Paimon primary-key tables, read and compacted from Python without a JVM.
 
-- `read(warehouse, "db.table", columns=None, filter=None, snapshot=None)` -> `pa.Table`
+- `read(warehouse, "db.table", columns=None, filter=None, snapshot=None, order_by=None, limit=None)` -> `pa.Table`
 - `scan(...)` -> `pa.RecordBatchReader` (an Arrow C stream), bucket by bucket
 - `compact(warehouse, "db.table", full=False)` -> the committed snapshot id, or None
 - `info(warehouse, "db.table")` -> what the table holds (snapshots, buckets, sorted runs)
@@ -10,8 +10,8 @@ A warehouse is a local directory or an object-store URI (``s3://lake/warehouse``
 (``aws_access_key_id``, ``aws_endpoint_url``, ...; see docs/STORAGE.md).  Every file is read and
 written through `mergetree.storage`; a compaction commits with the store's conditional create.
 
-Metadata is read directly (snapshot and schema JSON, Avro manifests through fastavro), so
-mergetree does not depend on pypaimon.  Options mergetree cannot honour raise
+Metadata is read directly (snapshot and schema JSON, Avro or ORC manifests, deletion-vector
+index files), so mergetree does not depend on pypaimon.  Options mergetree cannot honour raise
 `UnsupportedPaimonFeatureError` naming the option.
 """
 from __future__ import annotations
