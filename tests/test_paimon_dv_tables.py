@@ -111,6 +111,11 @@ def test_compaction_marks_replaced_rows_and_every_reader_agrees(tmp_path: Path, 
     assert len({f.level for f in files}) > 1  # and not into the top level: the vectors do the work
     plan = plan_read(str(wh), name)
     assert all(plan.reads_files_alone(b) for b in plan.buckets)  # no merge
+    marked = sum(d.range.cardinality for per in vectors.values() for d in per.values())
+    assert sum(b.deleted_rows for b in mp.info(str(wh), name).buckets) == marked
+    shown = subprocess.run([sys.executable, "-m", "mergetree", "paimon", "info", str(wh), name],
+                           capture_output=True, text=True, check=True).stdout
+    assert "deleted" in shown
     assert rows(mp.read(str(wh), name), KEY) == expected
     assert rows(mp.read(str(wh), name, threads=1), KEY) == expected
     assert rows(pa.Table.from_batches(list(mp.scan(str(wh), name))), KEY) == expected

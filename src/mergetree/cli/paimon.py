@@ -76,11 +76,13 @@ def info(args: argparse.Namespace) -> int:
         out.print(text_table(rows, right_aligned={0, 3, 4}))
     out.print("\nbuckets (sorted runs: each level-0 file, then each non-empty level):")
     width = max((len(b.files_per_level) for b in i.buckets), default=0)
-    table = [["partition", "bucket", "runs"] + [f"L{n}" for n in range(width)] + ["rows", "MiB"]]
+    vectors = any(b.deleted_rows for b in i.buckets)  # a deletion-vector table: rows its vectors mark
+    table = [["partition", "bucket", "runs"] + [f"L{n}" for n in range(width)] + ["rows", "MiB"]
+             + (["deleted"] if vectors else [])]
     for b in i.buckets:
         table.append([",".join(map(str, b.partition)) or "-", str(b.bucket), str(b.sorted_runs)]
                      + [str(n) if n else "." for n in b.files_per_level] + ["."] * (width - len(b.files_per_level))
-                     + [f"{b.rows:,}", f"{b.bytes / 2**20:.1f}"])
+                     + [f"{b.rows:,}", f"{b.bytes / 2**20:.1f}"] + ([f"{b.deleted_rows:,}"] if vectors else []))
     out.print(text_table(table, right_aligned=set(range(1, len(table[0])))) if len(table) > 1 else "  (empty)")
     return 0
 

@@ -34,6 +34,7 @@ class PaimonBucketInfo:
     files_per_level: tuple[int, ...]
     rows: int
     bytes: int
+    deleted_rows: int = 0       # rows its deletion vectors mark (replaced by newer versions)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ def info(warehouse: Any, table: Any, snapshot: Any = None,
                                             dt.datetime.fromtimestamp(int(s.get("timeMillis", 0)) / 1000),
                                             int(s.get("totalRecordCount") or 0), int(s.get("deltaRecordCount") or 0)))
     levels_total = CompactionOptions.from_options(schema.options).num_levels
+    deletions = t.deletion_files(snap) if unsupported is None and schema.checked_options.deletion_vectors else {}
     by_bucket: dict[tuple, list] = {}
     for f in t.live_files(snap):
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
@@ -79,9 +81,12 @@ def info(warehouse: Any, table: Any, snapshot: Any = None,
     for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
         num_levels = max(levels_total, max(f.level for f in files) + 1)
         levels = Levels(files, num_levels)
+        marked = deletions.get((files[0].partition_bytes, bucket), {})
         buckets.append(PaimonBucketInfo(partition, bucket, levels.number_of_sorted_runs(),
                                         tuple(len(levels.files_at(i)) for i in range(num_levels)),
-                                        sum(f.row_count for f in files), sum(f.file_size for f in files)))
+                                        sum(f.row_count for f in files), sum(f.file_size for f in files),
+                                        sum(marked[f.file_name].range.cardinality or 0 for f in files
+                                            if f.file_name in marked)))
     return PaimonInfo(t.name, t.path, schema.arrow_schema, schema.primary_keys, schema.partition_keys,
                       dict(schema.options), None if snap is None else int(snap["id"]), tuple(snapshots),
                       tuple(t.tags()), tuple(buckets), unsupported)
