@@ -66,10 +66,10 @@ class DeletionVectorRef:
 _vectors: FileCache[np.ndarray] = FileCache(max_entries=4096, max_bytes=256 << 20, weight=lambda a: a.nbytes)
 
 
-def deleted_positions(storage: Store, data_file: str, ref: DeletionVectorRef) -> np.ndarray:
+def deleted_positions(storage: Store, data_file: str, ref: DeletionVectorRef | None) -> np.ndarray:
     """The deleted row positions of `data_file`, sorted (int64); CorruptTableError naming the
     index file when it is missing or damaged."""
-    if ref.index is None or not ref.cardinality:
+    if ref is None or ref.index is None or not ref.cardinality:
         return np.empty(0, dtype=np.int64)
     return _vectors.get_keyed((table_path(storage), ref.index, ref.offset, ref.length),
                               lambda: _load(storage, data_file, ref))
@@ -78,7 +78,7 @@ def deleted_positions(storage: Store, data_file: str, ref: DeletionVectorRef) ->
 def _load(storage: Store, data_file: str, ref: DeletionVectorRef) -> np.ndarray:
     root = table_path(storage)
     index = ref.index or ""
-    where = f"{root}/{index}" if is_local(storage) else storage.describe(index)  # type: ignore[attr-defined]
+    where = f"{root}/{index}" if is_local(storage) else storage.describe(index)
     try:
         data = storage.read(index)
     except ObjectNotFoundError:

@@ -46,8 +46,8 @@ __all__ = [
     "final_rows",
     "parquet_fragment",
     "read_data_file",
-    "read_parquet",
     "read_key_positions",
+    "read_parquet",
     "read_rows_at",
     "read_run",
     "remove_data_file",
@@ -670,7 +670,7 @@ def read_key_positions(storage: Store, meta: DataFileMeta, columns: list[str]) -
     table = pa.Table.from_batches(batches)
     table = table.append_column(POSITION_COLUMN, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     if meta.deleted_rows:
-        deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector)  # type: ignore[arg-type]
+        deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector)
         keep = np.ones(table.num_rows, dtype=bool)
         keep[deleted[deleted < table.num_rows]] = False
         table = table.filter(pa.array(keep))

@@ -41,8 +41,16 @@ from ...errors import InvalidArgumentError
 from ...merge import merge
 from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef, deleted_positions, write_index_file
-from ..files import POSITION_COLUMN, DataFileMeta, batch_rows_for, read_key_positions, read_rows_at, read_run, \
-    remove_uncommitted, write_rolled
+from ..files import (
+    POSITION_COLUMN,
+    DataFileMeta,
+    batch_rows_for,
+    read_key_positions,
+    read_rows_at,
+    read_run,
+    remove_uncommitted,
+    write_rolled,
+)
 from ..objects import is_local
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import FileEntry, Snapshot

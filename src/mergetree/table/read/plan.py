@@ -24,7 +24,7 @@ from ..type_policy import require
 from .model import BucketPlan, OrderBy, PreparedRead, ReadPlan, ReadStats, requests_since
 from .topn import plan_top_n
 
-__all__ = ["columns_for", "file_filter", "order_by_for", "plan_read", "prepare_read", "sections_of",
+__all__ = ["columns_for", "file_filter", "final_filter", "order_by_for", "plan_read", "prepare_read", "sections_of",
            "snapshot_for"]
 
 def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
@@ -194,7 +194,17 @@ def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, sn
     plan = plan_read(directory, f, snapshot, order, limit)
     return PreparedRead(names, pa.schema([schema.field(c) for c in names]), flt.to_expression(f, schema),
                         file_filter(directory, f), plan, order, limit,
-                        ReadStats(plan.files_total, plan.bytes_total), f)
+                        ReadStats(plan.files_total, plan.bytes_total), f, final_filter(directory, f))
+
+
+def final_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:
+    """The whole filter over a primary-key table's data files (key columns as their `_KEY_`
+    columns): exact for a sorted run read alone, whose rows are final (a retraction it keeps
+    is dropped after, as it would be anyway)."""
+    ts = directory.schema
+    if f is None or not ts.has_primary_key or flt.columns_of(f) is None:  # None: a pyarrow expression
+        return None
+    return flt.to_expression(flt.rename(f, {k: KEY_PREFIX + k for k in ts.primary_key}), ts.file_schema)
 
 
 def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:
