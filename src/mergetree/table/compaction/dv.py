@@ -16,7 +16,8 @@ bucket has `num-sorted-run.compaction-trigger` sorted runs):
    meets one, the live rows of those keys (their positions: a hash join on the key columns);
 2. merges those rows (each the merged value of everything older) with every unresolved file,
    with the table's engine and its full-compaction rules (retractions are dropped: all of each
-   key's history is in the merge), so partial-update and aggregate rows are folded, not lost;
+   key's history is in the merge), so partial-update and aggregate rows are folded, not lost
+   (deduplicate needs no old row: the newest version wins whole, so only positions are read);
 3. writes the merged rows as new resolved files at the lowest level >= 1 whose files do not
    meet their key range, and one deletion-vector index file per bucket holding the old
    vectors plus the positions found in step 1;
@@ -146,6 +147,9 @@ def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvP
     lookup_runs: list[Iterator[pa.RecordBatch]] = []
     if plan.lookup:
         found = _find_replaced(directory, plan)
+    # deduplicate: the newest version is the whole answer, so a replaced row's values are not
+    # needed, only its position; the other engines fold the old row into the new one
+    if found and ts.merge_engine != "deduplicate":
         by_level: dict[int, list[DataFileMeta]] = defaultdict(list)
         for meta in plan.lookup:
             if meta.file_name in found:
@@ -189,15 +193,26 @@ def _find_replaced(directory: TableDirectory, plan: DvPlan) -> dict[str, np.ndar
     pieces = [pa.Table.from_batches([b]) for b in read_run(storage, list(plan.pending), columns=key)]
     if not pieces:
         return {}
-    keys = pa.concat_tables(pieces).group_by(key).aggregate([])  # distinct keys
+    keys = pa.concat_tables(pieces)
+    # one integer key column: a file's keys are sorted and distinct, so a binary search finds them
+    integer = len(key) == 1 and pa.types.is_integer(keys.schema.field(key[0]).type)
+    wanted = np.unique(keys.column(0).to_numpy()) if integer else keys.group_by(key).aggregate([])
     out: dict[str, np.ndarray] = {}
     for meta in plan.lookup:
         table = read_key_positions(storage, meta, key)
         if table is None or table.num_rows == 0:
             continue
-        matched = table.join(keys, keys=key, join_type="inner", use_threads=False)
-        if matched.num_rows:
-            out[meta.file_name] = np.sort(matched.column(POSITION_COLUMN).to_numpy())
+        if integer:
+            present = table.column(0).to_numpy()
+            at = np.searchsorted(present, wanted)
+            hit = at[at < len(present)]
+            hit = hit[present[hit] == wanted[at < len(present)]]
+            positions = table.column(POSITION_COLUMN).to_numpy()[hit]
+        else:
+            positions = table.join(wanted, keys=key, join_type="inner", use_threads=False) \
+                .column(POSITION_COLUMN).to_numpy()
+        if len(positions):
+            out[meta.file_name] = np.sort(positions)
     return out
 
 
