@@ -13,9 +13,9 @@ checked against mergetree's.
 ``--table`` adds (and ``--table-only`` runs alone) the primary-key table workload of
 ``benchmarks/bench_table.py``: upserts, merge-on-read, point lookups and a full compaction,
 against pypaimon and pypaimon-rust when they are installed, then its deletion-vector case
-(``benchmarks/bench_table_dv.py``; ``--table-dv-only`` runs it alone, ``--table-dv-rows`` sizes it); ``--spark`` (``--spark-only``)
-the Spark workload of ``benchmarks/bench_spark.py``; ``--layout`` (``--layout-only``) the data
-layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
+(``benchmarks/bench_table_dv.py``; ``--table-dv-only`` runs it alone, ``--table-dv-rows`` sizes it);
+``--spark`` (``--spark-only``) the Spark workload of ``benchmarks/bench_spark.py``; ``--layout``
+(``--layout-only``) the data layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
 and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
 ``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py`` on the
 Star Schema Benchmark at scale factor 1 (``--advisor-scale``; the synthetic loop with ``--advisor-loop``);
@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     environment = _environment()
     results, scaling = [], None
-    merge_bench = not (args.table_only or args.table_dv_only or args.spark_only or args.layout_only or args.advisor_only or args.scale_only
+    merge_bench = not (args.table_only or args.table_dv_only or args.spark_only or args.layout_only
+                       or args.advisor_only or args.scale_only
                        or args.paimon_only or args.storage_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
