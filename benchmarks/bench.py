@@ -15,8 +15,8 @@ checked against mergetree's.
 against pypaimon and pypaimon-rust when they are installed, then its deletion-vector case
 (``benchmarks/bench_table_dv.py``; ``--table-dv-only`` runs it alone, ``--table-dv-rows`` sizes it);
 ``--spark`` (``--spark-only``) the Spark workload of ``benchmarks/bench_spark.py``; ``--layout``
-(``--layout-only``) the data layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
-and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
+(``--layout-only``) the data layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and
+Hilbert clustering, Bloom and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
 ``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py`` on the
 Star Schema Benchmark at scale factor 1 (``--advisor-scale``; the synthetic loop with ``--advisor-loop``);
 ``--scale`` (``--scale-only``) the cost curves of ``benchmarks/bench_scale.py``: write, merge-on-read,
