@@ -260,3 +260,25 @@ def test_sigkill_mid_compaction_loses_nothing(tmp_path):
     leftovers = {p for p in table_files(path) - referenced
                  if not p.startswith(("snapshot/snapshot-", "schema/")) and p != "snapshot/LATEST"}
     assert not leftovers, leftovers
+
+
+def test_indexes_built_on_resolved_files_stay_exact(tmp_path):
+    """A bitmap sidecar indexes the file as it is (positions of deleted rows included); a file
+    rewritten for its Bloom filter drops its deleted rows and stays resolved."""
+    t = _table(tmp_path / "t")
+    t.write(pa.table({"id": range(3000), "a": [i % 7 for i in range(3000)], "b": ["x"] * 3000}, schema=SCHEMA))
+    t.compact()
+    t.write(pa.table({"id": [3, 10, 2999], "a": [100, 100, 100], "b": ["y", "y", "y"]}, schema=SCHEMA))
+    t.compact()
+    want = t.read(filter=("a", "=", 3)).sort_by("id")
+    t.set_options({"file-index.bitmap.columns": "a"})
+    t.build_indexes()
+    assert any("bitmap" in m.indexes and m.deleted_rows for m in t.plan().files)
+    assert t.read(filter=("a", "=", 3)).sort_by("id") == want
+    assert t.read(filter=("a", "=", 100)).num_rows == 3
+    t.set_options({"file-index.bloom-filter.columns": "b"})
+    t.build_indexes()
+    files = t.plan().files
+    assert all(m.resolved and not m.deleted_rows for m in files)
+    assert t.read(filter=("a", "=", 3)).sort_by("id") == want
+    assert t.read(filter=("b", "=", "y")).num_rows == 3

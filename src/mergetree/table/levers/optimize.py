@@ -18,6 +18,7 @@ from .. import filters as flt
 from ..compaction.runner import compact_buckets
 from ..compaction.transaction import Progress, new_files, rewrite_transaction
 from ..directory import TableDirectory, alter_options
+from ..dvfiles import DeletionVectorRef
 from ..files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
 from ..options import (
     CLUSTERING_STRATEGIES,
@@ -239,10 +240,15 @@ def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snaps
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for entry, rewrite_file, _ in todo:
             meta = entry.file
-            rows = pa.Table.from_batches(list(read_run(directory.storage, [meta])), schema=ts.file_schema)
+            # a rewrite drops the rows a deletion vector removed (and the file stays resolved); a
+            # sidecar indexes the file as it is, row positions included
+            read = meta if rewrite_file else meta.with_deletion_vector(None)
+            rows = pa.Table.from_batches(list(read_run(directory.storage, [read])), schema=ts.file_schema)
             if rewrite_file:
                 new = write_data_file(directory.storage, directory.bucket_directory(entry.partition, entry.bucket),
                                       rows, ts, meta.level, options, meta.sorted_by)
+                if meta.resolved:
+                    new = new.with_deletion_vector(DeletionVectorRef())
             else:
                 indexes = build_file_indexes(directory.storage, meta.file_name, rows, ts,
                                              replace(options, bloom_columns=()), meta.sorted_by)
