@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from disk import table_files
@@ -42,11 +43,18 @@ class DeletionVectorMachine(TableMachine):
         super().create(engine, buckets, partitioned, trigger, write_only, file_size, True)
         self.dv = True
 
-    ACTIONS = TableMachine.ACTIONS + ["compact", "top_n", "toggle"]
+    ACTIONS = TableMachine.ACTIONS + ["compact", "top_n", "toggle", "cluster"]
 
     def toggle(self, data):
         self.dv = not self.dv
-        self.table.set_options({"deletion-vectors.enabled": "true" if self.dv else "false"})
+        # clustering on other columns needs deletion vectors: switching them off drops the layout
+        self.table.set_options({"deletion-vectors.enabled": "true" if self.dv else "false",
+                                **({} if self.dv else {"clustering.columns": None, "clustering.strategy": None})})
+
+    def cluster(self, data):
+        """Lay resolved files out along a value column (each file still sorted by key)."""
+        if self.dv:
+            self.remember(self.table.optimize(order=data.draw(st.sampled_from(["a", "b"]), label="order")))
 
     def top_n(self, data):
         limit = data.draw(st.integers(0, 6), label="limit")
@@ -282,3 +290,40 @@ def test_indexes_built_on_resolved_files_stay_exact(tmp_path):
     assert all(m.resolved and not m.deleted_rows for m in files)
     assert t.read(filter=("a", "=", 3)).sort_by("id") == want
     assert t.read(filter=("b", "=", "y")).num_rows == 3
+
+
+def test_clustering_on_a_non_key_column_advised_and_laid_out(tmp_path):
+    """Paimon's pk-clustering-override: with deletion vectors the advisor may cluster a primary-
+    key table on another column, `optimize` lays the resolved files out along it (each file still
+    sorted by key), value ranges then skip most files, and reads stay those of the table
+    without deletion vectors through later writes and compactions."""
+    import test_advisor as adv
+
+    t = adv.write(tmp_path / "t", DV, primary_key="id")
+    plain = adv.write(tmp_path / "plain", primary_key="id")
+    with pytest.raises(InvalidArgumentError, match="deletion-vectors.enabled"):
+        plain.set_options({"clustering.columns": "a"})
+    t.compact()
+    advice = adv.advise(t, [adv.q(adv.a_range()) for _ in range(200)])
+    assert adv.lever(advice, "distribution") is not None, advice.refused
+    assert advice.options.get("clustering.columns") == "a"
+    t.set_options(advice.options)
+    ranges = [adv.a_range() for _ in range(10)]
+    # before: files sorted by key only, every one spans the whole range of a
+    assert sum(len(t.plan(r).files) for r in ranges) == len(ranges) * len(t.plan().files)
+    t.optimize()
+    files = t.plan().files
+    assert all(m.resolved and m.level == 0 for m in files) and len(files) > 10
+    assert sum(len(t.plan(r).files) for r in ranges) < 0.1 * len(ranges) * len(files)
+    for r in ranges + [None, ("category", "=", "cat-03")]:
+        assert t.read(filter=r).sort_by("id") == plain.read(filter=r).sort_by("id")
+    update = adv.rows(2).slice(0, 3000)
+    update = update.set_column(0, "id", pa.array(np.arange(0, 6000, 2, dtype=np.int64)))
+    for table in (t, plain):
+        table.write(update)
+    for step in ("written", "compacted"):
+        for r in ranges[:3] + [None]:
+            assert t.read(filter=r).sort_by("id") == plain.read(filter=r).sort_by("id"), step
+        t.compact()
+        plain.compact()
+    assert t.read(order_by=[("a", "desc")], limit=5) == plain.read(order_by=[("a", "desc")], limit=5)

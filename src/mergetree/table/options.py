@@ -467,7 +467,9 @@ class TableOptions:
         if KEY_CLUSTERING_STRATEGY in values and not columns:
             raise InvalidArgumentError(f"option {KEY_CLUSTERING_STRATEGY!r} needs {KEY_CLUSTERING_COLUMNS!r}")
         if columns:
-            if primary_key:
+            # with deletion vectors a compacted file is read alone, so its rows may be grouped by
+            # other columns (Paimon's pk-clustering-override); each file stays sorted by key
+            if primary_key and not values.get(KEY_DELETION_VECTORS):
                 raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
             if len(columns) > 8:
                 raise InvalidArgumentError(f"option {KEY_CLUSTERING_COLUMNS!r}: at most 8 columns, got {len(columns)}")
@@ -529,7 +531,9 @@ PK_CLUSTERING_MESSAGE = (
     "a primary-key table's files are sorted by its primary key (merge-on-read and compaction need that "
     "order), so they cannot be clustered or sorted by other columns. Cluster a primary-key table by "
     "choosing its primary-key column order, bucket key and partitioning when you create it (and "
-    "use Bloom filter or bitmap indexes for the other columns), or keep the data in an append table")
+    "use Bloom filter or bitmap indexes for the other columns), set 'deletion-vectors.enabled' (compacted "
+    "files are then read alone, so they can be clustered on other columns, each still sorted by key), or "
+    "keep the data in an append table")
 
 
 def aggregate_model_options(name: Any, group_by: Any, measures: Any, schema: pa.Schema) -> dict[str, str]:
