@@ -45,8 +45,8 @@ def test_spark_optimize_clusters_a_deletion_vector_table_on_the_driver(spark, tm
     the local clustered rewrite (every file still sorted by key), and its reads stay exact."""
     import mergetree.spark
     path = str(tmp_path / "t")
-    table = Table.create(path, SCHEMA, primary_key="id",
-                         options={"write-only": "true", "deletion-vectors.enabled": "true", "target-file-size": "64 kb"})
+    table = Table.create(path, SCHEMA, primary_key="id", options={
+        "write-only": "true", "deletion-vectors.enabled": "true", "target-file-size": "64 kb"})
     rng = np.random.default_rng(9)
     ids = np.arange(30_000, dtype=np.int64)
     table.write(pa.table({"id": ids, "v": rng.integers(0, 1000, 30_000), "s": [f"a{i}" for i in ids]}, schema=SCHEMA))
