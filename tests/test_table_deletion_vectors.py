@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from disk import table_files
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 from test_table_crash import CHILD, committed_ops, model, table_state
@@ -327,3 +327,22 @@ def test_clustering_on_a_non_key_column_advised_and_laid_out(tmp_path):
         t.compact()
         plain.compact()
     assert t.read(order_by=[("a", "desc")], limit=5) == plain.read(order_by=[("a", "desc")], limit=5)
+
+
+@given(st.data())
+@settings(max_examples=200, deadline=None)
+def test_drop_deleted_keeps_exactly_the_rows_not_deleted(data):
+    """Any row groups (some skipped), any batch cuts, any deleted positions."""
+    from mergetree.table.dvfiles import drop_deleted
+    sizes = data.draw(st.lists(st.integers(0, 12), min_size=1, max_size=6), label="row groups")
+    firsts = [sum(sizes[:i]) for i in range(len(sizes))]
+    chosen = [g for g in range(len(sizes)) if data.draw(st.booleans(), label=f"read group {g}")]
+    total = sum(sizes)
+    deleted = np.array(sorted(data.draw(st.sets(st.integers(0, max(total - 1, 0)), max_size=total), label="deleted")),
+                       dtype=np.int64) if total else np.empty(0, np.int64)
+    stream = [p for g in chosen for p in range(firsts[g], firsts[g] + sizes[g])]
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=5), label="cuts") | {0, len(stream)})
+    batches = [pa.record_batch({"pos": pa.array(stream[a:b], pa.int64())}) for a, b in zip(cuts, cuts[1:])]
+    out = drop_deleted(iter(batches), deleted, [(firsts[g], sizes[g]) for g in chosen])
+    got = [p for b in out for p in b.column(0).to_pylist()]
+    assert got == [p for p in stream if p not in set(deleted.tolist())]

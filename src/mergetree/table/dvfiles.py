@@ -102,10 +102,13 @@ def drop_deleted(batches: Iterator[pa.RecordBatch], deleted: np.ndarray, starts:
     """`batches` (the rows of some row groups, in order) without the rows at `deleted` file
     positions; `starts` lists (first file position, rows) of each row group read, in order."""
     # the file position of each row read, as runs: (position in the stream, file position, rows)
-    spans = []
+    spans: list[tuple[int, int, int]] = []
     stream = 0
     for first, rows in starts:
-        spans.append((stream, first, rows))
+        if spans and spans[-1][1] + spans[-1][2] == first:  # the next row group: one span (a whole read is one)
+            spans[-1] = (spans[-1][0], spans[-1][1], spans[-1][2] + rows)
+        else:
+            spans.append((stream, first, rows))
         stream += rows
     offset = 0
     for batch in batches:

@@ -559,7 +559,8 @@ def _without_deleted(file: str | StoredFile, columns: list[str] | None, row_filt
     if not wanted:
         return
     read_columns = None if row_filter is not None else columns
-    batches = read_parquet(file, read_columns, None, wanted, batch_rows)
+    whole = len(wanted) == metadata.num_row_groups  # every row group, in order: no list to pass
+    batches = read_parquet(file, read_columns, None, None if whole else wanted, batch_rows)
     for batch in drop_deleted(batches, deleted, [starts[g] for g in wanted]):
         if row_filter is None:
             yield batch
