@@ -5,6 +5,7 @@ index files, damaged index files, and the option's checks."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 import random
 import signal
@@ -342,7 +343,7 @@ def test_drop_deleted_keeps_exactly_the_rows_not_deleted(data):
                        dtype=np.int64) if total else np.empty(0, np.int64)
     stream = [p for g in chosen for p in range(firsts[g], firsts[g] + sizes[g])]
     cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=5), label="cuts") | {0, len(stream)})
-    batches = [pa.record_batch({"pos": pa.array(stream[a:b], pa.int64())}) for a, b in zip(cuts, cuts[1:])]
+    batches = [pa.record_batch({"pos": pa.array(stream[a:b], pa.int64())}) for a, b in itertools.pairwise(cuts)]
     out = drop_deleted(iter(batches), deleted, [(firsts[g], sizes[g]) for g in chosen])
     got = [p for b in out for p in b.column(0).to_pylist()]
     assert got == [p for p in stream if p not in set(deleted.tolist())]
