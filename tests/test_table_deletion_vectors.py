@@ -378,3 +378,24 @@ def test_a_deletion_vector_table_on_s3_answers_as_a_local_one(s3_server, tmp_pat
     expected = apply(local)
     assert expected[4] > 0
     assert apply(remote) == expected
+
+
+def test_a_key_lookup_reads_only_the_row_groups_that_may_hold_the_keys(tmp_path):
+    from mergetree.table.files import key_row_groups
+    t = _table(tmp_path / "t", engine="partial-update")
+    n = 40_000  # five 8,192-row row groups
+    t.write(pa.table({"id": range(n), "a": range(n), "b": ["x"] * n}, schema=SCHEMA))
+    t.compact()
+    (resolved,) = t.plan().files
+    storage = t.directory.storage
+    assert key_row_groups(storage, resolved, "_KEY_id", np.array([39_990])) == [4]
+    assert key_row_groups(storage, resolved, "_KEY_id", np.array([10, 8_192, 50_000])) == [0, 1]
+    assert key_row_groups(storage, resolved, "_KEY_id", np.array([50_000])) == []
+    t.write(pa.table({"id": [8_191, 8_192, 39_990, 50_000], "a": [None, -1, None, 7], "b": ["y", None, "z", "w"]},
+                     schema=SCHEMA))
+    t.compact()
+    assert sum(m.deleted_rows for m in t.plan().files) == 3
+    got = {r["id"]: r for r in t.read(filter=("id", "in", [8_191, 8_192, 39_990, 50_000])).to_pylist()}
+    assert got == {8_191: {"id": 8_191, "a": 8_191, "b": "y"}, 8_192: {"id": 8_192, "a": -1, "b": "x"},
+                   39_990: {"id": 39_990, "a": 39_990, "b": "z"}, 50_000: {"id": 50_000, "a": 7, "b": "w"}}
+    assert t.read().num_rows == n + 1

@@ -44,6 +44,7 @@ __all__ = [
     "dictionary_columns",
     "file_metadata",
     "final_rows",
+    "key_row_groups",
     "parquet_fragment",
     "read_data_file",
     "read_key_positions",
@@ -660,29 +661,63 @@ def read_run(storage: Store, files: list[DataFileMeta], columns: list[str] | Non
                                   None if row_groups is None else row_groups.get(meta.file_name), batch_rows)
 
 
-def read_key_positions(storage: Store, meta: DataFileMeta, columns: list[str]) -> pa.Table | None:
+def read_key_positions(storage: Store, meta: DataFileMeta, columns: list[str],
+                       row_groups: Collection[int] | None = None) -> pa.Table | None:
     """`columns` of a data file's live rows (its deletion vector applied) with each row's
-    position in the file, as column `_POSITION` (what a deletion vector records); None for a
-    file without rows."""
+    position in the file, as column `_POSITION` (what a deletion vector records); only the
+    `row_groups` given (default: all); None when no row is read."""
     whole = replace(meta, deletion_vector=None)  # every row, so positions count from the file's start
-    batches = list(read_data_file(storage, whole, columns))
+    groups = None if row_groups is None else sorted(row_groups)
+    batches = list(read_data_file(storage, whole, columns, row_groups=groups))
     if not batches:
         return None
     table = pa.Table.from_batches(batches)
-    table = table.append_column(POSITION_COLUMN, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    if groups is None:
+        positions = np.arange(table.num_rows, dtype=np.int64)
+    else:
+        starts = _row_group_starts(storage, meta)
+        positions = np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in groups])
+        if len(positions) != table.num_rows:
+            raise CorruptTableError(f"data file {meta.file_name} of table {table_path(storage)} holds "
+                                    f"{table.num_rows} rows in row groups {groups}, its footer says "
+                                    f"{len(positions)}", path=str(source(storage, meta.file_name)))
+    table = table.append_column(POSITION_COLUMN, pa.array(positions))
     if meta.deleted_rows:
         deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector)
-        keep = np.ones(table.num_rows, dtype=bool)
-        keep[deleted[deleted < table.num_rows]] = False
-        table = table.filter(pa.array(keep))
+        table = table.filter(pa.array(~np.isin(positions, deleted, assume_unique=True)))
     return table
+
+
+def _row_group_starts(storage: Store, meta: DataFileMeta) -> np.ndarray:
+    """The first row of each row group, and the file's row count last."""
+    metadata = file_metadata(storage, meta)
+    return np.cumsum([0] + [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)])
+
+
+def key_row_groups(storage: Store, meta: DataFileMeta, column: str, wanted: np.ndarray) -> list[int] | None:
+    """The row groups of a data file whose statistics on an integer `column` (its first key
+    column, ascending) admit one of the `wanted` values (sorted); None when some row group has
+    no usable statistics (then every one may)."""
+    try:
+        metadata = file_metadata(storage, meta)
+        index = metadata.schema.names.index(column)
+    except (OSError, ValueError, pa.ArrowException):
+        return None  # the read reports a damaged file
+    out = []
+    for g in range(metadata.num_row_groups):
+        stats = metadata.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max or not isinstance(stats.min, int) \
+                or not isinstance(stats.max, int):
+            return None
+        if np.searchsorted(wanted, stats.min, "left") < np.searchsorted(wanted, stats.max, "right"):
+            out.append(g)
+    return out
 
 
 def read_rows_at(storage: Store, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
     """The rows of a data file at these positions (sorted, distinct), all columns, in
     position order: only the row groups holding them are read."""
-    metadata = file_metadata(storage, meta)
-    starts = np.cumsum([0] + [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)])
+    starts = _row_group_starts(storage, meta)
     groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
     # each group's offset in the stream of the groups read
     offsets = dict(zip(groups.tolist(), np.cumsum([0] + [int(starts[g + 1] - starts[g]) for g in groups])))

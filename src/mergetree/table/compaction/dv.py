@@ -46,6 +46,7 @@ from ..files import (
     POSITION_COLUMN,
     DataFileMeta,
     batch_rows_for,
+    key_row_groups,
     read_key_positions,
     read_rows_at,
     read_run,
@@ -197,9 +198,15 @@ def _find_replaced(directory: TableDirectory, plan: DvPlan) -> dict[str, np.ndar
     # one integer key column: a file's keys are sorted and distinct, so a binary search finds them
     integer = len(key) == 1 and pa.types.is_integer(keys.schema.field(key[0]).type)
     wanted = np.unique(keys.column(0).to_numpy()) if integer else keys.group_by(key).aggregate([])
+    # the row groups that may hold a wanted key, by the first key column's statistics (updates
+    # of recent keys touch few); an integer first column only (exact comparisons)
+    first = np.unique(keys.column(0).to_numpy()) if pa.types.is_integer(keys.schema.field(0).type) else None
     out: dict[str, np.ndarray] = {}
     for meta in plan.lookup:
-        table = read_key_positions(storage, meta, key)
+        groups = key_row_groups(storage, meta, key[0], first) if first is not None else None
+        if groups == []:
+            continue
+        table = read_key_positions(storage, meta, key, groups)
         if table is None or table.num_rows == 0:
             continue
         if integer:
