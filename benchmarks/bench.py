@@ -12,10 +12,11 @@ checked against mergetree's.
 
 ``--table`` adds (and ``--table-only`` runs alone) the primary-key table workload of
 ``benchmarks/bench_table.py``: upserts, merge-on-read, point lookups and a full compaction,
-against pypaimon and pypaimon-rust when they are installed; ``--spark`` (``--spark-only``)
-the Spark workload of ``benchmarks/bench_spark.py``; ``--layout`` (``--layout-only``) the data
-layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and Hilbert clustering, Bloom
-and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
+against pypaimon and pypaimon-rust when they are installed, then its deletion-vector case
+(``benchmarks/bench_table_dv.py``; ``--table-dv-only`` runs it alone, ``--table-dv-rows`` sizes it);
+``--spark`` (``--spark-only``) the Spark workload of ``benchmarks/bench_spark.py``; ``--layout``
+(``--layout-only``) the data layout workload of ``benchmarks/bench_layout.py``: linear, Z-order and
+Hilbert clustering, Bloom and bitmap indexes, Top-N reads and pre-aggregates, against delta-rs's ``optimize.z_order``;
 ``--advisor`` (``--advisor-only``) the query-driven loop of ``benchmarks/bench_advisor.py`` on the
 Star Schema Benchmark at scale factor 1 (``--advisor-scale``; the synthetic loop with ``--advisor-loop``);
 ``--scale`` (``--scale-only``) the cost curves of ``benchmarks/bench_scale.py``: write, merge-on-read,
@@ -102,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--lookups", type=int, default=bench_table.DEFAULT_LOOKUPS,
                        help="point lookups of random keys (--quick divides it by 4)")
     table.add_argument("--no-peers", action="store_true", help="table workload: mergetree only")
+    table.add_argument("--table-dv-only", action="store_true",
+                       help="run only the table workload's deletion-vector case (benchmarks/bench_table_dv.py)")
+    table.add_argument("--table-dv-rows", type=parse_row_count, metavar="ROWS", default=None,
+                       help="rows of the deletion-vector case's table (k/M suffixes allowed; default 10M, "
+                            "with --quick 1M)")
     table.add_argument("--table-dir", metavar="DIR",
                        help="write the tables here and keep them (default: a temporary directory, removed)")
     spark = parser.add_argument_group(
@@ -207,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     environment = _environment()
     results, scaling = [], None
-    merge_bench = not (args.table_only or args.spark_only or args.layout_only or args.advisor_only or args.scale_only
+    merge_bench = not (args.table_only or args.table_dv_only or args.spark_only or args.layout_only
+                       or args.advisor_only or args.scale_only
                        or args.paimon_only or args.storage_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
@@ -217,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         show(format_results(results))
         scaling = _thread_check(args) if args.threads else None
     table = _table_bench(args, environment) if args.table or args.table_only else None
+    table_dv = _table_dv_bench(args, merge_bench or table is not None) \
+        if args.table or args.table_only or args.table_dv_only else None
     spark = _spark_bench(args) if args.spark or args.spark_only else None
     layout = _layout_bench(args, merge_bench or table is not None or spark is not None) \
         if args.layout or args.layout_only else None
@@ -250,9 +259,10 @@ def main(argv: list[str] | None = None) -> int:
             plot_scale_results(scale.results, scale_chart, title=_scale_title(scale))
             print(f"scale chart written to {scale_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon, storage)
+        _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon, storage, table_dv)
         print(f"numbers written to {args.json}")
-    table_ok = table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])
+    table_ok = (table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])) \
+        and (table_dv is None or table_dv.ok)
     spark_ok = spark is None or all(r.check == "ok" for r in spark)
     layout_ok = layout is None or layout.ok
     scale_ok = scale is None or scale.ok
@@ -429,6 +439,23 @@ def _table_bench(args, environment: dict) -> dict:
             "ratios": bt.table_ratios(results)}
 
 
+def _table_dv_bench(args, after_another: bool):
+    """Run the table workload's deletion-vector case (benchmarks/bench_table_dv.py), print it;
+    returns its report."""
+    from . import bench_table_dv as dv
+
+    rows = args.table_dv_rows or (dv.QUICK_ROWS if args.quick else dv.DEFAULT_ROWS)
+    if after_another:
+        print()
+    print(f"mergetree bench --table (deletion vectors): {rows:,} rows, {dv.UPDATE_FRACTION:.0%} updated over "
+          f"{dv.COMMITS} commits, best of {args.repeat}, {os.cpu_count()} CPUs, pyarrow {pa.__version__}", flush=True)
+    started = time.perf_counter()
+    report = dv.run_dv_bench(rows, repeat=args.repeat)
+    print(dv.format_dv_results(report))
+    print(f"deletion-vector case took {time.perf_counter() - started:.0f}s")
+    return report
+
+
 def _thread_check(args) -> dict:
     rows = max(args.rows // (bm.QUICK_FACTOR if args.quick else 1), args.runs)
     scaling = bm.run_thread_scaling(rows, args.runs, args.repeat)
@@ -441,7 +468,7 @@ def _thread_check(args) -> dict:
 
 
 def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
-                spark: list | None = None, layout=None, scale=None, paimon=None, storage=None) -> None:
+                spark: list | None = None, layout=None, scale=None, paimon=None, storage=None, table_dv=None) -> None:
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
         "environment": environment,
@@ -451,6 +478,12 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
     if table is not None:
         document["table"] = {"sizes": table["sizes"], "peers": table["peers"], "ratios": table["ratios"],
                              "results": [r.to_dict() for r in table["results"]]}
+    if table_dv is not None:
+        document["table_deletion_vectors"] = {"rows": table_dv.rows, "commits": table_dv.commits,
+                                              "update_fraction": table_dv.update_fraction,
+                                              "seconds": table_dv.seconds, "ratios": table_dv.ratios(),
+                                              "checks": table_dv.checks,
+                                              "targets": dict(table_dv.targets())}
     if spark is not None:
         from .bench_spark import spark_ratios
 

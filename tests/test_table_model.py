@@ -24,8 +24,8 @@ class TableMachine(RuleBasedStateMachine):
     @initialize(engine=st.sampled_from(["deduplicate", "partial-update", "first-row", "aggregate"]),
                 buckets=st.sampled_from([1, 1, 3]), partitioned=st.booleans(),
                 trigger=st.integers(2, 5), write_only=st.booleans(),
-                file_size=st.sampled_from(["2 kb", "1 mb"]))
-    def create(self, engine, buckets, partitioned, trigger, write_only, file_size):
+                file_size=st.sampled_from(["2 kb", "1 mb"]), deletion_vectors=st.booleans())
+    def create(self, engine, buckets, partitioned, trigger, write_only, file_size, deletion_vectors):
         self.dir = tempfile.mkdtemp(prefix="mergetree-model-")
         self.engine = engine
         self.partitioned = partitioned
@@ -35,7 +35,9 @@ class TableMachine(RuleBasedStateMachine):
                                   merge_engine=engine, options={
                                       **({"fields.a.aggregate-function": "sum"} if engine == "aggregate" else {}),
                                       "num-sorted-run.compaction-trigger": str(trigger),
-                                      "write-only": str(write_only).lower(), "target-file-size": file_size})
+                                      "write-only": str(write_only).lower(), "target-file-size": file_size,
+                                      # reads must be the same with deletion vectors on and off
+                                      **({"deletion-vectors.enabled": "true"} if deletion_vectors else {})})
         self.model: dict[tuple, dict] = {}
         self.history: dict[int, dict] = {}
 

@@ -45,6 +45,7 @@ from ..table.compaction.transaction import new_files, rewrite_transaction
 from ..table.files import read_data_file
 from ..table.levers.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.levers.optimize import layout_signature, marked, prepare_layout, rewrite_files, write_clustered
+from ..table.levers.optimize import optimize as optimize_locally
 from ..table.objects import locate
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
@@ -560,6 +561,8 @@ def optimize(spark: Any, path: str, order: str | list[str] | None = None, strate
     directory, options = prepare_layout(table.directory, order, strategy, target_file_size, sort_within)
     if options is None:
         snapshot = compact(spark, path, full=True, storage_options=storage_options)
+    elif directory.schema.has_primary_key:  # a deletion-vector table's clustering runs on the driver
+        snapshot = optimize_locally(directory, options, flt.normalize(filter, directory.schema.schema), None)
     else:
         base = directory.latest_snapshot()
         if base is None:

@@ -54,7 +54,7 @@ from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
 from ..table.objects import locate
-from ..table.read import BucketPlan, file_filter, read_bucket, split_bucket
+from ..table.read import BucketPlan, file_filter, final_filter, read_bucket, split_bucket, split_by_file
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog
 from ..table.write import commit_write, conformed, spill
@@ -123,11 +123,14 @@ def to_mergetree_filter(f: Any, schema: pa.Schema) -> tuple | None:
 
 @dataclass(frozen=True)
 class BucketPartition(InputPartition):
-    """One bucket of one partition (or one key range of a large bucket), with the files the
-    driver planned for it: the unit of a read task (so tasks never re-plan the table)."""
+    """One bucket of one partition (or one key range of a large bucket, or one file of a
+    deletion-vector table read alone), with the files the driver planned for it: the unit of a
+    read task (so tasks never re-plan the table)."""
 
     def __init__(self, bucket_plan: BucketPlan) -> None:  # InputPartition is a frozen dataclass
-        object.__setattr__(self, "value", (bucket_plan.partition, bucket_plan.bucket, bucket_plan.key_range))
+        files = bucket_plan.files
+        alone = files[0].file_name if len(files) == 1 and files[0].resolved else None
+        object.__setattr__(self, "value", (bucket_plan.partition, bucket_plan.bucket, bucket_plan.key_range, alone))
         object.__setattr__(self, "bucket_plan", bucket_plan)
 
 
@@ -243,8 +246,15 @@ class MergetreeReader(DataSourceReader):
             # Spark plans in a short-lived Python worker that may exit before a background
             # flush: write the record now (a failure is reported, never raised)
             querylog.flush(table.path)
-        return [BucketPartition(piece) for b in plan.buckets
-                for piece in split_bucket(table.directory, b, self._pieces(b))]
+        # a deletion-vector table's resolved files are read alone: a task per file; what still
+        # merges is split by key range as in any table
+        out = []
+        for b in plan.buckets:
+            alone, rest = split_by_file(b)
+            out += [BucketPartition(piece) for piece in alone]
+            if rest is not None:
+                out += [BucketPartition(piece) for piece in split_bucket(table.directory, rest, self._pieces(rest))]
+        return out
 
     def _pieces(self, bucket: BucketPlan) -> int:
         return min(max(-(-bucket.bytes // self.split_size), 1), MAX_SPLITS_PER_BUCKET)
@@ -257,7 +267,7 @@ class MergetreeReader(DataSourceReader):
         out_schema = spark_schema(schema)
         f = flt.normalize(self.filters or None, schema)
         for batch in read_bucket(directory, partition.bucket_plan, schema.names, flt.to_expression(f, schema),
-                                 file_filter(directory, f)):
+                                 file_filter(directory, f), final_filter=final_filter(directory, f)):
             for start in range(0, batch.num_rows, self.batch_size):
                 yield to_spark_batch(batch.slice(start, self.batch_size), out_schema)
 

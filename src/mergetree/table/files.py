@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -18,6 +19,7 @@ from ..errors import CorruptTableError
 from ..merge.row_kind import retraction_kinds
 from ..storage import StorageError, Store
 from . import paths
+from .dvfiles import DeletionVectorRef, deleted_positions, drop_deleted
 from .filecache import FileCache
 from .indexes import bloom
 from .indexes.bitmap import ColumnBitmap, build_bitmaps
@@ -31,6 +33,7 @@ from .values import decode_value, encode_value
 
 __all__ = [
     "MERGE_READ_ROWS",
+    "POSITION_COLUMN",
     "READ_BATCH_ROWS",
     "ROW_GROUP_ROWS",
     "DataFileMeta",
@@ -41,9 +44,12 @@ __all__ = [
     "dictionary_columns",
     "file_metadata",
     "final_rows",
+    "key_row_groups",
     "parquet_fragment",
     "read_data_file",
+    "read_key_positions",
     "read_parquet",
+    "read_rows_at",
     "read_run",
     "remove_data_file",
     "write_data_file",
@@ -51,6 +57,7 @@ __all__ = [
     "write_sorted_run",
 ]
 
+POSITION_COLUMN = "_POSITION"  # a row's position in its data file (not stored: `read_key_positions`)
 ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
 READ_BATCH_ROWS = 65536
 # a merge holds a batch of every run at once: many runs read smaller batches, so a merge of
@@ -148,6 +155,21 @@ class DataFileMeta:
     # added to every sequence number stored in the file: a write that lost a commit race is
     # renumbered after the winner by its manifest entry, without rewriting its files
     sequence_shift: int = 0
+    # deletion-vector tables: the rows of this file that newer versions replaced.  Present (even
+    # empty) on a *resolved* file, whose live rows no other resolved file of the bucket repeats
+    deletion_vector: DeletionVectorRef | None = None
+
+    @property
+    def deleted_rows(self) -> int:
+        """Rows its deletion vector removes."""
+        return self.deletion_vector.cardinality if self.deletion_vector is not None else 0
+
+    @property
+    def resolved(self) -> bool:
+        return self.deletion_vector is not None
+
+    def with_deletion_vector(self, ref: DeletionVectorRef | None) -> DataFileMeta:
+        return replace(self, deletion_vector=ref)
 
     def sidecars(self) -> list[str]:
         """The files beside this data file that belong to it."""
@@ -185,6 +207,7 @@ class DataFileMeta:
             "stats": {c: [encode_value(lo), encode_value(hi), n] for c, (lo, hi, n) in self.stats.items()},
             **({"indexes": self.indexes} if self.indexes else {}),
             **({"sequence_shift": self.sequence_shift} if self.sequence_shift else {}),
+            **({"deletion_vector": self.deletion_vector.to_json()} if self.deletion_vector is not None else {}),
         }
 
     @classmethod
@@ -193,7 +216,8 @@ class DataFileMeta:
                    tuple(decode_value(v) for v in d["min_key"]), tuple(decode_value(v) for v in d["max_key"]),
                    d["min_seq"], d["max_seq"], d["delete_count"],
                    {c: (decode_value(lo), decode_value(hi), n) for c, (lo, hi, n) in d["stats"].items()},
-                   dict(d.get("indexes", {})), d.get("sequence_shift", 0))
+                   dict(d.get("indexes", {})), d.get("sequence_shift", 0),
+                   DeletionVectorRef.from_json(d["deletion_vector"]) if "deletion_vector" in d else None)
 
 
 def _min_max(col: pa.Array | pa.ChunkedArray) -> tuple[Any, Any]:
@@ -485,9 +509,19 @@ def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None
     file = source(storage, meta.file_name, meta.file_size)
     path = str(file)
     groups = None if row_groups is None else sorted(row_groups)
+    deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector) if meta.deleted_rows else None
     try:
         rows = 0
-        for batch in read_parquet(file, columns, row_filter, groups, batch_rows):
+        if deleted is not None:
+            if deleted.size and deleted[-1] >= meta.row_count:
+                index = meta.deletion_vector.index if meta.deletion_vector else None
+                raise CorruptTableError(f"the deletion-vector index file {index} of table {root} deletes row "
+                                        f"{deleted[-1]} of {meta.file_name}, which holds {meta.row_count} rows",
+                                        path=f"{root}/{index}")
+            stream = _without_deleted(file, columns, row_filter, groups, batch_rows, deleted)
+        else:
+            stream = read_parquet(file, columns, row_filter, groups, batch_rows)
+        for batch in stream:
             rows += batch.num_rows
             if batch.num_rows:
                 yield _shift_sequences(_as_stored(batch), meta.sequence_shift)
@@ -500,9 +534,42 @@ def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is unreadable: {exc}",
                                 path=path) from None
-    if row_filter is None and groups is None and rows != meta.row_count:
+    if row_filter is None and groups is None and rows != meta.row_count - (meta.deleted_rows if deleted is not None
+                                                                             else 0):
         raise CorruptTableError(f"data file {meta.file_name} of table {root} holds {rows} rows, its manifest "
                                 f"says {meta.row_count}", path=path)
+
+
+def _without_deleted(file: str | StoredFile, columns: list[str] | None, row_filter: pc.Expression | None,
+                     groups: list[int] | None, batch_rows: int, deleted: Any) -> Iterator[pa.RecordBatch]:
+    """A file's batches with its deleted rows (file positions, sorted) dropped first, then
+    `row_filter` applied: positions are counted on the unfiltered rows, so row groups are read
+    whole (the filter's statistics still skip some)."""
+    fragment, _ = _fragment(file)
+    metadata = fragment.metadata
+    starts, first = [], 0
+    for i in range(metadata.num_row_groups):
+        rows = metadata.row_group(i).num_rows
+        starts.append((first, rows))
+        first += rows
+    wanted = list(range(metadata.num_row_groups)) if groups is None else [g for g in groups
+                                                                        if g < metadata.num_row_groups]
+    if row_filter is not None:  # row groups the filter's statistics rule out are not read
+        matching = {piece.row_groups[0].id for piece in fragment.split_by_row_group(row_filter)}
+        wanted = [g for g in wanted if g in matching]
+    if not wanted:
+        return
+    read_columns = None if row_filter is not None else columns
+    whole = len(wanted) == metadata.num_row_groups  # every row group, in order: no list to pass
+    batches = read_parquet(file, read_columns, None, None if whole else wanted, batch_rows)
+    for batch in drop_deleted(batches, deleted, [starts[g] for g in wanted]):
+        if row_filter is None:
+            yield batch
+            continue
+        kept = pa.Table.from_batches([batch]).filter(row_filter)
+        if columns is not None:
+            kept = kept.select(columns)
+        yield from kept.to_batches()
 
 
 def read_parquet(path: str | StoredFile, columns: list[str] | None = None, row_filter: pc.Expression | None = None,
@@ -592,3 +659,70 @@ def read_run(storage: Store, files: list[DataFileMeta], columns: list[str] | Non
     for meta in files:
         yield from read_data_file(storage, meta, columns, row_filter,
                                   None if row_groups is None else row_groups.get(meta.file_name), batch_rows)
+
+
+def read_key_positions(storage: Store, meta: DataFileMeta, columns: list[str],
+                       row_groups: Collection[int] | None = None) -> pa.Table | None:
+    """`columns` of a data file's live rows (its deletion vector applied) with each row's
+    position in the file, as column `_POSITION` (what a deletion vector records); only the
+    `row_groups` given (default: all); None when no row is read."""
+    whole = replace(meta, deletion_vector=None)  # every row, so positions count from the file's start
+    groups = None if row_groups is None else sorted(row_groups)
+    batches = list(read_data_file(storage, whole, columns, row_groups=groups))
+    if not batches:
+        return None
+    table = pa.Table.from_batches(batches)
+    if groups is None:
+        positions = np.arange(table.num_rows, dtype=np.int64)
+    else:
+        starts = _row_group_starts(storage, meta)
+        positions = np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in groups])
+        if len(positions) != table.num_rows:
+            raise CorruptTableError(f"data file {meta.file_name} of table {table_path(storage)} holds "
+                                    f"{table.num_rows} rows in row groups {groups}, its footer says "
+                                    f"{len(positions)}", path=str(source(storage, meta.file_name)))
+    table = table.append_column(POSITION_COLUMN, pa.array(positions))
+    if meta.deleted_rows:
+        deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector)
+        table = table.filter(pa.array(~np.isin(positions, deleted, assume_unique=True)))
+    return table
+
+
+def _row_group_starts(storage: Store, meta: DataFileMeta) -> np.ndarray:
+    """The first row of each row group, and the file's row count last."""
+    metadata = file_metadata(storage, meta)
+    return np.cumsum([0] + [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)])
+
+
+def key_row_groups(storage: Store, meta: DataFileMeta, column: str, wanted: np.ndarray) -> list[int] | None:
+    """The row groups of a data file whose statistics on an integer `column` (its first key
+    column, ascending) admit one of the `wanted` values (sorted); None when some row group has
+    no usable statistics (then every one may)."""
+    try:
+        metadata = file_metadata(storage, meta)
+        index = metadata.schema.names.index(column)
+    except (OSError, ValueError, pa.ArrowException):
+        return None  # the read reports a damaged file
+    out = []
+    for g in range(metadata.num_row_groups):
+        stats = metadata.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max or not isinstance(stats.min, int) \
+                or not isinstance(stats.max, int):
+            return None
+        if np.searchsorted(wanted, stats.min, "left") < np.searchsorted(wanted, stats.max, "right"):
+            out.append(g)
+    return out
+
+
+def read_rows_at(storage: Store, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
+    """The rows of a data file at these positions (sorted, distinct), all columns, in
+    position order: only the row groups holding them are read."""
+    starts = _row_group_starts(storage, meta)
+    groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
+    # each group's offset in the stream of the groups read
+    offsets = dict(zip(groups.tolist(), np.cumsum([0] + [int(starts[g + 1] - starts[g]) for g in groups])))
+    whole = replace(meta, deletion_vector=None)
+    table = pa.Table.from_batches(list(read_data_file(storage, whole, None, row_groups=groups.tolist())))
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    index = np.array([offsets[int(g)] for g in group_of], dtype=np.int64) + positions - starts[group_of]
+    return table.take(pa.array(index))

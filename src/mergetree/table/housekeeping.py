@@ -40,7 +40,8 @@ def _check_latest_intact(directory: TableDirectory) -> None:
 
 
 def referenced_files(directory: TableDirectory, snapshot_ids: list[int]) -> set[str]:
-    """Paths (relative to the table) of every manifest and data file the snapshots use."""
+    """Paths (relative to the table) of every manifest, data file, sidecar and deletion-vector
+    index file the snapshots use."""
     store = directory.store
     out: set[str] = set()
     for i in snapshot_ids:
@@ -53,6 +54,8 @@ def referenced_files(directory: TableDirectory, snapshot_ids: list[int]) -> set[
         for name, entry in store.live_files(snap).items():
             out.add(name)
             out.update(entry.file.sidecars())
+            if entry.file.deletion_vector is not None and entry.file.deletion_vector.index is not None:
+                out.add(entry.file.deletion_vector.index)
     return out
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "KEY_CLUSTERING_STRATEGY",
     "KEY_COMPRESSION",
     "KEY_COMPRESSION_PER_LEVEL",
+    "KEY_DELETION_VECTORS",
     "KEY_QUERY_LOG_RETENTION",
     "KEY_SORT_WITHIN",
     "MEASURE_FUNCTIONS",
@@ -193,6 +194,7 @@ KEY_MAJOR_THRESHOLD = "optimize.major-threshold"
 KEY_MINOR_MIN_FILES = "optimize.minor-min-files"
 KEY_COMPRESSION = "file.compression"
 KEY_COMPRESSION_PER_LEVEL = "file.compression.per.level"
+KEY_DELETION_VECTORS = "deletion-vectors.enabled"  # Paimon's name
 DEFAULT_COMPRESSION = "zstd"
 # level 0 holds the sorted runs of recent writes, read by merges until compaction rewrites
 # them.  On the Spark bench's tables a join of five level-0 runs a bucket spends 1.93 s in
@@ -258,6 +260,12 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "codecs for some LSM levels, as level:codec pairs (e.g. '0:lz4,1:snappy'; others take "
                "file.compression). Default for primary-key tables: '0:lz4' (the write buffers' sorted runs, "
                "merged on every read until compaction rewrites them); '' for none"),
+    # no stored default: tables that never set it stay readable by mergetree versions before it
+    OptionSpec(KEY_DELETION_VECTORS, None, _parse_bool,
+               "primary-key tables: compaction marks the rows newer versions replace in per-file deletion vectors "
+               "(Roaring bitmaps, Paimon's index-file layout), so compacted files are read alone, without a merge, "
+               "and filters, indexes, Top-N and pre-aggregates skip in them as in an append table; files written "
+               "since the last compaction are still merged on read"),
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),
@@ -400,6 +408,7 @@ class TableOptions:
     compression: str = DEFAULT_COMPRESSION
     compression_per_level: dict[int, str] = field(default_factory=dict)
     query_log_retention: dt.timedelta | None = DEFAULT_QUERY_LOG_RETENTION   # None: kept forever
+    deletion_vectors: bool = False
 
     def codec_for(self, level: int) -> str:
         """The Parquet codec of a data file written at `level`."""
@@ -458,7 +467,9 @@ class TableOptions:
         if KEY_CLUSTERING_STRATEGY in values and not columns:
             raise InvalidArgumentError(f"option {KEY_CLUSTERING_STRATEGY!r} needs {KEY_CLUSTERING_COLUMNS!r}")
         if columns:
-            if primary_key:
+            # with deletion vectors a compacted file is read alone, so its rows may be grouped by
+            # other columns (Paimon's pk-clustering-override); each file stays sorted by key
+            if primary_key and not values.get(KEY_DELETION_VECTORS):
                 raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
             if len(columns) > 8:
                 raise InvalidArgumentError(f"option {KEY_CLUSTERING_COLUMNS!r}: at most 8 columns, got {len(columns)}")
@@ -474,6 +485,8 @@ class TableOptions:
             clustering = Clustering(columns, strategy, tree if strategy == "qdtree" else None)
         if values.get(KEY_SORT_WITHIN) and primary_key:
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
+        if values.get(KEY_DELETION_VECTORS):
+            _check_deletion_vectors(schema, primary_key)
         aggregate_models = {}
         for name, parts in sorted(models.items()):
             if set(parts) != {"group-by", "measures"}:
@@ -496,14 +509,31 @@ class TableOptions:
                    merged[KEY_QUERY_LOG], merged[KEY_MAJOR_THRESHOLD], merged[KEY_MINOR_MIN_FILES],
                    merged.get(KEY_COMMIT_EVERY, 0), merged.get(KEY_COMPRESSION, DEFAULT_COMPRESSION),
                    merged.get(KEY_COMPRESSION_PER_LEVEL, dict(DEFAULT_PRIMARY_KEY_LEVELS) if primary_key else {}),
-                   query_log_retention=merged.get(KEY_QUERY_LOG_RETENTION, DEFAULT_QUERY_LOG_RETENTION))
+                   query_log_retention=merged.get(KEY_QUERY_LOG_RETENTION, DEFAULT_QUERY_LOG_RETENTION),
+                   deletion_vectors=merged.get(KEY_DELETION_VECTORS, False))
+
+
+def _check_deletion_vectors(schema: pa.Schema, primary_key: tuple[str, ...] | set[str]) -> None:
+    """Deletion vectors mark replaced versions of a key: only primary-key tables have versions.
+    A compaction finds a key's older row by hashing the key, which cannot tell -0.0 from 0.0 as
+    the merge does: floating-point keys are refused."""
+    if not primary_key:
+        raise InvalidArgumentError(f"option {KEY_DELETION_VECTORS!r} needs a primary-key table: an append table's "
+                                   f"rows have no versions to replace (its files are always read alone)")
+    floats = [c for c in primary_key if pa.types.is_floating(schema.field(c).type)]
+    if floats:
+        raise InvalidArgumentError(f"option {KEY_DELETION_VECTORS!r}: primary-key column(s) {sorted(floats)} are "
+                                   f"floating point; a deletion-vector table's keys must compare exactly (use an "
+                                   f"integer, decimal or string key)")
 
 
 PK_CLUSTERING_MESSAGE = (
     "a primary-key table's files are sorted by its primary key (merge-on-read and compaction need that "
     "order), so they cannot be clustered or sorted by other columns. Cluster a primary-key table by "
     "choosing its primary-key column order, bucket key and partitioning when you create it (and "
-    "use Bloom filter or bitmap indexes for the other columns), or keep the data in an append table")
+    "use Bloom filter or bitmap indexes for the other columns), set 'deletion-vectors.enabled' (compacted "
+    "files are then read alone, so they can be clustered on other columns, each still sorted by key), or "
+    "keep the data in an append table")
 
 
 def aggregate_model_options(name: Any, group_by: Any, measures: Any, schema: pa.Schema) -> dict[str, str]:

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 __all__ = [
     "LATEST_HINT", "MANIFEST_DIR", "SCHEMA_DIR", "SCHEMA_FILE", "SNAPSHOT_DIR", "bucket_directory",
-    "data_file_name", "is_data_file", "is_manifest", "is_manifest_list", "is_owned", "is_sidecar", "is_temporary",
+    "data_file_name", "deletion_vector_file_name", "is_data_file", "is_deletion_vector_file", "is_manifest",
+    "is_manifest_list", "is_owned", "is_sidecar", "is_temporary",
     "manifest_list_name", "manifest_name", "partition_text", "schema_file", "schema_id_of", "sidecar_name",
     "snapshot_file", "snapshot_id_of", "temporary_name",
 ]
@@ -36,6 +37,8 @@ _MANIFEST_LIST = re.compile(rf"manifest-list-{_HEX}\.json")
 _DATA = re.compile(rf"bucket-\d+/data-{_HEX}\.parquet")
 # files beside a data file that belong to it: its bitmap index, its pre-aggregates
 _SIDECAR = re.compile(rf"bucket-\d+/data-{_HEX}\.(?:bitmap|agg-[A-Za-z0-9_-]+)\.parquet")
+# a deletion-vector index file (rows of the bucket's data files that newer versions replaced)
+_DELETION_VECTORS = re.compile(rf"bucket-\d+/index-{_HEX}\.dv")
 _TEMPORARY = re.compile(rf"(.+)\.(?:{_HEX}|\d+)\.tmp")
 # a local store's file being written (`mergetree.storage.LocalDiskStore`): ".<name>.tmp-<hex>"
 _STORE_TEMPORARY = re.compile(rf"((?:.*/)?)\.([^/]+)\.tmp-{_HEX}")
@@ -137,6 +140,15 @@ def is_sidecar(name: str, partition_by: Sequence[str]) -> bool:
     return _in_bucket_directory(name, partition_by, _SIDECAR)
 
 
+def deletion_vector_file_name(directory: str) -> str:
+    """A new deletion-vector index file's name in a bucket directory."""
+    return f"{directory}/index-{uuid.uuid4().hex}.dv"
+
+
+def is_deletion_vector_file(name: str, partition_by: Sequence[str]) -> bool:
+    return _in_bucket_directory(name, partition_by, _DELETION_VECTORS)
+
+
 def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     """Could mergetree have written `name` (relative to the table, '/'-separated)?"""
     final = _temporary_final(name)
@@ -149,7 +161,8 @@ def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     if name.startswith(MANIFEST_DIR + "/"):
         rest = name[len(MANIFEST_DIR) + 1:]
         return is_manifest(rest) or is_manifest_list(rest)
-    return is_data_file(name, partition_by) or is_sidecar(name, partition_by)
+    return (is_data_file(name, partition_by) or is_sidecar(name, partition_by)
+            or is_deletion_vector_file(name, partition_by))
 
 
 def is_temporary(name: str) -> bool:

@@ -39,8 +39,9 @@ __all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "check_fo
 # The newest table format this code reads (and every older one).  Each metadata file is written
 # with the oldest version that can describe it, so older mergetree versions keep reading a table
 # until it holds something they would misread: version 2 adds the `sequence_shift` of a data file
-# (a write renumbered after losing a commit race).
-FORMAT_VERSION = 2
+# (a write renumbered after losing a commit race); version 3 the `deletion_vector` of a data file
+# (a table with `deletion-vectors.enabled`: rows newer versions replaced, in an index file).
+FORMAT_VERSION = 3
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE")
 
 
@@ -344,6 +345,10 @@ class SnapshotStore:
                 for sidecar in entry.file.sidecars():
                     if not paths.is_sidecar(sidecar, self.partition_by):
                         raise ValueError(f"{sidecar!r} is not a sidecar file name of this table")
+                dv = entry.file.deletion_vector
+                if dv is not None and dv.index is not None and \
+                        not paths.is_deletion_vector_file(dv.index, self.partition_by):
+                    raise ValueError(f"{dv.index!r} is not a deletion-vector file name of this table")
                 out.append((e["kind"], entry))
             return tuple(out)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -380,7 +385,8 @@ class SnapshotStore:
 
     def _write_manifest(self, entries: list[tuple[str, FileEntry]]) -> str:
         name = paths.manifest_name()
-        version = 2 if any(e.file.sequence_shift for _, e in entries) else 1
+        version = (3 if any(e.file.deletion_vector is not None for _, e in entries)
+                   else 2 if any(e.file.sequence_shift for _, e in entries) else 1)
         relative = f"{paths.MANIFEST_DIR}/{name}"
         self._publish(relative, {"entries": [e.to_json(kind) for kind, e in entries]}, version)
         self._remember(self._manifests, relative, tuple(entries))

@@ -152,7 +152,8 @@ class Table:
         """Merge-on-read of the table (or of `snapshot`) as one pa.Table.
 
         Without `order_by`, rows come bucket by bucket (partitions and buckets in order, each
-        bucket's rows in primary-key order), not in one global key order.  With `order_by`
+        bucket's rows in primary-key order; with deletion vectors, file by file), not in one
+        global key order.  With `order_by`
         ([(column, "asc"|"desc")], nulls last, ties broken by the other columns) and `limit`,
         a Top-N read: files are read best first and reading stops once no unread file can
         hold a better row.  `limit` alone stops after that many rows.  Buckets are read in

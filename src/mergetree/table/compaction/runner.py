@@ -7,15 +7,14 @@ again.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-
-import pyarrow as pa
+from collections.abc import Callable
 
 from ...merge import merge
 from ..directory import TableDirectory
 from ..files import DataFileMeta, batch_rows_for, read_run, write_rolled
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import FileEntry, Snapshot
+from .dv import compact_dv, restored
 from .planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite, write_stall
 from .transaction import Progress, new_files, rewrite_transaction
 
@@ -34,7 +33,10 @@ def compact_buckets(directory: TableDirectory, only: set | None, full: bool,
     runs than the stop trigger, which is how writes stall instead of piling up runs.
     `base`: plan from this snapshot (the one a write just committed: no request to find the
     latest; if another commit came in between, the commit conflicts) instead of the latest.
+    A table with deletion vectors compacts as `dv.compact_dv` says.
     """
+    if directory.options.deletion_vectors:  # resolves every bucket's new files in one round
+        return compact_dv(directory, only, full, progress, base)
     snapshot = _compact_once(directory, only, full, progress, base)
     if only is not None:
         options = directory.options.compaction
@@ -131,20 +133,7 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
                    kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=directory.options.aggregations or None,
                    keep_deletes=not drop_delete)
     with new_files(directory) as out:
-        for meta in write_rolled(directory.storage, relative, _restored(reader, ts, advance), ts, level,
+        for meta in write_rolled(directory.storage, relative, restored(reader, ts, advance), ts, level,
                                  directory.options):
             out.append(FileEntry(partition, bucket, meta))
     return out
-
-
-def _restored(reader, ts, advance: Callable[[int], None] | None) -> Iterator[pa.RecordBatch]:
-    """The merged batches in the data-file layout, reporting input rows as they are merged."""
-    seen = 0
-    for batch in reader:
-        rows_in = reader.stats.rows_in
-        if advance is not None:
-            advance(rows_in - seen)
-        seen = rows_in
-        yield ts.restore_key_columns(batch)
-    if advance is not None:
-        advance(reader.stats.rows_in - seen)

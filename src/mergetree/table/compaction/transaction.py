@@ -90,12 +90,13 @@ def new_files(directory: TableDirectory) -> Iterator[list[FileEntry]]:
 
 def commit_rewrite(directory: TableDirectory, base_id: int, adds: list[FileEntry],
                    deletes: list[FileEntry]) -> Snapshot:
-    """Commit, rebasing over commits that left every input file in place (at its level); one
-    that replaced an input raises `CompactionConflictError` and nothing is committed."""
+    """Commit, rebasing over commits that left every input file in place (at its level, with
+    its deletion vector); one that replaced an input raises `CompactionConflictError` and nothing is committed."""
     def change_for(latest: Snapshot | None) -> Change:
         live = directory.live_files(latest)
         gone = [e.file.file_name for e in deletes if e.file.file_name not in live
-                or live[e.file.file_name].file.level != e.file.level]
+                or live[e.file.file_name].file.level != e.file.level
+                or live[e.file.file_name].file.deletion_vector != e.file.deletion_vector]
         if gone:
             raise CompactionConflictError(f"another commit replaced {len(gone)} input file(s) of this rewrite "
                                           f"(e.g. {gone[0]}); nothing was committed")

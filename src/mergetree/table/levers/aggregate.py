@@ -71,7 +71,9 @@ def aggregate(directory: TableDirectory, group_by: Any, measures: Mapping[str, A
     partials = []
     for bucket in plan.buckets:
         for section, final in _units(directory, bucket):
-            if model is not None and final is not None and model.name in final.indexes.get("preagg", {}):
+            # a pre-aggregate counts every row of its file: not one whose deletion vector removed some
+            if model is not None and final is not None and not final.deleted_rows \
+                    and model.name in final.indexes.get("preagg", {}):
                 sidecar = source(directory.storage, paths.sidecar_name(final.file_name, f"agg-{model.name}"))
                 partials.append(read_partial(sidecar, final.indexes["preagg"][model.name], partial_names, expression,
                                              sorted(flt.columns_of(f) or ())))

@@ -18,6 +18,7 @@ from .. import filters as flt
 from ..compaction.runner import compact_buckets
 from ..compaction.transaction import Progress, new_files, rewrite_transaction
 from ..directory import TableDirectory, alter_options
+from ..dvfiles import DeletionVectorRef
 from ..files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
 from ..options import (
     CLUSTERING_STRATEGIES,
@@ -52,9 +53,10 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
         raise InvalidArgumentError(f"target_file_size must be a positive number of bytes, not {target_file_size!r}")
     if ts.has_primary_key:
         key_order = columns == ts.primary_key[:len(columns)] and strategy in (None, "linear")
-        if within or (columns and not key_order):
+        if within or (columns and not key_order and not directory.options.deletion_vectors):
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
-        return directory, None
+        if key_order and (columns or directory.options.clustering is None):
+            return directory, None
     for name in columns + within:
         if name not in ts.schema.names:
             raise InvalidArgumentError(f"no column {name!r}; columns: {ts.schema.names}")
@@ -87,7 +89,54 @@ def optimize(directory: TableDirectory, options: TableOptions | None, filter: fl
     full instead."""
     if options is None:
         return compact_buckets(directory, None, full=True, progress=progress)
+    if directory.schema.has_primary_key:
+        return _cluster_resolved(directory, options, filter, progress)
     return _rewrite(directory, options, filter, progress)
+
+
+def _cluster_resolved(directory: TableDirectory, options: TableOptions, f: flt.Filter,
+                      progress: Progress | None) -> Snapshot | None:
+    """Cluster a deletion-vector table (Paimon's pk-clustering-override): first resolve what
+    writes left (a compaction), then rewrite each bucket's resolved files, their deleted rows
+    dropped, as files cut along the layout's order, each sorted by key (so every read, merge
+    and key lookup still sees sorted runs) and tight on the layout's columns.  The files
+    overlap in key range, so they are written at level 0, resolved: no two hold one key, and
+    a file that no newer write meets is read alone with its statistics."""
+    compact_buckets(directory, None, full=False)
+    base = directory.latest_snapshot()
+    if base is None:
+        return None
+    ts = directory.schema
+    clustering = options.clustering
+    if clustering is None:
+        return None
+    groups: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for b in plan_read(directory, f, base.id).buckets:
+        groups[(b.partition, b.bucket)] += [m for m in b.files if m.resolved]
+    mark = {"tier": "major", "layout": layout_signature(options)}
+    # level 0's codec is for the write buffers' runs: these are compacted files
+    codecs = {level: codec for level, codec in options.compression_per_level.items() if level != 0}
+    write_options = replace(options, compression_per_level=codecs, sort_within=())
+    total = sum(m.row_count for files in groups.values() for m in files)
+    with rewrite_transaction(directory, base.id, total, progress) as rewrite:
+        for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if not files:
+                continue
+            files = sorted(files, key=lambda m: m.file_name)
+            rows = pa.Table.from_batches(list(read_run(directory.storage, files)), schema=ts.file_schema)
+            rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy, clustering.tree)))
+            step = max(int(options.target_file_size / max(rows.nbytes / max(rows.num_rows, 1), 1.0)), 1)
+            relative = directory.bucket_directory(partition, bucket)
+            with new_files(directory) as written:
+                for start in range(0, rows.num_rows, step):
+                    chunk = rows.slice(start, step)
+                    chunk = chunk.take(sort_indices(chunk, [(k, "ascending") for k in ts.file_key], "at_end"))
+                    meta = write_data_file(directory.storage, relative, chunk, ts, 0, write_options)
+                    written.append(marked(FileEntry(partition, bucket, meta.with_deletion_vector(DeletionVectorRef())),
+                                          mark))
+            rewrite.replace([FileEntry(partition, bucket, m) for m in files], written)
+            rewrite.advance(sum(m.row_count for m in files))
+        return rewrite.commit()
 
 
 def layout_signature(options: TableOptions) -> str:
@@ -239,10 +288,15 @@ def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snaps
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for entry, rewrite_file, _ in todo:
             meta = entry.file
-            rows = pa.Table.from_batches(list(read_run(directory.storage, [meta])), schema=ts.file_schema)
+            # a rewrite drops the rows a deletion vector removed (and the file stays resolved); a
+            # sidecar indexes the file as it is, row positions included
+            read = meta if rewrite_file else meta.with_deletion_vector(None)
+            rows = pa.Table.from_batches(list(read_run(directory.storage, [read])), schema=ts.file_schema)
             if rewrite_file:
                 new = write_data_file(directory.storage, directory.bucket_directory(entry.partition, entry.bucket),
                                       rows, ts, meta.level, options, meta.sorted_by)
+                if meta.resolved:
+                    new = new.with_deletion_vector(DeletionVectorRef())
             else:
                 indexes = build_file_indexes(directory.storage, meta.file_name, rows, ts,
                                              replace(options, bloom_columns=()), meta.sorted_by)

@@ -40,7 +40,8 @@ def _read_top_n(directory: TableDirectory, read: PreparedRead) -> pa.Table:
 
     def rows_of(bucket: BucketPlan, section: list) -> pa.Table:
         return pa.Table.from_batches(list(read_bucket(directory, bucket, read_columns, read.expression,
-                                                      read.file_filter, read.stats, [section])), schema=schema)
+                                                      read.file_filter, read.stats, [section],
+                                                      final_filter=read.final_filter)), schema=schema)
     current = top_rows(pa.concat_tables([schema.empty_table()] + [rows_of(b, s) for b, s in must]),
                        read.order_by, limit)
     pending = in_reading_order(optional, column, direction)
@@ -65,7 +66,7 @@ def _read_all(directory: TableDirectory, read: PreparedRead, threads: int | None
 
     def one(b: BucketPlan) -> list[pa.RecordBatch]:
         return list(read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats,
-                                merge_threads=merge_threads))
+                                merge_threads=merge_threads, final_filter=read.final_filter))
     if workers > 1 and len(buckets) > 1:
         with ThreadPoolExecutor(max_workers=min(workers, len(buckets))) as pool:
             batches = [batch for part in pool.map(one, buckets) for batch in part]
@@ -84,7 +85,7 @@ def _read_first(directory: TableDirectory, read: PreparedRead) -> pa.Table:
             if rows >= limit:
                 break
             for batch in read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats,
-                                     [section]):
+                                     [section], final_filter=read.final_filter):
                 batches.append(batch)
                 rows += batch.num_rows
                 if rows >= limit:
@@ -98,5 +99,6 @@ def scan_table(directory: TableDirectory, read: PreparedRead) -> pa.RecordBatchR
         return pa.RecordBatchReader.from_batches(read.output_schema,
                                                  read_table(directory, read, None).to_batches())
     batches = (batch for b in read.plan.buckets
-               for batch in read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats))
+               for batch in read_bucket(directory, b, read.columns, read.expression, read.file_filter, read.stats,
+                                        final_filter=read.final_filter))
     return pa.RecordBatchReader.from_batches(read.output_schema, batches)

@@ -49,25 +49,34 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
                 expression: pc.Expression | None, key_filter: pc.Expression | None,
                 stats: ReadStats | None = None,
                 sections: list[list[list[DataFileMeta]]] | None = None,
-                merge_threads: int = 1) -> Iterator[pa.RecordBatch]:
-    """One bucket's merged rows (in key order), filtered, in the given columns; a section of
-    several runs merges in `merge_threads` threads (its runs are read into memory first)."""
+                merge_threads: int = 1, final_filter: pc.Expression | None = None) -> Iterator[pa.RecordBatch]:
+    """One bucket's merged rows (in key order within each section), filtered, in the given
+    columns; a section of several runs merges in `merge_threads` threads (its runs are read
+    into memory first).  `final_filter` (`plan.final_filter`: the whole filter in the data
+    files' columns) is pushed into the Parquet scan of a section of one sorted run, whose rows
+    are final: only matching rows (and row groups) are decoded, and only the asked columns."""
     out_schema = pa.schema([directory.schema.schema.field(c) for c in columns])
+
+    def with_range_column(needed: list[str] | None) -> list[str] | None:
+        if bucket.key_range is not None and needed is not None:
+            # the range is cut on the first key column: it must come out of the merge
+            return list(dict.fromkeys([*needed, directory.schema.primary_key[0]]))
+        return needed
     # without a row filter only the asked columns are decoded (every engine folds each
     # column on its own); a filter may name any column, so then all are read
-    needed = columns if expression is None else None
-    if bucket.key_range is not None and needed is not None:
-        # the range is cut on the first key column: it must come out of the merge
-        needed = list(dict.fromkeys([*needed, directory.schema.primary_key[0]]))
+    merged_needed = with_range_column(columns if expression is None else None)
     for section in bucket.sections if sections is None else sections:
         if stats is not None:
             stats.count([m for run in section for m in run])
-        for selection in _select_section(directory, section, key_filter, bucket.row_groups, needed, merge_threads):
+        pushed = final_filter is not None and expression is not None and len(section) == 1 \
+            and directory.schema.has_primary_key
+        needed, row_filter = (with_range_column(columns), final_filter) if pushed else (merged_needed, key_filter)
+        for selection in _select_section(directory, section, row_filter, bucket.row_groups, needed, merge_threads):
             if not selection.num_rows:
                 continue
             merged = selection.gather()
             batch = _in_range(directory, merged, bucket.key_range)
-            if expression is None:
+            if expression is None or pushed:
                 out = batch.select(columns)
                 if out.num_rows:
                     yield pa.RecordBatch.from_arrays(out.columns, schema=out_schema)

@@ -139,3 +139,6 @@ class PreparedRead:
     limit: int | None = None
     stats: ReadStats = field(default_factory=ReadStats)
     filter: flt.Filter = None  # normalized (what the query log records)
+    # the whole filter in the data files' columns (`plan.final_filter`): pushed into the scan of
+    # files whose rows are final
+    final_filter: pc.Expression | None = None

@@ -3,6 +3,7 @@ row groups a filter can touch (partition, bucket, key-range, statistics and inde
 each step reporting what it removed), the files of a bucket cut into sections."""
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import defaultdict
 from typing import Any
@@ -23,7 +24,8 @@ from ..type_policy import require
 from .model import BucketPlan, OrderBy, PreparedRead, ReadPlan, ReadStats, requests_since
 from .topn import plan_top_n
 
-__all__ = ["columns_for", "file_filter", "order_by_for", "plan_read", "prepare_read", "snapshot_for"]
+__all__ = ["columns_for", "file_filter", "final_filter", "order_by_for", "plan_read", "prepare_read", "sections_of",
+           "snapshot_for"]
 
 def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
     """The snapshot a read asks for (None: the latest)."""
@@ -97,7 +99,7 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
             if verdict.row_groups is not None:
                 row_groups[m.file_name] = verdict.row_groups
             kept.append(m)
-        sections = interval_partition(kept) if ts.has_primary_key else ([[[m] for m in kept]] if kept else [])
+        sections = sections_of(kept) if ts.has_primary_key else ([[[m] for m in kept]] if kept else [])
         final = []
         for section in sections:
             if ts.has_primary_key and len(section) == 1 and len(section[0]) == 1:
@@ -121,6 +123,31 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
         plan_top_n(directory, plan, order_by, limit)
     plan.requests = requests_since(requests_before, root.requests.counts())
     return plan
+
+
+def sections_of(files: list[DataFileMeta]) -> list[list[list[DataFileMeta]]]:
+    """A primary-key bucket's files as sections to read.  Without resolved files (no deletion
+    vectors): key-disjoint sections of overlapping runs, each merged.  With them: a resolved
+    file whose key range meets no unresolved file is a section of its own, read alone with its
+    deletion vector (no other resolved file repeats one of its live keys, and no unresolved
+    file can hold one); the unresolved files and the resolved files they overlap are sectioned
+    and merged as before, deletion vectors applied to each file first.  Sections come in the
+    order of their smallest key."""
+    resolved = [m for m in files if m.resolved]
+    if not resolved:
+        return interval_partition(files)
+    pending = sorted((m for m in files if not m.resolved), key=lambda m: (m.min_key, m.max_key))
+    lows = [m.min_key for m in pending]
+    reach = list(itertools.accumulate((m.max_key for m in pending), max))  # largest max_key so far
+
+    def overlaps_pending(m: DataFileMeta) -> bool:
+        # pending files starting at or before m's end: the furthest any of them reaches
+        i = bisect.bisect_right(lows, m.max_key)
+        return i > 0 and reach[i - 1] >= m.min_key
+    merged = [m for m in resolved if overlaps_pending(m)]
+    alone = [m for m in resolved if not overlaps_pending(m)]
+    sections = interval_partition(pending + merged) + [[[m]] for m in alone]
+    return sorted(sections, key=lambda s: min(run[0].min_key for run in s))
 
 
 def _buckets_for(directory: TableDirectory, f: flt.Filter) -> set[int] | None:
@@ -167,7 +194,17 @@ def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, sn
     plan = plan_read(directory, f, snapshot, order, limit)
     return PreparedRead(names, pa.schema([schema.field(c) for c in names]), flt.to_expression(f, schema),
                         file_filter(directory, f), plan, order, limit,
-                        ReadStats(plan.files_total, plan.bytes_total), f)
+                        ReadStats(plan.files_total, plan.bytes_total), f, final_filter(directory, f))
+
+
+def final_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:
+    """The whole filter over a primary-key table's data files (key columns as their `_KEY_`
+    columns): exact for a sorted run read alone, whose rows are final (a retraction it keeps
+    is dropped after, as it would be anyway)."""
+    ts = directory.schema
+    if f is None or not ts.has_primary_key or flt.columns_of(f) is None:  # None: a pyarrow expression
+        return None
+    return flt.to_expression(flt.rename(f, {k: KEY_PREFIX + k for k in ts.primary_key}), ts.file_schema)
 
 
 def file_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:

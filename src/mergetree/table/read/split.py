@@ -17,7 +17,7 @@ from ..files import DataFileMeta, file_metadata
 from ..sections import interval_partition
 from .model import BucketPlan
 
-__all__ = ["combine_buckets", "split_bucket"]
+__all__ = ["combine_buckets", "split_bucket", "split_by_file"]
 
 def combine_buckets(buckets: Sequence[BucketPlan]) -> BucketPlan:
     """Several buckets of one partition read as one: their keys are disjoint, so the union
@@ -26,6 +26,26 @@ def combine_buckets(buckets: Sequence[BucketPlan]) -> BucketPlan:
     files = [f for b in buckets for f in b.files]
     row_groups = {name: groups for b in buckets for name, groups in b.row_groups.items()}
     return BucketPlan(buckets[0].partition, buckets[0].bucket, interval_partition(files), row_groups)
+
+
+def split_by_file(bucket: BucketPlan) -> tuple[list[BucketPlan], BucketPlan | None]:
+    """A bucket with resolved files (deletion vectors) as one plan per file read alone (its
+    rows are final: a task each, in any order) and the plan of the sections still merged (None
+    if there are none).  A bucket without resolved files is returned whole, as the rest."""
+    if bucket.key_range is not None or not any(m.resolved for m in bucket.files):
+        return [], bucket
+    alone, merged = [], []
+    for section in bucket.sections:
+        if len(section) == 1 and len(section[0]) == 1:
+            m = section[0][0]
+            groups = {m.file_name: bucket.row_groups[m.file_name]} if m.file_name in bucket.row_groups else {}
+            alone.append(BucketPlan(bucket.partition, bucket.bucket, [section], groups))
+        else:
+            merged.append(section)
+    names = {m.file_name for section in merged for run in section for m in run}
+    rest = BucketPlan(bucket.partition, bucket.bucket, merged,
+                      {n: g for n, g in bucket.row_groups.items() if n in names}) if merged else None
+    return alone, rest
 
 
 def split_bucket(directory: TableDirectory, bucket: BucketPlan, parts: int) -> list[BucketPlan]:

@@ -67,8 +67,9 @@ def plan_top_n(directory: TableDirectory, plan: ReadPlan, order_by: OrderBy, lim
         m = run[0][0]
         lo, hi, nulls = m.stats[column]
         # only rows with a value in the column count: nulls sort last (retractions may be among
-        # the nulls, so this may undercount, which only makes the bound looser)
-        rows += max(m.row_count - nulls - m.delete_count, 0)
+        # the nulls, and so may rows its deletion vector removes: this may undercount, which only
+        # makes the bound looser)
+        rows += max(m.row_count - nulls - m.delete_count - m.deleted_rows, 0)
         edge = hi if direction == "asc" else lo
         if threshold is None:
             threshold = edge

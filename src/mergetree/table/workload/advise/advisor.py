@@ -413,7 +413,8 @@ def _distribution(directory: TableDirectory, w: Workload, inputs: _Inputs, advic
     the queries replayed on each, walked by D3, against a qd-tree by D5."""
     options = directory.options
     out = _Layout(inputs.current)
-    refusal = distribution_refusal(directory.schema.has_primary_key, inputs.files_after, options.target_file_size)
+    refusal = distribution_refusal(directory.schema.has_primary_key, inputs.files_after, options.target_file_size,
+                                   options.deletion_vectors)
     if refusal is not None:
         advice.refused.append(refusal)
         return out

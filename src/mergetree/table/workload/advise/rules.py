@@ -9,7 +9,8 @@ with the reason in words, naming the rule and the threshold it was held to.
 The rules (shares are of the queries in the period; "filtering" = with a predicate that min/max
 statistics can use: =, IN, a range, LIKE 'prefix%'):
 
-Distribution (append tables; a primary-key table's files are sorted by its key):
+Distribution (append tables, and primary-key tables with deletion vectors, whose compacted files
+are read alone; a primary-key table's files are otherwise merged in key order):
   D1  A column is a clustering candidate when at least MIN_SHARE of the filtering queries filter
       it, unless it is only looked up by = / IN and has many values (more than
       BITMAP_MAX_VALUES: a Bloom filter serves those lookups without spending the layout on
@@ -176,12 +177,16 @@ def _mib(n: float) -> str:
 # Distribution (D1-D5)
 # ---------------------------------------------------------------------------
 
-def distribution_refusal(has_primary_key: bool, files_after: int, target_file_size: int) -> str | None:
-    """Why the table gets no layout at all (a primary-key table; D4: fewer than MIN_FILES files
-    of the target size after a rewrite), or None."""
-    if has_primary_key:
+def distribution_refusal(has_primary_key: bool, files_after: int, target_file_size: int,
+                         deletion_vectors: bool = False) -> str | None:
+    """Why the table gets no layout at all (a primary-key table without deletion vectors; D4:
+    fewer than MIN_FILES files of the target size after a rewrite), or None.  With deletion
+    vectors a primary-key table's compacted files are read alone, so they may be clustered on
+    other columns (each file still sorted by key) and the rules apply as to an append table."""
+    if has_primary_key and not deletion_vectors:
         return ("distribution: a primary-key table's files stay sorted by its key; cluster it by the key order, "
-                "bucket key and partitioning chosen at create (indexes still apply)")
+                "bucket key and partitioning chosen at create (indexes still apply), or set "
+                "'deletion-vectors.enabled' so that its compacted files can be clustered on other columns")
     if files_after < MIN_FILES:
         return (f"distribution: the table would have {files_after} file(s) of the target size "
                 f"({target_file_size:,} bytes); clustering needs at least {MIN_FILES} files to skip any")

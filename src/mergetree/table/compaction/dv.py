@@ -1,0 +1,244 @@
+"""Compaction of a table with `deletion-vectors.enabled`: new versions are folded into single
+rows, and the rows they replace are marked in deletion vectors instead of rewritten.
+
+The invariant: a bucket's *resolved* files (their manifest entry carries a deletion vector,
+possibly empty) never hold two live rows of one key, and each live row already holds the merged
+value of every version it replaced.  So a resolved file is read alone, its deletion vector
+applied, unless its key range meets an unresolved file (a write's level-0 file, or a file
+written before the option was set): those sections are merged on read as in any table, with the
+deletion vectors applied to each file first.  Reads are exactly those of the same table without
+deletion vectors, at every snapshot, for every merge engine.
+
+A compaction of a bucket with unresolved files (`Table.compact`, or after a write once the
+bucket has `num-sorted-run.compaction-trigger` sorted runs):
+
+1. reads the keys of every unresolved file and finds, in the resolved files whose key range
+   meets one, the live rows of those keys (their positions: a hash join on the key columns);
+2. merges those rows (each the merged value of everything older) with every unresolved file,
+   with the table's engine and its full-compaction rules (retractions are dropped: all of each
+   key's history is in the merge), so partial-update and aggregate rows are folded, not lost
+   (deduplicate needs no old row: the newest version wins whole, so only positions are read);
+3. writes the merged rows as new resolved files at the lowest level >= 1 whose files do not
+   meet their key range, and one deletion-vector index file per bucket holding the old
+   vectors plus the positions found in step 1;
+4. commits in one snapshot: the unresolved files go, the new files come, each resolved file
+   that lost rows is replaced by the same file with its new vector.  A concurrent commit that
+   replaced an input or changed one of those vectors makes it a `CompactionConflictError`.
+
+When no level is free, or with `full=True`, the bucket is rewritten whole (vectors applied) into
+resolved files at the top level without deletions.  Data and index files are written before the
+snapshot that names them; a failure removes them (a crash leaves orphans for
+`remove_orphan_files`), so the table always reads as its last commit."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import InvalidArgumentError
+from ...merge import merge
+from ..directory import TableDirectory
+from ..dvfiles import DeletionVectorRef, deleted_positions, write_index_file
+from ..files import (
+    POSITION_COLUMN,
+    DataFileMeta,
+    batch_rows_for,
+    key_row_groups,
+    read_key_positions,
+    read_rows_at,
+    read_run,
+    remove_uncommitted,
+    write_rolled,
+)
+from ..objects import is_local
+from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
+from ..snapshots import FileEntry, Snapshot
+from .planner import Levels
+from .transaction import Progress, new_files, rewrite_transaction
+
+__all__ = ["DvPlan", "compact_dv", "plan_dv", "restored"]
+
+
+@dataclass(frozen=True)
+class DvPlan:
+    """One bucket's deletion-vector compaction: merge `pending` (and, unless `full`, the live
+    rows of their keys found in `lookup`) into resolved files at `level`; `full` rewrites
+    every file of the bucket."""
+
+    pending: tuple[DataFileMeta, ...]
+    lookup: tuple[DataFileMeta, ...]
+    level: int
+    full: bool
+
+
+def _meets(a: DataFileMeta, others: list[DataFileMeta]) -> bool:
+    return any(a.min_key <= o.max_key and o.min_key <= a.max_key for o in others)
+
+
+def plan_dv(files: list[DataFileMeta], num_levels: int, trigger: int | None, full: bool) -> DvPlan | None:
+    """What to do in one bucket (None: nothing); `trigger`: only compact with at least this
+    many sorted runs (None: whenever there are unresolved files)."""
+    levels = Levels(files, num_levels)
+    top = levels.max_level
+    everything = DvPlan(tuple(levels.all_files()), (), top, True)
+    if full:
+        done = len(files) == 1 and files[0].resolved and not files[0].deleted_rows and files[0].level == top
+        return None if done or not files else everything
+    pending = [f for f in files if not f.resolved]
+    if not pending or (trigger is not None and levels.number_of_sorted_runs() < trigger):
+        return None
+    resolved = [f for f in files if f.resolved]
+    low, high = min(f.min_key for f in pending), max(f.max_key for f in pending)
+    for level in range(1, top + 1):
+        if not any(f.level == level and f.min_key <= high and low <= f.max_key for f in resolved):
+            lookup = tuple(f for f in resolved if _meets(f, pending))
+            return DvPlan(tuple(pending), lookup, level, False)
+    return everything
+
+
+def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress: Progress | None = None,
+               base: Snapshot | None = None) -> Snapshot | None:
+    """Compact the buckets in `only` (every bucket when None; then any unresolved file is
+    resolved, not only past the trigger) and commit once."""
+    if not directory.schema.has_primary_key:
+        raise InvalidArgumentError("deletion vectors need a primary-key table")
+    base = base or directory.latest_snapshot()
+    if base is None:
+        return None
+    options = directory.options.compaction
+    by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for e in directory.live_files(base).values():
+        by_bucket[(e.partition, e.bucket)].append(e.file)
+    trigger = options.num_sorted_run_compaction_trigger if only is not None else None
+    plans = []
+    for key in sorted(by_bucket, key=lambda k: (str(k[0]), k[1])):
+        if only is not None and key not in only:
+            continue
+        plan = plan_dv(by_bucket[key], options.num_levels, trigger, full)
+        if plan is not None:
+            plans.append((key, plan))
+    if not plans:
+        return None
+    total = sum(f.row_count for _, p in plans for f in p.pending)
+    indexes: list[str] = []
+    try:
+        with rewrite_transaction(directory, base.id, total, progress) as rewrite:
+            for (partition, bucket), plan in plans:
+                adds, deletes = _execute(directory, partition, bucket, plan, rewrite.advance, indexes)
+                rewrite.replace(deletes, adds)
+            return rewrite.commit()
+    except BaseException:
+        # the updated files' entries name index files nothing committed refers to; on an object
+        # store a commit without an answer may have been published: orphan cleanup decides there
+        if is_local(directory.storage):
+            remove_uncommitted(directory.storage, indexes)
+        raise
+
+
+def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvPlan,
+             advance: Callable[[int], None], indexes: list[str]) -> tuple[list[FileEntry], list[FileEntry]]:
+    """Carry out one bucket's plan: (adds, deletes); the index file written is added to `indexes`."""
+    ts = directory.schema
+    storage = directory.storage
+    runs = [list(run.files) for run in Levels(plan.pending, directory.options.compaction.num_levels).sorted_runs()]
+    found: dict[str, np.ndarray] = {}
+    lookup_runs: list[Iterator[pa.RecordBatch]] = []
+    if plan.lookup:
+        found = _find_replaced(directory, plan)
+    # deduplicate: the newest version is the whole answer, so a replaced row's values are not
+    # needed, only its position; the other engines fold the old row into the new one
+    if found and ts.merge_engine != "deduplicate":
+        by_level: dict[int, list[DataFileMeta]] = defaultdict(list)
+        for meta in plan.lookup:
+            if meta.file_name in found:
+                by_level[meta.level].append(meta)
+        for level in sorted(by_level):  # one level's files are key-disjoint: one sorted run
+            ordered = sorted(by_level[level], key=lambda m: m.min_key)
+            lookup_runs.append(_rows_at(directory, ordered, found))
+    batch_rows = batch_rows_for(len(runs) + len(lookup_runs))
+    inputs = lookup_runs + [read_run(storage, run, batch_rows=batch_rows) for run in runs]
+    reader = merge(inputs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
+                   aggregations=directory.options.aggregations or None, keep_deletes=False)
+    relative = directory.bucket_directory(partition, bucket)
+    resolved = DeletionVectorRef()
+    with new_files(directory) as adds:
+        for meta in write_rolled(storage, relative, restored(reader, ts, advance), ts, plan.level,
+                                 directory.options):
+            adds.append(FileEntry(partition, bucket, meta.with_deletion_vector(resolved)))
+        deletes = [FileEntry(partition, bucket, f) for f in plan.pending]
+        if found:
+            vectors = {}
+            for meta in plan.lookup:
+                if meta.file_name not in found:
+                    continue
+                old = deleted_positions(storage, meta.file_name, meta.deletion_vector) \
+                    if meta.deleted_rows else np.empty(0, np.int64)
+                vectors[meta.file_name] = np.union1d(old, found[meta.file_name])
+            refs = write_index_file(storage, relative, vectors)
+            indexes.extend({r.index for r in refs.values() if r.index})
+            for meta in plan.lookup:
+                if meta.file_name in refs:
+                    deletes.append(FileEntry(partition, bucket, meta))
+                    adds.append(FileEntry(partition, bucket, meta.with_deletion_vector(refs[meta.file_name])))
+    return adds, deletes
+
+
+def _find_replaced(directory: TableDirectory, plan: DvPlan) -> dict[str, np.ndarray]:
+    """Resolved file name -> the sorted positions of its live rows whose key an unresolved
+    file of the plan holds (the rows the merge replaces)."""
+    key = directory.schema.file_key
+    storage = directory.storage
+    pieces = [pa.Table.from_batches([b]) for b in read_run(storage, list(plan.pending), columns=key)]
+    if not pieces:
+        return {}
+    keys = pa.concat_tables(pieces)
+    # one integer key column: a file's keys are sorted and distinct, so a binary search finds them
+    integer = len(key) == 1 and pa.types.is_integer(keys.schema.field(key[0]).type)
+    wanted = np.unique(keys.column(0).to_numpy()) if integer else keys.group_by(key).aggregate([])
+    # the row groups that may hold a wanted key, by the first key column's statistics (updates
+    # of recent keys touch few); an integer first column only (exact comparisons)
+    first = np.unique(keys.column(0).to_numpy()) if pa.types.is_integer(keys.schema.field(0).type) else None
+    out: dict[str, np.ndarray] = {}
+    for meta in plan.lookup:
+        groups = key_row_groups(storage, meta, key[0], first) if first is not None else None
+        if groups == []:
+            continue
+        table = read_key_positions(storage, meta, key, groups)
+        if table is None or table.num_rows == 0:
+            continue
+        if integer:
+            present = table.column(0).to_numpy()
+            at = np.searchsorted(present, wanted)
+            hit = at[at < len(present)]
+            hit = hit[present[hit] == wanted[at < len(present)]]
+            positions = table.column(POSITION_COLUMN).to_numpy()[hit]
+        else:
+            positions = table.join(wanted, keys=key, join_type="inner", use_threads=False) \
+                .column(POSITION_COLUMN).to_numpy()
+        if len(positions):
+            out[meta.file_name] = np.sort(positions)
+    return out
+
+
+def _rows_at(directory: TableDirectory, files: list[DataFileMeta], found: dict[str, np.ndarray]
+             ) -> Iterator[pa.RecordBatch]:
+    """The replaced rows of these key-disjoint files, in key order (a sorted run)."""
+    for meta in files:
+        yield from read_rows_at(directory.storage, meta, found[meta.file_name]).to_batches()
+
+
+def restored(reader, ts, advance: Callable[[int], None] | None) -> Iterator[pa.RecordBatch]:
+    """The merged batches in the data-file layout, reporting input rows as they are merged."""
+    seen = 0
+    for batch in reader:
+        rows_in = reader.stats.rows_in
+        if advance is not None:
+            advance(rows_in - seen)
+        seen = rows_in
+        yield ts.restore_key_columns(batch)
+    if advance is not None:
+        advance(reader.stats.rows_in - seen)
+
