@@ -158,12 +158,12 @@ def test_outputs_of_a_failed_compaction_leave_the_external_roots(tmp_path: Path)
     job = plan_compaction(str(wh), NAME, full=True)
     assert job is not None
     before = set().union(*(_files(r) for r in roots))
-    adds, deletes, written = rewrite_all(job)
+    changes, written = rewrite_all(job)
     assert written and all(not p.startswith(str(wh)) for p in written)
     assert all(os.path.exists(p) for p in written)
     assert mp.compact(str(wh), NAME, full=True) is not None  # another compaction commits first
     with pytest.raises(CompactionConflictError):
-        commit_compaction(job, adds, deletes, written)
+        commit_compaction(job, changes, written)
     remove_files(job.table, written)  # what `compact` does on any failure
     assert not any(os.path.exists(p) for p in written)
     live = {f.path for f in _live(wh)}  # the inputs stay until Paimon's expiry removes them
