@@ -47,19 +47,27 @@ def _dv_options(engine: str = "deduplicate", **extra: str) -> dict:
     return opts
 
 
-def _dv_table(tmp_path: Path, engine: str = "deduplicate", updates: int = 3, **extra: str):
-    """A table whose base (300 keys) was fully compacted to the top level, then `updates`
-    small commits of upserts and deletes compacted by the universal rules into a lower level:
-    the base's replaced rows are marked in deletion vectors."""
+def _base_and_updates(tmp_path: Path, seed: int, updates: int = 3, engine: str = "deduplicate",
+                      separately: bool = False, **extra: str):
+    """A base of 3,000 keys fully compacted to the top level, then `updates` small pypaimon
+    commits of upserts (and deletes, for deduplicate) left at level 0: what a deletion-vector
+    compaction resolves.  (wh, work, name, options, base commits, update commits)"""
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
     opts = _dv_options(engine, **extra)
     base = [_every_key(3000)]
     write_paimon(work, wh, name, base, KEY, [], opts)
     assert mp.compact(str(wh), name, full=True) is not None
     # (deletes only after the first commit: skip it)
-    more = _commits(8, updates + 1, 300, engine == "deduplicate", True)[1:]
-    for c in more:
-        write_paimon(work, wh, name, [c], KEY, [], opts)
+    more = _commits(seed, updates + 1, 300, engine == "deduplicate", True)[1:]
+    for group in ([[c] for c in more] if separately else [more]):
+        write_paimon(work, wh, name, group, KEY, [], opts)
+    return wh, work, name, opts, base, more
+
+
+def _dv_table(tmp_path: Path, engine: str = "deduplicate", updates: int = 3, **extra: str):
+    """`_base_and_updates` compacted by the universal rules into a level below the base: the
+    base's replaced rows are marked in deletion vectors."""
+    wh, work, name, _, base, more = _base_and_updates(tmp_path, 8, updates, engine, separately=True, **extra)
     compacted = mp.compact(str(wh), name)
     assert compacted is not None
     return wh, work, name, base + more, compacted
@@ -289,13 +297,7 @@ mp.compact(sys.argv[1], "db.t")
 def test_killed_compaction_leaves_the_committed_table(tmp_path: Path, dies_after: str) -> None:
     """SIGKILL right after an index file is written, or after everything but the snapshot
     (index files, index manifest, manifests): the table reads as before, and compacts again."""
-    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
-    opts = _dv_options()
-    base = [_every_key(3000)]
-    write_paimon(work, wh, name, base, KEY, [], opts)
-    assert mp.compact(str(wh), name, full=True) is not None
-    more = _commits(18, 4, 300, True, True)[1:]
-    write_paimon(work, wh, name, more, KEY, [], opts)
+    wh, work, name, _, base, more = _base_and_updates(tmp_path, 18)
     latest = PaimonTable.open(str(wh), name).latest_snapshot_id()
     before = model("deduplicate", base, KEY)  # level-0 commits not visible yet
     child = subprocess.run([sys.executable, "-c", _KILLED_CHILD, str(wh), dies_after], timeout=120)
@@ -311,13 +313,7 @@ def test_killed_compaction_leaves_the_committed_table(tmp_path: Path, dies_after
 
 
 def test_lost_race_rebases_the_index_manifest_or_conflicts(tmp_path: Path) -> None:
-    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
-    opts = _dv_options()
-    base = [_every_key(3000)]
-    write_paimon(work, wh, name, base, KEY, [], opts)
-    assert mp.compact(str(wh), name, full=True) is not None
-    more = _commits(28, 4, 300, True, True)[1:]
-    write_paimon(work, wh, name, more, KEY, [], opts)
+    wh, work, name, opts, base, more = _base_and_updates(tmp_path, 28)
     # an append commits between this compaction's rewrite and its commit: rebased on top of it
     job = plan_compaction(str(wh), name)
     assert job is not None
@@ -385,13 +381,7 @@ def test_orc_metadata_with_deletion_vectors(tmp_path: Path) -> None:
     mergetree compacts it, writing its manifests and the index manifest in ORC, and reads the
     model's rows."""
     from test_paimon_orc_manifests import to_orc
-    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
-    opts = _dv_options()
-    base = [_every_key(3000)]
-    write_paimon(work, wh, name, base, KEY, [], opts)
-    assert mp.compact(str(wh), name, full=True) is not None
-    more = _commits(38, 4, 300, True, True)[1:]
-    write_paimon(work, wh, name, more, KEY, [], opts)
+    wh, _, name, _, base, more = _base_and_updates(tmp_path, 38)
     table_dir = wh / "db.db" / "t"
     to_orc(table_dir)
     assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base, KEY)

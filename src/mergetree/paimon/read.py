@@ -16,7 +16,7 @@ import math
 import os
 import queue
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +40,7 @@ from ..table import filters as flt
 from ..table.filecache import FileCache
 from ..table.files import batch_rows_for, parquet_fragment, read_parquet
 from ..table.objects import StoredFile
-from ..table.read.topn import top_rows
+from ..table.read.topn import checked_order_by, top_rows
 from ..table.sections import interval_partition
 from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
@@ -513,23 +513,13 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
     if point is not None:
         found = _point_read(plan, bucket, columns, key_expr)
         if found is not None:
-            for batch in found:
-                batch = _with_key_values(schema, batch)
-                if row_expr is not None:
-                    batch = batch.filter(row_expr)
-                if batch.num_rows:
-                    yield _output(plan, batch)
+            yield from _finished(plan, found, row_expr)
             return
     if plan.reads_files_alone(bucket):
         # deletion vectors: every replaced row is marked, each file is read alone (no merge)
         files = [pf for pf in bucket.files if simple_filter is None
                  or flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count)]
-        for batch in _files_alone(plan, files, columns, key_expr, batch_rows, threads):
-            batch = _with_key_values(schema, batch)
-            if row_expr is not None:
-                batch = batch.filter(row_expr)
-            if batch.num_rows:
-                yield _output(plan, batch)
+        yield from _finished(plan, _files_alone(plan, files, columns, key_expr, batch_rows, threads), row_expr)
         return
     for section in interval_partition(bucket.files):
         runs = [list(run) for run in section]
@@ -541,12 +531,19 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
             merged: Iterator[pa.RecordBatch] = (_without_retractions(b) for b in _checked_kinds(batches, opts))
         else:
             merged = _merge_section(plan, runs, columns, key_expr, keep_deletes=False, threads=threads)
-        for batch in merged:
-            batch = _with_key_values(schema, batch)
-            if row_expr is not None and batch.num_rows:
-                batch = batch.filter(row_expr)
-            if batch.num_rows:
-                yield _output(plan, batch)
+        yield from _finished(plan, merged, row_expr)
+
+
+def _finished(plan: PaimonReadPlan, batches: Iterable[pa.RecordBatch],
+              row_expr: pc.Expression | None) -> Iterator[pa.RecordBatch]:
+    """Read rows made output: key values from their _KEY_ copies, the whole filter applied,
+    the plan's columns in the schema's types."""
+    for batch in batches:
+        batch = _with_key_values(plan.schema, batch)
+        if row_expr is not None and batch.num_rows:
+            batch = batch.filter(row_expr)
+        if batch.num_rows:
+            yield _output(plan, batch)
 
 
 def _files_alone(plan: PaimonReadPlan, files: list[PaimonFile], columns: list[str], key_expr: pc.Expression | None,
@@ -886,16 +883,13 @@ def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, sn
     columns) and `limit`, a Top-N read: files read on their own (deletion vectors) are read
     best first and skipped once their statistics cannot beat the rows found; `limit` alone
     stops after that many rows."""
-    order, limit = _order_by(order_by, limit)
+    order, limit = checked_order_by(order_by, limit, None)  # the columns are checked once planned
     extra: list[str] = []  # order columns the projection leaves out: read, then dropped
     if isinstance(columns, (list, tuple)):
         extra = [c for c, _ in order if c not in columns]
         columns = list(columns) + extra
     plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
-    for column, _ in order:
-        if column not in plan.schema.names:
-            raise InvalidArgumentError(f"order_by names {column!r}, which is not a column of Paimon table "
-                                       f"{plan.table.name}; columns: {plan.schema.names}")
+    checked_order_by(order, limit, plan.schema.arrow_schema)
     workers = _threads(threads)
     schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
     if order and limit is not None:
@@ -911,24 +905,6 @@ def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, sn
             parts = list(pool.map(lambda b: list(read_bucket(plan, b)), plan.buckets))
     out = pa.Table.from_batches([b for part in parts for b in part], schema=schema)
     return top_rows(out, order, None).drop_columns(extra) if order else out
-
-
-def _order_by(order_by: Any, limit: Any) -> tuple[list[tuple[str, str]], int | None]:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidArgumentError(f"limit must be a non-negative integer or None, not {limit!r}")
-    if order_by is None:
-        return [], limit
-    items = [order_by] if isinstance(order_by, (str, tuple)) else order_by
-    if not isinstance(items, list) or not items:
-        raise InvalidArgumentError(f"order_by must be a column, (column, 'asc'|'desc'), or a list of them, "
-                                   f"not {order_by!r}")
-    out = []
-    for item in items:
-        column, direction = (item, "asc") if isinstance(item, str) else (tuple(item) + ("asc",))[:2]
-        if not isinstance(column, str) or direction not in ("asc", "desc"):
-            raise InvalidArgumentError(f"order_by takes (column, 'asc'|'desc'), not {item!r}")
-        out.append((column, direction))
-    return out, limit
 
 
 def _first_rows(plan: PaimonReadPlan, limit: int, schema: pa.Schema) -> pa.Table:

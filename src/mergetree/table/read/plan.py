@@ -20,9 +20,8 @@ from ..indexes.skipping import decide
 from ..schema import KEY_PREFIX
 from ..sections import interval_partition
 from ..snapshots import Snapshot
-from ..type_policy import require
 from .model import BucketPlan, OrderBy, PreparedRead, ReadPlan, ReadStats, requests_since
-from .topn import plan_top_n
+from .topn import checked_order_by, plan_top_n
 
 __all__ = ["columns_for", "file_filter", "final_filter", "order_by_for", "plan_read", "prepare_read", "sections_of",
            "snapshot_for"]
@@ -38,25 +37,7 @@ def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
 
 def order_by_for(directory: TableDirectory, order_by: Any, limit: Any) -> tuple[OrderBy, int | None]:
     """Checked `order_by` ([(column, "asc"|"desc")], a column name, or a list of names) and `limit`."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidArgumentError(f"limit must be a non-negative integer or None, not {limit!r}")
-    if order_by is None:
-        return [], limit
-    items = [order_by] if isinstance(order_by, (str, tuple)) else order_by
-    if not isinstance(items, list) or not items:
-        raise InvalidArgumentError(f"order_by must be a column, (column, 'asc'|'desc'), or a list of them, "
-                                   f"not {order_by!r}")
-    out: OrderBy = []
-    names = directory.schema.schema.names
-    for item in items:
-        column, direction = (item, "asc") if isinstance(item, str) else (tuple(item) + ("asc",))[:2]
-        if not isinstance(column, str) or column not in names:
-            raise InvalidArgumentError(f"order_by names {column!r}, which is not a column; columns: {names}")
-        if direction not in ("asc", "desc"):
-            raise InvalidArgumentError(f"order_by direction must be 'asc' or 'desc', not {direction!r}")
-        require(column, directory.schema.schema.field(column).type, "order")
-        out.append((column, direction))
-    return out, limit
+    return checked_order_by(order_by, limit, directory.schema.schema)
 
 
 def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by: OrderBy | None = None,

@@ -8,12 +8,39 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...errors import InvalidArgumentError
 from ...merge.arrow_input import sort_indices
 from ..directory import TableDirectory
 from ..files import DataFileMeta
+from ..type_policy import require
 from .model import OrderBy, ReadPlan
 
-__all__ = ["cannot_beat", "final_units", "in_reading_order", "plan_top_n", "top_rows"]
+__all__ = ["cannot_beat", "checked_order_by", "final_units", "in_reading_order", "plan_top_n", "top_rows"]
+
+def checked_order_by(order_by: Any, limit: Any, schema: pa.Schema | None) -> tuple[OrderBy, int | None]:
+    """`order_by` ([(column, "asc"|"desc")], a column name, or a list of names) and `limit`,
+    checked: their shapes, and with `schema` the columns and that their types can be ordered."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgumentError(f"limit must be a non-negative integer or None, not {limit!r}")
+    if order_by is None:
+        return [], limit
+    items = [order_by] if isinstance(order_by, (str, tuple)) else order_by
+    if not isinstance(items, list) or not items:
+        raise InvalidArgumentError(f"order_by must be a column, (column, 'asc'|'desc'), or a list of them, "
+                                   f"not {order_by!r}")
+    out: OrderBy = []
+    for item in items:
+        column, direction = (item, "asc") if isinstance(item, str) else (tuple(item) + ("asc",))[:2]
+        if not isinstance(column, str) or (schema is not None and column not in schema.names):
+            names = schema.names if schema is not None else []
+            raise InvalidArgumentError(f"order_by names {column!r}, which is not a column; columns: {names}")
+        if direction not in ("asc", "desc"):
+            raise InvalidArgumentError(f"order_by direction must be 'asc' or 'desc', not {direction!r}")
+        if schema is not None:
+            require(column, schema.field(column).type, "order")
+        out.append((column, direction))
+    return out, limit
+
 
 def _best(meta: DataFileMeta, column: str, direction: str) -> tuple[int, Any]:
     """A sort key for reading files in Top-N order: the best value the file can offer."""
