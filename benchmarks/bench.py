@@ -353,8 +353,8 @@ def _paimon_bench(args, after_another: bool):
     if after_another:
         print()
     versions = bp.peer_versions()
-    print(f"mergetree bench --paimon: {keys:,} keys, {', '.join(map(str, bp.COMMIT_COUNTS))} commits of half the keys "
-          f"each, bucket {' and '.join(map(str, bp.BUCKET_COUNTS))}, {bp.LOOKUPS} lookups; {os.cpu_count()} CPUs, "
+    print(f"mergetree bench --paimon: {keys:,} keys, {bp.workload_text(args.paimon_case)}, {bp.LOOKUPS} lookups; "
+          f"{os.cpu_count()} CPUs, "
           f"pyarrow {pa.__version__}, pypaimon {versions['pypaimon']}, pypaimon-rust {versions['pypaimon-rust']}",
           flush=True)
     report = bp.run_paimon_bench(keys, progress=False if args.no_progress else None,

@@ -54,6 +54,25 @@ unmerged, ``keys`` compacted); rows/s are rows in per wall second.  The targets,
 * point lookups (unmerged): mergetree's p50 no slower than pypaimon-rust's;
 * after compaction every reader is faster: its full read's wall time and its lookups' p50;
 * compaction: mergetree's rows in per second at least 70% of the pyarrow read + rewrite's.
+
+The deletion-vector case (``--paimon-case dv`` alone; issue 25's measurement), on ``bucket`` = 4.
+Its commits: a base of every key (one version each, ``op`` = ``+I``), then DV_COMMITS (5)
+commits of random keys, DV_CHANGED (1%) of the keys all together (at least DV_MIN_ROWS a commit),
+a DV_DELETE_SHARE (20%) of their rows deletions (``op`` = ``-D``; the tables set
+``rowkind.field`` = ``op``) and the rest new versions.  pypaimon writes them into two tables at
+once: ``dv-b4`` with ``deletion-vectors.enabled`` and ``mor-b4`` without.  On each, mergetree
+compacts the base into the top level (``full=True``) before pypaimon writes the small commits,
+then compacts those by the universal rules (``compact`` without ``full``): into a lower level,
+which in the deletion-vector table marks the base's replaced rows in deletion vectors (every
+bucket then reads file by file, no merge), and in the other leaves two sorted runs to merge on
+read.  Every step is timed once and checked (a new snapshot, no level-0 file left, the vectors
+leave exactly the live keys).  Then every reader's full read (the best of up to DV_REPEAT runs)
+and lookups on both tables: the lookups and the sampled ids include updated and deleted keys (a
+deleted key must give no row); every answer is checked against the live keys' newest versions.
+Its targets, on the deletion-vector table: mergetree's full read and lookup p50 at least 20x
+pypaimon's and at least pypaimon-rust's (1x).  Shown beside them, not targets: each reader's
+merge-on-read time over its deletion-vector time (what the vectors buy), and mergetree's
+compaction of the small commits with deletion vectors over without (what they cost).
 """
 from __future__ import annotations
 
@@ -997,6 +1016,15 @@ def dv_lookup_keys(workload: PaimonWorkload, count: int, seed: int = SEED + 2) -
 
 
 # ---------------------------------------------------------------- running
+
+
+def workload_text(case: str = "all") -> str:
+    """What ``case`` (``all``, or one of CASES) runs, for the header line."""
+    merge = (f"{', '.join(map(str, COMMIT_COUNTS))} commits of half the keys each, bucket "
+             f"{' and '.join(map(str, BUCKET_COUNTS))}")
+    dv = (f"the deletion-vector case ({DV_CHANGED:.0%} of the keys updated or deleted over {DV_COMMITS} commits, "
+          f"bucket {' and '.join(map(str, DV_BUCKETS))})")
+    return {MERGE_CASE: merge, DV_CASE: dv}.get(case, f"{merge}; {dv}")
 
 
 def peer_versions() -> dict:
