@@ -917,8 +917,14 @@ def _compact_step(table: _Table, operation: str, phase: str, full: bool) -> Paim
         marked = sum(d.range.cardinality for per in t.deletion_files(snapshot).values() for d in per.values()) \
             if phase == DV else 0
         live = sum(after.values()) - marked
+        # the top level's row groups: how its files were written (pypaimon's own, moved up, or
+        # rewritten by mergetree) weighs on a full read's decoding as much as the merge does
+        top = [f for f in files if f.level == max(levels)]
+        groups = sum(pq.read_metadata(f.path).num_row_groups for f in top)
         result.notes.append(f"{len(before)} files -> {len(files)}, levels {levels}, snapshot {int(snapshot['id'])}"
-                            + (f", {marked:,} rows marked in deletion vectors" if phase == DV else ""))
+                            + (f", {marked:,} rows marked in deletion vectors" if phase == DV else "")
+                            + f"; the top level: {len(top)} files, {groups} row groups of "
+                              f"{sum(f.row_count for f in top) / max(groups, 1):,.0f} rows on average")
         plan = plan_read(table.warehouse, table.identifier)
         runs = [sum(1 for f in b.files if f.level == 0) + len({f.level for f in b.files if f.level > 0})
                 for b in plan.buckets]
