@@ -261,6 +261,12 @@ def test_bad_paimon_keys_are_usage_errors(keys, capsys):
     assert "--paimon-keys" in capsys.readouterr().err
 
 
+def test_the_header_names_the_cases():
+    assert "commits of half the keys" in bp.workload_text("merge") and "deletion" not in bp.workload_text("merge")
+    assert bp.workload_text("dv").startswith("the deletion-vector case (1% of the keys updated or deleted over 5")
+    assert bp.workload_text("all") == f"{bp.workload_text('merge')}; {bp.workload_text('dv')}"
+
+
 def test_keys_parse_with_suffixes():
     assert bp.keys_argument("1M") == 1_000_000 and bp.keys_argument("200k") == 200_000
     assert bp.quick_keys(1_000_000) == 100_000 and bp.quick_keys(1_000) == bp.MIN_KEYS
