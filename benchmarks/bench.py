@@ -164,6 +164,9 @@ def _parser() -> argparse.ArgumentParser:
     paimon.add_argument("--paimon-keys", type=bench_paimon.keys_argument, metavar="KEYS",
                         default=bench_paimon.DEFAULT_KEYS,
                         help="keys of every table, k/M suffixes allowed (--quick divides it by 10)")
+    paimon.add_argument("--paimon-case", choices=("all", *bench_paimon.CASES), default="all",
+                        help="merge: only the commit-count tables; dv: only the deletion-vector case (a base of "
+                        "KEYS keys, 1%% of them updated or deleted over 5 commits, compacted into deletion vectors)")
     storage = parser.add_argument_group(
         "storage workload", "a 4-bucket primary-key table written in 4 write-only commits, read merge-on-read, "
         "looked up 200 times, fully compacted, read and looked up again, and bucket-joined with itself by Spark, "
@@ -360,11 +363,12 @@ def _paimon_bench(args, after_another: bool):
     if after_another:
         print()
     versions = bp.peer_versions()
-    print(f"mergetree bench --paimon: {keys:,} keys, {', '.join(map(str, bp.COMMIT_COUNTS))} commits of half the keys "
-          f"each, bucket {' and '.join(map(str, bp.BUCKET_COUNTS))}, {bp.LOOKUPS} lookups; {os.cpu_count()} CPUs, "
+    print(f"mergetree bench --paimon: {keys:,} keys, {bp.workload_text(args.paimon_case)}, {bp.LOOKUPS} lookups; "
+          f"{os.cpu_count()} CPUs, "
           f"pyarrow {pa.__version__}, pypaimon {versions['pypaimon']}, pypaimon-rust {versions['pypaimon-rust']}",
           flush=True)
-    report = bp.run_paimon_bench(keys, progress=False if args.no_progress else None)
+    report = bp.run_paimon_bench(keys, progress=False if args.no_progress else None,
+                                 cases=None if args.paimon_case == "all" else (args.paimon_case,))
     show(bp.format_paimon_results(report))
     print(f"paimon workload took {report.seconds:.0f}s")
     return report

@@ -54,6 +54,25 @@ unmerged, ``keys`` compacted); rows/s are rows in per wall second.  The targets,
 * point lookups (unmerged): mergetree's p50 no slower than pypaimon-rust's;
 * after compaction every reader is faster: its full read's wall time and its lookups' p50;
 * compaction: mergetree's rows in per second at least 70% of the pyarrow read + rewrite's.
+
+The deletion-vector case (``--paimon-case dv`` alone; issue 25's measurement), on ``bucket`` = 4.
+Its commits: a base of every key (one version each, ``op`` = ``+I``), then DV_COMMITS (5)
+commits of random keys, DV_CHANGED (1%) of the keys all together (at least DV_MIN_ROWS a commit),
+a DV_DELETE_SHARE (20%) of their rows deletions (``op`` = ``-D``; the tables set
+``rowkind.field`` = ``op``) and the rest new versions.  pypaimon writes them into two tables at
+once: ``dv-b4`` with ``deletion-vectors.enabled`` and ``mor-b4`` without.  On each, mergetree
+compacts the base into the top level (``full=True``) before pypaimon writes the small commits,
+then compacts those by the universal rules (``compact`` without ``full``): into a lower level,
+which in the deletion-vector table marks the base's replaced rows in deletion vectors (every
+bucket then reads file by file, no merge), and in the other leaves two sorted runs to merge on
+read.  Every step is timed once and checked (a new snapshot, no level-0 file left, the vectors
+leave exactly the live keys).  Then every reader's full read (the best of up to DV_REPEAT runs)
+and lookups on both tables: the lookups and the sampled ids include updated and deleted keys (a
+deleted key must give no row); every answer is checked against the live keys' newest versions.
+Its targets, on the deletion-vector table: mergetree's full read and lookup p50 at least 20x
+pypaimon's and at least pypaimon-rust's (1x).  Shown beside them, not targets: each reader's
+merge-on-read time over its deletion-vector time (what the vectors buy), and mergetree's
+compaction of the small commits with deletion vectors over without (what they cost).
 """
 from __future__ import annotations
 
@@ -96,15 +115,28 @@ BUCKET_COUNTS = (1, 4)
 LOOKUPS = 100
 SAMPLE_KEYS = 1_000
 REPEAT = 3
+DV_REPEAT = 7                 # the deletion-vector case's reads take well under a second: more runs, less noise
 READ_BUDGET_SECONDS = 10.0    # another timed run only while the runs so far took less
 LOOKUP_BUDGET_SECONDS = 15.0  # a reader's lookups stop after this much (at least MIN_LOOKUPS)
 MIN_LOOKUPS = 3
 SEED = 20240615
 VERSION_SHIFT = 40            # v_int = (commit << 40) | 40 random bits
 
+# the deletion-vector case: a base of every key, then small commits of updates and deletions
+DV_BUCKETS = (4,)
+DV_COMMITS = 5
+DV_CHANGED = 0.01             # the share of the keys the small commits write, all together
+DV_DELETE_SHARE = 0.2         # of their rows, deletions (the rest new versions)
+DV_MIN_ROWS = 64              # rows a small commit writes at least
+DV_CHANGED_LOOKUPS = 0.2      # the share of the lookups that ask for an updated or deleted key
+DV_OPTIONS = {"deletion-vectors.enabled": "true"}
+
 KEY = "id"
 SCHEMA = pa.schema([pa.field(KEY, pa.int64(), nullable=False), ("v_int", pa.int64()), ("v_float", pa.float64()),
                     ("v_str", pa.string())])
+OP = "op"                     # the deletion-vector workload's row kind column (Paimon's rowkind.field)
+INSERT, DELETE = "+I", "-D"
+DV_SCHEMA = SCHEMA.append(pa.field(OP, pa.string()))
 DATABASE = "bench"
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -125,6 +157,14 @@ REWRITE = "read + rewrite the files"
 COMPACT = "compact (full)"
 UNMERGED = "unmerged"
 COMPACTED = "compacted"
+DV = "deletion vectors"      # the deletion-vector table after mergetree's compaction marked its vectors
+MOR = "merge-on-read"        # the same commits in a table without them, compacted by the same rules
+WRITE_BASE = "write the base"
+WRITE_COMMITS = "write the small commits"
+COMPACT_BASE = "compact the base (full)"
+COMPACT_DV = "compact the small commits"
+MERGE_CASE, DV_CASE = "merge", "dv"
+CASES = (MERGE_CASE, DV_CASE)
 
 TARGETS = {  # target name -> the least ratio the issue asks for
     "read_vs_pypaimon": 30.0,
@@ -133,6 +173,13 @@ TARGETS = {  # target name -> the least ratio the issue asks for
     "compacted_faster": 1.0,           # the smallest before / after speed-up of any reader (must exceed it)
     "compaction_vs_rewrite": 0.70,     # compaction rows/s / pyarrow read + rewrite rows/s
 }
+DV_TARGETS = {  # the deletion-vector case (issue 25): mergetree's speed over the reader's
+    "dv_read_vs_pypaimon": 20.0,
+    "dv_lookup_vs_pypaimon": 20.0,       # the reader's p50 / mergetree's p50
+    "dv_read_vs_pypaimon_rust": 1.0,
+    "dv_lookup_vs_pypaimon_rust": 1.0,
+}
+ALL_TARGETS = {**TARGETS, **DV_TARGETS}
 
 
 # ---------------------------------------------------------------- sizes
@@ -165,22 +212,39 @@ def _identifier(name: str) -> str:
 @dataclass
 class PaimonWorkload:
     """The commits as Arrow IPC files (for pypaimon's process) and, after each commit count
-    measured, the newest version of every key (``v_int`` and ``v_float`` indexed by id)."""
+    measured, the newest version of every key (``v_int`` and ``v_float`` indexed by id) and, when
+    commits delete keys (the deletion-vector workload), which keys are alive."""
     keys: int
     commit_files: list                 # paths, one per commit, in commit order
     newest: dict                       # commits -> (v_int ndarray, v_float ndarray)
     rows_per_commit: list = field(default_factory=list)
+    alive: dict = field(default_factory=dict)  # commits -> bool ndarray by id (absent: every key is)
+    with_op: bool = False              # the rows carry the ``op`` row-kind column (rowkind.field)
+    changed: list = field(default_factory=list)  # ids some commit after the first updated or deleted
+
+    @property
+    def schema(self) -> pa.Schema:
+        return DV_SCHEMA if self.with_op else SCHEMA
+
+    def _alive_ids(self, commits: int, ids: np.ndarray) -> np.ndarray:
+        alive = self.alive.get(commits)
+        return ids if alive is None else ids[alive[ids]]
 
     def expected(self, commits: int) -> pa.Table:
-        """Every key's newest version after ``commits`` commits, ascending by id."""
+        """Every live key's newest version after ``commits`` commits, ascending by id."""
         v_int, v_float = self.newest[commits]
-        return _rows_table(np.arange(self.keys, dtype=np.int64), v_int, v_float)
+        ids = self._alive_ids(commits, np.arange(self.keys, dtype=np.int64))
+        return _rows_table(ids, v_int[ids], v_float[ids], self.with_op)
 
     def expected_rows(self, commits: int, keys) -> list[dict]:
-        """The newest versions of ``keys`` (ascending), as ``to_pylist`` rows."""
-        chosen = np.sort(np.asarray(keys, dtype=np.int64))
+        """The newest versions of ``keys`` (ascending; deleted keys have none), as ``to_pylist`` rows."""
+        chosen = self._alive_ids(commits, np.sort(np.asarray(keys, dtype=np.int64)))
         v_int, v_float = self.newest[commits]
-        return _rows_table(chosen, v_int[chosen], v_float[chosen]).to_pylist()
+        return _rows_table(chosen, v_int[chosen], v_float[chosen], self.with_op).to_pylist()
+
+    def live_keys(self, commits: int) -> int:
+        alive = self.alive.get(commits)
+        return self.keys if alive is None else int(alive.sum())
 
     def file_rows(self, commits: int) -> int:
         return sum(self.rows_per_commit[:commits])
@@ -190,9 +254,14 @@ def _strings(v_int: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise("v-", pc.cast(v_int, pa.string()), "")
 
 
-def _rows_table(ids: np.ndarray, v_int: np.ndarray, v_float: np.ndarray) -> pa.Table:
+def _rows_table(ids: np.ndarray, v_int: np.ndarray, v_float: np.ndarray, with_op: bool = False,
+                ops: np.ndarray | None = None) -> pa.Table:
     ints = pa.array(v_int, pa.int64())
-    return pa.table([pa.array(ids, pa.int64()), ints, pa.array(v_float, pa.float64()), _strings(ints)], schema=SCHEMA)
+    columns = [pa.array(ids, pa.int64()), ints, pa.array(v_float, pa.float64()), _strings(ints)]
+    if not with_op:
+        return pa.table(columns, schema=SCHEMA)
+    kinds = pa.array(np.full(len(ids), INSERT) if ops is None else ops, pa.string())
+    return pa.table(columns + [kinds], schema=DV_SCHEMA)
 
 
 def _write_ipc(path: str, table: pa.Table) -> None:
@@ -231,6 +300,49 @@ def make_paimon_workload(keys: int, commit_counts, directory: str, seed: int = S
     return workload
 
 
+def make_dv_workload(keys: int, directory: str, seed: int = SEED, commits: int | None = None,
+                     changed: float | None = None) -> PaimonWorkload:
+    """The deletion-vector workload (see the module's docstring): a base commit of every key,
+    then ``commits`` (default DV_COMMITS) commits of ``changed`` (default DV_CHANGED) / commits
+    of the keys each (at least DV_MIN_ROWS), random keys (a key may come back in a later commit), a DV_DELETE_SHARE of
+    them deletions (``op`` = ``-D``), the rest new versions; every row carries ``op``.  The
+    newest versions and live keys are kept after all ``1 + commits`` commits."""
+    commits = DV_COMMITS if commits is None else commits
+    changed = DV_CHANGED if changed is None else changed
+    if keys < 2:
+        raise ValueError("the deletion-vector workload needs at least 2 keys")
+    rng = np.random.default_rng(seed + 7)
+    workload = PaimonWorkload(keys, [], {}, with_op=True)
+    v_int = rng.integers(0, 1 << VERSION_SHIFT, size=keys, dtype=np.int64)  # commit 0's versions
+    v_float = rng.random(keys)
+    alive = np.ones(keys, dtype=bool)
+    # at least DV_MIN_ROWS rows a commit: at tiny sizes every bucket still gets a file from each
+    # commit, so that every bucket reaches the compaction trigger (else its level-0 files stay)
+    per_commit = max(DV_MIN_ROWS, round(keys * changed / max(commits, 1)))
+    batches: list[tuple] = [(rng.permutation(keys).astype(np.int64), v_int.copy(), v_float.copy(), None)]
+    touched: set[int] = set()
+    for commit in range(1, commits + 1):
+        chosen = rng.choice(keys, size=min(per_commit, keys), replace=False).astype(np.int64)
+        ints = (np.int64(commit) << VERSION_SHIFT) | rng.integers(0, 1 << VERSION_SHIFT, size=len(chosen),
+                                                                  dtype=np.int64)
+        floats = rng.random(len(chosen))
+        deletes = rng.random(len(chosen)) < DV_DELETE_SHARE
+        v_int[chosen], v_float[chosen], alive[chosen] = ints, floats, ~deletes
+        batches.append((chosen, ints, floats, np.where(deletes, DELETE, INSERT)))
+        touched.update(int(k) for k in chosen)
+    for commit, (chosen, ints, floats, ops) in enumerate(batches):
+        if ops is None:  # the base: every key's first version, in random order
+            ints, floats = ints[chosen], floats[chosen]
+        path = os.path.join(directory, f"dv-commit-{commit:03d}.arrow")
+        _write_ipc(path, _rows_table(chosen, ints, floats, True, ops))
+        workload.commit_files.append(path)
+        workload.rows_per_commit.append(len(chosen))
+    workload.newest[commits + 1] = (v_int, v_float)
+    workload.alive[commits + 1] = alive
+    workload.changed = sorted(touched)
+    return workload
+
+
 # ---------------------------------------------------------------- results
 
 
@@ -252,6 +364,7 @@ class PaimonResult:
     latency_ms: dict | None = None   # point lookups: median, p95, min, max, count
     check: str = "ok"                # "ok", "unavailable: ...", "wrong: ...", "failed: ...", "skipped: ..."
     notes: list = field(default_factory=list)
+    case: str = MERGE_CASE           # merge (the commit-count tables) or dv (the deletion-vector case)
 
     @property
     def ok(self) -> bool:
@@ -282,6 +395,7 @@ class PaimonReport:
     lookups: int
     results: list = field(default_factory=list)   # of PaimonResult, table by table
     versions: dict = field(default_factory=dict)
+    dv_buckets: list = field(default_factory=list)  # the deletion-vector case's tables (none: not run)
     skipped: str | None = None                    # why nothing ran (no pypaimon interpreter)
     seconds: float = 0.0
 
@@ -299,26 +413,36 @@ class PaimonReport:
 
     @property
     def tables(self) -> list[str]:
-        return list(dict.fromkeys(r.table for r in self.results))
+        """The commit-count tables measured."""
+        return list(dict.fromkeys(r.table for r in self.results if r.case == MERGE_CASE))
+
+    @property
+    def dv_tables(self) -> list[str]:
+        """The deletion-vector case's tables measured."""
+        return list(dict.fromkeys(r.table for r in self.results if r.case == DV_CASE))
 
 
 # ---------------------------------------------------------------- checks
 
 
 def compare_full(got: pa.Table, expected: pa.Table) -> str:
-    """'ok' when ``got`` (any row order) holds exactly the rows of ``expected``."""
-    return compare_tables(got, expected.select(SCHEMA.names), KEY)
+    """'ok' when ``got`` (any row order) holds exactly the rows of ``expected`` (its columns)."""
+    return compare_tables(got, expected, KEY)
 
 
-def _plain(rows: list[dict]) -> list[dict]:
-    return [{name: row.get(name) for name in SCHEMA.names} for row in rows]
+def _plain(rows: list[dict], names: list[str] = SCHEMA.names) -> list[dict]:
+    return [{name: row.get(name) for name in names} for row in rows]
 
 
-def compare_lookup(rows: list[dict], want: dict) -> str:
+def compare_lookup(rows: list[dict], want: dict | None, key: int | None = None) -> str:
+    """'ok' when ``rows`` is exactly ``want`` (None: the key ``key`` was deleted, no row)."""
+    if want is None:
+        return "ok" if not rows else f"wrong: id {key} gave {len(rows)} rows, expected none (it was deleted)"
     if len(rows) != 1:
         return f"wrong: id {want[KEY]} gave {len(rows)} rows, expected exactly 1"
-    if _plain(rows)[0] != want:
-        return f"wrong: id {want[KEY]} gave {_plain(rows)[0]}, expected {want}"
+    have = _plain(rows, list(want))[0]
+    if have != want:
+        return f"wrong: id {want[KEY]} gave {have}, expected {want}"
     return "ok"
 
 
@@ -375,29 +499,36 @@ def _write_tables(workload: PaimonWorkload, warehouse: str, root: str, commit_co
                   bucket_counts: list) -> dict:
     """pypaimon writes every bucket count's table, all at once (a process each); returns
     buckets -> the driver's answer.  The table is copied after each smaller commit count."""
-    processes = {}
+    specs = {}
     largest = max(commit_counts)
     for buckets in bucket_counts:
         copies = {str(c): _identifier(table_name(c, buckets)) for c in commit_counts if c != largest}
         spec = {"warehouse": warehouse, "table": _identifier(table_name(largest, buckets)), "primary_key": KEY,
                 "options": {"bucket": str(buckets)}, "commits": workload.commit_files[:largest], "copies": copies}
-        path = _write_spec(root, f"write-b{buckets}", spec)
+        specs[buckets] = _write_spec(root, f"write-b{buckets}", spec)
+    return _run_writers(specs)
+
+
+def _run_writers(specs: dict) -> dict:
+    """The driver's ``write`` of every spec at once (a process each): label -> its answer."""
+    processes = {}
+    for label, path in specs.items():
         # output to files, not pipes: a process whose pipe is full would wait for the other one
         with open(f"{path}.out", "w") as stdout, open(f"{path}.err", "w") as stderr:
-            processes[buckets] = (path, subprocess.Popen(_driver_command("write", path), stdout=stdout,
-                                                         stderr=stderr))
+            processes[label] = (path, subprocess.Popen(_driver_command("write", path), stdout=stdout,
+                                                       stderr=stderr))
     answers = {}
     deadline = time.monotonic() + DRIVER_TIMEOUT_SECONDS
-    for buckets, (path, process) in processes.items():
+    for label, (path, process) in processes.items():
         try:
             process.wait(timeout=max(deadline - time.monotonic(), 1))
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-            answers[buckets] = {"check": f"failed: pypaimon took over {DRIVER_TIMEOUT_SECONDS} s"}
+            answers[label] = {"check": f"failed: pypaimon took over {DRIVER_TIMEOUT_SECONDS} s"}
             continue
         with open(f"{path}.out") as stdout, open(f"{path}.err") as stderr:
-            answers[buckets] = _driver_answer(process.returncode, stdout.read(), stderr.read())
+            answers[label] = _driver_answer(process.returncode, stdout.read(), stderr.read())
     return answers
 
 
@@ -420,9 +551,9 @@ def _budgeted(function: Callable, *args, repeat: int = REPEAT, budget: float = R
     return timing.Timed(best, best_cpu, output), runs
 
 
-def _note_runs(result: PaimonResult) -> None:
-    """A note when fewer than REPEAT runs were timed (the budget ran out)."""
-    if 0 < result.timed_runs < REPEAT:
+def _note_runs(result: PaimonResult, repeat: int = REPEAT) -> None:
+    """A note when fewer than ``repeat`` runs were timed (the budget ran out)."""
+    if 0 < result.timed_runs < repeat:
         result.notes.append(f"{'one timed run' if result.timed_runs == 1 else f'best of {result.timed_runs}'}: "
                             f"the runs took {READ_BUDGET_SECONDS:g} s or more")
 
@@ -437,23 +568,34 @@ class _Table:
     lookup_keys: list
     sample_keys: list
     root: str
+    label: str | None = None       # the deletion-vector case: its name (the results' table)
+    stored_as: str | None = None   # ... and this phase's table (db.name)
+    case: str = MERGE_CASE
+    repeat: int = REPEAT           # a full read's timed runs at most
 
     @property
     def name(self) -> str:
-        return table_name(self.commits, self.buckets)
+        return self.label or table_name(self.commits, self.buckets)
 
     @property
     def identifier(self) -> str:
-        return _identifier(self.name)
+        return self.stored_as or _identifier(self.name)
 
     def result(self, reader: str, operation: str, phase: str, **values) -> PaimonResult:
-        return PaimonResult(self.name, self.commits, self.buckets, reader, operation, phase, **values)
+        return PaimonResult(self.name, self.commits, self.buckets, reader, operation, phase, case=self.case,
+                            **values)
 
     def expected(self) -> pa.Table:
         return self.workload.expected(self.commits)
 
-    def expected_row(self, key: int) -> dict:
-        return self.workload.expected_rows(self.commits, [key])[0]
+    def expected_row(self, key: int) -> dict | None:
+        """The newest version of ``key``; None when it was deleted."""
+        rows = self.workload.expected_rows(self.commits, [key])
+        return rows[0] if rows else None
+
+    @property
+    def live_keys(self) -> int:
+        return self.workload.live_keys(self.commits)
 
 
 def _shape(warehouse: str, identifier: str) -> dict:
@@ -487,7 +629,7 @@ def _lookups(table: _Table, phase: str, reader: str, lookup: Callable[[int], lis
         seconds.append(run.seconds)
         cpu += run.cpu_seconds
         found += len(run.output)
-        check = compare_lookup(run.output, table.expected_row(key))
+        check = compare_lookup(run.output, table.expected_row(key), key)
         if check != "ok" and result.ok:
             result.check = check
         if sum(seconds) >= LOOKUP_BUDGET_SECONDS and len(seconds) >= MIN_LOOKUPS:
@@ -510,11 +652,11 @@ def _measure_mergetree(table: _Table, phase: str, shape: dict) -> list[PaimonRes
     read = table.result(MERGETREE, READ, phase, rows_in=shape["file_rows"], files=shape["files"],
                         max_runs=shape["max_runs"])
     try:
-        run, runs = _budgeted(mp.read, table.warehouse, table.identifier)
+        run, runs = _budgeted(mp.read, table.warehouse, table.identifier, repeat=table.repeat)
         read.seconds, read.cpu_seconds, read.timed_runs = run.seconds, run.cpu_seconds, runs
         read.rows_out = run.output.num_rows
         read.check = compare_full(run.output, table.expected())
-        _note_runs(read)
+        _note_runs(read, table.repeat)
     except Exception as error:  # reported in the table
         read.check = f"failed: {type(error).__name__}: {error}"
 
@@ -547,13 +689,13 @@ def _measure_rust(table: _Table, phase: str, shape: dict) -> list[PaimonResult]:
         def read_all() -> pa.Table:
             builder = paimon.new_read_builder()
             batches = builder.new_read().read(builder.new_scan().plan().splits())
-            return pa.Table.from_batches(batches) if batches else SCHEMA.empty_table()
+            return pa.Table.from_batches(batches) if batches else table.workload.schema.empty_table()
 
-        run, runs = _budgeted(read_all)
+        run, runs = _budgeted(read_all, repeat=table.repeat)
         read.seconds, read.cpu_seconds, read.timed_runs = run.seconds, run.cpu_seconds, runs
         read.rows_out = run.output.num_rows
         read.check = compare_full(run.output, table.expected())
-        _note_runs(read)
+        _note_runs(read, table.repeat)
     except Exception as error:
         read.check = f"failed: {type(error).__name__}: {error}"
         return [read, table.result(PYPAIMON_RUST, LOOKUP, phase, check="skipped: its read failed")]
@@ -575,7 +717,7 @@ def _measure_pypaimon(table: _Table, phase: str, shape: dict) -> list[PaimonResu
     read = table.result(PYPAIMON, READ, phase, rows_in=shape["file_rows"], files=shape["files"],
                         max_runs=shape["max_runs"])
     lookups = table.result(PYPAIMON, LOOKUP, phase, files=shape["files"], max_runs=shape["max_runs"])
-    spec = {"warehouse": table.warehouse, "table": table.identifier, "primary_key": KEY, "repeat": REPEAT,
+    spec = {"warehouse": table.warehouse, "table": table.identifier, "primary_key": KEY, "repeat": table.repeat,
             "read_budget": READ_BUDGET_SECONDS, "sample_keys": [int(k) for k in table.sample_keys],
             "lookup_keys": [int(k) for k in table.lookup_keys], "lookup_budget": LOOKUP_BUDGET_SECONDS}
     answer = _run_driver("measure", _write_spec(table.root, f"measure-{table.name}-{phase}", spec))
@@ -587,25 +729,25 @@ def _measure_pypaimon(table: _Table, phase: str, shape: dict) -> list[PaimonResu
     read.seconds, read.cpu_seconds, read.timed_runs = got["seconds"][best], got["cpu_seconds"][best], len(
         got["seconds"])
     read.rows_out = got["rows"]
-    keys = table.workload.keys
+    keys = table.live_keys
     if got["rows"] != keys:
         read.check = f"wrong: {got['rows']:,} rows, expected {keys:,}"
     elif got["distinct_keys"] != keys:
         read.check = f"wrong: {got['distinct_keys']:,} distinct ids, expected {keys:,}"
     else:
         want = table.workload.expected_rows(table.commits, table.sample_keys)
-        have = _plain(got["sample"])
+        have = _plain(got["sample"], table.workload.schema.names)
         if have != want:
             wrong = next((w for h, w in zip(have, want) if h != w), None) if len(have) == len(want) else None
             read.check = (f"wrong: the sampled ids' rows differ (id {wrong[KEY]})" if wrong is not None
                           else f"wrong: {len(have)} rows for {len(want)} sampled ids")
-    _note_runs(read)
+    _note_runs(read, table.repeat)
     seconds, cpu, found = [], 0.0, 0
     for item in answer["lookups"]:
         seconds.append(item["seconds"])
         cpu += item["cpu_seconds"]
         found += len(item["rows"])
-        check = compare_lookup(item["rows"], table.expected_row(item["key"]))
+        check = compare_lookup(item["rows"], table.expected_row(item["key"]), item["key"])
         if check != "ok" and lookups.ok:
             lookups.check = check
     _fill_lookups(lookups, seconds, cpu, found, len(table.lookup_keys))
@@ -736,7 +878,159 @@ def _measure_table(table: _Table, write: dict, advance: Callable[[int], None]) -
     return results
 
 
+# ---------------------------------------------------------------- the deletion-vector case
+
+
+def dv_table_name(buckets: int) -> str:
+    return f"dv-b{buckets}"
+
+
+def _slug(phase: str) -> str:
+    return "dv" if phase == DV else "mor"
+
+
+def _compact_step(table: _Table, operation: str, phase: str, full: bool) -> PaimonResult:
+    """One ``mergetree.paimon.compact`` of ``table`` (``full``: everything into the top level),
+    timed once and checked: a new snapshot, no level-0 file left, and after the compaction of
+    the small commits in deletion-vector mode, every bucket read file by file (no merge) with
+    exactly the live keys left once the vectors are applied."""
+    from mergetree.paimon import compact
+    from mergetree.paimon.metadata import PaimonTable
+    from mergetree.paimon.read import plan_read
+
+    result = table.result(MERGETREE, operation, phase)
+    try:
+        t = PaimonTable.open(table.warehouse, table.identifier)
+        snapshot = t.latest_snapshot()
+        # by (path, level): a file the compaction moved up without rewriting it went in and came out
+        before = {(f.path, f.level): f.row_count for f in t.live_files(snapshot)}
+        run = timing.timed(compact, table.warehouse, table.identifier, full)
+        result.seconds, result.cpu_seconds, result.timed_runs = run.seconds, run.cpu_seconds, 1
+        t = PaimonTable.open(table.warehouse, table.identifier)
+        snapshot = t.latest_snapshot()
+        files = t.live_files(snapshot)
+        after = {(f.path, f.level): f.row_count for f in files}
+        result.rows_in = sum(rows for where, rows in before.items() if where not in after)
+        result.rows_out = sum(rows for where, rows in after.items() if where not in before)
+        result.files = len(files)
+        levels = sorted({f.level for f in files})
+        marked = sum(d.range.cardinality for per in t.deletion_files(snapshot).values() for d in per.values()) \
+            if phase == DV else 0
+        live = sum(after.values()) - marked
+        # the top level's row groups: how its files were written (pypaimon's own, moved up, or
+        # rewritten by mergetree) weighs on a full read's decoding as much as the merge does
+        top = [f for f in files if f.level == max(levels)]
+        groups = sum(pq.read_metadata(f.path).num_row_groups for f in top)
+        result.notes.append(f"{len(before)} files -> {len(files)}, levels {levels}, snapshot {int(snapshot['id'])}"
+                            + (f", {marked:,} rows marked in deletion vectors" if phase == DV else "")
+                            + f"; the top level: {len(top)} files, {groups} row groups of "
+                              f"{sum(f.row_count for f in top) / max(groups, 1):,.0f} rows on average")
+        plan = plan_read(table.warehouse, table.identifier)
+        runs = [sum(1 for f in b.files if f.level == 0) + len({f.level for f in b.files if f.level > 0})
+                for b in plan.buckets]
+        result.max_runs = max(runs, default=0)
+        if not isinstance(run.output, int) or run.output != int(snapshot["id"]):
+            result.check = f"wrong: compact returned {run.output!r}, the table is at snapshot {snapshot['id']}"
+        elif any(f.level == 0 for f in files):
+            result.check = "wrong: level-0 files are left after the compaction"
+        elif full and (len(levels) != 1 or sum(after.values()) != table.workload.rows_per_commit[0]):
+            result.check = f"wrong: the base compacted into levels {levels}, {sum(after.values()):,} rows"
+        elif operation == COMPACT_DV and phase == DV and not all(plan.reads_files_alone(b) for b in plan.buckets):
+            result.check = "wrong: after the compaction some bucket still needs a merge (no deletion vectors?)"
+        elif operation == COMPACT_DV and phase == DV and live != table.live_keys:
+            result.check = f"wrong: {live:,} rows are live once the vectors are applied, expected {table.live_keys:,}"
+    except Exception as error:
+        result.check = f"failed: {type(error).__name__}: {error}"
+    return result
+
+
+def _writes(tables: dict, operation: str, commit_files: list, rows: int, append: bool) -> list[PaimonResult]:
+    """pypaimon writes ``commit_files`` into both tables at once (a process each)."""
+    specs = {}
+    for phase, table in tables.items():
+        options = {"bucket": str(table.buckets), "rowkind.field": OP, **(DV_OPTIONS if phase == DV else {})}
+        spec = {"warehouse": table.warehouse, "table": table.identifier, "primary_key": KEY, "options": options,
+                "commits": commit_files, "append": append}
+        specs[phase] = _write_spec(table.root, f"write-{table.name}-{_slug(phase)}-{'commits' if append else 'base'}",
+                                   spec)
+    results = []
+    for phase, answer in _run_writers(specs).items():
+        written = tables[phase].result(PYPAIMON, operation, phase, rows_in=rows, rows_out=rows)
+        if "check" in answer:
+            written.check = answer["check"]
+        else:
+            written.seconds, written.timed_runs = float(sum(answer["commit_seconds"])), len(answer["commit_seconds"])
+        results.append(written)
+    return results
+
+
+def _measure_dv(workload: PaimonWorkload, warehouse: str, root: str, buckets: int, lookup_keys: list,
+                sample_keys: list, advance: Callable[[int], None]) -> list[PaimonResult]:
+    """The deletion-vector case on ``buckets`` buckets (see the module's docstring): the same
+    commits into a table with deletion vectors and one without, both compacted the same way
+    by mergetree, then every reader on both."""
+    name, commits = dv_table_name(buckets), len(workload.commit_files)
+    tables = {phase: _Table(warehouse, commits, buckets, workload, lookup_keys, sample_keys, root, label=name,
+                            stored_as=_identifier(f"{_slug(phase)}-b{buckets}"), case=DV_CASE, repeat=DV_REPEAT)
+              for phase in (DV, MOR)}
+    results = _writes(tables, WRITE_BASE, workload.commit_files[:1], workload.rows_per_commit[0], False)
+    advance(1)
+    broken = next((r for r in results if not r.ok), None)
+    if broken is None:
+        results.extend(_compact_step(tables[phase], COMPACT_BASE, phase, True) for phase in tables)
+        broken = next((r for r in results if not r.ok), None)
+    advance(1)
+    if broken is None:
+        results.extend(_writes(tables, WRITE_COMMITS, workload.commit_files[1:], sum(workload.rows_per_commit[1:]),
+                               True))
+        broken = next((r for r in results if not r.ok), None)
+    advance(1)
+    if broken is None:
+        results.extend(_compact_step(tables[phase], COMPACT_DV, phase, False) for phase in tables)
+        broken = next((r for r in results if not r.ok), None)
+    advance(1)
+    for phase in (MOR, DV):
+        if broken is None:
+            results.extend(_measure_readers(tables[phase], phase))
+        else:
+            why = f"skipped: {broken.reader} {broken.operation} ({broken.phase}) did not check out"
+            results.extend(tables[phase].result(r, op, phase, check=why) for r in READERS for op in (READ, LOOKUP))
+        advance(1)
+    return results
+
+
+def dv_lookup_keys(workload: PaimonWorkload, count: int, seed: int = SEED + 2) -> list[int]:
+    """``count`` distinct ids, a DV_CHANGED_LOOKUPS share of them ids the small commits changed,
+    half deleted and half updated (so lookups of deleted and replaced keys are always checked),
+    the rest any id."""
+    rng = np.random.default_rng(seed)
+    alive = workload.alive[max(workload.alive)]
+    changed = np.asarray(workload.changed, dtype=np.int64)
+    count = min(count, workload.keys)
+    wanted = round(count * DV_CHANGED_LOOKUPS)
+    picked: list[int] = []
+    for group, share in ((changed[~alive[changed]], wanted // 2), (changed[alive[changed]], wanted - wanted // 2)):
+        picked += [int(k) for k in rng.choice(group, size=min(len(group), share), replace=False)]
+    chosen = set(picked)
+    for k in rng.permutation(workload.keys):
+        if len(picked) >= count:
+            break
+        if int(k) not in chosen:
+            picked.append(int(k))
+            chosen.add(int(k))
+    return [int(k) for k in rng.permutation(picked)]
+
+
 # ---------------------------------------------------------------- running
+
+
+def workload_text(case: str = "all") -> str:
+    """What ``case`` (``all``, or one of CASES) runs, for the header line."""
+    merge = (f"{', '.join(map(str, COMMIT_COUNTS))} commits of half the keys each, bucket "
+             f"{' and '.join(map(str, BUCKET_COUNTS))}")
+    dv = (f"the deletion-vector case ({DV_CHANGED:.0%} of the keys updated or deleted over {DV_COMMITS} commits, "
+          f"bucket {' and '.join(map(str, DV_BUCKETS))})")
+    return {MERGE_CASE: merge, DV_CASE: dv}.get(case, f"{merge}; {dv}")
 
 
 def peer_versions() -> dict:
@@ -757,17 +1051,25 @@ def peer_versions() -> dict:
 
 
 def run_paimon_bench(keys: int = DEFAULT_KEYS, commit_counts=None, bucket_counts=None, lookups: int | None = None,
-                     directory: str | None = None, progress: bool | None = None, stream=sys.stderr) -> PaimonReport:
+                     directory: str | None = None, progress: bool | None = None, stream=sys.stderr,
+                     cases=None, dv_buckets=None) -> PaimonReport:
     """Write the tables with pypaimon and measure every reader and the compaction on each.
 
-    ``commit_counts``, ``bucket_counts`` and ``lookups`` default to the module's COMMIT_COUNTS,
-    BUCKET_COUNTS and LOOKUPS (read at call time).  Everything is written in a new temporary
-    directory under ``directory`` (default: the system's), removed at the end."""
+    ``commit_counts``, ``bucket_counts``, ``lookups``, ``cases`` (``merge``: the commit-count
+    tables, ``dv``: the deletion-vector case) and ``dv_buckets`` default to the module's
+    COMMIT_COUNTS, BUCKET_COUNTS, LOOKUPS, CASES and DV_BUCKETS (read at call time).  Everything
+    is written in a new temporary directory under ``directory`` (default: the system's), removed
+    at the end."""
     started = time.perf_counter()
     commit_counts = sorted(set(commit_counts or COMMIT_COUNTS))
     bucket_counts = sorted(set(bucket_counts or BUCKET_COUNTS))
+    cases = [c for c in CASES if c in (CASES if cases is None else cases)]
+    dv_buckets = sorted(set(DV_BUCKETS if dv_buckets is None else dv_buckets)) if DV_CASE in cases else []
+    if MERGE_CASE not in cases:
+        commit_counts, bucket_counts = [], []
     lookups = LOOKUPS if lookups is None else lookups
-    report = PaimonReport(keys, commit_counts, bucket_counts, min(lookups, keys), versions=peer_versions())
+    report = PaimonReport(keys, commit_counts, bucket_counts, min(lookups, keys), versions=peer_versions(),
+                          dv_buckets=dv_buckets)
     missing = paimon_missing()
     if missing:
         report.skipped = missing
@@ -777,18 +1079,25 @@ def run_paimon_bench(keys: int = DEFAULT_KEYS, commit_counts=None, bucket_counts
         rng = np.random.default_rng(SEED + 1)
         lookup_keys = [int(k) for k in rng.choice(keys, size=min(lookups, keys), replace=False)]
         sample_keys = sorted(int(k) for k in rng.choice(keys, size=min(SAMPLE_KEYS, keys), replace=False))
-        steps = 1 + 8 * len(commit_counts) * len(bucket_counts)
+        steps = (1 + 8 * len(commit_counts) * len(bucket_counts) if commit_counts else 0) + 6 * len(dv_buckets)
         with timing.progress_bar("paimon bench", "steps", steps, progress, stream) as advance:
             data = os.path.join(root, "commits")
             os.makedirs(data)
-            workload = make_paimon_workload(keys, commit_counts, data)
             warehouse = os.path.join(root, "warehouse")
-            writes = _write_tables(workload, warehouse, root, commit_counts, bucket_counts)
-            advance(1)
-            for buckets in bucket_counts:
-                for commits in commit_counts:
-                    table = _Table(warehouse, commits, buckets, workload, lookup_keys, sample_keys, root)
-                    report.results.extend(_measure_table(table, writes[buckets], advance))
+            if commit_counts:
+                workload = make_paimon_workload(keys, commit_counts, data)
+                writes = _write_tables(workload, warehouse, root, commit_counts, bucket_counts)
+                advance(1)
+                for buckets in bucket_counts:
+                    for commits in commit_counts:
+                        table = _Table(warehouse, commits, buckets, workload, lookup_keys, sample_keys, root)
+                        report.results.extend(_measure_table(table, writes[buckets], advance))
+            if dv_buckets:
+                dv = make_dv_workload(keys, data)
+                dv_lookups = dv_lookup_keys(dv, len(lookup_keys))
+                dv_sample = sorted(set(sample_keys) | set(dv_lookup_keys(dv, len(sample_keys), SEED + 3)))
+                for buckets in dv_buckets:
+                    report.results.extend(_measure_dv(dv, warehouse, root, buckets, dv_lookups, dv_sample, advance))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report.seconds = time.perf_counter() - started
@@ -834,7 +1143,7 @@ def _latency_ratio(mine: PaimonResult | None, theirs: PaimonResult | None) -> fl
 
 
 def _target(name: str, table: str, head: str, value: float | None, shown: str = "{:.2f}x") -> Target:
-    goal = TARGETS[name]
+    goal = ALL_TARGETS[name]
     goal_text = f"{goal:.0%}" if shown.endswith("%}") else f"{goal:g}x"
     if value is None:
         return Target(name, table, f"{table}: {head}: not measured (a side is missing, failed or wrong)", None, None)
@@ -884,7 +1193,52 @@ def paimon_targets(report: PaimonReport) -> list[Target]:
         targets.append(_target("compaction_vs_rewrite", name, "compaction rows/s / pyarrow read + rewrite rows/s",
                                _speed_ratio(find(name, MERGETREE, COMPACT), find(name, PYARROW, REWRITE)),
                                shown="{:.0%}"))
+    return targets + dv_targets(report)
+
+
+def dv_targets(report: PaimonReport) -> list[Target]:
+    """The deletion-vector case's targets: mergetree's full read and lookup p50 on the table in
+    deletion-vector mode against pypaimon's and pypaimon-rust's on the same table."""
+    targets = []
+    for name in report.dv_tables:
+        find = report.find
+        mine_read, mine_lookup = find(name, MERGETREE, READ, DV), find(name, MERGETREE, LOOKUP, DV)
+        for reader, suffix in ((PYPAIMON, "pypaimon"), (PYPAIMON_RUST, "pypaimon_rust")):
+            read, lookup = find(name, reader, READ, DV), find(name, reader, LOOKUP, DV)
+            for operation, theirs, ratio in ((READ, read, _speed_ratio(mine_read, read)),
+                                             (LOOKUP, lookup, _latency_ratio(mine_lookup, lookup))):
+                target = f"dv_{'read' if operation == READ else 'lookup'}_vs_{suffix}"
+                head = (f"full read ({DV}), mergetree / {reader}" if operation == READ
+                        else f"point lookup p50 ({DV}), {reader} / mergetree")
+                if theirs is not None and theirs.unavailable:
+                    targets.append(Target(target, name, f"{name}: {head}: n/a ({theirs.check})", None, None))
+                else:
+                    targets.append(_target(target, name, head, ratio))
     return targets
+
+
+def dv_findings(report: PaimonReport) -> list[str]:
+    """What deletion vectors buy each reader (merge-on-read over the deletion-vector read, full
+    read and lookup p50) and what they cost mergetree's compaction (informational)."""
+    lines = []
+    for name in report.dv_tables:
+        find = report.find
+        buys = []
+        for reader in READERS:
+            for operation in (READ, LOOKUP):
+                mor, dv = find(name, reader, operation, MOR), find(name, reader, operation, DV)
+                ratio = _time_ratio(dv, mor) if operation == READ else _latency_ratio(dv, mor)
+                if ratio is not None:
+                    buys.append(f"{reader} {'read' if operation == READ else 'lookup'} {ratio:.2f}x")
+        lines.append(f"{name}: deletion vectors over merge-on-read of the same commits (its time / theirs): "
+                     + (", ".join(buys) or "not measured"))
+        with_dv, without = find(name, MERGETREE, COMPACT_DV, DV), find(name, MERGETREE, COMPACT_DV, MOR)
+        ratio = _time_ratio(without, with_dv)
+        lines.append(f"{name}: mergetree's compaction of the small commits with deletion vectors / without: "
+                     + ("not measured" if ratio is None or with_dv is None or without is None else
+                        f"{with_dv.seconds:.3f} s / {without.seconds:.3f} s = {ratio:.2f}x")
+                     + " (informational; issue 25 bounds it at 1.5x for mergetree's own tables)")
+    return lines
 
 
 def target_summary(report: PaimonReport) -> dict:
@@ -909,11 +1263,11 @@ def _cpu_per_wall(r: PaimonResult) -> str:
     return f"{r.cpu_seconds / r.seconds:.2f}" if r.ok and r.seconds > 0 and r.cpu_seconds == r.cpu_seconds else "-"
 
 
-def _read_rows(report: PaimonReport) -> list:
+def _read_rows(report: PaimonReport, names: list | None = None, phases: tuple = (UNMERGED, COMPACTED)) -> list:
     rows = [("table", "phase", "reader", "files", "runs", "rows in", "read s", "cpu/wall", "rows/s", "mergetree is",
              "lookup p50 ms", "p95 ms", "lookups", "mergetree is", "check")]
-    for name in report.tables:
-        for phase in (UNMERGED, COMPACTED):
+    for name in report.tables if names is None else names:
+        for phase in phases:
             mine_read, mine_lookup = report.find(name, MERGETREE, READ, phase), report.find(name, MERGETREE, LOOKUP,
                                                                                              phase)
             for reader in READERS:
@@ -962,19 +1316,54 @@ def _compaction_rows(report: PaimonReport) -> list:
     return rows
 
 
+def _dv_steps(report: PaimonReport) -> list:
+    rows = [("table", "phase", "step", "by", "rows in", "rows out", "s", "cpu/wall", "files", "runs", "check")]
+    for name in report.dv_tables:
+        for phase in (MOR, DV):
+            for operation in (WRITE_BASE, COMPACT_BASE, WRITE_COMMITS, COMPACT_DV):
+                r = next((r for r in report.results if r.table == name and r.phase == phase
+                          and r.operation == operation), None)
+                if r is None:
+                    continue
+                rows.append((name, phase, operation, r.reader, f"{r.rows_in:,}", f"{r.rows_out:,}", _seconds(r),
+                             _cpu_per_wall(r), "-" if r.files is None else str(r.files),
+                             "-" if r.max_runs is None else str(r.max_runs), escape(r.check)))
+    return rows
+
+
+def _dv_parts(report: PaimonReport) -> list:
+    if not report.dv_tables:
+        return []
+    small = next((r.rows_in for r in report.results if r.case == DV_CASE and r.operation == WRITE_COMMITS), 0)
+    changed = (f"{small:,} rows ({small / max(report.keys, 1):.1%} of the keys) over {DV_COMMITS} commits "
+               f"({DV_DELETE_SHARE:.0%} of them deletions)")
+    return [Text(f"deletion-vector case: pypaimon writes a base of {report.keys:,} keys into a table with "
+                 f"deletion vectors ({MOR}: the same into one without), mergetree compacts it into the top level, "
+                 f"pypaimon writes {changed}, mergetree compacts them (universal rules: into a lower level, the "
+                 f"replaced rows of the base marked in deletion vectors)"),
+            render.text_table(_read_rows(report, report.dv_tables, (MOR, DV)),
+                              right_aligned={3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}), Text(),
+            render.text_table(_dv_steps(report), right_aligned={4, 5, 6, 7, 8, 9}), Text()]
+
+
 def format_paimon_results(report: PaimonReport) -> Group:
-    """The reads table, the writes and compaction table, then the targets (print with `report.show`)."""
+    """The reads table, the writes and compaction table, the deletion-vector case's tables, then the
+    targets (print with `report.show`)."""
     if report.skipped:
         return Group(Text(f"paimon workload not run: {report.skipped}"))
-    parts: list = [render.text_table(_read_rows(report), right_aligned={3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}),
-                   Text(), render.text_table(_compaction_rows(report), right_aligned=set(range(1, 10))), Text()]
+    parts: list = []
+    if report.tables:
+        parts += [render.text_table(_read_rows(report), right_aligned={3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}),
+                  Text(), render.text_table(_compaction_rows(report), right_aligned=set(range(1, 10))), Text()]
+    parts += _dv_parts(report)
     parts.append(Text("targets:"))
     parts.extend(Text(f"  {t.text}") for t in paimon_targets(report))
+    parts.extend(Text(f"  {line}") for line in dv_findings(report))
     for name, entry in target_summary(report).items():
         parts.append(Text(f"{name}: met at {entry['met']} of {entry['tables']} tables"
                           + (f" ({entry['tables'] - entry['measured']} not measured)"
                              if entry["measured"] < entry["tables"] else "")))
-    largest = max(report.commit_counts)
+    largest = max(report.commit_counts, default=0)
     smaller = [c for c in report.commit_counts if c != largest]
     lines = [
         "rows in: rows in the data files a read or compaction goes through, rows written; runs: the most sorted "
@@ -985,11 +1374,18 @@ def format_paimon_results(report: PaimonReport) -> Group:
         f"{LOOKUP_BUDGET_SECONDS:g} s; compaction: one run",
         "checked: mergetree's and pypaimon-rust's reads in full against the input's newest versions; pypaimon's "
         f"row count, distinct ids and {min(SAMPLE_KEYS, report.keys):,} sampled ids' values; every lookup's one row",
-        f"pypaimon wrote each bucket count's {largest} commits into one table"
-        + (f", copied after {' and '.join(map(str, smaller))} commits" if smaller else "")
-        + f"; the {len(report.bucket_counts)} bucket counts at once, in a process each (write times are shown, "
-        "not compared); rewrite: pq.read_table + pq.write_table of every live file, with its codec",
     ]
+    if report.tables:
+        lines.append(f"pypaimon wrote each bucket count's {largest} commits into one table"
+                     + (f", copied after {' and '.join(map(str, smaller))} commits" if smaller else "")
+                     + f"; the {len(report.bucket_counts)} bucket counts at once, in a process each (write times are "
+                     "shown, not compared); rewrite: pq.read_table + pq.write_table of every live file, with its codec")
+    if report.dv_tables:
+        lines.append(f"deletion-vector case: {DV_CHANGED_LOOKUPS:.0%} of the lookups, and some sampled ids, are ids "
+                     "the small commits updated or deleted (a deleted id must give no row); every read is checked "
+                     f"against the live keys' newest versions (op +I); reads: the best of up to {DV_REPEAT} runs "
+                     f"(fewer once they took {READ_BUDGET_SECONDS:g} s); the two tables are written at once; each "
+                     "compaction runs once")
     parts.extend(Text(line) for line in lines)
     notes = [f"{r.table} {r.reader} {r.operation} ({r.phase}): {n}" for r in report.results for n in r.notes]
     if notes:
@@ -1004,8 +1400,10 @@ def paimon_json(report: PaimonReport) -> dict:
         "keys": report.keys, "commit_counts": list(report.commit_counts), "bucket_counts": list(report.bucket_counts),
         "lookups": report.lookups, "sample_keys": min(SAMPLE_KEYS, report.keys), "versions": report.versions,
         "results": [r.to_dict() for r in report.results],
+        "dv_buckets": list(report.dv_buckets),
         "targets": [{"name": t.name, "table": t.table, "text": t.text, "value": t.value, "met": t.met,
-                     "goal": TARGETS[t.name]} for t in paimon_targets(report)],
+                     "goal": ALL_TARGETS[t.name]} for t in paimon_targets(report)],
+        "dv_findings": dv_findings(report),
         "target_summary": target_summary(report),
         "skipped": report.skipped,
         "ok": report.ok,

@@ -6,7 +6,8 @@ and times pypaimon inside this process, so the interpreter's start-up and import
     python paimon_driver.py measure SPEC.json   pypaimon's full read and point lookups, timed
 
 write SPEC: ``{"warehouse", "table": "db.name", "primary_key", "options": {...}, "commits": [IPC files],
-"copies": {"4": "db.other", ...}}``: after commit 4 (counting from 1) the table's directory is copied,
+"copies": {"4": "db.other", ...}, "append": false}``: with ``append`` the commits go into the table an
+earlier write created (its own schema and options); after commit 4 (counting from 1) the table's directory is copied,
 untimed, to ``db.other``'s (a table exactly as pypaimon left it after 4 commits); prints ``{"seconds",
 "commit_seconds": [...], "files", "rows"}`` (the seconds of each commit: write, prepare, commit).
 
@@ -67,8 +68,9 @@ def write(spec: dict) -> dict:
     catalog = _catalog(spec["warehouse"])
     catalog.create_database(spec["table"].split(".")[0], True)
     schema = _ipc(spec["commits"][0]).schema
+    # "append": more commits into the table an earlier write created (the schema is its own)
     catalog.create_table(spec["table"], Schema.from_pyarrow_schema(
-        schema, primary_keys=[spec["primary_key"]], options=spec.get("options") or {}), False)
+        schema, primary_keys=[spec["primary_key"]], options=spec.get("options") or {}), bool(spec.get("append")))
     table = catalog.get_table(spec["table"])
     copies = spec.get("copies") or {}
     commit_seconds = []

@@ -1,7 +1,8 @@
-"""`mergetree bench --paimon` at a tiny size (2,000 keys, 4 commits, bucket 1 and 4, 20 lookups) through
-`bench.main` and the real code path: pypaimon writes the tables in its own interpreter, every reader's
-answers are checked and right, mergetree's compaction is checked, the report, targets and JSON come out.
-Nothing here asserts a timing target: at this size the numbers are only sensible, not meaningful."""
+"""`mergetree bench --paimon` at a tiny size (2,000 keys, 4 commits, bucket 1 and 4, 20 lookups; the
+deletion-vector case on bucket 4) through `bench.main` and the real code path: pypaimon writes the
+tables in its own interpreter, every reader's answers are checked and right, mergetree's compactions
+are checked, the report, targets and JSON come out.  Nothing here asserts a timing target: at this
+size the numbers are only sensible, not meaningful."""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ from benchmarks import bench_paimon as bp
 KEYS = 2_000
 LOOKUPS = 20
 TABLES = ["c4-b1", "c4-b4"]
+DV_TABLES = ["dv-b4"]
 
 needs_pypaimon = pytest.mark.skipif(bp.paimon_missing() is not None,
                                     reason=f"no pypaimon interpreter at {bp.PAIMON_PYTHON} (make paimon-env)")
@@ -99,7 +101,8 @@ def test_the_compaction_and_its_baseline_check_out(report):
 @needs_pypaimon
 def test_the_report_shows_every_target(report):
     targets = bp.paimon_targets(report)
-    assert [(t.table, t.name) for t in targets] == [(name, target) for name in TABLES for target in bp.TARGETS]
+    assert [(t.table, t.name) for t in targets] == [(name, target) for name in TABLES for target in bp.TARGETS] + \
+        [(name, target) for name in DV_TABLES for target in bp.DV_TARGETS]
     rust = bp.pypaimon_rust_available()
     for t in targets:
         if "rust" in t.name and not rust:
@@ -111,7 +114,9 @@ def test_the_report_shows_every_target(report):
     console.print(bp.format_paimon_results(report))
     text = console.export_text()
     for word in ("c4-b1", "c4-b4", "unmerged", "compacted", "pypaimon", "mergetree", "(reference)", "targets:",
-                 "compaction rows/s / pyarrow read + rewrite rows/s"):
+                 "compaction rows/s / pyarrow read + rewrite rows/s", "dv-b4", bp.DV, bp.MOR, bp.COMPACT_DV,
+                 "full read (deletion vectors), mergetree / pypaimon", "deletion vectors over merge-on-read",
+                 "with deletion vectors / without"):
         assert word in text
 
 
@@ -122,11 +127,73 @@ def test_main_paimon_only_returns_0_and_writes_the_paimon_json(run):
     paimon = document["paimon"]
     assert paimon["ok"] is True and paimon["keys"] == KEYS and paimon["commit_counts"] == [4]
     assert paimon["bucket_counts"] == [1, 4] and paimon["lookups"] == LOOKUPS
-    assert len(paimon["results"]) == len(report.results) == 2 * (3 + 2 * len(bp.READERS) * 2)
+    dv_results = 2 * 4 + 2 * len(bp.READERS) * 2  # per phase: 2 writes, 2 compactions, then the readers
+    assert len(paimon["results"]) == len(report.results) == 2 * (3 + 2 * len(bp.READERS) * 2) + dv_results
     assert all(r["check"] == "ok" or r["check"].startswith("unavailable") for r in paimon["results"])
-    assert len(paimon["targets"]) == len(TABLES) * len(bp.TARGETS)
-    assert set(paimon["target_summary"]) == set(bp.TARGETS)
+    assert len(paimon["targets"]) == len(TABLES) * len(bp.TARGETS) + len(DV_TABLES) * len(bp.DV_TARGETS)
+    assert set(paimon["target_summary"]) == set(bp.ALL_TARGETS)
+    assert paimon["dv_buckets"] == [4] and len(paimon["dv_findings"]) == 2
     assert "results" not in document or document["results"] == []  # no merge workload ran
+
+
+@needs_pypaimon
+def test_the_deletion_vector_case_compacts_into_vectors_and_every_reader_reads_it_right(report):
+    name = DV_TABLES[0]
+    rust = bp.pypaimon_rust_available()
+    steps = [r for r in report.results if r.table == name and r.operation not in (bp.READ, bp.LOOKUP)]
+    assert [(r.phase, r.operation) for r in steps] == [
+        (bp.DV, bp.WRITE_BASE), (bp.MOR, bp.WRITE_BASE), (bp.DV, bp.COMPACT_BASE), (bp.MOR, bp.COMPACT_BASE),
+        (bp.DV, bp.WRITE_COMMITS), (bp.MOR, bp.WRITE_COMMITS), (bp.DV, bp.COMPACT_DV), (bp.MOR, bp.COMPACT_DV)]
+    assert all(r.ok and r.seconds > 0 for r in steps), [(r.phase, r.operation, r.check) for r in steps]
+    assert all(r.case == bp.DV_CASE for r in report.results if r.table == name)
+    base = report.find(name, bp.PYPAIMON, bp.WRITE_BASE, bp.DV)
+    small = report.find(name, bp.PYPAIMON, bp.WRITE_COMMITS, bp.DV)
+    assert base.rows_in == KEYS and small.rows_in == bp.DV_COMMITS * bp.DV_MIN_ROWS  # 1% of 2,000 is below it
+    for phase in (bp.DV, bp.MOR):
+        compact = report.find(name, bp.MERGETREE, bp.COMPACT_DV, phase)
+        assert compact.rows_in == small.rows_in and compact.max_runs == 2  # the small commits into a lower level
+    marked = report.find(name, bp.MERGETREE, bp.COMPACT_DV, bp.DV).notes[0]
+    assert "rows marked in deletion vectors" in marked and ", 0 rows marked" not in marked
+    for phase in (bp.DV, bp.MOR):
+        for reader in bp.READERS:
+            read, lookup = report.find(name, reader, bp.READ, phase), report.find(name, reader, bp.LOOKUP, phase)
+            if reader == bp.PYPAIMON_RUST and not rust:
+                assert read.unavailable and lookup.unavailable
+                continue
+            assert read.ok and lookup.ok, (phase, reader, read.check, lookup.check)
+            assert 0 < read.rows_out < KEYS and read.max_runs == 2  # some keys were deleted
+            assert lookup.timed_runs == LOOKUPS and 0 < lookup.rows_out < LOOKUPS  # some looked-up keys are gone
+    assert report.find(name, bp.MERGETREE, bp.READ, bp.DV).rows_out == \
+        report.find(name, bp.MERGETREE, bp.READ, bp.MOR).rows_out
+
+
+def test_the_deletion_vector_workload_matches_a_row_model(tmp_path):
+    workload = bp.make_dv_workload(500, str(tmp_path), commits=3, changed=0.6)
+    commits = []
+    for path in workload.commit_files:
+        with pa.memory_map(path, "rb") as source:
+            commits.append(pa.ipc.open_file(source).read_all())
+    assert [c.num_rows for c in commits] == workload.rows_per_commit == [500, 100, 100, 100]
+    assert sorted(commits[0].column("id").to_pylist()) == list(range(500))
+    assert set(commits[0].column(bp.OP).to_pylist()) == {bp.INSERT}
+    assert {op for c in commits[1:] for op in c.column(bp.OP).to_pylist()} == {bp.DELETE, bp.INSERT}
+    state: dict = {}
+    for commit in commits:  # the row model: the newest row of every key, a deletion removes it
+        for row in commit.to_pylist():
+            if row[bp.OP] == bp.DELETE:
+                state.pop(row["id"], None)
+            else:
+                state[row["id"]] = row
+    commits_count = len(commits)
+    assert workload.expected(commits_count).to_pylist() == [state[k] for k in sorted(state)]
+    assert workload.live_keys(commits_count) == len(state) < 500
+    assert workload.changed == sorted({r["id"] for c in commits[1:] for r in c.to_pylist()})
+    deleted = next(k for k in workload.changed if k not in state)
+    assert workload.expected_rows(commits_count, [deleted, 3]) == ([state[3]] if 3 in state else [])
+    keys = bp.dv_lookup_keys(workload, 50)
+    assert len(set(keys)) == 50 and len(set(keys) & set(workload.changed)) >= 10
+    assert len([k for k in keys if k not in state]) >= 5 and len([k for k in keys if k in workload.changed
+                                                                  and k in state]) >= 5
 
 
 def test_the_workload_writes_every_key_once_per_two_commits(tmp_path):
@@ -164,6 +231,8 @@ def test_the_checks_reject_wrong_answers(tmp_path):
     assert "gave 0 rows" in bp.compare_lookup([], row)
     assert "gave 2 rows" in bp.compare_lookup([row, row], row)
     assert bp.compare_lookup([{**row, "v_float": 0.5}], row).startswith("wrong: id 7 gave")
+    assert bp.compare_lookup([], None, 7) == "ok"  # a deleted key: no row
+    assert bp.compare_lookup([row], None, 7) == "wrong: id 7 gave 1 rows, expected none (it was deleted)"
 
 
 def test_a_failing_pypaimon_process_is_reported():
@@ -190,6 +259,12 @@ def test_bad_paimon_keys_are_usage_errors(keys, capsys):
         bench.main(["--paimon-only", "--paimon-keys", keys])
     assert exit.value.code == 2
     assert "--paimon-keys" in capsys.readouterr().err
+
+
+def test_the_header_names_the_cases():
+    assert "commits of half the keys" in bp.workload_text("merge") and "deletion" not in bp.workload_text("merge")
+    assert bp.workload_text("dv").startswith("the deletion-vector case (1% of the keys updated or deleted over 5")
+    assert bp.workload_text("all") == f"{bp.workload_text('merge')}; {bp.workload_text('dv')}"
 
 
 def test_keys_parse_with_suffixes():
