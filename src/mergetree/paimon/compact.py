@@ -64,7 +64,6 @@ from ..table.compaction.planner import (
     pick,
     plan_rewrite,
 )
-from ..table.files import ROW_GROUP_ROWS
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
 from .binary_row import decode_row, encode_row
@@ -93,6 +92,10 @@ __all__ = ["BucketChange", "PaimonCompaction", "commit_compaction", "compact", "
            "rewrite_bucket"]
 
 LONG_MAX = (1 << 63) - 1
+# rows per Parquet row group of a new file: large, as Paimon's writers make them (one per file up
+# to parquet.block.size), since a Paimon read decodes whole files (8,192-row groups decoded ~1.5x
+# slower) and key lookups in large row groups go through the cached key column
+ROW_GROUP_ROWS = 131_072
 COMMIT_TRIES = 30
 FILE_SOURCE_COMPACT = 1
 
@@ -162,7 +165,7 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             unit = CompactUnit(unit.output_level, unit.files, True, unit.reason)
         plan = plan_rewrite(unit, bucket_options)
         if opts.deletion_vectors and unit.output_level > 0:
-            plan = _rewriting_level0(plan)
+            plan = _rewriting_level0(plan, bucket_files)
         if plan.rewrites or plan.upgrades:
             plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
     external = external_paths(schema.options)
@@ -188,11 +191,16 @@ def _check_evolvable(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> No
             evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
 
 
-def _rewriting_level0(plan: CompactionPlan) -> CompactionPlan:
-    """A deletion-vector table's plan with no level-0 file (nor one holding retractions) merely
-    moved up: as Paimon, such a file is rewritten, so that the versions it replaces in higher
-    levels are looked up and marked deleted (a moved file would leave them visible)."""
-    moved = [f for f in plan.upgrades if f.level == 0 or f.delete_count]
+def _rewriting_level0(plan: CompactionPlan, bucket_files: list[PaimonFile]) -> CompactionPlan:
+    """A deletion-vector table's plan without a file merely moved up that must be rewritten, as
+    Paimon's lookup compaction rewrites it: one holding retractions (a level above 0 holds
+    none), or a level-0 file whose keys files above the output level may hold (their versions
+    must be looked up and marked deleted; a moved file would leave them visible).  A level-0
+    file nothing above overlaps moves up as it is."""
+    def above(f: PaimonFile) -> bool:
+        return any(g.level > plan.output_level and not (g.max_key < f.min_key or g.min_key > f.max_key)
+                   for g in bucket_files)
+    moved = [f for f in plan.upgrades if f.delete_count or (f.level == 0 and above(f))]
     if not moved:
         return plan
     return replace(plan, upgrades=tuple(f for f in plan.upgrades if f not in moved),
@@ -269,7 +277,11 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
         older = None
         if vectors and plan.output_level > 0:
             found = replaced_positions(read_plan, bucket, list(group.files), plan.output_level)
-            older = older_versions(read_plan, bucket, found)
+            # the replaced versions' values matter unless the newest version simply wins
+            # (deduplicate by sequence number, every retraction applied): then they are only marked
+            opts = job.schema.checked_options
+            if opts.engine != "deduplicate" or opts.sequence_field or opts.ignore_delete:
+                older = older_versions(read_plan, bucket, found)
             for name, positions in found.items():
                 replaced[name] = positions if name not in replaced else sorted(set(replaced[name]) | set(positions))
         batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete, older=older)
