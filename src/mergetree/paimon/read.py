@@ -891,7 +891,8 @@ def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, sn
         extra = [c for c, _ in order if c not in columns]
         columns = list(columns) + extra
     plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
-    checked_order_by(order, limit, plan.schema.arrow_schema)
+    if order:
+        checked_order_by(order, limit, plan.schema.arrow_schema)
     workers = _threads(threads)
     schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
     if order and limit is not None:
