@@ -17,7 +17,6 @@ import mergetree.paimon as mp
 from mergetree.paimon.binary_row import decode_row
 from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.types import parse_type
-from mergetree.spark.types import spark_ddl
 
 ROW = pa.struct([("x", pa.int32()), ("y", pa.string())])
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("r", ROW), ("arr", pa.list_(pa.int32())),
@@ -152,6 +151,8 @@ def test_multiset_and_nested_types_map_to_arrow_and_spark() -> None:
         {"id": 2, "name": "b", "type": {"type": "MAP", "key": "INT NOT NULL", "value": {"type": "MULTISET",
                                                                                     "element": "DATE"}}}]})
     assert not nested.nullable and nested.fields[1].type.value is not None
+    pytest.importorskip("pyspark")  # the Spark type strings need mergetree.spark (the wheel check has no pyspark)
+    from mergetree.spark.types import spark_ddl
     assert spark_ddl(pa.schema([pa.field("s", nested.arrow), pa.field("ms", multiset.arrow)])) == \
         "`s` struct<`a`:array<decimal(5,2)>,`b`:map<int,map<date,int>>>, `ms` map<string,int>"
     with pytest.raises(Exception, match="twice"):
