@@ -8,10 +8,6 @@ import datetime as dt
 import itertools
 import os
 import random
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +16,7 @@ from disk import table_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
-from test_table_crash import CHILD, committed_ops, model, table_state
+from test_table_crash import kill_repeatedly, table_state
 from test_table_model import TableMachine
 
 from mergetree import Table
@@ -246,19 +242,7 @@ def test_sigkill_mid_compaction_loses_nothing(tmp_path):
     Table.create(path, pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string())]),
                  primary_key="id", buckets=2, options={**DV, "num-sorted-run.compaction-trigger": "2",
                                                        "target-file-size": "16 kb"})
-    rng = random.Random(4321)
-    kills = 0
-    for _ in range(8):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, path], stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.6, 2.0))  # imports take ~0.5 s; then it writes and compacts
-        if child.poll() is None:
-            child.send_signal(signal.SIGKILL)
-            kills += 1
-        child.wait()
-        assert child.returncode in (0, -signal.SIGKILL), child.stderr.read().decode()[-2000:]
-        table = Table.open(path)
-        assert table_state(table) == model(committed_ops(table))
-    assert kills >= 5
+    assert kill_repeatedly(path, 8, 4321) >= 5
     table = Table.open(path)
     # the children really marked replaced rows (a full compaction every tenth operation clears them)
     assert any(e.file.deleted_rows for s in table.snapshots() for e in table.directory.live_files(s).values())
