@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -119,11 +120,7 @@ def _cluster_resolved(directory: TableDirectory, options: TableOptions, f: flt.F
     write_options = replace(options, compression_per_level=codecs, sort_within=())
     total = sum(m.row_count for files in groups.values() for m in files)
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
-        for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-            if not files:
-                continue
-            files = sorted(files, key=lambda m: m.file_name)
-            rows = pa.Table.from_batches(list(read_run(directory.storage, files)), schema=ts.file_schema)
+        for partition, bucket, files, rows in _group_rows(directory, groups):
             rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy, clustering.tree)))
             step = max(int(options.target_file_size / max(rows.nbytes / max(rows.num_rows, 1), 1.0)), 1)
             relative = directory.bucket_directory(partition, bucket)
@@ -199,23 +196,28 @@ def _rewrite(directory: TableDirectory, options, f: flt.Filter, progress: Progre
     return rewrite_files(directory, options, base, groups, "major", progress)
 
 
+def _group_rows(directory: TableDirectory, groups: dict[tuple, list[DataFileMeta]]) -> Iterator[tuple]:
+    """Per non-empty (partition, bucket), in order: (partition, bucket, its files, their rows).
+    The same files give the same layout whoever asks (the curve's sample and its ties follow the
+    row order): they are read in name order, not in the order a plan lists them."""
+    for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if not files:
+            continue
+        files = sorted(files, key=lambda m: m.file_name)
+        yield partition, bucket, files, pa.Table.from_batches(list(read_run(directory.storage, files)),
+                                                              schema=directory.schema.file_schema)
+
+
 def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapshot,
                   groups: dict[tuple, list[DataFileMeta]], tier: str,
                   progress: Progress | None = None) -> Snapshot | None:
     """Rewrite these files of each (partition, bucket) in one commit: "major" lays them out by
     the table's clustering and in-file sort, "minor" only merges them into files of the target
     size.  The new files carry the tier (and the layout) they were written for."""
-    ts = directory.schema
     mark = {"tier": tier, "layout": layout_signature(options)} if tier == "major" else {"tier": tier}
     total = sum(m.row_count for files in groups.values() for m in files)
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
-        for (partition, bucket), files in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-            if not files:
-                continue
-            # the same files give the same layout whoever asks (the curve's sample and its ties
-            # follow the row order): read them in name order, not in the order a plan lists them
-            files = sorted(files, key=lambda m: m.file_name)
-            rows = pa.Table.from_batches(list(read_run(directory.storage, files)), schema=ts.file_schema)
+        for partition, bucket, files, rows in _group_rows(directory, groups):
             clustering = options.clustering if tier == "major" else None
             with new_files(directory) as written:
                 if clustering is not None and clustering.tree is not None:
