@@ -352,3 +352,24 @@ def test_the_logs_small_files_are_merged_as_flushes_pile_up(tmp_path):
     assert len(files) < querylog.COMPACT_FILES
     values = sorted(json.loads(f)[2] for f in log.read(columns=["filter"]).column("filter").to_pylist())
     assert values == list(range(flushes))  # every record kept, once
+
+
+def test_a_side_table_another_writer_is_creating_is_waited_for(tmp_path) -> None:
+    """Two writers recording at once (the scheduler's concurrent tasks, two queries' log
+    lines): the second finds the side table's directory before the first has published its
+    schema, and waits for it instead of failing (and losing its line)."""
+    from mergetree.table import paths
+    from mergetree.table.directory import open_or_create
+    from mergetree.table.objects import locate
+    from mergetree.table.schema import TableSchema
+    from mergetree.table.snapshots import encode_json
+    ts = TableSchema.create(pa.schema([("a", pa.int64())]), None, None, 1, None, "deduplicate", {})
+    path = tmp_path / "side"
+    (path / paths.SCHEMA_DIR).mkdir(parents=True)  # the first writer mid-creation: no schema yet
+    first = threading.Timer(0.2, lambda: locate(str(path)).create(paths.SCHEMA_FILE, encode_json(ts.to_json())))
+    first.start()
+    try:
+        directory = open_or_create(str(path), ts)
+    finally:
+        first.join()
+    assert directory.schema.schema == ts.schema

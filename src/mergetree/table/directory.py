@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from .options import TableOptions
 from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot, SnapshotStore, encode_json, read_json
 
-__all__ = ["TableDirectory", "alter_options", "as_path", "create_table", "locate", "open_table"]
+__all__ = ["TableDirectory", "alter_options", "as_path", "create_table", "locate", "open_or_create", "open_table"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,22 @@ def create_table(location: str | Store, ts: TableSchema) -> TableDirectory:
     directory = TableDirectory.load(storage, ts)
     directory.store.ensure_directories()
     return directory
+
+
+def open_or_create(path: str, ts: TableSchema, tries: int = 200) -> TableDirectory:
+    """The side table at `path` (a query log, an optimizer history), created with `ts` by
+    whichever writer comes first.  A writer that finds another mid-creation (the directory
+    there, its schema not yet published) waits for the schema rather than fail."""
+    for _ in range(tries):
+        try:
+            return open_table(path, check=False)
+        except MergeTreeError:
+            pass
+        try:
+            return create_table(path, ts)
+        except TableExistsError:  # another writer is creating it: its schema appears in a moment
+            time.sleep(0.01)
+    return open_table(path, check=False)
 
 
 def _not_empty(path: str) -> TableExistsError:

@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass
 
 import pyarrow as pa
 
-from ...errors import MergeTreeError, TableExistsError
+from ...errors import MergeTreeError
 from ...merge import RowKind
-from ..directory import TableDirectory, create_table, open_table
+from ..directory import TableDirectory, open_or_create
 from ..schema import TableSchema
 from ..snapshots import FileEntry, Snapshot
 from ..write import write_rows
@@ -55,16 +55,9 @@ class PassReport:
 
 
 def _history_table(table_path: str) -> TableDirectory:
-    path = os.path.join(table_path, HISTORY_DIR)
-    try:
-        return open_table(path, check=False)
-    except MergeTreeError:
-        pass
-    try:
-        return create_table(path, TableSchema.create(HISTORY_SCHEMA, None, None, 1, None, "deduplicate",
-                                                     {"query-log.enabled": "false"}))
-    except TableExistsError:
-        return open_table(path, check=False)
+    return open_or_create(os.path.join(table_path, HISTORY_DIR),
+                          TableSchema.create(HISTORY_SCHEMA, None, None, 1, None, "deduplicate",
+                                             {"query-log.enabled": "false"}))
 
 
 def record_pass(report: PassReport) -> None:

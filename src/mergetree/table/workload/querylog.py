@@ -38,10 +38,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import CommitConflictError, CorruptTableError, InvalidArgumentError, MergeTreeError, TableExistsError
+from ...errors import CommitConflictError, CorruptTableError, InvalidArgumentError, MergeTreeError
 from ...merge import RowKind
 from .. import filters as flt
-from ..directory import TableDirectory, create_table, open_table
+from ..directory import TableDirectory, open_or_create
 from ..levers.optimize import rewrite_files
 from ..schema import TableSchema
 from ..values import decode_value, encode_value
@@ -313,14 +313,7 @@ def read_rows(table_path: str, columns: Sequence[str] | None = None, filter: flt
 
 
 def _open_or_create(path: str) -> TableDirectory:
-    try:
-        return open_table(path, check=False)
-    except MergeTreeError:
-        pass
-    try:
-        return create_table(path, TableSchema.create(LOG_SCHEMA, None, None, 1, None, "deduplicate", LOG_OPTIONS))
-    except TableExistsError:  # another process created it first
-        return open_table(path, check=False)
+    return open_or_create(path, TableSchema.create(LOG_SCHEMA, None, None, 1, None, "deduplicate", LOG_OPTIONS))
 
 
 def _report(path: str, exc: BaseException) -> None:
