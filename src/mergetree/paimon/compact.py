@@ -268,22 +268,23 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
                                job.table.deletion_files(job.snapshot) if vectors else {})
     adds: list[dict] = []
     deletes: list[dict] = []
-    replaced: dict[str, Any] = {}
+    replaced: dict[str, np.ndarray] = {}
     rewritten: list[PaimonFile] = []
     placement = _Placement(job, bucket)
+    # the replaced versions' values matter unless the newest version simply wins (deduplicate
+    # by sequence number, every retraction applied): then they are only marked
+    opts = job.schema.checked_options
+    old_values = opts.engine != "deduplicate" or bool(opts.sequence_field) or opts.ignore_delete
     for group in plan.rewrites:
         runs = group.sorted_runs()
         inputs = sum(f.row_count for f in group.files)
         older = None
         if vectors and plan.output_level > 0:
             found = replaced_positions(read_plan, bucket, list(group.files), plan.output_level)
-            # the replaced versions' values matter unless the newest version simply wins
-            # (deduplicate by sequence number, every retraction applied): then they are only marked
-            opts = job.schema.checked_options
-            if opts.engine != "deduplicate" or opts.sequence_field or opts.ignore_delete:
+            if old_values:
                 older = older_versions(read_plan, bucket, found)
             for name, positions in found.items():
-                replaced[name] = positions if name not in replaced else sorted(set(replaced[name]) | set(positions))
+                replaced[name] = np.union1d(replaced[name], positions) if name in replaced else positions
         batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete, older=older)
         for entry in _write_rolled(job, bucket, placement, batches, plan.output_level, written):
             adds.append(entry)
@@ -301,7 +302,7 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
     if not vectors or not (replaced or any(read_plan.deletion_file(f) is not None for f in rewritten)):
         return BucketChange(adds, deletes, partition=partition, bucket=bucket.bucket)
     name = new_index_name()
-    index = bucket_index(read_plan, bucket, rewritten, {k: np.asarray(v) for k, v in replaced.items()}, name)
+    index = bucket_index(read_plan, bucket, rewritten, replaced, name)
     if index is None:
         return BucketChange(adds, deletes, True, None, partition, bucket.bucket)
     data, entry = index

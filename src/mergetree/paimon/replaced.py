@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap64
 
+from ..merge.arrow_input import sort_indices
 from ..table.deletion_vectors import encode_index_file
 from .metadata import DELETION_VECTORS_INDEX, INDEX_DIR, PaimonFile
 from .read import PaimonBucket, PaimonReadPlan, layout_columns, read_file
@@ -46,6 +46,12 @@ def _overlaps(pf: PaimonFile, lo: tuple, hi: tuple) -> bool:
         return True
 
 
+def _physical(plan: PaimonReadPlan) -> PaimonReadPlan:
+    """The plan reading every row of a file, deletion vectors not applied: positions are the
+    file's own."""
+    return PaimonReadPlan(plan.table, plan.snapshot, plan.schema, plan.columns, None, (), 0)
+
+
 def replaced_positions(plan: PaimonReadPlan, bucket: PaimonBucket, inputs: list[PaimonFile],
                        output_level: int) -> dict[str, np.ndarray]:
     """Per file of a level above `output_level`, the positions of live rows whose key one of
@@ -61,9 +67,8 @@ def replaced_positions(plan: PaimonReadPlan, bucket: PaimonBucket, inputs: list[
     keys = _keys_of(plan, inputs)
     columns = plan.schema.key_columns
     found: dict[str, np.ndarray] = {}
+    raw = _physical(plan)  # every row, by position (the deletion vector is applied below, to positions)
     for pf in higher:
-        # every row, by position (the deletion vector is applied below, to positions)
-        raw = PaimonReadPlan(plan.table, plan.snapshot, plan.schema, plan.columns, None, (), 0)
         batches = [b.select(columns) for b in read_file(raw, pf, columns)]
         if not batches:
             continue
@@ -87,7 +92,7 @@ def older_versions(plan: PaimonReadPlan, bucket: PaimonBucket,
     if not replaced:
         return []
     columns = layout_columns(plan.schema)
-    raw = PaimonReadPlan(plan.table, plan.snapshot, plan.schema, plan.columns, None, (), 0)
+    raw = _physical(plan)
     parts = []
     for pf in bucket.files:
         positions = replaced.get(pf.file_name)
@@ -96,7 +101,7 @@ def older_versions(plan: PaimonReadPlan, bucket: PaimonBucket,
         rows = pa.Table.from_batches(list(read_file(raw, pf, columns)))
         parts.append(rows.take(pa.array(positions)))
     table = pa.concat_tables(parts)
-    order = pc.sort_indices(table, [(c, "ascending") for c in plan.schema.key_columns])
+    order = sort_indices(table, [(c, "ascending") for c in plan.schema.key_columns], "at_start")  # the merge's order
     return table.take(order).to_batches()
 
 
