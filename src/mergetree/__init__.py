@@ -41,7 +41,18 @@ from .errors import (
     UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
-from .merge import AGGREGATE_FUNCTIONS, ALGORITHMS, ENGINES, MergeReader, MergeStats, RowKind, join_sorted, merge
+from .merge import (
+    AGGREGATE_FUNCTIONS,
+    ALGORITHMS,
+    ENGINES,
+    ROW_KIND_COLUMN,
+    MergeReader,
+    MergeStats,
+    RowKind,
+    join_sorted,
+    kinds_of,
+    merge,
+)
 from .table import Table
 
 
@@ -62,6 +73,7 @@ __all__ = [
     "AGGREGATE_FUNCTIONS",
     "ALGORITHMS",
     "ENGINES",
+    "ROW_KIND_COLUMN",
     "CommitConflictError",
     "CompactionConflictError",
     "ConditionalCreateUnsupportedError",
@@ -90,5 +102,6 @@ __all__ = [
     "UnsupportedTypeError",
     "__version__",
     "join_sorted",
+    "kinds_of",
     "merge",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from ..errors import CommitConflictError
@@ -32,10 +32,11 @@ BACKOFF_CAP_SECONDS = 0.5
 
 
 class Change(NamedTuple):
-    """What a commit adds and deletes."""
+    """What a commit adds and deletes, and the changelog files it publishes with them."""
 
     adds: list[FileEntry]
     deletes: list[FileEntry]
+    changelog: Sequence[FileEntry] = ()
 
 
 # snapshot to commit on -> the change on top of it (or CommitConflictError)
@@ -49,13 +50,15 @@ def backoff(attempt: int) -> None:
 
 
 def commit_with_rebase(directory: TableDirectory, base: Snapshot | None, change_for: ChangeFor,
-                       kind: str) -> Snapshot:
-    """Commit `change_for(base)`; after each lost race, rebase onto the newer snapshot and retry."""
+                       kind: str, properties: dict[str, str] | None = None) -> Snapshot:
+    """Commit `change_for(base)`; after each lost race, rebase onto the newer snapshot and retry.
+    `properties` are recorded in the snapshot (strings)."""
     for attempt in range(COMMIT_RETRIES):
         change = change_for(base)
         try:
             return directory.store.commit(base.id if base else None, change.adds, change.deletes, kind,
-                                          directory.schema.schema_id, retries=attempt)
+                                          directory.schema.schema_id, retries=attempt, changelog=change.changelog,
+                                          properties=properties)
         except CommitConflictError:
             backoff(attempt)
             base = directory.latest_snapshot()

@@ -96,9 +96,10 @@ def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]
     for relative, modified in _files_with_times(directory.storage):
         if not paths.is_owned(relative, partition_by) or relative in referenced:
             continue
-        if (paths.snapshot_id_of(relative) is not None or relative.startswith(paths.SCHEMA_DIR + "/")) \
-                and not paths.is_temporary(relative):
-            continue  # a published snapshot or schema is the table itself
+        if (paths.snapshot_id_of(relative) is not None or relative.startswith(paths.SCHEMA_DIR + "/")
+                or paths.retained_changelog_id_of(relative) is not None
+                or paths.consumer_id_of(relative) is not None) and not paths.is_temporary(relative):
+            continue  # a published snapshot, schema, kept changelog or consumer is the table itself
         if modified is None or modified > cutoff:
             continue
         directory.unlink_owned(relative)

@@ -127,6 +127,21 @@ def _parse_retention(text: str, key: str) -> dt.timedelta | None:
     return age
 
 
+def _parse_age(text: str, key: str) -> dt.timedelta:
+    """An age ('30d', '12h', '2w', '90s') more than 0."""
+    age = parse_age(text, f"option {key!r}")
+    if age <= dt.timedelta(0):
+        raise InvalidArgumentError(f"option {key!r} must be more than 0, got {text!r}")
+    return age
+
+
+def _parse_producer(text: str, key: str) -> str:
+    value = text.strip().lower()
+    if value not in CHANGELOG_PRODUCERS:
+        raise InvalidArgumentError(f"option {key!r} must be one of {', '.join(CHANGELOG_PRODUCERS)}, got {text!r}")
+    return value
+
+
 CLUSTERING_STRATEGIES = ("linear", "zorder", "hilbert", "qdtree")
 CODECS = ("zstd", "lz4", "snappy", "gzip", "brotli", "none")
 
@@ -195,6 +210,13 @@ KEY_MINOR_MIN_FILES = "optimize.minor-min-files"
 KEY_COMPRESSION = "file.compression"
 KEY_COMPRESSION_PER_LEVEL = "file.compression.per.level"
 KEY_DELETION_VECTORS = "deletion-vectors.enabled"  # Paimon's name
+# change streams (Paimon's names)
+KEY_CHANGELOG_PRODUCER = "changelog-producer"
+KEY_CHANGELOG_RETAINED_MIN = "changelog.num-retained.min"
+KEY_CHANGELOG_RETAINED_MAX = "changelog.num-retained.max"
+KEY_CHANGELOG_TIME_RETAINED = "changelog.time-retained"
+KEY_CONSUMER_EXPIRATION = "consumer.expiration-time"
+CHANGELOG_PRODUCERS = ("none", "input", "lookup")
 DEFAULT_COMPRESSION = "zstd"
 # level 0 holds the sorted runs of recent writes, read by merges until compaction rewrites
 # them.  On the Spark bench's tables a join of five level-0 runs a bucket spends 1.93 s in
@@ -266,6 +288,22 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "(Roaring bitmaps, Paimon's index-file layout), so compacted files are read alone, without a merge, "
                "and filters, indexes, Top-N and pre-aggregates skip in them as in an append table; files written "
                "since the last compaction are still merged on read"),
+    # no stored defaults: tables that never set them stay readable by mergetree versions before them
+    OptionSpec(KEY_CHANGELOG_PRODUCER, None, _parse_producer,
+               "none: changes are computed when read (`Table.changes`, the streaming source) from the files each "
+               "commit added; input: each write also keeps its rows as written, with their kinds, as changelog "
+               "files of its commit; lookup: each write looks up the keys' previous values and keeps the exact "
+               "changes (+I, -U/+U pairs with old and new rows, -D) as changelog files, for every merge engine"),
+    OptionSpec(KEY_CHANGELOG_RETAINED_MIN, None, _int_parser(1),
+               "keep at least this many commits' changelog when their snapshots expire (unset: a changelog goes "
+               "with its snapshot)"),
+    OptionSpec(KEY_CHANGELOG_RETAINED_MAX, None, _int_parser(1),
+               "keep at most this many commits' changelog after their snapshots expired"),
+    OptionSpec(KEY_CHANGELOG_TIME_RETAINED, None, _parse_age,
+               "keep an expired snapshot's changelog until it is this old (30d, 12h)"),
+    OptionSpec(KEY_CONSUMER_EXPIRATION, None, _parse_age,
+               "a consumer (`consumer-id`) that has not advanced for this long (1d, 12h) no longer holds back "
+               "expiry and is removed; unset: consumers never expire"),
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),
@@ -409,6 +447,11 @@ class TableOptions:
     compression_per_level: dict[int, str] = field(default_factory=dict)
     query_log_retention: dt.timedelta | None = DEFAULT_QUERY_LOG_RETENTION   # None: kept forever
     deletion_vectors: bool = False
+    changelog_producer: str = "none"
+    changelog_retained_min: int | None = None
+    changelog_retained_max: int | None = None
+    changelog_time_retained: dt.timedelta | None = None
+    consumer_expiration: dt.timedelta | None = None
 
     def codec_for(self, level: int) -> str:
         """The Parquet codec of a data file written at `level`."""
@@ -487,6 +530,13 @@ class TableOptions:
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
         if values.get(KEY_DELETION_VECTORS):
             _check_deletion_vectors(schema, primary_key)
+        if values.get(KEY_CHANGELOG_PRODUCER) == "lookup" and not primary_key:
+            raise InvalidArgumentError(f"option {KEY_CHANGELOG_PRODUCER!r} = 'lookup' needs a primary-key table: an "
+                                       f"append table's rows have no previous values ('input' keeps its rows)")
+        low, high = values.get(KEY_CHANGELOG_RETAINED_MIN), values.get(KEY_CHANGELOG_RETAINED_MAX)
+        if low is not None and high is not None and low > high:
+            raise InvalidArgumentError(f"option {KEY_CHANGELOG_RETAINED_MIN!r} ({low}) is more than "
+                                       f"{KEY_CHANGELOG_RETAINED_MAX!r} ({high})")
         aggregate_models = {}
         for name, parts in sorted(models.items()):
             if set(parts) != {"group-by", "measures"}:
@@ -510,7 +560,12 @@ class TableOptions:
                    merged.get(KEY_COMMIT_EVERY, 0), merged.get(KEY_COMPRESSION, DEFAULT_COMPRESSION),
                    merged.get(KEY_COMPRESSION_PER_LEVEL, dict(DEFAULT_PRIMARY_KEY_LEVELS) if primary_key else {}),
                    query_log_retention=merged.get(KEY_QUERY_LOG_RETENTION, DEFAULT_QUERY_LOG_RETENTION),
-                   deletion_vectors=merged.get(KEY_DELETION_VECTORS, False))
+                   deletion_vectors=merged.get(KEY_DELETION_VECTORS, False),
+                   changelog_producer=merged.get(KEY_CHANGELOG_PRODUCER, "none"),
+                   changelog_retained_min=merged.get(KEY_CHANGELOG_RETAINED_MIN),
+                   changelog_retained_max=merged.get(KEY_CHANGELOG_RETAINED_MAX),
+                   changelog_time_retained=merged.get(KEY_CHANGELOG_TIME_RETAINED),
+                   consumer_expiration=merged.get(KEY_CONSUMER_EXPIRATION))
 
 
 def _check_deletion_vectors(schema: pa.Schema, primary_key: tuple[str, ...] | set[str]) -> None:

@@ -13,11 +13,38 @@ import uuid
 from collections.abc import Sequence
 
 __all__ = [
-    "LATEST_HINT", "MANIFEST_DIR", "SCHEMA_DIR", "SCHEMA_FILE", "SNAPSHOT_DIR", "bucket_directory",
-    "data_file_name", "deletion_vector_file_name", "is_data_file", "is_deletion_vector_file", "is_manifest",
-    "is_manifest_list", "is_owned", "is_sidecar", "is_temporary",
-    "manifest_list_name", "manifest_name", "partition_text", "schema_file", "schema_id_of", "sidecar_name",
-    "snapshot_file", "snapshot_id_of", "temporary_name",
+    "CHANGELOG_DIR",
+    "CONSUMER_DIR",
+    "LATEST_HINT",
+    "MANIFEST_DIR",
+    "SCHEMA_DIR",
+    "SCHEMA_FILE",
+    "SNAPSHOT_DIR",
+    "bucket_directory",
+    "changelog_file_name",
+    "consumer_file",
+    "consumer_id_of",
+    "data_file_name",
+    "deletion_vector_file_name",
+    "is_changelog_file",
+    "is_data_file",
+    "is_deletion_vector_file",
+    "is_manifest",
+    "is_manifest_list",
+    "is_owned",
+    "is_sidecar",
+    "is_temporary",
+    "manifest_list_name",
+    "manifest_name",
+    "partition_text",
+    "retained_changelog_file",
+    "retained_changelog_id_of",
+    "schema_file",
+    "schema_id_of",
+    "sidecar_name",
+    "snapshot_file",
+    "snapshot_id_of",
+    "temporary_name",
 ]
 
 SCHEMA_DIR = "schema"
@@ -39,6 +66,14 @@ _DATA = re.compile(rf"bucket-\d+/data-{_HEX}\.parquet")
 _SIDECAR = re.compile(rf"bucket-\d+/data-{_HEX}\.(?:bitmap|agg-[A-Za-z0-9_-]+)\.parquet")
 # a deletion-vector index file (rows of the bucket's data files that newer versions replaced)
 _DELETION_VECTORS = re.compile(rf"bucket-\d+/index-{_HEX}\.dv")
+# a changelog file: a commit's changes as rows with their kinds (`changelog-producer`)
+_CHANGELOG = re.compile(rf"bucket-\d+/changelog-{_HEX}\.parquet")
+# a snapshot's metadata kept after the snapshot expired, for its changelog (`changelog.*` retention)
+CHANGELOG_DIR = "changelog"
+_RETAINED_CHANGELOG = re.compile(rf"{CHANGELOG_DIR}/changelog-(\d+)\.json")
+# a named consumer's progress: the next snapshot it reads (`consumer-id`)
+CONSUMER_DIR = "consumer"
+_CONSUMER = re.compile(rf"{CONSUMER_DIR}/consumer-([A-Za-z0-9_.-]{{1,200}})\.json")
 _TEMPORARY = re.compile(rf"(.+)\.(?:{_HEX}|\d+)\.tmp")
 # a local store's file being written (`mergetree.storage.LocalDiskStore`): ".<name>.tmp-<hex>"
 _STORE_TEMPORARY = re.compile(rf"((?:.*/)?)\.([^/]+)\.tmp-{_HEX}")
@@ -149,6 +184,38 @@ def is_deletion_vector_file(name: str, partition_by: Sequence[str]) -> bool:
     return _in_bucket_directory(name, partition_by, _DELETION_VECTORS)
 
 
+def changelog_file_name(directory: str) -> str:
+    """A new changelog file's name in a bucket directory."""
+    return f"{directory}/changelog-{uuid.uuid4().hex}.parquet"
+
+
+def is_changelog_file(name: str, partition_by: Sequence[str]) -> bool:
+    return _in_bucket_directory(name, partition_by, _CHANGELOG)
+
+
+def retained_changelog_file(snapshot_id: int) -> str:
+    """Where snapshot `snapshot_id`'s metadata is kept for its changelog once it expired."""
+    return f"{CHANGELOG_DIR}/changelog-{snapshot_id}.json"
+
+
+def retained_changelog_id_of(name: str) -> int | None:
+    match = _RETAINED_CHANGELOG.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def consumer_file(consumer_id: str) -> str:
+    """A consumer's file; the id is checked (letters, digits, '_', '.', '-'; 1 to 200)."""
+    name = f"{CONSUMER_DIR}/consumer-{consumer_id}.json"
+    if not isinstance(consumer_id, str) or _CONSUMER.fullmatch(name) is None or consumer_id in (".", ".."):
+        raise ValueError(f"consumer id {consumer_id!r}: use 1 to 200 letters, digits, '_', '.' or '-'")
+    return name
+
+
+def consumer_id_of(name: str) -> str | None:
+    match = _CONSUMER.fullmatch(name)
+    return match.group(1) if match else None
+
+
 def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     """Could mergetree have written `name` (relative to the table, '/'-separated)?"""
     final = _temporary_final(name)
@@ -161,8 +228,10 @@ def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     if name.startswith(MANIFEST_DIR + "/"):
         rest = name[len(MANIFEST_DIR) + 1:]
         return is_manifest(rest) or is_manifest_list(rest)
+    if _RETAINED_CHANGELOG.fullmatch(name) or _CONSUMER.fullmatch(name):
+        return True
     return (is_data_file(name, partition_by) or is_sidecar(name, partition_by)
-            or is_deletion_vector_file(name, partition_by))
+            or is_deletion_vector_file(name, partition_by) or is_changelog_file(name, partition_by))
 
 
 def is_temporary(name: str) -> bool:

@@ -22,7 +22,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CommitConflictError, CorruptTableError, SnapshotNotFoundError, UnsupportedFormatError
@@ -127,9 +127,17 @@ class Snapshot:
     total_record_count: int
     delta_record_count: int
     commit_retries: int = 0     # lost commit races before this one won (fairness, in `history`)
+    # the commit's changelog files (`changelog-producer` input or lookup), in a manifest list
+    changelog_manifest_list: str = ""
+    # what the committer says of its commit (str -> str): a streaming sink's query and batch id
+    properties: dict = field(default_factory=dict, hash=False, compare=False)
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        for name in ("changelog_manifest_list", "properties"):  # absent where unused, as before them
+            if not out[name]:
+                del out[name]
+        return out
 
     @classmethod
     def from_json(cls, d: dict, snapshot_id: int) -> Snapshot:
@@ -146,6 +154,15 @@ class Snapshot:
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise ValueError(f"field 'commit_retries' is {retries!r}, not a count")
         values["commit_retries"] = retries
+        changelog = d.get("changelog_manifest_list", "")
+        if not isinstance(changelog, str) or (changelog and not paths.is_manifest_list(changelog)):
+            raise ValueError(f"field 'changelog_manifest_list' is {changelog!r}, not a manifest list's name")
+        values["changelog_manifest_list"] = changelog
+        properties = d.get("properties", {})
+        if not isinstance(properties, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                       for k, v in properties.items()):
+            raise ValueError(f"field 'properties' is {properties!r}, not an object of strings")
+        values["properties"] = properties
         if values["id"] != snapshot_id:
             raise ValueError(f"it says it is snapshot {values['id']}")
         if values["commit_kind"] not in COMMIT_KINDS:
@@ -340,7 +357,8 @@ class SnapshotStore:
                 entry = FileEntry.from_json(e)
                 if e["kind"] not in ("ADD", "DELETE"):
                     raise ValueError(f"unknown entry kind {e['kind']!r}")
-                if not paths.is_data_file(entry.file.file_name, self.partition_by):
+                if not (paths.is_data_file(entry.file.file_name, self.partition_by)
+                        or paths.is_changelog_file(entry.file.file_name, self.partition_by)):
                     raise ValueError(f"{entry.file.file_name!r} is not a data file name of this table")
                 for sidecar in entry.file.sidecars():
                     if not paths.is_sidecar(sidecar, self.partition_by):
@@ -400,10 +418,13 @@ class SnapshotStore:
         return name
 
     def commit(self, base_id: int | None, adds: list[FileEntry], deletes: list[FileEntry], kind: str,
-               schema_id: int = 0, retries: int = 0) -> Snapshot:
+               schema_id: int = 0, retries: int = 0, changelog: Sequence[FileEntry] = (),
+               properties: dict[str, str] | None = None) -> Snapshot:
         """Publish snapshot base_id + 1 with these changes, or raise CommitConflictError
         if another commit published it first (the caller decides how to retry; `retries`
-        is recorded: how many races this change lost before)."""
+        is recorded: how many races this change lost before).  `changelog`: the commit's
+        changelog files (ADD entries of their own manifest list); `properties`: strings the
+        committer records with the snapshot."""
         latest, hint = self._latest_with_hint()
         if latest != base_id:
             raise CommitConflictError(f"the table moved from snapshot {base_id} to {latest}")
@@ -423,8 +444,10 @@ class SnapshotStore:
             base_manifests = [self._write_manifest([("ADD", e) for e in live.values()])]
         base_list = self._write_manifest_list(base_manifests)
         delta_rows = sum(e.file.row_count for e in adds) - sum(e.file.row_count for e in deletes)
+        changelog_list = (self._write_manifest_list([self._write_manifest([("ADD", e) for e in changelog])])
+                          if changelog else "")
         snapshot = Snapshot((base_id or 0) + 1, schema_id, kind, int(time.time() * 1000), base_list, delta_list,
-                            total + delta_rows, delta_rows, retries)
+                            total + delta_rows, delta_rows, retries, changelog_list, dict(properties or {}))
         relative = paths.snapshot_file(snapshot.id)
         data = encode_json(snapshot.to_json())
         try:  # atomic and exclusive: fails if the id is taken

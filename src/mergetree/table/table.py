@@ -106,15 +106,24 @@ class Table:
         return self.directory.latest_snapshot()
 
     # -- writing ----------------------------------------------------------------------
-    def write(self, data: Any) -> Snapshot | None:
+    def write(self, data: Any, row_kind_column: str | None = None) -> Snapshot | None:
         """Upsert rows: a pa.Table, RecordBatch, RecordBatchReader, any Arrow stream
         (`__arrow_c_stream__`), an iterator of RecordBatches/Tables, a pandas DataFrame, a dict
         of columns or a list of row dicts.  Streams are consumed batch by batch through the
         write buffer (`write-buffer-size`), so memory stays bounded however long they are.
         Every batch is checked; a bad one leaves nothing written.  The rows become visible in
         one commit (or every `write.commit-every-buffers` buffers); a lost commit race is
-        retried without the input (the spilled files are the data)."""
-        return write.write_rows(self.directory, data, RowKind.INSERT)
+        retried without the input (the spilled files are the data).
+
+        Change streams (CDC): rows with a row-kind column — `_row_kind` (what `changes` returns),
+        or the column `row_kind_column` names, e.g. Debezium's `op` — are applied as their kinds
+        say: +I and +U (Debezium's c, r, u) upsert, -D (d) deletes the key, -U retracts the version
+        (an aggregate table subtracts it; elsewhere it deletes the key until the +U that follows).
+        The column is not stored.  A first-row table ignores -U and -D rows; an append table
+        takes +I and +U rows only."""
+        if row_kind_column is not None and not isinstance(row_kind_column, str):
+            raise InvalidArgumentError(f"row_kind_column must be a column name, not {row_kind_column!r}")
+        return write.write_rows(self.directory, data, RowKind.INSERT, row_kind_column)
 
     def delete(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key (`keys` holds at least the primary-key columns)."""

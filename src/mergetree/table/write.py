@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CompactionConflictError, InvalidArgumentError, SchemaMismatchError
-from ..merge import RowKind, merge
+from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
 from .buckets import bucket_ids
 from .commit import Change, commit_with_rebase, next_sequences, renumbered
@@ -103,14 +103,55 @@ def _known(schema: pa.Schema, names: list[str]) -> pa.Schema:
     return pa.schema([schema.field(n).with_nullable(True) for n in names])
 
 
-def conformed(directory: TableDirectory, data: Any, complete: bool) -> Iterator[pa.Table]:
+def conformed(directory: TableDirectory, data: Any, complete: bool,
+              row_kind_column: str | None = None) -> Iterator[pa.Table]:
     """The input piece by piece (a stream batch by batch), each conformed to the table's
-    schema; an error names the row counted from the start of the input."""
+    schema; an error names the row counted from the start of the input.
+
+    A piece holding a row-kind column (`row_kind_column`, by default `_row_kind`: +I, -U, +U,
+    -D or Debezium's c, r, u, d) is a change stream: its kinds ride along as the file layout's
+    kind column, and each row is applied as what it is (an upsert, a retraction, a delete)."""
     rows = 0
+    name = row_kind_column or ROW_KIND_COLUMN
+    with_kinds: bool | None = None  # the first piece decides; every later one must agree
     for piece in input_pieces(data, directory.schema.schema):
+        kinds = None
+        if name in piece.column_names:
+            kinds = _row_kinds(directory, piece.column(name), name, rows)
+            piece = piece.drop_columns([name])
+        elif row_kind_column is not None or with_kinds:
+            raise SchemaMismatchError(f"the data lacks the row-kind column {name!r}"
+                                      + (f" from row {rows} on" if rows else ""))
+        if with_kinds is False and kinds is not None:
+            raise SchemaMismatchError(f"the data has a row-kind column {name!r} from row {rows} on, not before")
+        with_kinds = kinds is not None
         out = conform(directory, piece, complete, first_row=rows)
         rows += out.num_rows
+        if kinds is not None and directory.schema.has_primary_key:  # an append table's rows are all inserts
+            if directory.schema.merge_engine == "first-row" and (kinds != RowKind.INSERT).any():
+                # a first-row table keeps a key's first version for good: retractions cannot
+                # take it back, and a later +U is a newer version it ignores anyway
+                keep = kinds == RowKind.INSERT
+                keep |= kinds == RowKind.UPDATE_AFTER
+                out, kinds = out.filter(pa.array(keep)), kinds[keep]
+            out = out.append_column(pa.field(KIND_COLUMN, pa.int8()), pa.array(kinds, pa.int8()))
         yield out
+
+
+def _row_kinds(directory: TableDirectory, column: pa.ChunkedArray, name: str, first_row: int) -> np.ndarray:
+    """A piece's row kinds (`kinds_of`), checked against what the table can apply."""
+    try:
+        kinds = kinds_of(column, name)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{exc} (counting from row {first_row} of the input)" if first_row else
+                                   str(exc)) from None
+    if not directory.schema.has_primary_key:
+        retractions = np.flatnonzero((kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE))
+        if len(retractions):
+            raise InvalidArgumentError(
+                f"row {first_row + int(retractions[0])} is a {RowKind(int(kinds[retractions[0]])).symbol} row, but "
+                f"an append table has no keys to retract or delete by: only +I and +U rows can be written to it")
+    return kinds
 
 
 def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_row: int = 0) -> pa.Table:
@@ -331,9 +372,15 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
 
 
 def _physical(rows: pa.Table, ts: TableSchema, seq: np.ndarray, kind: RowKind) -> pa.Table:
-    """The data-file layout: _KEY_ columns, sequence, kind, then the table columns."""
+    """The data-file layout: _KEY_ columns, sequence, kind, then the table columns.  Rows of a
+    change stream carry their own kinds (`conformed`), which take the place of `kind`."""
+    if KIND_COLUMN in rows.column_names:
+        kinds = rows.column(KIND_COLUMN)
+        rows = rows.drop_columns([KIND_COLUMN])
+    else:
+        kinds = pa.array(np.full(len(seq), int(kind), dtype=np.int8))
     columns = [rows.column(k) for k in ts.primary_key]
-    columns += [pa.array(seq, pa.int64()), pa.array(np.full(len(seq), int(kind), dtype=np.int8))]
+    columns += [pa.array(seq, pa.int64()), kinds]
     columns += rows.columns
     return pa.Table.from_arrays(columns, schema=ts.file_schema)
 
@@ -418,13 +465,18 @@ def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapsho
                               "APPEND")
 
 
-def write_rows(directory: TableDirectory, data: Any, kind: RowKind) -> Snapshot | None:
+def write_rows(directory: TableDirectory, data: Any, kind: RowKind,
+               row_kind_column: str | None = None) -> Snapshot | None:
     """Write rows (upserts, or deletes by key with `RowKind.DELETE`) from any input, a stream
     batch by batch: through the write buffer into level-0 files, committed once at the end
     (or every `write.commit-every-buffers` buffers); then compact the touched buckets unless
-    the table is write-only.  A bad batch or a failure anywhere removes the uncommitted files
-    and raises: nothing of it is visible.  Returns the last snapshot (None: no rows)."""
-    pieces = conformed(directory, data, complete=kind != RowKind.DELETE)
+    the table is write-only.  Rows with a row-kind column (`conformed`) are applied as their
+    kinds say.  A bad batch or a failure anywhere removes the uncommitted files and raises:
+    nothing of it is visible.  Returns the last snapshot (None: no rows)."""
+    if kind == RowKind.DELETE:
+        pieces = conformed(directory, data, complete=False)
+    else:
+        pieces = conformed(directory, data, complete=True, row_kind_column=row_kind_column)
     every = directory.options.commit_every_buffers
     base = directory.latest_snapshot()
     next_seq = next_sequences(directory.live_files(base).values())
