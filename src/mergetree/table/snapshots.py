@@ -327,6 +327,37 @@ class SnapshotStore:
             raise CorruptTableError(f"{detail}; {recovery_hint(self.root, snapshot_id, self.snapshot_ids())}",
                                     path=self._path(relative)) from None
 
+    # -- changelog kept past its snapshot (`changelog.*` retention) ------------------------
+    def retained_changelog_ids(self) -> list[int]:
+        """Ids of expired snapshots whose metadata is kept for their changelog, ascending."""
+        names = list_names(self.storage, paths.CHANGELOG_DIR)
+        ids = [paths.retained_changelog_id_of(f"{paths.CHANGELOG_DIR}/{name}") for name in names]
+        return sorted(i for i in ids if i is not None)
+
+    def retained_changelog(self, snapshot_id: int) -> Snapshot | None:
+        """The kept metadata of expired snapshot `snapshot_id` (its changelog manifest list is
+        what stays readable), or None when none is kept."""
+        relative = paths.retained_changelog_file(snapshot_id)
+        raw = read_if_exists(self.storage, relative)
+        if raw is None:
+            return None
+        try:
+            return Snapshot.from_json(parse_json(raw, self.storage, relative, "kept changelog"), snapshot_id)
+        except ValueError as exc:
+            raise CorruptTableError(f"the kept changelog {relative} of table {self.root} is damaged: {exc}",
+                                    path=self._path(relative)) from None
+
+    def changelog_snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot `snapshot_id` for reading its changelog: the snapshot itself, or once it
+        expired, its kept metadata; SnapshotNotFoundError when neither exists."""
+        try:
+            return self.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            kept = self.retained_changelog(snapshot_id)
+            if kept is None:
+                raise
+            return kept
+
     def manifest_names(self, manifest_list: str) -> list[str]:
         if not manifest_list:
             return []
