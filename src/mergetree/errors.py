@@ -2,12 +2,12 @@
 column of a merge input, or the table file involved."""
 from __future__ import annotations
 
-__all__ = ["CommitConflictError", "CompactionConflictError", "ConditionalCreateUnsupportedError", "CorruptTableError",
-           "InvalidArgumentError", "InvalidRowError", "MalformedArrowError", "MergeStateError", "MergeTreeError",
-           "ObjectExistsError", "ObjectNotFoundError", "RetractionError", "SchemaMismatchError",
-           "SnapshotNotFoundError", "StorageAccessError", "StorageError", "TableExistsError", "TableNotFoundError",
-           "UnsortedRunError",
-           "UnsupportedFormatError", "UnsupportedPaimonFeatureError", "UnsupportedTypeError"]
+__all__ = ["CommitConflictError", "CompactionConflictError", "ConditionalCreateUnsupportedError",
+           "ConsumerNotFoundError", "CorruptTableError", "InvalidArgumentError", "InvalidRowError",
+           "MalformedArrowError", "MergeStateError", "MergeTreeError", "ObjectExistsError", "ObjectNotFoundError",
+           "RetractionError", "SchemaMismatchError", "SnapshotNotFoundError", "StorageAccessError", "StorageError",
+           "TableExistsError", "TableNotFoundError", "UnsortedRunError", "UnsupportedFormatError",
+           "UnsupportedPaimonFeatureError", "UnsupportedTypeError"]
 
 
 class MergeTreeError(Exception):
@@ -16,6 +16,10 @@ class MergeTreeError(Exception):
 
 class InvalidArgumentError(MergeTreeError, ValueError):
     """An argument is not acceptable (unknown engine, aggregate, algorithm, ...)."""
+
+
+class ConsumerNotFoundError(InvalidArgumentError, LookupError):
+    """No consumer of that id has recorded its progress in the table (the message lists those that have)."""
 
 
 class SchemaMismatchError(MergeTreeError, ValueError):

@@ -12,6 +12,7 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError
 from ..table import Table, housekeeping
 from ..table.compaction.runner import bucket_levels
+from ..table.info import TableInfo
 from ..table.objects import is_uri
 from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
@@ -101,13 +102,31 @@ def info(args: argparse.Namespace) -> int:
                     + [str(n) if n else "." for n in per_level]
                     + [f"{sum(f.row_count for f in files):,}", f"{sum(f.file_size for f in files) / 2**20:.1f}"])
     out.print(text_table(rows, right_aligned=set(range(1, len(header)))) if len(rows) > 1 else "  (empty)")
-    _print_organization(table)
+    summary = table.info()
+    _print_organization(summary)
+    _print_changes(summary)
     return 0
 
 
-def _print_organization(table: Table) -> None:
+def _print_changes(info: TableInfo) -> None:
+    """Kept changelogs and consumers (change readers holding back expiry)."""
+    out = out_console
+    kept = info.kept_changelogs
+    if kept:
+        commits = f"{len(kept)} commits ({kept[0]}..{kept[-1]})" if len(kept) > 1 else f"commit {kept[0]}"
+        out.print(f"\nchangelog kept past expired snapshots: {commits}")
+    if not info.consumers and not info.damaged_consumers:
+        return
+    rows = [["consumer", "next snapshot", "last advanced"]]
+    for c in info.consumers:
+        when = dt.datetime.fromtimestamp(c.updated / 1000).isoformat(sep=" ", timespec="seconds")
+        rows.append([c.id, str(c.next_snapshot), when])
+    rows += [[consumer_id, "damaged", problem] for consumer_id, problem in info.damaged_consumers.items()]
+    out.print(text_table(rows, right_aligned={1}, title="\nconsumers"))
+
+
+def _print_organization(info: TableInfo) -> None:
     """The layout, its clustering measure, index coverage and pre-aggregates."""
-    info = table.info()
     out = out_console
     if info.clustering:
         out.print(f"\nlayout: {info.strategy} on {list(info.clustering)}"
@@ -186,7 +205,7 @@ def optimize(args: argparse.Namespace) -> int:
         snapshot = table.optimize(order=order, strategy=args.strategy, filter=filters or None,
                                   sort_within=within, progress=update)
     out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "nothing to optimize")
-    _print_organization(table)
+    _print_organization(table.info())
     return 0
 
 

@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import CorruptTableError, InvalidArgumentError, MergeTreeError
 from ..storage import Store
-from . import paths
+from . import consumers, paths
 from .commit import Change, commit_with_rebase
 from .directory import TableDirectory, open_table, table_exists
 from .durations import seconds
 from .objects import is_local, is_uri, location_exists, storage_for
-from .snapshots import Snapshot
+from .options import TableOptions
+from .snapshots import FileEntry, Snapshot, SnapshotStore
 from .workload.history import HISTORY_DIR
 from .workload.logtables import damaged_data_files, describe
 from .workload.querylog import QUERY_LOG_DIR
 
-__all__ = ["DAMAGED_DIR", "LOGS", "expire_snapshots", "is_log", "referenced_files", "remove_orphan_files", "repair",
-           "repair_log", "seconds"]
+__all__ = ["DAMAGED_DIR", "LOGS", "changelog_retention", "expire_snapshots", "expired_changelogs", "is_log",
+           "referenced_files", "remove_orphan_files", "repair", "repair_log", "seconds"]
 
 DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/; a log's data files)
 # the append tables a table keeps beside its data, which it can lose without losing itself
@@ -39,45 +41,127 @@ def _check_latest_intact(directory: TableDirectory) -> None:
         directory.live_files(latest)
 
 
-def referenced_files(directory: TableDirectory, snapshot_ids: list[int]) -> set[str]:
+def referenced_files(directory: TableDirectory, snapshot_ids: list[int],
+                     changelog_ids: Iterable[int] = ()) -> set[str]:
     """Paths (relative to the table) of every manifest, data file, sidecar and deletion-vector
-    index file the snapshots use."""
+    index file the snapshots use, with their changelog (manifest list, manifests, changelog
+    files); and the changelog of the expired snapshots `changelog_ids` whose changelog is kept."""
     store = directory.store
     out: set[str] = set()
     for i in snapshot_ids:
         snap = store.snapshot(i)
         for manifest_list in (snap.base_manifest_list, snap.delta_manifest_list):
-            if manifest_list:
-                out.add(f"{paths.MANIFEST_DIR}/{manifest_list}")
-            for manifest in store.manifest_names(manifest_list):
-                out.add(f"{paths.MANIFEST_DIR}/{manifest}")
+            _add_manifests(store, manifest_list, out)
         for name, entry in store.live_files(snap).items():
-            out.add(name)
-            out.update(entry.file.sidecars())
-            if entry.file.deletion_vector is not None and entry.file.deletion_vector.index is not None:
-                out.add(entry.file.deletion_vector.index)
+            _add_file(entry, name, out)
+        _add_changelog(store, snap, out)
+    for i in changelog_ids:
+        kept = store.retained_changelog(i)
+        if kept is not None:  # removed since the listing: it references nothing any more
+            _add_changelog(store, kept, out)
     return out
 
 
-def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: Any) -> list[int]:
-    """Delete old snapshots (keeping the newest `retain_last` and any younger than
-    `older_than`) and the files only they used.  Returns the expired ids."""
+def _add_manifests(store: SnapshotStore, manifest_list: str, out: set[str]) -> list[str]:
+    if manifest_list:
+        out.add(f"{paths.MANIFEST_DIR}/{manifest_list}")
+    manifests = store.manifest_names(manifest_list)
+    out.update(f"{paths.MANIFEST_DIR}/{manifest}" for manifest in manifests)
+    return manifests
+
+
+def _add_file(entry: FileEntry, name: str, out: set[str]) -> None:
+    out.add(name)
+    out.update(entry.file.sidecars())
+    if entry.file.deletion_vector is not None and entry.file.deletion_vector.index is not None:
+        out.add(entry.file.deletion_vector.index)
+
+
+def _add_changelog(store: SnapshotStore, snap: Snapshot, out: set[str]) -> None:
+    for manifest in _add_manifests(store, snap.changelog_manifest_list, out):
+        for _, entry in store.read_manifest(manifest):  # a changelog manifest only adds
+            _add_file(entry, entry.file.file_name, out)
+
+
+def changelog_retention(options: TableOptions) -> bool:
+    """Is an expired snapshot's changelog kept (any `changelog.*` retention option set)?"""
+    return (options.changelog_retained_min is not None or options.changelog_retained_max is not None
+            or options.changelog_time_retained is not None)
+
+
+def expired_changelogs(options: TableOptions, kept: list[Snapshot], latest: int | None, now_millis: int,
+                       needed: int | None) -> list[int]:
+    """Which kept changelogs (ascending) to remove, by Paimon's rule (ExpireChangelogImpl): counted
+    from the newest snapshot `latest`, so live snapshots count too, a kept changelog `k` goes
+    when `k <= latest - max` (more than `changelog.num-retained.max` newer commits), or when
+    `k <= latest - min` and it is older than `changelog.time-retained`; never one an active
+    consumer still reads (`k >= needed`).  Removal takes a prefix, so what is kept stays one
+    range of commits.  Unset, min is 1 (the newest commit's changelog is kept at least while it
+    is kept at all), max is unbounded, time-retained is forever; with no option set at all,
+    every kept changelog goes."""
+    if latest is None:
+        return []
+    retained = changelog_retention(options)
+    low = options.changelog_retained_min or 1
+    high = options.changelog_retained_max
+    age = options.changelog_time_retained
+    cutoff = None if age is None else now_millis - age.total_seconds() * 1000
+    out = []
+    for snap in kept:
+        if needed is not None and snap.id >= needed:
+            break
+        over_max = high is not None and snap.id <= latest - high
+        too_old = cutoff is not None and snap.id <= latest - low and snap.time_millis < cutoff
+        if retained and not over_max and not too_old:
+            break
+        out.append(snap.id)
+    return out
+
+
+def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: Any,
+                     now_millis: int | None = None) -> list[int]:
+    """Delete old snapshots (keeping the newest `retain_last`, any younger than `older_than`,
+    and every one an active consumer still reads) and the files only they used.  Returns the
+    expired ids.
+
+    First the consumers that stopped advancing for `consumer.expiration-time` are removed (they
+    hold nothing back).  With changelog retention (`changelog.num-retained.*`,
+    `changelog.time-retained`), an expiring snapshot that has a changelog leaves its metadata in
+    `changelog/changelog-<id>.json`, written before the snapshot file is deleted, so its
+    changelog files stay readable; kept changelogs are then expired by `expired_changelogs`.
+    A crash at any step leaves a readable table (at worst files nothing references, which
+    `remove_orphan_files` deletes).  `now_millis`: the time the ages are measured at."""
     if isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1:
         raise InvalidArgumentError(f"retain_last must be an integer of at least 1, not {retain_last!r}")
     age = None if older_than is None else seconds(older_than, "older_than")
     _check_latest_intact(directory)
+    now = int(time.time() * 1000) if now_millis is None else now_millis
+    consumers.expire(directory, now)
+    needed = consumers.min_next_snapshot(directory)
     store = directory.store
+    storage = directory.storage
     ids = store.snapshot_ids()
     candidates = ids[:-retain_last]
     if age is not None:
-        cutoff = (time.time() - age) * 1000
+        cutoff = now - age * 1000
         candidates = [i for i in candidates if store.snapshot(i).time_millis < cutoff]
-    if not candidates:
+    if needed is not None:
+        candidates = [i for i in candidates if i < needed]
+    kept_ids = store.retained_changelog_ids()
+    if not candidates and not kept_ids:
         return []
-    before = referenced_files(directory, ids)
+    before = referenced_files(directory, ids, kept_ids)
+    keep_changelog = changelog_retention(directory.options)
     for i in candidates:  # oldest first: the table stays readable at every step
-        directory.storage.delete(paths.snapshot_file(i))
-    after = referenced_files(directory, store.snapshot_ids())
+        if keep_changelog and store.snapshot(i).changelog_manifest_list:
+            # the same document, kept before the snapshot goes (a crash in between leaves both)
+            storage.write(paths.retained_changelog_file(i), storage.read(paths.snapshot_file(i)))
+        storage.delete(paths.snapshot_file(i))
+    live = store.snapshot_ids()
+    kept = [s for s in (store.retained_changelog(i) for i in store.retained_changelog_ids()) if s is not None]
+    for i in expired_changelogs(directory.options, kept, live[-1] if live else None, now, needed):
+        storage.delete(paths.retained_changelog_file(i))
+    after = referenced_files(directory, live, store.retained_changelog_ids())
     for name in sorted(before - after):
         directory.unlink_owned(name)
     return candidates
@@ -89,7 +173,8 @@ def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]
     or the schema.  Returns the removed paths (relative to the table)."""
     age = seconds(older_than, "older_than")
     _check_latest_intact(directory)
-    referenced = referenced_files(directory, directory.store.snapshot_ids())
+    store = directory.store
+    referenced = referenced_files(directory, store.snapshot_ids(), store.retained_changelog_ids())
     cutoff = time.time() - age
     partition_by = directory.schema.partition_by
     removed = []

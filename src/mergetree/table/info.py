@@ -5,7 +5,9 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import consumers
 from .compaction.runner import bucket_levels
+from .consumers import Consumer
 from .directory import TableDirectory
 from .files import DataFileMeta
 
@@ -47,6 +49,10 @@ class TableInfo:
     bitmap_columns: tuple[str, ...] = ()
     aggregate_models: dict[str, dict[str, Any]] = field(default_factory=dict)
     sorted_runs: dict[tuple, int] = field(default_factory=dict)  # (partition, bucket) -> sorted runs
+    consumers: list[Consumer] = field(default_factory=list)  # by id
+    damaged_consumers: dict[str, str] = field(default_factory=dict)  # id -> what is wrong with its file
+    # expired snapshots whose changelog is kept (`changelog.*` retention): their ids, ascending
+    kept_changelogs: list[int] = field(default_factory=list)
 
 
 def clustering_depth(files: list[DataFileMeta], column: str) -> ColumnClustering:
@@ -96,4 +102,5 @@ def table_info(directory: TableDirectory) -> TableInfo:
         sum(m.file_size for m in live), clustering.columns if clustering else (),
         clustering.strategy if clustering else None, options.sort_within,
         [clustering_depth(live, c) for c in measured], coverage, options.bloom_columns, options.bitmap_columns,
-        models, {key: levels.number_of_sorted_runs() for key, levels in bucket_levels(directory, snapshot).items()})
+        models, {key: levels.number_of_sorted_runs() for key, levels in bucket_levels(directory, snapshot).items()},
+        *consumers.survey(directory), directory.store.retained_changelog_ids())

@@ -13,9 +13,10 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
-from . import durations, housekeeping, read, write
+from . import consumers, durations, housekeeping, read, write
 from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
+from .consumers import Consumer
 from .directory import TableDirectory, alter_options, create_table, locate, open_table
 from .info import TableInfo, table_info
 from .levers import optimize
@@ -297,10 +298,30 @@ class Table:
 
     # -- housekeeping -----------------------------------------------------------------
     def expire_snapshots(self, retain_last: int = 1, older_than: dt.timedelta | float | None = None) -> list[int]:
-        """Delete old snapshots (always keeping the newest `retain_last`, and any younger
-        than `older_than`: a timedelta or seconds) and the files only they used.
-        Returns the expired ids."""
+        """Delete old snapshots (always keeping the newest `retain_last`, any younger than
+        `older_than`: a timedelta or seconds, and every one an active consumer still reads) and
+        the files only they used.  Consumers idle for `consumer.expiration-time` are removed
+        first.  With `changelog.num-retained.*` / `changelog.time-retained` set, an expired
+        snapshot's changelog is kept (and expired by those options).  Returns the expired ids."""
         return housekeeping.expire_snapshots(self.directory, retain_last, older_than)
+
+    # -- consumers: named readers of the table's changes, each holding back expiry -------
+    def consumers(self) -> list[Consumer]:
+        """Every consumer (id, the next snapshot it reads, when it last recorded progress), by id."""
+        return consumers.consumers(self.directory)
+
+    def consumer(self, consumer_id: str) -> Consumer:
+        """One consumer; ConsumerNotFoundError (listing the known ones) if there is none."""
+        return consumers.get(self.directory, consumer_id)
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int) -> Consumer:
+        """Create consumer `consumer_id` or move it (back or forward) to read `next_snapshot` next:
+        a snapshot of the table, an expired one whose changelog is kept, or the next commit's id."""
+        return consumers.reset(self.directory, consumer_id, next_snapshot)
+
+    def drop_consumer(self, consumer_id: str) -> None:
+        """Remove a consumer: it no longer holds back expiry."""
+        consumers.drop(self.directory, consumer_id)
 
     def remove_orphan_files(self, older_than: dt.timedelta | float = dt.timedelta(hours=1)) -> list[str]:
         """Delete the table's files that no snapshot references (left by failed writes,
