@@ -121,8 +121,10 @@ def _print_changes(info: TableInfo) -> None:
     for c in info.consumers:
         when = dt.datetime.fromtimestamp(c.updated / 1000).isoformat(sep=" ", timespec="seconds")
         rows.append([c.id, str(c.next_snapshot), when])
-    rows += [[consumer_id, "damaged", problem] for consumer_id, problem in info.damaged_consumers.items()]
+    rows += [[consumer_id, "damaged", "-"] for consumer_id in info.damaged_consumers]
     out.print(text_table(rows, right_aligned={1}, title="\nconsumers"))
+    for problem in info.damaged_consumers.values():  # in full, below: too long for a cell
+        out.print(f"  {problem}")
 
 
 def _print_organization(info: TableInfo) -> None:
