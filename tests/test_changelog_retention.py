@@ -4,6 +4,7 @@ too; orphan cleanup keeps changelog files; a crash during expiry leaves everythi
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import random
 import signal
@@ -15,11 +16,14 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mergetree import SnapshotNotFoundError, Table
+from mergetree import CorruptTableError, SnapshotNotFoundError, Table
 from mergetree.table import housekeeping, paths
 from mergetree.table.directory import TableDirectory
 from mergetree.table.files import read_data_file, write_data_file
+from mergetree.table.options import TableOptions
 from mergetree.table.schema import KIND_COLUMN, SEQUENCE_COLUMN
 from mergetree.table.snapshots import FileEntry, Snapshot
 
@@ -222,7 +226,7 @@ def test_a_damaged_kept_changelog_stops_cleanup(tmp_path):
     table.expire_snapshots(retain_last=1)
     with open(os.path.join(table.path, paths.retained_changelog_file(1)), "wb") as f:
         f.write(b"{")
-    from mergetree import CorruptTableError
+
     for call in (lambda: table.expire_snapshots(retain_last=1), lambda: table.remove_orphan_files(older_than=0)):
         with pytest.raises(CorruptTableError, match="changelog-1.json"):
             call()
@@ -237,6 +241,53 @@ def test_cli_info_shows_the_kept_range(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mergetree", "info", path], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "changelog kept past expired snapshots: 3 commits (1..3)" in out.stdout
+
+
+# -- the rule against Paimon's own formulation (ExpireChangelogImpl.expire) ---------------------
+def paimon_expired(kept_ids: list[int], times: dict[int, int], latest: int, low: int | None, high: int | None,
+                   cutoff: int | None, needed: int | None) -> list[int]:
+    """Paimon's loop: expire [earliest, end) where end is the first id in [min, maxExclusive)
+    still young, else maxExclusive; min from num-retained.max, maxExclusive from num-retained.min
+    and the consumers (without Paimon's cap at the newest kept changelog, see `expired_changelogs`)."""
+    if not kept_ids:
+        return []
+    earliest = kept_ids[0]
+    start = max(latest - high + 1, earliest) if high is not None else earliest
+    max_exclusive = latest - (low or 1) + 1
+    if needed is not None:
+        max_exclusive = min(max_exclusive, needed)
+    max_exclusive = min(max_exclusive, kept_ids[-1] + 1)
+    if max_exclusive <= earliest:
+        return []
+    end = max_exclusive
+    for i in range(start, max_exclusive):
+        if i in times and (cutoff is None or times[i] >= cutoff):  # gaps: no changelog kept there
+            end = i
+            break
+    return [i for i in kept_ids if i < end]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_the_retention_rule_is_paimons(data):
+    latest = data.draw(st.integers(1, 30), "latest")
+    kept_ids = sorted(data.draw(st.sets(st.integers(1, latest), max_size=latest), "kept"))
+    times = {i: i * 1000 for i in kept_ids}  # commits are ordered in time
+    low = data.draw(st.none() | st.integers(1, 12), "min")
+    high = data.draw(st.none() | st.integers(low or 1, 15), "max")
+    age = data.draw(st.none() | st.integers(0, 40), "time-retained (s)")
+    now = data.draw(st.integers(0, 40), "now (s)") * 1000  # on commit times as often as not
+    needed = data.draw(st.none() | st.integers(1, latest + 1), "consumer")
+    options = dataclasses.replace(TableOptions.parse({}, SCHEMA, "deduplicate", ("id",)),
+                                  changelog_retained_min=low, changelog_retained_max=high,
+                                  changelog_time_retained=None if age is None else dt.timedelta(seconds=age))
+    snaps = [Snapshot(i, 0, "APPEND", times[i], "", "", 0, 0) for i in kept_ids]
+    got = housekeeping.expired_changelogs(options, snaps, latest, now, needed)
+    if low is None and high is None and age is None:  # no retention: every kept changelog goes
+        assert got == [i for i in kept_ids if needed is None or i < needed]
+    else:
+        assert got == paimon_expired(kept_ids, times, latest, low, high,
+                                     None if age is None else now - age * 1000, needed)
 
 
 # -- SIGKILL during expiry ------------------------------------------------------------------------
