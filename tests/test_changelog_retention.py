@@ -226,7 +226,6 @@ def test_a_damaged_kept_changelog_stops_cleanup(tmp_path):
     table.expire_snapshots(retain_last=1)
     with open(os.path.join(table.path, paths.retained_changelog_file(1)), "wb") as f:
         f.write(b"{")
-
     for call in (lambda: table.expire_snapshots(retain_last=1), lambda: table.remove_orphan_files(older_than=0)):
         with pytest.raises(CorruptTableError, match="changelog-1.json"):
             call()
