@@ -194,3 +194,20 @@ def test_cli_info_lists_consumers(tmp_path):
     line = next(row for row in text.splitlines() if "downstream" in row)
     assert line.split()[:2] == ["downstream", "2"]
     assert any("broken" in row and "damaged" in row for row in text.splitlines())
+
+
+def test_consumers_on_an_object_store(s3_server, monkeypatch):
+    monkeypatch.setenv("MERGETREE_QUERY_LOG", "0")  # flushed after the server may have stopped
+    uri = f"s3://lake/consumers-{os.getpid()}-{time.time_ns()}"
+    table = Table.create(uri, SCHEMA, primary_key="id", options={"write-only": "true"},
+                         storage_options=s3_server.options())
+    ids = [table.write({"id": [i], "v": [str(i)]}).id for i in range(4)]
+    table.reset_consumer("remote", ids[1])
+    consumers.record(table.directory, "remote", ids[2])
+    assert table.consumer("remote").next_snapshot == ids[2]
+    assert table.expire_snapshots(retain_last=1) == ids[:2]
+    assert as_state(table.read(snapshot=ids[2])) == {0: "0", 1: "1", 2: "2"}
+    assert [c.id for c in Table.open(uri, storage_options=s3_server.options()).consumers()] == ["remote"]
+    table.drop_consumer("remote")
+    assert table.consumers() == []
+    assert table.expire_snapshots(retain_last=1) == [ids[2]]
