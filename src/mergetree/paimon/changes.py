@@ -1,0 +1,385 @@
+"""What changed in a Paimon primary-key table between two snapshots, as a change stream:
+every row with a ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``).
+
+Two sources:
+
+- ``"delta"``: the net change per key, computed.  The keys a commit in (start, end] touched
+  are the keys of the files its delta manifest list added (and removed, for an overwrite);
+  their state at `start` is read with the key filter (only the files whose key range holds
+  one of them are opened), the files the APPEND commits added are merged onto it with the
+  table's merge engine (as a later compaction would), and the old and new rows are compared
+  per key: a new key ``+I``, a changed row ``-U`` then ``+U``, a vanished key ``-D``, an equal
+  row nothing.  COMPACT and ANALYZE commits change nothing.  Where a read's visible state also
+  changes at compaction (deletion vectors, first-row: level-0 files are invisible until
+  compacted) or a commit removes files (OVERWRITE), the new state is instead read at `end`
+  for the touched keys (those of the level-0 files a compaction in range resolved included).
+- ``"changelog"``: the changelog files Paimon's writers produced (``changelog-producer`` input,
+  lookup, full-compaction), read as written, commit after commit: their ``_VALUE_KIND`` gives
+  the kinds.  Under ``changelog-producer = none`` an APPEND commit's changelog is its added
+  data files as written (what Paimon's own streaming read of such a table returns).  The
+  commits may be expired snapshots whose metadata Paimon kept for their changelog
+  (``changelog/changelog-<id>``).
+
+``"auto"`` reads the changelog when every commit in range that added data has one, else
+computes the delta.  The filter applies to rows: the delta is the change of the filtered
+view (applied to ``read(start, filter)`` it gives ``read(end, filter)``); changelog rows are
+kept when they match.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
+from ..merge import ROW_KIND_COLUMN, symbols_of
+from ..table import filters as flt
+from .metadata import ADD, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
+from .read import PaimonBucket, PaimonReadPlan, layout_columns, merge_runs, plan_read, read_bucket, read_file
+
+__all__ = ["SOURCES", "changes"]
+
+SOURCES = ("auto", "delta", "changelog")
+PLUS_I, MINUS_U, PLUS_U, MINUS_D = 0, 1, 2, 3
+_NO_CHANGE = ("COMPACT", "ANALYZE")
+
+
+def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: Any = None, filter: Any = None,
+            storage_options: Mapping[str, object] | None = None, source: str = "auto") -> pa.RecordBatchReader:
+    """The change of Paimon table `table` ("database.table") of `warehouse` from snapshot
+    `start` to snapshot `end` (ids or tag names; `end` default the latest; `start` 0: before
+    the first snapshot) as a `pa.RecordBatchReader`: `columns` (default all; the primary key
+    always) and ``_row_kind`` ("+I", "-U", "+U", "-D").  `source`: "delta" (the net change per
+    key, computed), "changelog" (the table's changelog files as written, commit by commit) or
+    "auto" (the changelog when every commit in range that added data has one).  The rows are
+    in the schema `end` is read with (the latest schema for the latest snapshot)."""
+    if source not in SOURCES:
+        raise InvalidArgumentError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
+    t = PaimonTable.open(warehouse, table, storage_options)
+    first = _snapshot_id(t, start, "start", allow_zero=True)
+    latest = t.latest_snapshot_id()
+    last = (latest or 0) if end is None else _snapshot_id(t, end, "end", allow_zero=True)
+    if first > last:
+        raise InvalidArgumentError(f"start snapshot {first} is after end snapshot {last}: changes run forward")
+    commits = [t.commit(i) for i in range(first + 1, last + 1)]  # each checked to exist (or its kept changelog)
+    if end is None or last == 0:
+        schema = t.schema()
+    else:
+        schema = t.schema(int(commits[-1]["schemaId"]) if commits else int(t.commit(last)["schemaId"]))
+    opts = schema.checked_options  # a feature mergetree refuses raises here, naming the option
+    names = schema.names
+    if columns is None:
+        asked = list(names)
+    elif isinstance(columns, (list, tuple)) and all(isinstance(c, str) for c in columns):
+        asked = list(columns)
+        unknown = [c for c in asked if c not in names]
+        if unknown:
+            raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {t.name}; columns: {names}")
+        if len(set(asked)) != len(asked):
+            raise InvalidArgumentError(f"columns names a column twice: {asked}")
+    else:
+        raise InvalidArgumentError(f"columns must be a list of column names or None, not {columns!r}")
+    if ROW_KIND_COLUMN in names:
+        raise InvalidArgumentError(f"Paimon table {t.name} has a column named {ROW_KIND_COLUMN!r}, the column a "
+                                   f"change stream carries its kinds in")
+    out_columns = asked + [k for k in schema.primary_keys if k not in asked]
+    row_filter = flt.normalize(filter, schema.arrow_schema)
+    out_schema = pa.schema([pa.field(c, schema.arrow_schema.field(c).type) for c in out_columns]
+                           + [pa.field(ROW_KIND_COLUMN, pa.string())])
+
+    adding = [c for c in commits if _adds_data(c)]
+    if source == "changelog" or (source == "auto" and all(c.get("changelogManifestList") for c in adding)):
+        for c in adding:
+            if not c.get("changelogManifestList") and opts.changelog_producer != "none":
+                raise InvalidArgumentError(
+                    f"snapshot {c['id']} of Paimon table {t.name} ({c.get('commitKind')}) has no changelog, though "
+                    f"the table's changelog-producer is {opts.changelog_producer!r} (its changelog is written by a "
+                    f"later compaction); read the change with source='delta'")
+        batches = _changelog(t, schema, commits, out_columns, row_filter)
+    else:
+        batches = _delta(warehouse, table, storage_options, t, schema, first, commits, out_columns, row_filter)
+    return pa.RecordBatchReader.from_batches(out_schema, (_conformed(b, out_schema) for b in batches))
+
+
+def _snapshot_id(t: PaimonTable, value: Any, what: str, allow_zero: bool) -> int:
+    """A snapshot id from an id or a tag name."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InvalidArgumentError(f"{what} must be a snapshot id or a tag name, not {value!r}")
+    if isinstance(value, str):
+        tagged = t.resolve(value)
+        assert tagged is not None  # a tag name resolves to its snapshot or raises
+        return int(tagged["id"])
+    if value < 0 or (value == 0 and not allow_zero):
+        raise InvalidArgumentError(f"{what} must be a snapshot id (0: before the first snapshot), not {value}")
+    return value
+
+
+def _adds_data(commit: dict) -> bool:
+    """Whether a commit can change rows: an APPEND or OVERWRITE with records (a commit that
+    recorded no delta count is taken to have some)."""
+    if commit.get("commitKind") in _NO_CHANGE:
+        return False
+    count = commit.get("deltaRecordCount")
+    return count is None or int(count) > 0 or commit.get("commitKind") == "OVERWRITE"
+
+
+def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [batch.column(f.name) if batch.column(f.name).type == f.type else batch.column(f.name).cast(f.type)
+              for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _plan(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema) -> PaimonReadPlan:
+    """A plan reading files under `schema` (files of older schemas evolved to it), no filter."""
+    return PaimonReadPlan(t, snapshot, schema, schema.names, None, (), 0, {})
+
+
+# -- the changelog as written ------------------------------------------------------------
+
+def _changelog(t: PaimonTable, schema: PaimonSchema, commits: list[dict], out_columns: list[str],
+               row_filter: Any) -> Iterator[pa.RecordBatch]:
+    plan = _plan(t, None, schema)
+    layout = layout_columns(schema)
+    expr = flt.to_expression(row_filter, schema.arrow_schema)
+    for c in commits:
+        if c.get("changelogManifestList"):
+            files = [pf for kind, pf in t.manifest_entries(c["changelogManifestList"], t.schema(int(c["schemaId"])))
+                     if kind == ADD]
+        elif _adds_data(c):  # changelog-producer none: the commit's added files as written
+            if c.get("commitKind") != "APPEND":
+                raise UnsupportedPaimonFeatureError(
+                    f"snapshot {c['id']} of Paimon table {t.name} is an {c.get('commitKind')} commit, which has no "
+                    f"changelog; read the change with source='delta'")
+            files = [pf for kind, pf in t.manifest_entries(c.get("deltaManifestList"), t.schema(int(c["schemaId"])))
+                     if kind == ADD]
+        else:
+            continue
+        for pf in sorted(files, key=lambda f: (repr(f.partition), f.bucket, f.min_seq)):
+            for batch in read_file(plan, pf, layout):
+                if expr is not None:
+                    batch = batch.filter(expr)
+                if batch.num_rows:
+                    kinds = symbols_of(batch.column(KIND_COLUMN))
+                    yield pa.RecordBatch.from_arrays([batch.column(c) for c in out_columns] + [kinds],
+                                                     names=out_columns + [ROW_KIND_COLUMN])
+
+
+# -- the net change, computed -------------------------------------------------------------
+
+Group = tuple[tuple, int]  # (partition, bucket)
+
+
+def _delta(warehouse: Any, table: Any, storage_options: Mapping[str, object] | None, t: PaimonTable,
+           schema: PaimonSchema, first: int, commits: list[dict], out_columns: list[str],
+           row_filter: Any) -> Iterator[pa.RecordBatch]:
+    if not commits:
+        return
+    start_snapshot = None
+    if first > 0:
+        try:
+            start_snapshot = t.snapshot(first)
+        except SnapshotNotFoundError:
+            raise SnapshotNotFoundError(f"snapshot {first} of Paimon table {t.name} has expired ({t.history()}): "
+                                        f"its state is gone, so the change cannot be computed; read the kept "
+                                        f"changelog with source='changelog'") from None
+    for c in commits:
+        if not t.storage.exists(t.snapshot_name(int(c["id"]))):
+            raise SnapshotNotFoundError(f"snapshot {c['id']} of Paimon table {t.name} has expired ({t.history()})")
+    opts = schema.checked_options
+    added: dict[Group, list[PaimonFile]] = {}
+    touched: dict[Group, list[PaimonFile]] = {}   # files whose keys may have changed
+    by_read = opts.skips_level0   # visible state changes at compaction: read the new state
+    for c in commits:
+        kind = c.get("commitKind")
+        entries = t.manifest_entries(c.get("deltaManifestList"), t.schema(int(c["schemaId"])))
+        if kind == "COMPACT":
+            if opts.skips_level0:  # level-0 files a compaction resolved became visible
+                for k, pf in entries:
+                    if k != ADD and pf.level == 0:
+                        touched.setdefault((pf.partition, pf.bucket), []).append(pf)
+            continue
+        if kind == "ANALYZE":
+            continue
+        if kind not in ("APPEND", "OVERWRITE"):
+            raise UnsupportedPaimonFeatureError(f"snapshot {c['id']} of Paimon table {t.name} is a {kind!r} commit, "
+                                                f"which mergetree cannot read changes from")
+        for k, pf in entries:
+            group = (pf.partition, pf.bucket)
+            touched.setdefault(group, []).append(pf)
+            if k == ADD:
+                added.setdefault(group, []).append(pf)
+            else:
+                by_read = True  # files removed outside a compaction (an overwrite): read the new state
+    if not touched:
+        return
+    partition_filter = flt.restrict(row_filter, set(schema.partition_keys))
+    groups = []
+    for group in sorted(touched, key=lambda g: (repr(g[0]), g[1])):
+        if partition_filter is not None and not flt.may_match(
+                partition_filter, {k: (v, v, int(v is None)) for k, v in zip(schema.partition_keys, group[0])}, 1):
+            continue
+        groups.append(group)
+    if not groups:
+        return
+    old_base = plan_read(warehouse, table, snapshot=first, buckets=groups, storage_options=storage_options) \
+        if start_snapshot is not None else None
+    new_base = plan_read(warehouse, table, snapshot=int(commits[-1]["id"]), buckets=groups,
+                         storage_options=storage_options) if by_read else None
+    key_part = flt.restrict(row_filter, set(schema.trimmed_keys) | set(schema.partition_keys))
+    expr = flt.to_expression(row_filter, schema.arrow_schema)
+    for group in groups:
+        keys = _touched_keys(t, schema, touched[group])
+        if not keys.num_rows:
+            continue
+        old = _state(old_base, schema, group, keys, key_part)
+        if by_read:
+            assert new_base is not None
+            new = _state(new_base, schema, group, keys, key_part)
+        else:
+            new = _merged(t, schema, added.get(group, []), old)
+        if expr is not None:
+            old, new = old.filter(expr), new.filter(expr)
+        yield from _diff(schema, old, new, out_columns)
+
+
+def _touched_keys(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile]) -> pa.Table:
+    """The distinct keys (trimmed key columns, under their table names) `files` hold, sorted.
+    Every row counts, deletion vectors aside: an unchanged key in the set costs a comparison."""
+    plan = _plan(t, None, schema)
+    parts = [b for pf in files for b in read_file(plan, pf, schema.key_columns)]
+    names = schema.trimmed_keys
+    if not parts:
+        return pa.table({k: pa.array([], schema.arrow_schema.field(k).type) for k in names})
+    keys = pa.Table.from_batches(parts).rename_columns(names)
+    keys = keys.group_by(names, use_threads=False).aggregate([])
+    return keys.sort_by([(k, "ascending") for k in names])
+
+
+def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys: pa.Table,
+           key_part: Any) -> pa.Table:
+    """The visible rows of the keys `keys` of one bucket in the snapshot `base` plans (every
+    column, under `schema`): only files whose key range holds one of them are read, with a
+    key filter (exact for one key column; each column's values for several, a superset)."""
+    empty = _rows_schema(schema).empty_table()
+    if base is None:
+        return empty
+    found = [b for b in base.buckets if (b.partition, b.bucket) == group]
+    if not found:
+        return empty
+    names = schema.trimmed_keys
+    tuples = list(zip(*(keys.column(k).to_pylist() for k in names)))
+    files = tuple(pf for pf in found[0].files if _holds_one(pf, tuples))
+    if not files:
+        return empty
+    key_filter: Any = [(k, "in", pc.unique(keys.column(k)).to_pylist()) for k in names]
+    if key_part is not None:
+        key_filter.append(key_part)
+    plan = dataclasses.replace(base, schema=schema, columns=schema.names,
+                               filter=flt.normalize(key_filter, schema.arrow_schema),
+                               buckets=(PaimonBucket(found[0].partition, found[0].bucket, files),))
+    return pa.Table.from_batches(list(read_bucket(plan, plan.buckets[0])), schema=_rows_schema(schema))
+
+
+def _holds_one(pf: PaimonFile, keys: Sequence[tuple]) -> bool:
+    """Whether one of the sorted `keys` lies in the file's key range (True when the range's
+    values do not compare with the keys')."""
+    try:
+        i = bisect.bisect_left(keys, tuple(pf.min_key))
+        return i < len(keys) and keys[i] <= tuple(pf.max_key)
+    except TypeError:
+        return True
+
+
+def _merged(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile], old: pa.Table) -> pa.Table:
+    """The rows after the added `files`: merged with the table's engine onto the old rows (one
+    more run, the oldest: every added row has a larger sequence number than any version in
+    the snapshot the old rows were read from)."""
+    if not files:
+        return old
+    plan = _plan(t, None, schema)
+    older = None
+    if old.num_rows:
+        layout = {name: old.column(name) for name in schema.names}
+        for k in schema.trimmed_keys:
+            layout[KEY_PREFIX + k] = old.column(k)
+        layout[SEQUENCE_COLUMN] = pa.chunked_array([pa.array(np.full(old.num_rows, -1, dtype=np.int64))])
+        layout[KIND_COLUMN] = pa.chunked_array([pa.array(np.zeros(old.num_rows, dtype=np.int8))])
+        first = next(read_file(plan, files[0], layout_columns(schema)), None)
+        older_table = pa.table({c: layout[c] for c in layout_columns(schema)})
+        if first is not None:  # the merge takes runs of one schema: the files' own
+            older_table = older_table.cast(first.schema)
+        older = older_table.combine_chunks().to_batches()
+    batches = list(merge_runs(plan, [[pf] for pf in files], keep_deletes=False, older=older))
+    if not batches:
+        return _rows_schema(schema).empty_table()
+    merged = pa.Table.from_batches(batches).select(schema.names)
+    return merged.cast(_rows_schema(schema)) if merged.schema != _rows_schema(schema) else merged
+
+
+def _rows_schema(schema: PaimonSchema) -> pa.Schema:
+    """A read's rows: every column, nullable (as `read` gives them)."""
+    return pa.schema([pa.field(f.name, f.type) for f in schema.arrow_schema])
+
+
+def _diff(schema: PaimonSchema, old: pa.Table, new: pa.Table, out_columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """Per key, old rows against new ones: -D, +I, or -U then +U when a value differs; in key order."""
+    names = schema.trimmed_keys
+    left = old.select(names).append_column("__old", pa.array(np.arange(old.num_rows, dtype=np.int64)))
+    right = new.select(names).append_column("__new", pa.array(np.arange(new.num_rows, dtype=np.int64)))
+    joined = left.join(right, names, join_type="full outer", coalesce_keys=True, use_threads=False)
+    if not joined.num_rows:
+        return
+    joined = joined.sort_by([(k, "ascending") for k in names])
+    o = joined.column("__old").to_numpy(zero_copy_only=False)
+    n = joined.column("__new").to_numpy(zero_copy_only=False)
+    o_missing, n_missing = np.isnan(o) if o.dtype.kind == "f" else np.zeros(len(o), bool), \
+        np.isnan(n) if n.dtype.kind == "f" else np.zeros(len(n), bool)
+    o = np.where(o_missing, 0, o).astype(np.int64)
+    n = np.where(n_missing, 0, n).astype(np.int64)
+    both = ~o_missing & ~n_missing
+    same = np.zeros(len(o), dtype=bool)
+    if both.any():
+        same[both] = _equal_rows(old.take(pa.array(o[both])), new.take(pa.array(n[both])))
+    combined = pa.concat_tables([old, new]).select(out_columns)
+    # each joined row (in key order) gives its output rows: -D old, +I new, or -U old then +U new
+    changed = both & ~same
+    first_index = np.where(o_missing, old.num_rows + n, o)
+    first_kind = np.where(n_missing, MINUS_D, np.where(o_missing, PLUS_I, MINUS_U))
+    counts = (~(both & same)).astype(np.int64) + changed.astype(np.int64)
+    order = np.repeat(np.arange(len(o)), counts)
+    if not len(order):
+        return
+    second = np.zeros(len(order), dtype=bool)
+    second[1:] = order[1:] == order[:-1]
+    index = np.where(second, old.num_rows + n[order], first_index[order])
+    kinds = np.where(second, PLUS_U, first_kind[order]).astype(np.int8)
+    rows = combined.take(pa.array(index)).append_column(ROW_KIND_COLUMN, symbols_of(kinds))
+    yield from rows.combine_chunks().to_batches()
+
+
+def _equal_rows(a: pa.Table, b: pa.Table) -> np.ndarray:
+    """Row by row, whether every column holds the same value (two nulls are equal, and two NaNs)."""
+    same = np.ones(a.num_rows, dtype=bool)
+    for name in a.column_names:
+        x, y = a.column(name).combine_chunks(), b.column(name).combine_chunks()
+        if x.type != y.type:
+            y = y.cast(x.type)
+        try:
+            eq = pc.equal(x, y).fill_null(False).to_numpy(zero_copy_only=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            # nested and other types without a comparison kernel: as Python values
+            same &= np.array([p == q for p, q in zip(x.to_pylist(), y.to_pylist())], dtype=bool)
+            continue
+        both_null = (x.is_null() if x.null_count else pa.array(np.zeros(len(x), bool)))
+        both_null = pc.and_(both_null, y.is_null()).to_numpy(zero_copy_only=False)
+        eq = eq | both_null
+        if pa.types.is_floating(x.type):
+            eq = eq | (pc.is_nan(x).fill_null(False).to_numpy(zero_copy_only=False)
+                       & pc.is_nan(y).fill_null(False).to_numpy(zero_copy_only=False))
+        same &= eq
+    return same
