@@ -4,26 +4,29 @@ every row with a ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``).
 Two sources:
 
 - ``"delta"``: the net change per key, computed.  The keys a commit in (start, end] touched
-  are the keys of the files its delta manifest list added (and removed, for an overwrite);
-  their state at `start` is read with the key filter (only the files whose key range holds
-  one of them are opened), the files the APPEND commits added are merged onto it with the
-  table's merge engine (as a later compaction would), and the old and new rows are compared
-  per key: a new key ``+I``, a changed row ``-U`` then ``+U``, a vanished key ``-D``, an equal
-  row nothing.  COMPACT and ANALYZE commits change nothing.  Where a read's visible state also
-  changes at compaction (deletion vectors, first-row: level-0 files are invisible until
-  compacted) or a commit removes files (OVERWRITE), the new state is instead read at `end`
-  for the touched keys (those of the level-0 files a compaction in range resolved included).
-- ``"changelog"``: the changelog files Paimon's writers produced (``changelog-producer`` input,
-  lookup, full-compaction), read as written, commit after commit: their ``_VALUE_KIND`` gives
-  the kinds.  Under ``changelog-producer = none`` an APPEND commit's changelog is its added
-  data files as written (what Paimon's own streaming read of such a table returns).  The
-  commits may be expired snapshots whose metadata Paimon kept for their changelog
-  (``changelog/changelog-<id>``).
+  are those of the files its delta manifest list added (or removed: an overwrite); where a
+  read's visible state also changes at compaction (deletion vectors, first-row: level-0
+  files stay invisible until compacted), those of the level-0 files a COMPACT commit in range
+  resolved too.  Those keys are read at `start` and at `end` with the key filter (per bucket,
+  only the files whose key range holds one of them are opened) and compared per key: a new
+  key ``+I``, a changed row ``-U`` (the old row) then ``+U``, a vanished key ``-D``, an equal
+  row nothing.  So COMPACT and ANALYZE commits change nothing, and the change applied to
+  ``read(start)`` gives ``read(end)``.  (The new state is read rather than merged from the
+  commits' files onto the old one: once a compaction has dropped a retraction, a later
+  writer restores its sequence numbers from the files left and may number rows below it, so
+  a merge of the commits' files would disagree with the table's own read.)
+- ``"changelog"``: the changelog files Paimon's writers produced, read as written, commit
+  after commit: their ``_VALUE_KIND`` gives the kinds.  ``changelog-producer = input``: every
+  APPEND has its own (one without is an error); ``lookup``, ``full-compaction``: a COMPACT
+  commit carries the changelog of the data before it; ``none``: an APPEND's changelog is its
+  added data files as written (what Paimon's own streaming read of such a table returns).
+  An OVERWRITE has none (refused).  The commits may be expired snapshots whose metadata
+  Paimon kept for their changelog (``changelog/changelog-<id>``).
 
-``"auto"`` reads the changelog when every commit in range that added data has one, else
-computes the delta.  The filter applies to rows: the delta is the change of the filtered
-view (applied to ``read(start, filter)`` it gives ``read(end, filter)``); changelog rows are
-kept when they match.
+``"auto"`` reads the changelog when the range has one and every commit in it that added data
+has its own, else computes the delta.  The filter applies to rows: the delta is the change of
+the filtered view (applied to ``read(start, filter)`` it gives ``read(end, filter)``);
+changelog rows are kept when they match.
 """
 from __future__ import annotations
 
@@ -39,8 +42,8 @@ import pyarrow.compute as pc
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
 from ..merge import ROW_KIND_COLUMN, symbols_of
 from ..table import filters as flt
-from .metadata import ADD, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonFile, PaimonSchema, PaimonTable
-from .read import PaimonBucket, PaimonReadPlan, layout_columns, merge_runs, plan_read, read_bucket, read_file
+from .metadata import ADD, KIND_COLUMN, PaimonFile, PaimonSchema, PaimonTable
+from .read import PaimonBucket, PaimonReadPlan, layout_columns, plan_read, read_bucket, read_file
 
 __all__ = ["SOURCES", "changes"]
 
@@ -66,6 +69,8 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
     last = (latest or 0) if end is None else _snapshot_id(t, end, "end", allow_zero=True)
     if first > last:
         raise InvalidArgumentError(f"start snapshot {first} is after end snapshot {last}: changes run forward")
+    if end is not None and last > 0:
+        t.commit(last)  # an unknown end is named as asked
     commits = [t.commit(i) for i in range(first + 1, last + 1)]  # each checked to exist (or its kept changelog)
     if end is None or last == 0:
         schema = t.schema()
@@ -93,14 +98,11 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
                            + [pa.field(ROW_KIND_COLUMN, pa.string())])
 
     adding = [c for c in commits if _adds_data(c)]
-    if source == "changelog" or (source == "auto" and all(c.get("changelogManifestList") for c in adding)):
-        for c in adding:
-            if not c.get("changelogManifestList") and opts.changelog_producer != "none":
-                raise InvalidArgumentError(
-                    f"snapshot {c['id']} of Paimon table {t.name} ({c.get('commitKind')}) has no changelog, though "
-                    f"the table's changelog-producer is {opts.changelog_producer!r} (its changelog is written by a "
-                    f"later compaction); read the change with source='delta'")
-        batches = _changelog(t, schema, commits, out_columns, row_filter)
+    with_changelog = any(c.get("changelogManifestList") for c in commits)
+    if source == "changelog" or (source == "auto" and with_changelog
+                                 and all(c.get("changelogManifestList") for c in adding)):
+        batches = _changelog(t, schema, _changelog_files(t, commits, opts.changelog_producer), out_columns,
+                             row_filter)
     else:
         batches = _delta(warehouse, table, storage_options, t, schema, first, commits, out_columns, row_filter)
     return pa.RecordBatchReader.from_batches(out_schema, (_conformed(b, out_schema) for b in batches))
@@ -141,32 +143,45 @@ def _plan(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema) -> Paimon
 
 # -- the changelog as written ------------------------------------------------------------
 
-def _changelog(t: PaimonTable, schema: PaimonSchema, commits: list[dict], out_columns: list[str],
-               row_filter: Any) -> Iterator[pa.RecordBatch]:
-    plan = _plan(t, None, schema)
-    layout = layout_columns(schema)
-    expr = flt.to_expression(row_filter, schema.arrow_schema)
+def _changelog_files(t: PaimonTable, commits: list[dict], producer: str) -> list[PaimonFile]:
+    """The changelog files of `commits`, commit after commit (checked before any is read)."""
+    out = []
     for c in commits:
         if c.get("changelogManifestList"):
             files = [pf for kind, pf in t.manifest_entries(c["changelogManifestList"], t.schema(int(c["schemaId"])))
                      if kind == ADD]
-        elif _adds_data(c):  # changelog-producer none: the commit's added files as written
-            if c.get("commitKind") != "APPEND":
-                raise UnsupportedPaimonFeatureError(
-                    f"snapshot {c['id']} of Paimon table {t.name} is an {c.get('commitKind')} commit, which has no "
-                    f"changelog; read the change with source='delta'")
+        elif not _adds_data(c):
+            continue
+        elif c.get("commitKind") != "APPEND":  # an overwrite replaces rows without a changelog
+            raise UnsupportedPaimonFeatureError(
+                f"snapshot {c['id']} of Paimon table {t.name} is an {c.get('commitKind')} commit, which has no "
+                f"changelog; read the change with source='delta'")
+        elif producer in ("lookup", "full-compaction"):
+            continue  # lookup, full-compaction: a compaction commits the changelog of the data before it
+        elif producer != "none":
+            raise InvalidArgumentError(
+                f"snapshot {c['id']} of Paimon table {t.name} ({c.get('commitKind')}) has no changelog, though the "
+                f"table's changelog-producer is {producer!r}; read the change with source='delta'")
+        else:  # changelog-producer none: the commit's added files as written
             files = [pf for kind, pf in t.manifest_entries(c.get("deltaManifestList"), t.schema(int(c["schemaId"])))
                      if kind == ADD]
-        else:
-            continue
-        for pf in sorted(files, key=lambda f: (repr(f.partition), f.bucket, f.min_seq)):
-            for batch in read_file(plan, pf, layout):
-                if expr is not None:
-                    batch = batch.filter(expr)
-                if batch.num_rows:
-                    kinds = symbols_of(batch.column(KIND_COLUMN))
-                    yield pa.RecordBatch.from_arrays([batch.column(c) for c in out_columns] + [kinds],
-                                                     names=out_columns + [ROW_KIND_COLUMN])
+        out += sorted(files, key=lambda f: (repr(f.partition), f.bucket, f.min_seq))
+    return out
+
+
+def _changelog(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile], out_columns: list[str],
+               row_filter: Any) -> Iterator[pa.RecordBatch]:
+    plan = _plan(t, None, schema)
+    layout = layout_columns(schema)
+    expr = flt.to_expression(row_filter, schema.arrow_schema)
+    for pf in files:
+        for batch in read_file(plan, pf, layout):
+            if expr is not None:
+                batch = batch.filter(expr)
+            if batch.num_rows:
+                kinds = symbols_of(batch.column(KIND_COLUMN))
+                yield pa.RecordBatch.from_arrays([batch.column(c) for c in out_columns] + [kinds],
+                                                 names=out_columns + [ROW_KIND_COLUMN])
 
 
 # -- the net change, computed -------------------------------------------------------------
@@ -177,8 +192,10 @@ Group = tuple[tuple, int]  # (partition, bucket)
 def _delta(warehouse: Any, table: Any, storage_options: Mapping[str, object] | None, t: PaimonTable,
            schema: PaimonSchema, first: int, commits: list[dict], out_columns: list[str],
            row_filter: Any) -> Iterator[pa.RecordBatch]:
+    """The net change, planned at once (missing snapshots and refused commits raise here),
+    read bucket by bucket as the stream is consumed."""
     if not commits:
-        return
+        return iter(())
     start_snapshot = None
     if first > 0:
         try:
@@ -191,9 +208,7 @@ def _delta(warehouse: Any, table: Any, storage_options: Mapping[str, object] | N
         if not t.storage.exists(t.snapshot_name(int(c["id"]))):
             raise SnapshotNotFoundError(f"snapshot {c['id']} of Paimon table {t.name} has expired ({t.history()})")
     opts = schema.checked_options
-    added: dict[Group, list[PaimonFile]] = {}
     touched: dict[Group, list[PaimonFile]] = {}   # files whose keys may have changed
-    by_read = opts.skips_level0   # visible state changes at compaction: read the new state
     for c in commits:
         kind = c.get("commitKind")
         entries = t.manifest_entries(c.get("deltaManifestList"), t.schema(int(c["schemaId"])))
@@ -208,43 +223,25 @@ def _delta(warehouse: Any, table: Any, storage_options: Mapping[str, object] | N
         if kind not in ("APPEND", "OVERWRITE"):
             raise UnsupportedPaimonFeatureError(f"snapshot {c['id']} of Paimon table {t.name} is a {kind!r} commit, "
                                                 f"which mergetree cannot read changes from")
-        for k, pf in entries:
-            group = (pf.partition, pf.bucket)
-            touched.setdefault(group, []).append(pf)
-            if k == ADD:
-                added.setdefault(group, []).append(pf)
-            else:
-                by_read = True  # files removed outside a compaction (an overwrite): read the new state
-    if not touched:
-        return
+        for _, pf in entries:  # added files, and the files an overwrite removed
+            touched.setdefault((pf.partition, pf.bucket), []).append(pf)
     partition_filter = flt.restrict(row_filter, set(schema.partition_keys))
-    groups = []
-    for group in sorted(touched, key=lambda g: (repr(g[0]), g[1])):
-        if partition_filter is not None and not flt.may_match(
-                partition_filter, {k: (v, v, int(v is None)) for k, v in zip(schema.partition_keys, group[0])}, 1):
-            continue
-        groups.append(group)
+    groups = [g for g in sorted(touched, key=lambda g: (repr(g[0]), g[1])) if partition_filter is None or flt.may_match(
+        partition_filter, {k: (v, v, int(v is None)) for k, v in zip(schema.partition_keys, g[0])}, 1)]
     if not groups:
-        return
+        return iter(())
     old_base = plan_read(warehouse, table, snapshot=first, buckets=groups, storage_options=storage_options) \
         if start_snapshot is not None else None
     new_base = plan_read(warehouse, table, snapshot=int(commits[-1]["id"]), buckets=groups,
-                         storage_options=storage_options) if by_read else None
-    key_part = flt.restrict(row_filter, set(schema.trimmed_keys) | set(schema.partition_keys))
-    expr = flt.to_expression(row_filter, schema.arrow_schema)
-    for group in groups:
-        keys = _touched_keys(t, schema, touched[group])
-        if not keys.num_rows:
-            continue
-        old = _state(old_base, schema, group, keys, key_part)
-        if by_read:
-            assert new_base is not None
-            new = _state(new_base, schema, group, keys, key_part)
-        else:
-            new = _merged(t, schema, added.get(group, []), old)
-        if expr is not None:
-            old, new = old.filter(expr), new.filter(expr)
-        yield from _diff(schema, old, new, out_columns)
+                         storage_options=storage_options)
+
+    def rows() -> Iterator[pa.RecordBatch]:
+        for group in groups:
+            keys = _touched_keys(t, schema, touched[group])
+            if keys.num_rows:
+                yield from _diff(schema, _state(old_base, schema, group, keys, row_filter),
+                                 _state(new_base, schema, group, keys, row_filter), out_columns)
+    return rows()
 
 
 def _touched_keys(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile]) -> pa.Table:
@@ -261,10 +258,11 @@ def _touched_keys(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile])
 
 
 def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys: pa.Table,
-           key_part: Any) -> pa.Table:
-    """The visible rows of the keys `keys` of one bucket in the snapshot `base` plans (every
-    column, under `schema`): only files whose key range holds one of them are read, with a
-    key filter (exact for one key column; each column's values for several, a superset)."""
+           row_filter: Any) -> pa.Table:
+    """The visible rows (matching `row_filter`) of the keys `keys` of one bucket in the
+    snapshot `base` plans (every column, under `schema`): only files whose key range holds one
+    of them are read, with a key filter (for several key columns each column's values, then
+    only the rows of the asked keys are kept)."""
     empty = _rows_schema(schema).empty_table()
     if base is None:
         return empty
@@ -277,12 +275,17 @@ def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys
     if not files:
         return empty
     key_filter: Any = [(k, "in", pc.unique(keys.column(k)).to_pylist()) for k in names]
-    if key_part is not None:
-        key_filter.append(key_part)
+    if row_filter is not None:
+        key_filter.append(row_filter)
     plan = dataclasses.replace(base, schema=schema, columns=schema.names,
                                filter=flt.normalize(key_filter, schema.arrow_schema),
                                buckets=(PaimonBucket(found[0].partition, found[0].bucket, files),))
-    return pa.Table.from_batches(list(read_bucket(plan, plan.buckets[0])), schema=_rows_schema(schema))
+    rows = pa.Table.from_batches(list(read_bucket(plan, plan.buckets[0])), schema=_rows_schema(schema))
+    if len(names) > 1 and rows.num_rows:
+        # only the asked keys: another key the filter lets through may have a newer version in a
+        # file the key ranges left out
+        rows = rows.join(keys, names, join_type="left semi", use_threads=False)
+    return rows
 
 
 def _holds_one(pf: PaimonFile, keys: Sequence[tuple]) -> bool:
@@ -293,32 +296,6 @@ def _holds_one(pf: PaimonFile, keys: Sequence[tuple]) -> bool:
         return i < len(keys) and keys[i] <= tuple(pf.max_key)
     except TypeError:
         return True
-
-
-def _merged(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile], old: pa.Table) -> pa.Table:
-    """The rows after the added `files`: merged with the table's engine onto the old rows (one
-    more run, the oldest: every added row has a larger sequence number than any version in
-    the snapshot the old rows were read from)."""
-    if not files:
-        return old
-    plan = _plan(t, None, schema)
-    older = None
-    if old.num_rows:
-        layout = {name: old.column(name) for name in schema.names}
-        for k in schema.trimmed_keys:
-            layout[KEY_PREFIX + k] = old.column(k)
-        layout[SEQUENCE_COLUMN] = pa.chunked_array([pa.array(np.full(old.num_rows, -1, dtype=np.int64))])
-        layout[KIND_COLUMN] = pa.chunked_array([pa.array(np.zeros(old.num_rows, dtype=np.int8))])
-        first = next(read_file(plan, files[0], layout_columns(schema)), None)
-        older_table = pa.table({c: layout[c] for c in layout_columns(schema)})
-        if first is not None:  # the merge takes runs of one schema: the files' own
-            older_table = older_table.cast(first.schema)
-        older = older_table.combine_chunks().to_batches()
-    batches = list(merge_runs(plan, [[pf] for pf in files], keep_deletes=False, older=older))
-    if not batches:
-        return _rows_schema(schema).empty_table()
-    merged = pa.Table.from_batches(batches).select(schema.names)
-    return merged.cast(_rows_schema(schema)) if merged.schema != _rows_schema(schema) else merged
 
 
 def _rows_schema(schema: PaimonSchema) -> pa.Schema:
