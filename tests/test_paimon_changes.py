@@ -15,7 +15,12 @@ import pytest
 from paimon_fixtures import expire_keeping_changelog, needs_pypaimon, write_paimon
 
 from mergetree import paimon
-from mergetree.errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
+from mergetree.errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    SnapshotNotFoundError,
+    UnsupportedPaimonFeatureError,
+)
 from mergetree.paimon.metadata import PaimonTable
 
 pytestmark = needs_pypaimon
@@ -416,3 +421,48 @@ def test_cli(dedup_table, capsys) -> None:
     assert "_row_kind" in out
     assert main(["paimon", "changes", str(wh), TABLE, "--from", "3", "--to", "1"]) == 2  # a usage error
     assert "start snapshot 3 is after end snapshot 1" in capsys.readouterr().err
+
+
+# -- only the files holding a touched key are opened ----------------------------------------
+
+def test_only_files_holding_touched_keys_are_read(tmp_path) -> None:
+    """Keys 0..9 and 100..109 in two files of one bucket; a commit changes key 105: the change
+    reads the second file and the commit's, never the first (deleted here to prove it)."""
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    commits = [_written(SIMPLE, [{"k": k, "v": k} for k in range(10)]),
+               _written(SIMPLE, [{"k": k, "v": k} for k in range(100, 110)]),
+               _written(SIMPLE, [{"k": 105, "v": -1}, {"k": 200, "v": 2}])]
+    write_paimon(work, wh, TABLE, commits, ["k"], options={"bucket": "1"})
+    t = PaimonTable.open(wh, TABLE)
+    (first_file,) = [pf for pf in t.live_files(t.snapshot(1))]
+    Path(first_file.path).unlink()
+    change = paimon.changes(wh, TABLE, 2, 3, source="delta").read_all()
+    assert change.to_pylist() == [{"k": 105, "v": 105, "_row_kind": "-U"}, {"k": 105, "v": -1, "_row_kind": "+U"},
+                                  {"k": 200, "v": 2, "_row_kind": "+I"}]
+    with pytest.raises(CorruptTableError, match="missing"):
+        paimon.read(wh, TABLE, snapshot=2)
+
+
+# -- schema evolution: the rows in the schema of the end snapshot --------------------------
+
+def test_changes_across_a_schema_change(tmp_path) -> None:
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    wide = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("w", pa.string())])
+    write_paimon(work, wh, TABLE, [_written(SIMPLE, [{"k": k, "v": k} for k in range(6)]),
+                                   _written(SIMPLE, [{"k": 1, "v": 10}])], ["k"], options={"bucket": "2"},
+                 stages=[([["add_column", "w", "STRING"]],
+                          [_written(wide, [{"k": 2, "v": 20, "w": "x"}, {"k": 7, "v": 7, "w": None}])])])
+    before = {k: dict(r, w=None) for k, r in _state(wh, 1, ["k"]).items()}
+    change = paimon.changes(wh, TABLE, 1, 3).read_all()
+    assert change.column_names == ["k", "v", "w", "_row_kind"]
+    assert _apply(before, change, ["k"]) == _state(wh, 3, ["k"])
+    # a range under the old schema reads in it
+    assert paimon.changes(wh, TABLE, 1, 2).read_all().to_pylist() == [
+        {"k": 1, "v": 1, "_row_kind": "-U"}, {"k": 1, "v": 10, "_row_kind": "+U"}]
+
+
+def test_append_table_refused(tmp_path) -> None:
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    write_paimon(work, wh, TABLE, [_written(SIMPLE, [{"k": 1, "v": 1}])], [], options={"bucket": "1"})
+    with pytest.raises(UnsupportedPaimonFeatureError, match="no primary key"):
+        paimon.changes(wh, TABLE, 0)
