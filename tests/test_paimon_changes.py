@@ -5,12 +5,14 @@ and the per-key values follow a dict model of the commits; changelog files (pypa
 ``changelog-producer = input``) read as written; bad inputs one clear error each."""
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from paimon_fixtures import expire_keeping_changelog, needs_pypaimon, write_paimon
 
@@ -23,7 +25,6 @@ from mergetree.errors import (
 )
 from mergetree.paimon.metadata import PaimonTable
 
-pytestmark = needs_pypaimon
 TABLE = "db.t"
 # universal compaction from two sorted runs on: a compaction that is not full has work to do
 TRIGGER = {"num-sorted-run.compaction-trigger": "2"}
@@ -136,7 +137,8 @@ def dedup_table(tmp_path_factory) -> tuple[Path, list[int], dict[int, dict], lis
     for step, (count, full) in enumerate([(3, False), (2, True), (3, None)]):
         commits = _dedup_commits(rng, count, model)
         first = _latest(wh) + 1 if step else 1
-        write_paimon(work, wh, TABLE, [c for c, _ in commits], ["p", "k"], options=options)
+        write_paimon(work, wh, TABLE, [c for c, _ in commits], ["p", "k"], options=options,
+                     tags={"one": 1} if step == 0 else None)
         for i, (c, state) in enumerate(commits):
             states[first + i] = {k: v for k, v in state.items()}
             written[first + i] = c.to_pylist()
@@ -149,6 +151,7 @@ def dedup_table(tmp_path_factory) -> tuple[Path, list[int], dict[int, dict], lis
     return wh, sorted(states), states, written
 
 
+@needs_pypaimon
 def test_dedup_delta_between_every_pair_applies(dedup_table) -> None:
     wh, snapshots, states, _ = dedup_table
     assert len(snapshots) >= 10
@@ -157,6 +160,7 @@ def test_dedup_delta_between_every_pair_applies(dedup_table) -> None:
     _check_all_pairs(wh, snapshots, ["p", "k"], source="delta")
 
 
+@needs_pypaimon
 def test_dedup_changelog_read_as_written(dedup_table) -> None:
     wh, snapshots, states, written = dedup_table
     for i, a in enumerate(snapshots):
@@ -184,6 +188,7 @@ def _by_commit(rows: list[dict], a: int, b: int, snapshots: list[int], written: 
     return out
 
 
+@needs_pypaimon
 def test_dedup_columns_and_filter(dedup_table) -> None:
     wh, snapshots, _, _ = dedup_table
     a, b = snapshots[1], snapshots[-1]
@@ -197,8 +202,17 @@ def test_dedup_columns_and_filter(dedup_table) -> None:
     assert _apply(_state(wh, a, ["p", "k"], f), filtered, ["p", "k"]) == _state(wh, b, ["p", "k"], f)
     by_changelog = paimon.changes(wh, TABLE, a, b, filter=f, source="changelog").read_all()
     assert all(r["p"] == 1 and r["v"] in ("a", "b") for r in by_changelog.to_pylist())
+    assert by_changelog.num_rows == sum(1 for r in paimon.changes(wh, TABLE, a, b, source="changelog").read_all()
+                                        .to_pylist() if r["p"] == 1 and r["v"] in ("a", "b"))
+    # a pyarrow expression filters the same rows
+    expression = pc.field("v").isin(["a", "b"]) & (pc.field("p") == 1)
+    assert paimon.changes(wh, TABLE, a, b, filter=expression, source="delta").read_all().equals(filtered)
+    # a tag names its snapshot
+    assert paimon.changes(wh, TABLE, "one", b, source="delta").read_all().equals(
+        paimon.changes(wh, TABLE, 1, b, source="delta").read_all())
 
 
+@needs_pypaimon
 def test_expired_snapshots_with_kept_changelog(dedup_table, tmp_path) -> None:
     wh, snapshots, states, _ = dedup_table
     copy = tmp_path / "wh"
@@ -221,6 +235,7 @@ def test_expired_snapshots_with_kept_changelog(dedup_table, tmp_path) -> None:
         states[last]
 
 
+@needs_pypaimon
 def test_bad_inputs(dedup_table) -> None:
     wh, snapshots, _, _ = dedup_table
     last = snapshots[-1]
@@ -261,6 +276,7 @@ def _build(tmp_path: Path, schema: pa.Schema, keys: list[str], options: dict, ba
 PARTIAL = pa.schema([("k1", pa.string()), ("k2", pa.int32()), ("a", pa.int64()), ("b", pa.string())])
 
 
+@needs_pypaimon
 def test_partial_update_model(tmp_path) -> None:
     rng = random.Random(7)
     keys = [(s, n) for s in ("x", "yy", "") for n in range(4)]
@@ -292,6 +308,7 @@ def test_partial_update_model(tmp_path) -> None:
 AGG = pa.schema([("k", pa.int64()), ("n", pa.int64()), ("m", pa.int32()), ("s", pa.string())])
 
 
+@needs_pypaimon
 def test_aggregation_model(tmp_path) -> None:
     rng = random.Random(11)
     groups, model, models = [], {}, [{}]
@@ -329,6 +346,7 @@ def _random_groups(seed: int, sizes: tuple[int, ...]) -> list[list[list[dict]]]:
              for _ in range(size)] for size in sizes]
 
 
+@needs_pypaimon
 @pytest.mark.parametrize("options", [
     {"bucket": "2", "merge-engine": "first-row"},
     {"bucket": "2", "deletion-vectors.enabled": "true"},
@@ -344,6 +362,7 @@ def test_visible_at_compaction(tmp_path, options) -> None:
 
 # -- an overwrite removes files: the new state is read -------------------------------------
 
+@needs_pypaimon
 def test_overwrite(tmp_path) -> None:
     schema = pa.schema([("p", pa.string()), ("k", pa.int64()), ("v", pa.int64())])
     commits = [_written(schema, [{"p": p, "k": k, "v": k} for p in ("a", "b") for k in range(6)]),
@@ -363,6 +382,7 @@ def test_overwrite(tmp_path) -> None:
 
 # -- a changelog written by compaction (lookup), built from Paimon's format ----------------
 
+@needs_pypaimon
 def test_changelog_of_compact_commits(dedup_table, tmp_path) -> None:
     """pypaimon cannot run the lookup producer (its changelog comes from a compaction, which
     pypaimon does not do), so such a table is built from Paimon's snapshot format: the input
@@ -397,6 +417,7 @@ def test_changelog_of_compact_commits(dedup_table, tmp_path) -> None:
         paimon.changes(copy, TABLE, 1, 2, source="changelog")
 
 
+@needs_pypaimon
 def test_changelog_producer_none_reads_added_files_as_written(tmp_path) -> None:
     groups = _random_groups(5, (3,))
     wh, _ = _build(tmp_path, SIMPLE, ["k"], {"bucket": "1"}, groups, [True])
@@ -410,6 +431,7 @@ def test_changelog_producer_none_reads_added_files_as_written(tmp_path) -> None:
 
 # -- the CLI --------------------------------------------------------------------------------
 
+@needs_pypaimon
 def test_cli(dedup_table, capsys) -> None:
     from mergetree.cli import main
     wh, _, _, _ = dedup_table
@@ -425,6 +447,7 @@ def test_cli(dedup_table, capsys) -> None:
 
 # -- only the files holding a touched key are opened ----------------------------------------
 
+@needs_pypaimon
 def test_only_files_holding_touched_keys_are_read(tmp_path) -> None:
     """Keys 0..9 and 100..109 in two files of one bucket; a commit changes key 105: the change
     reads the second file and the commit's, never the first (deleted here to prove it)."""
@@ -445,6 +468,7 @@ def test_only_files_holding_touched_keys_are_read(tmp_path) -> None:
 
 # -- schema evolution: the rows in the schema of the end snapshot --------------------------
 
+@needs_pypaimon
 def test_changes_across_a_schema_change(tmp_path) -> None:
     wh, work = tmp_path / "wh", tmp_path / "work"
     wide = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("w", pa.string())])
@@ -461,8 +485,50 @@ def test_changes_across_a_schema_change(tmp_path) -> None:
         {"k": 1, "v": 1, "_row_kind": "-U"}, {"k": 1, "v": 10, "_row_kind": "+U"}]
 
 
+@needs_pypaimon
 def test_append_table_refused(tmp_path) -> None:
     wh, work = tmp_path / "wh", tmp_path / "work"
     write_paimon(work, wh, TABLE, [_written(SIMPLE, [{"k": 1, "v": 1}])], [], options={"bucket": "1"})
     with pytest.raises(UnsupportedPaimonFeatureError, match="no primary key"):
         paimon.changes(wh, TABLE, 0)
+
+
+# -- the comparison of two states, against a row-by-row model -------------------------------
+
+def test_diff_states_model() -> None:
+    """`diff_states` (no pypaimon needed): composite string keys, nulls, NaN, duplicates of
+    values, empty sides; the change applied to the old rows gives the new ones and equal rows
+    give nothing."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    diff_states = importlib.import_module("mergetree.paimon.changes").diff_states
+    schema = pa.schema([("a", pa.string()), ("b", pa.int32()), ("x", pa.float64()), ("y", pa.list_(pa.int8()))])
+    keys = st.tuples(st.sampled_from(["", "a", "ab", "b"]), st.integers(0, 3))
+    values = st.tuples(st.one_of(st.none(), st.sampled_from([0.0, 1.5, float("nan")])),
+                       st.one_of(st.none(), st.lists(st.integers(-2, 2), max_size=2)))
+
+    def table(state: dict) -> pa.Table:
+        return pa.Table.from_pylist([{"a": k[0], "b": k[1], "x": v[0], "y": v[1]} for k, v in state.items()],
+                                    schema=schema)
+
+    def same(p, q) -> bool:  # nulls equal, NaN equals NaN
+        return all((u != u and w != w) or u == w for u, w in zip(p, q))
+
+    @hypothesis.settings(max_examples=150, deadline=None)
+    @hypothesis.given(st.dictionaries(keys, values, max_size=8), st.dictionaries(keys, values, max_size=8))
+    def check(old: dict, new: dict) -> None:
+        out = pa.Table.from_batches(list(diff_states(["a", "b"], table(old), table(new), ["a", "b", "x", "y"])),
+                                    schema=schema.append(pa.field("_row_kind", pa.string())))
+        expected = []
+        for k in sorted(set(old) | set(new)):
+            if k not in old:
+                expected.append((k, new[k], "+I"))
+            elif k not in new:
+                expected.append((k, old[k], "-D"))
+            elif not same(old[k], new[k]):
+                expected += [(k, old[k], "-U"), (k, new[k], "+U")]
+        got = [((r["a"], r["b"]), (r["x"], r["y"]), r["_row_kind"]) for r in out.to_pylist()]
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert g[0] == e[0] and g[2] == e[2] and same(g[1], e[1])
+    check()

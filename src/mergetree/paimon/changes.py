@@ -45,7 +45,7 @@ from ..table import filters as flt
 from .metadata import ADD, KIND_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 from .read import PaimonBucket, PaimonReadPlan, layout_columns, plan_read, read_bucket, read_file
 
-__all__ = ["SOURCES", "changes"]
+__all__ = ["SOURCES", "changes", "diff_states"]
 
 SOURCES = ("auto", "delta", "changelog")
 PLUS_I, MINUS_U, PLUS_U, MINUS_D = 0, 1, 2, 3
@@ -239,8 +239,8 @@ def _delta(warehouse: Any, table: Any, storage_options: Mapping[str, object] | N
         for group in groups:
             keys = _touched_keys(t, schema, touched[group])
             if keys.num_rows:
-                yield from _diff(schema, _state(old_base, schema, group, keys, row_filter),
-                                 _state(new_base, schema, group, keys, row_filter), out_columns)
+                yield from diff_states(schema.trimmed_keys, _state(old_base, schema, group, keys, row_filter),
+                                       _state(new_base, schema, group, keys, row_filter), out_columns)
     return rows()
 
 
@@ -275,7 +275,8 @@ def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys
     if not files:
         return empty
     key_filter: Any = [(k, "in", pc.unique(keys.column(k)).to_pylist()) for k in names]
-    if row_filter is not None:
+    expression = isinstance(row_filter, pc.Expression)  # a pyarrow expression applies to the rows read
+    if row_filter is not None and not expression:
         key_filter.append(row_filter)
     plan = dataclasses.replace(base, schema=schema, columns=schema.names,
                                filter=flt.normalize(key_filter, schema.arrow_schema),
@@ -285,7 +286,7 @@ def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys
         # only the asked keys: another key the filter lets through may have a newer version in a
         # file the key ranges left out
         rows = rows.join(keys, names, join_type="left semi", use_threads=False)
-    return rows
+    return rows.filter(row_filter) if expression else rows
 
 
 def _holds_one(pf: PaimonFile, keys: Sequence[tuple]) -> bool:
@@ -303,21 +304,23 @@ def _rows_schema(schema: PaimonSchema) -> pa.Schema:
     return pa.schema([pa.field(f.name, f.type) for f in schema.arrow_schema])
 
 
-def _diff(schema: PaimonSchema, old: pa.Table, new: pa.Table, out_columns: list[str]) -> Iterator[pa.RecordBatch]:
-    """Per key, old rows against new ones: -D, +I, or -U then +U when a value differs; in key order."""
-    names = schema.trimmed_keys
+def diff_states(names: Sequence[str], old: pa.Table, new: pa.Table,
+                out_columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """Two states of the same keys (tables of one schema, each key `names` at most once) as a
+    change stream, in key order: a key only in `new` ``+I``, only in `old` ``-D``, in both with
+    a value that differs (nulls equal nulls, NaN equals NaN) ``-U`` (old) then ``+U`` (new);
+    `out_columns` of the rows, then ``_row_kind``."""
+    names, out_columns = list(names), list(out_columns)
     left = old.select(names).append_column("__old", pa.array(np.arange(old.num_rows, dtype=np.int64)))
     right = new.select(names).append_column("__new", pa.array(np.arange(new.num_rows, dtype=np.int64)))
     joined = left.join(right, names, join_type="full outer", coalesce_keys=True, use_threads=False)
     if not joined.num_rows:
         return
     joined = joined.sort_by([(k, "ascending") for k in names])
-    o = joined.column("__old").to_numpy(zero_copy_only=False)
-    n = joined.column("__new").to_numpy(zero_copy_only=False)
-    o_missing, n_missing = np.isnan(o) if o.dtype.kind == "f" else np.zeros(len(o), bool), \
-        np.isnan(n) if n.dtype.kind == "f" else np.zeros(len(n), bool)
-    o = np.where(o_missing, 0, o).astype(np.int64)
-    n = np.where(n_missing, 0, n).astype(np.int64)
+    o_missing = joined.column("__old").is_null().to_numpy(zero_copy_only=False)
+    n_missing = joined.column("__new").is_null().to_numpy(zero_copy_only=False)
+    o = joined.column("__old").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    n = joined.column("__new").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     both = ~o_missing & ~n_missing
     same = np.zeros(len(o), dtype=bool)
     if both.any():
