@@ -23,6 +23,9 @@ Two sources:
   An OVERWRITE has none (refused).  The commits may be expired snapshots whose metadata
   Paimon kept for their changelog (``changelog/changelog-<id>``).
 
+Append tables (no primary key): the rows of the files each APPEND or OVERWRITE commit added
+(``+I``) and removed (``-D``), whatever the source.
+
 ``"auto"`` reads the changelog when the range has one and every commit in it that added data
 has its own, else computes the delta.  The filter applies to rows: the delta is the change of
 the filtered view (applied to ``read(start, filter)`` it gives ``read(end, filter)``);
@@ -39,11 +42,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
+from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
 from ..merge import ROW_KIND_COLUMN, symbols_of
 from ..table import filters as flt
+from ..table.files import batch_rows_for
 from .metadata import ADD, KIND_COLUMN, PaimonFile, PaimonSchema, PaimonTable
-from .read import PaimonBucket, PaimonReadPlan, layout_columns, plan_read, read_bucket, read_file
+from .read import PaimonBucket, PaimonReadPlan, layout_columns, plan_read, read_bucket, read_data_file, read_file
+from .types import evolve, same_type
 
 __all__ = ["SOURCES", "changes", "diff_states"]
 
@@ -76,7 +81,6 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
         schema = t.schema()
     else:
         schema = t.schema(int(commits[-1]["schemaId"]) if commits else int(t.commit(last)["schemaId"]))
-    opts = schema.checked_options  # a feature mergetree refuses raises here, naming the option
     names = schema.names
     if columns is None:
         asked = list(names)
@@ -97,6 +101,10 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
     out_schema = pa.schema([pa.field(c, schema.arrow_schema.field(c).type) for c in out_columns]
                            + [pa.field(ROW_KIND_COLUMN, pa.string())])
 
+    if not schema.primary_keys:
+        batches = _appended(t, schema, commits, out_columns, row_filter)
+        return pa.RecordBatchReader.from_batches(out_schema, (_conformed(b, out_schema) for b in batches))
+    opts = schema.checked_options  # a feature mergetree refuses raises here, naming the option
     adding = [c for c in commits if _adds_data(c)]
     with_changelog = any(c.get("changelogManifestList") for c in commits)
     if source == "changelog" or (source == "auto" and with_changelog
@@ -182,6 +190,65 @@ def _changelog(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile], ou
                 kinds = symbols_of(batch.column(KIND_COLUMN))
                 yield pa.RecordBatch.from_arrays([batch.column(c) for c in out_columns] + [kinds],
                                                  names=out_columns + [ROW_KIND_COLUMN])
+
+
+# -- append tables: rows added and removed ------------------------------------------------
+
+def _appended(t: PaimonTable, schema: PaimonSchema, commits: list[dict], out_columns: list[str],
+              row_filter: Any) -> Iterator[pa.RecordBatch]:
+    """An append table's change: the rows of the files each APPEND or OVERWRITE commit added
+    (+I) and removed (-D: an overwrite), commit after commit; a file both added and removed in
+    the range gives nothing.  COMPACT commits move rows between files and change nothing.
+    Every source gives this (append tables have no changelog of their own)."""
+    for key in ("deletion-vectors.enabled", "row-tracking.enabled", "data-evolution.enabled"):
+        if schema.options.get(key, "false").strip().lower() == "true":
+            raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = 'true' on append table {t.name}: mergetree "
+                                                f"does not read the changes of such a table")
+    steps: list[tuple[int, PaimonFile]] = []
+    for c in commits:
+        kind = c.get("commitKind")
+        if kind in _NO_CHANGE:
+            continue
+        if kind not in ("APPEND", "OVERWRITE"):
+            raise UnsupportedPaimonFeatureError(f"snapshot {c['id']} of Paimon table {t.name} is a {kind!r} commit, "
+                                                f"which mergetree cannot read changes from")
+        entries = t.manifest_entries(c.get("deltaManifestList"), t.schema(int(c["schemaId"])))
+        steps += [e for e in entries if e[0] != ADD] + [e for e in entries if e[0] == ADD]
+    added = {pf.file_name for kind, pf in steps if kind == ADD}
+    removed = {pf.file_name for kind, pf in steps if kind != ADD}
+    expr = flt.to_expression(row_filter, schema.arrow_schema)
+    for kind, pf in steps:
+        if pf.file_name in added and pf.file_name in removed:
+            continue
+        symbol = "+I" if kind == ADD else "-D"
+        for batch in _append_file(t, schema, pf):
+            if expr is not None:
+                batch = batch.filter(expr)
+            if batch.num_rows:
+                yield pa.RecordBatch.from_arrays([batch.column(c) for c in out_columns]
+                                                 + [pa.array([symbol] * batch.num_rows, pa.string())],
+                                                 names=out_columns + [ROW_KIND_COLUMN])
+
+
+def _append_file(t: PaimonTable, schema: PaimonSchema, pf: PaimonFile) -> Iterator[pa.RecordBatch]:
+    """An append table's data file under `schema`: columns found by field id in the schema the
+    file was written under (a column added since reads as nulls, a retyped one evolved)."""
+    old = t.schema(pf.schema_id)
+    by_id = {f.id: f for f in old.fields}
+    try:
+        for batch in read_data_file(t.source(pf), [f.name for f in old.fields], None, batch_rows_for(1)):
+            arrays = []
+            for f in schema.fields:
+                before = by_id.get(f.id)
+                if before is None:
+                    arrays.append(pa.nulls(batch.num_rows, f.type.arrow))
+                elif not same_type(before.type, f.type):
+                    arrays.append(evolve(batch.column(before.name), before.type, f.type, f.name))
+                else:
+                    arrays.append(batch.column(before.name))
+            yield pa.RecordBatch.from_arrays(arrays, names=schema.names)
+    except FileNotFoundError:
+        raise CorruptTableError(f"data file {pf.path} of Paimon table {t.name} is missing", path=pf.path) from None
 
 
 # -- the net change, computed -------------------------------------------------------------
