@@ -306,8 +306,13 @@ def _delta(warehouse: Any, table: Any, storage_options: Mapping[str, object] | N
         for group in groups:
             keys = _touched_keys(t, schema, touched[group])
             if keys.num_rows:
-                yield from diff_states(schema.trimmed_keys, _state(old_base, schema, group, keys, row_filter),
-                                       _state(new_base, schema, group, keys, row_filter), out_columns)
+                key_filter = _key_filter(schema, keys, row_filter)
+                shared: dict = {}  # files live at both ends are decoded once
+                old = _state(old_base, schema, group, keys, key_filter, shared)
+                new = _state(new_base, schema, group, keys, key_filter, shared)
+                if isinstance(row_filter, pc.Expression):
+                    old, new = old.filter(row_filter), new.filter(row_filter)
+                yield from diff_states(schema.trimmed_keys, old, new, out_columns)
     return rows()
 
 
@@ -324,12 +329,21 @@ def _touched_keys(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile])
     return keys.sort_by([(k, "ascending") for k in names])
 
 
-def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys: pa.Table,
-           row_filter: Any) -> pa.Table:
-    """The visible rows (matching `row_filter`) of the keys `keys` of one bucket in the
-    snapshot `base` plans (every column, under `schema`): only files whose key range holds one
-    of them are read, with a key filter (for several key columns each column's values, then
-    only the rows of the asked keys are kept)."""
+def _key_filter(schema: PaimonSchema, keys: pa.Table, row_filter: Any) -> Any:
+    """The filter reading `keys` (each key column's values: for several columns a superset of
+    the keys), with the caller's filter unless it is a pyarrow expression (applied after)."""
+    key_filter: Any = [(k, "in", pc.unique(keys.column(k)).to_pylist()) for k in schema.trimmed_keys]
+    if row_filter is not None and not isinstance(row_filter, pc.Expression):
+        key_filter.append(row_filter)
+    return flt.normalize(key_filter, schema.arrow_schema)
+
+
+def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys: pa.Table, key_filter: Any,
+           shared: dict) -> pa.Table:
+    """The visible rows of the keys `keys` of one bucket in the snapshot `base` plans (every
+    column, under `schema`): only files whose key range holds one of them are read, with
+    `key_filter` (`_key_filter`); for several key columns only the rows of the asked keys are
+    then kept.  `shared`: the decoded files of this bucket under this filter."""
     empty = _rows_schema(schema).empty_table()
     if base is None:
         return empty
@@ -341,19 +355,14 @@ def _state(base: PaimonReadPlan | None, schema: PaimonSchema, group: Group, keys
     files = tuple(pf for pf in found[0].files if _holds_one(pf, tuples))
     if not files:
         return empty
-    key_filter: Any = [(k, "in", pc.unique(keys.column(k)).to_pylist()) for k in names]
-    expression = isinstance(row_filter, pc.Expression)  # a pyarrow expression applies to the rows read
-    if row_filter is not None and not expression:
-        key_filter.append(row_filter)
-    plan = dataclasses.replace(base, schema=schema, columns=schema.names,
-                               filter=flt.normalize(key_filter, schema.arrow_schema),
+    plan = dataclasses.replace(base, schema=schema, columns=schema.names, filter=key_filter, file_rows=shared,
                                buckets=(PaimonBucket(found[0].partition, found[0].bucket, files),))
     rows = pa.Table.from_batches(list(read_bucket(plan, plan.buckets[0])), schema=_rows_schema(schema))
     if len(names) > 1 and rows.num_rows:
         # only the asked keys: another key the filter lets through may have a newer version in a
         # file the key ranges left out
         rows = rows.join(keys, names, join_type="left semi", use_threads=False)
-    return rows.filter(row_filter) if expression else rows
+    return rows
 
 
 def _holds_one(pf: PaimonFile, keys: Sequence[tuple]) -> bool:
