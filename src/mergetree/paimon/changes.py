@@ -69,9 +69,9 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
     if source not in SOURCES:
         raise InvalidArgumentError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
     t = PaimonTable.open(warehouse, table, storage_options)
-    first = _snapshot_id(t, start, "start", allow_zero=True)
+    first = _snapshot_id(t, start, "start")
     latest = t.latest_snapshot_id()
-    last = (latest or 0) if end is None else _snapshot_id(t, end, "end", allow_zero=True)
+    last = (latest or 0) if end is None else _snapshot_id(t, end, "end")
     if first > last:
         raise InvalidArgumentError(f"start snapshot {first} is after end snapshot {last}: changes run forward")
     if end is not None and last > 0:
@@ -116,15 +116,15 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
     return pa.RecordBatchReader.from_batches(out_schema, (_conformed(b, out_schema) for b in batches))
 
 
-def _snapshot_id(t: PaimonTable, value: Any, what: str, allow_zero: bool) -> int:
-    """A snapshot id from an id or a tag name."""
+def _snapshot_id(t: PaimonTable, value: Any, what: str) -> int:
+    """A snapshot id (0: before the first snapshot) from an id or a tag name."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InvalidArgumentError(f"{what} must be a snapshot id or a tag name, not {value!r}")
     if isinstance(value, str):
         tagged = t.resolve(value)
         assert tagged is not None  # a tag name resolves to its snapshot or raises
         return int(tagged["id"])
-    if value < 0 or (value == 0 and not allow_zero):
+    if value < 0:
         raise InvalidArgumentError(f"{what} must be a snapshot id (0: before the first snapshot), not {value}")
     return value
 
