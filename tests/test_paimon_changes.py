@@ -430,6 +430,11 @@ def test_changelog_producer_none_reads_added_files_as_written(tmp_path) -> None:
     assert set(as_written.column("_row_kind").to_pylist()) == {"+I"}
     # no changelog files: "auto" computes the net change
     assert paimon.changes(wh, TABLE, 0, 4).read_all().equals(paimon.changes(wh, TABLE, 0, 4, source="delta").read_all())
+    # expired with their changelog kept: under none, the kept metadata's added files as written
+    expire_keeping_changelog(wh, TABLE, [1, 2])
+    assert paimon.changes(wh, TABLE, 0, 4, source="changelog").read_all().equals(as_written)
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 1 .*expired"):
+        paimon.changes(wh, TABLE, 0, 4, source="delta")
 
 
 # -- the CLI --------------------------------------------------------------------------------
