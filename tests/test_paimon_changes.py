@@ -243,6 +243,8 @@ def test_bad_inputs(dedup_table) -> None:
         paimon.changes(wh, TABLE, 3, 2)
     with pytest.raises(SnapshotNotFoundError, match=rf"no snapshot {last + 5} \(snapshots: 1\.\.{last}\)"):
         paimon.changes(wh, TABLE, 1, last + 5)
+    with pytest.raises(SnapshotNotFoundError, match=rf"no snapshot {last + 1} \(snapshots: 1\.\.{last}\)"):
+        paimon.changes(wh, TABLE, last + 1)
     with pytest.raises(SnapshotNotFoundError, match="no tag 'nope'"):
         paimon.changes(wh, TABLE, "nope")
     with pytest.raises(InvalidArgumentError, match="source must be one of"):

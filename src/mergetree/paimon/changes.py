@@ -73,6 +73,8 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
     latest = t.latest_snapshot_id()
     last = (latest or 0) if end is None else _snapshot_id(t, end, "end")
     if first > last:
+        if end is None:
+            t.commit(first)  # a start past the latest snapshot is unknown: named as such
         raise InvalidArgumentError(f"start snapshot {first} is after end snapshot {last}: changes run forward")
     if end is not None and last > 0:
         t.commit(last)  # an unknown end is named as asked
