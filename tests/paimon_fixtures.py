@@ -36,9 +36,11 @@ def _run(*args: str) -> dict:
 def write_paimon(workdir: Path, warehouse: Path, table: str, commits: Sequence[pa.Table], primary_keys: list[str],
                  partition_keys: Sequence[str] = (), options: dict | None = None,
                  tags: dict[str, int] | None = None, alter: list | None = None,
-                 stages: Sequence[tuple[list, Sequence[pa.Table]]] = ()) -> dict:
+                 stages: Sequence[tuple[list, Sequence[pa.Table]]] = (),
+                 overwrite: dict[int, dict] | None = None) -> dict:
     """Create `table` if it is new and commit each table of `commits` with pypaimon; then for
-    each (alter, commits) of `stages` (in the same pypaimon process), the ALTER, then its commits."""
+    each (alter, commits) of `stages` (in the same pypaimon process), the ALTER, then its commits.
+    `overwrite`: commit index -> the partition (column -> value; {}: the table) it overwrites."""
     workdir.mkdir(parents=True, exist_ok=True)
     n = len(list(workdir.glob("spec-*.json")))
     files = [_ipc(workdir / f"commit-{n}-{i}.arrow", c) for i, c in enumerate(commits)]
@@ -47,7 +49,8 @@ def write_paimon(workdir: Path, warehouse: Path, table: str, commits: Sequence[p
               for s, (changes, tables) in enumerate(stages)]
     spec = {"warehouse": str(warehouse), "table": table, "primary_keys": list(primary_keys),
             "partition_keys": list(partition_keys), "options": {k: str(v) for k, v in (options or {}).items()},
-            "schema": files[0], "commits": files, "tags": tags or {}, "alter": alter or [], "stages": staged}
+            "schema": files[0], "commits": files, "tags": tags or {}, "alter": alter or [], "stages": staged,
+            "overwrite": {str(i): p for i, p in (overwrite or {}).items()}}
     path = workdir / f"spec-{n}.json"
     path.write_text(json.dumps(spec))
     return _run("write", str(path))
@@ -58,6 +61,11 @@ def pypaimon_read(warehouse: Path, table: str, workdir: Path, snapshot: int | No
     _run("read", str(warehouse), table, str(out), *([] if snapshot is None else [str(snapshot)]))
     with pa.OSFile(str(out), "rb") as f:
         return pa.ipc.open_file(f).read_all()
+
+
+def expire_keeping_changelog(warehouse: Path, table: str, ids: Sequence[int]) -> dict:
+    """Expire snapshots `ids` with pypaimon's ChangelogManager keeping their changelog (see paimon_tool)."""
+    return _run("expire", str(warehouse), table, *(str(i) for i in ids))
 
 
 def rows(table: pa.Table, key: Sequence[str]) -> list[dict]:

@@ -3,13 +3,19 @@ so the tests write and read real Paimon tables the way Paimon's users do.
 
     python paimon_tool.py write SPEC.json   create the table if needed, then one commit per IPC file
     python paimon_tool.py read WH TABLE OUT.arrow [SNAPSHOT]   pypaimon's read, as an Arrow IPC file
+    python paimon_tool.py expire WH TABLE ID...   expire snapshots, keeping their changelog: each
+        snapshot's metadata committed as ``changelog/changelog-<id>`` (pypaimon's ChangelogManager,
+        what Paimon's expiry does when changelog retention outlasts snapshots), its snapshot file
+        deleted; no data file is removed (they are the kept changelog's)
 
 SPEC: {"warehouse", "table", "primary_keys", "partition_keys", "options", "schema": IPC file whose
 schema is the table's, "commits": [IPC files], "tags": {name: snapshot id},
 "alter": [["add_column", name or path, type] | ["rename_column", old or path, new] |
 ["drop_column", name or path] | ["update_column_type", name or path, type] | ["set_option", k, v] |
 "commit" (the changes so far become one schema version)] applied before the commits,
-"stages": [{"alter", "commits"}] applied and committed after them, in order}.  Data travels
+"stages": [{"alter", "commits"}] applied and committed after them, in order,
+"overwrite": {"<index of a commit>": {partition column: value}} commits made as INSERT OVERWRITE
+of that partition ({}: the whole table)}.  Data travels
 as Arrow IPC (stable across versions).
 """
 from __future__ import annotations
@@ -77,8 +83,12 @@ def write(spec_path: str) -> None:
     _alter(cat, spec["table"], spec.get("alter") or [])
     table = cat.get_table(spec["table"])
     started = time.perf_counter()
-    for path in spec["commits"]:
-        commit(table, _ipc(path))
+    overwrite = spec.get("overwrite") or {}
+    for i, path in enumerate(spec["commits"]):
+        if str(i) in overwrite:
+            _overwrite(table, _ipc(path), overwrite[str(i)])
+        else:
+            commit(table, _ipc(path))
     for stage in spec.get("stages") or []:  # more schema versions, each with its commits
         _alter(cat, spec["table"], stage["alter"])
         table = cat.get_table(spec["table"])
@@ -87,6 +97,32 @@ def write(spec_path: str) -> None:
     for name, snapshot_id in (spec.get("tags") or {}).items():
         table.create_tag(name, snapshot_id)
     print(json.dumps({"seconds": time.perf_counter() - started}))
+
+
+def _overwrite(table, data: pa.Table, partition: dict) -> None:
+    builder = table.new_batch_write_builder().overwrite(partition)
+    writer, committer = builder.new_write(), builder.new_commit()
+    writer.write_arrow(data)
+    committer.commit(writer.prepare_commit())
+    writer.close()
+    committer.close()
+
+
+def expire(warehouse: str, name: str, *ids: str) -> None:
+    from pypaimon.changelog.changelog import Changelog
+    from pypaimon.common.json_util import JSON
+    table = _catalog(warehouse).get_table(name)
+    snapshots, changelogs = table.snapshot_manager(), table.changelog_manager()
+    for text in ids:
+        snapshot = snapshots.get_snapshot_by_id(int(text))
+        # pypaimon 2.1's ChangelogManager.commit_changelog calls a to_json Changelog lacks: the
+        # same JSON written as it would (a Changelog is a Snapshot's fields)
+        table.file_io.write_file(changelogs.long_lived_changelog_path(snapshot.id),
+                                 JSON.to_json(Changelog.from_snapshot(snapshot)), True)
+        table.file_io.delete(snapshots.get_snapshot_path(snapshot.id))
+    changelogs.commit_long_lived_changelog_earliest_hint(min(int(i) for i in ids))
+    changelogs.commit_long_lived_changelog_latest_hint(max(int(i) for i in ids))
+    print(json.dumps({"expired": [int(i) for i in ids]}))
 
 
 def read(warehouse: str, name: str, out: str, snapshot: str | None = None) -> None:
@@ -104,4 +140,4 @@ def read(warehouse: str, name: str, out: str, snapshot: str | None = None) -> No
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    {"write": write, "read": read}[command](*args)
+    {"write": write, "read": read, "expire": expire}[command](*args)

@@ -1,4 +1,4 @@
-"""`mergetree paimon read|info|compact WAREHOUSE TABLE`: Apache Paimon tables from the shell."""
+"""`mergetree paimon read|info|compact|changes WAREHOUSE TABLE`: Apache Paimon tables from the shell."""
 from __future__ import annotations
 
 import argparse
@@ -24,7 +24,7 @@ def _snapshot(text: str | None) -> Any:
 
 def add_commands(subcommands: Any, command: Any) -> None:
     """Register `mergetree paimon ...` (`command` makes a subcommand parser in the app's style)."""
-    p = command("paimon", "Apache Paimon primary-key tables: read, describe, compact (no JVM)", _help)
+    p = command("paimon", "Apache Paimon primary-key tables: read, describe, compact, changes (no JVM)", _help)
     inner = p.add_subparsers(dest="paimon_command", metavar="SUBCOMMAND")
 
     def sub(name: str, help: str, run: Any) -> argparse.ArgumentParser:
@@ -46,13 +46,24 @@ def add_commands(subcommands: Any, command: Any) -> None:
     q.add_argument("--limit", type=int, default=20, help="rows to show (0: only the count)")
     q.add_argument("--snapshot", help="a snapshot id or tag name (default: the latest)")
     q.add_argument("--no-progress", action="store_true", help="no progress bar")
+    q = sub("changes", "what changed between two snapshots: rows with _row_kind (+I, -U, +U, -D)", changes)
+    q.add_argument("--from", dest="start", required=True,
+                   help="the snapshot id (or tag) the change starts after (0: before the first snapshot)")
+    q.add_argument("--to", dest="end", help="the last snapshot id (or tag) of the change (default: the latest)")
+    q.add_argument("--columns", help="comma-separated columns (default: all; the primary key always)")
+    q.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
+                   help="a predicate on rows; repeat for AND (the change of the filtered table)")
+    q.add_argument("--source", choices=["auto", "delta", "changelog"], default="auto",
+                   help="delta: the net change per key, computed; changelog: the table's changelog files as "
+                        "written; auto: the changelog when every commit in range has one")
+    q.add_argument("--limit", type=int, default=20, help="rows to show (0: only the count)")
     q = sub("compact", "compact with Paimon's universal-compaction rules and commit a COMPACT snapshot", compact)
     q.add_argument("--full", action="store_true", help="compact every bucket into one sorted run")
     q.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _help(args: argparse.Namespace) -> int:
-    out_console.print("usage: mergetree paimon {info,read,compact} WAREHOUSE TABLE  (mergetree paimon --help)")
+    out_console.print("usage: mergetree paimon {info,read,compact,changes} WAREHOUSE TABLE  (mergetree paimon --help)")
     return 2
 
 
@@ -108,6 +119,24 @@ def read(args: argparse.Namespace) -> int:
         out_console.print(arrow_preview(result, args.limit))
     out_console.print(f"({result.num_rows:,} row{'' if result.num_rows == 1 else 's'}; "
                       f"{len(plan.files):,} of {plan.files_total:,} files read)")
+    return 0
+
+
+def changes(args: argparse.Namespace) -> int:
+    options = storage_options(args)
+    filters = None
+    if args.filter:
+        schema = plan_read(args.warehouse, args.table, storage_options=options).schema.arrow_schema
+        filters = [parse_filter(f, schema) for f in args.filter]
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    result = paimon.changes(args.warehouse, args.table, _snapshot(args.start), _snapshot(args.end), columns,
+                            filters, storage_options=options, source=args.source).read_all()
+    if args.limit > 0:
+        out_console.print(arrow_preview(result, args.limit))
+    kinds = result.column("_row_kind").value_counts().to_pylist() if result.num_rows else []
+    counts = ", ".join(f"{k['values']} {k['counts']:,}" for k in sorted(kinds, key=lambda k: k["values"]))
+    out_console.print(f"({result.num_rows:,} change{'' if result.num_rows == 1 else 's'}"
+                      f"{': ' + counts if counts else ''})")
     return 0
 
 

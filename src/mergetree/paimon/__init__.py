@@ -4,6 +4,8 @@
 - `scan(...)` -> `pa.RecordBatchReader` (an Arrow C stream), bucket by bucket
 - `compact(warehouse, "db.table", full=False)` -> the committed snapshot id, or None
 - `info(warehouse, "db.table")` -> what the table holds (snapshots, buckets, sorted runs)
+- `changes(warehouse, "db.table", start, end=None, columns=None, filter=None, source="auto")` ->
+  `pa.RecordBatchReader` of what changed between two snapshots, with a ``_row_kind`` column
 
 A warehouse is a local directory or an object-store URI (``s3://lake/warehouse``, ``gs://``,
 ``az://``, ...); each function takes `storage_options=` with the keys `Table.open` takes
@@ -16,8 +18,9 @@ index files), so mergetree does not depend on pypaimon.  Options mergetree canno
 """
 from __future__ import annotations
 
+from .changes import changes
 from .compact import compact
 from .info import PaimonBucketInfo, PaimonInfo, PaimonSnapshotInfo, info
 from .read import read, scan
 
-__all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "compact", "info", "read", "scan"]
+__all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "changes", "compact", "info", "read", "scan"]

@@ -44,8 +44,9 @@ from .manifest_files import MetadataFile, read_metadata
 from .options import PaimonOptions, check_options
 from .types import PaimonField, PaimonType, parse_field
 
-__all__ = ["DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile", "MetadataFile",
-           "PaimonFile", "PaimonSchema", "PaimonTable", "external_location", "identifier", "partition_path"]
+__all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",
+           "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "external_location", "identifier",
+           "partition_path"]
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -184,6 +185,9 @@ _live_cache: OrderedDict[tuple, list[PaimonFile]] = OrderedDict()
 _live_lock = threading.Lock()
 
 SCHEMA_DIR, SNAPSHOT_DIR, TAG_DIR, MANIFEST_DIR = "schema", "snapshot", "tag", "manifest"
+# an expired snapshot's metadata kept for its changelog (``changelog.num-retained.*`` above the
+# snapshots'): the same JSON as the snapshot, at ``changelog/changelog-<id>``
+CHANGELOG_DIR = "changelog"
 LATEST_HINT = f"{SNAPSHOT_DIR}/LATEST"
 # partition values whose directory name every Paimon writer spells the same way (Java, pypaimon
 # old and new): such a file's place follows from its manifest entry, no request needed
@@ -420,6 +424,41 @@ class PaimonTable:
             span = f"{ids[0]}..{ids[-1]}" if ids else "none"
             raise SnapshotNotFoundError(f"Paimon table {self.name} has no snapshot {snapshot_id} "
                                         f"(snapshots: {span})") from None
+
+    def kept_changelog_ids(self) -> list[int]:
+        """Ids whose snapshot expired while its changelog was kept (``changelog/changelog-<id>``)."""
+        return _numbered(list_names(self.storage, CHANGELOG_DIR), "changelog-")
+
+    def commit(self, snapshot_id: int) -> dict:
+        """The metadata of commit `snapshot_id`: its snapshot, or after it expired the copy
+        Paimon keeps for its changelog; SnapshotNotFoundError naming what the table has."""
+        try:
+            return self._read_json(self.snapshot_name(snapshot_id), "snapshot")
+        except ObjectNotFoundError:
+            pass
+        try:
+            return self._read_json(f"{CHANGELOG_DIR}/changelog-{snapshot_id}", "kept changelog")
+        except ObjectNotFoundError:
+            raise SnapshotNotFoundError(f"Paimon table {self.name} has no snapshot {snapshot_id} "
+                                        f"({self.history()})") from None
+
+    def history(self) -> str:
+        """Which snapshots (and kept changelogs of expired ones) the table has, for messages."""
+        ids, kept = self.snapshot_ids(), self.kept_changelog_ids()
+        text = f"snapshots: {ids[0]}..{ids[-1]}" if ids else "snapshots: none"
+        return text + (f"; changelog kept for expired snapshots {kept[0]}..{kept[-1]}" if kept else "")
+
+    def manifest_entries(self, list_name: str | None, schema: PaimonSchema) -> list[tuple[int, PaimonFile]]:
+        """The entries of the manifests a manifest list (a snapshot's delta or changelog list)
+        names, in order: (ADD or DELETE, the file)."""
+        out = []
+        for meta in self.manifest_list(list_name):
+            for entry in self.metadata_file(meta["_FILE_NAME"], "manifest").records:
+                if entry["_KIND"] not in (ADD, DELETE):
+                    raise CorruptTableError(f"Paimon manifest {meta['_FILE_NAME']} has an entry of kind "
+                                            f"{entry['_KIND']}", path=self.manifest_path(meta["_FILE_NAME"]))
+                out.append((int(entry["_KIND"]), self._file(entry, schema)))
+        return out
 
     def tags(self) -> list[str]:
         return sorted(n[len("tag-"):] for n in list_names(self.storage, TAG_DIR) if n.startswith("tag-"))

@@ -11,6 +11,7 @@ dropped, then the full filter is applied to the merged rows.  Buckets run in thr
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -74,6 +75,10 @@ class PaimonReadPlan:
     files_total: int
     # deletion-vector tables: (partition bytes, bucket) -> data file name -> its deletion vector
     deletion_files: Mapping[tuple[bytes, int], Mapping[str, DeletionFile]] = field(default_factory=dict)
+    # when set, each file's batches read under this plan's filter are kept here and read once,
+    # for plans of two snapshots that share one filter object and this dict (`paimon.changes`
+    # reads the same keys at both ends: their common files are decoded once)
+    file_rows: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def files(self) -> list[PaimonFile]:
@@ -202,6 +207,16 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
                   batch_rows: int, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
     """A data file's batches with `columns` (file layout names), under the read schema's
     names and types; files written under an older schema are mapped by field id."""
+    if plan.file_rows is not None:
+        deletion = plan.deletion_file(pf)
+        key = (pf.file_name, tuple(columns), row_filter is None,
+               None if deletion is None else (deletion.path, deletion.range))
+        found = plan.file_rows.get(key)
+        if found is None:
+            found = plan.file_rows[key] = list(_file_batches(dataclasses.replace(plan, file_rows=None), pf, columns,
+                                                             row_filter, batch_rows, use_threads))
+        yield from found
+        return
     schema = plan.schema
     deleted = plan.deleted_positions(pf)
     if pf.schema_id != schema.id:
