@@ -10,10 +10,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
-from . import durations, housekeeping, read, write
+from . import changes, durations, housekeeping, read, write
 from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
 from .directory import TableDirectory, alter_options, create_table, locate, open_table
@@ -203,6 +204,35 @@ class Table:
                           columns=prepared.columns, order_by=prepared.order_by, limit=prepared.limit)
 
         return pa.RecordBatchReader.from_batches(reader.schema, logged())
+
+    def changes(self, start: int, end: int | None = None, columns: str | list[str] | None = None,
+                filter: flt.Filter = None, per_commit: bool = False) -> pa.RecordBatchReader:
+        """What commits `start`+1..`end` (default: the latest) changed: per primary key its net
+        change, `_row_kind` +I (a new key), -U then +U (old and new row), -D (the old row);
+        `start` == 0 is the empty table before the first commit, `start == end` changes nothing.
+        Only the files those commits added are read, against the touched keys' rows in
+        snapshot `start` (pruned by key ranges, Bloom filters and statistics).  `per_commit`:
+        each commit's change in commit order, with `_snapshot_id`.  `columns` projects (keys
+        always come too; an update whose projected columns did not change is not a change);
+        `filter` keeps the change rows that pass, an update whole if either of its rows passes.
+        An append table's change is its added rows, +I.  See docs/CHANGES.md."""
+        plan = changes.plan_changes(self.directory, start, end, columns, filter, per_commit)
+        self.last_read = plan.stats
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            rows = 0
+            units = (changes.read_changes(self.directory, plan, unit) for unit in plan.units)
+            if per_commit and len(plan.units) > 1:  # commit by commit across the units (a stable sort)
+                everything = pa.Table.from_batches([b for unit in units for b in unit], schema=plan.schema)
+                order = pc.sort_indices(everything, [(changes.SNAPSHOT_ID_COLUMN, "ascending")])
+                units = iter([everything.take(order).to_batches()])
+            for unit in units:
+                for batch in unit:
+                    rows += batch.num_rows
+                    yield batch
+            plan.stats.rows_out = rows
+
+        return pa.RecordBatchReader.from_batches(plan.schema, batches())
 
     def aggregate(self, group_by: str | list[str] | None, measures: dict, filter: flt.Filter = None,
                   snapshot: int | None = None) -> pa.Table:
