@@ -151,8 +151,8 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
     def served(s: Snapshot) -> bool:  # can this commit be read from its changelog files alone?
         producer = s.properties.get(PRODUCER_PROPERTY, "")
         return bool(s.changelog_manifest_list) and (producer == "lookup" or (per_commit and producer == "input"))
-    plan.computed = ts.has_primary_key and not all(served(s) for s, _ in changing) or \
-        not ts.has_primary_key and any(s.commit_kind == "OVERWRITE" for s, _ in changing)
+    # an append table's change is its added rows: read from its data files
+    plan.computed = not ts.has_primary_key or not all(served(s) for s, _ in changing)
     if plan.computed:
         missing = [s.id for s, whole in changing if not whole]
         if start > 0 and not missing:
@@ -166,7 +166,7 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
                 f"expired (and its changelog files cannot stand in for it); {_existing(directory)}")
     per_bucket: dict[tuple, dict[int, CommitFiles]] = defaultdict(dict)
     overwrites = [s.id for s, _ in changing if s.commit_kind == "OVERWRITE"]
-    for s, whole in changing:
+    for s, _ in changing:
         producer = s.properties.get(PRODUCER_PROPERTY, "")
         changelog: dict[tuple, list[DataFileMeta]] = defaultdict(list)
         if s.changelog_manifest_list and (served(s) or not plan.computed or per_commit):
@@ -245,19 +245,23 @@ class _UnitReader:
                 rest = list(unit.commits)
                 old = self._state(plan.start, self._touched(rest))
                 state = old
-            for c in rest:
-                state = self._fold(state, c.files)
-            yield self._diff(old, state)
+            # one merge of every added file, as a read of `end` merges them (an aggregate folds
+            # retractions of a key it does not hold only together, so folding commit by commit
+            # could differ)
+            yield self._diff(old, self._fold(state, rest))
             return
         first_overwrite = next((i for i, c in enumerate(unit.commits) if c.kind == "OVERWRITE"), len(unit.commits))
-        state = self._state(plan.start, self._touched(unit.commits[:first_overwrite]))
+        base = self._state(plan.start, self._touched(unit.commits[:first_overwrite]))
+        state, added = base, []  # the commits folded into `base` so far
         for c in unit.commits:
             if c.kind == "OVERWRITE":
                 before = self._state(c.snapshot_id - 1, None)
-                state = self._state(c.snapshot_id, None)
+                base = state = self._state(c.snapshot_id, None)
+                added = []
                 yield self._stamped(self._diff(before, state), c.snapshot_id)
                 continue
-            new = self._fold(state, c.files)
+            added.append(c)
+            new = self._fold(base, added)  # from the base each time, for the same reason
             rows = self._changelog_rows(c) if c.changelog else self._diff(state, new)
             yield self._stamped(rows, c.snapshot_id)
             state = new
@@ -319,17 +323,29 @@ class _UnitReader:
         fs = self.ts.file_schema
         return pa.schema([fs.field(c) for c in self.ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + self.values])
 
-    def _fold(self, state: pa.Table, files: Sequence[DataFileMeta]) -> pa.Table:
-        """The new state of the keys `state` holds and `files` touch: the merge engine over the
-        old state (oldest) and the files' rows in sequence order."""
+    def _fold(self, state: pa.Table, commits: Sequence[CommitFiles]) -> pa.Table:
+        """The new state of the keys `state` holds and the commits' files touch: the merge
+        engine over the old state (oldest) and the files' rows, commit after commit, in
+        sequence order within a commit.  (Sequence numbers alone do not order commits: a
+        bucket that compaction emptied starts again from 0.)"""
+        files = [m for c in commits for m in c.files]
         if not files:
             return state
         schema = self._physical_schema()
         runs = [self._physical(state, -1)]
-        for m in files:
-            batches = list(read_run(self.directory.storage, [m], columns=schema.names, row_filter=self.key_expr))
-            runs.append(pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table())
-        self.plan.stats.count(list(files))
+        offset = 0
+        for c in commits:
+            if not c.files:
+                continue
+            low = min(m.min_seq for m in c.files)
+            for m in c.files:
+                batches = list(read_run(self.directory.storage, [m], columns=schema.names, row_filter=self.key_expr))
+                run = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+                index = schema.get_field_index(SEQUENCE_COLUMN)
+                moved = pc.add(run.column(index), pa.scalar(offset - low, pa.int64()))
+                runs.append(run.set_column(index, schema.field(index), moved))
+            offset += max(m.max_seq for m in c.files) - low + 1
+        self.plan.stats.count(files)
         ts = self.ts
         merged = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                        aggregations=self.aggregations or None).read_all()
@@ -555,4 +571,4 @@ def change_of_files(directory: TableDirectory, base: Snapshot | None, partition:
     commit = CommitFiles(plan.end, "APPEND", tuple(files))
     reader = _UnitReader(directory, plan, ChangeUnit(partition, bucket, (commit,)))
     old = reader._state(plan.start, reader._touched([commit]))
-    return reader._diff(old, reader._fold(old, files))
+    return reader._diff(old, reader._fold(old, [commit]))
