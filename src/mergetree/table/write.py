@@ -17,6 +17,7 @@ from ..errors import CompactionConflictError, InvalidArgumentError, SchemaMismat
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
 from .buckets import bucket_ids
+from .changes import PRODUCER_PROPERTY, producers
 from .commit import Change, commit_with_rebase, next_sequences, renumbered
 from .compaction.runner import compact_buckets
 from .directory import TableDirectory
@@ -459,10 +460,31 @@ def spill(directory: TableDirectory, pieces: Iterable[pa.Table], kind: RowKind,
         yield files
 
 
-def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapshot | None) -> Snapshot:
-    """Commit new level-0 files, renumbered after whatever newer writes committed first."""
-    return commit_with_rebase(directory, base, lambda latest: Change(renumbered(directory, adds, latest), []),
-                              "APPEND")
+def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapshot | None,
+                 properties: dict[str, str] | None = None) -> Snapshot:
+    """Commit new level-0 files, renumbered after whatever newer writes committed first, with
+    the changelog files the table's `changelog-producer` asks for (a lookup changelog is
+    written again on the newer snapshot after a lost race: the previous rows may have moved)."""
+    producer = producers.producer_of(directory)
+    if producer == "none" or not adds:
+        return commit_with_rebase(directory, base, lambda latest: Change(renumbered(directory, adds, latest), []),
+                                  "APPEND", properties)
+    written: list[list[FileEntry]] = []  # the changelog of each attempt; only the last one's is committed
+
+    def change_for(latest: Snapshot | None) -> Change:
+        files = renumbered(directory, adds, latest)
+        if producer == "lookup" or not written:
+            if written:
+                directory.discard(written.pop())  # computed on an older snapshot
+            written.append(producers.changelog_for(directory, producer, latest, files))
+        return Change(files, [], written[-1])
+    recorded = {**(properties or {}), PRODUCER_PROPERTY: producer}
+    try:
+        return commit_with_rebase(directory, base, change_for, "APPEND", recorded)
+    except BaseException:
+        for changelog in written:
+            directory.discard(changelog)
+        raise
 
 
 def write_rows(directory: TableDirectory, data: Any, kind: RowKind,
