@@ -154,7 +154,8 @@ def test_append_table_changes_are_the_added_rows(tmp_path):
     table.write({"k": [1, 1], "s": ["a", "a"], "v": [1, 1], "w": [None, "x"]})
     table.write({"k": [2], "s": ["b"], "v": [None], "w": ["y"]})
     rows = table.changes(0).read_all().to_pylist()
-    assert sorted((r["k"], str(r["w"]), r["_row_kind"]) for r in rows) == [(1, "None", "+I"), (1, "x", "+I"), (2, "y", "+I")]
+    assert sorted((r["k"], str(r["w"]), r["_row_kind"]) for r in rows) == [
+        (1, "None", "+I"), (1, "x", "+I"), (2, "y", "+I")]
     per = table.changes(1, 2, per_commit=True).read_all().to_pylist()
     assert [(r["k"], r["_snapshot_id"]) for r in per] == [(2, 2)]
 
@@ -205,3 +206,18 @@ def test_a_change_reads_only_what_the_commits_touched(tmp_path):
     # the new files (read for their keys, then merged) and the two old files holding the keys
     assert change.files_read <= 6 < files
     assert change.bytes_read * 5 < size
+
+
+def test_the_cli_prints_changes_and_refuses_bad_ranges(tmp_path, capsys):
+    from mergetree.cli.app import main
+    table = Table.create(tmp_path, SCHEMA, primary_key=["k"])
+    table.write({"k": [1, 2], "s": ["a", "b"], "v": [1, 2], "w": [None, "x"]})
+    table.write({"k": [2], "s": ["B"], "v": [2], "w": ["x"]})
+    assert main(["changes", str(tmp_path), "--from", "1", "--format", "json", "--columns", "s"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ['{"k": 2, "s": "b", "_row_kind": "-U"}', '{"k": 2, "s": "B", "_row_kind": "+U"}']
+    assert main(["changes", str(tmp_path), "--from", "0", "--per-commit"]) == 0
+    out = capsys.readouterr().out
+    assert "_snapshot_id" in out and "(4 rows) changed by snapshots 1..2" in out
+    assert main(["changes", str(tmp_path), "--from", "2", "--to", "1"]) != 0
+    assert "start (2) is after end (1)" in capsys.readouterr().err

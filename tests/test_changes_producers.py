@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_changes import ENGINES, apply, make, operation, run, state
 
 from mergetree import RowKind, SnapshotNotFoundError, Table
 from mergetree.table import paths
 from mergetree.table.write import commit_write, conformed, spill
-from test_changes import ENGINES, apply, make, operation, run, state
 
 
 def per_commit(table: Table, start: int = 0) -> dict[int, list[str]]:

@@ -221,7 +221,8 @@ class Table:
 
         def batches() -> Iterator[pa.RecordBatch]:
             rows = 0
-            units = (changes.read_changes(self.directory, plan, unit) for unit in plan.units)
+            units: Iterator[Iterator[pa.RecordBatch]] = (changes.read_changes(self.directory, plan, unit)
+                                                         for unit in plan.units)
             if per_commit and len(plan.units) > 1:  # commit by commit across the units (a stable sort)
                 everything = pa.Table.from_batches([b for unit in units for b in unit], schema=plan.schema)
                 order = pc.sort_indices(everything, [(changes.SNAPSHOT_ID_COLUMN, "ascending")])

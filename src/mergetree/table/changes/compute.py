@@ -252,7 +252,7 @@ class _UnitReader:
             return
         first_overwrite = next((i for i, c in enumerate(unit.commits) if c.kind == "OVERWRITE"), len(unit.commits))
         base = self._state(plan.start, self._touched(unit.commits[:first_overwrite]))
-        state, added = base, []  # the commits folded into `base` so far
+        state, added = base, list[CommitFiles]()  # the commits folded into `base` so far
         for c in unit.commits:
             if c.kind == "OVERWRITE":
                 before = self._state(c.snapshot_id - 1, None)
@@ -265,6 +265,11 @@ class _UnitReader:
             rows = self._changelog_rows(c) if c.changelog else self._diff(state, new)
             yield self._stamped(rows, c.snapshot_id)
             state = new
+
+    def change_of(self, commit: CommitFiles) -> pa.Table:
+        """The change one commit's files make to the state at `plan.start` (all columns)."""
+        old = self._state(self.plan.start, self._touched([commit]))
+        return self._diff(old, self._fold(old, [commit]))
 
     # -- state -------------------------------------------------------------------------
     def _touched(self, commits: Sequence[CommitFiles]) -> list | None:
@@ -570,5 +575,4 @@ def change_of_files(directory: TableDirectory, base: Snapshot | None, partition:
                       columns=list(ts.schema.names))
     commit = CommitFiles(plan.end, "APPEND", tuple(files))
     reader = _UnitReader(directory, plan, ChangeUnit(partition, bucket, (commit,)))
-    old = reader._state(plan.start, reader._touched([commit]))
-    return reader._diff(old, reader._fold(old, [commit]))
+    return reader.change_of(commit)
