@@ -221,6 +221,7 @@ class _UnitReader:
         self.columns = [c for c in ts.schema.names if c in wanted]  # what is read and merged
         self.values = [c for c in self.columns if c not in set(ts.primary_key)]
         self.key_expr = file_filter(directory, plan.filter) if plan.filter is not None else None
+        self.cache: dict[str, pa.Table] = {}  # added files' rows, by name
         self.aggregations = {c: fn for c, fn in (directory.options.aggregations or {}).items() if c in wanted}
 
     def tables(self) -> Iterator[pa.Table]:
@@ -275,11 +276,8 @@ class _UnitReader:
     def _touched(self, commits: Sequence[CommitFiles]) -> list | None:
         """The first key column's values in the commits' added files (sorted, distinct)."""
         column = self.ts.file_key[0]
-        found = []
-        for c in commits:
-            for batch in read_run(self.directory.storage, list(c.files), columns=[column], row_filter=self.key_expr):
-                found.append(pc.unique(batch.column(0)))
-            self.plan.stats.count(list(c.files))
+        found = [pc.unique(self._added(m).column(column)) for c in commits for m in c.files]
+        found = [f for f in found if len(f)]
         if not found:
             return []
         values = pc.unique(pa.chunked_array(found, type=found[0].type))
@@ -315,6 +313,17 @@ class _UnitReader:
         batches = list(read_bucket(directory, bucket, self.columns, None, key_expr, self.plan.stats))
         return pa.Table.from_batches(batches, schema=empty.schema) if batches else empty
 
+    def _added(self, meta: DataFileMeta) -> pa.Table:
+        """An added data file's rows (the merged columns), read once for the key lookup and
+        the merge."""
+        if meta.file_name not in self.cache:
+            schema = self._physical_schema()
+            batches = list(read_run(self.directory.storage, [meta], columns=schema.names, row_filter=self.key_expr))
+            self.cache[meta.file_name] = pa.Table.from_batches(batches, schema=schema) if batches \
+                else schema.empty_table()
+            self.plan.stats.count([meta])
+        return self.cache[meta.file_name]
+
     def _physical(self, state: pa.Table, seq: int) -> pa.Table:
         """Rows in the data-file layout (keys, sequence, kind +I, values) for a merge."""
         ts = self.ts
@@ -344,13 +353,11 @@ class _UnitReader:
                 continue
             low = min(m.min_seq for m in c.files)
             for m in c.files:
-                batches = list(read_run(self.directory.storage, [m], columns=schema.names, row_filter=self.key_expr))
-                run = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+                run = self._added(m)
                 index = schema.get_field_index(SEQUENCE_COLUMN)
                 moved = pc.add(run.column(index), pa.scalar(offset - low, pa.int64()))
                 runs.append(run.set_column(index, schema.field(index), moved))
             offset += max(m.max_seq for m in c.files) - low + 1
-        self.plan.stats.count(files)
         ts = self.ts
         merged = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                        aggregations=self.aggregations or None).read_all()
