@@ -25,7 +25,7 @@ from ..paths import changelog_file_name
 from ..snapshots import FileEntry, Snapshot
 from .compute import change_of_files
 
-__all__ = ["changelog_for", "producer_of"]
+__all__ = ["changelog_for", "producer_of", "write_changelog"]
 
 
 def producer_of(directory: TableDirectory) -> str:
@@ -103,3 +103,19 @@ def _write_change(directory: TableDirectory, partition: tuple, bucket: int, rows
     except BaseException:
         writer.abort()
         raise
+
+
+def write_changelog(directory: TableDirectory, partition: tuple, bucket: int, rows: pa.Table) -> list[DataFileMeta]:
+    """Rows as written (the data-file layout, in key order, write order kept among a key's
+    rows; an append table's as they came) as a changelog file (input producer)."""
+    if rows.num_rows == 0:
+        return []
+    writer = _writer(directory, partition, bucket)
+    try:
+        for batch in rows.cast(directory.schema.file_schema).to_batches():
+            writer.write(batch)
+        meta = _close(writer)
+    except BaseException:
+        writer.abort()
+        raise
+    return [meta] if meta is not None else []
