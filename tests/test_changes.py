@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, SnapshotNotFoundError, Table
 from mergetree.table import paths
+from mergetree.table.changes import plan_changes
 
 SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string()), ("v", pa.int64()), ("w", pa.string())])
 ENGINES = ["deduplicate", "first-row", "partial-update", "aggregate"]
@@ -221,3 +222,75 @@ def test_the_cli_prints_changes_and_refuses_bad_ranges(tmp_path, capsys):
     assert "_snapshot_id" in out and "(4 rows) changed by snapshots 1..2" in out
     assert main(["changes", str(tmp_path), "--from", "2", "--to", "1"]) != 0
     assert "start (2) is after end (1)" in capsys.readouterr().err
+
+
+def overwrite(table: Table, rows: dict) -> None:
+    """Replace the table's rows as the Spark writer's overwrite does: one OVERWRITE commit."""
+    from mergetree import RowKind
+    from mergetree.table.commit import Change, commit_with_rebase
+    from mergetree.table.write import conformed, spill
+    directory = table.directory
+    adds = [e for files in spill(directory, conformed(directory, rows, complete=True), RowKind.INSERT, {})
+            for e in files]
+    commit_with_rebase(directory, directory.latest_snapshot(),
+                       lambda latest: Change(adds, list(directory.live_files(latest).values())), "OVERWRITE")
+
+
+@pytest.mark.parametrize("primary_key", [["k"], None])
+def test_an_overwrite_changes_what_it_replaced(tmp_path, primary_key):
+    table = Table.create(tmp_path, SCHEMA, primary_key=primary_key, buckets=2 if primary_key else 1)
+    table.write({"k": [1, 2, 3], "s": ["a", "b", "c"], "v": [1, 2, 3], "w": [None, None, None]})
+    table.write({"k": [4], "s": ["d"], "v": [4], "w": ["x"]})
+    overwrite(table, {"k": [2, 3, 5], "s": ["b", "C", "e"], "v": [2, 3, 5], "w": [None, None, None]})
+    table.write({"k": [5, 6], "s": ["E", "f"], "v": [5, 6], "w": [None, None]})
+    latest = table.directory.store.latest_id()
+    assert [s.commit_kind for s in table.snapshots()].count("OVERWRITE") == 1
+    if primary_key:
+        for a in range(latest + 1):
+            for b in range(a, latest + 1):
+                assert apply(state(table, a), table.changes(a, b).read_all().to_pylist(), ["k"]) == state(table, b)
+        per = table.changes(0, per_commit=True).read_all().to_pylist()
+        for c in range(1, latest + 1):
+            mine = sorted(str({k: v for k, v in r.items() if k != "_snapshot_id"}) for r in per
+                          if r["_snapshot_id"] == c)
+            assert mine == sorted(map(str, table.changes(c - 1, c).read_all().to_pylist()))
+        three = [(r["k"], r["_row_kind"]) for r in table.changes(2, 3).read_all().to_pylist()]
+        assert sorted(three) == [(1, "-D"), (3, "+U"), (3, "-U"), (4, "-D"), (5, "+I")]
+    else:  # no keys to pair rows by: the old rows go, the new ones come
+        rows = table.changes(2, 3).read_all().to_pylist()
+        assert sorted((r["k"], r["_row_kind"]) for r in rows) == [
+            (1, "-D"), (2, "+I"), (2, "-D"), (3, "+I"), (3, "-D"), (4, "-D"), (5, "+I")]
+
+
+def test_a_partitioned_table_and_a_filter_on_its_partitions(tmp_path):
+    schema = pa.schema([("day", pa.string()), ("k", pa.int64()), ("v", pa.int64())])
+    table = Table.create(tmp_path, schema, primary_key=["day", "k"], partition_by=["day"], buckets=2)
+    table.write({"day": ["a", "a", "b"], "k": [1, 2, 1], "v": [1, 2, 3]})
+    table.write({"day": ["a", "b", "c"], "k": [1, 1, 9], "v": [10, 30, 9]})
+    rows = table.changes(1).read_all().to_pylist()
+    assert apply(state(table, 1), rows, ["day", "k"]) == state(table, 2)
+    only_b = table.changes(1, filter=("day", "=", "b")).read_all().to_pylist()
+    assert [(r["day"], r["k"], r["v"], r["_row_kind"]) for r in only_b] == [("b", 1, 3, "-U"), ("b", 1, 30, "+U")]
+    plan = plan_changes(table.directory, 1, None, None, ("day", "=", "b"))
+    assert [u.partition for u in plan.units] == [("b",)]
+
+
+@pytest.mark.parametrize("filter", [None, ("v", ">", 1)])
+def test_a_plan_and_its_units_pickle_and_read_apart(tmp_path, filter):
+    """What a Spark task gets: the plan and one unit, pickled; the units read apart make the change."""
+    import pickle
+
+    from mergetree.table.changes import read_changes
+    table = Table.create(tmp_path, SCHEMA, primary_key=["k"], buckets=3)
+    table.write({"k": list(range(10)), "s": ["a"] * 10, "v": list(range(10)), "w": [None] * 10})
+    table.write({"k": [1, 5, 11], "s": ["b"] * 3, "v": [1, 50, 11], "w": ["x"] * 3})
+    plan = pickle.loads(pickle.dumps(plan_changes(table.directory, 1, None, ["s"], filter, per_commit=True)))
+    assert len(plan.units) == len({u.bucket for u in plan.units}) > 1
+    rows = []
+    for unit in plan.units:
+        rows += [b for b in read_changes(table.directory, plan, pickle.loads(pickle.dumps(unit)))]
+    got = pa.Table.from_batches(rows, schema=plan.schema).to_pylist()
+    assert plan.schema.names == ["k", "s", "_row_kind", "_snapshot_id"]
+    assert sorted(map(str, got)) == sorted(map(str, table.changes(1, columns=["s"], filter=filter,
+                                                                  per_commit=True).read_all().to_pylist()))
+    assert len(got) == (5 if filter is None else 3)  # k=1 (v 1 -> 1) fails v > 1 on both sides

@@ -79,6 +79,13 @@ class ChangePlan:
     computed: bool = True      # False: every commit is read from its changelog files
     stats: ReadStats = field(default_factory=ReadStats)   # files and bytes this process read
 
+    def __getstate__(self) -> dict:
+        """Pickled without its statistics (each process counts its own reads)."""
+        return {k: v for k, v in self.__dict__.items() if k != "stats"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, stats=ReadStats())
+
 
 def _snapshot_id(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
