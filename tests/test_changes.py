@@ -166,7 +166,9 @@ def test_append_table_changes_are_the_added_rows(tmp_path):
     (-1, None, InvalidArgumentError, "non-negative"),
     ("1", None, InvalidArgumentError, "snapshot id"),
     (True, None, InvalidArgumentError, "snapshot id"),
-    (0, 99, SnapshotNotFoundError, "does not exist"),
+    (0, 99, SnapshotNotFoundError, r"snapshot 99 does not exist yet; snapshots 1\.\.3 exist"),
+    (7, None, SnapshotNotFoundError, r"snapshot 7 does not exist yet; snapshots 1\.\.3 exist"),
+    (0, 1.5, InvalidArgumentError, "end must be a snapshot id"),
 ])
 def test_bad_ranges_get_one_clear_error(tmp_path, start, end, error, message):
     table = Table.create(tmp_path, SCHEMA, primary_key=["k"])
@@ -174,6 +176,14 @@ def test_bad_ranges_get_one_clear_error(tmp_path, start, end, error, message):
         table.write({"k": [i], "s": ["a"], "v": [i], "w": ["w"]})
     with pytest.raises(error, match=message):
         table.changes(start, end)
+
+
+def test_an_empty_table_and_an_empty_range(tmp_path):
+    table = Table.create(tmp_path, SCHEMA, primary_key=["k"])
+    assert table.changes(0).read_all().num_rows == 0
+    table.write({"k": [1], "s": ["a"], "v": [1], "w": [None]})
+    assert table.changes(1).read_all().num_rows == 0
+    assert table.changes(1, 1, per_commit=True).read_all().schema.names[-1] == "_snapshot_id"
 
 
 def test_an_expired_start_names_the_snapshots_that_exist(tmp_path):
@@ -294,3 +304,17 @@ def test_a_plan_and_its_units_pickle_and_read_apart(tmp_path, filter):
     assert sorted(map(str, got)) == sorted(map(str, table.changes(1, columns=["s"], filter=filter,
                                                                   per_commit=True).read_all().to_pylist()))
     assert len(got) == (5 if filter is None else 3)  # k=1 (v 1 -> 1) fails v > 1 on both sides
+
+
+def test_nested_values_nan_and_string_keys(tmp_path):
+    import math
+    schema = pa.schema([("k", pa.string()), ("l", pa.list_(pa.int64())), ("f", pa.float64()),
+                        ("st", pa.struct([("a", pa.int64())]))])
+    table = Table.create(tmp_path, schema, primary_key=["k"])
+    table.write({"k": ["a", "b", "c"], "l": [[1], [2], None], "f": [math.nan, 1.0, None],
+                 "st": [{"a": 1}, None, {"a": 3}]})
+    table.write({"k": ["a", "b", "c"], "l": [[1], [2, 3], None], "f": [math.nan, 1.0, None],
+                 "st": [{"a": 1}, None, {"a": 4}]})
+    rows = table.changes(1).read_all().to_pylist()  # "a" is the same row (NaN equals NaN here)
+    assert [(r["k"], r["_row_kind"]) for r in rows] == [("b", "-U"), ("b", "+U"), ("c", "-U"), ("c", "+U")]
+    assert rows[1]["l"] == [2, 3] and rows[3]["st"] == {"a": 4}

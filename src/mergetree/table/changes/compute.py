@@ -106,6 +106,8 @@ def snapshot_range(directory: TableDirectory, start: Any, end: Any) -> tuple[int
     """Checked (start, end): ids, start <= end, end at most the latest snapshot."""
     start = _snapshot_id(start, "start")
     latest = directory.store.latest_id() or 0
+    if end is None and start > latest:
+        raise SnapshotNotFoundError(f"snapshot {start} does not exist yet; {_existing(directory)}")
     end = latest if end is None else _snapshot_id(end, "end")
     if start > end:
         raise InvalidArgumentError(f"start ({start}) is after end ({end}): changes run forward in time")
@@ -558,9 +560,14 @@ def _filtered(table: pa.Table, plan: ChangePlan, directory: TableDirectory) -> p
         expression = flt.to_expression(plan.filter, directory.schema.schema)
         passes = _mask(table, expression)
         kinds = table.column(ROW_KIND_COLUMN).to_numpy(zero_copy_only=False)
-        before = np.flatnonzero(kinds == "-U")
+        before = np.flatnonzero(kinds[:-1] == "-U")
         after = before + 1
-        ok = after < len(kinds)
+        # an update: a -U row and the +U of its key right after it (an input changelog may
+        # hold a -U alone)
+        ok = kinds[after] == "+U"
+        for k in directory.schema.primary_key:
+            column = table.column(k)
+            ok &= _values_equal(column.take(pa.array(before)), column.take(pa.array(after)))
         before, after = before[ok], after[ok]
         pair = passes[before] | passes[after]
         passes[before] = pair
