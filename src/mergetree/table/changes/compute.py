@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from ...errors import InvalidArgumentError, SnapshotNotFoundError
-from ...merge import ROW_KIND_COLUMN, RowKind, merge, symbols_of
+from ...merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge, symbols_of
 from ...merge.arrow_input import sort_indices
 from .. import filters as flt
 from ..directory import TableDirectory
@@ -262,19 +262,23 @@ class _UnitReader:
             return
         first_overwrite = next((i for i, c in enumerate(unit.commits) if c.kind == "OVERWRITE"), len(unit.commits))
         base = self._state(plan.start, self._touched(unit.commits[:first_overwrite]))
-        state, added = base, list[CommitFiles]()  # the commits folded into `base` so far
+        added = list[CommitFiles]()  # the commits after `base` so far
         for c in unit.commits:
             if c.kind == "OVERWRITE":
                 before = self._state(c.snapshot_id - 1, None)
-                base = state = self._state(c.snapshot_id, None)
-                added = []
-                yield self._stamped(self._diff(before, state), c.snapshot_id)
+                base, added = self._state(c.snapshot_id, None), []
+                yield self._stamped(self._diff(before, base), c.snapshot_id)
                 continue
+            if c.changelog:
+                added.append(c)
+                yield self._stamped(self._changelog_rows(c), c.snapshot_id)
+                continue
+            # the keys this commit touches, before and after it: folded from the base each
+            # time (as a read merges the files together), only those keys' rows merged
+            keys = pa.array(self._touched([c]) or [], type=self._physical_schema().field(0).type)
+            before = self._fold(base, added, keys)
             added.append(c)
-            new = self._fold(base, added)  # from the base each time, for the same reason
-            rows = self._changelog_rows(c) if c.changelog else self._diff(state, new)
-            yield self._stamped(rows, c.snapshot_id)
-            state = new
+            yield self._stamped(self._diff(before, self._fold(base, added, keys)), c.snapshot_id)
 
     def change_of(self, commit: CommitFiles) -> pa.Table:
         """The change one commit's files make to the state at `plan.start` (all columns)."""
@@ -346,11 +350,15 @@ class _UnitReader:
         fs = self.ts.file_schema
         return pa.schema([fs.field(c) for c in self.ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + self.values])
 
-    def _fold(self, state: pa.Table, commits: Sequence[CommitFiles]) -> pa.Table:
+    def _fold(self, state: pa.Table, commits: Sequence[CommitFiles], keys: pa.Array | None = None) -> pa.Table:
         """The new state of the keys `state` holds and the commits' files touch: the merge
         engine over the old state (oldest) and the files' rows, commit after commit, in
         sequence order within a commit.  (Sequence numbers alone do not order commits: a
-        bucket that compaction emptied starts again from 0.)"""
+        bucket that compaction emptied starts again from 0.)  `keys`: only the keys whose
+        first column is one of these."""
+        def only(rows: pa.Table, column: str) -> pa.Table:
+            return rows if keys is None else rows.filter(pc.is_in(rows.column(column), value_set=keys))
+        state = only(state, self.ts.primary_key[0])
         files = [m for c in commits for m in c.files]
         if not files:
             return state
@@ -362,7 +370,7 @@ class _UnitReader:
                 continue
             low = min(m.min_seq for m in c.files)
             for m in c.files:
-                run = self._added(m)
+                run = only(self._added(m), self.ts.file_key[0])
                 index = schema.get_field_index(SEQUENCE_COLUMN)
                 moved = pc.add(run.column(index), pa.scalar(offset - low, pa.int64()))
                 runs.append(run.set_column(index, schema.field(index), moved))
@@ -411,7 +419,7 @@ class _UnitReader:
         if rows is None or rows.num_rows == 0:
             return self._diff(pa.schema([ts.schema.field(n) for n in self.columns]).empty_table(),
                               pa.schema([ts.schema.field(n) for n in self.columns]).empty_table())
-        kinds = np.array([_KIND_OF[s] for s in rows.column(ROW_KIND_COLUMN).to_pylist()], dtype=np.int8)
+        kinds = kinds_of(rows.column(ROW_KIND_COLUMN))
         plain = rows.drop_columns([ROW_KIND_COLUMN])
         n = plain.num_rows
         keys = plain.select(list(ts.primary_key)).append_column("__i", pa.array(np.arange(n)))
@@ -472,9 +480,6 @@ class _UnitReader:
         files = [e.file for e in self.directory.live_files(snap).values()
                  if e.partition == self.unit.partition and e.bucket == self.unit.bucket]
         return self._rows_of(files)
-
-
-_KIND_OF = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE_AFTER, "-D": RowKind.DELETE}
 
 
 def _with_kinds(rows: pa.Table, kinds: np.ndarray) -> pa.Table:
