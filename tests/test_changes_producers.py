@@ -152,3 +152,16 @@ def test_racing_lookup_writers_publish_exact_changes(tmp_path):
         assert table.snapshots()[c - 1].changelog_manifest_list
         rows = table.changes(c - 1, c, per_commit=True).read_all().to_pylist()
         assert apply(state(table, c - 1), rows, ["k"]) == state(table, c)
+
+
+def test_a_lookup_write_that_changes_nothing_has_no_changelog_and_no_change(tmp_path):
+    table = Table.create(tmp_path, pa.schema([("k", pa.int64()), ("v", pa.int64())]), primary_key=["k"],
+                         options={"changelog-producer": "lookup", "write-only": "true"})
+    table.write({"k": [1, 2], "v": [1, 2]})
+    same = table.write({"k": [1], "v": [1]})
+    assert not same.changelog_manifest_list and same.properties["changelog-producer"] == "lookup"
+    assert table.changes(1).read_all().num_rows == 0
+    store = table.directory.storage  # snapshot 1 expires, its changelog kept: the changelogs alone answer
+    store.write(paths.retained_changelog_file(1), store.read(paths.snapshot_file(1)))
+    store.delete(paths.snapshot_file(1))
+    assert [(r["k"], r["_row_kind"]) for r in table.changes(0).read_all().to_pylist()] == [(1, "+I"), (2, "+I")]

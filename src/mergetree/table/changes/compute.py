@@ -158,8 +158,9 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
     changing = [(s, whole) for s, whole in commits if s.commit_kind != "COMPACT"]
 
     def served(s: Snapshot) -> bool:  # can this commit be read from its changelog files alone?
+        # (a lookup commit that changed nothing has no changelog files: that is its change)
         producer = s.properties.get(PRODUCER_PROPERTY, "")
-        return bool(s.changelog_manifest_list) and (producer == "lookup" or (per_commit and producer == "input"))
+        return s.commit_kind == "APPEND" and (producer == "lookup" or (per_commit and producer == "input"))
     # an append table's change is its added rows: read from its data files
     plan.computed = not ts.has_primary_key or not all(served(s) for s, _ in changing)
     if plan.computed:
@@ -178,7 +179,7 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
     for s, _ in changing:
         producer = s.properties.get(PRODUCER_PROPERTY, "")
         changelog: dict[tuple, list[DataFileMeta]] = defaultdict(list)
-        if s.changelog_manifest_list and (served(s) or not plan.computed or per_commit):
+        if s.changelog_manifest_list and (not plan.computed or per_commit):
             for e in _added(directory, s.changelog_manifest_list):
                 changelog[(e.partition, e.bucket)].append(e.file)
         files: dict[tuple, list[DataFileMeta]] = defaultdict(list)
