@@ -318,3 +318,13 @@ def test_nested_values_nan_and_string_keys(tmp_path):
     rows = table.changes(1).read_all().to_pylist()  # "a" is the same row (NaN equals NaN here)
     assert [(r["k"], r["_row_kind"]) for r in rows] == [("b", "-U"), ("b", "+U"), ("c", "-U"), ("c", "+U")]
     assert rows[1]["l"] == [2, 3] and rows[3]["st"] == {"a": 4}
+
+
+def test_float_keys_keep_minus_zero_and_nan_apart(tmp_path):
+    import math
+    table = Table.create(tmp_path, pa.schema([("k", pa.float64()), ("v", pa.int64())]), primary_key=["k"])
+    table.write({"k": [0.0, -0.0, math.nan, 1.5], "v": [1, 2, 3, 4]})
+    table.write({"k": [-0.0, math.nan, 2.5], "v": [20, 30, 5]})
+    rows = table.changes(1).read_all().to_pylist()
+    assert [(str(r["k"]), r["v"], r["_row_kind"]) for r in rows] == [
+        ("-0.0", 2, "-U"), ("-0.0", 20, "+U"), ("2.5", 5, "+I"), ("nan", 3, "-U"), ("nan", 30, "+U")]
