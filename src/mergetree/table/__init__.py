@@ -3,6 +3,7 @@ manifests, the write and read paths, buckets, filters, compaction and housekeepi
 on `mergetree.merge`; `Table` is the public face."""
 from __future__ import annotations
 
+from .changes import ChangePlan, ChangeUnit
 from .consumers import Consumer
 from .files import DataFileMeta
 from .options import OPTIONS, TableOptions
@@ -11,5 +12,5 @@ from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot
 from .table import Table
 
-__all__ = ["OPTIONS", "BucketPlan", "Consumer", "DataFileMeta", "FileEntry", "ReadPlan", "Snapshot", "Table",
-           "TableOptions", "TableSchema"]
+__all__ = ["OPTIONS", "BucketPlan", "ChangePlan", "ChangeUnit", "Consumer", "DataFileMeta", "FileEntry", "ReadPlan",
+           "Snapshot", "Table", "TableOptions", "TableSchema"]

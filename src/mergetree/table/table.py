@@ -4,6 +4,8 @@ housekeeping), all working on the table's `TableDirectory`."""
 from __future__ import annotations
 
 import datetime as dt
+import heapq
+import itertools
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -13,7 +15,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
-from . import consumers, durations, housekeeping, read, write
+from . import changes, consumers, durations, housekeeping, read, write
 from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
 from .consumers import Consumer
@@ -204,6 +206,34 @@ class Table:
                           columns=prepared.columns, order_by=prepared.order_by, limit=prepared.limit)
 
         return pa.RecordBatchReader.from_batches(reader.schema, logged())
+
+    def changes(self, start: int, end: int | None = None, columns: str | list[str] | None = None,
+                filter: flt.Filter = None, per_commit: bool = False) -> pa.RecordBatchReader:
+        """What commits `start`+1..`end` (default: the latest) changed: per primary key its net
+        change, `_row_kind` +I (a new key), -U then +U (old and new row), -D (the old row);
+        `start` == 0 is the empty table before the first commit, `start == end` changes nothing.
+        Only the files those commits added are read, against the touched keys' rows in
+        snapshot `start` (pruned by key ranges, Bloom filters and statistics).  `per_commit`:
+        each commit's change in commit order, with `_snapshot_id`.  `columns` projects (keys
+        always come too; an update whose projected columns did not change is not a change);
+        `filter` keeps the change rows that pass, an update whole if either of its rows passes.
+        An append table's change is its added rows, +I.  See docs/CHANGES.md."""
+        plan = changes.plan_changes(self.directory, start, end, columns, filter, per_commit)
+        self.last_read = plan.stats
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            rows = 0
+            units = [changes.read_changes(self.directory, plan, unit) for unit in plan.units]
+            # per commit: the units' batches (each of one commit, a unit's in commit order)
+            # interleaved commit by commit, each unit read as far as the commit being emitted
+            stream = heapq.merge(*units, key=lambda b: b.column(changes.SNAPSHOT_ID_COLUMN)[0].as_py()) \
+                if per_commit else itertools.chain.from_iterable(units)
+            for batch in stream:
+                rows += batch.num_rows
+                yield batch
+            plan.stats.rows_out = rows
+
+        return pa.RecordBatchReader.from_batches(plan.schema, batches())
 
     def aggregate(self, group_by: str | list[str] | None, measures: dict, filter: flt.Filter = None,
                   snapshot: int | None = None) -> pa.Table:
