@@ -39,7 +39,7 @@ from ..errors import InvalidArgumentError, SnapshotNotFoundError
 from ..merge import RowKind
 from ..merge.row_kind import ROW_KIND_COLUMN
 from ..table import Table
-from ..table.changes import SNAPSHOT_ID_COLUMN, plan_changes, read_changes
+from ..table.changes import SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, plan_changes, read_changes
 from ..table.commit import Change, commit_with_rebase, next_sequences, renumbered
 from ..table.directory import TableDirectory
 from ..table.read import BucketPlan, read_bucket
@@ -48,8 +48,8 @@ from ..table.write import conformed, spill
 from .tables import TASK_SEQUENCE_SPAN, FilesMessage, open_or_create, open_table, split_storage_options
 from .types import spark_ddl, spark_schema, to_spark_batch
 
-__all__ = ["BATCH_ID_PROPERTY", "QUERY_ID_PROPERTY", "READ_CHANGELOG", "SCAN_MODES", "SNAPSHOT_ID_COLUMN",
-           "MergetreeStreamReader", "MergetreeStreamWriter", "change_ddl", "last_committed_batch",
+__all__ = ["BATCH_ID_PROPERTY", "QUERY_ID_PROPERTY", "READ_CHANGELOG", "SCAN_MODES", "SINK_OPTIONS",
+           "SNAPSHOT_ID_COLUMN", "MergetreeStreamReader", "MergetreeStreamWriter", "change_ddl", "last_committed_batch",
            "read_changelog_option", "stream_query_id"]
 
 # what a streaming sink's snapshot records: which query committed it, and which micro-batch
@@ -60,6 +60,8 @@ BATCH_ID_PROPERTY = "spark.batch-id"
 # says so with this option (the change columns are then part of the schema).
 READ_CHANGELOG = "read.changelog"
 SCAN_MODES = ("latest", "latest-full", "from-snapshot", "from-timestamp")
+# the sink's own options (lower case), never table options when it creates the table
+SINK_OPTIONS = {"checkpointlocation", "queryid", "rowkindcolumn"}
 
 
 def _bool_option(options: Mapping[str, Any], key: str) -> bool:
@@ -191,7 +193,8 @@ class MergetreeStreamWriter(DataSourceStreamArrowWriter):
         elif self.row_kind_column is not None:
             raise InvalidArgumentError(f"option rowKindColumn names {self.row_kind_column!r}, which the stream "
                                        f"lacks; its columns: {spark_schema_.fieldNames()}")
-        table = open_or_create(self.path, self.storage_options, arrow, options)
+        table = open_or_create(self.path, self.storage_options, arrow,
+                               {k: v for k, v in options.items() if k not in SINK_OPTIONS})
         base = table.latest_snapshot()
         self.next_seq = {} if overwrite else next_sequences(table.directory.live_files(base).values())
 
@@ -265,20 +268,47 @@ class FullPartition(InputPartition):
 
 @dataclass(frozen=True)
 class ChangePartition(InputPartition):
-    """One `ChangeUnit` (a bucket's changes over the micro-batch's commits), with its plan."""
+    """One `ChangeUnit` (a bucket's changes over the micro-batch's commits), with its plan cut
+    down to that unit.  The plan travels as its fields less `stats` (the statistics of the
+    process reading it, which hold a lock): the task makes its own."""
 
-    def __init__(self, plan: Any, unit: Any) -> None:
+    def __init__(self, plan: ChangePlan, unit: ChangeUnit) -> None:
+        fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan) if f.name != "stats"}
         object.__setattr__(self, "value", ("changes", unit.partition, unit.bucket))
-        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "plan_fields", {**fields, "units": [unit]})
         object.__setattr__(self, "unit", unit)
 
+    @property
+    def plan(self) -> ChangePlan:
+        return ChangePlan(**self.plan_fields)
+
+
+# Offsets.  A position: `{"snapshot": N}`, every change up to snapshot N read; the first
+# position of a `latest-full` stream, `{"snapshot": L, "full": true}`: nothing read, snapshot L
+# whole pending.  The end offset of a micro-batch also names where the batch started
+# (`"from"`, `"fromFull"`): Spark logs end offsets but asks the source again for the first
+# start after a restart, and a `latest` or `latest-full` start moves with the table; so a
+# micro-batch is read from its logged end offset alone, the same before and after a restart.
 
 def _offset(snapshot_id: int, full: bool = False) -> dict:
     return {"snapshot": snapshot_id, "full": True} if full else {"snapshot": snapshot_id}
 
 
-def _parse_offset(offset: Mapping[str, Any]) -> tuple[int, bool]:
+def _batch_end(end_id: int, start_id: int, start_full: bool) -> dict:
+    return {"snapshot": end_id, "from": start_id, "fromFull": start_full}
+
+
+def _position(offset: Mapping[str, Any]) -> tuple[int, bool]:
+    """(snapshot id read up to, whether that snapshot is pending whole) of an offset as a start."""
     return int(offset["snapshot"]), bool(offset.get("full", False))
+
+
+def _batch(start: Mapping[str, Any], end: Mapping[str, Any]) -> tuple[int, bool, int]:
+    """(start id, full read of it first, end id) of the micro-batch (start, end]."""
+    if "from" in end:
+        return int(end["from"]), bool(end.get("fromFull", False)), int(end["snapshot"])
+    start_id, full = _position(start)
+    return start_id, full, int(end["snapshot"])
 
 
 class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -368,17 +398,17 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.target = self._latest_id()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        start_id, full = _parse_offset(start)
+        start_id, full = _position(start)
         latest = self._latest_id() if self.target is None else self.target
         if isinstance(limit, ReadAllAvailable):
             max_snapshots, max_rows = None, None  # Spark's word overrides the options
         else:
             max_snapshots = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_snapshots
             max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.max_rows
-        if latest <= start_id:
-            return _offset(start_id) if full else start
+        if latest <= start_id:  # nothing new (a pending full read is one micro-batch of its own)
+            return _batch_end(start_id, start_id, True) if full else start
         if max_snapshots is None and max_rows is None:
-            return _offset(latest)
+            return _batch_end(latest, start_id, full)
         # whole snapshots, at least one (the full read of a latest-full start counts as one)
         taken = 1 if full else 0
         rows = self._snapshot_rows(start_id, whole=True) if full else 0
@@ -389,7 +419,7 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                           or (max_rows is not None and rows + more > max_rows)):
                 break
             end, taken, rows = snapshot_id, taken + 1, rows + more
-        return _offset(end)
+        return _batch_end(end, start_id, full)
 
     def _snapshot_rows(self, snapshot_id: int, whole: bool = False) -> int:
         """Rows commit `snapshot_id` wrote (a compaction: none), or with `whole` all it holds."""
@@ -410,16 +440,14 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     # -- micro-batches ---------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        start_id, full = _parse_offset(start)
-        end_id, _ = _parse_offset(end)
+        start_id, full, end_id = _batch(start, end)
         table = _open(self.path, self.storage_options)
         out: list[InputPartition] = []
         if full:
             out += [FullPartition(b, start_id) for b in table.plan(None, start_id).buckets]
         if end_id > start_id:
             plan = plan_changes(table.directory, start_id, end_id, columns=self.columns, per_commit=True)
-            # each partition carries its own unit only
-            out += [ChangePartition(dataclasses.replace(plan, units=[u]), u) for u in plan.units]
+            out += [ChangePartition(plan, u) for u in plan.units]
         return out
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
