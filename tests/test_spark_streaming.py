@@ -301,3 +301,22 @@ def test_bad_stream_options_fail_clearly(spark, tmp_path):
     # a batch read with read.changelog says where batch changes are
     with pytest.raises(Exception, match="is for stream reads"):
         spark.read.format("mergetree").option("read.changelog", "true").load(str(t1)).collect()
+
+
+def test_complete_mode_replaces_the_table_each_micro_batch(spark, tmp_path):
+    events, t = tmp_path / "events", tmp_path / "t"
+    cdc_files(events, files=3, per_file=20, keys=6, seed=8)
+    counts: dict[int, int] = {}
+    for name in sorted(os.listdir(events)):
+        for line in open(events / name):
+            k = json.loads(line)["id"]
+            counts[k] = counts.get(k, 0) + 1
+    frame = (registered(spark).readStream.schema(JSON_SCHEMA).option("maxFilesPerTrigger", 1).json(str(events))
+             .groupBy("id").count())
+    (frame.writeStream.outputMode("complete").format("mergetree").option("checkpointLocation", str(tmp_path / "ck"))
+     .option("primaryKey", "id").trigger(availableNow=True).start(str(t)).awaitTermination())
+    table = Table.open(str(t))
+    assert {r["id"]: r["count"] for r in table.read().to_pylist()} == counts
+    kinds = [table.directory.store.snapshot(i).commit_kind for i in table.directory.store.snapshot_ids()]
+    assert kinds == ["OVERWRITE"] * 3
+    assert sorted(commits_once(table, checkpoint_query_id(tmp_path / "ck"))) == [0, 1, 2]
