@@ -14,13 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from test_spark_streaming import cdc_files, checkpoint_query_id, commits_once, rows_of
 
 from mergetree import Table
 
 pytest.importorskip("pyspark")
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_spark_streaming import cdc_files, checkpoint_query_id, commits_once, rows_of  # noqa: E402
 
 DRIVER = Path(__file__).parent / "spark_streaming_driver.py"
 KILLS = 3
