@@ -140,6 +140,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true",
                    help="print what each pruning step removed and how many files the read touched")
 
+    p = command("changes", "what commits changed: per key +I, -U/+U (old/new row), -D (see docs/CHANGES.md)",
+                commands.changes)
+    add_table_path(p)
+    p.add_argument("--from", dest="start", type=_non_negative_int, required=True, metavar="N",
+                   help="the snapshot the change starts after (0: before the first commit)")
+    p.add_argument("--to", dest="end", type=_non_negative_int, metavar="M", help="the last commit (default: latest)")
+    p.add_argument("--columns", help="comma-separated columns (keys always come too; default: all)")
+    p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
+                   help="keep change rows that pass (an update whole); repeat for AND")
+    p.add_argument("--per-commit", action="store_true", help="each commit's change, with _snapshot_id")
+    p.add_argument("--limit", type=_non_negative_int, default=20, help="rows to show (0: only the count)")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table",
+                   help="a table preview, or every row (up to --limit) as JSON lines or CSV")
+
     p = command("optimize", "cluster an append table's files (linear, Z-order, Hilbert) or re-apply its layout; "
                             "a full compaction for a primary-key table", commands.optimize)
     add_table_path(p)

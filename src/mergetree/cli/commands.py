@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
+import json
 import os
 import re
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 
 from ..errors import InvalidArgumentError
 from ..table import Table, housekeeping
@@ -16,7 +19,7 @@ from ..table.objects import is_uri
 from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
-__all__ = ["build_indexes", "compact", "expire", "info", "optimize", "parse_filter", "read", "repair"]
+__all__ = ["build_indexes", "changes", "compact", "expire", "info", "optimize", "parse_filter", "read", "repair"]
 
 _FILTER = re.compile(
     r"""\s*(?P<column>`[^`]+`|"[^"]+"|[^\s=!<>]+)\s*
@@ -174,6 +177,35 @@ def read(args: argparse.Namespace) -> int:
         stats = table.last_read
         out_console.print(f"read {stats.files_read:,} of {stats.files_total:,} files "
                           f"({stats.bytes_read / 2**20:.1f} of {stats.bytes_total / 2**20:.1f} MiB)")
+    return 0
+
+
+def changes(args: argparse.Namespace) -> int:
+    table = open_table(args)
+    filters = [parse_filter(f, table.schema) for f in args.filter or []]
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    reader = table.changes(args.start, args.end, columns=columns, filter=filters or None, per_commit=args.per_commit)
+    shown: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in reader:  # counted whole, kept only up to the limit
+        if rows < args.limit:
+            shown.append(batch.slice(0, args.limit - rows))
+        rows += batch.num_rows
+    result = pa.Table.from_batches(shown, schema=reader.schema)
+    if args.format == "json":
+        for row in result.to_pylist():
+            out_console.print(json.dumps(row, default=str), markup=False, highlight=False, soft_wrap=True)
+        return 0
+    if args.format == "csv":
+        buffer = io.BytesIO()
+        pacsv.write_csv(result, buffer)
+        out_console.print(buffer.getvalue().decode().rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+        return 0
+    if args.limit:
+        out_console.print(arrow_preview(result, args.limit))
+    end = args.end if args.end is not None else (table.directory.store.latest_id() or 0)
+    out_console.print(f"{_rows(rows)} changed by snapshots {args.start + 1}..{end}" if end > args.start
+                      else _rows(rows))
     return 0
 
 

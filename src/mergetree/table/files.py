@@ -238,9 +238,9 @@ class DataFileWriter:
     an object store the file streams up as a multipart upload and appears, whole, at `close`."""
 
     def __init__(self, storage: Store, directory: str, schema: TableSchema, level: int,
-                 options: TableOptions | None = None, sorted_by: Sequence[str] = ()) -> None:
+                 options: TableOptions | None = None, sorted_by: Sequence[str] = (), name: str | None = None) -> None:
         self.storage, self.schema, self.level, self.options, self.sorted_by = storage, schema, level, options, sorted_by
-        self.name = paths.data_file_name(directory)
+        self.name = name or paths.data_file_name(directory)  # a changelog file is named by its writer
         self.path = os.path.join(storage.root, self.name) if is_local(storage) else None  # type: ignore[attr-defined]
         self._sink: Any = None  # an object store's upload
         self.rows = 0

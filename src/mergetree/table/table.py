@@ -4,13 +4,14 @@ housekeeping), all working on the table's `TableDirectory`."""
 from __future__ import annotations
 
 import datetime as dt
+import heapq
+import itertools
 import os
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
@@ -221,15 +222,14 @@ class Table:
 
         def batches() -> Iterator[pa.RecordBatch]:
             rows = 0
-            units = (changes.read_changes(self.directory, plan, unit) for unit in plan.units)
-            if per_commit and len(plan.units) > 1:  # commit by commit across the units (a stable sort)
-                everything = pa.Table.from_batches([b for unit in units for b in unit], schema=plan.schema)
-                order = pc.sort_indices(everything, [(changes.SNAPSHOT_ID_COLUMN, "ascending")])
-                units = iter([everything.take(order).to_batches()])
-            for unit in units:
-                for batch in unit:
-                    rows += batch.num_rows
-                    yield batch
+            units = [changes.read_changes(self.directory, plan, unit) for unit in plan.units]
+            # per commit: the units' batches (each of one commit, a unit's in commit order)
+            # interleaved commit by commit, each unit read as far as the commit being emitted
+            stream = heapq.merge(*units, key=lambda b: b.column(changes.SNAPSHOT_ID_COLUMN)[0].as_py()) \
+                if per_commit else itertools.chain.from_iterable(units)
+            for batch in stream:
+                rows += batch.num_rows
+                yield batch
             plan.stats.rows_out = rows
 
         return pa.RecordBatchReader.from_batches(plan.schema, batches())

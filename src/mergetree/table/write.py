@@ -17,11 +17,13 @@ from ..errors import CompactionConflictError, InvalidArgumentError, SchemaMismat
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
 from .buckets import bucket_ids
+from .changes import PRODUCER_PROPERTY, producers
 from .commit import Change, commit_with_rebase, next_sequences, renumbered
 from .compaction.runner import compact_buckets
 from .directory import TableDirectory
 from .files import write_sorted_run
 from .levers.qdtree import layout_order
+from .paths import is_changelog_file
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .snapshots import FileEntry, Snapshot
 
@@ -203,11 +205,13 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
 _PICK = {"deduplicate": "last", "first-row": "first"}
 
 
-def split_by_bucket(directory: TableDirectory, table: pa.Table) -> dict[BucketKey, pa.Table]:
+def split_by_bucket(directory: TableDirectory, table: pa.Table, every_version: bool = False
+                    ) -> dict[BucketKey, pa.Table]:
     """Rows by (partition values, bucket) with one stable sort and one take: in input order,
     or, in a primary-key table, by primary key (input order among equal keys) — and where the
     engine keeps one version of a key (deduplicate: the last, first-row: the first), only that
-    version is taken.  Spilling then needs no second sort, and the buffer is copied once."""
+    version is taken (`every_version`: all of them, for an input changelog).  Spilling then
+    needs no second sort, and the buffer is copied once."""
     ts = directory.schema
     if table.num_rows == 0:
         return {}
@@ -226,7 +230,7 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table) -> dict[BucketKe
     for k in keys if len(keys) > 1 else ():  # one dense group number per (bucket, partition values)
         group = np.unique(group * (int(k.max(initial=0)) + 1) + k, return_inverse=True)[1].astype(np.int64)
     if ts.has_primary_key:
-        order = _key_order(table, group, list(ts.primary_key), _PICK.get(ts.merge_engine))
+        order = _key_order(table, group, list(ts.primary_key), None if every_version else _PICK.get(ts.merge_engine))
     else:
         order = np.argsort(group, kind="stable")
     ordered = table.take(pa.array(order))
@@ -320,11 +324,13 @@ def _integer_key_order(group: np.ndarray, column: pa.ChunkedArray, pick: str | N
 
 
 def flush_buckets(directory: TableDirectory, groups: dict[BucketKey, pa.Table], kind: RowKind,
-                  next_seq: dict[BucketKey, int], fresh: int = 0) -> list[FileEntry]:
+                  next_seq: dict[BucketKey, int], fresh: int = 0, changelog: bool = False) -> list[FileEntry]:
     """Write every (partition, bucket) group of a write buffer (from `split_by_bucket`) as
     level-0 files, in parallel threads (folding and Parquet encoding run without the GIL).
     Each group's rows take the next sequence numbers of their bucket (`next_seq` is advanced;
-    a bucket it lacks starts at `fresh`).  On failure the files already written are removed."""
+    a bucket it lacks starts at `fresh`).  With `changelog`, each group's rows as they are (every
+    version: `split_by_bucket(every_version=True)`) also become a changelog file, among the
+    entries returned.  On failure the files already written are removed."""
     jobs = []
     for key, rows in groups.items():
         first = next_seq.get(key, fresh)
@@ -335,13 +341,13 @@ def flush_buckets(directory: TableDirectory, groups: dict[BucketKey, pa.Table], 
         written: list[FileEntry] = []
         try:
             for key, rows, first in jobs:
-                written += _flush(directory, key, rows, first, kind)
+                written += _flush(directory, key, rows, first, kind, changelog)
         except BaseException:
             directory.discard(written)
             raise
         return written
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_flush, directory, key, rows, first, kind) for key, rows, first in jobs]
+        futures = [pool.submit(_flush, directory, key, rows, first, kind, changelog) for key, rows, first in jobs]
     done = [f.result() for f in futures if f.exception() is None]
     failed = [f.exception() for f in futures if f.exception() is not None]
     if failed:
@@ -350,25 +356,38 @@ def flush_buckets(directory: TableDirectory, groups: dict[BucketKey, pa.Table], 
     return [e for entries in done for e in entries]
 
 
-def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int, kind: RowKind) -> list[FileEntry]:
-    """Fold one bucket's buffered rows (sorted by key; sequence numbers from `first`) into level-0 files."""
+def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int, kind: RowKind,
+           changelog: bool = False) -> list[FileEntry]:
+    """Fold one bucket's buffered rows (sorted by key; sequence numbers from `first`) into
+    level-0 files; with `changelog`, the rows as written into a changelog file first."""
     ts = directory.schema
     options = directory.options
     partition, bucket = key
     relative = directory.bucket_directory(partition, bucket)
     sorted_by: tuple[str, ...] = ()
+    logged: list[FileEntry] = []
+    if changelog:
+        as_written = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind) \
+            if ts.has_primary_key else rows
+        logged = [FileEntry(partition, bucket, m) for m in producers.write_changelog(directory, partition, bucket,
+                                                                                      as_written)]
     if ts.has_primary_key:
         physical = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind)
-        # deduplicate and first-row kept one version per key already (`split_by_bucket`)
-        rows = physical if ts.merge_engine in _PICK else _fold(directory, physical)
+        # deduplicate and first-row kept one version per key already (`split_by_bucket`), unless
+        # every version was kept for the changelog
+        rows = physical if ts.merge_engine in _PICK and not changelog else _fold(directory, physical)
     elif options.sort_within:  # an append table's in-file order (Top-N reads stop early)
         rows = rows.take(sort_indices(rows, [(c, "ascending") for c in options.sort_within], "at_start"))
         sorted_by = options.sort_within
     elif options.clustering is not None:  # each write is clustered within itself; optimize goes across files
         clustering = options.clustering
         rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy, clustering.tree)))
-    files = write_sorted_run(directory.storage, relative, rows, ts, 0, options, sorted_by)
-    return [FileEntry(partition, bucket, f) for f in files]
+    try:
+        files = write_sorted_run(directory.storage, relative, rows, ts, 0, options, sorted_by)
+    except BaseException:
+        directory.discard(logged)
+        raise
+    return logged + [FileEntry(partition, bucket, f) for f in files]
 
 
 def _physical(rows: pa.Table, ts: TableSchema, seq: np.ndarray, kind: RowKind) -> pa.Table:
@@ -444,25 +463,52 @@ def _drain(items: list) -> list:
 
 
 def spill(directory: TableDirectory, pieces: Iterable[pa.Table], kind: RowKind,
-          next_seq: dict[BucketKey, int], fresh: int = 0) -> Iterator[list[FileEntry]]:
+          next_seq: dict[BucketKey, int], fresh: int = 0, changelog: bool = False) -> Iterator[list[FileEntry]]:
     """Conformed rows through the write buffer: each full buffer is split by bucket, sorted,
     folded and written as level-0 files, whose entries are yielded (the caller owns them:
     it commits them or discards them).  Sequence numbers continue from `next_seq` (`fresh`
-    for buckets it lacks)."""
+    for buckets it lacks).  `changelog`: the rows as written go to changelog files too (the
+    input changelog producer), among the entries yielded (`commit_write` tells them apart)."""
     # a third of write-buffer-size holds input rows: making them contiguous, sorting them and
     # their sorted copy take the rest (measured: `tests/test_streaming_write.py`)
     for buffer in write_buffers(pieces, max(directory.options.write_buffer_size // 3, 1)):
-        groups = split_by_bucket(directory, buffer)
+        groups = split_by_bucket(directory, buffer, every_version=changelog)
         del buffer  # the sorted copy in `groups` is all a spill needs
-        files = flush_buckets(directory, groups, kind, next_seq, fresh)
+        files = flush_buckets(directory, groups, kind, next_seq, fresh, changelog)
         del groups  # not held while the next buffer fills
         yield files
 
 
-def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapshot | None) -> Snapshot:
-    """Commit new level-0 files, renumbered after whatever newer writes committed first."""
-    return commit_with_rebase(directory, base, lambda latest: Change(renumbered(directory, adds, latest), []),
-                              "APPEND")
+def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapshot | None,
+                 properties: dict[str, str] | None = None) -> Snapshot:
+    """Commit new level-0 files, renumbered after whatever newer writes committed first, with
+    the changelog files the table's `changelog-producer` asks for (a lookup changelog is
+    written again on the newer snapshot after a lost race: the previous rows may have moved)."""
+    producer = producers.producer_of(directory)
+    logged = [e for e in adds if is_changelog_file(e.file.file_name, directory.schema.partition_by)]
+    adds = [e for e in adds if not is_changelog_file(e.file.file_name, directory.schema.partition_by)]
+    if logged:  # the input changelog the write made as it spilled (`spill(changelog=True)`)
+        producer = "input"
+    if producer == "none" or not adds:
+        return commit_with_rebase(directory, base, lambda latest: Change(renumbered(directory, adds, latest), []),
+                                  "APPEND", properties)
+    # the changelog of each attempt; only the last one's is committed
+    written: list[list[FileEntry]] = [logged] if logged else []
+
+    def change_for(latest: Snapshot | None) -> Change:
+        files = renumbered(directory, adds, latest)
+        if producer == "lookup" or not written:
+            if written:
+                directory.discard(written.pop())  # computed on an older snapshot
+            written.append(producers.changelog_for(directory, producer, latest, files))
+        return Change(files, [], written[-1])
+    recorded = {**(properties or {}), PRODUCER_PROPERTY: producer}
+    try:
+        return commit_with_rebase(directory, base, change_for, "APPEND", recorded)
+    except BaseException:
+        for changelog in written:
+            directory.discard(changelog)
+        raise
 
 
 def write_rows(directory: TableDirectory, data: Any, kind: RowKind,
@@ -478,13 +524,14 @@ def write_rows(directory: TableDirectory, data: Any, kind: RowKind,
     else:
         pieces = conformed(directory, data, complete=True, row_kind_column=row_kind_column)
     every = directory.options.commit_every_buffers
+    as_written = directory.options.changelog_producer == "input"  # rows as written, before any fold
     base = directory.latest_snapshot()
     next_seq = next_sequences(directory.live_files(base).values())
     pending: list[FileEntry] = []
     touched: set[BucketKey] = set()
     snapshot = None
     try:
-        for buffers, files in enumerate(spill(directory, pieces, kind, next_seq), start=1):
+        for buffers, files in enumerate(spill(directory, pieces, kind, next_seq, changelog=as_written), start=1):
             pending += files
             if every and buffers % every == 0 and pending:
                 snapshot = commit_write(directory, pending, base)

@@ -2,8 +2,17 @@
 files a write publishes with its commit (`producers`)."""
 from __future__ import annotations
 
-from .compute import (PRODUCER_PROPERTY, SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, CommitFiles, change_of_files,
-                      plan_changes, read_changes, snapshot_range)
+from .compute import (
+                      PRODUCER_PROPERTY,
+                      SNAPSHOT_ID_COLUMN,
+                      ChangePlan,
+                      ChangeUnit,
+                      CommitFiles,
+                      change_of_files,
+                      plan_changes,
+                      read_changes,
+                      snapshot_range,
+)
 
 __all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "ChangePlan", "ChangeUnit", "CommitFiles", "change_of_files",
            "plan_changes", "read_changes", "snapshot_range"]

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from ...errors import InvalidArgumentError, SnapshotNotFoundError
-from ...merge import ROW_KIND_COLUMN, RowKind, merge, symbols_of
+from ...merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge, symbols_of
 from ...merge.arrow_input import sort_indices
 from .. import filters as flt
 from ..directory import TableDirectory
@@ -79,6 +79,13 @@ class ChangePlan:
     computed: bool = True      # False: every commit is read from its changelog files
     stats: ReadStats = field(default_factory=ReadStats)   # files and bytes this process read
 
+    def __getstate__(self) -> dict:
+        """Pickled without its statistics (each process counts its own reads)."""
+        return {k: v for k, v in self.__dict__.items() if k != "stats"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, stats=ReadStats())
+
 
 def _snapshot_id(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -99,6 +106,8 @@ def snapshot_range(directory: TableDirectory, start: Any, end: Any) -> tuple[int
     """Checked (start, end): ids, start <= end, end at most the latest snapshot."""
     start = _snapshot_id(start, "start")
     latest = directory.store.latest_id() or 0
+    if end is None and start > latest:
+        raise SnapshotNotFoundError(f"snapshot {start} does not exist yet; {_existing(directory)}")
     end = latest if end is None else _snapshot_id(end, "end")
     if start > end:
         raise InvalidArgumentError(f"start ({start}) is after end ({end}): changes run forward in time")
@@ -149,10 +158,11 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
     changing = [(s, whole) for s, whole in commits if s.commit_kind != "COMPACT"]
 
     def served(s: Snapshot) -> bool:  # can this commit be read from its changelog files alone?
+        # (a lookup commit that changed nothing has no changelog files: that is its change)
         producer = s.properties.get(PRODUCER_PROPERTY, "")
-        return bool(s.changelog_manifest_list) and (producer == "lookup" or (per_commit and producer == "input"))
-    plan.computed = ts.has_primary_key and not all(served(s) for s, _ in changing) or \
-        not ts.has_primary_key and any(s.commit_kind == "OVERWRITE" for s, _ in changing)
+        return s.commit_kind == "APPEND" and (producer == "lookup" or (per_commit and producer == "input"))
+    # an append table's change is its added rows: read from its data files
+    plan.computed = not ts.has_primary_key or not all(served(s) for s, _ in changing)
     if plan.computed:
         missing = [s.id for s, whole in changing if not whole]
         if start > 0 and not missing:
@@ -166,10 +176,10 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
                 f"expired (and its changelog files cannot stand in for it); {_existing(directory)}")
     per_bucket: dict[tuple, dict[int, CommitFiles]] = defaultdict(dict)
     overwrites = [s.id for s, _ in changing if s.commit_kind == "OVERWRITE"]
-    for s, whole in changing:
+    for s, _ in changing:
         producer = s.properties.get(PRODUCER_PROPERTY, "")
         changelog: dict[tuple, list[DataFileMeta]] = defaultdict(list)
-        if s.changelog_manifest_list and (served(s) or not plan.computed or per_commit):
+        if s.changelog_manifest_list and (not plan.computed or per_commit):
             for e in _added(directory, s.changelog_manifest_list):
                 changelog[(e.partition, e.bucket)].append(e.file)
         files: dict[tuple, list[DataFileMeta]] = defaultdict(list)
@@ -221,6 +231,7 @@ class _UnitReader:
         self.columns = [c for c in ts.schema.names if c in wanted]  # what is read and merged
         self.values = [c for c in self.columns if c not in set(ts.primary_key)]
         self.key_expr = file_filter(directory, plan.filter) if plan.filter is not None else None
+        self.cache: dict[str, pa.Table] = {}  # added files' rows, by name
         self.aggregations = {c: fn for c, fn in (directory.options.aggregations or {}).items() if c in wanted}
 
     def tables(self) -> Iterator[pa.Table]:
@@ -245,32 +256,42 @@ class _UnitReader:
                 rest = list(unit.commits)
                 old = self._state(plan.start, self._touched(rest))
                 state = old
-            for c in rest:
-                state = self._fold(state, c.files)
-            yield self._diff(old, state)
+            # one merge of every added file, as a read of `end` merges them (an aggregate folds
+            # retractions of a key it does not hold only together, so folding commit by commit
+            # could differ)
+            yield self._diff(old, self._fold(state, rest))
             return
         first_overwrite = next((i for i, c in enumerate(unit.commits) if c.kind == "OVERWRITE"), len(unit.commits))
-        state = self._state(plan.start, self._touched(unit.commits[:first_overwrite]))
+        base = self._state(plan.start, self._touched(unit.commits[:first_overwrite]))
+        added = list[CommitFiles]()  # the commits after `base` so far
         for c in unit.commits:
             if c.kind == "OVERWRITE":
                 before = self._state(c.snapshot_id - 1, None)
-                state = self._state(c.snapshot_id, None)
-                yield self._stamped(self._diff(before, state), c.snapshot_id)
+                base, added = self._state(c.snapshot_id, None), []
+                yield self._stamped(self._diff(before, base), c.snapshot_id)
                 continue
-            new = self._fold(state, c.files)
-            rows = self._changelog_rows(c) if c.changelog else self._diff(state, new)
-            yield self._stamped(rows, c.snapshot_id)
-            state = new
+            if c.changelog:
+                added.append(c)
+                yield self._stamped(self._changelog_rows(c), c.snapshot_id)
+                continue
+            # the keys this commit touches, before and after it: folded from the base each
+            # time (as a read merges the files together), only those keys' rows merged
+            keys = pa.array(self._touched([c]) or [], type=self._physical_schema().field(0).type)
+            before = self._fold(base, added, keys)
+            added.append(c)
+            yield self._stamped(self._diff(before, self._fold(base, added, keys)), c.snapshot_id)
+
+    def change_of(self, commit: CommitFiles) -> pa.Table:
+        """The change one commit's files make to the state at `plan.start` (all columns)."""
+        old = self._state(self.plan.start, self._touched([commit]))
+        return self._diff(old, self._fold(old, [commit]))
 
     # -- state -------------------------------------------------------------------------
     def _touched(self, commits: Sequence[CommitFiles]) -> list | None:
         """The first key column's values in the commits' added files (sorted, distinct)."""
         column = self.ts.file_key[0]
-        found = []
-        for c in commits:
-            for batch in read_run(self.directory.storage, list(c.files), columns=[column], row_filter=self.key_expr):
-                found.append(pc.unique(batch.column(0)))
-            self.plan.stats.count(list(c.files))
+        found = [pc.unique(self._added(m).column(column)) for c in commits for m in c.files]
+        found = [f for f in found if len(f)]
         if not found:
             return []
         values = pc.unique(pa.chunked_array(found, type=found[0].type))
@@ -306,6 +327,17 @@ class _UnitReader:
         batches = list(read_bucket(directory, bucket, self.columns, None, key_expr, self.plan.stats))
         return pa.Table.from_batches(batches, schema=empty.schema) if batches else empty
 
+    def _added(self, meta: DataFileMeta) -> pa.Table:
+        """An added data file's rows (the merged columns), read once for the key lookup and
+        the merge."""
+        if meta.file_name not in self.cache:
+            schema = self._physical_schema()
+            batches = list(read_run(self.directory.storage, [meta], columns=schema.names, row_filter=self.key_expr))
+            self.cache[meta.file_name] = pa.Table.from_batches(batches, schema=schema) if batches \
+                else schema.empty_table()
+            self.plan.stats.count([meta])
+        return self.cache[meta.file_name]
+
     def _physical(self, state: pa.Table, seq: int) -> pa.Table:
         """Rows in the data-file layout (keys, sequence, kind +I, values) for a merge."""
         ts = self.ts
@@ -319,17 +351,31 @@ class _UnitReader:
         fs = self.ts.file_schema
         return pa.schema([fs.field(c) for c in self.ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + self.values])
 
-    def _fold(self, state: pa.Table, files: Sequence[DataFileMeta]) -> pa.Table:
-        """The new state of the keys `state` holds and `files` touch: the merge engine over the
-        old state (oldest) and the files' rows in sequence order."""
+    def _fold(self, state: pa.Table, commits: Sequence[CommitFiles], keys: pa.Array | None = None) -> pa.Table:
+        """The new state of the keys `state` holds and the commits' files touch: the merge
+        engine over the old state (oldest) and the files' rows, commit after commit, in
+        sequence order within a commit.  (Sequence numbers alone do not order commits: a
+        bucket that compaction emptied starts again from 0.)  `keys`: only the keys whose
+        first column is one of these."""
+        def only(rows: pa.Table, column: str) -> pa.Table:
+            return rows if keys is None else rows.filter(pc.is_in(rows.column(column), value_set=keys))
+        state = only(state, self.ts.primary_key[0])
+        files = [m for c in commits for m in c.files]
         if not files:
             return state
         schema = self._physical_schema()
         runs = [self._physical(state, -1)]
-        for m in files:
-            batches = list(read_run(self.directory.storage, [m], columns=schema.names, row_filter=self.key_expr))
-            runs.append(pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table())
-        self.plan.stats.count(list(files))
+        offset = 0
+        for c in commits:
+            if not c.files:
+                continue
+            low = min(m.min_seq for m in c.files)
+            for m in c.files:
+                run = only(self._added(m), self.ts.file_key[0])
+                index = schema.get_field_index(SEQUENCE_COLUMN)
+                moved = pc.add(run.column(index), pa.scalar(offset - low, pa.int64()))
+                runs.append(run.set_column(index, schema.field(index), moved))
+            offset += max(m.max_seq for m in c.files) - low + 1
         ts = self.ts
         merged = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                        aggregations=self.aggregations or None).read_all()
@@ -374,7 +420,7 @@ class _UnitReader:
         if rows is None or rows.num_rows == 0:
             return self._diff(pa.schema([ts.schema.field(n) for n in self.columns]).empty_table(),
                               pa.schema([ts.schema.field(n) for n in self.columns]).empty_table())
-        kinds = np.array([_KIND_OF[s] for s in rows.column(ROW_KIND_COLUMN).to_pylist()], dtype=np.int8)
+        kinds = kinds_of(rows.column(ROW_KIND_COLUMN))
         plain = rows.drop_columns([ROW_KIND_COLUMN])
         n = plain.num_rows
         keys = plain.select(list(ts.primary_key)).append_column("__i", pa.array(np.arange(n)))
@@ -435,9 +481,6 @@ class _UnitReader:
         files = [e.file for e in self.directory.live_files(snap).values()
                  if e.partition == self.unit.partition and e.bucket == self.unit.bucket]
         return self._rows_of(files)
-
-
-_KIND_OF = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE_AFTER, "-D": RowKind.DELETE}
 
 
 def _with_kinds(rows: pa.Table, kinds: np.ndarray) -> pa.Table:
@@ -523,9 +566,14 @@ def _filtered(table: pa.Table, plan: ChangePlan, directory: TableDirectory) -> p
         expression = flt.to_expression(plan.filter, directory.schema.schema)
         passes = _mask(table, expression)
         kinds = table.column(ROW_KIND_COLUMN).to_numpy(zero_copy_only=False)
-        before = np.flatnonzero(kinds == "-U")
+        before = np.flatnonzero(kinds[:-1] == "-U")
         after = before + 1
-        ok = after < len(kinds)
+        # an update: a -U row and the +U of its key right after it (an input changelog may
+        # hold a -U alone)
+        ok = kinds[after] == "+U"
+        for k in directory.schema.primary_key:
+            column = table.column(k)
+            ok &= _values_equal(column.take(pa.array(before)), column.take(pa.array(after)))
         before, after = before[ok], after[ok]
         pair = passes[before] | passes[after]
         passes[before] = pair
@@ -554,5 +602,4 @@ def change_of_files(directory: TableDirectory, base: Snapshot | None, partition:
                       columns=list(ts.schema.names))
     commit = CommitFiles(plan.end, "APPEND", tuple(files))
     reader = _UnitReader(directory, plan, ChangeUnit(partition, bucket, (commit,)))
-    old = reader._state(plan.start, reader._touched([commit]))
-    return reader._diff(old, reader._fold(old, files))
+    return reader.change_of(commit)

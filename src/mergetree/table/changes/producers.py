@@ -1,0 +1,121 @@
+"""Changelog producers (`changelog-producer`): the changelog files a write publishes with its
+commit, so change readers take a commit's change as written instead of computing it.
+
+`input`: the rows of the files the write adds, with their kinds, as written to the data files
+(a write buffer keeps one version of a key per buffer: the last one, or for partial-update
+and aggregate the buffer's fold of them).  `lookup`: the exact change the write makes to the
+snapshot it commits on — each touched key's previous row looked up there (`change_of_files`,
+the same lookup `Table.changes` computes with) — +I, -U old / +U new, -D old.  A lookup
+depends on that snapshot: after a lost commit race it is done again on the newer one.
+
+Changelog files are Parquet in the data-file layout (`_KEY_` columns, sequence, kind, the
+table's columns), rows sorted by key, named `bucket-N/changelog-<hex>.parquet`."""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ...merge import ROW_KIND_COLUMN, kinds_of
+from ..directory import TableDirectory
+from ..files import DataFileMeta, DataFileWriter, read_run
+from ..paths import changelog_file_name
+from ..snapshots import FileEntry, Snapshot
+from .compute import change_of_files
+
+__all__ = ["changelog_for", "producer_of", "write_changelog"]
+
+
+def producer_of(directory: TableDirectory) -> str:
+    """The table's changelog producer for a write ("none", "input" or "lookup")."""
+    return directory.options.changelog_producer
+
+
+def changelog_for(directory: TableDirectory, producer: str, base: Snapshot | None,
+                  adds: Sequence[FileEntry]) -> list[FileEntry]:
+    """Write the changelog files of a write adding `adds` (renumbered for `base`) on top of
+    `base`; the caller owns them (commits or discards them).  A failure removes them."""
+    by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for e in adds:
+        by_bucket[(e.partition, e.bucket)].append(e.file)
+    written: list[FileEntry] = []
+    try:
+        for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if producer == "lookup":
+                meta = _write_change(directory, partition, bucket,
+                                     change_of_files(directory, base, partition, bucket, files))
+                if meta is not None:
+                    written.append(FileEntry(partition, bucket, meta))
+            else:
+                for m in sorted(files, key=lambda m: m.min_seq):
+                    copied = _copy(directory, partition, bucket, m)
+                    if copied is not None:
+                        written.append(FileEntry(partition, bucket, copied))
+    except BaseException:
+        directory.discard(written)
+        raise
+    return written
+
+
+def _writer(directory: TableDirectory, partition: tuple, bucket: int) -> DataFileWriter:
+    relative = directory.bucket_directory(partition, bucket)
+    return DataFileWriter(directory.storage, relative, directory.schema, 0, None,
+                          name=changelog_file_name(relative))
+
+
+def _close(writer: DataFileWriter) -> DataFileMeta | None:
+    if not writer.rows:
+        writer.abort()
+        return None
+    return writer.close()
+
+
+def _copy(directory: TableDirectory, partition: tuple, bucket: int, meta: DataFileMeta) -> DataFileMeta | None:
+    """An added data file's rows, kinds and all, as a changelog file (input producer)."""
+    writer = _writer(directory, partition, bucket)
+    try:
+        for batch in read_run(directory.storage, [meta]):
+            writer.write(batch.cast(directory.schema.file_schema))
+        return _close(writer)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def _write_change(directory: TableDirectory, partition: tuple, bucket: int, rows: pa.Table) -> DataFileMeta | None:
+    """Change rows (table columns and `_row_kind`, in key order) as a changelog file."""
+    if rows.num_rows == 0:
+        return None
+    ts = directory.schema
+    kinds = kinds_of(rows.column(ROW_KIND_COLUMN))
+    table = rows.drop_columns([ROW_KIND_COLUMN])
+    columns = [table.column(k) for k in ts.primary_key]
+    columns += [pa.array(np.arange(table.num_rows, dtype=np.int64)), pa.array(kinds, pa.int8())]
+    columns += table.columns
+    physical = pa.Table.from_arrays(columns, schema=ts.file_schema)
+    writer = _writer(directory, partition, bucket)
+    try:
+        for batch in physical.to_batches():
+            writer.write(batch)
+        return _close(writer)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def write_changelog(directory: TableDirectory, partition: tuple, bucket: int, rows: pa.Table) -> list[DataFileMeta]:
+    """Rows as written (the data-file layout, in key order, write order kept among a key's
+    rows; an append table's as they came) as a changelog file (input producer)."""
+    if rows.num_rows == 0:
+        return []
+    writer = _writer(directory, partition, bucket)
+    try:
+        for batch in rows.cast(directory.schema.file_schema).to_batches():
+            writer.write(batch)
+        meta = _close(writer)
+    except BaseException:
+        writer.abort()
+        raise
+    return [meta] if meta is not None else []
