@@ -23,6 +23,7 @@ def main(events: str, t1: str, t2: str, checkpoints: str) -> None:
     (spark.readStream.schema(JSON_SCHEMA).option("maxFilesPerTrigger", 1).json(events)
      .writeStream.format("mergetree").option("checkpointLocation", os.path.join(checkpoints, "t1"))
      .option("primaryKey", "id").option("buckets", "2").option("rowKindColumn", "op")
+     .option("changelog-producer", "input")  # T2 is fed from T1's changelog files
      .trigger(availableNow=True).start(t1).awaitTermination())
     print("t1 done", flush=True)
     (spark.readStream.format("mergetree").option("read.changelog", "true")

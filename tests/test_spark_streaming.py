@@ -154,10 +154,12 @@ def test_sink_applies_cdc_events_once_per_micro_batch_and_discards_a_replay(spar
     def run():
         (stream.writeStream.format("mergetree").option("checkpointLocation", str(checkpoint))
          .option("primaryKey", "id").option("buckets", "2").option("rowKindColumn", "op")
+         .option("changelog-producer", "lookup")  # a table option: each commit publishes its exact change
          .trigger(availableNow=True).start(str(t1)).awaitTermination())
     run()
     table = Table.open(str(t1))
     assert table.schema.names == ["id", "v"]  # the kinds are not a column
+    assert all(s.changelog_manifest_list for s in sink_snapshots(table))
     assert rows_of(table) == model
     query = checkpoint_query_id(checkpoint)
     assert sorted(commits_once(table, query)) == [0, 1, 2, 3, 4]  # one commit per file, each once
@@ -169,7 +171,8 @@ def test_sink_applies_cdc_events_once_per_micro_batch_and_discards_a_replay(spar
             os.remove(checkpoint / "commits" / name)
     run()
     table = Table.open(str(t1))
-    assert table.latest_snapshot().id == before and table_files(t1) == files  # nothing new, no file left
+    # nothing new, no file left (data or changelog)
+    assert table.latest_snapshot().id == before and table_files(t1) == files
     assert rows_of(table) == model
     # a new file continues the stream
     more = cdc_files(tmp_path / "more", files=1, per_file=30, keys=25, seed=2)

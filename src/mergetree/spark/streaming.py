@@ -40,11 +40,11 @@ from ..merge import RowKind
 from ..merge.row_kind import ROW_KIND_COLUMN
 from ..table import Table
 from ..table.changes import SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, plan_changes, read_changes
-from ..table.commit import Change, commit_with_rebase, next_sequences, renumbered
+from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.directory import TableDirectory
 from ..table.read import BucketPlan, read_bucket
 from ..table.snapshots import FileEntry, Snapshot
-from ..table.write import conformed, spill
+from ..table.write import commit_write, conformed, spill
 from .tables import TASK_SEQUENCE_SPAN, FilesMessage, open_or_create, open_table, split_storage_options
 from .types import spark_ddl, spark_schema, to_spark_batch
 
@@ -229,19 +229,22 @@ class MergetreeStreamWriter(DataSourceStreamArrowWriter):
         properties = {QUERY_ID_PROPERTY: self.query_id, BATCH_ID_PROPERTY: str(batchId)}
         checked = {"down_to": 0}  # snapshots already looked at: a lost race re-checks only newer ones
 
-        def change_for(latest: Snapshot | None) -> Change:
+        def not_yet_committed(latest: Snapshot | None) -> None:
             # decided on the very snapshot the commit goes on top of: a commit by anyone in
             # between makes this commit lose its race and look again
             committed, _ = last_committed_batch(directory, latest, self.query_id, checked["down_to"])
             if committed is not None and committed >= batchId:
                 raise AlreadyCommitted
             checked["down_to"] = latest.id if latest is not None else 0
-            if self.overwrite:
-                return Change(adds, list(directory.live_files(latest).values()))
-            return Change(renumbered(directory, adds, latest), [])
+
+        def replace_all(latest: Snapshot | None) -> Change:
+            not_yet_committed(latest)
+            return Change(adds, list(directory.live_files(latest).values()))
         try:
-            commit_with_rebase(directory, directory.latest_snapshot(), change_for,
-                               "OVERWRITE" if self.overwrite else "APPEND", properties=properties)
+            if self.overwrite:
+                commit_with_rebase(directory, directory.latest_snapshot(), replace_all, "OVERWRITE", properties)
+            else:  # renumbered after newer writes, with the changelog the table's producer asks for
+                commit_write(directory, adds, directory.latest_snapshot(), properties, check=not_yet_committed)
         except AlreadyCommitted:
             directory.discard(adds)  # a replay of a committed batch: its new files are not needed
         except BaseException:
