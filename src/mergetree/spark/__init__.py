@@ -12,6 +12,8 @@
     mergetree.spark.compact_paimon(spark, wh, "db.table", full=True)
     spark.read.format("mergetree").options(**storage_options).load("s3://lake/visits")   # an object store
     mergetree.spark.compact(spark, "s3://lake/visits", storage_options=storage_options)
+    df.writeStream.format("mergetree").option("checkpointLocation", cp).option("primaryKey", "id").start(path)
+    spark.readStream.format("mergetree").option("read.changelog", "true").load(path)  # +I/-U/+U/-D rows
 
 One Spark partition per bucket; each task merges its bucket's sorted runs with the loser tree
 and yields Arrow record batches in exactly the schema Spark expects.  Equality and IN filters
@@ -24,6 +26,9 @@ Paimon primary-key tables read the same way, one Spark partition per (partition,
 Tables on object stores (`s3://`, `gs://`, `az://`): the executors' Python workers read and
 write the store with the storage options given as data source options or `storage_options=`
 (docs/STORAGE.md, "Spark").
+Structured Streaming (`streaming`): the sink commits each micro-batch once (its query and batch
+id in the snapshot, so a replay commits nothing twice) and applies `_row_kind`/`op` rows as
+upserts and deletes; the source reads a table's changes snapshot by snapshot.
 """
 from __future__ import annotations
 

@@ -34,21 +34,17 @@ from pyspark.sql.datasource import (
     IsNull,
     LessThan,
     LessThanOrEqual,
-    WriterCommitMessage,
 )
 
 from ..errors import (
     InvalidArgumentError,
     SchemaMismatchError,
-    TableExistsError,
-    TableNotFoundError,
     UnsupportedTypeError,
 )
 from ..merge import RowKind
 from ..paimon.metadata import PaimonSchema, PaimonTable
 from ..paimon.read import PaimonReadPlan, plan_read, read_schema
 from ..paimon.read import read_bucket as read_paimon_bucket
-from ..storage import OPTION_KEYS
 from ..table import Table
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
@@ -58,10 +54,21 @@ from ..table.read import BucketPlan, file_filter, final_filter, read_bucket, spl
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog
 from ..table.write import commit_write, conformed, spill
+from .tables import (
+    CREATE_OPTIONS,
+    TASK_SEQUENCE_SPAN,
+    FilesMessage,
+    names_option,
+    open_or_create,
+    open_table,
+    split_storage_options,
+)
 from .types import spark_ddl, spark_schema, to_spark_batch
 
-__all__ = ["PAIMON_WAREHOUSE", "SOURCE_NAME", "MergetreeDataSource", "PaimonReader", "open_table", "register",
-           "split_storage_options", "to_mergetree_filter"]
+# (`open_table`, `split_storage_options`, `open_or_create`, `FilesMessage`: from `tables`, shared with `streaming`)
+__all__ = ["CREATE_OPTIONS", "PAIMON_WAREHOUSE", "SOURCE_NAME", "TASK_SEQUENCE_SPAN", "FilesMessage",
+           "MergetreeDataSource", "PaimonReader", "open_or_create", "open_table", "register", "split_storage_options",
+           "to_mergetree_filter"]
 
 SOURCE_NAME = "mergetree"
 PAIMON_WAREHOUSE = "paimon.warehouse"  # the option that makes a read a Paimon read
@@ -70,24 +77,6 @@ PAIMON_WAREHOUSE = "paimon.warehouse"  # the option that makes a read a Paimon r
 def register(spark: Any) -> None:
     """Make `spark.read.format("mergetree")` and `df.write.format("mergetree")` available."""
     spark.dataSource.register(MergetreeDataSource)
-
-
-# -- where the table lives ------------------------------------------------------------------
-
-def split_storage_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(storage options, the rest) of a data source's (or `write`'s) options: a storage option
-    is a key of `mergetree.storage.OPTION_KEYS`, in any case (Spark's option keys ignore case)."""
-    storage: dict[str, Any] = {}
-    rest: dict[str, Any] = {}
-    for key, value in options.items():
-        (storage if str(key).lower() in OPTION_KEYS else rest)[key] = value
-    return storage, rest
-
-
-def open_table(path: str, storage_options: Mapping[str, Any] | None) -> Table:
-    """The table at `path`, opened with `storage_options` where there are any; without them a
-    URI's store is the one this process already opened it with, else the environment's."""
-    return Table.open(path, storage_options=dict(storage_options) if storage_options else None)
 
 
 # -- filters ----------------------------------------------------------------------------
@@ -149,13 +138,40 @@ class MergetreeDataSource(DataSource):
         options = self._options()
         if PAIMON_WAREHOUSE in options:
             return paimon_ddl(options)
-        return spark_ddl(open_table(options["path"], split_storage_options(options)[0]).schema)
+        table_schema = open_table(options["path"], split_storage_options(options)[0]).schema
+        from .streaming import change_ddl, read_changelog_option
+        if read_changelog_option(options):  # a stream of the table's changes (`streaming`)
+            return change_ddl(table_schema)
+        return spark_ddl(table_schema)
 
     def reader(self, schema: Any) -> MergetreeReader | PaimonReader:
         options = self._options()
         if PAIMON_WAREHOUSE in options:
             return PaimonReader(options, schema)
+        from .streaming import READ_CHANGELOG, read_changelog_option
+        if read_changelog_option(options):
+            raise InvalidArgumentError(
+                f"option {READ_CHANGELOG!r} is for stream reads (spark.readStream); a batch read of changes "
+                f"between two snapshots: Table.changes(start, end) or `mergetree changes PATH --from N`")
         return MergetreeReader(options)
+
+    def streamReader(self, schema: Any) -> Any:
+        """`spark.readStream.format("mergetree").option("read.changelog", "true").load(path)`:
+        the table's changes (`streaming.MergetreeStreamReader`)."""
+        from .streaming import MergetreeStreamReader
+        options = self._options()
+        if PAIMON_WAREHOUSE in options:
+            raise InvalidArgumentError(f"mergetree reads Paimon tables as batches only (option {PAIMON_WAREHOUSE!r})")
+        return MergetreeStreamReader(options, schema)
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        """`df.writeStream.format("mergetree")`: exactly-once micro-batch commits
+        (`streaming.MergetreeStreamWriter`)."""
+        from .streaming import MergetreeStreamWriter
+        options = self._options()
+        if PAIMON_WAREHOUSE in options:
+            self.writer(schema, overwrite)  # raises: Paimon tables are written by Paimon
+        return MergetreeStreamWriter(options, schema, overwrite)
 
     def writer(self, schema: Any, overwrite: bool) -> MergetreeWriter:
         options = self._options()
@@ -301,7 +317,7 @@ def _paimon_snapshot(options: dict) -> int | str | None:
 
 def _paimon_columns(options: dict) -> list[str] | None:
     """The option `columns` ("a, b"): read only these, in this order."""
-    return _names(options.get("columns"))
+    return names_option(options.get("columns"))
 
 
 def _paimon_read_schema(options: dict) -> PaimonSchema:
@@ -414,46 +430,6 @@ class PaimonReader(DataSourceReader):
 
 
 # -- writes -----------------------------------------------------------------------------
-
-# Each task numbers its rows from base + task * TASK_SEQUENCE_SPAN, so the sequence numbers of
-# tasks writing the same bucket never collide.
-TASK_SEQUENCE_SPAN = 1 << 32
-CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine"}
-
-
-def open_or_create(path: str, storage_options: Mapping[str, Any] | None, arrow_schema: pa.Schema,
-                   options: Mapping[str, Any]) -> Table:
-    """The table at `path`, created from `arrow_schema` and the data source's `options`
-    (`primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine` and table options;
-    lower-case keys) where there is none."""
-    try:
-        return open_table(path, storage_options)
-    except TableNotFoundError:
-        pass
-    table_options = {k: v for k, v in split_storage_options(options)[1].items() if k not in CREATE_OPTIONS}
-    try:
-        return Table.create(
-            path, arrow_schema, primary_key=_names(options.get("primarykey")),
-            partition_by=_names(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
-            bucket_key=_names(options.get("bucketkey")), merge_engine=options.get("mergeengine", "deduplicate"),
-            options=table_options, storage_options=dict(storage_options) if storage_options else None)
-    except TableExistsError as exists:  # another writer created it meanwhile (its schema is the table's),
-        try:                            # or the location holds other files
-            return open_table(path, storage_options)
-        except TableNotFoundError:
-            raise exists from None
-
-
-@dataclass
-class FilesMessage(WriterCommitMessage):
-    """A task's written files, as manifest entries."""
-
-    entries: list
-
-
-def _names(text: str | None) -> list[str] | None:
-    return [n.strip() for n in text.split(",") if n.strip()] if text else None
-
 
 class MergetreeWriter(DataSourceArrowWriter):
     """Writes level-0 files per task through the table's write path; the driver commits them

@@ -5,7 +5,7 @@ merge engine, write level-0 files, commit.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -480,22 +480,30 @@ def spill(directory: TableDirectory, pieces: Iterable[pa.Table], kind: RowKind,
 
 
 def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapshot | None,
-                 properties: dict[str, str] | None = None) -> Snapshot:
+                 properties: dict[str, str] | None = None,
+                 check: Callable[[Snapshot | None], None] | None = None) -> Snapshot:
     """Commit new level-0 files, renumbered after whatever newer writes committed first, with
     the changelog files the table's `changelog-producer` asks for (a lookup changelog is
-    written again on the newer snapshot after a lost race: the previous rows may have moved)."""
+    written again on the newer snapshot after a lost race: the previous rows may have moved).
+    `check(snapshot)` runs before each attempt on the snapshot it commits on, and raises to
+    give up (a streaming sink's "already committed?", decided on exactly that snapshot)."""
     producer = producers.producer_of(directory)
     logged = [e for e in adds if is_changelog_file(e.file.file_name, directory.schema.partition_by)]
     adds = [e for e in adds if not is_changelog_file(e.file.file_name, directory.schema.partition_by)]
     if logged:  # the input changelog the write made as it spilled (`spill(changelog=True)`)
         producer = "input"
     if producer == "none" or not adds:
-        return commit_with_rebase(directory, base, lambda latest: Change(renumbered(directory, adds, latest), []),
-                                  "APPEND", properties)
+        def plain(latest: Snapshot | None) -> Change:
+            if check is not None:
+                check(latest)
+            return Change(renumbered(directory, adds, latest), [])
+        return commit_with_rebase(directory, base, plain, "APPEND", properties)
     # the changelog of each attempt; only the last one's is committed
     written: list[list[FileEntry]] = [logged] if logged else []
 
     def change_for(latest: Snapshot | None) -> Change:
+        if check is not None:
+            check(latest)
         files = renumbered(directory, adds, latest)
         if producer == "lookup" or not written:
             if written:

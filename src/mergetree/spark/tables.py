@@ -1,0 +1,74 @@
+"""Where a data source's table lives and how its writers open or create it: shared by the
+batch data source (`source`) and the streaming reader and writer (`streaming`)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import WriterCommitMessage
+
+from ..errors import TableExistsError, TableNotFoundError
+from ..storage import OPTION_KEYS
+from ..table import Table
+
+__all__ = ["CREATE_OPTIONS", "TASK_SEQUENCE_SPAN", "FilesMessage", "names_option", "open_or_create", "open_table",
+           "split_storage_options"]
+
+
+def split_storage_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(storage options, the rest) of a data source's (or `write`'s) options: a storage option
+    is a key of `mergetree.storage.OPTION_KEYS`, in any case (Spark's option keys ignore case)."""
+    storage: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in options.items():
+        (storage if str(key).lower() in OPTION_KEYS else rest)[key] = value
+    return storage, rest
+
+
+def open_table(path: str, storage_options: Mapping[str, Any] | None) -> Table:
+    """The table at `path`, opened with `storage_options` where there are any; without them a
+    URI's store is the one this process already opened it with, else the environment's."""
+    return Table.open(path, storage_options=dict(storage_options) if storage_options else None)
+
+
+# Each task numbers its rows from base + task * TASK_SEQUENCE_SPAN, so the sequence numbers of
+# tasks writing the same bucket never collide.
+TASK_SEQUENCE_SPAN = 1 << 32
+CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine"}
+
+
+def names_option(text: str | None) -> list[str] | None:
+    """A comma-separated option ("a, b") as names; None when not given."""
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+def open_or_create(path: str, storage_options: Mapping[str, Any] | None, arrow_schema: pa.Schema,
+                   options: Mapping[str, Any]) -> Table:
+    """The table at `path`, created from `arrow_schema` and the data source's `options`
+    (`primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine` and table options;
+    lower-case keys) where there is none."""
+    try:
+        return open_table(path, storage_options)
+    except TableNotFoundError:
+        pass
+    table_options = {k: v for k, v in split_storage_options(options)[1].items() if k not in CREATE_OPTIONS}
+    try:
+        return Table.create(
+            path, arrow_schema, primary_key=names_option(options.get("primarykey")),
+            partition_by=names_option(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
+            bucket_key=names_option(options.get("bucketkey")), merge_engine=options.get("mergeengine", "deduplicate"),
+            options=table_options, storage_options=dict(storage_options) if storage_options else None)
+    except TableExistsError as exists:  # another writer created it meanwhile (its schema is the table's),
+        try:                            # or the location holds other files
+            return open_table(path, storage_options)
+        except TableNotFoundError:
+            raise exists from None
+
+
+@dataclass
+class FilesMessage(WriterCommitMessage):
+    """A task's written files, as manifest entries."""
+
+    entries: list
