@@ -194,11 +194,11 @@ def test_a_consumer_holds_kept_changelogs(tmp_path):
 
 def test_a_consumer_beyond_max_still_holds(tmp_path):
     table = make(str(tmp_path / "t"), 6, {"changelog.num-retained.max": "2"})
-    table.reset_consumer("slow", 2)
+    table.reset_consumer("slow", 3)  # holds 3 and 2, the snapshot its next change is computed against
     assert table.expire_snapshots(retain_last=1) == [1]
-    assert kept(table) == []  # 1 is over max and the consumer reads from 2 on
+    assert kept(table) == []  # 1 is over max and the consumer reads from 3 on
     assert [s.id for s in table.snapshots()] == [2, 3, 4, 5, 6]
-    table.reset_consumer("slow", 5)
+    table.reset_consumer("slow", 6)
     assert table.expire_snapshots(retain_last=1) == [2, 3, 4]
     assert kept(table) == []  # 4 <= 6 - 2: over max, and the consumer is past it
 
@@ -323,7 +323,7 @@ def check_after_crash(table: Table) -> None:
 
 def test_sigkill_during_expiry_keeps_changelogs_and_consumers(tmp_path):
     path = str(tmp_path / "t")
-    table = make(path, 1, {"changelog.num-retained.max": "6"})
+    table = make(path, 1, {"changelog.num-retained.max": "8"})
     rng = random.Random(7)
     here = os.path.dirname(os.path.abspath(__file__))
     kills = 0

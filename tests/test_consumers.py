@@ -42,19 +42,20 @@ def test_a_consumer_holds_back_expiry_until_dropped(tmp_path):
     ids = [s.id for s in table.snapshots()]
     held = ids[2]
     table.reset_consumer("job", held)
-    assert table.expire_snapshots(retain_last=1) == ids[:2]
-    assert [s.id for s in table.snapshots()] == ids[2:]
-    for i in ids[2:]:  # everything the consumer still reads is readable, files and all
+    # it holds what it reads next and the snapshot before, which its next change is computed against
+    assert table.expire_snapshots(retain_last=1) == ids[:1]
+    assert [s.id for s in table.snapshots()] == ids[1:]
+    for i in ids[1:]:  # everything the consumer still reads is readable, files and all
         assert as_state(table.read(snapshot=i)) == model[i]
 
     # a consumer advancing releases what it has read
     consumers.record(table.directory, "job", ids[4])
-    assert table.expire_snapshots(retain_last=1) == ids[2:4]
-    assert as_state(table.read(snapshot=ids[4])) == model[ids[4]]
+    assert table.expire_snapshots(retain_last=1) == ids[1:3]
+    assert as_state(table.read(snapshot=ids[3])) == model[ids[3]]
 
     table.drop_consumer("job")
     assert table.consumers() == []
-    assert table.expire_snapshots(retain_last=1) == [ids[4]]
+    assert table.expire_snapshots(retain_last=1) == ids[3:5]
     assert as_state(table.read()) == model[ids[-1]]
 
 
@@ -62,7 +63,7 @@ def test_the_oldest_of_several_consumers_counts(tmp_path):
     table, model = table_with_commits(str(tmp_path / "t"), 5)
     ids = [s.id for s in table.snapshots()]
     table.reset_consumer("fast", ids[-1] + 1)  # caught up: holds nothing
-    table.reset_consumer("slow", ids[1])
+    table.reset_consumer("slow", ids[2])
     assert table.expire_snapshots(retain_last=1) == ids[:1]
     assert [c.id for c in table.consumers()] == ["fast", "slow"]
     assert as_state(table.read(snapshot=ids[1])) == model[ids[1]]
@@ -73,9 +74,9 @@ def test_an_idle_consumer_expires_and_holds_nothing(tmp_path):
     ids = [s.id for s in table.snapshots()]
     now = int(time.time() * 1000)
     consumers.record(table.directory, "idle", ids[0], now_millis=now - 2 * HOUR_MS)
-    consumers.record(table.directory, "active", ids[1], now_millis=now - HOUR_MS // 2)
+    consumers.record(table.directory, "active", ids[2], now_millis=now - HOUR_MS // 2)
     assert housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now) == ids[:1]
-    assert [c.id for c in table.consumers()] == ["active"]  # idle was removed, active holds ids[1]
+    assert [c.id for c in table.consumers()] == ["active"]  # idle was removed, active holds ids[1:]
     # half an hour later the active one is idle too
     assert housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now + HOUR_MS) == ids[1:-1]
     assert table.consumers() == []
@@ -205,9 +206,9 @@ def test_consumers_on_an_object_store(s3_server, monkeypatch):
     table.reset_consumer("remote", ids[1])
     consumers.record(table.directory, "remote", ids[2])
     assert table.consumer("remote").next_snapshot == ids[2]
-    assert table.expire_snapshots(retain_last=1) == ids[:2]
+    assert table.expire_snapshots(retain_last=1) == ids[:1]  # ids[1]: what its next change is computed against
     assert as_state(table.read(snapshot=ids[2])) == {0: "0", 1: "1", 2: "2"}
     assert [c.id for c in Table.open(uri, storage_options=s3_server.options()).consumers()] == ["remote"]
     table.drop_consumer("remote")
     assert table.consumers() == []
-    assert table.expire_snapshots(retain_last=1) == [ids[2]]
+    assert table.expire_snapshots(retain_last=1) == ids[1:3]

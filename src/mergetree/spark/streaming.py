@@ -35,10 +35,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..errors import InvalidArgumentError, SnapshotNotFoundError
+from ..errors import ConsumerNotFoundError, InvalidArgumentError, SnapshotNotFoundError
 from ..merge import RowKind
 from ..merge.row_kind import ROW_KIND_COLUMN
-from ..table import Table
+from ..table import Table, consumers
 from ..table.changes import SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, plan_changes, read_changes
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.directory import TableDirectory
@@ -321,7 +321,9 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     from that snapshot on; `from-timestamp` with `scan.timestamp-millis`: from the first
     snapshot committed at or after it), `read.stream.maxSnapshotsPerTrigger`,
     `read.stream.maxRowsPerTrigger` (whole snapshots, at least one per micro-batch; rows are
-    those the commits wrote), `batchSize`."""
+    those the commits wrote), `batchSize`, `consumer-id` (a named consumer: a new query starts
+    where it stopped, whatever `scan.mode` says, and each finished micro-batch records its
+    progress, so expiry keeps what the stream still reads)."""
 
     def __init__(self, options: dict, spark_schema_: Any) -> None:
         self.path, self.storage_options = _storage_and_table(options)
@@ -348,6 +350,9 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             raise InvalidArgumentError("scan.mode from-snapshot needs the option scan.snapshot-id")
         if self.mode == "from-timestamp" and self.start_millis is None:
             raise InvalidArgumentError("scan.mode from-timestamp needs the option scan.timestamp-millis")
+        self.consumer_id = options.get("consumer-id") or None
+        if self.consumer_id is not None:
+            consumers.check_id(self.consumer_id)
         self.max_snapshots = _positive_int(options, "read.stream.maxSnapshotsPerTrigger")
         self.max_rows = _positive_int(options, "read.stream.maxRowsPerTrigger")
         self.target: int | None = None  # Trigger.AvailableNow: the latest snapshot when the query started
@@ -365,6 +370,11 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     # -- offsets ---------------------------------------------------------------------------
     def initialOffset(self) -> dict:
+        if self.consumer_id is not None:
+            try:  # a known consumer resumes where it stopped
+                return _offset(consumers.get(self._directory(), self.consumer_id).next_snapshot - 1)
+            except ConsumerNotFoundError:
+                pass
         latest = self._latest_id()
         if self.mode == "latest":
             return _offset(latest)
@@ -440,6 +450,11 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                            for kind, e in store.read_manifest(name) if kind == "ADD")
             self._rows[snapshot_id] = rows
         return self._rows[snapshot_id]
+
+    def commit(self, end: dict) -> None:
+        """A micro-batch up to `end` is done: the consumer (if named) reads the next snapshot next."""
+        if self.consumer_id is not None:
+            consumers.record(self._directory(), self.consumer_id, _position(end)[0] + 1)
 
     # -- micro-batches ---------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

@@ -28,7 +28,8 @@ from .directory import TableDirectory
 from .objects import list_names, read_if_exists
 from .snapshots import encode_json, parse_json
 
-__all__ = ["Consumer", "consumers", "drop", "expire", "get", "min_next_snapshot", "record", "reset", "survey"]
+__all__ = ["Consumer", "check_id", "consumers", "drop", "expire", "get", "min_next_snapshot", "record", "reset",
+           "survey"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ class Consumer:
     updated: int        # when it last recorded its progress, in milliseconds since the epoch
 
 
-def _file(consumer_id: object) -> str:
+def check_id(consumer_id: object) -> str:
+    """A consumer's file, or InvalidArgumentError saying what a consumer id may hold."""
     try:
         return paths.consumer_file(consumer_id)  # type: ignore[arg-type]
     except ValueError as exc:
@@ -57,7 +59,7 @@ def _check_position(next_snapshot: object) -> int:
 
 
 def _parse(directory: TableDirectory, consumer_id: str, raw: bytes) -> Consumer:
-    relative = _file(consumer_id)
+    relative = check_id(consumer_id)
     document = parse_json(raw, directory.storage, relative, "consumer file")
     next_snapshot, updated = document.get("nextSnapshot"), document.get("updated")
     for name, value, least, what in (("nextSnapshot", next_snapshot, 1, "snapshot id"),
@@ -71,13 +73,13 @@ def _parse(directory: TableDirectory, consumer_id: str, raw: bytes) -> Consumer:
 
 
 def _read(directory: TableDirectory, consumer_id: str) -> Consumer | None:
-    raw = read_if_exists(directory.storage, _file(consumer_id))
+    raw = read_if_exists(directory.storage, check_id(consumer_id))
     return None if raw is None else _parse(directory, consumer_id, raw)
 
 
 def _write(directory: TableDirectory, consumer: Consumer) -> Consumer:
     # whole or not at all: a temporary file renamed locally, one PUT on an object store
-    directory.storage.write(_file(consumer.id), encode_json({"nextSnapshot": consumer.next_snapshot,
+    directory.storage.write(check_id(consumer.id), encode_json({"nextSnapshot": consumer.next_snapshot,
                                                              "updated": consumer.updated}))
     return consumer
 
@@ -98,7 +100,7 @@ def reset(directory: TableDirectory, consumer_id: str, next_snapshot: int,
           now_millis: int | None = None) -> Consumer:
     """Create a consumer or move it, back or forward, to `next_snapshot`: a snapshot of the
     table, an expired one whose changelog is kept, or the next one to be committed."""
-    _file(consumer_id)
+    check_id(consumer_id)
     _check_position(next_snapshot)
     store = directory.store
     ids = store.snapshot_ids()
@@ -151,7 +153,7 @@ def get(directory: TableDirectory, consumer_id: str) -> Consumer:
 
 def drop(directory: TableDirectory, consumer_id: str) -> None:
     """Remove a consumer (it no longer holds back expiry); ConsumerNotFoundError if there is none."""
-    relative = _file(consumer_id)
+    relative = check_id(consumer_id)
     if read_if_exists(directory.storage, relative) is None:
         get(directory, consumer_id)  # raises, listing the known consumers
     directory.storage.delete(relative)
@@ -169,7 +171,7 @@ def expire(directory: TableDirectory, now_millis: int | None = None) -> list[str
         if consumer.updated < cutoff:
             latest = _read_quietly(directory, consumer.id)
             if latest is not None and latest.updated < cutoff:  # not advanced while we looked
-                directory.storage.delete(_file(consumer.id))
+                directory.storage.delete(check_id(consumer.id))
                 removed.append(consumer.id)
     return removed
 

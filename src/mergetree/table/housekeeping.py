@@ -145,8 +145,8 @@ def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: An
     if age is not None:
         cutoff = now - age * 1000
         candidates = [i for i in candidates if store.snapshot(i).time_millis < cutoff]
-    if needed is not None:
-        candidates = [i for i in candidates if i < needed]
+    if needed is not None:  # the snapshot a consumer reads next, and the one its change is computed against
+        candidates = [i for i in candidates if i < needed - 1]
     kept_ids = store.retained_changelog_ids()
     if not candidates and not kept_ids:
         return []

@@ -207,8 +207,9 @@ class Table:
 
         return pa.RecordBatchReader.from_batches(reader.schema, logged())
 
-    def changes(self, start: int, end: int | None = None, columns: str | list[str] | None = None,
-                filter: flt.Filter = None, per_commit: bool = False) -> pa.RecordBatchReader:
+    def changes(self, start: int | None = None, end: int | None = None, columns: str | list[str] | None = None,
+                filter: flt.Filter = None, per_commit: bool = False,
+                consumer_id: str | None = None) -> pa.RecordBatchReader:
         """What commits `start`+1..`end` (default: the latest) changed: per primary key its net
         change, `_row_kind` +I (a new key), -U then +U (old and new row), -D (the old row);
         `start` == 0 is the empty table before the first commit, `start == end` changes nothing.
@@ -217,7 +218,18 @@ class Table:
         each commit's change in commit order, with `_snapshot_id`.  `columns` projects (keys
         always come too; an update whose projected columns did not change is not a change);
         `filter` keeps the change rows that pass, an update whole if either of its rows passes.
-        An append table's change is its added rows, +I.  See docs/CHANGES.md."""
+        An append table's change is its added rows, +I.
+
+        `consumer_id` names a consumer (`consumers()`): without `start`, the change starts where
+        it stopped (ConsumerNotFoundError if there is no such consumer); once the reader is read
+        to its end, the consumer records that it reads `end` + 1 next, and while it is active
+        `expire_snapshots` keeps what its next change needs.  See docs/CHANGES.md."""
+        if start is None:
+            if consumer_id is None:
+                raise InvalidArgumentError("changes needs start (a snapshot id) or a consumer_id to resume")
+            start = consumers.get(self.directory, consumer_id).next_snapshot - 1
+        elif consumer_id is not None:
+            consumers.check_id(consumer_id)
         plan = changes.plan_changes(self.directory, start, end, columns, filter, per_commit)
         self.last_read = plan.stats
 
@@ -232,6 +244,8 @@ class Table:
                 rows += batch.num_rows
                 yield batch
             plan.stats.rows_out = rows
+            if consumer_id is not None:  # read to the end: the consumer moves past it
+                consumers.record(self.directory, consumer_id, plan.end + 1)
 
         return pa.RecordBatchReader.from_batches(plan.schema, batches())
 
