@@ -27,7 +27,10 @@ large bucket in ``local[1]`` against ``local[2]``; ``--paimon`` (``--paimon-only
 ``mergetree.paimon``, compacted by ``mergetree.paimon.compact`` and read again; ``--storage``
 (``--storage-only``) the storage workload of ``benchmarks/bench_storage.py``: write, merge-on-read,
 compaction, point lookups and a Spark ``bucket_join`` on local disk and on a moto S3 server it starts,
-with the requests of each operation, against delta-rs and pyiceberg on the same store.
+with the requests of each operation, against delta-rs and pyiceberg on the same store; ``--streaming``
+(``--streaming-only``) the change-stream workload of ``benchmarks/bench_streaming.py``: ``Table.changes``
+against two full reads and a DuckDB diff, the lookup changelog producer's write cost, and a Spark
+Structured Streaming pipeline (``benchmarks/bench_streaming_spark.py``).
 """
 from __future__ import annotations
 
@@ -182,6 +185,18 @@ def _parser() -> argparse.ArgumentParser:
                          help="point lookups of random keys, before and after the compaction")
     storage.add_argument("--storage-no-peers", action="store_true", help="storage workload: no delta-rs, pyiceberg")
     storage.add_argument("--storage-no-spark", action="store_true", help="storage workload: no Spark bucket_join")
+    streaming = parser.add_argument_group(
+        "streaming workload", "a 4-bucket primary-key table of ROWS rows, compacted, then 1%% of its keys changed "
+        "(updated, deleted, new) over 10 commits: Table.changes between the two snapshots against two full reads "
+        "and a diff in DuckDB (target 20x), writes with changelog-producer=lookup against none (target 1.5x), "
+        "and a Spark Structured Streaming pipeline of micro-batches on local[2] (rows/s, latency per batch; "
+        "see benchmarks/bench_streaming.py; --quick: 1M rows)")
+    streaming.add_argument("--streaming", action="store_true", help="also run the streaming workload")
+    streaming.add_argument("--streaming-only", action="store_true", help="run only the streaming workload")
+    streaming.add_argument("--streaming-rows", type=parse_row_count, metavar="ROWS", default=None,
+                           help="rows of the table (default 10M, with --quick 1M)")
+    streaming.add_argument("--streaming-no-spark", action="store_true",
+                           help="streaming workload: no Spark pipeline")
     return parser
 
 
@@ -218,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     results, scaling = [], None
     merge_bench = not (args.table_only or args.table_dv_only or args.spark_only or args.layout_only
                        or args.advisor_only or args.scale_only
-                       or args.paimon_only or args.storage_only)
+                       or args.paimon_only or args.storage_only or args.streaming_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
@@ -239,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     storage = _storage_bench(args, merge_bench or table is not None or spark is not None or layout is not None
                              or scale is not None or paimon is not None) \
         if args.storage or args.storage_only else None
+    streaming = _streaming_bench(args, merge_bench or table is not None or spark is not None
+                                 or layout is not None or scale is not None or paimon is not None
+                                 or storage is not None) if args.streaming or args.streaming_only else None
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
         if merge_bench:
@@ -262,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
             plot_scale_results(scale.results, scale_chart, title=_scale_title(scale))
             print(f"scale chart written to {scale_chart}")
     if args.json:
-        _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon, storage, table_dv)
+        _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon, storage, table_dv,
+                    streaming)
         print(f"numbers written to {args.json}")
     table_ok = (table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])) \
         and (table_dv is None or table_dv.ok)
@@ -271,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     scale_ok = scale is None or scale.ok
     paimon_ok = paimon is None or paimon.ok
     storage_ok = storage is None or all(r.ok or r.check.startswith("skipped") for r in storage.results)
+    streaming_ok = streaming is None or (streaming[0].ok and (streaming[1] is None or streaming[1].check == "ok"))
     advisor_ok = True
     if args.advisor or args.advisor_only:
         from . import bench_advisor
@@ -289,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"advisor workload took {ssb.seconds:.0f}s")
             advisor_ok = all(ok for _, ok in ssb.targets())
     return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok \
-        and paimon_ok and storage_ok else 1
+        and paimon_ok and storage_ok and streaming_ok else 1
 
 
 def _layout_title(layout) -> str:
@@ -395,6 +415,32 @@ def _storage_bench(args, after_another: bool):
     return report
 
 
+def _streaming_bench(args, after_another: bool):
+    """Run the streaming workload (benchmarks/bench_streaming.py), print it; returns its report."""
+    from . import bench_streaming as bsm
+
+    rows = args.streaming_rows or (bsm.QUICK_ROWS if args.quick else bsm.DEFAULT_ROWS)
+    if after_another:
+        print()
+    print(f"mergetree bench --streaming: {rows:,} rows, {bsm.CHANGE_FRACTION:.0%} of the keys changed over "
+          f"{bsm.COMMITS} commits, {bsm.BUCKETS} buckets, best of {args.repeat}, {os.cpu_count()} CPUs, "
+          f"pyarrow {pa.__version__}, duckdb {installed_version('duckdb') or 'not installed'}"
+          + ("" if args.streaming_no_spark else f", pyspark {installed_version('pyspark') or 'not installed'}"),
+          flush=True)
+    report = bsm.run_streaming_bench(rows, repeat=args.repeat)
+    print(bsm.format_streaming_results(report))
+    print(f"streaming workload took {report.total_seconds:.0f}s", flush=True)
+    spark = None
+    if not args.streaming_no_spark:
+        from . import bench_streaming_spark as bss
+
+        started = time.perf_counter()
+        spark = bss.run_streaming_spark_bench(quick=args.quick)
+        print(bss.format_streaming_spark_results(spark))
+        print(f"streaming Spark pipeline took {time.perf_counter() - started:.0f}s")
+    return report, spark
+
+
 def _spark_bench(args) -> list:
     """Run the Spark workload (benchmarks/bench_spark.py), print its table; returns its results."""
     from . import bench_spark as bs
@@ -472,7 +518,8 @@ def _thread_check(args) -> dict:
 
 
 def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
-                spark: list | None = None, layout=None, scale=None, paimon=None, storage=None, table_dv=None) -> None:
+                spark: list | None = None, layout=None, scale=None, paimon=None, storage=None, table_dv=None,
+                streaming=None) -> None:
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
         "environment": environment,
@@ -508,6 +555,12 @@ def _write_json(args, environment: dict, results: list, scaling: dict | None, ta
         from .bench_storage import storage_json
 
         document["storage"] = storage_json(storage)
+    if streaming is not None:
+        from .bench_streaming import streaming_json
+
+        document["streaming"] = streaming_json(streaming[0])
+        if streaming[1] is not None:
+            document["streaming"]["spark"] = streaming[1].to_dict()
     with open(args.json, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=str)
         handle.write("\n")
