@@ -15,8 +15,8 @@ if not IN_SOURCE_TREE:  # the benchmarks live beside the package, in the source 
 
 pytest.importorskip("duckdb")
 
-from benchmarks import bench  # noqa: E402
-from benchmarks import bench_streaming as bsm  # noqa: E402
+from benchmarks import bench
+from benchmarks import bench_streaming as bsm
 
 ROWS = 20_000
 
