@@ -86,9 +86,10 @@ class _Mapped:
     def positions(self, first_key: str, keys: pa.Array) -> np.ndarray:
         """The rows (positions, ascending) whose first key column is one of `keys`."""
         if self.sorted is not None and pa.types.is_integer(keys.type) and keys.null_count == 0:
-            wanted = np.unique(keys.to_numpy().astype(self.sorted.dtype, copy=False)) \
-                if _fits(keys, self.sorted.dtype) else None
-            if wanted is not None:
+            if _fits(keys, self.sorted.dtype):
+                wanted = keys.to_numpy().astype(self.sorted.dtype, copy=False)
+                if wanted.size > 1 and not bool(np.all(wanted[1:] > wanted[:-1])):
+                    wanted = np.unique(wanted)  # sorted and distinct, or a key's rows come twice
                 low = np.searchsorted(self.sorted, wanted, "left")
                 high = np.searchsorted(self.sorted, wanted, "right")
                 hit = high > low
@@ -311,9 +312,10 @@ def lookup_state(directory: TableDirectory, files: Sequence[DataFileMeta], colum
     a section of one sorted run final but for its retractions, several merged with the table's
     engine by sequence number, deletion vectors applied to each file first)."""
     ts = directory.schema
-    cache = cache or lookup_cache()
     options = directory.options
-    cache.configure(options.lookup_cache_max_disk_size, options.lookup_cache_file_retention)
+    if cache is None:  # the process-wide cache, within the limits of the table using it
+        cache = lookup_cache()
+        cache.configure(options.lookup_cache_max_disk_size, options.lookup_cache_file_retention)
     primary = set(ts.primary_key)
     values = [c for c in columns if c not in primary]
     stored = ts.file_schema
