@@ -225,7 +225,9 @@ class LookupCache:
 
     def _build(self, storage: Store, meta: DataFileMeta, schema: pa.Schema, path: str) -> None:
         table = self._decode(storage, meta, schema)
-        table = table.replace_schema_metadata({_ROWS_KEY: str(meta.row_count).encode()})
+        # one chunk: a take (and the key column's search) over several chunks would join them
+        # on every probe
+        table = table.combine_chunks().replace_schema_metadata({_ROWS_KEY: str(meta.row_count).encode()})
         directory = os.path.dirname(path)
         temporary = os.path.join(directory, f".{uuid.uuid4().hex}.tmp")
         try:
