@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mergetree import Table
 from mergetree.table import BucketPlan
 from mergetree.table.changes import plan_changes
-from mergetree.table.lookup import LookupCache, lookup_state
+from mergetree.table.lookup import LookupCache, lookup_cache, lookup_state
 from mergetree.table.read import read_bucket
 from mergetree.table.read.plan import sections_of
 
@@ -91,7 +91,9 @@ def test_looked_up_rows_equal_the_read_paths(tmp_path_factory, engine, key, dv, 
     latest = table.directory.store.latest_id()
     if latest is None:
         return
-    cache = LookupCache(str(tmp_path_factory.mktemp("cache")))
+    # small files in memory, or every file a lookup file
+    cache = LookupCache(str(tmp_path_factory.mktemp("cache")),
+                        small_file_bytes=data.draw(st.sampled_from([0, 1 << 20])))
     snapshot_id = data.draw(st.integers(1, latest))
     first = KEYS[key][0]
     wanted = list(range(12)) if wanted is None else wanted  # None: every key (and two absent ones)
@@ -121,6 +123,7 @@ def bench_table(path, producer: str = "none") -> Table:
 
 def test_changes_are_the_same_with_and_without_lookup_files(tmp_path, monkeypatch):
     monkeypatch.setenv("MERGETREE_LOOKUP_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(lookup_cache(), "small_file_bytes", 0)  # every file a lookup file
     table = bench_table(tmp_path / "t")
     with_files = {(a, b): table.changes(a, b).read_all() for a in range(1, 5) for b in range(a, 5)}
     assert os.listdir(tmp_path / "cache")
@@ -143,7 +146,7 @@ def test_lookup_changelogs_are_the_same_with_and_without_lookup_files(tmp_path, 
 
 def test_damaged_missing_and_wiped_lookup_files_are_rebuilt(tmp_path):
     table = bench_table(tmp_path / "t")
-    cache = LookupCache(str(tmp_path / "cache"))
+    cache = LookupCache(str(tmp_path / "cache"), small_file_bytes=0)
     snapshot = table.directory.store.latest_id()
     keys = pa.array(list(range(0, 300, 3)), pa.int64())
     columns = list(SCHEMA.names)
@@ -168,21 +171,21 @@ def test_damaged_missing_and_wiped_lookup_files_are_rebuilt(tmp_path):
     other = pa.table({"k": pa.array([1], pa.int64())})
     with pa.OSFile(victims[2], "wb") as sink, pa.ipc.new_file(sink, other.schema) as writer:
         writer.write_table(other)
-    fresh = LookupCache(cache.directory)  # a new process: nothing mapped yet
+    fresh = LookupCache(cache.directory, small_file_bytes=0)  # a new process: nothing mapped yet
     cache = fresh
     check()
     assert cache.builds == 3
     for n in os.listdir(cache.directory):  # wiped
         os.remove(os.path.join(cache.directory, n))
     os.rmdir(cache.directory)
-    cache = LookupCache(cache.directory)
+    cache = LookupCache(cache.directory, small_file_bytes=0)
     check()
     assert cache.builds == built
 
 
 def test_a_replaced_file_or_another_table_never_shares_a_lookup_file(tmp_path):
     table = bench_table(tmp_path / "t")
-    cache = LookupCache(str(tmp_path / "cache"))
+    cache = LookupCache(str(tmp_path / "cache"), small_file_bytes=0)
     files = next(iter(buckets(table, table.directory.store.latest_id()).values()))
     m = files[0]
     schema = pa.schema([table.table_schema.file_schema.field(c) for c in table.table_schema.file_schema.names])
@@ -196,7 +199,7 @@ def test_a_replaced_file_or_another_table_never_shares_a_lookup_file(tmp_path):
 
 def test_old_and_surplus_lookup_files_are_evicted(tmp_path):
     table = bench_table(tmp_path / "t")
-    cache = LookupCache(str(tmp_path / "cache"))
+    cache = LookupCache(str(tmp_path / "cache"), small_file_bytes=0)
     keys = pa.array([5, 6, 7], pa.int64())
     per_bucket = list(buckets(table, table.directory.store.latest_id()).values())
     lookup_state(table.directory, per_bucket[0], list(SCHEMA.names), keys, cache)
@@ -208,17 +211,18 @@ def test_old_and_surplus_lookup_files_are_evicted(tmp_path):
     lookup_state(table.directory, per_bucket[1], list(SCHEMA.names), keys, cache)
     assert not set(first) & set(os.listdir(cache.directory))
     # a disk budget of one byte keeps only the file just built
-    small = LookupCache(cache.directory, max_disk_size=1, retention=None)
+    small = LookupCache(cache.directory, max_disk_size=1, retention=None, small_file_bytes=0)
     lookup_state(table.directory, per_bucket[0], list(SCHEMA.names), keys, small)
     assert len(os.listdir(cache.directory)) == 1
 
 
 def test_threads_share_one_build(tmp_path):
     table = bench_table(tmp_path / "t")
-    cache = LookupCache(str(tmp_path / "cache"))
+    cache = LookupCache(str(tmp_path / "cache"), small_file_bytes=0)
     files = next(iter(buckets(table, table.directory.store.latest_id()).values()))
     keys = pa.array(list(range(0, 300, 2)), pa.int64())
-    expected = lookup_state(table.directory, files, list(SCHEMA.names), keys, LookupCache(str(tmp_path / "other")))
+    other = LookupCache(str(tmp_path / "other"), small_file_bytes=0)
+    expected = lookup_state(table.directory, files, list(SCHEMA.names), keys, other)
     results: list = []
 
     def probe() -> None:

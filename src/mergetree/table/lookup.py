@@ -49,7 +49,8 @@ from .objects import table_path
 from .read.plan import sections_of
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN
 
-__all__ = ["DEFAULT_RETENTION", "LOOKUP_DIR_ENV", "LookupCache", "lookup_cache", "lookup_directory", "lookup_state"]
+__all__ = ["DEFAULT_RETENTION", "LOOKUP_DIR_ENV", "SMALL_FILE_BYTES", "LookupCache", "lookup_cache", "lookup_directory",
+           "lookup_state"]
 
 LOOKUP_DIR_ENV = "MERGETREE_LOOKUP_DIR"
 DEFAULT_RETENTION = dt.timedelta(hours=1)
@@ -57,6 +58,12 @@ _SUFFIX = ".arrow"
 _ROWS_KEY = b"mergetree.lookup.rows"
 # a use refreshes a cache file's modification time (its LRU age) at most this often
 _TOUCH_SECONDS = 30.0
+# a data file smaller than this is decoded into memory (kept up to SMALL_MEMORY_BYTES of them)
+# instead of written out as a lookup file: level-0 files live until the next compaction, and
+# writing and mapping one costs more than decoding it (lookup producer writes at 1M rows: see
+# docs)
+SMALL_FILE_BYTES = 1 << 20
+SMALL_MEMORY_BYTES = 256 << 20
 # mapped files kept open in this process (each costs a file descriptor and address space only)
 _OPEN_FILES = 256
 
@@ -118,15 +125,18 @@ def _fits(keys: pa.Array, dtype: np.dtype) -> bool:
 
 class LookupCache:
     """Lookup files in `directory` (None: `lookup_directory()` at each use), at most
-    `max_disk_size` bytes of them (None: unlimited), each dropped when unused for `retention`.
-    Thread-safe."""
+    `max_disk_size` bytes of them (None: unlimited), each dropped when unused for `retention`;
+    data files under `small_file_bytes` are kept decoded in memory instead.  Thread-safe."""
 
     def __init__(self, directory: str | None = None, max_disk_size: int | None = None,
-                 retention: dt.timedelta | None = DEFAULT_RETENTION) -> None:
+                 retention: dt.timedelta | None = DEFAULT_RETENTION, small_file_bytes: int = SMALL_FILE_BYTES) -> None:
         self._directory = directory
+        self.small_file_bytes = small_file_bytes
         self.max_disk_size = max_disk_size
         self.retention = retention
         self._open: OrderedDict[str, _Mapped] = OrderedDict()
+        self._small: OrderedDict[str, _Mapped] = OrderedDict()  # small files' rows, decoded, in memory
+        self._small_bytes = 0
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
         self.builds = 0  # lookup files this process built (what tests and benches count)
@@ -167,36 +177,55 @@ class LookupCache:
     # -- files ---------------------------------------------------------------------------
     def _mapped(self, storage: Store, meta: DataFileMeta, schema: pa.Schema, first_key: str) -> _Mapped:
         path = self.path_of(storage, meta, schema)
+        small = meta.file_size < self.small_file_bytes
         with self._lock:
-            hit = self._open.get(path)
+            hit = (self._small if small else self._open).get(path)
             if hit is not None:
-                self._open.move_to_end(path)
+                (self._small if small else self._open).move_to_end(path)
                 building = None
             else:
                 building = self._building.setdefault(path, threading.Lock())
         if hit is not None:
-            self._touch(hit)
+            if not small:
+                self._touch(hit)
             return hit
         assert building is not None
-        with building:  # one thread builds a file; the others wait for it
-            with self._lock:
-                hit = self._open.get(path)
-            if hit is None:
-                hit = self._load(path, meta, schema, first_key)
-                if hit is None:
-                    self._build(storage, meta, schema, path)
-                    hit = self._load(path, meta, schema, first_key)
-                    if hit is None:  # the directory is not usable: serve from memory this once
-                        table = self._decode(storage, meta, schema)
-                        return _Mapped(path, table, first_key)
+        try:
+            with building:  # one thread builds a file; the others wait for it
                 with self._lock:
-                    self._open[path] = hit
-                    while len(self._open) > _OPEN_FILES:
-                        self._open.popitem(last=False)
-        with self._lock:
-            self._building.pop(path, None)
-        self._touch(hit)
+                    hit = (self._small if small else self._open).get(path)
+                if hit is None and small:
+                    hit = _Mapped(path, self._decode(storage, meta, schema).combine_chunks(), first_key)
+                    self._keep_small(path, hit)
+                elif hit is None:
+                    hit = self._load(path, meta, schema, first_key)
+                    if hit is None:
+                        self._build(storage, meta, schema, path)
+                        hit = self._load(path, meta, schema, first_key)
+                        if hit is None:  # the directory is not usable: served from memory this once
+                            return _Mapped(path, self._decode(storage, meta, schema).combine_chunks(), first_key)
+                    with self._lock:
+                        self._open[path] = hit
+                        while len(self._open) > _OPEN_FILES:
+                            self._open.popitem(last=False)
+        finally:
+            with self._lock:
+                self._building.pop(path, None)
+        if not small:
+            self._touch(hit)
         return hit
+
+    def _keep_small(self, path: str, decoded: _Mapped) -> None:
+        size = decoded.table.nbytes
+        with self._lock:
+            old = self._small.pop(path, None)
+            if old is not None:
+                self._small_bytes -= old.table.nbytes
+            self._small[path] = decoded
+            self._small_bytes += size
+            while len(self._small) > 1 and self._small_bytes > SMALL_MEMORY_BYTES:
+                _, dropped = self._small.popitem(last=False)
+                self._small_bytes -= dropped.table.nbytes
 
     def _load(self, path: str, meta: DataFileMeta, schema: pa.Schema, first_key: str) -> _Mapped | None:
         """The lookup file at `path`, mapped, if it is whole and what is expected; else None
