@@ -267,7 +267,8 @@ class LookupCache:
         except OSError:
             _remove(temporary)
             return
-        self.builds += 1
+        with self._lock:
+            self.builds += 1
         self._sweep(directory, keep=path)
 
     def _touch(self, mapped: _Mapped) -> None:
