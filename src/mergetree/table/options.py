@@ -216,6 +216,8 @@ KEY_CHANGELOG_RETAINED_MIN = "changelog.num-retained.min"
 KEY_CHANGELOG_RETAINED_MAX = "changelog.num-retained.max"
 KEY_CHANGELOG_TIME_RETAINED = "changelog.time-retained"
 KEY_CONSUMER_EXPIRATION = "consumer.expiration-time"
+KEY_LOOKUP_MAX_DISK = "lookup.cache-max-disk-size"
+KEY_LOOKUP_RETENTION = "lookup.cache-file-retention"
 CHANGELOG_PRODUCERS = ("none", "input", "lookup")
 DEFAULT_COMPRESSION = "zstd"
 # level 0 holds the sorted runs of recent writes, read by merges until compaction rewrites
@@ -304,6 +306,11 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
     OptionSpec(KEY_CONSUMER_EXPIRATION, None, _parse_age,
                "a consumer (`consumer-id`) that has not advanced for this long (1d, 12h) no longer holds back "
                "expiry and is removed; unset: consumers never expire"),
+    OptionSpec(KEY_LOOKUP_MAX_DISK, None, _parse_size,
+               "the local lookup files (`table.lookup`) of all tables kept within this size (256mb, 8gb); "
+               "unset: unlimited"),
+    OptionSpec(KEY_LOOKUP_RETENTION, None, _parse_age,
+               "a local lookup file unused for this long (default 1h) is removed"),
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),
@@ -452,6 +459,8 @@ class TableOptions:
     changelog_retained_max: int | None = None
     changelog_time_retained: dt.timedelta | None = None
     consumer_expiration: dt.timedelta | None = None
+    lookup_cache_max_disk_size: int | None = None
+    lookup_cache_file_retention: dt.timedelta = dt.timedelta(hours=1)
 
     def codec_for(self, level: int) -> str:
         """The Parquet codec of a data file written at `level`."""
@@ -565,7 +574,9 @@ class TableOptions:
                    changelog_retained_min=merged.get(KEY_CHANGELOG_RETAINED_MIN),
                    changelog_retained_max=merged.get(KEY_CHANGELOG_RETAINED_MAX),
                    changelog_time_retained=merged.get(KEY_CHANGELOG_TIME_RETAINED),
-                   consumer_expiration=merged.get(KEY_CONSUMER_EXPIRATION))
+                   consumer_expiration=merged.get(KEY_CONSUMER_EXPIRATION),
+                   lookup_cache_max_disk_size=merged.get(KEY_LOOKUP_MAX_DISK),
+                   lookup_cache_file_retention=merged.get(KEY_LOOKUP_RETENTION, dt.timedelta(hours=1)))
 
 
 def _check_deletion_vectors(schema: pa.Schema, primary_key: tuple[str, ...] | set[str]) -> None:

@@ -13,6 +13,7 @@ lookup changelogs folds them: a key's first before-image and last after-image.
 """
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from .. import filters as flt
 from ..directory import TableDirectory
 from ..files import DataFileMeta, read_run
 from ..indexes.skipping import decide
+from ..lookup import lookup_state
 from ..read import BucketPlan, ReadStats, columns_for, file_filter, read_bucket
 from ..read.plan import sections_of
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
@@ -307,6 +309,11 @@ class _UnitReader:
         snap = directory.store.snapshot(snapshot_id)
         files = [e.file for e in directory.live_files(snap).values()
                  if e.partition == self.unit.partition and e.bucket == self.unit.bucket]
+        if keys is not None and self.key_expr is None and files and _use_lookup_files():
+            # the keys' rows found in local lookup files of the (immutable) data files, not
+            # decoded from them again: random keys touch every row group of a compacted file
+            return lookup_state(directory, files, self.columns,
+                                pa.array(keys, type=self.ts.file_schema.field(self.ts.file_key[0]).type))
         key_expr = self.key_expr
         row_groups: dict[str, frozenset[int]] = {}
         if keys is not None:
@@ -481,6 +488,12 @@ class _UnitReader:
         files = [e.file for e in self.directory.live_files(snap).values()
                  if e.partition == self.unit.partition and e.bucket == self.unit.bucket]
         return self._rows_of(files)
+
+
+def _use_lookup_files() -> bool:
+    """Are keys looked up in local lookup files (`table.lookup`)?  Off with
+    MERGETREE_LOOKUP_FILES=0 (then the data files are read, filtered, each time)."""
+    return os.environ.get("MERGETREE_LOOKUP_FILES", "1") != "0"
 
 
 def _with_kinds(rows: pa.Table, kinds: np.ndarray) -> pa.Table:
