@@ -86,8 +86,11 @@ def checkpoint_query_id(checkpoint) -> str:
 
 
 def table_files(path) -> set[str]:
-    return {os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs
-            if f.endswith(".parquet")}
+    """The table's own Parquet files: data and changelog files, not the query log beside them
+    (a read's record is appended in the background, whenever its buffer is flushed)."""
+    found = {os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs
+             if f.endswith(".parquet")}
+    return {f for f in found if not f.startswith(("queries/", "optimizer/"))}
 
 
 def registered(spark):
