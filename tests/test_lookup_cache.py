@@ -234,3 +234,20 @@ def test_threads_share_one_build(tmp_path):
         t.join()
     assert len(results) == 4 and all(r.equals(expected) for r in results)
     assert cache.builds == len(files)
+
+
+def test_the_process_cache_builds_a_lookup_file_the_second_time_it_is_needed(tmp_path):
+    """A one-off change read decodes the files as a read does; the second need builds the lookup
+    files, and from then on (in this process or another) they serve the probes."""
+    table = bench_table(tmp_path / "t")
+    files = next(iter(buckets(table, table.directory.store.latest_id()).values()))
+    keys = pa.array([5, 6, 7], pa.int64())
+    lazy = LookupCache(str(tmp_path / "cache"), small_file_bytes=0, build_on_first_need=False)
+    assert lookup_state(table.directory, files, list(SCHEMA.names), keys, lazy) is None
+    assert lazy.builds == 0 and not os.path.exists(lazy.directory)
+    second = lookup_state(table.directory, files, list(SCHEMA.names), keys, lazy)
+    assert second is not None and lazy.builds == len(files)
+    # another process finds them on disk at its first need
+    fresh = LookupCache(lazy.directory, small_file_bytes=0, build_on_first_need=False)
+    assert lookup_state(table.directory, files, list(SCHEMA.names), keys, fresh).equals(second)
+    assert fresh.builds == 0
