@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-import itertools
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -235,11 +234,14 @@ class Table:
 
         def batches() -> Iterator[pa.RecordBatch]:
             rows = 0
-            units = [changes.read_changes(self.directory, plan, unit) for unit in plan.units]
-            # per commit: the units' batches (each of one commit, a unit's in commit order)
-            # interleaved commit by commit, each unit read as far as the commit being emitted
-            stream = heapq.merge(*units, key=lambda b: b.column(changes.SNAPSHOT_ID_COLUMN)[0].as_py()) \
-                if per_commit else itertools.chain.from_iterable(units)
+            stream: Iterator[pa.RecordBatch]
+            if per_commit:
+                units = [changes.read_changes(self.directory, plan, unit) for unit in plan.units]
+                # the units' batches (each of one commit, a unit's in commit order) interleaved
+                # commit by commit, each unit read as far as the commit being emitted
+                stream = heapq.merge(*units, key=lambda b: b.column(changes.SNAPSHOT_ID_COLUMN)[0].as_py())
+            else:
+                stream = changes.read_units(self.directory, plan)
             for batch in stream:
                 rows += batch.num_rows
                 yield batch

@@ -11,8 +11,9 @@ from .compute import (
                       change_of_files,
                       plan_changes,
                       read_changes,
+                      read_units,
                       snapshot_range,
 )
 
 __all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "ChangePlan", "ChangeUnit", "CommitFiles", "change_of_files",
-           "plan_changes", "read_changes", "snapshot_range"]
+           "plan_changes", "read_changes", "read_units", "snapshot_range"]

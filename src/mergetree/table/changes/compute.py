@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,18 +30,22 @@ from ...merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge, symbols_of
 from ...merge.arrow_input import sort_indices
 from .. import filters as flt
 from ..directory import TableDirectory
+from ..filecache import FileCache
 from ..files import DataFileMeta, read_run
 from ..indexes.skipping import decide
-from ..lookup import lookup_state
+from ..lookup import SMALL_FILE_BYTES, lookup_state
+from ..objects import table_path
 from ..read import BucketPlan, ReadStats, columns_for, file_filter, read_bucket
 from ..read.plan import sections_of
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import Snapshot
 
 __all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "ChangePlan", "ChangeUnit", "CommitFiles", "change_of_files",
-           "plan_changes", "read_changes", "snapshot_range"]
+           "plan_changes", "read_changes", "read_units", "snapshot_range"]
 
 SNAPSHOT_ID_COLUMN = "_snapshot_id"
+# small added files, decoded (immutable files: a name is never reused for other rows)
+_ADDED_FILES: FileCache[pa.Table] = FileCache(max_entries=4096, max_bytes=256 << 20, weight=lambda t: t.nbytes)
 # the snapshot property saying which producer wrote the commit's changelog files ("input" or "lookup")
 PRODUCER_PROPERTY = "changelog-producer"
 _SIDE = "__side"  # old (0) or new (1) state, while two states are compared
@@ -221,6 +226,23 @@ def read_changes(directory: TableDirectory, plan: ChangePlan, unit: ChangeUnit) 
             yield from table.cast(plan.schema).to_batches()
 
 
+
+def read_units(directory: TableDirectory, plan: ChangePlan, threads: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Every unit's batches, in plan order, the units read in `threads` threads (default: one
+    per CPU; the lookups, Parquet decoding and merges run without the GIL), a window of units
+    at a time so that memory holds at most that many units' changes."""
+    workers = max(1, min(threads or os.cpu_count() or 1, len(plan.units)))
+    if workers == 1:
+        for unit in plan.units:
+            yield from read_changes(directory, plan, unit)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for first in range(0, len(plan.units), workers):
+            window = [pool.submit(lambda u: list(read_changes(directory, plan, u)), unit)
+                      for unit in plan.units[first:first + workers]]
+            for future in window:
+                yield from future.result()
+
 class _UnitReader:
     def __init__(self, directory: TableDirectory, plan: ChangePlan, unit: ChangeUnit) -> None:
         self.directory = directory
@@ -338,13 +360,23 @@ class _UnitReader:
 
     def _added(self, meta: DataFileMeta) -> pa.Table:
         """An added data file's rows (the merged columns), read once for the key lookup and
-        the merge."""
+        the merge; a small one (a write's level-0 file) is kept decoded for the process's next
+        change reads and lookup commits, which read the same recent files again."""
         if meta.file_name not in self.cache:
             schema = self._physical_schema()
-            batches = list(read_run(self.directory.storage, [meta], columns=schema.names, row_filter=self.key_expr))
-            self.cache[meta.file_name] = pa.Table.from_batches(batches, schema=schema) if batches \
-                else schema.empty_table()
-            self.plan.stats.count([meta])
+
+            def load() -> pa.Table:
+                batches = list(read_run(self.directory.storage, [meta], columns=schema.names,
+                                        row_filter=self.key_expr))
+                self.plan.stats.count([meta])
+                return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+            if self.key_expr is None and meta.file_size < SMALL_FILE_BYTES:
+                # the file, its renumbering and vector as the manifest says, and the columns
+                key = (table_path(self.directory.storage), meta.file_name, meta.file_size, meta.sequence_shift,
+                       repr(meta.deletion_vector), tuple(schema.names))
+                self.cache[meta.file_name] = _ADDED_FILES.get_keyed(key, load)
+            else:
+                self.cache[meta.file_name] = load()
         return self.cache[meta.file_name]
 
     def _physical(self, state: pa.Table, seq: int) -> pa.Table:
