@@ -47,7 +47,16 @@ from ..merge import ROW_KIND_COLUMN, symbols_of
 from ..table import filters as flt
 from ..table.files import batch_rows_for
 from .metadata import ADD, KIND_COLUMN, PaimonFile, PaimonSchema, PaimonTable
-from .read import PaimonBucket, PaimonReadPlan, layout_columns, plan_read, read_bucket, read_data_file, read_file
+from .read import (
+    PaimonBucket,
+    PaimonReadPlan,
+    checked_columns,
+    layout_columns,
+    plan_read,
+    read_bucket,
+    read_data_file,
+    read_file,
+)
 from .types import evolve, same_type
 
 __all__ = ["SOURCES", "changes", "diff_states"]
@@ -84,17 +93,7 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
     else:
         schema = t.schema(int(commits[-1]["schemaId"]) if commits else int(t.commit(last)["schemaId"]))
     names = schema.names
-    if columns is None:
-        asked = list(names)
-    elif isinstance(columns, (list, tuple)) and all(isinstance(c, str) for c in columns):
-        asked = list(columns)
-        unknown = [c for c in asked if c not in names]
-        if unknown:
-            raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {t.name}; columns: {names}")
-        if len(set(asked)) != len(asked):
-            raise InvalidArgumentError(f"columns names a column twice: {asked}")
-    else:
-        raise InvalidArgumentError(f"columns must be a list of column names or None, not {columns!r}")
+    asked = checked_columns(columns, names, t.name)
     if ROW_KIND_COLUMN in names:
         raise InvalidArgumentError(f"Paimon table {t.name} has a column named {ROW_KIND_COLUMN!r}, the column a "
                                    f"change stream carries its kinds in")

@@ -47,8 +47,8 @@ from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 from .types import PaimonField, evolve, same_type
 
-__all__ = ["PaimonBucket", "PaimonReadPlan", "layout_columns", "merge_runs", "plan_read", "read", "read_bucket",
-           "read_data_file", "read_file", "read_schema", "scan"]
+__all__ = ["PaimonBucket", "PaimonReadPlan", "checked_columns", "layout_columns", "merge_runs", "plan_read", "read",
+           "read_bucket", "read_data_file", "read_file", "read_schema", "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
@@ -125,23 +125,28 @@ def read_schema(warehouse: Any, table: Any, snapshot: Any = None,
     return t, snap, t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
 
 
+def checked_columns(columns: Any, names: Sequence[str], table_name: str) -> list[str]:
+    """The asked columns of a Paimon table (None: all of them), or InvalidArgumentError."""
+    if columns is None:
+        return list(names)
+    if not (isinstance(columns, (list, tuple)) and all(isinstance(c, str) for c in columns)):
+        raise InvalidArgumentError(f"columns must be a list of column names or None, not {columns!r}")
+    cols = list(columns)
+    unknown = [c for c in cols if c not in names]
+    if unknown:
+        raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {table_name}; columns: {list(names)}")
+    if len(set(cols)) != len(cols):
+        raise InvalidArgumentError(f"columns names a column twice: {cols}")
+    return cols
+
+
 def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
               buckets: Sequence[tuple[tuple, int]] | None = None,
               storage_options: Mapping[str, object] | None = None) -> PaimonReadPlan:
     t, snap, schema = read_schema(warehouse, table, snapshot, storage_options)
     opts = schema.checked_options
     names = schema.names
-    if columns is None:
-        cols = list(names)
-    elif isinstance(columns, (list, tuple)) and all(isinstance(c, str) for c in columns):
-        cols = list(columns)
-        unknown = [c for c in cols if c not in names]
-        if unknown:
-            raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {t.name}; columns: {names}")
-        if len(set(cols)) != len(cols):
-            raise InvalidArgumentError(f"columns names a column twice: {cols}")
-    else:
-        raise InvalidArgumentError(f"columns must be a list of column names or None, not {columns!r}")
+    cols = checked_columns(columns, names, t.name)
     f = flt.normalize(filter, schema.arrow_schema)
     files = t.live_files(snap)
     for pf in files:

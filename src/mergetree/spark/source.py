@@ -41,7 +41,6 @@ from ..errors import (
     SchemaMismatchError,
     UnsupportedTypeError,
 )
-from ..merge import RowKind
 from ..paimon.metadata import PaimonSchema, PaimonTable
 from ..paimon.read import PaimonReadPlan, plan_read, read_schema
 from ..paimon.read import read_bucket as read_paimon_bucket
@@ -53,7 +52,7 @@ from ..table.objects import locate
 from ..table.read import BucketPlan, file_filter, final_filter, read_bucket, split_bucket, split_by_file
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog
-from ..table.write import commit_write, conformed, spill
+from ..table.write import commit_write
 from .tables import (
     CREATE_OPTIONS,
     TASK_SEQUENCE_SPAN,
@@ -62,6 +61,7 @@ from .tables import (
     open_or_create,
     open_table,
     split_storage_options,
+    write_task,
 )
 from .types import spark_ddl, spark_schema, to_spark_batch
 
@@ -451,19 +451,7 @@ class MergetreeWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
         """Stream the task's rows through the table's write buffer: memory is bounded by
         `write-buffer-size`, not by how many rows the task holds."""
-        from pyspark import TaskContext
-        directory = self._open().directory
-        task = TaskContext.get().partitionId()
-        next_seq = {key: first + task * TASK_SEQUENCE_SPAN for key, first in self.next_seq.items()}
-        spilled: list[FileEntry] = []
-        pieces = conformed(directory, iterator, complete=True)
-        try:
-            for files in spill(directory, pieces, RowKind.INSERT, next_seq, task * TASK_SEQUENCE_SPAN):
-                spilled += files
-        except BaseException:
-            directory.discard(spilled)
-            raise
-        return FilesMessage([e.to_json("ADD") for e in spilled])
+        return write_task(self._open().directory, iterator, self.next_seq)
 
     def __repr__(self) -> str:  # the path, never the storage options
         return f"{type(self).__name__}({self.path!r}, overwrite={self.overwrite})"

@@ -36,7 +36,6 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from ..errors import ConsumerNotFoundError, InvalidArgumentError, SnapshotNotFoundError
-from ..merge import RowKind
 from ..merge.row_kind import ROW_KIND_COLUMN
 from ..table import Table, consumers
 from ..table.changes import SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, plan_changes, read_changes
@@ -44,8 +43,8 @@ from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.directory import TableDirectory
 from ..table.read import BucketPlan, read_bucket
 from ..table.snapshots import FileEntry, Snapshot
-from ..table.write import commit_write, conformed, spill
-from .tables import TASK_SEQUENCE_SPAN, FilesMessage, open_or_create, open_table, split_storage_options
+from ..table.write import commit_write
+from .tables import FilesMessage, open_or_create, open_table, split_storage_options, write_task
 from .types import spark_ddl, spark_schema, to_spark_batch
 
 __all__ = ["BATCH_ID_PROPERTY", "QUERY_ID_PROPERTY", "READ_CHANGELOG", "SCAN_MODES", "SINK_OPTIONS",
@@ -207,19 +206,7 @@ class MergetreeStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
         """A task's rows through the table's write buffer (memory bounded by
         `write-buffer-size`), as level-0 files."""
-        from pyspark import TaskContext
-        directory = self._directory()
-        task = TaskContext.get().partitionId()
-        next_seq = {key: first + task * TASK_SEQUENCE_SPAN for key, first in self.next_seq.items()}
-        spilled: list[FileEntry] = []
-        pieces = conformed(directory, iterator, complete=True, row_kind_column=self.row_kind_column)
-        try:
-            for files in spill(directory, pieces, RowKind.INSERT, next_seq, task * TASK_SEQUENCE_SPAN):
-                spilled += files
-        except BaseException:
-            directory.discard(spilled)
-            raise
-        return FilesMessage([e.to_json("ADD") for e in spilled])
+        return write_task(self._directory(), iterator, self.next_seq, self.row_kind_column)
 
     def commit(self, messages: list, batchId: int) -> None:
         directory = self._directory()

@@ -2,7 +2,7 @@
 batch data source (`source`) and the streaming reader and writer (`streaming`)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,11 +10,15 @@ import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
 from ..errors import TableExistsError, TableNotFoundError
+from ..merge import RowKind
 from ..storage import OPTION_KEYS
 from ..table import Table
+from ..table.directory import TableDirectory
+from ..table.snapshots import FileEntry
+from ..table.write import conformed, spill
 
 __all__ = ["CREATE_OPTIONS", "TASK_SEQUENCE_SPAN", "FilesMessage", "names_option", "open_or_create", "open_table",
-           "split_storage_options"]
+           "split_storage_options", "write_task"]
 
 
 def split_storage_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -72,3 +76,23 @@ class FilesMessage(WriterCommitMessage):
     """A task's written files, as manifest entries."""
 
     entries: list
+
+
+def write_task(directory: TableDirectory, iterator: Iterator[pa.RecordBatch], next_seq: Mapping[tuple, int],
+               row_kind_column: str | None = None) -> FilesMessage:
+    """One Spark task's rows streamed through the table's write buffer (memory bounded by
+    `write-buffer-size`, not by the task's row count) into level-0 files, numbered from the
+    job's base plus this task's span; rows with a row-kind column are applied as their kinds
+    say.  On failure the task's files are removed."""
+    from pyspark import TaskContext
+    task = TaskContext.get().partitionId()
+    numbered = {key: first + task * TASK_SEQUENCE_SPAN for key, first in next_seq.items()}
+    spilled: list[FileEntry] = []
+    pieces = conformed(directory, iterator, complete=True, row_kind_column=row_kind_column)
+    try:
+        for files in spill(directory, pieces, RowKind.INSERT, numbered, task * TASK_SEQUENCE_SPAN):
+            spilled += files
+    except BaseException:
+        directory.discard(spilled)
+        raise
+    return FilesMessage([e.to_json("ADD") for e in spilled])
