@@ -317,6 +317,8 @@ def check_after_crash(table: Table) -> None:
     assert {r["id"] for r in rows if r["id"] >= 1000} == set(range(1001, 1000 + latest))
     for i in kept(table) + ids:
         changelog_files(table, i)
+    if "follower" not in [c.id for c in table.consumers()]:
+        return  # killed before the child's first record (a slow start on a loaded machine)
     follower = table.consumer("follower")
     assert all(i in ids or i in kept(table) for i in range(follower.next_snapshot, latest + 1))
 
