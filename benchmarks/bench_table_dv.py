@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from mergetree import Table
 
 from . import timing
+from .report import compare_tables
 
 __all__ = ["DEFAULT_ROWS", "DvReport", "format_dv_results", "run_dv_bench"]
 
@@ -102,11 +103,6 @@ def _updates(rows: int, commits: int, fraction: float, rng: np.random.Generator)
     return out
 
 
-def _same(a: pa.Table, b: pa.Table) -> str:
-    a, b = a.sort_by("id"), b.sort_by("id")
-    return "ok" if a.equals(b) else f"differs ({a.num_rows:,} rows against {b.num_rows:,})"
-
-
 def run_dv_bench(rows: int = DEFAULT_ROWS, commits: int = COMMITS, update_fraction: float = UPDATE_FRACTION,
                  repeat: int = 3, directory: str | None = None) -> DvReport:
     root = directory or tempfile.mkdtemp(prefix="mergetree-bench-dv-")
@@ -147,9 +143,9 @@ def run_dv_bench(rows: int = DEFAULT_ROWS, commits: int = COMMITS, update_fracti
         report.data_files = len(files)
         report.deleted_rows = sum(m.deleted_rows for m in files)
         got = best("dv read", dv.read)
-        report.checks["full read"] = _same(got, mor)
+        report.checks["full read"] = compare_tables(got, mor.sort_by("id"), "id")
         got_selective = best("dv read selective", lambda: dv.read(filter=selective))
-        report.checks["selective read"] = _same(got_selective, mor_selective)
+        report.checks["selective read"] = compare_tables(got_selective, mor_selective.sort_by("id"), "id")
         # the same surviving rows as plain Parquet, as many files as the table has
         plain_dir = os.path.join(root, "parquet")
         os.makedirs(plain_dir)
