@@ -41,7 +41,7 @@ def apply(before: dict, rows: list[dict], pk: list[str]) -> dict:
             del out[key]
         else:
             assert kind in ("+I", "+U")
-            assert (key in out) == (kind == "+U") or kind == "+U", (kind, row)
+            assert key not in out, (kind, row)  # a new key, or the +U after its -U took the old row out
             out[key] = row
     return out
 

@@ -451,7 +451,7 @@ class MergetreeWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
         """Stream the task's rows through the table's write buffer: memory is bounded by
         `write-buffer-size`, not by how many rows the task holds."""
-        return write_task(self._open().directory, iterator, self.next_seq)
+        return write_task(self._open().directory, iterator, self.next_seq, overwrite=self.overwrite)
 
     def __repr__(self) -> str:  # the path, never the storage options
         return f"{type(self).__name__}({self.path!r}, overwrite={self.overwrite})"

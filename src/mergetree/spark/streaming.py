@@ -206,7 +206,7 @@ class MergetreeStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FilesMessage:
         """A task's rows through the table's write buffer (memory bounded by
         `write-buffer-size`), as level-0 files."""
-        return write_task(self._directory(), iterator, self.next_seq, self.row_kind_column)
+        return write_task(self._directory(), iterator, self.next_seq, self.row_kind_column, self.overwrite)
 
     def commit(self, messages: list, batchId: int) -> None:
         directory = self._directory()

@@ -79,18 +79,21 @@ class FilesMessage(WriterCommitMessage):
 
 
 def write_task(directory: TableDirectory, iterator: Iterator[pa.RecordBatch], next_seq: Mapping[tuple, int],
-               row_kind_column: str | None = None) -> FilesMessage:
+               row_kind_column: str | None = None, overwrite: bool = False) -> FilesMessage:
     """One Spark task's rows streamed through the table's write buffer (memory bounded by
     `write-buffer-size`, not by the task's row count) into level-0 files, numbered from the
     job's base plus this task's span; rows with a row-kind column are applied as their kinds
-    say.  On failure the task's files are removed."""
+    say.  An append to a table with `changelog-producer = input` also writes its rows as
+    written into changelog files, as `Table.write` does.  On failure the task's files are
+    removed."""
     from pyspark import TaskContext
     task = TaskContext.get().partitionId()
     numbered = {key: first + task * TASK_SEQUENCE_SPAN for key, first in next_seq.items()}
     spilled: list[FileEntry] = []
     pieces = conformed(directory, iterator, complete=True, row_kind_column=row_kind_column)
     try:
-        for files in spill(directory, pieces, RowKind.INSERT, numbered, task * TASK_SEQUENCE_SPAN):
+        as_written = not overwrite and directory.options.changelog_producer == "input"
+        for files in spill(directory, pieces, RowKind.INSERT, numbered, task * TASK_SEQUENCE_SPAN, as_written):
             spilled += files
     except BaseException:
         directory.discard(spilled)

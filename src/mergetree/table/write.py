@@ -366,13 +366,12 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
     relative = directory.bucket_directory(partition, bucket)
     sorted_by: tuple[str, ...] = ()
     logged: list[FileEntry] = []
-    if changelog:
-        as_written = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind) \
-            if ts.has_primary_key else rows
+    physical = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind) \
+        if ts.has_primary_key else rows
+    if changelog:  # the rows as written, every version of a key
         logged = [FileEntry(partition, bucket, m) for m in producers.write_changelog(directory, partition, bucket,
-                                                                                      as_written)]
+                                                                                      physical)]
     if ts.has_primary_key:
-        physical = _physical(rows, ts, np.arange(first, first + rows.num_rows, dtype=np.int64), kind)
         # deduplicate and first-row kept one version per key already (`split_by_bucket`), unless
         # every version was kept for the changelog
         rows = physical if ts.merge_engine in _PICK and not changelog else _fold(directory, physical)
@@ -487,11 +486,13 @@ def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapsho
     written again on the newer snapshot after a lost race: the previous rows may have moved).
     `check(snapshot)` runs before each attempt on the snapshot it commits on, and raises to
     give up (a streaming sink's "already committed?", decided on exactly that snapshot)."""
-    producer = producers.producer_of(directory)
+    producer = directory.options.changelog_producer
     logged = [e for e in adds if is_changelog_file(e.file.file_name, directory.schema.partition_by)]
     adds = [e for e in adds if not is_changelog_file(e.file.file_name, directory.schema.partition_by)]
     if logged:  # the input changelog the write made as it spilled (`spill(changelog=True)`)
         producer = "input"
+    elif producer == "input":  # written without it (the option came later): no changelog to publish
+        producer = "none"
     if producer == "none" or not adds:
         def plain(latest: Snapshot | None) -> Change:
             if check is not None:
@@ -505,10 +506,10 @@ def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapsho
         if check is not None:
             check(latest)
         files = renumbered(directory, adds, latest)
-        if producer == "lookup" or not written:
+        if producer == "lookup":
             if written:
                 directory.discard(written.pop())  # computed on an older snapshot
-            written.append(producers.changelog_for(directory, producer, latest, files))
+            written.append(producers.changelog_for(directory, latest, files))
         return Change(files, [], written[-1])
     recorded = {**(properties or {}), PRODUCER_PROPERTY: producer}
     try:

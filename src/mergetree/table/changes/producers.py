@@ -20,39 +20,28 @@ import pyarrow as pa
 
 from ...merge import ROW_KIND_COLUMN, kinds_of
 from ..directory import TableDirectory
-from ..files import DataFileMeta, DataFileWriter, read_run
+from ..files import DataFileMeta, DataFileWriter
 from ..paths import changelog_file_name
 from ..snapshots import FileEntry, Snapshot
 from .compute import change_of_files
 
-__all__ = ["changelog_for", "producer_of", "write_changelog"]
+__all__ = ["changelog_for", "write_changelog"]
 
 
-def producer_of(directory: TableDirectory) -> str:
-    """The table's changelog producer for a write ("none", "input" or "lookup")."""
-    return directory.options.changelog_producer
-
-
-def changelog_for(directory: TableDirectory, producer: str, base: Snapshot | None,
-                  adds: Sequence[FileEntry]) -> list[FileEntry]:
-    """Write the changelog files of a write adding `adds` (renumbered for `base`) on top of
-    `base`; the caller owns them (commits or discards them).  A failure removes them."""
+def changelog_for(directory: TableDirectory, base: Snapshot | None, adds: Sequence[FileEntry]) -> list[FileEntry]:
+    """Write the lookup changelog files of a write adding `adds` (renumbered for `base`) on
+    top of `base`: the exact change per touched key.  The caller owns them (commits or
+    discards them).  A failure removes them."""
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for e in adds:
         by_bucket[(e.partition, e.bucket)].append(e.file)
     written: list[FileEntry] = []
     try:
         for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-            if producer == "lookup":
-                meta = _write_change(directory, partition, bucket,
-                                     change_of_files(directory, base, partition, bucket, files))
-                if meta is not None:
-                    written.append(FileEntry(partition, bucket, meta))
-            else:
-                for m in sorted(files, key=lambda m: m.min_seq):
-                    copied = _copy(directory, partition, bucket, m)
-                    if copied is not None:
-                        written.append(FileEntry(partition, bucket, copied))
+            change = change_of_files(directory, base, partition, bucket, files)
+            meta = _write_change(directory, partition, bucket, change)
+            if meta is not None:
+                written.append(FileEntry(partition, bucket, meta))
     except BaseException:
         directory.discard(written)
         raise
@@ -70,18 +59,6 @@ def _close(writer: DataFileWriter) -> DataFileMeta | None:
         writer.abort()
         return None
     return writer.close()
-
-
-def _copy(directory: TableDirectory, partition: tuple, bucket: int, meta: DataFileMeta) -> DataFileMeta | None:
-    """An added data file's rows, kinds and all, as a changelog file (input producer)."""
-    writer = _writer(directory, partition, bucket)
-    try:
-        for batch in read_run(directory.storage, [meta]):
-            writer.write(batch.cast(directory.schema.file_schema))
-        return _close(writer)
-    except BaseException:
-        writer.abort()
-        raise
 
 
 def _write_change(directory: TableDirectory, partition: tuple, bucket: int, rows: pa.Table) -> DataFileMeta | None:
