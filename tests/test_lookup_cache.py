@@ -134,7 +134,9 @@ def test_changes_are_the_same_with_and_without_lookup_files(tmp_path, monkeypatc
 
 def test_lookup_changelogs_are_the_same_with_and_without_lookup_files(tmp_path, monkeypatch):
     monkeypatch.setenv("MERGETREE_LOOKUP_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(lookup_cache(), "small_file_bytes", 0)  # every file a lookup file
     with_files = bench_table(tmp_path / "t", "lookup")
+    assert os.listdir(tmp_path / "cache")  # the lookups went through lookup files
     monkeypatch.setenv("MERGETREE_LOOKUP_FILES", "0")
     without = bench_table(tmp_path / "u", "lookup")
     assert with_files.directory.store.snapshot(4).changelog_manifest_list
@@ -237,16 +239,17 @@ def test_threads_share_one_build(tmp_path):
 
 
 def test_the_process_cache_builds_a_lookup_file_the_second_time_it_is_needed(tmp_path):
-    """A one-off change read decodes the files as a read does; the second need builds the lookup
-    files, and from then on (in this process or another) they serve the probes."""
+    """A one-off change read decodes the files as a read does, writing nothing; the second need
+    of a file builds its lookup file, and from then on (in this process or another) it serves
+    the probes."""
     table = bench_table(tmp_path / "t")
     files = next(iter(buckets(table, table.directory.store.latest_id()).values()))
     keys = pa.array([5, 6, 7], pa.int64())
     lazy = LookupCache(str(tmp_path / "cache"), small_file_bytes=0, build_on_first_need=False)
-    assert lookup_state(table.directory, files, list(SCHEMA.names), keys, lazy) is None
+    first = lookup_state(table.directory, files, list(SCHEMA.names), keys, lazy)
     assert lazy.builds == 0 and not os.path.exists(lazy.directory)
     second = lookup_state(table.directory, files, list(SCHEMA.names), keys, lazy)
-    assert second is not None and lazy.builds == len(files)
+    assert second.equals(first) and lazy.builds == len(files)
     # another process finds them on disk at its first need
     fresh = LookupCache(lazy.directory, small_file_bytes=0, build_on_first_need=False)
     assert lookup_state(table.directory, files, list(SCHEMA.names), keys, fresh).equals(second)

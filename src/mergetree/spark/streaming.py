@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -36,13 +37,13 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from ..errors import ConsumerNotFoundError, InvalidArgumentError, SnapshotNotFoundError
-from ..merge.row_kind import ROW_KIND_COLUMN
+from ..merge.row_kind import ROW_KIND_COLUMN, symbols_of
 from ..table import Table, consumers
 from ..table.changes import SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, plan_changes, read_changes
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.directory import TableDirectory
 from ..table.read import BucketPlan, read_bucket
-from ..table.snapshots import FileEntry, Snapshot
+from ..table.snapshots import FileEntry, Snapshot, SnapshotStore
 from ..table.write import commit_write
 from .tables import FilesMessage, open_or_create, open_table, split_storage_options, write_task
 from .types import spark_ddl, spark_schema, to_spark_batch
@@ -410,23 +411,21 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if max_snapshots is None and max_rows is None:
             return _batch_end(latest, start_id, full)
         # whole snapshots, at least one (the full read of a latest-full start counts as one)
+        store = self._directory().store  # opened once for every snapshot counted
         taken = 1 if full else 0
-        rows = self._snapshot_rows(start_id, whole=True) if full else 0
+        rows = store.snapshot(start_id).total_record_count if full else 0
         end = start_id
         for snapshot_id in range(start_id + 1, latest + 1):
-            more = self._snapshot_rows(snapshot_id)
+            more = self._snapshot_rows(store, snapshot_id)
             if taken and ((max_snapshots is not None and taken + 1 > max_snapshots)
                           or (max_rows is not None and rows + more > max_rows)):
                 break
             end, taken, rows = snapshot_id, taken + 1, rows + more
         return _batch_end(end, start_id, full)
 
-    def _snapshot_rows(self, snapshot_id: int, whole: bool = False) -> int:
-        """Rows commit `snapshot_id` wrote (a compaction: none), or with `whole` all it holds."""
-        if whole:
-            return self._directory().store.snapshot(snapshot_id).total_record_count
+    def _snapshot_rows(self, store: SnapshotStore, snapshot_id: int) -> int:
+        """Rows commit `snapshot_id` wrote (a compaction: none), counted once per query."""
         if snapshot_id not in self._rows:
-            store = self._directory().store
             snapshot = store.changelog_snapshot(snapshot_id)
             if snapshot.commit_kind == "COMPACT":
                 rows = 0
@@ -475,6 +474,6 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for batch in read_bucket(directory, partition.bucket_plan, self.columns, None, None):
             n = batch.num_rows
             yield pa.RecordBatch.from_arrays(
-                list(batch.columns) + [pa.array(["+I"] * n, pa.string()),
-                                       pa.array([partition.snapshot_id] * n, pa.int64())],
+                list(batch.columns) + [symbols_of(np.zeros(n, np.int8)),  # +I
+                                       pa.array(np.full(n, partition.snapshot_id, np.int64))],
                 names=list(batch.schema.names) + [ROW_KIND_COLUMN, SNAPSHOT_ID_COLUMN])

@@ -132,7 +132,7 @@ class LookupCache:
                  retention: dt.timedelta | None = DEFAULT_RETENTION, small_file_bytes: int = SMALL_FILE_BYTES,
                  build_on_first_need: bool = True) -> None:
         self._directory = directory
-        # False: a lookup file is built the second time this process needs it (`ready`): a
+        # False: a lookup file is built the second time this process needs it: a
         # one-off change read (the CLI) decodes the file as a read would, without paying for
         # writing a lookup file it would never use again; a writer or reader that comes back
         # builds it once and is served from it from then on
@@ -181,25 +181,6 @@ class LookupCache:
                                  pc.add(out.column(index), pa.scalar(meta.sequence_shift, pa.int64())))
         return out
 
-    def ready(self, storage: Store, files: Sequence[DataFileMeta], schema: pa.Schema) -> bool:
-        """Whether probing `files` now is the cheap way: every file held in memory, small, or
-        with a lookup file on disk — or, unless `build_on_first_need`, needed before by this
-        process (its lookup file is built now).  Files needed for the first time are noted."""
-        if self.build_on_first_need:
-            return True
-        ready = True
-        for meta in files:
-            if meta.file_size < self.small_file_bytes:
-                continue
-            path = self.path_of(storage, meta, schema)
-            with self._lock:
-                if path in self._open or path in self._needed:
-                    continue
-                self._needed.add(path)
-            if not os.path.exists(path):
-                ready = False
-        return ready
-
     # -- files ---------------------------------------------------------------------------
     def _mapped(self, storage: Store, meta: DataFileMeta, schema: pa.Schema, first_key: str) -> _Mapped:
         path = self.path_of(storage, meta, schema)
@@ -225,6 +206,11 @@ class LookupCache:
                     self._keep_small(path, hit)
                 elif hit is None:
                     hit = self._load(path, meta, schema, first_key)
+                    if hit is None and not self.build_on_first_need and path not in self._needed:
+                        # its first need in this process: decoded as a read would, nothing written
+                        with self._lock:
+                            self._needed.add(path)
+                        return _Mapped(path, self._decode(storage, meta, schema).combine_chunks(), first_key)
                     if hit is None:
                         self._build(storage, meta, schema, path)
                         hit = self._load(path, meta, schema, first_key)
@@ -363,13 +349,12 @@ def lookup_cache() -> LookupCache:
 
 
 def lookup_state(directory: TableDirectory, files: Sequence[DataFileMeta], columns: Sequence[str], keys: pa.Array,
-                 cache: LookupCache | None = None) -> pa.Table | None:
+                 cache: LookupCache | None = None) -> pa.Table:
     """The merged rows (table `columns`, in key order) of one bucket whose live data files are
     `files`, for the keys whose first key column is one of `keys`: each file probed in its
     lookup file, then merged as the read path merges them (`read_bucket`: the same sections,
     a section of one sorted run final but for its retractions, several merged with the table's
-    engine by sequence number, deletion vectors applied to each file first).  None when the
-    cache is not `ready` for these files (the caller reads them instead)."""
+    engine by sequence number, deletion vectors applied to each file first)."""
     ts = directory.schema
     options = directory.options
     if cache is None:  # the process-wide cache, within the limits of the table using it
@@ -380,8 +365,6 @@ def lookup_state(directory: TableDirectory, files: Sequence[DataFileMeta], colum
     stored = ts.file_schema
     schema = pa.schema([stored.field(c) for c in ts.file_key + [SEQUENCE_COLUMN, KIND_COLUMN] + values])
     first = ts.file_key[0]
-    if not cache.ready(directory.storage, files, schema):
-        return None
     keys = keys.cast(schema.field(first).type)
     out_schema = pa.schema([ts.schema.field(c) for c in columns])
     names = [ts.file_key[ts.primary_key.index(c)] if c in primary else c for c in columns]

@@ -334,10 +334,8 @@ class _UnitReader:
         if keys is not None and self.key_expr is None and files and _use_lookup_files():
             # the keys' rows found in local lookup files of the (immutable) data files, not
             # decoded from them again: random keys touch every row group of a compacted file
-            found = lookup_state(directory, files, self.columns,
-                                 pa.array(keys, type=self.ts.file_schema.field(self.ts.file_key[0]).type))
-            if found is not None:
-                return found
+            return lookup_state(directory, files, self.columns,
+                                pa.array(keys, type=self.ts.file_schema.field(self.ts.file_key[0]).type))
         key_expr = self.key_expr
         row_groups: dict[str, frozenset[int]] = {}
         if keys is not None:
