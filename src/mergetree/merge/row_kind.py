@@ -28,7 +28,7 @@ class RowKind(IntEnum):
 
     @property
     def symbol(self) -> str:
-        return ("+I", "-U", "+U", "-D")[self]
+        return SYMBOLS[self]
 
 
 RETRACTIONS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)

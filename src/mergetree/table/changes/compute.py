@@ -54,13 +54,12 @@ _SIDE = "__side"  # old (0) or new (1) state, while two states are compared
 @dataclass(frozen=True)
 class CommitFiles:
     """What one commit did to one bucket: the data files it added (APPEND), or that it
-    replaced the table (OVERWRITE); and its changelog files there, and who produced them."""
+    replaced the table (OVERWRITE); and its changelog files there."""
 
     snapshot_id: int
     kind: str
     files: tuple[DataFileMeta, ...] = ()
     changelog: tuple[DataFileMeta, ...] = ()
-    producer: str = ""
 
 
 @dataclass(frozen=True)
@@ -184,7 +183,6 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
     per_bucket: dict[tuple, dict[int, CommitFiles]] = defaultdict(dict)
     overwrites = [s.id for s, _ in changing if s.commit_kind == "OVERWRITE"]
     for s, _ in changing:
-        producer = s.properties.get(PRODUCER_PROPERTY, "")
         changelog: dict[tuple, list[DataFileMeta]] = defaultdict(list)
         if s.changelog_manifest_list and (not plan.computed or per_commit):
             for e in _added(directory, s.changelog_manifest_list):
@@ -195,7 +193,7 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
                 files[(e.partition, e.bucket)].append(e.file)
         for key in set(files) | set(changelog):
             per_bucket[key][s.id] = CommitFiles(s.id, s.commit_kind, tuple(files.get(key, ())),
-                                                tuple(changelog.get(key, ())), producer if changelog else "")
+                                                tuple(changelog.get(key, ())))
     if plan.computed and overwrites:
         # an overwrite changes every bucket that held rows before it or holds rows after it
         sides = {start, *overwrites, *(c - 1 for c in overwrites if per_commit)}
