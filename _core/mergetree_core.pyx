@@ -32,9 +32,9 @@ from mergetree_key_columns cimport (
     KEY_LARGE_BINARY, KEY_UINT8, KEY_UINT16, KEY_UINT32, KEY_UINT64)
 from mergetree_loser_tree cimport (
     EMIT_ALL, EMIT_FIRST, EMIT_LAST, LOSER_POPPED, LOSER_WITH_NEW_KEY,
-    LOSER_WITH_SAME_KEY, NODE_EMPTY_TAG, mt_levels,
+    LOSER_WITH_SAME_KEY, NODE_EMPTY_TAG, mt_levels, mt_node_less,
     Leaf, MergeState, STEP_BAD_STATE, STEP_DONE, mt_build_climb, mt_climb, mt_node,
-    STEP_NEED_BATCH, STEP_OUTPUT_FULL, STEP_RETRACTION, STEP_UNSORTED,
+    STEP_NEED_BATCH, STEP_OUTPUT_FULL, STEP_RETRACTION, STEP_STRETCH, STEP_UNSORTED,
     WINNER_POPPED, WINNER_WITH_NEW_KEY, WINNER_WITH_SAME_KEY)
 
 cnp.import_array()
@@ -359,10 +359,113 @@ cdef inline bint output_full(MergeState* m) noexcept nogil:
     return m.n_out >= m.out_capacity - m.k or m.n_groups >= m.group_capacity
 
 
+# ---------------------------------------------------------------------------
+# Stretches.  Where runs do not interleave (time-ordered keys: each new run lies
+# above the older ones), the winner's run keeps winning; once it has won
+# `streak_min` single-member rounds in a row, the merge looks for the rows of its
+# current batch that lie below the smallest head of every other run (galloping,
+# then a binary search).  Each of those is a key group of one and the next output
+# row, so at least `stretch_min` of them leave as one slice of the batch
+# (STEP_STRETCH) without tree work; the engines' rules for groups of one apply to
+# them in the Python layer.  A search that finds too few rows is not repeated
+# until the run has won those rows the ordinary way.
+# ---------------------------------------------------------------------------
+
+cdef inline void count_win(MergeState* m, int32_t w, bint single) noexcept nogil:
+    """Count a round's win toward the winner's streak (single: the group had one member)."""
+    if not single:
+        m.streak = 0
+    elif w == m.streak_run:
+        m.streak += 1
+    else:
+        m.streak_run = w
+        m.streak = 1
+
+
+cdef inline int64_t rows_below(MergeState* m, const Leaf* leaf, int32_t bound) noexcept nogil:
+    """How many rows of `leaf`'s batch from its current row on have keys below leaf
+    `bound`'s current key (-1: no bound, every row): galloping, then a binary search."""
+    cdef int64_t start = leaf.row, n = leaf.nrows, lo = leaf.row, hi = leaf.nrows, step = 1, probe, mid
+    cdef const Leaf* b
+    if bound < 0:
+        return n - start
+    b = &m.leaves[bound]
+    while True:  # gallop: the stretch is usually short when it is not the whole batch
+        probe = start + step - 1
+        if probe >= n:
+            break
+        m.key_comparisons += 1
+        if compare_rows_skip(m.nkeys, m.skip, leaf.keys, probe, b.keys, b.row) >= 0:
+            hi = probe
+            break
+        lo = probe + 1
+        step <<= 1
+    while lo < hi:
+        mid = lo + ((hi - lo) >> 1)
+        m.key_comparisons += 1
+        if compare_rows_skip(m.nkeys, m.skip, leaf.keys, mid, b.keys, b.row) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - start
+
+
+cdef inline int64_t first_unsorted(MergeState* m, const Leaf* leaf, int64_t length) noexcept nogil:
+    """The first of the `length` rows from leaf's current row on whose key is not above the
+    key before it, or -1 (the search trusted the order: the check keeps the output honest)."""
+    cdef int64_t r
+    for r in range(leaf.row + 1, leaf.row + length):
+        if compare_rows_skip(m.nkeys, m.skip, leaf.keys, r - 1, leaf.keys, r) >= 0:
+            return r
+    return -1
+
+
+cdef inline int try_stretch(MergeState* m, int32_t w, int32_t bound) noexcept nogil:
+    """Leaf w is the winner and its row a group of one; `bound` is the leaf holding the
+    smallest head of the other runs (-1: none).  Hand out the stretch from w's row on if
+    it is long enough: STEP_STRETCH (the leaf then stands on the stretch's last row, as
+    if it had been emitted), STEP_UNSORTED, or 0 to go on the ordinary way."""
+    cdef Leaf* leaf = &m.leaves[w]
+    cdef int64_t length, bad
+    length = rows_below(m, leaf, bound)
+    if length < m.stretch_min:
+        m.streak = m.streak_min - length  # those rows win the ordinary way first
+        return 0
+    if m.check_order:
+        bad = first_unsorted(m, leaf, length)
+        if bad >= 0:
+            m.error_run = w
+            m.error_pos = leaf.pos + (bad - leaf.row)
+            return STEP_UNSORTED
+    m.stretch_run = w
+    m.stretch_pos = leaf.pos
+    m.stretch_len = length
+    leaf.row += length - 1
+    leaf.pos += length - 1
+    m.rows_in += length
+    m.rows_stretched += length
+    m.streak = m.streak_min  # the run's next batch may go whole too
+    return STEP_STRETCH
+
+
+cdef inline int32_t tree_runner_up(MergeState* m, int32_t w) noexcept nogil:
+    """The live leaf with the smallest key among the losers parked on w's path (the
+    runner-up lost to w in one of the matches w won), or -1 when none is live."""
+    cdef int32_t node = (w + m.k) >> 1, lid, best = -1
+    while node > 0:
+        lid = m.tree[node]
+        if lid >= 0 and not m.leaves[lid].exhausted:
+            if best < 0 or compare_keys(m, &m.leaves[lid], &m.leaves[best]) < 0:
+                best = lid
+        node >>= 1
+    return best
+
+
 cdef int tree_step(MergeState* m) noexcept nogil:
     cdef int32_t w, j, other
     cdef Leaf* leaf
     cdef int r
+    cdef bint single
     cdef int64_t group_start
     if m.resume_run >= 0:  # Python supplied a batch (or the end) for the popped root
         w = m.resume_run
@@ -389,8 +492,14 @@ cdef int tree_step(MergeState* m) noexcept nogil:
             return STEP_DONE
         if output_full(m):
             return STEP_OUTPUT_FULL
+        if leaf.first_same_key < 0 and w == m.streak_run and m.streak >= m.streak_min:
+            r = try_stretch(m, w, tree_runner_up(m, w))
+            if r != 0:
+                leaf.state = WINNER_POPPED  # the next round advances past the stretch
+                return r
         # pop the whole key group, oldest to newest, before any run advances
         group_start = m.n_out
+        single = True
         while True:
             if emit_member(m, w, group_start) < 0:
                 return STEP_RETRACTION
@@ -398,6 +507,7 @@ cdef int tree_step(MergeState* m) noexcept nogil:
             j = leaf.first_same_key
             if j < 0:
                 break
+            single = False
             # hand over directly to the next leaf with the same key
             other = m.tree[j]
             m.tree[j] = w
@@ -410,6 +520,7 @@ cdef int tree_step(MergeState* m) noexcept nogil:
             if leaf.state != WINNER_WITH_SAME_KEY:
                 return STEP_BAD_STATE
         finish_group(m, w, group_start)
+        count_win(m, w, single)
 
 
 cdef int heap_step(MergeState* m) noexcept nogil:
@@ -446,6 +557,13 @@ cdef int heap_step(MergeState* m) noexcept nogil:
             return STEP_OUTPUT_FULL
         group_start = m.n_out
         top = heap_pop(m)
+        if (top == m.streak_run and m.streak >= m.streak_min
+                and (m.heap_size == 0 or compare_keys(m, &m.leaves[m.heap[0]], &m.leaves[top]) != 0)):
+            r = try_stretch(m, top, m.heap[0] if m.heap_size > 0 else -1)
+            if r != 0:
+                m.popped[0] = top  # the next round advances past the stretch
+                m.n_popped = 1
+                return r
         w = top
         while True:
             if emit_member(m, w, group_start) < 0:
@@ -456,6 +574,7 @@ cdef int heap_step(MergeState* m) noexcept nogil:
                 break
             w = heap_pop(m)
         finish_group(m, w, group_start)
+        count_win(m, w, m.n_popped == 1)
 
 
 # ---------------------------------------------------------------------------
@@ -491,6 +610,69 @@ cdef inline void fixed_load(Leaf* leaf, int32_t run, int32_t k, mt_node* w,
     fixed_row(leaf, leaf.row, leaf.seq_values != NULL, w, tag)
 
 
+cdef inline mt_node fixed_runner_up(const mt_node* nodes, int32_t node) noexcept nogil:
+    """The smallest node parked on the path from tree slot `node` to the root: the
+    smallest head of the other runs (the runner-up lost one of the winner's matches).
+    An exhausted run's node is above every row; with no node at all (one run), the
+    result is too."""
+    cdef mt_node best
+    best.key = 0xFFFFFFFFFFFFFFFFULL
+    best.seq = 0xFFFFFFFFFFFFFFFFULL
+    best.tag = NODE_EMPTY_TAG
+    while node > 0:
+        if mt_node_less(&nodes[node], &best):
+            best = nodes[node]
+        node >>= 1
+    return best
+
+
+cdef inline int64_t fixed_rows_below(const Leaf* leaf, int64_t start, uint64_t bound,
+                                     const fixed_t* tag) noexcept nogil:
+    """How many rows of the batch from `start` on have key images below `bound`
+    (galloping, then a binary search)."""
+    cdef const fixed_t* values = <const fixed_t*>leaf.keys[0].values
+    cdef int64_t n = leaf.nrows, lo = start, hi = leaf.nrows, step = 1, probe, mid
+    while True:
+        probe = start + step - 1
+        if probe >= n:
+            break
+        if fixed_prefix(values[probe]) >= bound:
+            hi = probe
+            break
+        lo = probe + 1
+        step <<= 1
+    while lo < hi:
+        mid = lo + ((hi - lo) >> 1)
+        if fixed_prefix(values[mid]) < bound:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - start
+
+
+cdef inline int64_t fixed_first_unsorted(const Leaf* leaf, int64_t start, int64_t length,
+                                         const fixed_t* tag) noexcept nogil:
+    """The first row in [start, start + length) whose key is not above the row before it, or -1."""
+    cdef const fixed_t* values = <const fixed_t*>leaf.keys[0].values
+    cdef int64_t r, block, end = start + length, block_end
+    cdef bint bad
+    for block in range(start, end, 4096):
+        # a block without a branch per row (the common case: it is sorted), then the row
+        block_end = block + 4096 if block + 4096 < end else end
+        bad = False
+        if fixed_t is float or fixed_t is double:  # NaNs: only the image orders them
+            for r in range(block, block_end):
+                bad |= fixed_prefix(values[r]) <= fixed_prefix(values[r - 1])
+        else:
+            for r in range(block, block_end):
+                bad |= values[r] <= values[r - 1]
+        if bad:
+            for r in range(block, block_end):
+                if fixed_prefix(values[r]) <= fixed_prefix(values[r - 1]):
+                    return r
+    return -1
+
+
 cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
     # the hot state lives in locals (registers) and is written back on the way out
     cdef mt_node* nodes = m.nodes
@@ -520,6 +702,9 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
     cdef uint64_t old_key
     cdef bint new_key, exhausted
     cdef int result
+    cdef int32_t streak_run = m.streak_run
+    cdef int64_t streak = m.streak, streak_min = m.streak_min, stretch_min = m.stretch_min, length, bad
+    cdef mt_node bound
     if not m.initialized:
         for run in range(1, k):
             nodes[run].tag = NODE_EMPTY_TAG
@@ -531,6 +716,24 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
         run = m.resume_run
         m.resume_run = -1
         fixed_load(&leaves[run], run, k, &w, tag)
+        mt_climb(nodes, w, (run + k) >> 1)
+        levels += mt_levels((run + k) >> 1)
+    elif m.stretch_resume:  # the last stretch's run moves past it and climbs
+        m.stretch_resume = 0
+        run = <int32_t>nodes[0].tag
+        leaf = &leaves[run]
+        if leaf.row + 1 >= leaf.nrows:
+            m.need_run = run
+            return STEP_NEED_BATCH
+        old_key = fixed_prefix((<const fixed_t*>leaf.keys[0].values)[leaf.row])
+        leaf.row += 1
+        leaf.pos += 1
+        w.tag = <uint64_t>run
+        fixed_row(leaf, leaf.row, has_seq, &w, tag)
+        if check_order and w.key <= old_key:
+            m.error_run = run
+            m.error_pos = leaf.pos
+            return STEP_UNSORTED
         mt_climb(nodes, w, (run + k) >> 1)
         levels += mt_levels((run + k) >> 1)
     while True:
@@ -553,6 +756,39 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
             break
         leaf = &leaves[run]
         row = leaf.row
+        if new_key & (run == streak_run) & (streak >= streak_min):
+            # a run that keeps winning alone may hold a stretch below every other run
+            bound = fixed_runner_up(nodes, (run + k) >> 1)
+            length = (leaf.nrows - row if bound.tag >= <uint64_t>k
+                      else fixed_rows_below(leaf, row, bound.key, tag))
+            if length < stretch_min:
+                streak = streak_min - length  # those rows win the ordinary way first
+            else:
+                if check_order:
+                    bad = fixed_first_unsorted(leaf, row + 1, length - 1, tag)
+                    if bad >= 0:
+                        m.error_run = run
+                        m.error_pos = leaf.pos + (bad - row)
+                        result = STEP_UNSORTED
+                        break
+                # the last group is complete: the stretch's keys are new and above it
+                if mode == EMIT_ALL and group_open:
+                    group_ends[n_groups] = n_out
+                    n_groups += 1
+                n_out -= last_dead
+                last_dead = 0
+                group_open = 0
+                m.stretch_run = run
+                m.stretch_pos = leaf.pos
+                m.stretch_len = length
+                m.stretch_resume = 1
+                m.rows_stretched += length
+                leaf.row = row + length - 1
+                leaf.pos += length - 1
+                rows_in += length
+                streak = streak_min  # the run's next batch may go whole too
+                result = STEP_STRETCH
+                break
         rows_in += 1
         members += not new_key
         if mode == EMIT_LAST:
@@ -580,6 +816,11 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
             n_out += 1
         group_open = 1
         last_key = w.key
+        if run == streak_run:
+            streak += 1
+        else:
+            streak_run = run
+            streak = 1
         if row + 1 >= leaf.nrows:
             m.need_run = run
             result = STEP_NEED_BATCH
@@ -598,6 +839,8 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
     m.n_out = n_out
     m.n_groups = n_groups
     m.rows_in = rows_in
+    m.streak_run = streak_run
+    m.streak = streak
     m.group_open = group_open
     m.last_dead = last_dead
     m.last_key = last_key
@@ -721,6 +964,10 @@ cdef const void* fixed_values(const ArrowSchema* schema, const ArrowArray* paren
 
 # Rows per output buffer at most (the Python layer's batch_size is bounded the same way).
 MAX_CAPACITY = 1 << 31
+# Stretches (see try_stretch): handed out whole from this many rows (below, a trip through
+# Python costs more than the tree work it saves), looked for after this many lone wins.
+STRETCH_MIN_ROWS = 256
+STRETCH_MIN_STREAK = 2
 
 
 cdef class MergeCore:
@@ -768,6 +1015,10 @@ cdef class MergeCore:
         self.m.resume_run = -1
         self.m.need_run = -1
         self.m.error_run = -1
+        self.m.stretch_run = -1
+        self.m.streak_run = -1
+        self.m.stretch_min = STRETCH_MIN_ROWS
+        self.m.streak_min = STRETCH_MIN_STREAK
         self.m.out_capacity = out_capacity + k
         self.m.group_capacity = group_capacity
         self.has_seq = has_seq
@@ -993,9 +1244,20 @@ cdef class MergeCore:
                 else:
                     result = tree_step(m)
         self.busy = False
-        if result != STEP_OUTPUT_FULL and result != STEP_NEED_BATCH and result != STEP_DONE:
+        if (result != STEP_OUTPUT_FULL and result != STEP_NEED_BATCH and result != STEP_DONE
+                and result != STEP_STRETCH):
             self.failed = True
         return result
+
+    @property
+    def stretch(self):
+        """After STRETCH: (run, first position, rows) — the rows come next, whole and in
+        order, each a key group of one; the core has moved past them."""
+        return self.m.stretch_run, self.m.stretch_pos, self.m.stretch_len
+
+    @property
+    def rows_stretched(self):
+        return self.m.rows_stretched
 
     def take_output(self):
         """Hand over the output buffers and reset them.
@@ -1073,6 +1335,7 @@ DONE = STEP_DONE
 UNSORTED = STEP_UNSORTED
 RETRACTION = STEP_RETRACTION
 BAD_STATE = STEP_BAD_STATE
+STRETCH = STEP_STRETCH
 MODE_ALL = EMIT_ALL
 MODE_LAST = EMIT_LAST
 MODE_FIRST = EMIT_FIRST

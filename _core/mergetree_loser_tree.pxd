@@ -19,6 +19,9 @@ cdef enum StepResult:
     STEP_UNSORTED = 3      # run `error_run` is out of order at `error_pos`
     STEP_RETRACTION = 4    # first-row engine met a retraction row
     STEP_BAD_STATE = 5     # an impossible node state (a bug): never silently continue
+    # run `stretch_run`'s rows [stretch_pos, +stretch_len) come next, whole: every one is
+    # below the head of every other run (the Python layer hands out the slice)
+    STEP_STRETCH = 6
 
 # How a finished key group is written to the output index buffers.
 cdef enum EmitMode:
@@ -91,6 +94,7 @@ cdef extern from *:
         uint64_t seq
         uint64_t tag
     const uint64_t NODE_EMPTY_TAG "MT_EMPTY_TAG"
+    bint mt_node_less(const mt_node* a, const mt_node* b) noexcept nogil
     void mt_climb(mt_node* nodes, mt_node w, int32_t node) noexcept nogil
     void mt_build_climb(mt_node* nodes, mt_node w, int32_t node) noexcept nogil
     int64_t mt_levels(int32_t node) noexcept nogil
@@ -148,7 +152,17 @@ cdef struct MergeState:
     int64_t* group_ends
     int64_t n_groups
     int64_t group_capacity
+    # stretches: a run's rows below every other run's head leave without tree work
+    int32_t stretch_run     # STEP_STRETCH: the run, else -1
+    int64_t stretch_pos     # its first position (counted over the run)
+    int64_t stretch_len
+    int64_t stretch_min     # rows a stretch needs to be handed out whole
+    int32_t streak_min      # single-member wins in a row by one run before a stretch is looked for
+    int32_t streak_run      # the run that won the last rounds alone
+    int64_t streak          # how many rounds in a row; below 0: rows known to be too few to try
+    int32_t stretch_resume  # the last stretch's run still has to advance past it (no new search)
     # counters
     int64_t rows_in
+    int64_t rows_stretched
     int64_t key_comparisons
     int64_t sequence_comparisons

@@ -11,6 +11,9 @@ DONE: int
 UNSORTED: int
 RETRACTION: int
 BAD_STATE: int
+STRETCH: int
+STRETCH_MIN_ROWS: int
+STRETCH_MIN_STREAK: int
 MODE_ALL: int
 MODE_LAST: int
 MODE_FIRST: int
@@ -38,6 +41,10 @@ class MergeCore:
     def install_batch(self, run: int, batch: Any) -> bool: ...  # batch: has __arrow_c_array__
     def finish_run(self, run: int) -> None: ...
     def step(self) -> int: ...
+    @property
+    def stretch(self) -> tuple[int, int, int]: ...
+    @property
+    def rows_stretched(self) -> int: ...
     def take_output(
         self,
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64] | None,

@@ -99,6 +99,23 @@ class EnginePlan:
             reduced, live = self._aggregate(rows, groups, locate), None
         return self._keep_single_versions(rows, groups, reduced, live)
 
+    def retractions(self, rows: pa.RecordBatch) -> np.ndarray | None:
+        """Which rows are retractions (-U/-D), or None when none can be."""
+        if self.kind is None:
+            return None
+        kinds = rows.column(self.kind).to_numpy(zero_copy_only=False)
+        retract = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+        return retract if retract.any() else None
+
+    def alone(self, rows: pa.RecordBatch, retract: np.ndarray | None) -> pa.RecordBatch:
+        """What the engine makes of rows that are each the only version of their key (a
+        stretch of one run below every other run): the rows themselves, as a group of one
+        passes through every engine unchanged, less the retractions unless the engine keeps
+        them (`none`, or keep_deletes).  First-row refuses a retraction before this."""
+        if retract is None or self.keep_deletes or self.engine == "none":
+            return rows
+        return rows.filter(pa.array(~retract))
+
     def _keep_single_versions(self, rows: pa.RecordBatch, groups: _Groups, reduced: pa.RecordBatch,
                               live: np.ndarray | None) -> pa.RecordBatch:
         """A key with one version passes through unchanged (as Paimon's reducer does), so a

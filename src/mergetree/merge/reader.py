@@ -50,6 +50,7 @@ class MergeStats:
     rows_out: int
     key_comparisons: int
     sequence_comparisons: int
+    rows_stretched: int = 0  # rows handed out as slices of a run's batch, without tree work
 
 
 def merge(
@@ -313,13 +314,17 @@ class MergeReader:
 
     # -- output -----------------------------------------------------------------------
     def __iter__(self) -> Iterator[pa.RecordBatch]:
+        yield from exact_batches(self._merged(), self._batch_size)
+
+    def _merged(self) -> Iterator[pa.RecordBatch]:
+        """The output batches as they come: cut where the output buffers filled, a stretch
+        as the slice of its input batch."""
         if self._started:
             raise RuntimeError("a MergeReader can be consumed only once")
         self._started = True
         if self._core is None:
             return
-        merged = self._merge_in_threads() if self._threads > 1 else self._merge()
-        yield from exact_batches(merged, self._batch_size)
+        yield from self._merge_in_threads() if self._threads > 1 else self._merge()
 
     def selections(self) -> Iterator[RowSelection]:
         """The merged rows as selections of the input batches, before any column is copied
@@ -345,6 +350,14 @@ class MergeReader:
             result = core.step()
             if result == _core.NEED_BATCH:
                 self._supply(core.need_run)
+                continue
+            if result == _core.STRETCH:
+                if core.pending_rows:  # the rows before the stretch go first
+                    yield self._flush_selection() if selections else self._flush()
+                rows = self._stretch_rows()
+                self._rows_out += rows.num_rows
+                if rows.num_rows:
+                    yield RowSelection.of_batch(rows) if selections else rows
                 continue
             if result == _core.OUTPUT_FULL or (result == _core.DONE and core.pending_rows):
                 yield self._flush_selection() if selections else self._flush()
@@ -457,6 +470,23 @@ class MergeReader:
         raise MergeStateError(f"the merge tree reached an impossible state (step result {result}); "
                               f"this is a bug in mergetree, please report it")
 
+    def _stretch_rows(self) -> pa.RecordBatch:
+        """The stretch the core handed out, as the engine leaves it: a slice of the run's
+        current batch, not copied."""
+        run, pos, length = self._running().stretch
+        (start, batch), = self._slices(run, pos, pos + length)  # a stretch lies in one batch
+        for retained in self._retained:  # nothing pending: only current batches are referenced
+            del retained[:-1]
+        retract = self._engine.retractions(batch)
+        if retract is not None and self._engine.engine == "first-row":
+            member = int(np.flatnonzero(retract)[0])
+            row = start + member + self._first_positions[run]
+            raise RetractionError(
+                f"run {run} row {row}: engine 'first-row' cannot accept a retraction row (-U/-D) "
+                f"in column {self._kind!r}; filter retractions out first or use 'deduplicate'",
+                run=run, row=row, column=str(self._kind))
+        return self._engine.alone(batch, retract)
+
     def _take_output(self) -> tuple[RowSelection, np.ndarray | None, np.ndarray, np.ndarray]:
         out_run, out_pos, group_ends, lo, hi = self._running().take_output()
         run_slices = [self._slices(run, int(lo[run]), int(hi[run])) if hi[run] > lo[run] else []
@@ -493,8 +523,11 @@ class MergeReader:
         return out
 
     def read_all(self) -> pa.Table:
-        """Every remaining output row as one table."""
-        return pa.Table.from_batches(list(self), schema=self.schema)
+        """Every remaining output row as one table (chunks of at most `batch_size` rows, not
+        re-cut to exactly that: a stretch of one run stays a slice of its input, not copied)."""
+        size = self._batch_size
+        return pa.Table.from_batches([batch.slice(start, size) for batch in self._merged()  # slices: no copy
+                                      for start in range(0, batch.num_rows, size)], schema=self.schema)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         reader = pa.RecordBatchReader.from_batches(self.schema, iter(self))
@@ -505,9 +538,12 @@ class MergeReader:
         if self._parts:
             parts = [p.stats for p in self._parts]
             return MergeStats(sum(p.rows_in for p in parts), self._rows_out,
-                              sum(p.key_comparisons for p in parts), sum(p.sequence_comparisons for p in parts))
-        rows_in, key_cmp, seq_cmp = self._core.counters if self._core is not None else (0, 0, 0)
-        return MergeStats(rows_in, self._rows_out, key_cmp, seq_cmp)
+                              sum(p.key_comparisons for p in parts), sum(p.sequence_comparisons for p in parts),
+                              sum(p.rows_stretched for p in parts))
+        if self._core is None:
+            return MergeStats(0, self._rows_out, 0, 0)
+        rows_in, key_cmp, seq_cmp = self._core.counters
+        return MergeStats(rows_in, self._rows_out, key_cmp, seq_cmp, self._core.rows_stretched)
 
     @property
     def path(self) -> str:

@@ -71,7 +71,8 @@ def read_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[str
         pushed = final_filter is not None and expression is not None and len(section) == 1 \
             and directory.schema.has_primary_key
         needed, row_filter = (with_range_column(columns), final_filter) if pushed else (merged_needed, key_filter)
-        for selection in _select_section(directory, section, row_filter, bucket.row_groups, needed, merge_threads):
+        for selection in _select_section(directory, section, row_filter, bucket.row_groups, needed, merge_threads,
+                                         stats):
             if not selection.num_rows:
                 continue
             merged = selection.gather()
@@ -98,9 +99,14 @@ def select_bucket(directory: TableDirectory, bucket: BucketPlan, columns: list[s
 
 def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]], key_filter: pc.Expression | None,
                     row_groups: dict[str, frozenset[int]],
-                    needed: list[str] | None = None, merge_threads: int = 1) -> Iterator[RowSelection]:
+                    needed: list[str] | None = None, merge_threads: int = 1,
+                    stats: ReadStats | None = None) -> Iterator[RowSelection]:
     """The merged rows of one section as selections whose batches hold table columns (only
-    the `needed` ones, when given), retractions dropped."""
+    the `needed` ones, when given), retractions dropped.  A section of several runs goes
+    through `merge()`, whose stretches hand out the parts of a run that meet no other run
+    (files overlapping only at their edges) as slices: only the overlap is merged row by
+    row (`stats.rows_merged` counts the rows that went through a merge, `rows_stretched`
+    those of them that left as slices)."""
     ts = directory.schema
     wanted = None if needed is None else set(needed)
     names = ts.schema.names if wanted is None else [c for c in ts.schema.names if c in wanted]
@@ -136,6 +142,9 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
                    engine=ts.merge_engine, aggregations=aggregations or None, threads=merge_threads)
     for selection in reader.selections():
         yield selection.map_pieces(lambda batch: _table_columns(ts, batch, names))
+    if stats is not None:
+        merge_stats = reader.stats
+        stats.count_merge(merge_stats.rows_in, merge_stats.rows_stretched)
 
 
 def ordered_by_file(section: Sequence[Sequence[DataFileMeta]]) -> bool:

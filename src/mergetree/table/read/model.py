@@ -113,6 +113,8 @@ class ReadStats:
     bytes_read: int = 0
     rows_out: int = 0
     used_preaggregates: int = 0  # files answered from their pre-aggregates (Table.aggregate)
+    rows_merged: int = 0      # rows read through a merge of several runs
+    rows_stretched: int = 0   # of those, rows that met no other run's keys: handed on as slices
     # the requests the table's store made for the whole read, plan included (a local table's
     # data files are read by pyarrow from their paths and not counted)
     requests: dict[str, int] = field(default_factory=dict)
@@ -122,6 +124,11 @@ class ReadStats:
         with self._lock:
             self.files_read += len(files)
             self.bytes_read += sum(m.file_size for m in files)
+
+    def count_merge(self, rows_in: int, rows_stretched: int) -> None:
+        with self._lock:
+            self.rows_merged += rows_in
+            self.rows_stretched += rows_stretched
 
 
 @dataclass(frozen=True)
