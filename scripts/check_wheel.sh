@@ -187,8 +187,9 @@ echo "repaired wheel: $(basename "$REPAIRED") ($(du -h "$REPAIRED" | cut -f1))"
 step "fresh venv with the repaired wheel"
 "$PYTHON" -m venv "$TESTENV"
 "$TESTENV/bin/python" -m pip install -q --upgrade pip
-# pytest/hypothesis floors match the `test` extra in pyproject.toml
-"$TESTENV/bin/python" -m pip install -q "$REPAIRED" "pytest>=7" "hypothesis>=6.100"
+# pytest/xdist/hypothesis floors match the `test` extra in pyproject.toml (xdist: the suite
+# runs on both cores, as `make test` does)
+"$TESTENV/bin/python" -m pip install -q "$REPAIRED" "pytest>=7" "pytest-xdist>=3" "hypothesis>=6.100"
 "$TESTENV/bin/python" -m pip check
 "$TESTENV/bin/python" -m pip list --format=freeze | grep -Ei '^(mergetree|numpy|pyarrow|pytest|hypothesis)=='
 
@@ -237,7 +238,7 @@ EOF
 ORIGIN_FILE="$WORK/origin.txt"
 set +e
 WHEELCHECK_ORIGIN_FILE="$ORIGIN_FILE" PYTHONPATH="$WORK/plugin" \
-    "$TESTENV/bin/python" -m pytest -p _wheelcheck_origin -ra -q tests
+    "$TESTENV/bin/python" -m pytest -p _wheelcheck_origin -ra -q -n 2 tests
 rc=$?
 set -e
 if [[ $rc -eq 5 ]]; then
