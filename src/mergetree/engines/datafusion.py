@@ -85,13 +85,14 @@ def sql(ctx: Any, query: str) -> pa.Table:
         pushed = _pushed(ctx.sql(query).optimized_logical_plan(), used)
         for n, s in used.items():
             _deregister(ctx, n)
-            if n not in pushed:
+            if n not in pushed:  # the optimized plan reads none of its rows (a contradiction)
+                _put_batches(ctx, n, s.schema, [])
                 continue
             columns, translation, fetch = pushed[n]
             limit = fetch if fetch is not None and translation.filter is None else None
             reader = s.scan(columns, translation.filter, limit if s.pushes_limit else None, "datafusion")
-            batches = list(limited(iter(reader), limit))
-            _put_batches(ctx, n, reader.schema, batches)
+            batches = [_padded(b, s.schema) for b in limited(iter(reader), limit)]
+            _put_batches(ctx, n, s.schema, batches)
         return ctx.sql(query).to_arrow_table()
     finally:
         for n in used:
@@ -99,7 +100,17 @@ def sql(ctx: Any, query: str) -> pa.Table:
 
 
 def _put_batches(ctx: Any, name: str, schema: pa.Schema, batches: list[pa.RecordBatch]) -> None:
-    ctx.register_record_batches(name, [batches or [pa.RecordBatch.from_pylist([], schema=schema)]])
+    empty = pa.RecordBatch.from_pylist([], schema=pa.schema([pa.field(f.name, f.type) for f in schema]))
+    ctx.register_record_batches(name, [batches or [empty]])
+
+
+def _padded(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """`batch` with the columns the plan does not read as nulls: the query is planned again on
+    what was read, and its text may name a column the optimizer proved unneeded (`d = 1 AND
+    (d = 1 OR id = 0)` reads no `id`), which must still resolve."""
+    columns = [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
+               for f in schema]
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema([pa.field(f.name, f.type) for f in schema]))
 
 
 def _deregister(ctx: Any, name: str) -> None:

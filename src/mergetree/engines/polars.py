@@ -18,12 +18,12 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from .predicates import from_polars
-from .sources import PaimonSource, ScanSource, TableSource, checked_columns, limited
+from .sources import PaimonSource, ScanSource, TableSource, checked_columns
 
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["lazy_frame", "scan_paimon", "scan_table"]
+__all__ = ["frames", "lazy_frame", "polars_schema", "scan_paimon", "scan_table"]
 
 
 def scan_table(path_or_table: Any, snapshot: int | None = None,
@@ -69,14 +69,14 @@ def lazy_frame(source: ScanSource, engine: str) -> pl.LazyFrame:
         limit = n_rows if n_rows is not None and (predicate is None or pushed.exact) and source.pushes_limit else None
         reader = source.scan(needed, pushed.filter, limit, engine)
         try:
-            yield from _frames(reader, predicate, wanted, n_rows, batch_size)
+            yield from frames(reader, predicate, wanted, n_rows, batch_size)
         finally:
             reader.close()  # a scan stopped early (head) still ends, and is logged, now
 
     return register_io_source(io_source, schema=schema, explain_name="mergetree", explain_detail=source.label)
 
 
-def _frames(reader: pa.RecordBatchReader, predicate: Any, wanted: list[str], n_rows: int | None,
+def frames(reader: pa.RecordBatchReader, predicate: Any, wanted: list[str], n_rows: int | None,
             batch_size: int | None) -> Iterator[Any]:
     """The scan's batches as DataFrames: filtered by the whole predicate, projected, at most
     `n_rows` rows, in frames of `batch_size` rows (small ones gathered, large ones cut)."""
@@ -86,7 +86,7 @@ def _frames(reader: pa.RecordBatchReader, predicate: Any, wanted: list[str], n_r
     pending: list[pl.DataFrame] = []
     pending_rows = 0
     size = batch_size if batch_size and batch_size > 0 else None
-    for batch in limited(iter(reader), None):
+    for batch in reader:
         df = pl.from_arrow(batch)
         assert isinstance(df, pl.DataFrame)
         if predicate is not None:
