@@ -1,6 +1,6 @@
 """The house's shape, checked: `import mergetree` pulls no benchmark, demo, Spark or CLI code;
 the package's imports form no cycle and point only downward through the layers
-errors -> merge -> table -> spark, organize, paimon -> cli; no module reaches
+errors -> merge -> table -> spark, organize, paimon, engines -> cli; no module reaches
 into another's underscore names.  The benchmarks beside it (`benchmarks/`): no cycle either,
 one harness per module, the dispatcher (`benchmarks/bench.py`, run by `mergetree bench` and
 `python -m benchmarks`) the only module that imports a harness, the harnesses and the asv
