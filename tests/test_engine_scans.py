@@ -337,6 +337,50 @@ def test_negations_and_partial_translations() -> None:
     assert t.filter == ("and", [("a", ">=", 1), ("a", "<", 5)])
 
 
+def test_the_shapes_duckdb_sends_are_translated() -> None:
+    schema = pa.schema([("a", pa.int64()), ("us", pa.timestamp("us", "UTC")), ("ns", pa.timestamp("ns", "UTC"))])
+    # DuckDB's x IN (...): unknown for a null x, else the membership
+    inside = pl.when(pl.col("a").is_null()).then(pl.lit(None, pl.Boolean)).otherwise(pl.col("a").is_in([1, 2]))
+    t = from_polars(inside, schema)
+    assert t.exact and t.filter == ("and", [("a", "in", [1, 2]), ("a", "is not null", None)])
+    assert from_polars(~inside, schema).filter == ("and", [("a", "not in", [1, 2]), ("a", "is not null", None)])
+    # DuckDB casts a timestamp column to its own unit: lossless on a us column, not on a ns one
+    when = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    assert from_polars(pl.col("us").dt.cast_time_unit("us") >= when, schema).filter == ("us", ">=", when)
+    assert from_polars(pl.col("ns").dt.cast_time_unit("us") >= when, schema).filter is None
+
+
+def test_timestamps_and_decimals_through_every_engine(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("dec", pa.decimal128(10, 2))])
+    table = mergetree.Table.create(tmp_path / "t", schema, primary_key="id")
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    for run in range(2):  # two runs: the second replaces half of the keys
+        ids = range(run * 5, run * 5 + 10)
+        table.write(pa.table({"id": list(ids), "ts": [base + dt.timedelta(hours=i + run) for i in ids],
+                              "dec": [decimal.Decimal(i * 25 + run) / 100 for i in ids]}, schema=schema))
+    rows = table.read().to_pylist()
+    cutoff, amount = base + dt.timedelta(hours=7), decimal.Decimal("1.5")
+    want = sorted(r["id"] for r in rows if r["ts"] >= cutoff and r["dec"] > amount)
+    import mergetree.polars as mpl
+    got = mpl.scan_table(table).filter((pl.col("ts") >= cutoff) & (pl.col("dec") > amount)).collect()
+    assert sorted(got["id"].to_list()) == want
+    pushed = querylog.filter_from_json(_last_record(table)["filter"])
+    assert pushed[0] == "and" and sorted(pushed[1], key=repr) == [("dec", ">", amount), ("ts", ">=", cutoff)]
+    where = "ts >= TIMESTAMPTZ '2024-01-01 07:00:00+00' AND dec > 1.5"
+    duckdb = pytest.importorskip("duckdb")
+    import mergetree.duckdb as mdd
+    con = mdd.register(duckdb.connect(), "t", table)
+    assert sorted(r[0] for r in con.sql(f"SELECT id FROM t WHERE {where}").fetchall()) == want
+    assert _last_record(table)["source"] == "duckdb" and _last_record(table)["filter"] is not None
+    datafusion = pytest.importorskip("datafusion")
+    import mergetree.datafusion as mdf
+    ctx = datafusion.SessionContext()
+    mdf.register(ctx, "t", table)
+    where = "ts >= TIMESTAMP '2024-01-01T07:00:00Z' AND dec > 1.5"
+    assert sorted(mdf.sql(ctx, f"SELECT id FROM t WHERE {where}").column("id").to_pylist()) == want
+    assert _last_record(table)["source"] == "datafusion" and _last_record(table)["filter"] is not None
+
+
 # ---------------------------------------------------------------- errors
 
 def test_clear_errors(tables: dict, tmp_path: Path) -> None:

@@ -168,12 +168,48 @@ def _polars_literal(node: Any) -> pa.Array | None:
     return series.to_arrow()
 
 
-def _polars_column(node: Any) -> str | None:
-    return node["Column"] if isinstance(node, dict) and isinstance(node.get("Column"), str) else None
+UNITS = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+POLARS_UNITS = {"Milliseconds": "ms", "Microseconds": "us", "Nanoseconds": "ns"}
+
+
+def _polars_column(node: Any, schema: pa.Schema) -> str | None:
+    """The column a node is: a column, or a timestamp column cast to a unit as fine as its own
+    (DuckDB's filters come as `col("ts").dt.cast_time_unit("us")`: lossless, so the same values)."""
+    if not isinstance(node, dict):
+        return None
+    if isinstance(node.get("Column"), str):
+        return node["Column"]
+    fn = node.get("Function")
+    if isinstance(fn, dict) and len(fn.get("input", [])) == 1:
+        function = fn.get("function")
+        temporal = function.get("TemporalExpr") if isinstance(function, dict) else None
+        cast = temporal.get("CastTimeUnit") if isinstance(temporal, dict) else None
+        unit = POLARS_UNITS.get(cast) if isinstance(cast, str) else None
+        column = _polars_column(fn["input"][0], schema)
+        if unit is not None and column is not None and column in schema.names:
+            dtype = schema.field(column).type
+            if pa.types.is_timestamp(dtype) and UNITS[dtype.unit] <= UNITS[unit]:
+                return column
+    return None
+
+
+def _is_null_literal(node: Any) -> bool:
+    values = _polars_literal(node)  # a null of any type ({"Null": "Boolean"} from DuckDB)
+    return values is not None and len(values) == 1 and values.null_count == 1
 
 
 def _polars(node: Any, schema: pa.Schema, negated: bool) -> Translation:
     if not isinstance(node, dict) or len(node) != 1:
+        return NOTHING
+    if "Ternary" in node:
+        # when(x.is_null()).then(null).otherwise(p), as DuckDB sends x IN (...): unknown for a
+        # null x, else p; so, negated or not, (p or its negation) AND x IS NOT NULL
+        t = node["Ternary"]
+        test = t.get("predicate", {}).get("Function", {})
+        column = _polars_column(test.get("input", [None])[0], schema) if test.get("input") else None
+        if test.get("function") == {"Boolean": "IsNull"} and column is not None and column in schema.names \
+                and _is_null_literal(t.get("truthy")):
+            return all_of([_polars(t.get("falsy"), schema, negated), _atom(column, "is not null", None, schema)])
         return NOTHING
     if "BinaryExpr" in node:
         b = node["BinaryExpr"]
@@ -185,9 +221,9 @@ def _polars(node: Any, schema: pa.Schema, negated: bool) -> Translation:
         if op in POLARS_OPS:
             left, right = b["left"], b["right"]
             cmp = POLARS_OPS[op]
-            if _polars_column(left) is None:
+            if _polars_column(left, schema) is None:
                 left, right, cmp = right, left, FLIPPED[cmp]
-            column, values = _polars_column(left), _polars_literal(right)
+            column, values = _polars_column(left, schema), _polars_literal(right)
             if column is None or values is None:
                 return NOTHING
             return _comparison(column, cmp, values, schema, negated)
@@ -199,18 +235,19 @@ def _polars(node: Any, schema: pa.Schema, negated: bool) -> Translation:
         if boolean == "Not" and len(inputs) == 1:
             return _polars(inputs[0], schema, not negated)
         if boolean in ("IsNull", "IsNotNull") and len(inputs) == 1:
-            column = _polars_column(inputs[0])
+            column = _polars_column(inputs[0], schema)
             if column is None or column not in schema.names:
                 return NOTHING
             op = "is null" if boolean == "IsNull" else "is not null"
             return _atom(column, NEGATED[op] if negated else op, None, schema)
         if isinstance(boolean, dict) and "IsIn" in boolean and len(inputs) == 2:
-            column, values = _polars_column(inputs[0]), _polars_literal(inputs[1])
+            column, values = _polars_column(inputs[0], schema), _polars_literal(inputs[1])
             if column is None or values is None:
                 return NOTHING
             return _membership(column, values, bool(boolean["IsIn"].get("nulls_equal")), schema, negated)
         if isinstance(boolean, dict) and "IsBetween" in boolean and len(inputs) == 3:
-            column, low, high = _polars_column(inputs[0]), _polars_literal(inputs[1]), _polars_literal(inputs[2])
+            column = _polars_column(inputs[0], schema)
+            low, high = _polars_literal(inputs[1]), _polars_literal(inputs[2])
             if column is None or low is None or high is None:
                 return NOTHING
             closed = boolean["IsBetween"].get("closed", "Both")
