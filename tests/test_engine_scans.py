@@ -201,7 +201,7 @@ ENGINES = ["polars", "duckdb", "datafusion"]
 
 
 @pytest.mark.parametrize("kind", ["append", "pk"])
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(q=queries, columns=projections)
 def test_every_engine_answers_as_the_model(tables: dict, kind: str, q: tuple, columns: list[str]) -> None:
     table = tables[kind]
