@@ -71,7 +71,9 @@ def _put(ctx: Any, name: str, source: ScanSource) -> None:
 
 def sql(ctx: Any, query: str) -> pa.Table:
     """Run `query` on `ctx`, the registered mergetree and Paimon tables read with the columns
-    and filter DataFusion's plan puts on their scans; the result as one Arrow table."""
+    and filter DataFusion's plan puts on their scans; the result as one Arrow table.  The
+    tables are put into `ctx` for the query's run and taken out after it: one `sql` at a time
+    per context."""
     tables = _tables(ctx)
     used = {n: s for n, s in tables.items() if n in query}
     if not used:
@@ -89,7 +91,7 @@ def sql(ctx: Any, query: str) -> pa.Table:
                 _put_batches(ctx, n, s.schema, [])
                 continue
             columns, translation, fetch = pushed[n]
-            limit = fetch if fetch is not None and translation.filter is None else None
+            limit = fetch
             reader = s.scan(columns, translation.filter, limit if s.pushes_limit else None, "datafusion")
             batches = [_padded(b, s.schema) for b in limited(iter(reader), limit)]
             _put_batches(ctx, n, s.schema, batches)
@@ -137,7 +139,8 @@ def _pushed(plan: Any, used: Mapping[str, ScanSource]) -> dict[str, tuple[list[s
             if above is not None:
                 exprs.append(above)
             translation = from_datafusion(exprs, schema) if exprs else NOTHING
-            found.setdefault(name, []).append((columns, translation, variant.fetch()))
+            # a limit only of a scan nothing filters (DataFusion never puts one under a filter)
+            found.setdefault(name, []).append((columns, translation, None if exprs else variant.fetch()))
             return
         predicate = variant.predicate() if kind == "Filter" else None
         for child in node.inputs():
@@ -148,6 +151,6 @@ def _pushed(plan: Any, used: Mapping[str, ScanSource]) -> dict[str, tuple[list[s
     for name, scans in found.items():
         columns = list(dict.fromkeys(c for cols, _, _ in scans for c in cols))
         translation = scans[0][1] if len(scans) == 1 else any_of([t for _, t, _ in scans])
-        fetch = scans[0][2] if len(scans) == 1 and not scans[0][1].filter else None
+        fetch = scans[0][2] if len(scans) == 1 else None
         out[name] = (columns, translation, fetch)
     return out
