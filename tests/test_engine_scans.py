@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -435,6 +437,8 @@ def paimon_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     commits = [pa.Table.from_pylist(_unique_by_key(_rows(run, 30, range(run * 8, run * 8 + 30))), SCHEMA)
                for run in range(3)]
     write_paimon(root / "work", wh, "db.t", commits, ["part", "id"], ["part"], {"bucket": "2"})
+    from mergetree import paimon
+    assert paimon.info(str(wh), "db.t").max_sorted_runs > 1  # reads merge several runs
     return str(wh), "db.t"
 
 
@@ -447,3 +451,12 @@ def test_paimon_tables_answer_as_the_model(paimon_table: tuple[str, str], q: tup
     want = expected(everything, q, columns)
     for engine in ENGINES:
         assert engine_rows(engine, None, q, columns, paimon=paimon_table) == want, engine
+
+
+def test_a_missing_engine_names_the_extra_that_installs_it(tables: dict) -> None:
+    code = ("import sys; sys.modules['polars'] = None\n"  # as if polars were not installed
+            "import mergetree, mergetree.polars\n"
+            f"try:\n    mergetree.polars.scan_table({tables['pk'].path!r})\n"
+            "except ImportError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "mergetree.polars needs polars" in done.stdout and "mergetree[polars]" in done.stdout, done.stderr

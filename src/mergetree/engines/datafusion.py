@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from .predicates import NOTHING, Translation, any_of, from_datafusion
-from .sources import PaimonSource, ScanSource, TableSource, limited
+from .sources import PaimonSource, ScanSource, TableSource, limited, require
 
 __all__ = ["register", "register_paimon", "registered", "sql"]
 
@@ -60,6 +60,7 @@ def registered(ctx: Any) -> dict[str, ScanSource]:
 
 
 def _put(ctx: Any, name: str, source: ScanSource) -> None:
+    require("datafusion", "datafusion")
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name must be a non-empty string, not {name!r}")
     if not hasattr(ctx, "sql") or not hasattr(ctx, "register_record_batches"):

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from .predicates import from_polars
-from .sources import PaimonSource, ScanSource, TableSource, checked_columns
+from .sources import PaimonSource, ScanSource, TableSource, checked_columns, require
 
 if TYPE_CHECKING:
     import polars as pl
@@ -53,6 +53,7 @@ def polars_schema(schema: pa.Schema) -> Any:
 
 def lazy_frame(source: ScanSource, engine: str) -> pl.LazyFrame:
     """The LazyFrame over `source`; its scans are logged with `source=engine`."""
+    require("polars", engine)
     from polars.io.plugins import register_io_source
 
     schema = polars_schema(source.schema)

@@ -2,6 +2,7 @@
 engine's handle is made, scanned with the columns, filter and row limit the engine pushed."""
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -12,7 +13,16 @@ from ..errors import InvalidArgumentError
 from ..table import Table
 from ..table import filters as flt
 
-__all__ = ["PaimonSource", "ScanSource", "TableSource", "checked_columns", "limited"]
+__all__ = ["PaimonSource", "ScanSource", "TableSource", "checked_columns", "limited", "require"]
+
+
+def require(module: str, extra: str) -> Any:
+    """The engine's module, or an ImportError saying which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"mergetree.{extra} needs {module}, which is not installed "
+                          f"(pip install 'mergetree[{extra}]')") from None
 
 
 class ScanSource:
