@@ -30,7 +30,9 @@ compaction, point lookups and a Spark ``bucket_join`` on local disk and on a mot
 with the requests of each operation, against delta-rs and pyiceberg on the same store; ``--streaming``
 (``--streaming-only``) the change-stream workload of ``benchmarks/bench_streaming.py``: ``Table.changes``
 against two full reads and a DuckDB diff, the lookup changelog producer's write cost, and a Spark
-Structured Streaming pipeline (``benchmarks/bench_streaming_spark.py``).
+Structured Streaming pipeline (``benchmarks/bench_streaming_spark.py``); ``--engines``
+(``--engines-only``) a selective query through Polars, DuckDB and DataFusion with pushdown against
+the same query over the table's Arrow stream (``benchmarks/bench_engines.py``).
 """
 from __future__ import annotations
 
@@ -197,6 +199,14 @@ def _parser() -> argparse.ArgumentParser:
                            help="rows of the table (default 10M, with --quick 1M)")
     streaming.add_argument("--streaming-no-spark", action="store_true",
                            help="streaming workload: no Spark pipeline")
+    engines = parser.add_argument_group(
+        "engines workload", "a primary-key table of ROWS rows in 4 unmerged sorted runs; a 0.1%% key-range query "
+        "through Polars, DuckDB and DataFusion with projection and filter pushed into the scan, against the same "
+        "query over Table.scan()'s Arrow stream (see benchmarks/bench_engines.py; --quick: 2M rows)")
+    engines.add_argument("--engines", action="store_true", help="also run the engines workload")
+    engines.add_argument("--engines-only", action="store_true", help="run only the engines workload")
+    engines.add_argument("--engines-rows", type=parse_row_count, metavar="ROWS", default=None,
+                         help="engines workload: table rows (default 4M)")
     return parser
 
 
@@ -233,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     results, scaling = [], None
     merge_bench = not (args.table_only or args.table_dv_only or args.spark_only or args.layout_only
                        or args.advisor_only or args.scale_only
-                       or args.paimon_only or args.storage_only or args.streaming_only)
+                       or args.paimon_only or args.storage_only or args.streaming_only or args.engines_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
@@ -257,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     streaming = _streaming_bench(args, merge_bench or table is not None or spark is not None
                                  or layout is not None or scale is not None or paimon is not None
                                  or storage is not None) if args.streaming or args.streaming_only else None
+    engines_ok = _engines_bench(args) if args.engines or args.engines_only else True
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
         if merge_bench:
@@ -309,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"advisor workload took {ssb.seconds:.0f}s")
             advisor_ok = all(ok for _, ok in ssb.targets())
     return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok \
-        and paimon_ok and storage_ok and streaming_ok else 1
+        and paimon_ok and storage_ok and streaming_ok and engines_ok else 1
 
 
 def _layout_title(layout) -> str:
@@ -439,6 +450,20 @@ def _streaming_bench(args, after_another: bool):
         print(bss.format_streaming_spark_results(spark))
         print(f"streaming Spark pipeline took {time.perf_counter() - started:.0f}s")
     return report, spark
+
+
+def _engines_bench(args) -> bool:
+    """Run the engines workload (benchmarks/bench_engines.py), print it; whether it met its targets."""
+    from . import bench_engines as be
+
+    rows = args.engines_rows or (be.QUICK_ROWS if args.quick else be.DEFAULT_ROWS)
+    print(f"\nmergetree bench --engines: {rows:,} rows, best of {args.repeat}, {os.cpu_count()} CPUs, "
+          + ", ".join(f"{n} {installed_version(n) or 'not installed'}" for n in ("polars", "duckdb", "datafusion")),
+          flush=True)
+    report = be.run_engines_bench(rows, repeat=args.repeat)
+    print(be.format_engines_results(report))
+    print(f"engines workload took {report.seconds:.0f}s", flush=True)
+    return report.ok
 
 
 def _spark_bench(args) -> list:

@@ -1,6 +1,6 @@
 """The house's shape, checked: `import mergetree` pulls no benchmark, demo, Spark or CLI code;
 the package's imports form no cycle and point only downward through the layers
-errors -> merge -> table -> spark, organize, paimon -> cli; no module reaches
+errors -> merge -> table -> spark, organize, paimon, engines -> cli; no module reaches
 into another's underscore names.  The benchmarks beside it (`benchmarks/`): no cycle either,
 one harness per module, the dispatcher (`benchmarks/bench.py`, run by `mergetree bench` and
 `python -m benchmarks`) the only module that imports a harness, the harnesses and the asv
@@ -21,7 +21,7 @@ PACKAGE = Path(mergetree.__file__).resolve().parent
 # Lower layers never import higher ones; the package root only re-exports.
 COMPILED = ("_core", "_bucket", "_curves", "_bloom")
 LAYERS = {"errors": 0, **dict.fromkeys(COMPILED, 0), "merge": 1, "storage": 1, "table": 2, "spark": 3, "organize": 3,
-          "paimon": 3, "cli": 4}
+          "paimon": 3, "engines": 3, "polars": 3, "duckdb": 3, "datafusion": 3, "cli": 4}
 
 
 def module_name(path: Path) -> str:
@@ -72,8 +72,8 @@ def graph() -> dict[str, set[str]]:
 
 def test_import_mergetree_pulls_no_benchmark_demo_spark_or_cli_code():
     code = ("import sys, mergetree; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('benchmarks', 'examples', 'pyspark', 'polars', 'duckdb', 'rich') or m.startswith(('mergetree.spark', "
-            "'mergetree.cli'))); print(bad)")
+            "('benchmarks', 'examples', 'pyspark', 'polars', 'duckdb', 'datafusion', 'rich') or "
+            "m.startswith(('mergetree.spark', 'mergetree.cli', 'mergetree.engines'))); print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
     assert callable(mergetree.merge) and mergetree.Table.create  # the documented names work

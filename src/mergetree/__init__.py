@@ -10,6 +10,9 @@ The public API, from the top:
 - `mergetree.spark` (import it yourself; needs pyspark): the Spark data source and jobs.
 - `mergetree.paimon`: Apache Paimon primary-key tables read and compacted without a JVM
   (`mergetree.paimon.read`, `.scan`, `.compact`, `.info`); loaded on first use.
+- `mergetree.polars`, `mergetree.duckdb`, `mergetree.datafusion` (import them yourself; each needs
+  its engine): scans of mergetree and Paimon tables with the engine's projection and filter pushed
+  into the table's scan (`scan_table`, `register`; docs/ENGINES.md).
 - `mergetree.organize`: data organization by the query history — SQL history import, replay,
   the background optimizer, the report page (`Table.advise` is the advisor itself).
 """

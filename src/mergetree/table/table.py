@@ -183,9 +183,12 @@ class Table:
         return out
 
     def scan(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
-             snapshot: int | None = None, order_by: Any = None, limit: int | None = None) -> pa.RecordBatchReader:
+             snapshot: int | None = None, order_by: Any = None, limit: int | None = None,
+             source: str | None = None) -> pa.RecordBatchReader:
         """A streaming read: one bucket section at a time, merged with the loser tree (rows
-        in the order `read` gives them; a Top-N or limited scan is computed first)."""
+        in the order `read` gives them; a Top-N or limited scan is computed first).  `source`
+        names who asked in the query log (an engine whose thread consumes the scan does not
+        see the caller's `query_source`)."""
         started = time.perf_counter()
         prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
         self.last_read = prepared.stats
@@ -202,7 +205,8 @@ class Table:
             finally:  # logged when the scan is exhausted or dropped
                 prepared.stats.rows_out = rows
                 self._log("scan", prepared.filter, prepared.plan.snapshot_id, prepared.stats, started,
-                          columns=prepared.columns, order_by=prepared.order_by, limit=prepared.limit)
+                          columns=prepared.columns, order_by=prepared.order_by, limit=prepared.limit,
+                          source=source)
 
         return pa.RecordBatchReader.from_batches(reader.schema, logged())
 
@@ -269,11 +273,14 @@ class Table:
     def _log(self, kind: str, f: flt.Filter, snapshot_id: int | None, stats: ReadStats, started: float,
              columns: Sequence[str] | None = None, order_by: Sequence[tuple[str, str]] = (),
              limit: int | None = None, group_by: Sequence[str] = (),
-             measures: Sequence[tuple[str, str]] = ()) -> None:
-        querylog.record(self.path, querylog.QueryRecord(
+             measures: Sequence[tuple[str, str]] = (), source: str | None = None) -> None:
+        query = querylog.QueryRecord(
             kind, f, columns, list(order_by), limit, group_by, measures, snapshot_id, stats.files_read,
             stats.files_total, stats.bytes_read, stats.bytes_total, stats.rows_out,
-            (time.perf_counter() - started) * 1000.0))
+            (time.perf_counter() - started) * 1000.0)
+        if source is not None:
+            query.source = source
+        querylog.record(self.path, query)
 
     # -- data organization --------------------------------------------------------------
     def advise(self, since: dt.timedelta | dt.datetime | str | None = None, apply: bool = False,

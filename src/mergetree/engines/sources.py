@@ -1,0 +1,114 @@
+"""What an engine scans: a mergetree table or a Paimon table, pinned to one snapshot when the
+engine's handle is made, scanned with the columns, filter and row limit the engine pushed."""
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import InvalidArgumentError
+from ..table import Table
+from ..table import filters as flt
+
+__all__ = ["PaimonSource", "ScanSource", "TableSource", "checked_columns", "limited", "require"]
+
+
+def require(module: str, extra: str) -> Any:
+    """The engine's module, or an ImportError saying which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"mergetree.{extra} needs {module}, which is not installed "
+                          f"(pip install 'mergetree[{extra}]')") from None
+
+
+class ScanSource:
+    """A table as the engines see it: its Arrow schema and a scan with pushdown."""
+
+    schema: pa.Schema
+    label: str
+    # whether a row limit can be handed to the scan itself (else the rows are cut after it)
+    pushes_limit: bool = False
+
+    def scan(self, columns: list[str], filter: flt.Filter, limit: int | None, source: str) -> pa.RecordBatchReader:
+        raise NotImplementedError
+
+
+def checked_columns(columns: list[str] | None, schema: pa.Schema, label: str) -> list[str]:
+    """The asked columns (None: all), or InvalidArgumentError naming the unknown ones."""
+    if columns is None:
+        return list(schema.names)
+    unknown = [c for c in columns if c not in schema.names]
+    if unknown:
+        raise InvalidArgumentError(f"columns {unknown} are not in {label}; its columns: {schema.names}")
+    return list(columns)
+
+
+class TableSource(ScanSource):
+    """A mergetree table (a `Table` or a path/URI opened with `storage_options`) at `snapshot`
+    (default: the latest when the source is made)."""
+
+    pushes_limit = True
+
+    def __init__(self, path_or_table: Any, snapshot: int | None = None,
+                 storage_options: Mapping[str, object] | None = None) -> None:
+        if isinstance(path_or_table, Table):
+            if storage_options is not None:
+                raise InvalidArgumentError("storage_options apply to a table path, not to an open Table")
+            table = path_or_table
+        elif isinstance(path_or_table, (str, os.PathLike)):
+            table = Table.open(path_or_table, storage_options=dict(storage_options) if storage_options else None)
+        else:
+            raise InvalidArgumentError(f"expected a mergetree Table or a table path, not {path_or_table!r}")
+        if snapshot is None:
+            latest = table.latest_snapshot()
+            snapshot = None if latest is None else latest.id
+        elif isinstance(snapshot, bool) or not isinstance(snapshot, int):
+            raise InvalidArgumentError(f"snapshot must be a snapshot id (an int) or None, not {snapshot!r}")
+        else:
+            table.directory.store.snapshot(snapshot)  # SnapshotNotFoundError now, not at the query
+        self.table, self.snapshot = table, snapshot
+        self.schema = table.schema
+        self.label = f"mergetree table {table.path}"
+
+    def scan(self, columns: list[str], filter: flt.Filter, limit: int | None, source: str) -> pa.RecordBatchReader:
+        return self.table.scan(columns, filter, self.snapshot, limit=limit, source=source)
+
+
+class PaimonSource(ScanSource):
+    """A Paimon table (`warehouse`, "db.table") read by `mergetree.paimon`, at `snapshot` (an id
+    or a tag; default the latest when the source is made).  Paimon reads keep no query log."""
+
+    def __init__(self, warehouse: Any, table: str, snapshot: Any = None,
+                 storage_options: Mapping[str, object] | None = None) -> None:
+        from ..paimon.read import read_schema
+
+        t, snap, schema = read_schema(warehouse, table, snapshot, storage_options)
+        self.warehouse, self.table, self.storage_options = warehouse, table, storage_options
+        self.snapshot = None if snap is None else int(snap["id"])
+        # the schema `paimon.scan` streams (its fields without their nullability flags)
+        self.schema = pa.schema([pa.field(f.name, f.type) for f in schema.arrow_schema])
+        self.label = f"Paimon table {t.name}"
+
+    def scan(self, columns: list[str], filter: flt.Filter, limit: int | None, source: str) -> pa.RecordBatchReader:
+        from ..paimon.read import scan
+
+        return scan(self.warehouse, self.table, columns, filter, self.snapshot, storage_options=self.storage_options)
+
+
+def limited(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
+    """The first `limit` rows of a stream, reading no further."""
+    if limit is None:
+        yield from batches
+        return
+    left = limit
+    for batch in batches:
+        if left <= 0:
+            return
+        if batch.num_rows > left:
+            batch = batch.slice(0, left)
+        left -= batch.num_rows
+        yield batch
