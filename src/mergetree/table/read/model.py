@@ -113,6 +113,7 @@ class ReadStats:
     bytes_read: int = 0
     rows_out: int = 0
     used_preaggregates: int = 0  # files answered from their pre-aggregates (Table.aggregate)
+    point_files: int = 0  # files a point lookup searched through their page index (`read.point`)
     # the requests the table's store made for the whole read, plan included (a local table's
     # data files are read by pyarrow from their paths and not counted)
     requests: dict[str, int] = field(default_factory=dict)
