@@ -48,8 +48,8 @@ from ..indexes.parquet_footer import (
     read_ranges,
 )
 from ..objects import StoredFile, source, table_path
-from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
-from .merged import merge_runs, table_columns
+from ..schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN
+from .merged import merge_runs
 from .model import PreparedRead
 
 __all__ = ["MAX_KEYS", "lookup_keys", "read_points"]
@@ -85,11 +85,18 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
     if keys is None:
         return None
     ts = directory.schema
-    names = ts.schema.names
     primary_key = set(ts.primary_key)
+    # a filter of = and IN on key columns alone holds for exactly the rows found: no filter after,
+    # and only the asked columns are decoded (every engine folds each column on its own)
+    exact = all(isinstance(c, tuple) and len(c) == 3 and c[0] in primary_key and c[1] in ("=", "in")
+                for c in flt.conjuncts(read.filter))
+    wanted = set(read.columns) if exact else set(ts.schema.names)
+    names = [n for n in ts.schema.names if n in wanted]
     values = [n for n in names if n not in primary_key]
-    out: list[pa.RecordBatch] = []
+    parts: list[pa.Table] = []
     files = 0
+    file_schema = ts.file_schema
+    types = {f.name: f.type for f in file_schema}
     for bucket in read.plan.buckets:
         for section in bucket.sections:
             kinds = any(m.delete_count for run in section for m in run)
@@ -99,7 +106,7 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
             for run in section:
                 found = []
                 for meta in run:
-                    rows = _file_rows(directory, meta, keys, columns)
+                    rows = _file_rows(directory, meta, keys, columns, types)
                     if rows is None:
                         return None
                     files += 1
@@ -109,23 +116,26 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
             read.stats.count([m for run in section for m in run])
             if not any(runs):
                 continue
-            if not merged:
-                table = pa.concat_tables(runs[0])
+            if not merged:  # one sorted run: its rows are final; only retractions go
+                table = runs[0][0] if len(runs[0]) == 1 else pa.concat_tables(runs[0])
                 if kinds:
                     table = table.filter(pc.invert(pc.is_in(table.column(KIND_COLUMN), retraction_kinds())))
-                for batch in table.to_batches():
-                    out.append(table_columns(ts, batch, names))
+                parts.append(pa.table([table.column(KEY_PREFIX + n if n in primary_key else n) for n in names],
+                                      names=names))
                 continue
             batches = [[b for t in run for b in t.to_batches()] for run in runs]
             for selection in merge_runs(directory, batches, names, kinds):
                 if selection.num_rows:
-                    out.append(selection.gather())
+                    parts.append(pa.Table.from_batches([selection.gather()]))
     read.stats.point_files += files
-    result = pa.Table.from_batches([pa.RecordBatch.from_arrays(b.columns, schema=ts.schema) for b in out],
-                                   schema=ts.schema)
-    if read.expression is not None:
+    schema = pa.schema([ts.schema.field(n) for n in names])
+    if not parts:
+        return read.output_schema.empty_table()
+    result = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    result = pa.Table.from_arrays(result.columns, schema=schema)
+    if not exact and read.expression is not None:
         result = result.filter(read.expression)
-    return result.select(read.columns).cast(read.output_schema)
+    return result.select(read.columns)
 
 
 # ---------------------------------------------------------------- one file
@@ -310,19 +320,22 @@ def _decode(f: Any, path: str, index: _FileIndex, group: int, columns: list[str]
         by_span.setdefault(span, []).append((name, run))
     decoded: dict[str, pa.ChunkedArray] = {}
     for span, named in by_span.items():
-        table = pq.ParquetFile(pa.BufferReader(page_file([run for _, run in named]))).read_row_group(
-            0, use_threads=False)
-        if table.num_rows != span[1] - span[0]:
-            raise MalformedFooter(f"pages of rows {span[0]}-{span[1]} of row group {group} decode to "
-                                  f"{table.num_rows} rows")
-        table = table.slice(first - span[0], end - first)
+        # rows up to the last one wanted, as one batch: values past it are not decoded (and a
+        # batch read decodes plain strings several times faster than read_row_group does here)
+        need = end - span[0]
+        reader = pq.ParquetFile(pa.BufferReader(page_file([run for _, run in named])))
+        batch = next(reader.iter_batches(batch_size=need, use_threads=False), None)
+        if batch is None or batch.num_rows != need:
+            raise MalformedFooter(f"pages of rows {span[0]}-{span[1]} of row group {group} decode to fewer "
+                                  f"than {need} rows")
+        table = pa.Table.from_batches([batch.slice(first - span[0], end - first)])
         for (name, _), column in zip(named, table.columns):
             decoded[name] = column if column.type == types[name] else column.cast(types[name])
     return pa.table([decoded[n] for n in columns], names=columns)
 
 
-def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
-               columns: list[str]) -> pa.Table | None:
+def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple], columns: list[str],
+               types: dict[str, pa.DataType]) -> pa.Table | None:
     """The rows of one data file holding one of `keys`, in `columns` (the file's names, the
     table's stored types, sequence numbers shifted, deleted rows dropped), in file order; None
     when the file has no usable page index."""
@@ -333,7 +346,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
                     lambda: _load_index(storage, meta, file_key[0]), "point-index")
     if index is None or any(c not in index.columns for c in columns):
         return None
-    key_type = ts.file_schema.field(file_key[0]).type
+    key_type = types[file_key[0]]
     wanted: dict[int, list[tuple]] = {}
     for key in keys:
         if meta.min_key and not (tuple(meta.min_key) <= key <= tuple(meta.max_key)):
@@ -341,8 +354,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
         for i in index.candidates(_physical_key(key_type, key[0])):
             wanted.setdefault(i, []).append(key)
     if not wanted:
-        return _empty(ts, columns)
-    types = {c: ts.file_schema.field(c).type for c in columns}
+        return _empty(types, columns)
     file = source(storage, meta.file_name, meta.file_size)
     path = str(file)
     values = [c for c in columns if c not in file_key]
@@ -381,7 +393,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     except (OSError, pa.ArrowException) as exc:
         raise corrupt_file(path, f"is unreadable: {exc}") from None
     if not pieces:
-        return _empty(ts, columns)
+        return _empty(types, columns)
     table = pa.concat_tables(pieces)
     if meta.sequence_shift and SEQUENCE_COLUMN in columns:
         at = table.schema.get_field_index(SEQUENCE_COLUMN)
@@ -390,8 +402,8 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     return table
 
 
-def _empty(ts: Any, columns: list[str]) -> pa.Table:
-    return pa.schema([ts.file_schema.field(c) for c in columns]).empty_table()
+def _empty(types: dict[str, pa.DataType], columns: list[str]) -> pa.Table:
+    return pa.schema([(c, types[c]) for c in columns]).empty_table()
 
 
 def _matches(key_rows: pa.Table, file_key: list[str], keys: list[tuple]) -> np.ndarray:
