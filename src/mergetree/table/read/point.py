@@ -265,8 +265,9 @@ def _load_index(storage: Store, meta: DataFileMeta, key_column: str) -> _FileInd
         for g, group in enumerate(layout.row_groups):
             if layout.row_counts[g] == 0:
                 continue
-            assert group[key].column_index is not None
-            nulls, lows, highs = column_index(index.slice(group[key].column_index))
+            where = group[key].column_index
+            assert where is not None  # checked above
+            nulls, lows, highs = column_index(index.slice(where))
             if len(nulls) != len(index.offsets(g, key)):
                 raise MalformedFooter(f"row group {g}'s key column has {len(nulls)} page bounds and "
                                       f"{len(index.offsets(g, key))} pages")
