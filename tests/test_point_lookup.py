@@ -186,3 +186,63 @@ def test_lookups_on_an_object_store(s3_server):
         assert t.last_read is not None and t.last_read.requests  # the store's requests are counted
     t.read(filter=("id", "=", 12))
     assert _point_files(t) > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_page_index_parsers_reject_garbage_with_one_error(data):
+    for parse in (pf.offset_index, pf.column_index):
+        try:
+            parse(data)
+        except pf.MalformedFooter:
+            pass
+
+
+def test_page_index_parsers_check_what_they_read(tmp_path):
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"k": list(range(10_000))}), path, write_page_index=True, max_rows_per_page=1000)
+    with open(path, "rb") as f:
+        footer, _ = pf.read_footer(f, str(path))
+        chunk = pf.file_layout(pf.ThriftCompactReader(footer)).row_groups[0][0]
+        assert chunk.offset_index is not None and chunk.column_index is not None
+        raw_offsets = pf.read_exactly(f, *chunk.offset_index, str(path))
+        raw_bounds = pf.read_exactly(f, *chunk.column_index, str(path))
+    pages = pf.offset_index(raw_offsets)
+    assert [p.first_row for p in pages] == list(range(0, 10_000, 1000))
+    nulls, lows, highs = pf.column_index(raw_bounds)
+    assert nulls == [False] * 10
+    assert [int.from_bytes(b, "little", signed=True) for b in lows] == list(range(0, 10_000, 1000))
+    assert [int.from_bytes(b, "little", signed=True) for b in highs] == list(range(999, 10_000, 1000))
+    for cut in (1, len(raw_offsets) // 2, len(raw_offsets) - 1):  # truncated anywhere: one clear error
+        with pytest.raises(pf.MalformedFooter):
+            pf.offset_index(raw_offsets[:cut])
+    # pages out of order
+    w = pf.ThriftCompactWriter()
+    w.list_of(1, 12, 2)
+    for offset, first in ((100, 0), (50, 10)):
+        w.begin()
+        w.integer(1, offset)
+        w.integer(2, 10, 5)
+        w.integer(3, first)
+        w.end()
+    w.out.append(0)
+    with pytest.raises(pf.MalformedFooter, match="out of order"):
+        pf.offset_index(bytes(w.out))
+
+
+def test_a_damaged_page_index_is_a_corrupt_table_error(tmp_path):
+    from mergetree.errors import CorruptTableError
+
+    t = _table(str(tmp_path / "t"))
+    t.write({"id": list(range(100)), "v": list(range(100)), "s": ["x"] * 100})
+    meta = t.plan().files[0]
+    path = tmp_path / "t" / meta.file_name
+    with open(path, "rb") as f:
+        footer, _ = pf.read_footer(f, str(path))
+        chunk = pf.file_layout(pf.ThriftCompactReader(footer)).row_groups[0][0]
+    assert chunk.offset_index is not None
+    data = bytearray(path.read_bytes())
+    data[chunk.offset_index[0]:chunk.offset_index[0] + chunk.offset_index[1]] = b"\xff" * chunk.offset_index[1]
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptTableError, match="page index"):
+        t.read(filter=("id", "=", 5))
