@@ -13,6 +13,7 @@ and binary) sends the whole read back to the normal path, before anything is ret
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,8 +111,7 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
                     if rows is None:
                         return None
                     files += 1
-                    if rows.num_rows:
-                        found.append(rows)
+                    found += rows
                 runs.append(found)
             read.stats.count([m for run in section for m in run])
             if not any(runs):
@@ -155,6 +155,9 @@ class _FileIndex:
     maxs: list
     ordered: bool                      # mins and maxs ascend: bisect; else scan them all
     _offsets: dict[tuple[int, int], list[PageLocation]] = field(default_factory=dict)
+    # names this file's entries in the key-page cache: the index was loaded for one file content
+    # (path, size, modification time), so its pages need no second look at the file
+    token: object = field(default_factory=object)
 
     def slice(self, where: tuple[int, int]) -> memoryview:
         start = where[0] - self.region_start
@@ -336,10 +339,11 @@ def _decode(f: Any, path: str, index: _FileIndex, group: int, columns: list[str]
 
 
 def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple], columns: list[str],
-               types: dict[str, pa.DataType]) -> pa.Table | None:
+               types: dict[str, pa.DataType]) -> list[pa.Table] | None:
     """The rows of one data file holding one of `keys`, in `columns` (the file's names, the
-    table's stored types, sequence numbers shifted, deleted rows dropped), in file order; None
-    when the file has no usable page index."""
+    table's stored types, sequence numbers shifted, deleted rows dropped), in file order, as
+    tables of one page each (none when no row holds a key); None when the file has no usable
+    page index."""
     ts = directory.schema
     storage = directory.storage
     file_key = ts.file_key
@@ -355,7 +359,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
         for i in index.candidates(_physical_key(key_type, key[0])):
             wanted.setdefault(i, []).append(key)
     if not wanted:
-        return _empty(types, columns)
+        return []
     file = source(storage, meta.file_name, meta.file_size)
     path = str(file)
     values = [c for c in columns if c not in file_key]
@@ -368,9 +372,9 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
                 pages = index.offsets(group, index.columns[file_key[0]])
                 first = pages[page].first_row
                 end = pages[page + 1].first_row if page + 1 < len(pages) else index.layout.row_counts[group]
-                key_rows = _cached(file, _key_pages,
-                                   lambda g=group, a=first, b=end: _decode(f, path, index, g, file_key, a, b, types),
-                                   "point-keys", group, page)
+                key_rows = _key_pages.get_keyed(
+                    (index.token, group, page),
+                    functools.partial(_decode, f, path, index, group, file_key, first, end, types))
                 hits = _matches(key_rows, file_key, wanted[i])
                 if deleted is not None and hits.size:
                     hits = hits[~np.isin(hits + index.row_starts[group] + first, deleted)]
@@ -393,18 +397,11 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
         raise
     except (OSError, pa.ArrowException) as exc:
         raise corrupt_file(path, f"is unreadable: {exc}") from None
-    if not pieces:
-        return _empty(types, columns)
-    table = pa.concat_tables(pieces)
     if meta.sequence_shift and SEQUENCE_COLUMN in columns:
-        at = table.schema.get_field_index(SEQUENCE_COLUMN)
-        table = table.set_column(at, table.schema.field(at),
-                                 pc.add(table.column(at), pa.scalar(meta.sequence_shift, pa.int64())))
-    return table
-
-
-def _empty(types: dict[str, pa.DataType], columns: list[str]) -> pa.Table:
-    return pa.schema([(c, types[c]) for c in columns]).empty_table()
+        at = columns.index(SEQUENCE_COLUMN)
+        shift = pa.scalar(meta.sequence_shift, pa.int64())
+        pieces = [t.set_column(at, t.schema.field(at), pc.add(t.column(at), shift)) for t in pieces]
+    return pieces
 
 
 def _matches(key_rows: pa.Table, file_key: list[str], keys: list[tuple]) -> np.ndarray:
