@@ -354,8 +354,11 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     key_type = types[file_key[0]]
     wanted: dict[int, list[tuple]] = {}
     for key in keys:
-        if meta.min_key and not (tuple(meta.min_key) <= key <= tuple(meta.max_key)):
-            continue  # the manifest's key range rules it out
+        try:
+            if meta.min_key and not (tuple(meta.min_key) <= key <= tuple(meta.max_key)):
+                continue  # the manifest's key range rules it out
+        except TypeError:
+            pass  # values Python cannot order against each other: the page index decides
         for i in index.candidates(_physical_key(key_type, key[0])):
             wanted.setdefault(i, []).append(key)
     if not wanted:
