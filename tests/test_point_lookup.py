@@ -246,3 +246,21 @@ def test_a_damaged_page_index_is_a_corrupt_table_error(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(CorruptTableError, match="page index"):
         t.read(filter=("id", "=", 5))
+
+
+def test_a_renumbered_file_gives_its_shifted_sequence_numbers(tmp_path):
+    from mergetree.table.files import read_data_file
+
+    t = _table(str(tmp_path / "t"))
+    t.write({"id": list(range(0, 9000, 3)), "v": list(range(3000)), "s": ["a"] * 3000})
+    ts = t.directory.schema
+    types = {f.name: f.type for f in ts.file_schema}
+    columns = ts.file_key + ["_SEQUENCE_NUMBER", "v", "s"]
+    meta = t.plan().files[0].shifted(17)  # a write that lost a commit race, renumbered by its manifest entry
+    everything = pa.Table.from_batches(list(read_data_file(t.directory.storage, meta, columns)))
+    for k in (0, 4998, 8997, 1):
+        pieces = point._file_rows(t.directory, meta, [(k,)], columns, types)
+        assert pieces is not None
+        got = [row for piece in pieces for row in piece.to_pylist()]
+        expected = everything.filter(pa.compute.equal(everything.column("_KEY_id"), k))
+        assert got == expected.to_pylist() and len(got) == (k % 3 == 0)
