@@ -192,7 +192,8 @@ class _FileIndex:
 # footers and page-index bounds of recently searched files; None for a file the path cannot use
 _indexes: FileCache[_FileIndex | None] = FileCache(max_entries=256)
 # decoded key pages: (file, row group, page) -> the key columns of the page's rows
-_key_pages: FileCache[pa.Table] = FileCache(max_entries=4096, max_bytes=64 << 20, weight=lambda t: t.nbytes)
+_key_pages: FileCache[_KeyPage] = FileCache(max_entries=4096, max_bytes=64 << 20,
+                                            weight=lambda p: 2 * p.rows.nbytes)
 
 
 def _open(file: str | StoredFile) -> Any:
@@ -375,19 +376,22 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
                 pages = index.offsets(group, index.columns[file_key[0]])
                 first = pages[page].first_row
                 end = pages[page + 1].first_row if page + 1 < len(pages) else index.layout.row_counts[group]
-                key_rows = _key_pages.get_keyed(
+                key_page = _key_pages.get_keyed(
                     (index.token, group, page),
-                    functools.partial(_decode, f, path, index, group, file_key, first, end, types))
-                hits = _matches(key_rows, file_key, wanted[i])
+                    functools.partial(_key_page, f, path, index, group, file_key, first, end, types))
+                key_rows = key_page.rows
+                hits = _matches(key_page, file_key, wanted[i])
                 if deleted is not None and hits.size:
                     hits = hits[~np.isin(hits + index.row_starts[group] + first, deleted)]
                 if not hits.size:
                     continue
                 low, high = int(hits[0]), int(hits[-1]) + 1
-                rows = key_rows.take(pa.array(hits))
+                together = high - low == hits.size  # the usual case: one key's rows, side by side
+                rows = key_rows.slice(low, high - low) if together else key_rows.take(pa.array(hits))
                 if values:
                     rest = _decode(f, path, index, group, values, first + low, first + high, types)
-                    rest = rest.take(pa.array(hits - low))
+                    if not together:
+                        rest = rest.take(pa.array(hits - low))
                     for name in values:
                         rows = rows.append_column(name, rest.column(name))
                 pieces.append(rows.select(columns))
@@ -407,16 +411,42 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     return pieces
 
 
-def _matches(key_rows: pa.Table, file_key: list[str], keys: list[tuple]) -> np.ndarray:
-    """Positions (ascending) of the rows of `key_rows` equal to one of `keys`."""
+@dataclass
+class _KeyPage:
+    """A key page's key columns, and the first one as a NumPy array when it alone is the key
+    and is an ascending integer column (then a key's rows are found by binary search)."""
+
+    rows: pa.Table
+    ints: np.ndarray | None
+
+
+def _key_page(f: Any, path: str, index: _FileIndex, group: int, file_key: list[str], first: int, end: int,
+              types: dict[str, pa.DataType]) -> _KeyPage:
+    rows = _decode(f, path, index, group, file_key, first, end, types)
+    ints = None
+    column = rows.column(0)
+    if len(file_key) == 1 and pa.types.is_integer(column.type) and column.null_count == 0:
+        values = column.to_numpy()
+        if values.size < 2 or bool(np.all(values[1:] >= values[:-1])):
+            ints = values
+    return _KeyPage(rows, ints)
+
+
+def _matches(page: _KeyPage, file_key: list[str], keys: list[tuple]) -> np.ndarray:
+    """Positions (ascending) of the rows of a key page equal to one of `keys`."""
+    if page.ints is not None:
+        ints = page.ints
+        spans = [(int(np.searchsorted(ints, k[0], "left")), int(np.searchsorted(ints, k[0], "right")))
+                 for k in sorted(keys)]
+        return np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in spans]) if spans \
+            else np.empty(0, dtype=np.int64)
     mask = None
     for key in keys:
         one = None
         for name, value in zip(file_key, key):
-            column = key_rows.column(name)
+            column = page.rows.column(name)
             eq = pc.equal(column, pa.scalar(value, column.type))
             one = eq if one is None else pc.and_(one, eq)
         mask = one if mask is None else pc.or_(mask, one)
     assert mask is not None
-    return np.flatnonzero(mask.to_numpy(zero_copy_only=False).astype(bool, copy=False) if mask.null_count == 0
-                          else pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+    return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
