@@ -264,3 +264,17 @@ def test_a_renumbered_file_gives_its_shifted_sequence_numbers(tmp_path):
         got = [row for piece in pieces for row in piece.to_pylist()]
         expected = everything.filter(pa.compute.equal(everything.column("_KEY_id"), k))
         assert got == expected.to_pylist() and len(got) == (k % 3 == 0)
+
+
+def test_nested_columns_and_unordered_key_types_take_the_normal_path(tmp_path):
+    nested = Table.create(str(tmp_path / "n"), pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))]),
+                          primary_key="id", options={"write-only": "true"})
+    nested.write({"id": [1, 2], "tags": [["a"], ["b", None]]})
+    nested.write({"id": [2], "tags": [[]]})
+    assert nested.read(filter=("id", "=", 2)).to_pylist() == [{"id": 2, "tags": []}]
+    assert _point_files(nested) == 0
+    floats = Table.create(str(tmp_path / "f"), pa.schema([("x", pa.float64()), ("v", pa.int64())]),
+                          primary_key="x")
+    floats.write({"x": [0.5, -0.0], "v": [1, 2]})
+    fast, normal = _both(floats, filter=("x", "=", 0.0))
+    assert fast.equals(normal) and _both.point_files == 0  # type: ignore[attr-defined]
