@@ -103,6 +103,17 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
             kinds = any(m.delete_count for run in section for m in run)
             merged = len(section) > 1
             columns = ts.file_key + ([SEQUENCE_COLUMN] if merged else []) + ([KIND_COLUMN] if kinds else []) + values
+            if merged and ts.merge_engine == "deduplicate" and len(keys) == 1:
+                newest = _newest(directory, section, keys, columns, types)
+                if newest is None:
+                    return None
+                if newest is not _MERGE:
+                    files += sum(len(run) for run in section)
+                    read.stats.count([m for run in section for m in run])
+                    if newest.num_rows:
+                        parts.append(pa.table([newest.column(KEY_PREFIX + n if n in primary_key else n)
+                                               for n in names], names=names))
+                    continue
             runs = []
             for run in section:
                 found = []
@@ -136,6 +147,49 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
     if not exact and read.expression is not None:
         result = result.filter(read.expression)
     return result.select(read.columns)
+
+
+_MERGE = pa.table({})  # `_newest`'s answer when the versions are for the engine's merge to order
+
+
+def _newest(directory: TableDirectory, section: list[list[DataFileMeta]], keys: list[tuple], columns: list[str],
+            types: dict[str, pa.DataType]) -> pa.Table | None:
+    """A deduplicating table's answer for one key over several runs: its newest version (the
+    highest sequence number wins, a retraction removes the key), its values decoded in that one
+    file only — the others give just the key and sequence pages.  None: some file has no usable
+    page index; `_MERGE`: two versions share the highest sequence number (left to the merge)."""
+    slim = directory.schema.file_key + [SEQUENCE_COLUMN]
+    best: tuple[int, DataFileMeta] | None = None
+    tied = False
+    for run in section:
+        for meta in run:
+            pieces = _file_rows(directory, meta, keys, slim, types)
+            if pieces is None:
+                return None
+            for piece in pieces:
+                seqs = piece.column(SEQUENCE_COLUMN).to_numpy()
+                top = int(seqs.max())
+                if best is None or top > best[0]:
+                    best, tied = (top, meta), int((seqs == top).sum()) > 1
+                elif top == best[0]:
+                    tied = True
+    if best is None:
+        return _empty_rows(columns, types)
+    if tied:
+        return _MERGE
+    pieces = _file_rows(directory, best[1], keys, columns, types)
+    if not pieces:
+        return None  # the file changed between the two looks: read normally
+    rows = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+    at = int(np.flatnonzero(rows.column(SEQUENCE_COLUMN).to_numpy() == best[0])[0])
+    row = rows.slice(at, 1)
+    if KIND_COLUMN in columns and row.column(KIND_COLUMN)[0].as_py() in retraction_kinds().to_pylist():
+        return _empty_rows(columns, types)
+    return row
+
+
+def _empty_rows(columns: list[str], types: dict[str, pa.DataType]) -> pa.Table:
+    return pa.schema([(c, types[c]) for c in columns]).empty_table()
 
 
 # ---------------------------------------------------------------- one file
