@@ -33,6 +33,7 @@ from .values import decode_value, encode_value
 
 __all__ = [
     "MERGE_READ_ROWS",
+    "PAGE_ROWS",
     "POSITION_COLUMN",
     "READ_BATCH_ROWS",
     "ROW_GROUP_ROWS",
@@ -60,6 +61,11 @@ __all__ = [
 POSITION_COLUMN = "_POSITION"  # a row's position in its data file (not stored: `read_key_positions`)
 ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
 READ_BATCH_ROWS = 65536
+# a data page holds at most this many rows, and every file has a page index (offsets and per-page
+# min/max): a point lookup decodes the pages of its key, not the whole row group.  Half a row group:
+# measured on 500,000 rows like the table bench's (zstd): +14% write time, +0.8% size, full reads
+# unchanged; 2,048 rows cost +37% on writes and full reads (zstd starts over on every page)
+PAGE_ROWS = 4096
 # a merge holds a batch of every run at once: many runs read smaller batches, so a merge of
 # any fan-in holds about this many rows (and its batches stay in cache)
 MERGE_READ_ROWS = 16 * READ_BATCH_ROWS
@@ -307,6 +313,7 @@ class DataFileWriter:
             target, sample.schema, compression=self._codec(),
             use_dictionary=dictionary_columns(self.schema, sample),
             column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED") or None,
+            write_page_index=True, max_rows_per_page=PAGE_ROWS,
             bloom_filter_options=bloom.write_options(bloom_columns, ROW_GROUP_ROWS, options.bloom_fpp)
             if bloom_columns and options else None)
 

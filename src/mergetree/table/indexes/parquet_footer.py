@@ -8,6 +8,7 @@ nesting is limited.  Malformed input raises `MalformedFooter`, which callers tur
 `CorruptTableError` naming the file (`corrupt_file`)."""
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from typing import BinaryIO
 
 from ...errors import CorruptTableError
 
-__all__ = ["CONVERTED_TYPES", "PHYSICAL_TYPES", "ColumnChunk", "MalformedFooter", "SchemaElement",
-           "ThriftCompactReader", "bloom_filter_header", "corrupt_file", "file_metadata", "leaf_columns",
-           "read_exactly", "read_footer", "read_ranges"]
+__all__ = ["CONVERTED_TYPES", "PHYSICAL_TYPES", "ColumnChunk", "FileLayout", "MalformedFooter", "PageLocation",
+           "PageRun", "SchemaElement", "ThriftCompactReader", "ThriftCompactWriter", "bloom_filter_header",
+           "column_index", "corrupt_file", "file_layout", "file_metadata", "leaf_columns", "offset_index",
+           "page_file", "read_exactly", "read_footer", "read_ranges"]
 
 _TAIL_READ = 64 * 1024      # the first read of a footer: the file's last 64 KiB
 _COALESCE_GAP = 64 * 1024   # filters closer than this are read in one request
@@ -196,6 +198,35 @@ class ColumnChunk:
     has_meta: bool = False
     bloom_offset: int | None = None
     bloom_length: int | None = None
+    # where its pages are (what a page-level read needs)
+    encodings: tuple[int, ...] = ()
+    codec: int = 0
+    num_values: int = 0
+    total_uncompressed_size: int = 0
+    total_compressed_size: int = 0
+    data_page_offset: int = 0
+    dictionary_page_offset: int | None = None
+    # the page index: (offset, length) of its OffsetIndex and ColumnIndex, when written
+    offset_index: tuple[int, int] | None = None
+    column_index: tuple[int, int] | None = None
+
+
+@dataclass
+class FileLayout:
+    """A footer as a page-level read needs it: the schema (each element's Thrift bytes too, to
+    copy into a smaller file), each row group's column chunks and row count."""
+
+    schema: list[SchemaElement]
+    schema_bytes: list[bytes]
+    row_groups: list[list[ColumnChunk]]
+    row_counts: list[int]
+
+
+@dataclass
+class PageLocation:
+    offset: int
+    size: int
+    first_row: int
 
 
 def file_metadata(r: ThriftCompactReader) -> tuple[list[SchemaElement], list[list[ColumnChunk]]]:
@@ -216,6 +247,31 @@ def file_metadata(r: ThriftCompactReader) -> tuple[list[SchemaElement], list[lis
     if schema is None or row_groups is None:
         raise MalformedFooter("FileMetaData has no schema or no row groups")
     return schema, row_groups
+
+
+def file_layout(r: ThriftCompactReader) -> FileLayout:
+    """FileMetaData as a `FileLayout` (2 = schema, 4 = row groups; the rest is skipped)."""
+    schema: list[SchemaElement] | None = None
+    spans: list[bytes] = []
+    groups: list[tuple[list[ColumnChunk], int]] | None = None
+    for fid, t in r.fields():
+        if fid == 2:
+            r.expect(t, _LIST, "FileMetaData.schema")
+            size, _ = r.list_header(_STRUCT)
+            schema = []
+            for _ in range(size):
+                start = r.pos
+                schema.append(_schema_element(r))
+                spans.append(bytes(r.buf[start:r.pos]))
+        elif fid == 4:
+            r.expect(t, _LIST, "FileMetaData.row_groups")
+            size, _ = r.list_header(_STRUCT)
+            groups = [_row_group_rows(r) for _ in range(size)]
+        else:
+            r.skip(t, 1)
+    if schema is None or groups is None:
+        raise MalformedFooter("FileMetaData has no schema or no row groups")
+    return FileLayout(schema, spans, [g for g, _ in groups], [n for _, n in groups])
 
 
 def _schema_element(r: ThriftCompactReader) -> SchemaElement:
@@ -322,21 +378,29 @@ _LOGICAL_NAMES = {1: "STRING", 2: "MAP", 3: "LIST", 4: "ENUM", 6: "DATE", 11: "U
 
 
 def _row_group(r: ThriftCompactReader) -> list[ColumnChunk]:
+    return _row_group_rows(r)[0]
+
+
+def _row_group_rows(r: ThriftCompactReader) -> tuple[list[ColumnChunk], int]:
     chunks: list[ColumnChunk] | None = None
+    rows = None
     for fid, t in r.fields():
         if fid == 1:
             r.expect(t, _LIST, "RowGroup.columns")
             size, _ = r.list_header(_STRUCT)
             chunks = [_column_chunk(r) for _ in range(size)]
+        elif fid == 3:
+            rows = r.integer(t)
         else:
             r.skip(t, 2)
-    if chunks is None:
-        raise MalformedFooter("a RowGroup has no columns")
-    return chunks
+    if chunks is None or rows is None or rows < 0:
+        raise MalformedFooter("a RowGroup has no columns or no row count")
+    return chunks, rows
 
 
 def _column_chunk(r: ThriftCompactReader) -> ColumnChunk:
     chunk = ColumnChunk()
+    offset_index_at = offset_index_length = column_index_at = column_index_length = None
     for fid, t in r.fields():
         if fid == 1:
             r.expect(t, _BINARY, "ColumnChunk.file_path")
@@ -344,8 +408,24 @@ def _column_chunk(r: ThriftCompactReader) -> ColumnChunk:
         elif fid == 3:
             r.expect(t, _STRUCT, "ColumnChunk.meta_data")
             _column_meta_data(r, chunk)
+        elif fid in (4, 6):
+            offset = r.integer(t)
+            if fid == 4:
+                offset_index_at = offset
+            else:
+                column_index_at = offset
+        elif fid in (5, 7):
+            length = r.integer(t)
+            if fid == 5:
+                offset_index_length = length
+            else:
+                column_index_length = length
         else:
             r.skip(t, 3)
+    if offset_index_at is not None and offset_index_length is not None:
+        chunk.offset_index = (offset_index_at, offset_index_length)
+    if column_index_at is not None and column_index_length is not None:
+        chunk.column_index = (column_index_at, column_index_length)
     return chunk
 
 
@@ -358,12 +438,216 @@ def _column_meta_data(r: ThriftCompactReader, chunk: ColumnChunk) -> None:
             r.expect(t, _LIST, "ColumnMetaData.path_in_schema")
             size, _ = r.list_header(_BINARY)
             chunk.path = tuple(r.binary().decode("utf-8", "replace") for _ in range(size))
+        elif fid == 2:
+            r.expect(t, _LIST, "ColumnMetaData.encodings")
+            size, _ = r.list_header(_I32)
+            chunk.encodings = tuple(r.zigzag() for _ in range(size))
+        elif fid == 4:
+            chunk.codec = r.integer(t)
+        elif fid == 5:
+            chunk.num_values = r.integer(t)
+        elif fid == 6:
+            chunk.total_uncompressed_size = r.integer(t)
+        elif fid == 7:
+            chunk.total_compressed_size = r.integer(t)
+        elif fid == 9:
+            chunk.data_page_offset = r.integer(t)
+        elif fid == 11:
+            chunk.dictionary_page_offset = r.integer(t)
         elif fid == 14:
             chunk.bloom_offset = r.integer(t)
         elif fid == 15:
             chunk.bloom_length = r.integer(t)
         else:
             r.skip(t, 4)
+
+
+def offset_index(buf: bytes | memoryview) -> list[PageLocation]:
+    """An OffsetIndex: where each data page of a column chunk is and its first row (rows
+    counted from the row group's start), checked to be in order."""
+    r = ThriftCompactReader(buf)
+    pages: list[PageLocation] | None = None
+    for fid, t in r.fields():
+        if fid == 1:
+            r.expect(t, _LIST, "OffsetIndex.page_locations")
+            size, _ = r.list_header(_STRUCT)
+            pages = [_page_location(r) for _ in range(size)]
+        else:
+            r.skip(t, 1)
+    if not pages:
+        raise MalformedFooter("an OffsetIndex has no page locations")
+    if pages[0].first_row != 0:
+        raise MalformedFooter(f"an OffsetIndex's first page starts at row {pages[0].first_row}, not 0")
+    for before, after in itertools.pairwise(pages):
+        if after.first_row <= before.first_row or after.offset < before.offset + before.size:
+            raise MalformedFooter("an OffsetIndex's pages are out of order or overlap")
+    return pages
+
+
+def _page_location(r: ThriftCompactReader) -> PageLocation:
+    offset = size = first = None
+    for fid, t in r.fields():
+        if fid == 1:
+            offset = r.integer(t)
+        elif fid == 2:
+            size = r.integer(t)
+        elif fid == 3:
+            first = r.integer(t)
+        else:
+            r.skip(t, 2)
+    if offset is None or size is None or first is None or offset < 0 or size <= 0 or first < 0:
+        raise MalformedFooter("a PageLocation lacks or has a bad offset, size or first row")
+    return PageLocation(offset, size, first)
+
+
+def column_index(buf: bytes | memoryview) -> tuple[list[bool], list[bytes], list[bytes]]:
+    """A ColumnIndex: per page, whether it holds only nulls, and its min and max value (as the
+    plain encoding of the column's physical type)."""
+    r = ThriftCompactReader(buf)
+    null_pages: list[bool] | None = None
+    bounds: dict[int, list[bytes]] = {}
+    for fid, t in r.fields():
+        if fid == 1:
+            r.expect(t, _LIST, "ColumnIndex.null_pages")
+            size, _ = r.list_header(_TRUE)
+            null_pages = [r.byte() == 1 for _ in range(size)]  # a bool element is a byte: 1 true, 2 false
+        elif fid in (2, 3):
+            r.expect(t, _LIST, "ColumnIndex bounds")
+            size, _ = r.list_header(_BINARY)
+            bounds[fid] = [r.binary() for _ in range(size)]
+        else:
+            r.skip(t, 1)
+    if null_pages is None or 2 not in bounds or 3 not in bounds \
+            or not len(null_pages) == len(bounds[2]) == len(bounds[3]):
+        raise MalformedFooter("a ColumnIndex lacks null pages or bounds, or their counts differ")
+    return null_pages, bounds[2], bounds[3]
+
+
+class ThriftCompactWriter:
+    """Just enough of the Thrift compact protocol to write a small Parquet footer."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self._last = [0]
+
+    def _varint(self, n: int) -> None:
+        while n >= 0x80:
+            self.out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        self.out.append(n)
+
+    def _zigzag(self, n: int) -> None:
+        self._varint((n << 1) ^ (n >> 63))
+
+    def field(self, fid: int, ctype: int) -> None:
+        delta = fid - self._last[-1]
+        if 0 < delta <= 15:
+            self.out.append((delta << 4) | ctype)
+        else:
+            self.out.append(ctype)
+            self._zigzag(fid)
+        self._last[-1] = fid
+
+    def integer(self, fid: int, value: int, ctype: int = _I64) -> None:
+        self.field(fid, ctype)
+        self._zigzag(value)
+
+    def binary(self, fid: int, value: bytes) -> None:
+        self.field(fid, _BINARY)
+        self._varint(len(value))
+        self.out += value
+
+    def list_of(self, fid: int, etype: int, size: int) -> None:
+        self.field(fid, _LIST)
+        if size < 15:
+            self.out.append((size << 4) | etype)
+        else:
+            self.out.append(0xF0 | etype)
+            self._varint(size)
+
+    def element_integer(self, value: int) -> None:
+        self._zigzag(value)
+
+    def element_binary(self, value: bytes) -> None:
+        self._varint(len(value))
+        self.out += value
+
+    def begin(self, fid: int | None = None) -> None:
+        """A struct: as field `fid`, or as a list element (None)."""
+        if fid is not None:
+            self.field(fid, _STRUCT)
+        self._last.append(0)
+
+    def end(self) -> None:
+        self.out.append(_STOP)
+        self._last.pop()
+
+
+@dataclass
+class PageRun:
+    """Some consecutive data pages of one column chunk (with its dictionary page, if any) as
+    they are in the file, and the rows they hold."""
+
+    chunk: ColumnChunk
+    schema_element: bytes  # the leaf's SchemaElement as written
+    dictionary: bytes | memoryview
+    pages: bytes | memoryview
+    rows: int
+
+
+def page_file(runs: Sequence[PageRun]) -> bytes:
+    """A Parquet file of one row group holding just these page runs (all of the same rows,
+    flat top-level columns) under a footer written here: a reader decodes those pages only."""
+    body = bytearray(b"PAR1")
+    w = ThriftCompactWriter()
+    w.integer(1, 1, _I32)  # version
+    w.list_of(2, _STRUCT, len(runs) + 1)
+    w.begin()
+    w.binary(4, b"schema")
+    w.integer(5, len(runs), _I32)
+    w.end()
+    for run in runs:
+        w.out += run.schema_element
+    rows = runs[0].rows if runs else 0
+    w.integer(3, rows)
+    w.list_of(4, _STRUCT, 1)
+    w.begin()
+    w.list_of(1, _STRUCT, len(runs))
+    size = 0
+    for run in runs:
+        c = run.chunk
+        start = len(body)
+        body += run.dictionary
+        data_at = len(body)
+        body += run.pages
+        length = len(body) - start
+        size += length
+        w.begin()
+        w.integer(2, start)
+        w.begin(3)
+        w.integer(1, c.type or 0, _I32)
+        w.list_of(2, _I32, len(c.encodings))
+        for e in c.encodings:
+            w.element_integer(e)
+        w.list_of(3, _BINARY, len(c.path))
+        for part in c.path:
+            w.element_binary(part.encode("utf-8"))
+        w.integer(4, c.codec, _I32)
+        w.integer(5, run.rows)
+        w.integer(6, length)
+        w.integer(7, length)
+        w.integer(9, data_at)
+        if len(run.dictionary):
+            w.integer(11, start)
+        w.end()
+        w.end()
+    w.integer(2, size)
+    w.integer(3, rows)
+    w.end()
+    w.out.append(_STOP)
+    body += w.out
+    body += len(w.out).to_bytes(4, "little") + b"PAR1"
+    return bytes(body)
 
 
 # what every writer puts after numBytes: algorithm BLOCK, hash XXHASH, compression UNCOMPRESSED

@@ -11,15 +11,20 @@ import pyarrow as pa
 from ..directory import TableDirectory
 from .merged import read_bucket
 from .model import BucketPlan, PreparedRead
+from .point import read_points
 from .topn import cannot_beat, final_units, in_reading_order, top_rows
 
 __all__ = ["read_table", "scan_table"]
 
 def read_table(directory: TableDirectory, read: PreparedRead, threads: int | None) -> pa.Table:
     """Every bucket of the plan, read in `threads` threads (default: one per CPU; the merge and
-    Parquet decoding run without the GIL, so they overlap), bucket after bucket; or a Top-N
-    read; or a read that stops after `limit` rows."""
-    if read.order_by:
+    Parquet decoding run without the GIL, so they overlap), bucket after bucket; or a point
+    lookup through the files' page indexes (`point.read_points`); or a Top-N read; or a read
+    that stops after `limit` rows."""
+    point = read_points(directory, read)
+    if point is not None:
+        out = point
+    elif read.order_by:
         out = _read_top_n(directory, read)
     elif read.limit is not None:
         out = _read_first(directory, read)

@@ -24,7 +24,7 @@ from ..files import DataFileMeta, batch_rows_for, read_run
 from ..schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .model import BucketPlan, ReadStats
 
-__all__ = ["ordered_by_file", "read_bucket", "select_bucket"]
+__all__ = ["merge_runs", "ordered_by_file", "read_bucket", "select_bucket", "table_columns"]
 
 def _in_range(directory: TableDirectory, batch: pa.RecordBatch, key_range: tuple[Any, Any] | None
               ) -> pa.RecordBatch:
@@ -127,7 +127,7 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
                               row_filter=key_filter, row_groups=row_groups):
             if kinds:
                 batch = batch.filter(pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())))
-            yield RowSelection.of_batch(_table_columns(ts, batch, names))
+            yield RowSelection.of_batch(table_columns(ts, batch, names))
         return
     batch_rows = batch_rows_for(len(section))
     if ordered_by_file(section):  # each file's rows take its newest sequence number: the same order, nothing decoded
@@ -137,11 +137,21 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
         columns = ts.file_key + [SEQUENCE_COLUMN] + kinds + values
         runs = [read_run(directory.storage, run, columns=columns, row_filter=key_filter, row_groups=row_groups,
                          batch_rows=batch_rows) for run in section]
+    yield from merge_runs(directory, runs, names, bool(kinds), merge_threads, stats)
+
+
+def merge_runs(directory: TableDirectory, runs: list, names: list[str], kinds: bool,
+               merge_threads: int = 1, stats: ReadStats | None = None) -> Iterator[RowSelection]:
+    """Sorted runs of a section (each an iterable of batches in the data files' columns: the key,
+    sequence, kind when `kinds`, values) merged with the table's engine, as selections whose
+    batches hold the table columns `names`, retractions dropped; `stats` counts the rows merged
+    and stretched once the merge is read to its end."""
+    ts = directory.schema
     aggregations = {c: f for c, f in (directory.options.aggregations or {}).items() if c in names}
     reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN if kinds else None,
                    engine=ts.merge_engine, aggregations=aggregations or None, threads=merge_threads)
     for selection in reader.selections():
-        yield selection.map_pieces(lambda batch: _table_columns(ts, batch, names))
+        yield selection.map_pieces(lambda batch: table_columns(ts, batch, names))
     if stats is not None:
         merge_stats = reader.stats
         stats.count_merge(merge_stats.rows_in, merge_stats.rows_stretched)
@@ -180,7 +190,7 @@ def _with_file_sequence(root: Store, run: list[DataFileMeta], columns: list[str]
             yield batch.add_column(0, field_, sequence)
 
 
-def _table_columns(ts: TableSchema, batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
+def table_columns(ts: TableSchema, batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
     """The table's `names` columns of a file batch, key columns from their `_KEY_` columns."""
     primary_key = set(ts.primary_key)
     columns = [batch.column(KEY_PREFIX + n if n in primary_key else n) for n in names]

@@ -115,6 +115,7 @@ class ReadStats:
     used_preaggregates: int = 0  # files answered from their pre-aggregates (Table.aggregate)
     rows_merged: int = 0      # rows read through a merge of several runs
     rows_stretched: int = 0   # of those, rows that met no other run's keys: handed on as slices
+    point_files: int = 0      # files a point lookup searched through their page index (`read.point`)
     # the requests the table's store made for the whole read, plan included (a local table's
     # data files are read by pyarrow from their paths and not counted)
     requests: dict[str, int] = field(default_factory=dict)
