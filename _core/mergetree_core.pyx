@@ -442,6 +442,7 @@ cdef inline int try_stretch(MergeState* m, int32_t w, int32_t bound) noexcept no
     m.stretch_len = length
     leaf.row += length - 1
     leaf.pos += length - 1
+    load_key(leaf, m.skip)  # the order check of the next row compares with the stretch's last
     m.rows_in += length
     m.rows_stretched += length
     m.streak = m.streak_min  # the run's next batch may go whole too
@@ -728,6 +729,7 @@ cdef int fixed_step(MergeState* m, const fixed_t* tag) noexcept nogil:
         old_key = fixed_prefix((<const fixed_t*>leaf.keys[0].values)[leaf.row])
         leaf.row += 1
         leaf.pos += 1
+        w.seq = 0  # without a sequence column every row's is 0: ties go to the run order
         w.tag = <uint64_t>run
         fixed_row(leaf, leaf.row, has_seq, &w, tag)
         if check_order and w.key <= old_key:

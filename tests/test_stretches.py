@@ -99,16 +99,21 @@ def merged(runs, shapes, schema, key, **kwargs) -> tuple[pa.Table, mergetree.Mer
 def test_stretches_equal_model_and_plain_path(data, engine, keys, algorithm):
     key_types = KEYS[keys]
     with_kind = data.draw(st.booleans())
+    # without a sequence column, versions of a key are ordered by their runs alone
+    with_sequence = data.draw(st.booleans())
     kinds = st.sampled_from([0, 2]) if engine == "first-row" else st.integers(0, 3)
     runs = data.draw(patterned_runs(key_types, with_kind, kinds))
+    if not with_sequence:
+        runs = [[{k: v for k, v in row.items() if k != "seq"} for row in run] for run in runs]
     shapes = data.draw(run_shapes(len(runs)))
-    schema = make_schema(key_types, kind=with_kind)
+    schema = make_schema(key_types, kind=with_kind, sequence=with_sequence)
     key = [f"k{i}" for i in range(len(key_types))]
-    kwargs = dict(engine=engine, algorithm=algorithm, keep_deletes=data.draw(st.booleans()), sequence="seq",
+    sequence = "seq" if with_sequence else None
+    kwargs = dict(engine=engine, algorithm=algorithm, keep_deletes=data.draw(st.booleans()), sequence=sequence,
                   kind="kind" if with_kind else None, batch_size=data.draw(st.sampled_from([1, 3, 65536])))
     if engine not in ("deduplicate", "partial-update"):
         kwargs["keep_deletes"] = False
-    expected = merge_model(runs, key, sequence="seq", kind=kwargs["kind"], engine=engine,
+    expected = merge_model(runs, key, sequence=sequence, kind=kwargs["kind"], engine=engine,
                            keep_deletes=kwargs["keep_deletes"], columns=schema.names)
     min_rows, min_streak = data.draw(st.sampled_from([(1, 1), (1, 2), (2, 1), (3, 2)]))
     with stretch_rules(OFF):
@@ -150,6 +155,26 @@ def test_disjoint_runs_leave_as_slices_of_their_input(algorithm):
     # and a stretch is the input's memory, not a copy
     inputs = {run["k"].chunks[0].buffers()[1].address for run in runs}
     assert any(chunk.buffers()[1].address in inputs for chunk in out["k"].chunks)
+
+
+@pytest.mark.parametrize("algorithm", ["loser-tree", "heap"])
+def test_a_newer_run_ties_with_a_stretch_end_without_sequences(algorithm):
+    # the row after a stretch climbs with run order as its only tie-break: the newer run's
+    # version of the shared key comes last (and wins)
+    older = pa.table({"k": np.arange(1000, dtype=np.int64), "v": np.zeros(1000, dtype=np.int64)})
+    newer = pa.table({"k": np.array([999], dtype=np.int64), "v": np.array([1])})
+    out = mergetree.merge([older, newer], "k", algorithm=algorithm).read_all()
+    assert out.num_rows == 1000 and out.to_pylist()[-1] == {"k": 999, "v": 1}
+    every = mergetree.merge([older, newer], "k", engine="none", algorithm=algorithm).read_all()
+    assert every["v"].to_pylist()[-2:] == [0, 1]
+
+
+def test_stretches_carry_the_merge_schema():
+    schema = pa.schema([pa.field("k", pa.int64())])
+    runs = [pa.table({"k": np.arange(i * 1000, (i + 1) * 1000, dtype=np.int64)},
+                     schema=schema.with_metadata({"run": str(i)})) for i in range(2)]
+    reader = mergetree.merge(runs, "k", engine="none")
+    assert all(batch.schema.equals(reader.schema, check_metadata=True) for batch in reader)
 
 
 def test_interleaved_runs_take_no_stretch():

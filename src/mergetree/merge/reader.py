@@ -475,6 +475,8 @@ class MergeReader:
         current batch, not copied."""
         run, pos, length = self._running().stretch
         (start, batch), = self._slices(run, pos, pos + length)  # a stretch lies in one batch
+        if not batch.schema.equals(self.schema, check_metadata=True):  # a run's own metadata stays out
+            batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
         for retained in self._retained:  # nothing pending: only current batches are referenced
             del retained[:-1]
         retract = self._engine.retractions(batch)
