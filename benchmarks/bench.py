@@ -160,8 +160,9 @@ def _parser() -> argparse.ArgumentParser:
         ".venv-paimon or MERGETREE_PAIMON_PYTHON) in 4, 8 and 16 commits of half the keys each, bucket=1 and 4: "
         "full reads and 100 point lookups through pypaimon, pypaimon-rust (when installed) and mergetree.paimon, "
         "then mergetree.paimon.compact(full=True) against a pyarrow read + rewrite of the same files, and the reads "
-        "again; targets: reads 30x pypaimon and 1.5x pypaimon-rust, lookups no slower than pypaimon-rust, every "
-        "reader faster after compaction, compaction at 70% of the rewrite's rows/s (see benchmarks/bench_paimon.py)")
+        "again; targets: reads 30x pypaimon and 1.5x pypaimon-rust (per wall second and per CPU-second), lookups "
+        "no slower than pypaimon-rust, every reader faster after compaction, compaction at 70% of the rewrite's "
+        "rows/s (see benchmarks/bench_paimon.py)")
     paimon.add_argument("--paimon", action="store_true", help="also run the paimon workload")
     paimon.add_argument("--paimon-only", action="store_true", help="run only the paimon workload")
     paimon.add_argument("--paimon-keys", type=bench_paimon.keys_argument, metavar="KEYS",
