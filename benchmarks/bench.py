@@ -79,7 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mergetree bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Time mergetree's deduplicate merge against heapq.merge, pyarrow, polars and duckdb "
-                    "on int64 and 128-character string keys; every output is checked against mergetree's. "
+                    "on int64 and 128-character string keys, then its merge of every row of interleaved, disjoint "
+                    "and 10%-overlap runs against polars merge_sorted and DataFusion's SortPreservingMergeExec; "
+                    "every output is checked. "
                     "The workload groups below add (--NAME) or run alone (--NAME-only) the other benchmarks.")
     parser.add_argument("--rows", type=int, default=bm.DEFAULT_ROWS, help="input rows of the int64 workload")
     parser.add_argument("--string-rows", type=int, default=bm.DEFAULT_STRING_ROWS,
