@@ -1222,10 +1222,11 @@ def paimon_targets(report: PaimonReport) -> list[Target]:
 
 
 def _per_cpu_text(mine: PaimonResult | None, theirs: PaimonResult | None) -> str:
-    """`` (12.3M / 8.1M rows per CPU-second)``, or nothing when a side is missing."""
+    """`` (12.30 M / 8.10 M rows per CPU-second)``, or nothing when a side is missing."""
     if mine is None or theirs is None or not mine.rows_per_cpu_second > 0 or not theirs.rows_per_cpu_second > 0:
         return ""
-    return f" ({rate_text(mine.rows_per_cpu_second)} / {rate_text(theirs.rows_per_cpu_second)} rows per CPU-second)"
+    return (f" ({mine.rows_per_cpu_second / 1e6:.2f} M / {theirs.rows_per_cpu_second / 1e6:.2f} M rows per "
+            "CPU-second)")
 
 
 def dv_targets(report: PaimonReport) -> list[Target]:
