@@ -24,8 +24,8 @@ deduplicate merge, ``--sorted-merge-only`` alone): ``--rows`` int64 rows (same c
 in K = ``--runs`` and 2K sorted runs whose key ranges are interleaved (every run over one range,
 the ``int64`` shape), disjoint (each run above the one before: time-ordered keys) or overlap by a
 tenth (``data.ranged_runs``), merged into one key-ordered stream of every row: mergetree
-(``engine="none"``, one thread and two) against polars ``merge_sorted`` (chained, as a balanced
-tree, and ``pl.merge_sorted``; the runs as contiguous DataFrames, prepared untimed) and DataFusion's
+(``engine="none"``, one thread and two) against polars ``merge_sorted`` (as a balanced tree and
+``pl.merge_sorted``; the runs as contiguous DataFrames, prepared untimed) and DataFusion's
 ``SortPreservingMergeExec`` over one file per run with the sort order declared (Parquet: its
 time includes decoding; uncompressed Arrow IPC: the nearest to in-memory batches that
 datafusion-python allows; the plan is checked).  Every output must hold every input row once
@@ -57,6 +57,7 @@ from .data import KEY, MERGE_SEED, SEQ, SORTED_MERGE_OVERLAPS, int_runs, k16_run
 from .report import rate_text
 
 __all__ = ["MergedRows", "PlanError", "Result", "SortedContender", "SortedWorkload", "Workload", "best_peer",
+           "cpu_ns_per_row",
            "disjoint_vs_interleaved", "format_results", "format_sorted_results", "make_sorted_workload", "merge_json",
            "ns_per_row", "plan_problem", "plot_results", "run_bench", "run_sorted_merge_bench", "run_thread_scaling",
            "sorted_best_peer", "sorted_contenders", "sorted_merge_json", "sorted_targets", "sorted_workload_name",
@@ -281,6 +282,7 @@ class Result:
     rows_out: int = 0
     seconds: float = float("nan")
     threads: int = 1
+    cpu_seconds: float = float("nan")  # the sorted merge: the least process CPU time of the runs, every thread
     key_comparisons: int | None = None
     sequence_comparisons: int | None = None
     check: str = "ok"  # "ok", or why the output cannot be trusted
@@ -460,7 +462,6 @@ def _in_threads(task: Callable, inputs: list) -> None:
 SORTED_RUN_COUNTS = (1, 2)  # K = --runs and twice --runs (8 and 16 by default)
 SORTED_MERGETREE = "mergetree"
 SORTED_MERGETREE_THREADS = "mergetree threads=2"
-POLARS_CHAIN = "polars merge_sorted chain"
 POLARS_TREE = "polars merge_sorted tree"
 POLARS_LIST = "polars pl.merge_sorted"
 DATAFUSION_PARQUET = "datafusion parquet"
@@ -525,14 +526,6 @@ def _polars_frames(runs, directory):
     import polars as pl
 
     return [pl.from_arrow(run).rechunk() for run in runs]  # one contiguous chunk a column: polars' fastest form
-
-
-def _polars_chain(frames):
-    """Each frame merged into the merge of the ones before: ((a + b) + c) + ..."""
-    merged = frames[0].lazy()
-    for frame in frames[1:]:
-        merged = merged.merge_sorted(frame.lazy(), KEY)
-    return merged.collect().to_arrow()
 
 
 def _polars_tree(frames):
@@ -615,8 +608,8 @@ def sorted_contenders() -> list[SortedContender]:
                                   peer=False)]
     polars_threads = _polars_threads()
     if polars_threads is not None:
-        contenders += [SortedContender(POLARS_CHAIN, _polars_frames, _polars_chain, polars_threads),
-                       SortedContender(POLARS_TREE, _polars_frames, _polars_tree, polars_threads),
+        # (a chain, ((a + b) + c) + ..., was slower than both on every workload at 8M rows)
+        contenders += [SortedContender(POLARS_TREE, _polars_frames, _polars_tree, polars_threads),
                        SortedContender(POLARS_LIST, _polars_frames, _polars_list, polars_threads)]
     if not _datafusion_missing():
         threads = os.cpu_count() or 1
@@ -685,6 +678,8 @@ def _bench_sorted_workload(workload: SortedWorkload, contenders: list, repeat: i
                 else:
                     if not run.seconds >= results[i].seconds:  # nan at first
                         results[i].seconds = run.seconds
+                    if not run.cpu_seconds >= results[i].cpu_seconds:
+                        results[i].cpu_seconds = run.cpu_seconds
                     if not results[i].rows_out:  # the first output is checked, then let go
                         results[i].rows_out = run.output.num_rows
                         results[i].check = expected.check(run.output)
@@ -716,17 +711,27 @@ def ns_per_row(result: Result) -> float:
     return 1e9 / result.rows_per_second if result.rows_per_second > 0 else float("nan")
 
 
+def cpu_ns_per_row(result: Result) -> float:
+    """Process CPU nanoseconds (every thread) per input row."""
+    ok = result.ok and result.rows_in > 0 and result.cpu_seconds > 0
+    return 1e9 * result.cpu_seconds / result.rows_in if ok else float("nan")
+
+
 def _sorted_find(results: list, workload: str, contender: str) -> Result | None:
     return next((r for r in results if r.workload == workload and r.contender == contender and r.ok), None)
 
 
-def sorted_best_peer(results: list, workload: str) -> tuple[str, float] | None:
-    """The fastest peer of a sorted-merge workload and mergetree's (one thread) speed over its."""
+def sorted_best_peer(results: list, workload: str, cpu: bool = False) -> tuple[str, float] | None:
+    """The fastest peer of a sorted-merge workload and mergetree's (one thread) speed over its:
+    per wall second, or with ``cpu`` per CPU-second (the peer using the least CPU per row)."""
     peers = [r for r in results if r.workload == workload and r.ok and r.contender not in
              (SORTED_MERGETREE, SORTED_MERGETREE_THREADS)]
     mine = _sorted_find(results, workload, SORTED_MERGETREE)
     if not peers or mine is None:
         return None
+    if cpu:
+        cheapest = min(peers, key=cpu_ns_per_row)
+        return cheapest.contender, cpu_ns_per_row(cheapest) / cpu_ns_per_row(mine)
     fastest = max(peers, key=lambda r: r.rows_per_second)
     return fastest.contender, mine.rows_per_second / fastest.rows_per_second
 
@@ -775,23 +780,28 @@ def _target_line(target: dict) -> str:
 
 def format_sorted_results(results: list) -> Group:
     """The sorted merge's table (ns per input row), then the targets and what each peer's time holds."""
-    rows = [("workload", "contender", "threads", "rows", "best s", "ns/row", "rows/s", "mergetree is")]
+    rows = [("workload", "contender", "threads", "rows", "best s", "ns/row", "rows/s", "mergetree is", "cpu ns/row",
+             "mergetree is (cpu)")]
     for r in results:
         mine = _sorted_find(results, r.workload, SORTED_MERGETREE)
         if r.contender == SORTED_MERGETREE and r.ok:
-            shown = "(reference)"
+            shown = shown_cpu = "(reference)"
         elif r.ok and mine is not None:
             shown = f"{mine.rows_per_second / r.rows_per_second:.2f}x"
+            shown_cpu = f"{cpu_ns_per_row(r) / cpu_ns_per_row(mine):.2f}x"
         else:
-            shown = escape(r.check)
+            shown, shown_cpu = escape(r.check), ""
         rows.append((r.workload, r.contender, str(r.threads), f"{r.rows_in:,}", f"{r.seconds:.3f}" if r.ok else "-",
-                     f"{ns_per_row(r):.1f}" if r.ok else "-", rate_text(r.rows_per_second), shown))
-    table = render.text_table(rows, right_aligned={2, 3, 4, 5, 6})
+                     f"{ns_per_row(r):.1f}" if r.ok else "-", rate_text(r.rows_per_second), shown,
+                     f"{cpu_ns_per_row(r):.1f}" if r.ok else "-", shown_cpu))
+    table = render.text_table(rows, right_aligned={2, 3, 4, 5, 6, 7, 8, 9})
     lines = ["targets:", *(f"  {_target_line(t)}" for t in sorted_targets(results)),
              "mergetree: mergetree.merge(runs, 'k', sequence='seq', engine='none') on the Arrow runs as generated "
              "(65,536-row batches), read_all",
-             "polars: the runs as contiguous DataFrames (prepared untimed); LazyFrame.merge_sorted chained "
-             "((a+b)+c)..., as a balanced tree, or pl.merge_sorted(frames), collected once, to_arrow timed",
+             "polars: the runs as contiguous DataFrames (prepared untimed); LazyFrame.merge_sorted as a balanced tree "
+             "or pl.merge_sorted(frames), collected once, to_arrow timed",
+             "ns/row: the best wall time per input row (the targets); cpu ns/row: the least process CPU time per "
+             "input row, every thread counted (polars and DataFusion use every core, mergetree one)",
              f"datafusion: one file per run, WITH ORDER ({KEY} ASC), target_partitions = K, no file splitting; "
              "the plan is checked to be a SortPreservingMergeExec over the files and no SortExec. "
              "'datafusion parquet' includes Parquet decoding; 'datafusion arrow-ipc' reads uncompressed Arrow IPC "
@@ -806,8 +816,10 @@ def sorted_merge_json(results: list) -> dict:
     """The sorted merge's results, ns per row, ratios and targets, JSON-ready."""
     workloads = dict.fromkeys(r.workload for r in results)
     return {
-        "results": [{**r.to_dict(), "ns_per_row": ns_per_row(r)} for r in results],
+        "results": [{**r.to_dict(), "ns_per_row": ns_per_row(r), "cpu_ns_per_row": cpu_ns_per_row(r)}
+                    for r in results],
         "best_peer": {w: sorted_best_peer(results, w) for w in workloads},
+        "best_peer_per_cpu": {w: sorted_best_peer(results, w, cpu=True) for w in workloads},
         "disjoint_vs_interleaved": {str(k): disjoint_vs_interleaved(results, k) for k in _run_counts(results)},
         "targets": sorted_targets(results),
     }

@@ -46,7 +46,7 @@ def test_the_merge_bench_runs_and_checks_every_contender(tmp_path, capsys):
 def _expected_sorted_contenders() -> list[str]:
     names = [bm.SORTED_MERGETREE, bm.SORTED_MERGETREE_THREADS]
     if find_spec("polars"):
-        names += [bm.POLARS_CHAIN, bm.POLARS_TREE, bm.POLARS_LIST]
+        names += [bm.POLARS_TREE, bm.POLARS_LIST]
     if find_spec("datafusion"):
         names += [bm.DATAFUSION_PARQUET, bm.DATAFUSION_IPC]
     return names
@@ -57,8 +57,10 @@ def _the_sorted_merge_checks_out(numbers: dict, out: str, runs: int) -> None:
     contenders = _expected_sorted_contenders()
     results = numbers["results"]
     assert [(r["workload"], r["contender"]) for r in results] == [(w, c) for w in workloads for c in contenders]
-    assert all(r["check"] == "ok" and r["rows_out"] == r["rows_in"] and r["ns_per_row"] > 0 for r in results), \
+    assert all(r["check"] == "ok" and r["rows_out"] == r["rows_in"] and r["ns_per_row"] > 0
+               and r["cpu_ns_per_row"] > 0 for r in results), \
         [(r["workload"], r["contender"], r["check"]) for r in results if r["check"] != "ok"]
+    assert set(numbers["best_peer_per_cpu"]) == set(workloads)
     assert set(numbers["disjoint_vs_interleaved"]) == {str(runs), str(2 * runs)}
     assert all(v > 0 for v in numbers["disjoint_vs_interleaved"].values())
     targets = numbers["targets"]
