@@ -466,7 +466,7 @@ POLARS_TREE = "polars merge_sorted tree"
 POLARS_LIST = "polars pl.merge_sorted"
 DATAFUSION_PARQUET = "datafusion parquet"
 DATAFUSION_IPC = "datafusion arrow-ipc"
-SORTED_TARGETS = {  # the issue's targets: (name, least ratio)
+SORTED_TARGETS = {  # the issue's targets: name -> least ratio
     "disjoint_vs_interleaved": 5.0,   # mergetree's ns/row interleaved over its ns/row disjoint, per K
     "disjoint": 4.0,                  # mergetree over the best peer, per K
     "overlap10": 2.0,
@@ -506,7 +506,6 @@ class SortedContender:
     prepare: Callable  # (runs, directory) -> the timed call's input, untimed, once per workload
     run: Callable      # (prepared) -> pa.Table, sorted by KEY: the timed call
     threads: int = 1
-    peer: bool = True  # counted in "the best peer"
 
 
 class PlanError(RuntimeError):
@@ -603,9 +602,8 @@ def _datafusion_missing() -> bool:
 def sorted_contenders() -> list[SortedContender]:
     """Every contender of the sorted merge that can run here, mergetree (one thread) first."""
     runs_as_they_are = lambda runs, directory: runs  # noqa: E731 - mergetree takes the Arrow runs as they are
-    contenders = [SortedContender(SORTED_MERGETREE, runs_as_they_are, _sorted_mergetree(), peer=False),
-                  SortedContender(SORTED_MERGETREE_THREADS, runs_as_they_are, _sorted_mergetree(2), threads=2,
-                                  peer=False)]
+    contenders = [SortedContender(SORTED_MERGETREE, runs_as_they_are, _sorted_mergetree()),
+                  SortedContender(SORTED_MERGETREE_THREADS, runs_as_they_are, _sorted_mergetree(2), threads=2)]
     polars_threads = _polars_threads()
     if polars_threads is not None:
         # (a chain, ((a + b) + c) + ..., was slower than both on every workload at 8M rows)
