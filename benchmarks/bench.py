@@ -8,7 +8,9 @@ layout workload's queries, ``report.py`` compares answers and prints, ``timing.p
 Without a workload flag, the merge workload of ``benchmarks/bench_merge.py``: mergetree's
 deduplicate merge of ``K`` sorted runs (int64, int64 with about 8 versions a key, 128-character
 and shared-prefix string keys) against heapq.merge, pyarrow, polars and duckdb, every output
-checked against mergetree's.
+checked against mergetree's; then the sorted merge of every row (engine ``none``) of interleaved,
+disjoint and 10%-overlapping runs at K and 2K runs against polars ``merge_sorted`` and DataFusion's
+``SortPreservingMergeExec`` (``--sorted-merge-only`` runs only that).
 
 ``--table`` adds (and ``--table-only`` runs alone) the primary-key table workload of
 ``benchmarks/bench_table.py``: upserts, merge-on-read, point lookups and a full compaction,
@@ -56,7 +58,7 @@ __all__ = ["format_results", "main", "run_bench", "show"]
 
 def _environment() -> dict:
     versions = {"python": platform.python_version(), "pyarrow": pa.__version__, "numpy": np.__version__}
-    for name in ("mergetree", "polars", "duckdb"):
+    for name in ("mergetree", "polars", "duckdb", "datafusion"):
         try:
             versions[name] = getattr(__import__(name), "__version__", "?")
         except ImportError:
@@ -79,7 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mergetree bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Time mergetree's deduplicate merge against heapq.merge, pyarrow, polars and duckdb "
-                    "on int64 and 128-character string keys; every output is checked against mergetree's. "
+                    "on int64 and 128-character string keys, then its merge of every row of interleaved, disjoint "
+                    "and 10%-overlap runs against polars merge_sorted and DataFusion's SortPreservingMergeExec; "
+                    "every output is checked. "
                     "The workload groups below add (--NAME) or run alone (--NAME-only) the other benchmarks.")
     parser.add_argument("--rows", type=int, default=bm.DEFAULT_ROWS, help="input rows of the int64 workload")
     parser.add_argument("--string-rows", type=int, default=bm.DEFAULT_STRING_ROWS,
@@ -93,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--plot", metavar="FILE.png", help="save a bar chart (needs matplotlib)")
     parser.add_argument("--json", metavar="FILE", help="write every number as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--sorted-merge-only", action="store_true",
+                        help="run only the sorted merge of every row (engine none; interleaved, disjoint and "
+                             "10%%-overlap runs at K and 2K, --rows rows) against polars merge_sorted and DataFusion")
     table = parser.add_argument_group(
         "table workload", "upserts into a bucketed primary-key table written without compaction, then a full "
         "read, point lookups, a full compaction and a read of the result; pypaimon and pypaimon-rust (when "
@@ -162,8 +169,9 @@ def _parser() -> argparse.ArgumentParser:
         ".venv-paimon or MERGETREE_PAIMON_PYTHON) in 4, 8 and 16 commits of half the keys each, bucket=1 and 4: "
         "full reads and 100 point lookups through pypaimon, pypaimon-rust (when installed) and mergetree.paimon, "
         "then mergetree.paimon.compact(full=True) against a pyarrow read + rewrite of the same files, and the reads "
-        "again; targets: reads 30x pypaimon and 1.5x pypaimon-rust, lookups no slower than pypaimon-rust, every "
-        "reader faster after compaction, compaction at 70% of the rewrite's rows/s (see benchmarks/bench_paimon.py)")
+        "again; targets: reads 30x pypaimon and 1.5x pypaimon-rust (per wall second and per CPU-second), lookups "
+        "no slower than pypaimon-rust, every reader faster after compaction, compaction at 70% of the rewrite's "
+        "rows/s (see benchmarks/bench_paimon.py)")
     paimon.add_argument("--paimon", action="store_true", help="also run the paimon workload")
     paimon.add_argument("--paimon-only", action="store_true", help="run only the paimon workload")
     paimon.add_argument("--paimon-keys", type=bench_paimon.keys_argument, metavar="KEYS",
@@ -240,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         print("mergetree bench: --advisor-scale must be positive", file=sys.stderr)
         return 2
     environment = _environment()
-    results, scaling = [], None
-    merge_bench = not (args.table_only or args.table_dv_only or args.spark_only or args.layout_only
-                       or args.advisor_only or args.scale_only
+    results, scaling, sorted_results = [], None, None
+    merge_bench = not (args.sorted_merge_only or args.table_only or args.table_dv_only or args.spark_only
+                       or args.layout_only or args.advisor_only or args.scale_only
                        or args.paimon_only or args.storage_only or args.streaming_only or args.engines_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
@@ -251,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
                             progress=False if args.no_progress else None)
         show(format_results(results))
         scaling = _thread_check(args) if args.threads else None
+    if merge_bench or args.sorted_merge_only:
+        sorted_results = _sorted_merge_bench(args, merge_bench)
+        merge_bench = True  # what follows is printed after a workload
     table = _table_bench(args, environment) if args.table or args.table_only else None
     table_dv = _table_dv_bench(args, merge_bench or table is not None) \
         if args.table or args.table_only or args.table_dv_only else None
@@ -270,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     engines_ok = _engines_bench(args) if args.engines or args.engines_only else True
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
-        if merge_bench:
+        if merge_bench and results:
             bm.plot_results(results, args.plot, title=f"deduplicate merge of {args.runs} sorted runs")
             print(f"chart written to {args.plot}")
         if table is not None:
@@ -292,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scale chart written to {scale_chart}")
     if args.json:
         _write_json(args, environment, results, scaling, table, spark, layout, scale, paimon, storage, table_dv,
-                    streaming)
+                    streaming, sorted_results)
         print(f"numbers written to {args.json}")
     table_ok = (table is None or all(r.ok or r.check.startswith("unavailable") for r in table["results"])) \
         and (table_dv is None or table_dv.ok)
@@ -319,8 +330,26 @@ def main(argv: list[str] | None = None) -> int:
             print(bench_advisor.format_ssb_results(ssb))
             print(f"advisor workload took {ssb.seconds:.0f}s")
             advisor_ok = all(ok for _, ok in ssb.targets())
-    return 0 if all(r.ok for r in results) and table_ok and spark_ok and layout_ok and advisor_ok and scale_ok \
-        and paimon_ok and storage_ok and streaming_ok and engines_ok else 1
+    sorted_ok = sorted_results is None or all(r.ok for r in sorted_results)
+    return 0 if all(r.ok for r in results) and sorted_ok and table_ok and spark_ok and layout_ok and advisor_ok \
+        and scale_ok and paimon_ok and storage_ok and streaming_ok and engines_ok else 1
+
+
+def _sorted_merge_bench(args, after_another: bool) -> list:
+    """Run the sorted merge of every row (benchmarks/bench_merge.py), print its table and targets."""
+    rows = max(args.rows // (bm.QUICK_FACTOR if args.quick else 1), 2 * args.runs)
+    if after_another:
+        print()
+    print(f"mergetree bench (sorted merge, every row): {rows:,} rows in K={args.runs} and K={2 * args.runs} "
+          f"int64 runs, interleaved, disjoint and 10%-overlap key ranges, best of {args.repeat}, "
+          f"{os.cpu_count()} CPUs, polars {installed_version('polars') or 'not installed'}, "
+          f"datafusion {installed_version('datafusion') or 'not installed'}", flush=True)
+    started = time.perf_counter()
+    results = bm.run_sorted_merge_bench(args.rows, args.runs, args.repeat, args.quick,
+                                        progress=False if args.no_progress else None)
+    show(bm.format_sorted_results(results))
+    print(f"sorted merge took {time.perf_counter() - started:.0f}s", flush=True)
+    return results
 
 
 def _layout_title(layout) -> str:
@@ -544,13 +573,15 @@ def _thread_check(args) -> dict:
 
 def _write_json(args, environment: dict, results: list, scaling: dict | None, table: dict | None = None,
                 spark: list | None = None, layout=None, scale=None, paimon=None, storage=None, table_dv=None,
-                streaming=None) -> None:
+                streaming=None, sorted_results: list | None = None) -> None:
     document = {
         "config": {k: v for k, v in vars(args).items() if k not in ("plot", "json")},
         "environment": environment,
         **bm.merge_json(results),
         "threads": scaling,
     }
+    if sorted_results is not None:
+        document["sorted_merge"] = bm.sorted_merge_json(sorted_results)
     if table is not None:
         document["table"] = {"sizes": table["sizes"], "peers": table["peers"], "ratios": table["ratios"],
                              "results": [r.to_dict() for r in table["results"]]}

@@ -18,14 +18,30 @@ Times are the best of ``--repeat`` runs, taken round-robin across the contenders
 paused while a run is timed (as ``timeit`` does).  The ``heapq.merge`` baseline
 runs on a 1,000,000-row slice of the input; its rows per second are comparable,
 its total time is not.
+
+The sorted merge of every row (``run_sorted_merge_bench``; ``mergetree bench`` runs it after the
+deduplicate merge, ``--sorted-merge-only`` alone): ``--rows`` int64 rows (same columns as ``int64``)
+in K = ``--runs`` and 2K sorted runs whose key ranges are interleaved (every run over one range,
+the ``int64`` shape), disjoint (each run above the one before: time-ordered keys) or overlap by a
+tenth (``data.ranged_runs``), merged into one key-ordered stream of every row: mergetree
+(``engine="none"``, one thread and two) against polars ``merge_sorted`` (as a balanced tree and
+``pl.merge_sorted``; the runs as contiguous DataFrames, prepared untimed) and DataFusion's
+``SortPreservingMergeExec`` over one file per run with the sort order declared (Parquet: its
+time includes decoding; uncompressed Arrow IPC: the nearest to in-memory batches that
+datafusion-python allows; the plan is checked).  Every output must hold every input row once
+(found by its unique sequence), keys ascending.  Shown: ns per input row, mergetree's ratio to
+each, and the issue's targets: disjoint runs at least 5x faster per row than interleaved ones,
+and mergetree at least 4x (disjoint), 2x (10% overlap) and 2x (interleaved) the best peer.
 """
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from importlib.util import find_spec
 
 import numpy as np
 import pyarrow as pa
@@ -37,11 +53,15 @@ from rich.text import Text
 from mergetree.cli import render
 
 from . import timing
-from .data import KEY, MERGE_SEED, SEQ, int_runs, k16_runs, prefix_runs, string_runs
+from .data import KEY, MERGE_SEED, SEQ, SORTED_MERGE_OVERLAPS, int_runs, k16_runs, prefix_runs, ranged_runs, string_runs
 from .report import rate_text
 
-__all__ = ["Result", "Workload", "best_peer", "format_results", "merge_json", "plot_results", "run_bench",
-           "run_thread_scaling", "speedup"]
+__all__ = ["MergedRows", "PlanError", "Result", "SortedContender", "SortedWorkload", "Workload", "best_peer",
+           "cpu_ns_per_row",
+           "disjoint_vs_interleaved", "format_results", "format_sorted_results", "make_sorted_workload", "merge_json",
+           "ns_per_row", "plan_problem", "plot_results", "run_bench", "run_sorted_merge_bench", "run_thread_scaling",
+           "sorted_best_peer", "sorted_contenders", "sorted_merge_json", "sorted_targets", "sorted_workload_name",
+           "speedup"]
 
 HEAPQ_ROWS = 1_000_000
 DEFAULT_ROWS = 8_000_000
@@ -262,6 +282,7 @@ class Result:
     rows_out: int = 0
     seconds: float = float("nan")
     threads: int = 1
+    cpu_seconds: float = float("nan")  # the sorted merge: the least process CPU time of the runs, every thread
     key_comparisons: int | None = None
     sequence_comparisons: int | None = None
     check: str = "ok"  # "ok", or why the output cannot be trusted
@@ -429,6 +450,377 @@ def _in_threads(task: Callable, inputs: list) -> None:
         thread.join()
     if errors:
         raise errors[0]
+
+
+# ------------------------------------------------- the sorted merge (every row, engine "none")
+#
+# K sorted runs merged into one sorted stream of every row (no deduplication), where three
+# overlap patterns of the runs' key ranges tell a merge that does per-row work everywhere from
+# one that copies what does not interleave.  Each peer gets its input in its own form, prepared
+# untimed: polars contiguous DataFrames, DataFusion one file per run with the sort order declared.
+
+SORTED_RUN_COUNTS = (1, 2)  # K = --runs and twice --runs (8 and 16 by default)
+SORTED_MERGETREE = "mergetree"
+SORTED_MERGETREE_THREADS = "mergetree threads=2"
+POLARS_TREE = "polars merge_sorted tree"
+POLARS_LIST = "polars pl.merge_sorted"
+DATAFUSION_PARQUET = "datafusion parquet"
+DATAFUSION_IPC = "datafusion arrow-ipc"
+SORTED_TARGETS = {  # the issue's targets: name -> least ratio
+    "disjoint_vs_interleaved": 5.0,   # mergetree's ns/row interleaved over its ns/row disjoint, per K
+    "disjoint": 4.0,                  # mergetree over the best peer, per K
+    "overlap10": 2.0,
+    "interleaved": 2.0,
+}
+
+
+@dataclass
+class SortedWorkload:
+    pattern: str  # a key of SORTED_MERGE_OVERLAPS
+    runs: list    # of pa.Table, each sorted by KEY, sequences unique over all runs
+
+    @property
+    def name(self) -> str:
+        return sorted_workload_name(self.pattern, len(self.runs))
+
+    @property
+    def rows(self) -> int:
+        return sum(run.num_rows for run in self.runs)
+
+    def head(self, rows: int) -> SortedWorkload:
+        per_run = max(rows // len(self.runs), 1)
+        return SortedWorkload(self.pattern, [run.slice(0, per_run) for run in self.runs])
+
+
+def sorted_workload_name(pattern: str, runs: int) -> str:
+    return f"{pattern}-k{runs}"
+
+
+def make_sorted_workload(pattern: str, total_rows: int, runs: int, seed: int = SEED + 20) -> SortedWorkload:
+    return SortedWorkload(pattern, ranged_runs(total_rows, runs, SORTED_MERGE_OVERLAPS[pattern], seed))
+
+
+@dataclass
+class SortedContender:
+    name: str
+    prepare: Callable  # (runs, directory) -> the timed call's input, untimed, once per workload
+    run: Callable      # (prepared) -> pa.Table, sorted by KEY: the timed call
+    threads: int = 1
+
+
+class PlanError(RuntimeError):
+    """DataFusion planned something other than a sort-preserving merge of the files."""
+
+
+def _sorted_mergetree(threads: int = 1) -> Callable:
+    import mergetree
+
+    def run(runs):
+        return mergetree.merge(runs, KEY, sequence=SEQ, engine="none", threads=threads).read_all()
+
+    return run
+
+
+def _polars_frames(runs, directory):
+    import polars as pl
+
+    return [pl.from_arrow(run).rechunk() for run in runs]  # one contiguous chunk a column: polars' fastest form
+
+
+def _polars_tree(frames):
+    """Pairs merged, then pairs of those (a balanced tree), collected once."""
+    level = [frame.lazy() for frame in frames]
+    while len(level) > 1:
+        level = [level[i].merge_sorted(level[i + 1], KEY) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+    return level[0].collect().to_arrow()
+
+
+def _polars_list(frames):
+    """polars' own k-way entry point over every frame."""
+    import polars as pl
+
+    return pl.merge_sorted([frame.lazy() for frame in frames], KEY).collect().to_arrow()
+
+
+def _datafusion_query(fmt: str) -> Callable:
+    """One file per run in a directory of its own, registered with the file sort order declared
+    (``WITH ORDER``), one file group per file (``target_partitions`` = K, no byte-range split of
+    the files): ``SELECT * ... ORDER BY k`` then plans a SortPreservingMergeExec over the files
+    and no SortExec, which ``prepare`` checks in the EXPLAIN output."""
+
+    def prepare(runs, directory):
+        import pyarrow.feather as feather
+        import pyarrow.parquet as pq
+        from datafusion import SessionConfig, SessionContext
+
+        folder = os.path.join(directory, fmt)
+        os.makedirs(folder)
+        for i, run in enumerate(runs):
+            path = os.path.join(folder, f"run-{i:03d}.{fmt}")
+            if fmt == "parquet":
+                pq.write_table(run, path)
+            else:
+                feather.write_feather(run, path, compression="uncompressed")
+        config = SessionConfig().with_target_partitions(len(runs)).with_repartition_file_scans(False)
+        context = SessionContext(config)
+        stored = "PARQUET" if fmt == "parquet" else "ARROW"
+        context.sql(f"CREATE EXTERNAL TABLE runs STORED AS {stored} WITH ORDER ({KEY} ASC) "
+                    f"LOCATION '{folder}/'").collect()
+        query = f"SELECT * FROM runs ORDER BY {KEY}"
+        why = plan_problem(_datafusion_plan(context, query))
+        if why:
+            raise PlanError(why)
+        return context, query
+
+    return prepare
+
+
+def plan_problem(plan: str) -> str | None:
+    """Why a DataFusion physical plan is not a sort-preserving merge of sorted inputs (a
+    SortPreservingMergeExec with no SortExec under it), or None."""
+    if "SortPreservingMergeExec" in plan and "SortExec" not in plan.replace("SortPreservingMergeExec", ""):
+        return None
+    shown = " / ".join(line.strip() for line in plan.splitlines()[:2]) or "(no physical plan)"
+    return f"not a sort-preserving merge of the files: {shown}"
+
+
+def _datafusion_plan(context, query: str) -> str:
+    explained = context.sql(f"EXPLAIN {query}").to_arrow_table().to_pylist()
+    return next((row["plan"] for row in explained if row["plan_type"] == "physical_plan"), "")
+
+
+def _datafusion_run(prepared):
+    context, query = prepared
+    return context.sql(query).to_arrow_table()
+
+
+def _datafusion_missing() -> bool:
+    return find_spec("datafusion") is None
+
+
+def sorted_contenders() -> list[SortedContender]:
+    """Every contender of the sorted merge that can run here, mergetree (one thread) first."""
+    runs_as_they_are = lambda runs, directory: runs  # noqa: E731 - mergetree takes the Arrow runs as they are
+    contenders = [SortedContender(SORTED_MERGETREE, runs_as_they_are, _sorted_mergetree()),
+                  SortedContender(SORTED_MERGETREE_THREADS, runs_as_they_are, _sorted_mergetree(2), threads=2)]
+    polars_threads = _polars_threads()
+    if polars_threads is not None:
+        # (a chain, ((a + b) + c) + ..., was slower than both on every workload at 8M rows)
+        contenders += [SortedContender(POLARS_TREE, _polars_frames, _polars_tree, polars_threads),
+                       SortedContender(POLARS_LIST, _polars_frames, _polars_list, polars_threads)]
+    if not _datafusion_missing():
+        threads = os.cpu_count() or 1
+        contenders += [SortedContender(DATAFUSION_PARQUET, _datafusion_query("parquet"), _datafusion_run, threads),
+                       SortedContender(DATAFUSION_IPC, _datafusion_query("arrow"), _datafusion_run, threads)]
+    return contenders
+
+
+class MergedRows:
+    """What a merge of every row of the runs must give: every input row once (the sequences are
+    unique, so a row is found by its sequence), in ascending key order."""
+
+    COLUMNS = (KEY, "v_int")
+
+    def __init__(self, runs: list) -> None:
+        everything = pa.concat_tables(runs)
+        sequences = everything.column(SEQ).to_numpy()
+        if sequences.min(initial=0) < 0 or len(np.unique(sequences)) != len(sequences):
+            raise ValueError("the sorted-merge check needs unique, non-negative sequences")
+        self.rows = everything.num_rows
+        self.position = np.full(int(sequences.max(initial=-1)) + 1, -1, dtype=np.int64)
+        self.position[sequences] = np.arange(self.rows)
+        self.columns = {name: everything.column(name).to_numpy() for name in self.COLUMNS}
+
+    def check(self, got: pa.Table) -> str:
+        if got.num_rows != self.rows:
+            return f"wrong: {got.num_rows:,} rows, the runs hold {self.rows:,}"
+        keys = got.column(KEY).to_numpy()
+        if len(keys) > 1 and not bool(np.all(keys[1:] >= keys[:-1])):
+            return "wrong: the keys are not in ascending order"
+        sequences = got.column(SEQ).to_numpy()
+        if sequences.min(initial=0) < 0 or sequences.max(initial=-1) >= len(self.position):
+            return "wrong: a sequence number that no input row has"
+        rows = self.position[sequences]
+        seen = np.zeros(self.rows, dtype=bool)
+        seen[rows[rows >= 0]] = True
+        if not seen.all():
+            return "wrong: not every input row is in the output exactly once"
+        for name in self.COLUMNS:
+            if not np.array_equal(got.column(name).to_numpy(), self.columns[name][rows]):
+                return f"wrong: column {name!r} of some row differs from the input row of its sequence"
+        return "ok"
+
+
+def _bench_sorted_workload(workload: SortedWorkload, contenders: list, repeat: int, directory: str,
+                           tick: Callable[..., None]) -> list:
+    """Prepare every contender's input (untimed), time every contender ``repeat`` times round-robin
+    keeping each one's best, and check each one's first output against the input rows."""
+    results = [Result(c.name, workload.name, workload.rows, threads=c.threads) for c in contenders]
+    expected = MergedRows(workload.runs)
+    warm = workload.head(min(workload.rows, 32_768))
+    prepared: list = [None] * len(contenders)
+    for i, contender in enumerate(contenders):
+        try:
+            contender.run(contender.prepare(warm.runs, tempfile.mkdtemp(dir=directory)))  # untimed first call
+            prepared[i] = contender.prepare(workload.runs, tempfile.mkdtemp(dir=directory))
+        except Exception as error:  # a contender that cannot run is reported, not fatal
+            results[i].check = f"failed: {type(error).__name__}: {error}"
+    for _ in range(repeat):
+        for i, contender in enumerate(contenders):
+            if results[i].ok:
+                try:
+                    run = timing.timed(contender.run, prepared[i])
+                except Exception as error:
+                    results[i].check = f"failed: {type(error).__name__}: {error}"
+                else:
+                    if not run.seconds >= results[i].seconds:  # nan at first
+                        results[i].seconds = run.seconds
+                    if not run.cpu_seconds >= results[i].cpu_seconds:
+                        results[i].cpu_seconds = run.cpu_seconds
+                    if not results[i].rows_out:  # the first output is checked, then let go
+                        results[i].rows_out = run.output.num_rows
+                        results[i].check = expected.check(run.output)
+                    del run
+            tick()
+    return results
+
+
+def run_sorted_merge_bench(rows: int = DEFAULT_ROWS, runs: int = DEFAULT_RUNS, repeat: int = DEFAULT_REPEAT,
+                           quick: bool = False, progress: bool | None = None, stream=sys.stderr) -> list[Result]:
+    """The sorted merge of every row: the three overlap patterns at K = ``runs`` and 2 ``runs``
+    sorted runs of ``rows`` rows in all (``quick``: rows / 8), every contender on each."""
+    total = max(rows // (QUICK_FACTOR if quick else 1), 2 * runs)
+    contenders = sorted_contenders()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mergetree-bench-sorted-") as directory:
+        for factor in SORTED_RUN_COUNTS:
+            for pattern in SORTED_MERGE_OVERLAPS:
+                workload = make_sorted_workload(pattern, total, factor * runs)
+                with timing.progress_bar(f"sorted merge {workload.name}", "timed runs", len(contenders) * repeat,
+                                         progress, stream) as advance:
+                    results.extend(_bench_sorted_workload(workload, contenders, repeat,
+                                                          tempfile.mkdtemp(dir=directory), advance))
+                del workload
+    return results
+
+
+def ns_per_row(result: Result) -> float:
+    return 1e9 / result.rows_per_second if result.rows_per_second > 0 else float("nan")
+
+
+def cpu_ns_per_row(result: Result) -> float:
+    """Process CPU nanoseconds (every thread) per input row."""
+    ok = result.ok and result.rows_in > 0 and result.cpu_seconds > 0
+    return 1e9 * result.cpu_seconds / result.rows_in if ok else float("nan")
+
+
+def _sorted_find(results: list, workload: str, contender: str) -> Result | None:
+    return next((r for r in results if r.workload == workload and r.contender == contender and r.ok), None)
+
+
+def sorted_best_peer(results: list, workload: str, cpu: bool = False) -> tuple[str, float] | None:
+    """The fastest peer of a sorted-merge workload and mergetree's (one thread) speed over its:
+    per wall second, or with ``cpu`` per CPU-second (the peer using the least CPU per row)."""
+    peers = [r for r in results if r.workload == workload and r.ok and r.contender not in
+             (SORTED_MERGETREE, SORTED_MERGETREE_THREADS)]
+    mine = _sorted_find(results, workload, SORTED_MERGETREE)
+    if not peers or mine is None:
+        return None
+    if cpu:
+        cheapest = min(peers, key=cpu_ns_per_row)
+        return cheapest.contender, cpu_ns_per_row(cheapest) / cpu_ns_per_row(mine)
+    fastest = max(peers, key=lambda r: r.rows_per_second)
+    return fastest.contender, mine.rows_per_second / fastest.rows_per_second
+
+
+def _run_counts(results: list) -> list[int]:
+    return sorted({int(r.workload.rsplit("-k", 1)[1]) for r in results})
+
+
+def disjoint_vs_interleaved(results: list, runs: int) -> float | None:
+    """mergetree's ns/row on interleaved runs over its ns/row on disjoint ones, at K = ``runs``."""
+    disjoint = _sorted_find(results, sorted_workload_name("disjoint", runs), SORTED_MERGETREE)
+    interleaved = _sorted_find(results, sorted_workload_name("interleaved", runs), SORTED_MERGETREE)
+    if disjoint is None or interleaved is None:
+        return None
+    return disjoint.rows_per_second / interleaved.rows_per_second
+
+
+def sorted_targets(results: list) -> list[dict]:
+    """The issue's targets, per K: name, workload, measured ratio (None: not measured), goal, met."""
+    targets = []
+    for runs in _run_counts(results):
+        value = disjoint_vs_interleaved(results, runs)
+        targets.append({"name": "disjoint_vs_interleaved", "runs": runs, "peer": None, "value": value,
+                        "goal": SORTED_TARGETS["disjoint_vs_interleaved"],
+                        "met": None if value is None else value >= SORTED_TARGETS["disjoint_vs_interleaved"]})
+        for pattern in ("disjoint", "overlap10", "interleaved"):
+            best = sorted_best_peer(results, sorted_workload_name(pattern, runs))
+            goal = SORTED_TARGETS[pattern]
+            targets.append({"name": f"{pattern}_vs_best_peer", "runs": runs, "peer": best and best[0],
+                            "value": best and best[1], "goal": goal, "met": None if best is None else best[1] >= goal})
+    return targets
+
+
+def _target_line(target: dict) -> str:
+    k = f"K={target['runs']}"
+    if target["name"] == "disjoint_vs_interleaved":
+        head = f"{k}: mergetree's disjoint runs over its interleaved ones, per row"
+    else:
+        head = f"{k}: {target['name'].split('_vs_')[0]}: mergetree (1 thread) over the best peer" + (
+            f" ({target['peer']})" if target["peer"] else "")
+    if target["value"] is None:
+        return f"{head}: not measured"
+    return (f"{head}: {target['value']:.2f}x (target ≥ {target['goal']:g}x: "
+            f"{'PASS' if target['met'] else 'MISS'})")
+
+
+def format_sorted_results(results: list) -> Group:
+    """The sorted merge's table (ns per input row), then the targets and what each peer's time holds."""
+    rows = [("workload", "contender", "threads", "rows", "best s", "ns/row", "rows/s", "mergetree is", "cpu ns/row",
+             "mergetree is (cpu)")]
+    for r in results:
+        mine = _sorted_find(results, r.workload, SORTED_MERGETREE)
+        if r.contender == SORTED_MERGETREE and r.ok:
+            shown = shown_cpu = "(reference)"
+        elif r.ok and mine is not None:
+            shown = f"{mine.rows_per_second / r.rows_per_second:.2f}x"
+            shown_cpu = f"{cpu_ns_per_row(r) / cpu_ns_per_row(mine):.2f}x"
+        else:
+            shown, shown_cpu = escape(r.check), ""
+        rows.append((r.workload, r.contender, str(r.threads), f"{r.rows_in:,}", f"{r.seconds:.3f}" if r.ok else "-",
+                     f"{ns_per_row(r):.1f}" if r.ok else "-", rate_text(r.rows_per_second), shown,
+                     f"{cpu_ns_per_row(r):.1f}" if r.ok else "-", shown_cpu))
+    table = render.text_table(rows, right_aligned={2, 3, 4, 5, 6, 7, 8, 9})
+    lines = ["targets:", *(f"  {_target_line(t)}" for t in sorted_targets(results)),
+             "mergetree: mergetree.merge(runs, 'k', sequence='seq', engine='none') on the Arrow runs as generated "
+             "(65,536-row batches), read_all",
+             "polars: the runs as contiguous DataFrames (prepared untimed); LazyFrame.merge_sorted as a balanced tree "
+             "or pl.merge_sorted(frames), collected once, to_arrow timed",
+             "ns/row: the best wall time per input row (the targets); cpu ns/row: the least process CPU time per "
+             "input row, every thread counted (polars and DataFusion use every core, mergetree one)",
+             f"datafusion: one file per run, WITH ORDER ({KEY} ASC), target_partitions = K, no file splitting; "
+             "the plan is checked to be a SortPreservingMergeExec over the files and no SortExec. "
+             "'datafusion parquet' includes Parquet decoding; 'datafusion arrow-ipc' reads uncompressed Arrow IPC "
+             "files from the page cache (no decode): datafusion-python has no in-memory table with a declared "
+             "sort order (its MemTable's sort order is not exposed), so this is the nearest to in-memory batches",
+             "every output is checked: every input row exactly once (found by its unique sequence, key and v_int "
+             "equal), keys ascending"]
+    return Group(table, Text(), *(Text(line) for line in lines))
+
+
+def sorted_merge_json(results: list) -> dict:
+    """The sorted merge's results, ns per row, ratios and targets, JSON-ready."""
+    workloads = dict.fromkeys(r.workload for r in results)
+    return {
+        "results": [{**r.to_dict(), "ns_per_row": ns_per_row(r), "cpu_ns_per_row": cpu_ns_per_row(r)}
+                    for r in results],
+        "best_peer": {w: sorted_best_peer(results, w) for w in workloads},
+        "best_peer_per_cpu": {w: sorted_best_peer(results, w, cpu=True) for w in workloads},
+        "disjoint_vs_interleaved": {str(k): disjoint_vs_interleaved(results, k) for k in _run_counts(results)},
+        "targets": sorted_targets(results),
+    }
 
 
 # ---------------------------------------------------------------- reporting

@@ -7,6 +7,10 @@ every generator takes its sizes and a seed, and the same arguments give the same
   and an int64, a float64 and a string payload column; int64 keys, int64 keys over a fixed
   1,000,000-key space in ``2K`` runs, 128-character random strings, or 128-character strings
   whose first 100 characters are shared;
+* sorted runs whose key ranges overlap by a chosen share (``ranged_runs``; the sorted-merge
+  workloads of ``benchmarks/bench_merge.py``, SORTED_MERGE_OVERLAPS): every run spanning one key
+  range (interleaved), each run above the one before (disjoint: time-ordered keys), or each run's
+  range overlapping the next run's by 10%;
 * the upserts of the table workload (``benchmarks/bench_table.py``, ``asv_bench``'s table
   benchmarks, ``benchmarks/bench_storage.py``): commits of distinct random ids, payload values
   that differ in every commit, and the newest version of every key they leave;
@@ -28,6 +32,7 @@ __all__ = [
     "CATEGORIES",
     "LAYOUT_SCHEMA",
     "MERGE_WORKLOADS",
+    "SORTED_MERGE_OVERLAPS",
     "TABLE_SCHEMA",
     "LayoutData",
     "file_slices",
@@ -37,6 +42,7 @@ __all__ = [
     "newest_rows",
     "parse_row_count",
     "prefix_runs",
+    "ranged_runs",
     "short_count",
     "sorted_runs",
     "string_runs",
@@ -54,6 +60,8 @@ SHARED_PREFIX = b"https://shop.example.com/catalog/electronics/computers/laptops
     100, b"0")  # the first 100 of every key's 128 characters
 MERGE_SEED = 20240611
 MERGE_WORKLOADS = ("int64", "int64-k16", "string128", "prefix128")
+# the sorted-merge workloads: name -> the share of a run's key range that the next run's range overlaps
+SORTED_MERGE_OVERLAPS = {"interleaved": 1.0, "disjoint": 0.0, "overlap10": 0.1}
 _ALPHABET = np.frombuffer(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8
 )
@@ -98,11 +106,24 @@ def _sequences(run_index: int, per_run: int) -> np.ndarray:
 def int_runs(total_rows: int, runs: int, seed: int = MERGE_SEED, null_fraction: float = 0.0) -> list[pa.Table]:
     """``runs`` runs of int64 keys, each a random half of a key space twice a run's size.
     ``null_fraction``: that share of ``v_int`` and ``v_float`` null."""
+    return ranged_runs(total_rows, runs, 1.0, seed, null_fraction)
+
+
+def ranged_runs(total_rows: int, runs: int, overlap: float, seed: int = MERGE_SEED,
+                null_fraction: float = 0.0) -> list[pa.Table]:
+    """``runs`` runs of int64 keys, each a random half of a key range twice a run's size, run
+    ``i``'s range starting ``i * (1 - overlap)`` ranges above run 0's: ``overlap`` 1 puts every
+    run in the same range (``int_runs``, the same rows), 0 each run above the one before, 0.1
+    each run's last tenth of its range (about a tenth of its rows) beside the next run's first."""
+    if not 0.0 <= overlap <= 1.0:
+        raise ValueError(f"overlap must be between 0 and 1, not {overlap}")
     rng = np.random.default_rng(seed)
     per_run = _rows_per_run(total_rows, runs)
+    span = 2 * per_run
     tables = []
     for index in range(runs):
-        keys = pa.array(_sorted_sample(rng, 2 * per_run, per_run).astype(np.int64))
+        start = round(index * (1.0 - overlap) * span)
+        keys = pa.array(_sorted_sample(rng, span, per_run).astype(np.int64) + start)
         tables.append(_run_table(keys, _sequences(index, per_run), rng, null_fraction))
     return tables
 

@@ -80,6 +80,7 @@ def test_every_reader_reads_every_table_right(report):
                 assert read.ok and lookup.ok, (name, reader, phase, read.check, lookup.check)
                 assert read.rows_out == KEYS and read.rows_in == rows_in and read.max_runs == runs
                 assert read.seconds > 0 and read.rows_per_second > 0 and 1 <= read.timed_runs <= bp.REPEAT
+                assert read.cpu_seconds > 0 and read.rows_per_cpu_second == read.rows_in / read.cpu_seconds
                 assert lookup.rows_in == lookup.rows_out == lookup.timed_runs == LOOKUPS
                 latency = lookup.latency_ms
                 assert latency["count"] == LOOKUPS
@@ -116,7 +117,8 @@ def test_the_report_shows_every_target(report):
     for word in ("c4-b1", "c4-b4", "unmerged", "compacted", "pypaimon", "mergetree", "(reference)", "targets:",
                  "compaction rows/s / pyarrow read + rewrite rows/s", "dv-b4", bp.DV, bp.MOR, bp.COMPACT_DV,
                  "full read (deletion vectors), mergetree / pypaimon", "deletion vectors over merge-on-read",
-                 "with deletion vectors / without"):
+                 "with deletion vectors / without", "rows/cpu-s",
+                 *(["full read (unmerged) rows per CPU-second, mergetree / pypaimon-rust ("] if rust else [])):
         assert word in text
 
 
@@ -130,6 +132,8 @@ def test_main_paimon_only_returns_0_and_writes_the_paimon_json(run):
     dv_results = 2 * 4 + 2 * len(bp.READERS) * 2  # per phase: 2 writes, 2 compactions, then the readers
     assert len(paimon["results"]) == len(report.results) == 2 * (3 + 2 * len(bp.READERS) * 2) + dv_results
     assert all(r["check"] == "ok" or r["check"].startswith("unavailable") for r in paimon["results"])
+    reads = [r for r in paimon["results"] if r["operation"] == bp.READ and r["check"] == "ok"]
+    assert reads and all(r["rows_per_cpu_second"] > 0 for r in reads)
     assert len(paimon["targets"]) == len(TABLES) * len(bp.TARGETS) + len(DV_TABLES) * len(bp.DV_TARGETS)
     assert set(paimon["target_summary"]) == set(bp.ALL_TARGETS)
     assert paimon["dv_buckets"] == [4] and len(paimon["dv_findings"]) == 2
