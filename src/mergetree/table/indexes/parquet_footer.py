@@ -230,23 +230,9 @@ class PageLocation:
 
 
 def file_metadata(r: ThriftCompactReader) -> tuple[list[SchemaElement], list[list[ColumnChunk]]]:
-    """FileMetaData: 2 = schema, 4 = row_groups; the rest is skipped."""
-    schema: list[SchemaElement] | None = None
-    row_groups: list[list[ColumnChunk]] | None = None
-    for fid, t in r.fields():
-        if fid == 2:
-            r.expect(t, _LIST, "FileMetaData.schema")
-            size, _ = r.list_header(_STRUCT)
-            schema = [_schema_element(r) for _ in range(size)]
-        elif fid == 4:
-            r.expect(t, _LIST, "FileMetaData.row_groups")
-            size, _ = r.list_header(_STRUCT)
-            row_groups = [_row_group(r) for _ in range(size)]
-        else:
-            r.skip(t, 1)
-    if schema is None or row_groups is None:
-        raise MalformedFooter("FileMetaData has no schema or no row groups")
-    return schema, row_groups
+    """FileMetaData's schema and row groups (its column chunks)."""
+    layout = file_layout(r)
+    return layout.schema, layout.row_groups
 
 
 def file_layout(r: ThriftCompactReader) -> FileLayout:
@@ -375,10 +361,6 @@ def _logical_type(r: ThriftCompactReader) -> tuple | None:
 
 _LOGICAL_NAMES = {1: "STRING", 2: "MAP", 3: "LIST", 4: "ENUM", 6: "DATE", 11: "UNKNOWN", 12: "JSON", 13: "BSON",
                   14: "UUID", 15: "FLOAT16", 16: "VARIANT", 17: "GEOMETRY", 18: "GEOGRAPHY", 19: "VECTOR"}
-
-
-def _row_group(r: ThriftCompactReader) -> list[ColumnChunk]:
-    return _row_group_rows(r)[0]
 
 
 def _row_group_rows(r: ThriftCompactReader) -> tuple[list[ColumnChunk], int]:
