@@ -2,12 +2,18 @@
 paimon-env` builds it in .venv-paimon; MERGETREE_PAIMON_PYTHON points elsewhere)."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import select
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -26,11 +32,80 @@ def _ipc(path: Path, table: pa.Table) -> str:
     return str(path)
 
 
+# `paimon_tool.py serve`'s answer lines start with this (paimon_tool.ANSWER: that module imports pypaimon)
+ANSWER = b"@@paimon-tool-answer@@ "
+TIMEOUT = 600  # seconds for one command
+
+
+class _Tool:
+    """One `paimon_tool.py serve` process per test process (each xdist worker its own), started
+    on first use: a fresh interpreter per command paid ~1.5 s (more on a busy machine) of
+    pypaimon's import each time, hundreds of times a run.  Commands run one at a time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.pid = 0  # the test process that started it (a forked child starts its own)
+        self.stderr: Any = None
+        self.pending = b""
+
+    def _start(self) -> subprocess.Popen:
+        if self.proc is None or self.proc.poll() is not None or self.pid != os.getpid():
+            self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: pypaimon's warnings never block it
+            self.proc = subprocess.Popen([PAIMON_PYTHON, str(TOOL), "serve"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.stderr)
+            self.pid, self.pending = os.getpid(), b""
+        return self.proc
+
+    def _stderr_tail(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read()[-4000:].decode(errors="replace")
+
+    def _answer(self, proc: subprocess.Popen, what: str) -> dict:
+        deadline = time.monotonic() + TIMEOUT
+        fd = proc.stdout.fileno()
+        while True:
+            line, newline, rest = self.pending.partition(b"\n")
+            if newline:
+                self.pending = rest
+                if line.startswith(ANSWER):
+                    return json.loads(line[len(ANSWER):])
+                continue  # something pypaimon printed: not an answer
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.stop()
+                raise RuntimeError(f"pypaimon failed ({what}): no answer in {TIMEOUT} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                proc.wait()
+                tail = self._stderr_tail()
+                self.proc = None
+                raise RuntimeError(f"pypaimon failed ({what}): its process exited ({proc.returncode}):\n{tail}")
+            self.pending += chunk
+
+    def run(self, *args: str) -> dict:
+        with self.lock:
+            proc = self._start()
+            proc.stdin.write(json.dumps(args).encode() + b"\n")
+            proc.stdin.flush()
+            answer = self._answer(proc, " ".join(args[:1]))
+        if "error" in answer:
+            raise RuntimeError(f"pypaimon failed ({' '.join(args[:1])}):\n{answer['error'][-4000:]}")
+        return json.loads(answer["out"].strip().splitlines()[-1])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.pid == os.getpid():
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+
+_TOOL = _Tool()
+atexit.register(_TOOL.stop)
+
+
 def _run(*args: str) -> dict:
-    done = subprocess.run([PAIMON_PYTHON, str(TOOL), *args], capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"pypaimon failed ({' '.join(args[:1])}):\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _TOOL.run(*args)
 
 
 def write_paimon(workdir: Path, warehouse: Path, table: str, commits: Sequence[pa.Table], primary_keys: list[str],
