@@ -6,12 +6,11 @@ import functools
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -30,6 +29,9 @@ from .options import TableOptions
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .type_policy import stored_schema, supports
 from .values import decode_value, encode_value
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 __all__ = [
     "MERGE_READ_ROWS",
@@ -601,6 +603,8 @@ def read_parquet(path: str | StoredFile, columns: list[str] | None = None, row_f
     if row_groups is not None:
         row_groups = [g for g in row_groups if g < fragment.num_row_groups]
     source = fragment if row_groups is None else fragment.subset(row_group_ids=row_groups)
+    import pyarrow.dataset as ds  # imported when first used: it pulls in pandas (150 ms per CLI start)
+
     yield from ds.Scanner.from_fragment(source, schema=schema, columns=columns, filter=row_filter,
                                         batch_size=batch_rows, use_threads=False).to_batches()
 
@@ -614,8 +618,13 @@ _LOCAL = pafs.LocalFileSystem()
 
 # an object store's files: row groups fetched by coalesced range requests, columns < 1 MiB apart
 # in one (as the store coalesces; pyarrow's default, 8 KiB, made a lookup two GETs of one row group)
-_REMOTE_FORMAT = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(
-    pre_buffer=True, cache_options=pa.CacheOptions(hole_size_limit=1 << 20, range_size_limit=64 << 20, lazy=True)))
+@functools.cache
+def _remote_format() -> ds.ParquetFileFormat:
+    import pyarrow.dataset as ds
+
+    return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(
+        pre_buffer=True, cache_options=pa.CacheOptions(hole_size_limit=1 << 20, range_size_limit=64 << 20,
+                                                       lazy=True)))
 
 
 def parquet_fragment(path: str | StoredFile) -> ds.ParquetFileFragment:
@@ -629,12 +638,14 @@ def _fragment(path: str | StoredFile) -> tuple[ds.ParquetFileFragment, pa.Schema
 
         def load_stored() -> tuple[ds.ParquetFileFragment, pa.Schema]:
             # one file object for the cached fragment: pyarrow serializes reads at an offset on it
-            fragment = _REMOTE_FORMAT.make_fragment(pa.PythonFile(stored.open(), mode="r"), file_size=stored.size)
+            fragment = _remote_format().make_fragment(pa.PythonFile(stored.open(), mode="r"), file_size=stored.size)
             fragment.ensure_complete_metadata()
             return fragment, fragment.physical_schema
         return _fragments.get_keyed(stored.key, load_stored)
 
     def load() -> tuple[ds.ParquetFileFragment, pa.Schema]:
+        import pyarrow.dataset as ds
+
         fragment = ds.ParquetFileFormat().make_fragment(path, filesystem=_LOCAL)
         fragment.ensure_complete_metadata()
         return fragment, fragment.physical_schema

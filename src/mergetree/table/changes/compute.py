@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from ...errors import InvalidArgumentError, SnapshotNotFoundError
 from ...merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge, symbols_of
@@ -628,6 +627,8 @@ def _filtered(table: pa.Table, plan: ChangePlan, directory: TableDirectory) -> p
 
 def _mask(table: pa.Table, expression: pc.Expression) -> np.ndarray:
     """Which rows pass the filter (a null verdict does not)."""
+    import pyarrow.dataset as ds  # imported when first used: it pulls in pandas
+
     marked = table.append_column("__row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
     kept = ds.dataset(marked).to_table(columns=["__row"], filter=expression).column("__row").to_numpy()
     out = np.zeros(table.num_rows, dtype=bool)
