@@ -21,16 +21,20 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 # -- a CDC model ------------------------------------------------------------------------------
 
-def cdc_files(directory, files: int, per_file: int, keys: int, seed: int) -> dict[int, str | None]:
+def cdc_files(directory, files: int, per_file: int, keys: int, seed: int,
+              key_stride: int = 1) -> dict[int, str | None]:
     """JSON files of Debezium-style events (c, u, d; values sometimes null, a key sometimes
-    changed twice in one file), written oldest first; returns the model's final state."""
+    changed twice in one file), written oldest first; returns the model's final state.  With
+    `key_stride` s, file f changes only keys k with k % s == f % s, so s files in a row never
+    share a key: Spark orders no rows across the files of one micro-batch (a restart may plan
+    several files into one), and then no key's outcome depends on that order."""
     rng = random.Random(seed)
     state: dict[int, str | None] = {}
     os.makedirs(directory, exist_ok=True)
     for f in range(files):
         lines = []
         for i in range(per_file):
-            k = rng.randrange(keys)
+            k = rng.randrange(f % key_stride, keys, key_stride)
             v = None if rng.random() < 0.1 else f"v{f}-{i}"
             if k not in state:
                 op = "c"
