@@ -382,7 +382,8 @@ def _row_group_rows(r: ThriftCompactReader) -> tuple[list[ColumnChunk], int]:
 
 def _column_chunk(r: ThriftCompactReader) -> ColumnChunk:
     chunk = ColumnChunk()
-    offset_index_at = offset_index_length = column_index_at = column_index_length = None
+    # 4/5: the offset index's offset and length, 6/7: the column index's
+    index_fields: dict[int, int] = {}
     for fid, t in r.fields():
         if fid == 1:
             r.expect(t, _BINARY, "ColumnChunk.file_path")
@@ -390,24 +391,14 @@ def _column_chunk(r: ThriftCompactReader) -> ColumnChunk:
         elif fid == 3:
             r.expect(t, _STRUCT, "ColumnChunk.meta_data")
             _column_meta_data(r, chunk)
-        elif fid in (4, 6):
-            offset = r.integer(t)
-            if fid == 4:
-                offset_index_at = offset
-            else:
-                column_index_at = offset
-        elif fid in (5, 7):
-            length = r.integer(t)
-            if fid == 5:
-                offset_index_length = length
-            else:
-                column_index_length = length
+        elif 4 <= fid <= 7:
+            index_fields[fid] = r.integer(t)
         else:
             r.skip(t, 3)
-    if offset_index_at is not None and offset_index_length is not None:
-        chunk.offset_index = (offset_index_at, offset_index_length)
-    if column_index_at is not None and column_index_length is not None:
-        chunk.column_index = (column_index_at, column_index_length)
+    if 4 in index_fields and 5 in index_fields:
+        chunk.offset_index = (index_fields[4], index_fields[5])
+    if 6 in index_fields and 7 in index_fields:
+        chunk.column_index = (index_fields[6], index_fields[7])
     return chunk
 
 
