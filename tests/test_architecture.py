@@ -1,7 +1,7 @@
 """The house's shape, checked: `import mergetree` pulls no benchmark, demo, Spark or CLI code;
 the package's imports form no cycle and point only downward through the layers
-errors -> merge -> table -> spark, organize, paimon, engines -> cli; no module reaches
-into another's underscore names.  The benchmarks beside it (`benchmarks/`): no cycle either,
+errors -> merge, storage -> codec (Paimon's format) -> table -> spark, organize, paimon, engines
+-> cli; no module reaches into another's underscore names.  The benchmarks beside it (`benchmarks/`): no cycle either,
 one harness per module, the dispatcher (`benchmarks/bench.py`, run by `mergetree bench` and
 `python -m benchmarks`) the only module that imports a harness, the harnesses and the asv
 suite sharing only the helper modules, and the package importing none of it (the CLI names
@@ -20,8 +20,8 @@ import mergetree
 PACKAGE = Path(mergetree.__file__).resolve().parent
 # Lower layers never import higher ones; the package root only re-exports.
 COMPILED = ("_core", "_bucket", "_curves", "_bloom")
-LAYERS = {"errors": 0, **dict.fromkeys(COMPILED, 0), "merge": 1, "storage": 1, "table": 2, "spark": 3, "organize": 3,
-          "paimon": 3, "engines": 3, "polars": 3, "duckdb": 3, "datafusion": 3, "cli": 4}
+LAYERS = {"errors": 0, **dict.fromkeys(COMPILED, 0), "merge": 1, "storage": 1, "codec": 2, "table": 3, "spark": 4,
+          "organize": 4, "paimon": 4, "engines": 4, "polars": 4, "duckdb": 4, "datafusion": 4, "cli": 5}
 
 
 def module_name(path: Path) -> str:

@@ -22,6 +22,7 @@ from mergetree.table.compaction.planner import (
     parse_memory_size,
     pick,
     plan_rewrite,
+    restored_levels,
     write_stall,
 )
 from mergetree.table.sections import interval_partition
@@ -774,3 +775,24 @@ def test_steady_stream_of_equal_flushes_fills_the_middle_levels(mode):
     assert outputs == {1, 2, 3, 4, 5}
     assert reasons == {"size-amplification", "size-ratio", "run-count"}
     assert levels.total_size() == 200 * 100
+
+
+def test_levels_restore_as_java_at_least_the_highest_level_in_use_plus_one():
+    """After a full compaction under the default trigger (files at level 5), a lowered
+    `num-sorted-run.compaction-trigger` (3 levels) neither refuses the files nor loses them:
+    as Java's `Levels`, the bucket has as many levels as its highest file needs."""
+    options = CompactionOptions(num_sorted_run_compaction_trigger=2)
+    assert options.num_levels == 3
+    files = [mk("top", 5, MiB, 0, 10), l0("a", MiB, 100), l0("b", MiB, 101)]
+    levels, widened = restored_levels(files, options)
+    assert levels.num_levels == widened.num_levels == 6 and widened.max_level == 5
+    assert widened.num_sorted_run_compaction_trigger == 2
+    unit = pick(levels, widened)
+    assert unit is not None and unit.output_level <= 5
+    plan_rewrite(unit, widened)  # no "outside 0..2"
+    full = full_compaction(levels)
+    assert full is not None and full.output_level == 5
+    same, unchanged = restored_levels([l0("c", MiB, 5)], options)
+    assert same.num_levels == 3 and unchanged is options
+    with pytest.raises(InvalidArgumentError, match="level"):
+        Levels(files, 3)  # the raw constructor still checks

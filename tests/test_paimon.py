@@ -24,11 +24,11 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import CompactionConflictError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
-from mergetree.paimon.binary_row import decode_row, encode_row
+from mergetree.codec.binary_row import decode_row, encode_row
+from mergetree.codec.types import parse_type
 from mergetree.paimon.compact import commit_compaction, plan_compaction, rewrite_bucket
 from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.options import check_options
-from mergetree.paimon.types import parse_type
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("region", pa.string()), ("amount", pa.decimal128(12, 2)), ("ts", pa.timestamp("us")),
@@ -517,7 +517,7 @@ def test_any_history_reads_and_compacts_like_the_model(tmp_path_factory, data) -
 def test_bucket_of_matches_paimon_and_prunes_point_reads(tmp_path: Path) -> None:
     """Every row pypaimon wrote sits in the bucket `bucket_of` computes for its key (long and
     short strings, integers, decimals, timestamps, dates), so a point read opens one bucket."""
-    from mergetree.paimon.binary_row import bucket_of
+    from mergetree.codec.buckets import bucket_of
     from mergetree.paimon.read import plan_read
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.k"
     schema = pa.schema([("s", pa.string()), ("i", pa.int32()), ("d", pa.decimal128(20, 3)),

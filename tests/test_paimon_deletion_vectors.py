@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from paimon_fixtures import PAIMON_PYTHON
 from pyroaring import BitMap, BitMap64
 
-from mergetree.errors import CorruptTableError, InvalidArgumentError
-from mergetree.table.deletion_vectors import (
+from mergetree.codec.deletion_vectors import (
     MAGIC_32,
     MAGIC_64,
     DeletionVectorRange,
     encode_index_file,
     read_index_file,
 )
+from mergetree.errors import CorruptTableError, InvalidArgumentError
 
 positions = st.one_of(
     st.sets(st.integers(0, 5000), max_size=300),                        # small files

@@ -23,9 +23,9 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import SchemaMismatchError, UnsupportedPaimonFeatureError
+from mergetree.codec.types import evolve, parse_type
 from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.read import _file_batches, _file_stats, _needed_columns, plan_read
-from mergetree.paimon.types import evolve, parse_type
 
 # -- the cast rules, value by value ---------------------------------------------------------
 

@@ -14,9 +14,9 @@ import pytest
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
-from mergetree.paimon.binary_row import decode_row
+from mergetree.codec.binary_row import decode_row
+from mergetree.codec.types import parse_type
 from mergetree.paimon.metadata import PaimonTable
-from mergetree.paimon.types import parse_type
 
 ROW = pa.struct([("x", pa.int32()), ("y", pa.string())])
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("r", ROW), ("arr", pa.list_(pa.int32())),

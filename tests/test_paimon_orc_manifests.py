@@ -28,8 +28,8 @@ from pyarrow import orc
 from test_paimon import _commits, _key, _options, model
 
 import mergetree.paimon as mp
+from mergetree.codec.manifest_files import ROW_TYPES, blank, read_metadata, write_metadata
 from mergetree.errors import CorruptTableError, InvalidArgumentError
-from mergetree.paimon.manifest_files import ROW_TYPES, blank, read_metadata, write_metadata
 from mergetree.paimon.metadata import PaimonTable
 from mergetree.table.objects import storage_for
 

@@ -21,3 +21,13 @@ def fold_decimal(arr: Any, hashes: npt.NDArray[np.int32], precision: int) -> Non
 def fold_binary(arr: Any, hashes: npt.NDArray[np.int32], large: bool) -> None: ...
 def fold_fixed_binary(arr: Any, hashes: npt.NDArray[np.int32], width: int) -> None: ...
 def pmod(hashes: npt.NDArray[np.int32], num_buckets: int) -> npt.NDArray[np.int32]: ...
+
+SLOT_FIXED: int
+SLOT_BOOL: int
+SLOT_BINARY: int
+SLOT_LARGE_BINARY: int
+SLOT_DECIMAL_COMPACT: int
+SLOT_DECIMAL: int
+SLOT_TIMESTAMP: int
+
+def paimon_hashes(columns: list[tuple[int, Any, Any]], max_row_bytes: int) -> npt.NDArray[np.int32]: ...

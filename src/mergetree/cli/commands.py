@@ -94,13 +94,14 @@ def info(args: argparse.Namespace) -> int:
     if len(rows) > 1:
         out.print(text_table(rows, right_aligned={0, 3, 4, 5}))
     out.print("\nbuckets (sorted runs: each level-0 file, then each non-empty level):")
-    num_levels = table.options.compaction.num_levels
+    levels_by_bucket = bucket_levels(table.directory)
+    # a file may sit above the configured levels (Java's rule: the highest level in use + 1)
+    num_levels = max([table.options.compaction.num_levels, *(lv.num_levels for lv in levels_by_bucket.values())])
     header = ["partition", "bucket", "runs"] + [f"L{i}" for i in range(num_levels)] + ["rows", "MiB"]
     rows = [header]
-    levels_by_bucket = bucket_levels(table.directory)
     for (partition, bucket), levels in sorted(levels_by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        files = [f for i in range(num_levels) for f in levels.files_at(i)]
-        per_level = [len(levels.files_at(i)) for i in range(num_levels)]
+        files = list(levels.all_files())
+        per_level = [len(levels.files_at(i)) if i < levels.num_levels else 0 for i in range(num_levels)]
         rows.append([",".join(map(str, partition)) or "-", str(bucket), str(levels.number_of_sorted_runs())]
                     + [str(n) if n else "." for n in per_level]
                     + [f"{sum(f.row_count for f in files):,}", f"{sum(f.file_size for f in files) / 2**20:.1f}"])

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..codec.types import evolve, same_type
 from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
 from ..merge import ROW_KIND_COLUMN, symbols_of
 from ..table import filters as flt
@@ -57,7 +58,6 @@ from .read import (
     read_data_file,
     read_file,
 )
-from .types import evolve, same_type
 
 __all__ = ["SOURCES", "changes", "diff_states"]
 

@@ -43,6 +43,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..codec.binary_row import decode_row, encode_row
+from ..codec.manifest_files import MetadataFile, template_for, write_metadata
+from ..codec.types import evolve, same_type
 from ..errors import (
     CompactionConflictError,
     CorruptTableError,
@@ -57,17 +60,15 @@ from ..table.compaction.planner import (
     CompactionOptions,
     CompactionPlan,
     CompactUnit,
-    Levels,
     RewriteGroup,
     force_pick_level0,
     full_compaction,
     pick,
     plan_rewrite,
+    restored_levels,
 )
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
-from .binary_row import decode_row, encode_row
-from .manifest_files import MetadataFile, template_for, write_metadata
 from .metadata import (
     ADD,
     DELETE,
@@ -86,7 +87,6 @@ from .metadata import (
 from .options import ExternalPaths, external_paths
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
 from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
-from .types import evolve, same_type
 
 __all__ = ["BucketChange", "PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
            "rewrite_bucket"]
@@ -148,12 +148,7 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
     plans = []
     for (partition, bucket), bucket_files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
-        num_levels = max(options.num_levels, max(f.level for f in bucket_files) + 1)
-        bucket_options = options if num_levels == options.num_levels else CompactionOptions(
-            options.num_sorted_run_compaction_trigger, options.num_sorted_run_stop_trigger, num_levels,
-            options.max_size_amplification_percent, options.size_ratio, options.target_file_size,
-            options.small_file_ratio)
-        levels = Levels(bucket_files, num_levels)
+        levels, bucket_options = restored_levels(bucket_files, options)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
         if unit is None and opts.deletion_vectors and not full:
             # reads leave level 0 out: compact it now, as Paimon's ForceUpLevel0Compaction does
@@ -343,7 +338,7 @@ def _relative_bucket_path(job: PaimonCompaction, bucket: PaimonBucket) -> str:
 def _root_store(table: PaimonTable, root: str) -> Store:
     """The store of an external root (``file:`` roots are local directories)."""
     try:
-        if root.startswith("file:"):
+        if root[:5].lower() == "file:":  # schemes are case-insensitive
             return locate(external_location(root), None, f"Paimon option 'data-file.external-paths' root {root!r}")
         return table.external_store(root.rstrip("/"))
     except (InvalidArgumentError, CorruptTableError) as exc:
@@ -390,7 +385,7 @@ class _Placement:
         if ext.strategy == "entropy-inject":
             name = posixpath.join(self.directory, entropy_directories(file_name), file_name)
         store = _root_store(self.table, root)
-        if root.startswith("file:"):
+        if root[:5].lower() == "file:":  # schemes are case-insensitive
             local = os.path.join(external_location(root), *name.split("/"))
             return _Target(store, name, local, "file:" + local)
         uri = f"{root.rstrip('/')}/{name}"

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import UnsupportedPaimonFeatureError
-from ..table.compaction.planner import CompactionOptions, Levels
+from ..table.compaction.planner import CompactionOptions, restored_levels
 from .read import read_schema
 
 __all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "info"]
@@ -72,15 +72,15 @@ def info(warehouse: Any, table: Any, snapshot: Any = None,
         snapshots.append(PaimonSnapshotInfo(sid, str(s.get("commitKind")),
                                             dt.datetime.fromtimestamp(int(s.get("timeMillis", 0)) / 1000),
                                             int(s.get("totalRecordCount") or 0), int(s.get("deltaRecordCount") or 0)))
-    levels_total = CompactionOptions.from_options(schema.options).num_levels
+    compaction = CompactionOptions.from_options(schema.options)
     deletions = t.deletion_files(snap) if unsupported is None and schema.checked_options.deletion_vectors else {}
     by_bucket: dict[tuple, list] = {}
     for f in t.live_files(snap):
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
     buckets = []
     for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
-        num_levels = max(levels_total, max(f.level for f in files) + 1)
-        levels = Levels(files, num_levels)
+        levels = restored_levels(files, compaction)[0]
+        num_levels = levels.num_levels
         marked = deletions.get((files[0].partition_bytes, bucket), {})
         buckets.append(PaimonBucketInfo(partition, bucket, levels.number_of_sorted_runs(),
                                         tuple(len(levels.files_at(i)) for i in range(num_levels)),

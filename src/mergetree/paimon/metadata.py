@@ -27,6 +27,10 @@ from urllib.parse import urlsplit
 
 import pyarrow as pa
 
+from ..codec.binary_row import decode_row
+from ..codec.deletion_vectors import DeletionVectorRange, read_index_file
+from ..codec.manifest_files import MetadataFile, read_metadata
+from ..codec.types import PaimonField, PaimonType, parse_field
 from ..errors import (
     CorruptTableError,
     InvalidArgumentError,
@@ -35,14 +39,10 @@ from ..errors import (
     UnsupportedPaimonFeatureError,
 )
 from ..storage import LocalDiskStore, ObjectNotFoundError, Store
-from ..table.deletion_vectors import DeletionVectorRange, read_index_file
 from ..table.filecache import FileCache
 from ..table.objects import StoredFile, list_names, locate, read_if_exists, storage_options_for, table_path
 from ..table.objects import source as stored_source
-from .binary_row import decode_row
-from .manifest_files import MetadataFile, read_metadata
 from .options import PaimonOptions, check_options
-from .types import PaimonField, PaimonType, parse_field
 
 __all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",
            "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "external_location", "identifier",
@@ -192,6 +192,7 @@ LATEST_HINT = f"{SNAPSHOT_DIR}/LATEST"
 # partition values whose directory name every Paimon writer spells the same way (Java, pypaimon
 # old and new): such a file's place follows from its manifest entry, no request needed
 _PLAIN_TEXT = re.compile(r"[A-Za-z0-9_.\-]+")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
 def _numbered(names: list[str], prefix: str) -> list[int]:
@@ -564,7 +565,7 @@ class PaimonTable:
         under ``index-file-in-data-file-dir``."""
         external = entry.get("_EXTERNAL_PATH")
         if external:
-            return None, external[len("file:"):].replace("///", "/", 1) if external.startswith("file:") else external
+            return None, external_location(external)
         if schema.options.get("index-file-in-data-file-dir", "false").strip().lower() == "true":
             partition = decode_row(entry["_PARTITION"], schema.partition_types, "partition")
             default = schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
@@ -648,6 +649,9 @@ def external_location(text: str) -> str:
     """Where a file named by an ``_EXTERNAL_PATH`` is: a local path for every spelling of a
     ``file:`` URI (Java and pypaimon write ``file:/x``; ``file:///x`` and ``file://localhost/x``
     are the same file) and for a bare absolute path, else the URI as written (``s3://...``)."""
+    scheme = _SCHEME.match(text)
+    if scheme is not None:  # schemes are case-insensitive (RFC 3986); Java records "FILE:/x"
+        text = scheme.group(1).lower() + text[scheme.end(1):]
     if text.startswith("file:"):
         rest = text[len("file:"):]
         if rest.startswith("//"):

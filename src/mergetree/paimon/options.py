@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..codec.buckets import bucket_key as codec_bucket_key
+from ..codec.stats import parse_stats_mode, stats_modes
 from ..errors import UnsupportedPaimonFeatureError
 from ..merge import AGGREGATE_FUNCTIONS
 
@@ -39,7 +41,7 @@ _HARMLESS_KEYS = {
     "write-only", "num-levels", "page-size", "cache-page-size", "sort-engine", "local-merge-buffer-size",
     "file.compression", "file.compression.zstd-level", "file.block-size", "file.suffix.include.compression",
     "manifest.compression", "manifest.target-file-size", "manifest.merge-min-count",
-    "manifest.full-compaction-threshold-size", "metadata.stats-mode", "full-compaction.delta-commits",
+    "manifest.full-compaction-threshold-size", "metadata.stats-dense-store", "full-compaction.delta-commits",
     "changelog-producer", "changelog-producer.row-deduplicate", "changelog.precommit-compact",
     "dynamic-partition-overwrite", "streaming-read-overwrite", "continuous.discovery-interval",
     "bucket-append-ordered", "commit.force-compact", "commit.user-prefix", "commit.max-retries",
@@ -126,6 +128,9 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         if key.startswith("fields."):
             _check_field_option(key, value, columns, refuse)
             continue
+        if key in ("metadata.stats-mode", "metadata.stats-keep-first-n-columns"):
+            stats_modes(opts, [])  # checked: a write keeps statistics by them
+            continue
         if key == "record-level.expire-time":
             raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
         known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
@@ -153,9 +158,7 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     if not primary_keys:
         raise UnsupportedPaimonFeatureError("the Paimon table has no primary key: append tables are not "
                                             "supported by mergetree.paimon (read them with pyarrow directly)")
-    trimmed = [k for k in primary_keys if k not in partition_keys]
-    bucket_key = tuple(s.strip() for s in opts["bucket-key"].split(",")) if opts.get("bucket-key") \
-        else tuple(trimmed)
+    bucket_key = codec_bucket_key(primary_keys, partition_keys, opts)
     unknown = [c for c in bucket_key if c not in columns]
     if unknown:
         raise refuse("bucket-key", f"names columns the table lacks: {unknown}")
@@ -286,6 +289,11 @@ def _check_field_option(key: str, value: str, columns: list[str], refuse) -> Non
     if option in ("aggregate-function",):
         if name not in columns:
             raise refuse(key, "names a column the table lacks")
+        return
+    if option == "stats-mode":  # which statistics writers keep; reads use what a file has
+        if name not in columns:
+            raise refuse(key, "names a column the table lacks")
+        parse_stats_mode(value, key)
         return
     if option == "sequence-group":
         raise refuse(key, "sequence groups are not supported by mergetree")

@@ -27,6 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..codec.buckets import bucket_function, buckets_of
+from ..codec.types import PaimonField, evolve, same_type
 from ..errors import (
     CorruptTableError,
     InvalidArgumentError,
@@ -43,9 +45,7 @@ from ..table.files import batch_rows_for, parquet_fragment, read_parquet
 from ..table.objects import StoredFile
 from ..table.read.topn import checked_order_by, top_rows
 from ..table.sections import interval_partition
-from .binary_row import bucket_of
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
-from .types import PaimonField, evolve, same_type
 
 __all__ = ["PaimonBucket", "PaimonReadPlan", "checked_columns", "layout_columns", "merge_runs", "plan_read", "read",
            "read_bucket", "read_data_file", "read_file", "read_schema", "scan"]
@@ -190,11 +190,13 @@ def _buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
     """The only buckets rows matching `f` can be in, when it fixes every bucket-key column to
     a few values (= and IN); None when it does not, or the table hashes another way."""
     opts = schema.checked_options
-    if opts.raw.get("bucket-function.type", "default").strip().lower() != "default":
-        return None
     types = [schema.field(c).type for c in opts.bucket_key]
     if any(t.root in ("FLOAT", "DOUBLE") or not t.atomic for t in types):
         return None  # -0.0/0.0 and NaN encodings: no pruning rather than a wrong bucket
+    try:
+        function = bucket_function(opts.raw, types)
+    except UnsupportedPaimonFeatureError:
+        return None  # a table hashing another way is read whole, never pruned by a guess
     per_column = []
     for c in opts.bucket_key:
         values = flt.equality_values(f, c)
@@ -203,7 +205,11 @@ def _buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
         per_column.append([v for v in values if v is not None])
     if math.prod(len(v) for v in per_column) > MAX_BUCKET_COMBINATIONS:
         return None
-    return {bucket_of(combo, types, opts.buckets) for combo in itertools.product(*per_column)}
+    combos = list(itertools.product(*per_column))
+    if not combos:
+        return set()
+    columns = [pa.array([c[i] for c in combos], type=t.arrow) for i, t in enumerate(types)]
+    return {int(b) for b in buckets_of(columns, types, opts.buckets, function)}
 
 
 # -- reading files -------------------------------------------------------------------------

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
+from ..codec.deletion_vectors import encode_index_file
 from ..merge.arrow_input import sort_indices
-from ..table.deletion_vectors import encode_index_file
 from .metadata import DELETION_VECTORS_INDEX, INDEX_DIR, PaimonFile
 from .read import PaimonBucket, PaimonReadPlan, layout_columns, read_file
 

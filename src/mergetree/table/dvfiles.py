@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
+from ..codec.deletion_vectors import DeletionVectorRange, encode_index_file, read_deletion_vector, read_index_file
 from ..errors import CorruptTableError
 from ..storage import ObjectNotFoundError, StorageError, Store
 from . import paths
-from .deletion_vectors import DeletionVectorRange, encode_index_file, read_deletion_vector, read_index_file
 from .filecache import FileCache
 from .objects import is_local, table_path
 

@@ -56,7 +56,7 @@ from ..files import (
 from ..objects import is_local
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import FileEntry, Snapshot
-from .planner import Levels
+from .planner import CompactionOptions, restored_levels
 from .transaction import Progress, new_files, rewrite_transaction
 
 __all__ = ["DvPlan", "compact_dv", "plan_dv", "restored"]
@@ -78,10 +78,10 @@ def _meets(a: DataFileMeta, others: list[DataFileMeta]) -> bool:
     return any(a.min_key <= o.max_key and o.min_key <= a.max_key for o in others)
 
 
-def plan_dv(files: list[DataFileMeta], num_levels: int, trigger: int | None, full: bool) -> DvPlan | None:
+def plan_dv(files: list[DataFileMeta], options: CompactionOptions, trigger: int | None, full: bool) -> DvPlan | None:
     """What to do in one bucket (None: nothing); `trigger`: only compact with at least this
     many sorted runs (None: whenever there are unresolved files)."""
-    levels = Levels(files, num_levels)
+    levels = restored_levels(files, options)[0]
     top = levels.max_level
     everything = DvPlan(tuple(levels.all_files()), (), top, True)
     if full:
@@ -117,7 +117,7 @@ def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress
     for key in sorted(by_bucket, key=lambda k: (str(k[0]), k[1])):
         if only is not None and key not in only:
             continue
-        plan = plan_dv(by_bucket[key], options.num_levels, trigger, full)
+        plan = plan_dv(by_bucket[key], options, trigger, full)
         if plan is not None:
             plans.append((key, plan))
     if not plans:
@@ -143,7 +143,7 @@ def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvP
     """Carry out one bucket's plan: (adds, deletes); the index file written is added to `indexes`."""
     ts = directory.schema
     storage = directory.storage
-    runs = [list(run.files) for run in Levels(plan.pending, directory.options.compaction.num_levels).sorted_runs()]
+    runs = [list(run.files) for run in restored_levels(plan.pending, directory.options.compaction)[0].sorted_runs()]
     found: dict[str, np.ndarray] = {}
     lookup_runs: list[Iterator[pa.RecordBatch]] = []
     if plan.lookup:

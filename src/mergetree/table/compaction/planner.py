@@ -90,7 +90,7 @@ import math
 import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -111,6 +111,7 @@ __all__ = [
     "parse_memory_size",
     "pick",
     "plan_rewrite",
+    "restored_levels",
     "write_stall",
 ]
 
@@ -461,6 +462,20 @@ def _pick_size_ratio(levels: Levels[F], runs: Sequence[LevelSortedRun[F]], optio
     if force or count > 1:
         return create_unit(levels, count, reason=reason)
     return None
+
+
+def restored_levels(files: Iterable[F], options: CompactionOptions) -> tuple[Levels[F], CompactionOptions]:
+    """A bucket's files in levels as Java's ``Levels`` restores them: as many levels as the
+    options say, or more where a file already sits higher (written under a larger
+    ``num-levels``, or before ``num-sorted-run.compaction-trigger`` was lowered) — at least the
+    highest level in use + 1.  The options come back with that level count, the one `pick`
+    and `plan_rewrite` must be given with these levels."""
+    files = list(files)
+    in_use = [f.level for f in files if isinstance(f.level, int) and not isinstance(f.level, bool)]
+    needed = max(in_use, default=0) + 1
+    if needed > options.num_levels:
+        options = replace(options, num_levels=needed)
+    return Levels(files, options.num_levels), options
 
 
 def _check_levels(levels: Levels[Any], options: CompactionOptions) -> None:

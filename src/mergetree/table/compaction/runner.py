@@ -15,7 +15,16 @@ from ..files import DataFileMeta, batch_rows_for, read_run, write_rolled
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import FileEntry, Snapshot
 from .dv import compact_dv, restored
-from .planner import CompactionOptions, CompactionPlan, Levels, full_compaction, pick, plan_rewrite, write_stall
+from .planner import (
+    CompactionOptions,
+    CompactionPlan,
+    Levels,
+    full_compaction,
+    pick,
+    plan_rewrite,
+    restored_levels,
+    write_stall,
+)
 from .transaction import Progress, new_files, rewrite_transaction
 
 __all__ = ["BucketCompaction", "Progress", "bucket_levels", "compact_buckets", "execute_plan", "plan_compaction",
@@ -55,7 +64,7 @@ def bucket_levels(directory: TableDirectory, snapshot: Snapshot | None = None) -
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for e in directory.live_files(snapshot or directory.latest_snapshot()).values():
         by_bucket[(e.partition, e.bucket)].append(e.file)
-    return {key: Levels(files, options.num_levels) for key, files in by_bucket.items()}
+    return {key: restored_levels(files, options)[0] for key, files in by_bucket.items()}
 
 
 def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
@@ -67,14 +76,15 @@ def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
     if base is None or not directory.schema.has_primary_key:
         return None, []
     plans: list[BucketCompaction] = []
-    for key, levels in sorted(bucket_levels(directory, base).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+    for key, found in sorted(bucket_levels(directory, base).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         if only is not None and key not in only:
             continue
-        unit = full_compaction(levels) if full else pick(levels, options)
+        levels, bucket_options = restored_levels(found.all_files(), options)
+        unit = full_compaction(levels) if full else pick(levels, bucket_options)
         if unit is not None and _retraction_would_fold(directory, unit):
             unit = full_compaction(levels)
         if unit is not None:
-            plans.append((key, plan_rewrite(unit, options)))
+            plans.append((key, plan_rewrite(unit, bucket_options)))
     return base.id, plans
 
 
