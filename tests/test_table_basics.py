@@ -165,3 +165,40 @@ def test_aggregate_and_first_row_tables_refuse_key_deletes(tmp_path):
         t = Table.create(str(tmp_path / engine), SCHEMA, primary_key="id", merge_engine=engine)
         with pytest.raises(InvalidArgumentError, match=message):
             t.delete(pa.table({"id": [1]}))
+
+
+def test_a_lowered_trigger_after_a_full_compaction_keeps_every_call_working(tmp_path):
+    """Files at level 5 (a full compaction under the default trigger), then the trigger
+    lowered to 2 (3 levels): info, writes (which compact), compactions and reads work, as Java
+    restores levels (the highest in use + 1); nothing raises after a commit."""
+    t = Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_key="id",
+                     buckets=2)
+    t.write(pa.table({"id": list(range(40)), "v": ["a"] * 40}))
+    t.compact(full=True)
+    assert {e.file.level for e in t.directory.live_files(t.latest_snapshot()).values()} == {5}
+    t.set_options({"num-sorted-run.compaction-trigger": "2"})
+    t.info()
+    for i in range(4):
+        t.write(pa.table({"id": [100 + i, 5], "v": ["new", f"w{i}"]}))
+    t.compact()
+    t.compact(full=True)
+    got = t.read().sort_by("id").to_pydict()
+    assert got["id"] == list(range(40)) + [100, 101, 102, 103]
+    assert got["v"][5] == "w3"
+
+
+def test_a_failure_after_a_commit_is_a_warning_not_an_error(tmp_path, monkeypatch):
+    """A write whose rows are committed reports success even when the compaction after it
+    fails: raising would make a caller retry and write the rows twice."""
+    from mergetree import CommittedWarning, CorruptTableError
+    from mergetree.table import write as write_module
+
+    t = Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_key="id")
+
+    def broken(*args, **kwargs):
+        raise CorruptTableError("a damaged file found while compacting", path="x")
+    monkeypatch.setattr(write_module, "compact_buckets", broken)
+    with pytest.warns(CommittedWarning, match="committed snapshot 1"):
+        snapshot = t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    assert snapshot is not None and snapshot.id == 1
+    assert t.read().num_rows == 2

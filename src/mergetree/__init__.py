@@ -22,6 +22,7 @@ from importlib import metadata as _metadata
 
 from .errors import (
     CommitConflictError,
+    CommittedWarning,
     CompactionConflictError,
     ConditionalCreateUnsupportedError,
     ConsumerNotFoundError,
@@ -79,6 +80,7 @@ __all__ = [
     "ENGINES",
     "ROW_KIND_COLUMN",
     "CommitConflictError",
+    "CommittedWarning",
     "CompactionConflictError",
     "ConditionalCreateUnsupportedError",
     "ConsumerNotFoundError",

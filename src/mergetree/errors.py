@@ -2,7 +2,7 @@
 column of a merge input, or the table file involved."""
 from __future__ import annotations
 
-__all__ = ["CommitConflictError", "CompactionConflictError", "ConditionalCreateUnsupportedError",
+__all__ = ["CommitConflictError", "CommittedWarning", "CompactionConflictError", "ConditionalCreateUnsupportedError",
            "ConsumerNotFoundError", "CorruptTableError", "InvalidArgumentError", "InvalidRowError",
            "MalformedArrowError", "MergeStateError", "MergeTreeError", "ObjectExistsError", "ObjectNotFoundError",
            "RetractionError", "SchemaMismatchError", "SnapshotNotFoundError", "StorageAccessError", "StorageError",
@@ -82,6 +82,11 @@ class CommitConflictError(MergeTreeError):
 
 class CompactionConflictError(CommitConflictError):
     """Files this compaction read were replaced by another commit; nothing was committed."""
+
+
+class CommittedWarning(UserWarning):
+    """A commit succeeded and something after it failed (the compaction a write runs once its
+    rows are committed): the data is in the table; retrying the call would write it twice."""
 
 
 class SnapshotNotFoundError(MergeTreeError, LookupError):

@@ -5,6 +5,7 @@ merge engine, write level-0 files, commit.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -13,7 +14,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CompactionConflictError, InvalidArgumentError, SchemaMismatchError
+from ..errors import (
+    CommittedWarning,
+    CompactionConflictError,
+    InvalidArgumentError,
+    MergeTreeError,
+    SchemaMismatchError,
+)
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
 from .buckets import bucket_ids
@@ -557,4 +564,9 @@ def write_rows(directory: TableDirectory, data: Any, kind: RowKind,
             compact_buckets(directory, touched, full=False, base=snapshot)
         except CompactionConflictError:
             pass  # another process compacted these files first; the write is committed
+        except MergeTreeError as exc:  # committed: a failure now must not read as a failed write
+            warnings.warn(CommittedWarning(
+                f"the write committed snapshot {snapshot.id if snapshot else '?'}, then compacting its buckets "
+                f"failed ({type(exc).__name__}: {exc}); the rows are in the table, compact it later"),
+                stacklevel=3)
     return snapshot
