@@ -180,3 +180,30 @@ class BucketJoin(_TableDirectory):
                                                              None, None)), schema=t.schema)
                       for t, p in ((self.left, left), (self.right, right))]
             join_sorted(tables[0], tables[1], "id", "inner")
+
+
+class PaimonBucketHash:
+    """Paimon's default bucket function (`mergetree.codec.buckets.buckets_of`: each row's
+    BinaryRow laid out and Murmur3-hashed in the compiled core) over 1M rows: the placement
+    every write into a fixed-bucket Paimon table pays, per key shape."""
+
+    params = (["bigint", "string", "int+string"],)
+    param_names = ("key",)
+
+    def setup(self, key):
+        from mergetree.codec.types import parse_type
+        rng = np.random.default_rng(3)
+        n = 1_000_000
+        ints = pa.array(rng.integers(0, 1 << 40, n))
+        strings = pc.binary_join_element_wise("customer-", pc.cast(pa.array(rng.integers(0, 1 << 30, n)),
+                                                                   pa.string()), "")
+        self.columns, self.types = {
+            "bigint": ([ints], [parse_type("BIGINT")]),
+            "string": ([strings], [parse_type("STRING")]),
+            "int+string": ([pc.cast(pc.bit_wise_and(ints, 1023), pa.int32()), strings],
+                           [parse_type("INT"), parse_type("STRING")]),
+        }[key]
+
+    def time_buckets_of(self, key):
+        from mergetree.codec.buckets import buckets_of
+        buckets_of(self.columns, self.types, 16)
