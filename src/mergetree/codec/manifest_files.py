@@ -176,7 +176,9 @@ def fit(record: Mapping[str, Any], template: MetadataFile, kind: str) -> dict:
     if record.get("_VERSION") is None and kind in _VERSIONS:
         record = {"_VERSION": _VERSIONS[kind], **record}
     if template.format == "avro":
-        return _fit_avro(record, _resolved(template.schema), known, kind)
+        # Java's writer schema is a union of null and the record: fit the record
+        schema = _resolved(template.schema)
+        return _fit_avro(record, _record_type(schema) or schema, known, kind)
     return _fit_arrow(record, list(template.schema), known, kind)
 
 

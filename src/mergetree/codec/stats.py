@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ..errors import UnsupportedPaimonFeatureError
 
-__all__ = ["DEFAULT_STATS_MODE", "StatsMode", "column_stats", "parse_stats_mode", "stats_modes"]
+__all__ = ["DEFAULT_STATS_MODE", "StatsMode", "bounded", "column_stats", "parse_stats_mode", "stats_modes"]
 
 DEFAULT_STATS_MODE = "truncate(16)"
 _TRUNCATE = re.compile(r"TRUNCATE\((\d+)\)")
@@ -109,6 +109,23 @@ def _truncate_max_bytes(value: bytes, length: int) -> bytes | None:
     return None
 
 
+def bounded(lo: Any, hi: Any, nulls: int, mode: StatsMode) -> tuple[Any, Any, int | None]:
+    """A column's exact (min, max, null count) as `mode` keeps them.  Truncating the exact max
+    gives what Java's collector gives folding value by value: it fails for some value only if
+    it fails for the max, which starts with every value's prefix that could exceed it."""
+    if mode.kind == "none":
+        return None, None, None
+    if mode.kind == "counts" or lo is None or hi is None:
+        return None, None, nulls
+    if mode.kind == "truncate" and isinstance(lo, (str, bytes)):
+        n = mode.length
+        hi = _truncate_max_text(hi, n) if isinstance(hi, str) else _truncate_max_bytes(hi, n)
+        if hi is None:  # no upper bound within n: Java keeps neither bound
+            return None, None, nulls
+        lo = lo[:n]
+    return lo, hi, nulls
+
+
 def column_stats(column: pa.Array | pa.ChunkedArray, mode: StatsMode) -> tuple[Any, Any, int | None]:
     """(min, max, null count) of a column of atomic values under `mode`, as Python values
     (`binary_row.encode_row` takes them); None where the mode keeps nothing."""
@@ -132,11 +149,4 @@ def column_stats(column: pa.Array | pa.ChunkedArray, mode: StatsMode) -> tuple[A
             lo = float("nan") if lo is None else lo
         return lo, hi, nulls
     lo_hi = pc.min_max(column)
-    lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
-    if mode.kind == "truncate" and isinstance(lo, (str, bytes)):
-        n = mode.length
-        lo = lo[:n]
-        hi = _truncate_max_text(hi, n) if isinstance(hi, str) else _truncate_max_bytes(hi, n)
-        if hi is None:  # no upper bound within n: Java keeps neither bound
-            return None, None, nulls
-    return lo, hi, nulls
+    return bounded(lo_hi["min"].as_py(), lo_hi["max"].as_py(), nulls, mode)

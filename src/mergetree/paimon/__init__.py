@@ -1,4 +1,4 @@
-"""Apache Paimon primary-key tables, read and compacted from Python without a JVM.
+"""Apache Paimon primary-key tables, read, written and compacted from Python without a JVM.
 
 - `read(warehouse, "db.table", columns=None, filter=None, snapshot=None, order_by=None, limit=None)` -> `pa.Table`
 - `scan(...)` -> `pa.RecordBatchReader` (an Arrow C stream), bucket by bucket
@@ -6,6 +6,9 @@
 - `info(warehouse, "db.table")` -> what the table holds (snapshots, buckets, sorted runs)
 - `changes(warehouse, "db.table", start, end=None, columns=None, filter=None, source="auto")` ->
   `pa.RecordBatchReader` of what changed between two snapshots, with a ``_row_kind`` column
+- `write(warehouse, "db.table", data, row_kind_column=None)` / `delete(warehouse, "db.table", keys)`
+  -> `PaimonWrite`: rows written into a fixed-bucket primary-key table as Java's batch writers
+  write them (level-0 files, an APPEND snapshot, then a COMPACT one unless write-only)
 
 A warehouse is a local directory or an object-store URI (``s3://lake/warehouse``, ``gs://``,
 ``az://``, ...); each function takes `storage_options=` with the keys `Table.open` takes
@@ -22,5 +25,7 @@ from .changes import changes
 from .compact import compact
 from .info import PaimonBucketInfo, PaimonInfo, PaimonSnapshotInfo, info
 from .read import read, scan
+from .write import PaimonWrite, delete, write
 
-__all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "changes", "compact", "info", "read", "scan"]
+__all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "PaimonWrite", "changes", "compact", "delete",
+           "info", "read", "scan", "write"]

@@ -6,7 +6,7 @@ rewrite or metadata-only upgrade (`plan_rewrite`) — the same planner mergetree
 use.  Rewritten runs stream through `merge_runs` into new Parquet files in the input's layout
 (rolled at target-file-size; retractions dropped only when the output is the oldest data),
 beside the bucket's files or, with ``data-file.external-paths``, under the roots as Paimon's
-strategy picks them (`_Placement`).
+strategy picks them (`Placement`).
 
 The commit is a Paimon ``COMPACT`` snapshot: one new manifest (a DELETE entry for every input,
 copied from the entry that added it, an ADD entry for every output, an upgrade is both), a
@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 
 from ..codec.binary_row import decode_row, encode_row
 from ..codec.manifest_files import MetadataFile, template_for, write_metadata
+from ..codec.stats import StatsMode, bounded, stats_modes
 from ..codec.types import evolve, same_type
 from ..errors import (
     CompactionConflictError,
@@ -88,8 +89,8 @@ from .options import ExternalPaths, external_paths
 from .read import PaimonBucket, PaimonReadPlan, merge_runs
 from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
 
-__all__ = ["BucketChange", "PaimonCompaction", "commit_compaction", "compact", "compression_for", "plan_compaction",
-           "rewrite_bucket"]
+__all__ = ["BucketChange", "PaimonCompaction", "Placement", "commit_compaction", "commit_files", "compact",
+           "compression_for", "plan_compaction", "remove_files", "rewrite_bucket", "run_compaction", "write_rolled"]
 
 LONG_MAX = (1 << 63) - 1
 # rows per Parquet row group of a new file: large, as Paimon's writers make them (one per file up
@@ -107,7 +108,7 @@ class PaimonCompaction:
     """What one compaction will do: per (partition, bucket), the planner's decision."""
 
     table: PaimonTable
-    snapshot: dict
+    snapshot: dict | None
     schema: PaimonSchema
     plans: tuple[tuple[PaimonBucket, CompactionPlan], ...]
     # where new data files go with `data-file.external-paths` (None: beside the bucket's files)
@@ -123,9 +124,13 @@ class PaimonCompaction:
 
 
 def plan_compaction(warehouse: Any, table: Any, full: bool = False,
-                    storage_options: Mapping[str, object] | None = None) -> PaimonCompaction | None:
-    """Decide what to compact (no I/O beyond metadata); None when the table has no snapshot."""
-    t = PaimonTable.open(warehouse, table, storage_options)
+                    storage_options: Mapping[str, object] | None = None, only: set[tuple] | None = None,
+                    opened: PaimonTable | None = None, force_level0: bool = False) -> PaimonCompaction | None:
+    """Decide what to compact (no I/O beyond metadata); None when the table has no snapshot.
+    `only`: the (partition values, bucket) pairs to consider (a write's), else every bucket.
+    `force_level0`: when the rules pick nothing, level 0 still goes up (a write into a table
+    whose reads skip level 0, as Java's lookup writers do); deletion-vector tables always."""
+    t = opened or PaimonTable.open(warehouse, table, storage_options)
     snap = t.resolve(None)
     if snap is None:
         return None
@@ -148,9 +153,11 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
     plans = []
     for (partition, bucket), bucket_files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
+        if only is not None and (partition, bucket) not in only:
+            continue
         levels, bucket_options = restored_levels(bucket_files, options)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
-        if unit is None and opts.deletion_vectors and not full:
+        if unit is None and (opts.deletion_vectors or force_level0) and not full:
             # reads leave level 0 out: compact it now, as Paimon's ForceUpLevel0Compaction does
             unit = force_pick_level0(levels, bucket_options)
         if unit is None:
@@ -159,7 +166,7 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             # the versions a retraction replaces above the output are marked deleted: it has done its work
             unit = CompactUnit(unit.output_level, unit.files, True, unit.reason)
         plan = plan_rewrite(unit, bucket_options)
-        if opts.deletion_vectors and unit.output_level > 0:
+        if (opts.deletion_vectors or opts.engine == "first-row") and unit.output_level > 0:
             plan = _rewriting_level0(plan, bucket_files)
         if plan.rewrites or plan.upgrades:
             plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
@@ -212,7 +219,12 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress |
     conditional create (a store without one refuses before anything is written)."""
     if not isinstance(full, bool):
         raise InvalidArgumentError(f"full must be True or False, not {full!r}")
-    job = plan_compaction(warehouse, table, full, storage_options)
+    return run_compaction(plan_compaction(warehouse, table, full, storage_options), progress)
+
+
+def run_compaction(job: PaimonCompaction | None, progress: Progress | None = None) -> int | None:
+    """Carry out a planned compaction (`plan_compaction`) and commit it: the COMPACT
+    snapshot's id, or None when there was nothing to do."""
     if job is None or not job.plans:
         return None
     job.table.storage.require_conditional_create()  # never a commit that could replace another's
@@ -265,7 +277,7 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
     deletes: list[dict] = []
     replaced: dict[str, np.ndarray] = {}
     rewritten: list[PaimonFile] = []
-    placement = _Placement(job, bucket)
+    placement = Placement(job, bucket)
     # the replaced versions' values matter unless the newest version simply wins (deduplicate
     # by sequence number, every retraction applied): then they are only marked
     opts = job.schema.checked_options
@@ -274,14 +286,24 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
         runs = group.sorted_runs()
         inputs = sum(f.row_count for f in group.files)
         older = None
+        seen_above: pa.Table | None = None
         if vectors and plan.output_level > 0:
             found = replaced_positions(read_plan, bucket, list(group.files), plan.output_level)
             if old_values:
                 older = older_versions(read_plan, bucket, found)
             for name, positions in found.items():
                 replaced[name] = np.union1d(replaced[name], positions) if name in replaced else positions
+        elif opts.engine == "first-row" and plan.output_level > 0:
+            # Java's lookup compaction of a first-row table: a key some file above already holds
+            # keeps that (older) version; the new one is dropped, so no key is in two levels
+            found = replaced_positions(read_plan, bucket, list(group.files), plan.output_level)
+            above = older_versions(read_plan, bucket, found)
+            if above:
+                seen_above = pa.Table.from_batches(above).select(job.schema.key_columns)
         batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete, older=older)
-        for entry in _write_rolled(job, bucket, placement, batches, plan.output_level, written):
+        if seen_above is not None:
+            batches = _without_keys(batches, seen_above, job.schema.key_columns)
+        for entry in write_rolled(job, bucket, placement, batches, plan.output_level, written):
             adds.append(entry)
         if advance is not None:
             advance(inputs)
@@ -355,7 +377,7 @@ class _Target:
     external: str | None
 
 
-class _Placement:
+class Placement:
     """Where a bucket's new data files go, as Paimon's `DataFilePathFactory` places them: beside
     the bucket's files, or with external paths under a root chosen per file —
     ``<root>/<relative bucket path>/<file>``, entropy-inject adding three 4-bit directories and
@@ -416,6 +438,20 @@ def _murmur3_32(data: bytes, seed: int = 0) -> int:
     h = ((h ^ (h >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
     h = ((h ^ (h >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
     return h ^ (h >> 16)
+
+
+def _without_keys(batches: Iterator[pa.RecordBatch], keys: pa.Table,
+                  key_columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The batches without the rows whose key `keys` holds, in their order."""
+    marked = keys.append_column("__above", pa.array(np.ones(keys.num_rows, dtype=bool)))
+    for batch in batches:
+        numbered = pa.Table.from_batches([batch]).select(key_columns).append_column(
+            "__row", pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+        joined = numbered.join(marked, key_columns, join_type="left outer")
+        keep = joined.filter(pc.is_null(joined.column("__above"))).column("__row").combine_chunks()
+        kept = batch.take(keep.take(pc.sort_indices(keep)))  # the join does not keep the order
+        if kept.num_rows:
+            yield kept
 
 
 def _as_delete(f: PaimonFile) -> dict:
@@ -522,14 +558,22 @@ class _FileWriter:
         self._sink.abort()
 
 
-def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: _Placement,
-                  batches: Iterator[pa.RecordBatch], level: int, written: list[str]) -> Iterator[dict]:
+def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placement,
+                 batches: Iterator[pa.RecordBatch], level: int, written: list[str],
+                 file_source: int = FILE_SOURCE_COMPACT) -> Iterator[dict]:
+    """Key-ordered batches of the data-file layout (one version of a key per file) written as
+    the bucket's new data files at `level`, rolled at target-file-size; yields each file's
+    manifest entry (`file_source`: APPEND for a write's level-0 files, COMPACT for a
+    compaction's).  Paths go into `written` before the files exist (`remove_files`)."""
     schema = job.schema
     target = CompactionOptions.from_options(schema.options).target_file_size
-    key_names = schema.trimmed_keys
     key_columns = schema.key_columns
-    stat_names = [f.name for f in schema.fields if _stat_column(f.type)]
-    fmt = "orc" if bucket.files[0].file_name.endswith(".orc") else "parquet"
+    modes = dict(zip(schema.names, stats_modes(schema.options, schema.names)))
+    stat_names = [f.name for f in schema.fields if _stat_column(f.type) and modes[f.name].kind != "none"]
+    if bucket.files:  # the inputs' format (a table may have changed `file.format` since)
+        fmt = "orc" if bucket.files[0].file_name.endswith(".orc") else "parquet"
+    else:
+        fmt = schema.checked_options.file_format
     codec = compression_for(schema.options, level)
     writer: _FileWriter | None = None
     state: dict[str, Any] = {}
@@ -548,7 +592,7 @@ def _write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: _Place
     def finish(w: _FileWriter) -> dict:
         size = w.close()
         assert placed is not None
-        return _add_entry(job, bucket, w.name, size, level, state, key_names, stat_names, placed.external)
+        return _add_entry(job, bucket, w.name, size, level, state, stat_names, placed.external, file_source)
 
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
@@ -597,33 +641,47 @@ def _write_group(writer: _FileWriter, group: pa.Table, state: dict) -> None:
         state["values"].add(b)
 
 
+def _stats_row(collector: _StatsCollector, names: list[str], stored: list[str], types: list,
+               modes: list[StatsMode]) -> dict:
+    """A SimpleStats record of `names` (their columns in the batches: `stored`) under each
+    column's stats mode (`codec.stats.bounded`)."""
+    bounds = [bounded(collector.lo.get(c), collector.hi.get(c), collector.nulls[c], m) for c, m in zip(stored, modes)]
+    return {"_MIN_VALUES": encode_row([b[0] for b in bounds], types),
+            "_MAX_VALUES": encode_row([b[1] for b in bounds], types),
+            "_NULL_COUNTS": [b[2] for b in bounds]}
+
+
 def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, name: str, size: int, level: int, state: dict,
-               key_names: list[str], stat_names: list[str], external: str | None = None) -> dict:
+               stat_names: list[str], external: str | None = None,
+               file_source: int = FILE_SOURCE_COMPACT) -> dict:
     schema = job.schema
     key_types = schema.key_types
     key_columns = schema.key_columns
     first = tuple(state["first"].column(c)[0].as_py() for c in key_columns)
     last = tuple(state["last"].column(c)[0].as_py() for c in key_columns)
-    keys: _StatsCollector = state["keys"]
-    values: _StatsCollector = state["values"]
+    key_modes = stats_modes(schema.options, key_columns)  # system fields: truncate(128)
+    value_modes = stats_modes(schema.options, schema.names)
+    by_name = dict(zip(schema.names, value_modes))
     stat_types = [schema.field(n).type for n in stat_names]
-    template = bucket.files[0].record
+    if bucket.files:
+        version, partition = bucket.files[0].record.get("_VERSION", 2), bucket.files[0].partition_bytes
+        total = bucket.files[0].record["_TOTAL_BUCKETS"]
+    else:  # a bucket's first file
+        version, partition = 2, encode_row(list(bucket.partition), schema.partition_types)
+        total = schema.checked_options.buckets
     return {
-        "_VERSION": template.get("_VERSION", 2), "_KIND": ADD, "_PARTITION": bucket.files[0].partition_bytes,
-        "_BUCKET": bucket.bucket, "_TOTAL_BUCKETS": template["_TOTAL_BUCKETS"],
+        "_VERSION": version, "_KIND": ADD, "_PARTITION": partition,
+        "_BUCKET": bucket.bucket, "_TOTAL_BUCKETS": total,
         "_FILE": {
             "_FILE_NAME": posixpath.basename(name), "_FILE_SIZE": size, "_ROW_COUNT": state["rows"],
             "_MIN_KEY": encode_row(first, key_types), "_MAX_KEY": encode_row(last, key_types),
-            "_KEY_STATS": {"_MIN_VALUES": encode_row([keys.lo.get(c) for c in key_columns], key_types),
-                           "_MAX_VALUES": encode_row([keys.hi.get(c) for c in key_columns], key_types),
-                           "_NULL_COUNTS": [keys.nulls[c] for c in key_columns]},
-            "_VALUE_STATS": {"_MIN_VALUES": encode_row([values.lo.get(c) for c in stat_names], stat_types),
-                             "_MAX_VALUES": encode_row([values.hi.get(c) for c in stat_names], stat_types),
-                             "_NULL_COUNTS": [values.nulls[c] for c in stat_names]},
+            "_KEY_STATS": _stats_row(state["keys"], key_columns, key_columns, key_types, key_modes),
+            "_VALUE_STATS": _stats_row(state["values"], stat_names, stat_names, stat_types,
+                                       [by_name[n] for n in stat_names]),
             "_MIN_SEQUENCE_NUMBER": state["min_seq"], "_MAX_SEQUENCE_NUMBER": state["max_seq"],
             "_SCHEMA_ID": schema.id, "_LEVEL": level, "_EXTRA_FILES": [],
             "_CREATION_TIME": dt.datetime.now(dt.timezone.utc), "_DELETE_ROW_COUNT": state["deletes"],
-            "_EMBEDDED_FILE_INDEX": None, "_FILE_SOURCE": FILE_SOURCE_COMPACT, "_VALUE_STATS_COLS": stat_names,
+            "_EMBEDDED_FILE_INDEX": None, "_FILE_SOURCE": file_source, "_VALUE_STATS_COLS": stat_names,
             "_EXTERNAL_PATH": external, "_FIRST_ROW_ID": None, "_WRITE_COLS": None, "_WRITE_COLS_SEQUENCES": None,
         },
     }
@@ -640,16 +698,17 @@ def remove_files(table: PaimonTable, paths: list[str]) -> None:
         with contextlib.suppress(StorageError, InvalidArgumentError):
             if name is not None:
                 table.storage.delete(name)
-            else:  # a data file at an external path (`_Placement`): the store of its directory
+            else:  # a data file at an external path (`Placement`): the store of its directory
                 directory, _, base = path.rpartition("/" if "://" in path else os.sep)
                 store = locate(directory, None, "an external data path") if "://" not in path else \
                     table.external_store(directory)
                 store.delete(base)
 
 
-def _templates(table: PaimonTable, snapshot: dict, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:
+def _templates(table: PaimonTable, snapshot: dict | None, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:
     """Templates for the new manifest lists and manifest (`template_for`): the snapshot's own
-    files in the table's ``manifest.format``, the newest first."""
+    files in the table's ``manifest.format``, the newest first (none for a first snapshot)."""
+    snapshot = snapshot or {}
     lists = [table.metadata_file(n, "manifest list") for n in (snapshot.get("deltaManifestList"),
                                                       snapshot.get("baseManifestList")) if n]
     manifests = (table.metadata_file(m["_FILE_NAME"], "manifest") for ml in lists for m in ml.records)
@@ -668,8 +727,8 @@ def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
     return {"_MIN_VALUES": encode_row(lo, types), "_MAX_VALUES": encode_row(hi, types), "_NULL_COUNTS": nulls}
 
 
-def _index_entries(t: PaimonTable, snapshot: dict) -> list[dict]:
-    name = snapshot.get("indexManifest")
+def _index_entries(t: PaimonTable, snapshot: dict | None) -> list[dict]:
+    name = (snapshot or {}).get("indexManifest")
     return list(t.metadata_file(name, "index manifest").records) if name else []
 
 
@@ -681,7 +740,7 @@ def _bucket_index_name(entries: list[dict], partition: bytes, bucket: int) -> st
     return None
 
 
-def _write_index_manifest(t: PaimonTable, base: dict, changes: list[BucketChange], schema: PaimonSchema,
+def _write_index_manifest(t: PaimonTable, base: dict | None, changes: list[BucketChange], schema: PaimonSchema,
                           written: list[str]) -> str | None:
     """The index manifest of the new snapshot: the base's entries (a full list), each changed
     bucket's deletion-vector entry replaced by its new one (or dropped), written like the
@@ -693,7 +752,7 @@ def _write_index_manifest(t: PaimonTable, base: dict, changes: list[BucketChange
     entries = kept + [c.index_entry for c in changes if c.index_entry is not None]
     if not entries:
         return None
-    name = base.get("indexManifest")
+    name = (base or {}).get("indexManifest")
     template = template_for("index manifest", schema.options, [t.metadata_file(name, "index manifest")] if name else [])
     manifest = f"index-manifest-{uuid.uuid4()}-0"
     written.append(t.manifest_path(manifest))
@@ -706,11 +765,22 @@ def commit_compaction(job: PaimonCompaction, changes: list[BucketChange], writte
     (manifests included) go into `written` so that a failure removes them (`remove_files`).
     A deletion-vector table's changed buckets get a new index manifest; a newer snapshot that
     changed one of their index files is a conflict."""
+    return commit_files(job, [e for c in changes for e in c.adds], [e for c in changes for e in c.deletes], written,
+                        "COMPACT", [c for c in changes if c.index_changed])
+
+
+def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], written: list[str], kind: str,
+                 index_changes: list[BucketChange] | None = None,
+                 check: Callable[[dict], None] | None = None) -> int:
+    """Commit manifest entries as a snapshot of `kind` (APPEND, COMPACT) on top of
+    `job.snapshot` (None: the table's first), as Paimon commits on a filesystem; its id.  A
+    lost race is retried on the newer snapshot when every deleted file is still live, the
+    changed buckets' deletion vectors are unchanged and `check(newer snapshot)` (a commit
+    kind's own conflicts) does not raise; otherwise `CompactionConflictError`, nothing
+    committed."""
     t, schema = job.table, job.schema
     t.storage.require_conditional_create()
-    adds = [e for c in changes for e in c.adds]
-    deletes = [e for c in changes for e in c.deletes]
-    index_changes = [c for c in changes if c.index_changed]
+    index_changes = list(index_changes or ())
     before = _index_entries(t, job.snapshot) if index_changes else []
     index_files = {(c.partition, c.bucket): _bucket_index_name(before, c.partition, c.bucket) for c in index_changes}
     list_template, manifest_template = _templates(t, job.snapshot, schema)
@@ -730,32 +800,34 @@ def commit_compaction(job: PaimonCompaction, changes: list[BucketChange], writte
     delta_change = sum(e["_FILE"]["_ROW_COUNT"] for e in adds) - sum(e["_FILE"]["_ROW_COUNT"] for e in deletes)
     needed = {identifier(e) for e in deletes}
     base = job.snapshot
-    user = f"mergetree-{uuid.uuid4()}"
+    user = str(uuid.uuid4())  # a batch writer's commit user: a fresh UUID, as Java's
     for attempt in range(COMMIT_TRIES):
+        if base is not job.snapshot and base is not None and check is not None:
+            check(base)
         live = {identifier(f.record) for f in t.live_files(base)} if base is not job.snapshot else needed
         if not needed <= live:
             raise CompactionConflictError(
                 f"another commit to Paimon table {t.name} replaced {len(needed - live)} input file(s) of this "
-                f"compaction (snapshot {base['id']}); nothing was committed")
-        index_manifest = base.get("indexManifest")
+                f"compaction (snapshot {(base or {}).get('id')}); nothing was committed")
+        index_manifest = (base or {}).get("indexManifest")
         if index_changes:
             now = _index_entries(t, base) if base is not job.snapshot else before
             if any(_bucket_index_name(now, p, b) != name for (p, b), name in index_files.items()):
                 raise CompactionConflictError(
                     f"another commit to Paimon table {t.name} changed the deletion vectors of a bucket this "
-                    f"compaction changes (snapshot {base['id']}); nothing was committed")
+                    f"compaction changes (snapshot {(base or {}).get('id')}); nothing was committed")
             index_manifest = _write_index_manifest(t, base, index_changes, schema, written)
         unique = uuid.uuid4()
         base_list, delta_list = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
-        previous = [m for n in (base.get("baseManifestList"), base.get("deltaManifestList")) if n
+        previous = [m for n in ((base or {}).get("baseManifestList"), (base or {}).get("deltaManifestList")) if n
                     for m in t.manifest_list(n)]
         written += [t.manifest_path(base_list), t.manifest_path(delta_list)]
         base_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{base_list}", list_template, previous, "manifest list")
         delta_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{delta_list}", list_template, [delta_meta],
                                     "manifest list")
-        new_id = int(base["id"]) + 1
+        new_id = int(base["id"]) + 1 if base is not None else 1
         snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
-                                  delta_change, user)
+                                  delta_change, user, kind)
         if index_changes:
             snapshot["indexManifest"] = index_manifest
         if _publish(t, new_id, snapshot):
@@ -775,15 +847,20 @@ def commit_compaction(job: PaimonCompaction, changes: list[BucketChange], writte
                                   f"nothing was committed")
 
 
-def _snapshot_json(base: dict, new_id: int, schema_id: int, base_list: str, base_size: int, delta_list: str,
-                   delta_size: int, delta_change: int, user: str) -> dict:
+def _snapshot_json(base: dict | None, new_id: int, schema_id: int, base_list: str, base_size: int, delta_list: str,
+                   delta_size: int, delta_change: int, user: str, kind: str = "COMPACT") -> dict:
+    if base is None:  # the table's first snapshot: Java's fields, in its order
+        base = {"version": 3, "id": 0, "schemaId": schema_id, "baseManifestList": None, "baseManifestListSize": None,
+                "deltaManifestList": None, "deltaManifestListSize": None, "changelogManifestList": None,
+                "indexManifest": None, "commitUser": None, "commitIdentifier": None, "commitKind": None,
+                "timeMillis": None, "logOffsets": {}, "totalRecordCount": 0}
     snap = {k: v for k, v in base.items() if k not in ("changelogManifestList", "changelogManifestListSize",
                                                        "changelogRecordCount", "logOffsets", "statistics")}
     snap.update({
         "version": base.get("version", 3), "id": new_id, "schemaId": schema_id,
         "baseManifestList": base_list, "baseManifestListSize": base_size,
         "deltaManifestList": delta_list, "deltaManifestListSize": delta_size,
-        "changelogManifestList": None, "commitUser": user, "commitIdentifier": LONG_MAX, "commitKind": "COMPACT",
+        "changelogManifestList": None, "commitUser": user, "commitIdentifier": LONG_MAX, "commitKind": kind,
         "timeMillis": int(time.time() * 1000),
         "totalRecordCount": int(base.get("totalRecordCount") or 0) + delta_change,
         "deltaRecordCount": delta_change, "changelogRecordCount": 0,

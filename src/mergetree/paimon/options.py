@@ -59,6 +59,8 @@ _HARMLESS_PREFIXES = (
     "write.", "read.batch-size", "stats.",
     "zorder.", "hilbert.", "clustering.", "visibility-callback.", "snapshot-expire.", "manifest.delete-file",
     "alter-column-null-to-not-null", "query-auth.", "deletion-vector.index-file", "deletion-vectors.bitmap64",
+    # duties of commits, not of reads (writes refuse them: `paimon.write.check_writable`)
+    "metadata.iceberg.", "lock.",
 )
 _REFUSED_WHEN_TRUE = {
     "partial-update.remove-record-on-delete": "partial-update removing a record on delete",

@@ -47,8 +47,8 @@ from ..table.read.topn import checked_order_by, top_rows
 from ..table.sections import interval_partition
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["PaimonBucket", "PaimonReadPlan", "checked_columns", "layout_columns", "merge_runs", "plan_read", "read",
-           "read_bucket", "read_data_file", "read_file", "read_schema", "scan"]
+__all__ = ["PaimonBucket", "PaimonReadPlan", "checked_columns", "layout_columns", "merge_runs", "merge_sources",
+           "plan_read", "read", "read_bucket", "read_data_file", "read_file", "read_schema", "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
@@ -749,11 +749,20 @@ def _merge_section(plan: PaimonReadPlan, runs: list[list[PaimonFile]], columns: 
         # merging in threads reads every run into memory first: decode them at once (it releases the GIL)
         with ThreadPoolExecutor(min(threads, len(sources)), thread_name_prefix="paimon-run") as pool:
             sources = list(pool.map(list, sources))
+    yield from merge_sources(schema, sources, keep_deletes, columns, threads)
+
+
+def merge_sources(schema: PaimonSchema, sources: list, keep_deletes: bool, columns: Sequence[str] | None = None,
+                  threads: int = 1) -> Iterator[pa.RecordBatch]:
+    """Sorted runs of data-file-layout batches (each an iterable, oldest first) merged with the
+    table's engine: versions ordered by the sequence fields (ranked first) and sequence
+    number; `columns` the layout columns the runs hold (None: all)."""
+    opts = schema.checked_options
     sequence = SEQUENCE_COLUMN
     if opts.sequence_fields:  # ranking needs the whole section's sequence values first
         sources, sequence = _ranked([list(run) for run in sources], opts.sequence_fields,
                                     opts.sequence_descending), ORDER_COLUMN
-    aggregations = {c: fn for c, fn in opts.aggregations.items() if c in columns} or None
+    aggregations = {c: fn for c, fn in opts.aggregations.items() if columns is None or c in columns} or None
     reader = merge(sources, schema.key_columns, sequence=sequence, kind=KIND_COLUMN, engine=opts.engine,
                    aggregations=aggregations, keep_deletes=keep_deletes, threads=threads)
     for batch in reader:

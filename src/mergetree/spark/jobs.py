@@ -412,7 +412,7 @@ def _published(job: PaimonCompaction, written: list[str]) -> int | None:
     """The id of a snapshot after the job's base that a manifest list in `written` made, if any:
     then the commit happened (only the LATEST hint may have failed) and nothing may be removed."""
     names = {posixpath.basename(p.replace(os.sep, "/")) for p in written}
-    base = int(job.snapshot["id"])
+    base = int(job.snapshot["id"]) if job.snapshot is not None else 0
     for sid in job.table.snapshot_ids():
         if sid <= base:
             continue

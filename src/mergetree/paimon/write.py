@@ -1,0 +1,386 @@
+"""Writes into Apache Paimon primary-key tables with fixed buckets, as Java's batch writers
+make them, so that every Paimon reader (Java, pypaimon, pypaimon-rust, ...) reads them.
+
+1. The input (any Arrow data `Table.write` takes; a row-kind column ``_row_kind`` or the one
+   named: +I, -U, +U, -D or Debezium's c/r/u/d) is conformed to the table's latest schema.
+   Retractions the engine cannot take are refused before anything is written, as Paimon's
+   merge functions refuse them; under ``ignore-delete`` they are dropped.
+2. Each row's partition, and its bucket by the table's bucket function over its bucket key
+   (`codec.buckets`: exactly where Java places it).
+3. Per (partition, bucket): sequence numbers continue from the largest any writer committed
+   in that bucket, in input order (Java's restored writer does the same); the rows are
+   sorted by key and a key's versions in this write folded with the table's engine (a file
+   holds a key once, its kind kept: a delete stays a ``-D`` row), then written as level-0
+   files (``data-<uuid>-0.<format>``, `_KEY_` columns, ``_SEQUENCE_NUMBER``,
+   ``_VALUE_KIND``, the columns), rolled at target-file-size, with statistics under the
+   table's stats modes.
+4. One ``APPEND`` snapshot: a new manifest, manifest lists, ``snapshot-<N+1>`` by the store's
+   conditional create, ``commitIdentifier`` Long.MAX_VALUE and a fresh commit user, as Java's
+   batch writers commit.  A lost race is retried on top of the winner, unless the winner
+   added files to a bucket this write numbered (their sequence numbers would interleave):
+   then the write is redone on the new snapshot.
+5. Unless ``write-only``, the touched buckets are compacted by Paimon's rules into a
+   ``COMPACT`` snapshot — in a deletion-vector table the lookup compaction that makes the
+   level-0 rows visible to batch readers.  The result says whether the rows are visible.
+
+Refused by name, before anything is written: dynamic (-1), postpone (-2) and cross-partition
+bucket modes, append tables (no primary key), and tables whose commits carry duties mergetree
+does not perform (Iceberg-compatible metadata, Hive-synced partitions, automatic tags,
+partition expiry, lock-guarded commits, changelog producers).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..codec.buckets import bucket_function, buckets_of
+from ..errors import (
+    CompactionConflictError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    UnsupportedPaimonFeatureError,
+)
+from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of
+from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
+from ..table.write import input_pieces
+from .compact import (
+    PaimonCompaction,
+    Placement,
+    commit_files,
+    plan_compaction,
+    remove_files,
+    run_compaction,
+    write_rolled,
+)
+from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
+from .options import external_paths
+from .read import PaimonBucket, merge_sources
+
+__all__ = ["PaimonWrite", "delete", "write"]
+
+FILE_SOURCE_APPEND = 0
+WRITE_TRIES = 10
+
+
+@dataclass(frozen=True)
+class PaimonWrite:
+    """What a write committed: the APPEND snapshot (None: no rows), the COMPACT snapshot after
+    it (None: none was needed, or the table is write-only), the rows written (a key's versions
+    within the write folded into one), and whether a batch read of the table now shows them
+    (False where level-0 files are invisible until compacted: deletion-vector tables without
+    merge-on-read, first-row tables, when the write-only option left them at level 0)."""
+
+    snapshot: int | None
+    compacted: int | None
+    rows: int
+    visible: bool
+
+
+class _Renumber(Exception):
+    """A newer commit added files to a bucket this write numbered: redo it on that snapshot."""
+
+
+def _true(value: Any) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def check_writable(schema: PaimonSchema, name: str) -> None:
+    """Refuse, naming the option, a table mergetree cannot write as Java would."""
+    opts = schema.options
+
+    def refuse(key: str, why: str) -> UnsupportedPaimonFeatureError:
+        return UnsupportedPaimonFeatureError(f"cannot write Paimon table {name}: option {key!r} = {opts.get(key)!r}: "
+                                             f"{why}")
+    if opts.get("metadata.iceberg.storage", "disabled").strip().lower() not in ("disabled", ""):
+        raise refuse("metadata.iceberg.storage", "each commit must also write Iceberg metadata, which mergetree does "
+                                                 "not")
+    if _true(opts.get("metastore.partitioned-table", "false")):
+        raise refuse("metastore.partitioned-table", "new partitions must be registered in the Hive metastore")
+    if opts.get("tag.automatic-creation", "none").strip().lower() != "none":
+        raise refuse("tag.automatic-creation", "commits must create tags automatically")
+    if opts.get("partition.expiration-time"):
+        raise refuse("partition.expiration-time", "commits must expire old partitions")
+    if _true(opts.get("lock.enabled", "false")):
+        raise refuse("lock.enabled", "commits must hold the catalog's lock")
+    if _true(opts.get("data-file.thin-mode", "false")):
+        raise refuse("data-file.thin-mode", "files without _KEY_ columns are not written by mergetree yet")
+    producer = opts.get("changelog-producer", "none").strip().lower()
+    if producer != "none":
+        raise refuse("changelog-producer", "writes that produce a changelog are not supported by mergetree yet")
+    schema.checked_options  # noqa: B018  (refuses what reads refuse: dynamic/postpone buckets, append tables, ...)
+    key_types = [schema.field(c).type for c in schema.checked_options.bucket_key]
+    if not key_types:
+        raise UnsupportedPaimonFeatureError(f"cannot write Paimon table {name}: its bucket key is empty (the "
+                                            f"partition keys cover the primary key; Java refuses such a table too)")
+    bucket_function(opts, key_types)
+
+
+def _conformed(schema: PaimonSchema, data: Any, row_kind_column: str | None, complete: bool,
+               name: str) -> tuple[pa.Table, np.ndarray]:
+    """The input as one table of the schema's columns and each row's kind (int8)."""
+    arrow = schema.arrow_schema
+    kind_name = row_kind_column or ROW_KIND_COLUMN
+    pieces = [p for p in input_pieces(data, arrow)]
+    table = pa.concat_tables(pieces, promote_options="permissive") if len(pieces) > 1 else pieces[0]
+    check_batch(table, "the data")
+    kinds = np.zeros(table.num_rows, dtype=np.int8)
+    stored_kind = schema.options.get("rowkind.field")  # a column of the table gives each row's kind
+    if kind_name in table.column_names and kind_name not in arrow.names:
+        kinds = kinds_of(table.column(kind_name), kind_name)
+        table = table.drop_columns([kind_name])
+    elif row_kind_column is not None and kind_name not in table.column_names:
+        raise SchemaMismatchError(f"the data lacks the row-kind column {kind_name!r}")
+    elif stored_kind and stored_kind in table.column_names:
+        kinds = kinds_of(table.column(stored_kind), stored_kind)
+    pk = set(schema.primary_keys)
+    missing = [f.name for f in arrow if f.name not in table.column_names and (complete or f.name in pk)]
+    if missing:
+        raise SchemaMismatchError(f"the data lacks column(s) {missing} of Paimon table {name}")
+    extra = [c for c in table.column_names if c not in arrow.names]
+    if extra:
+        raise SchemaMismatchError(f"the data has column(s) {extra} that Paimon table {name} lacks")
+    if len(set(table.column_names)) != len(table.column_names):
+        raise SchemaMismatchError(f"the data repeats a column: {table.column_names}")
+    columns = []
+    for f, pf in zip(arrow, schema.fields):
+        if f.name not in table.column_names:
+            if not f.nullable and complete:
+                raise SchemaMismatchError(f"column {f.name!r} of Paimon table {name} is NOT NULL; the data lacks it")
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        col = table.column(f.name)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if col.type != f.type:
+            if not (is_implicit_cast(col.type, f.type) or _is_view_of(col.type, f.type)):
+                raise SchemaMismatchError(
+                    f"column {f.name!r} is {col.type}, Paimon table {name} has {pf.type.text}; mergetree casts "
+                    f"only within a kind of value and never parses or formats: cast the column yourself")
+            try:
+                col = col.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(f"column {f.name!r} ({col.type}) cannot be safely cast to "
+                                          f"{pf.type.text}: {exc}") from None
+        nulls_allowed = f.nullable and f.name not in pk
+        deletes_only = not complete and f.name not in pk  # a delete needs only the key
+        if col.null_count and not nulls_allowed and not deletes_only:
+            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise SchemaMismatchError(f"column {f.name!r} of Paimon table {name} is NOT NULL; the data holds a "
+                                      f"null at row {row}")
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in arrow])), kinds
+
+
+def _is_view_of(source: pa.DataType, target: pa.DataType) -> bool:
+    """polars and DuckDB hand strings and binaries over as views: the same values."""
+    return (pa.types.is_string_view(source) and (pa.types.is_string(target) or pa.types.is_large_string(target))) or \
+        (pa.types.is_binary_view(source) and (pa.types.is_binary(target) or pa.types.is_large_binary(target)))
+
+
+def _checked_kinds(schema: PaimonSchema, table: pa.Table, kinds: np.ndarray, name: str) -> tuple[pa.Table, np.ndarray]:
+    """Retractions as the table's engine takes them: dropped under ignore-delete; refused (as
+    Paimon's merge functions refuse them) where the engine cannot apply one."""
+    opts = schema.checked_options
+    retract = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+    if not retract.any():
+        return table, kinds
+    if opts.ignore_delete:
+        keep = ~retract
+        return table.filter(pa.array(keep)), kinds[keep]
+    if opts.engine in ("first-row", "partial-update"):
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon table {name} ({opts.engine}) cannot take retractions (-U, -D) unless 'ignore-delete' is set, "
+            f"as Paimon refuses them; nothing was written")
+    if opts.engine == "aggregate":
+        retractable = {"sum", "product", "last_value", "last_non_null_value"}
+        bad = sorted(c for c, fn in opts.aggregations.items() if fn not in retractable)
+        if bad:
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon table {name}: column(s) {bad} aggregate with functions that cannot retract a value "
+                f"(-U, -D rows); nothing was written")
+    return table, kinds
+
+
+def _layout(schema: PaimonSchema) -> pa.Schema:
+    """The data-file layout Java writes: _KEY_ columns, sequence, kind, then every column,
+    NOT NULL where the schema says so."""
+    keys = [pa.field(KEY_PREFIX + k, schema.field(k).type.arrow, nullable=False) for k in schema.trimmed_keys]
+    return pa.schema(keys + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
+                             pa.field(KIND_COLUMN, pa.int8(), nullable=False)]
+                     + [pa.field(f.name, f.type.arrow, nullable=f.type.nullable) for f in schema.fields])
+
+
+def _occurrence(keys: list[pa.Array]) -> np.ndarray:
+    """For key-sorted rows, each row's index among its key's rows (0 for the first)."""
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    same = np.ones(n, dtype=bool)
+    same[0] = False
+    for k in keys:
+        eq = pc.equal(k.slice(1), k.slice(0, n - 1)).fill_null(False).to_numpy(zero_copy_only=False)
+        same[1:] &= eq
+    starts = np.flatnonzero(~same)
+    group_start = np.repeat(starts, np.diff(np.append(starts, n)))
+    return np.arange(n) - group_start
+
+
+def _bucket_rows(schema: PaimonSchema, rows: pa.Table, kinds: np.ndarray, first_seq: int) -> list[pa.RecordBatch]:
+    """One bucket's rows (in input order) as key-ordered batches of the data-file layout, a
+    key's versions folded with the engine, sequence numbers from `first_seq` in input order."""
+    layout = _layout(schema)
+    seq = np.arange(first_seq, first_seq + rows.num_rows, dtype=np.int64)
+    columns: dict[str, Any] = {}
+    for f in layout:
+        if f.name.startswith(KEY_PREFIX):
+            columns[f.name] = rows.column(f.name[len(KEY_PREFIX):])
+        elif f.name == SEQUENCE_COLUMN:
+            columns[f.name] = pa.array(seq)
+        elif f.name == KIND_COLUMN:
+            columns[f.name] = pa.array(kinds, pa.int8())
+        else:
+            columns[f.name] = rows.column(f.name)
+    physical = pa.Table.from_arrays([columns[f.name] for f in layout],
+                                    schema=pa.schema([f.with_nullable(True) for f in layout]))
+    key_names = schema.key_columns
+    order = sort_indices(physical, [(k, "ascending") for k in key_names] + [(SEQUENCE_COLUMN, "ascending")],
+                         "at_start")
+    ordered = physical.take(order).combine_chunks()
+    occurrence = _occurrence([ordered.column(k).combine_chunks() for k in key_names])
+    if occurrence.max(initial=0) > 0:
+        # the k-th version of every key is run k (each strictly ascending), older runs first
+        runs = [ordered.filter(pa.array(occurrence == i)).to_batches() for i in range(int(occurrence.max()) + 1)]
+        ordered = pa.Table.from_batches(list(merge_sources(schema, runs, keep_deletes=True)))
+    return [pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) for f in layout], schema=layout)
+            for b in ordered.to_batches() if b.num_rows]
+
+
+def _partitions_and_buckets(schema: PaimonSchema, table: pa.Table) -> tuple[list[tuple], np.ndarray, np.ndarray]:
+    """The distinct partitions (value tuples), each row's partition index and bucket."""
+    opts = schema.checked_options
+    types = [schema.field(c).type for c in opts.bucket_key]
+    buckets = buckets_of([table.column(c) for c in opts.bucket_key], types, opts.buckets,
+                         bucket_function(schema.options, types))
+    if not schema.partition_keys:
+        return [()], np.zeros(table.num_rows, dtype=np.int64), buckets
+    part = table.select(list(schema.partition_keys))
+    distinct = part.group_by(list(schema.partition_keys)).aggregate([])
+    values = [tuple(r[k] for k in schema.partition_keys) for r in distinct.to_pylist()]
+    index = {v: i for i, v in enumerate(values)}
+    rows = part.to_pylist()
+    return values, np.array([index[tuple(r[k] for k in schema.partition_keys)] for r in rows], dtype=np.int64), \
+        buckets
+
+
+def _next_sequences(t: PaimonTable, snapshot: dict | None) -> dict[tuple, int]:
+    """Per (partition, bucket), the sequence number its next row gets: one past the largest
+    any writer committed there (a restored Java writer seeds its counter the same way)."""
+    out: dict[tuple, int] = {}
+    for f in t.live_files(snapshot):
+        key = (f.partition, f.bucket)
+        out[key] = max(out.get(key, 0), f.max_seq + 1)
+    return out
+
+
+def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray) -> tuple[int | None, set[tuple], int]:
+    """Number, fold and write the rows into level-0 files and commit them as one APPEND
+    snapshot on the latest: (its id, the (partition, bucket) pairs written, rows written)."""
+    snapshot = t.resolve(None)
+    schema = t.schema()
+    partitions, part_of, bucket_of = _partitions_and_buckets(schema, data)
+    next_seq = _next_sequences(t, snapshot)
+    job = PaimonCompaction(t, snapshot, schema, (), external_paths(schema.options))
+    written: list[str] = []
+    adds: list[dict] = []
+    firsts: dict[tuple, int] = {}
+    try:
+        groups = np.lexsort((bucket_of, part_of))  # stable: input order within a (partition, bucket)
+        keys = np.stack([part_of[groups], bucket_of[groups]], axis=1) if len(groups) else np.zeros((0, 2))
+        bounds = np.flatnonzero(np.any(np.diff(keys, axis=0) != 0, axis=1)) + 1 if len(groups) else np.array([])
+        for chunk in np.split(groups, bounds) if len(groups) else []:
+            partition = partitions[int(part_of[chunk[0]])]
+            bucket = int(bucket_of[chunk[0]])
+            key = (partition, bucket)
+            firsts[key] = next_seq.get(key, 0)
+            live = tuple(f for f in t.live_files(snapshot) if (f.partition, f.bucket) == key)
+            pb = PaimonBucket(partition, bucket, live)
+            batches = _bucket_rows(schema, data.take(pa.array(chunk)), kinds[chunk], firsts[key])
+            for entry in write_rolled(job, pb, Placement(job, pb), iter(batches), 0, written, FILE_SOURCE_APPEND):
+                adds.append(entry)
+        if not adds:
+            return None, set(), 0
+
+        def renumbered(newer: dict) -> None:
+            # a newer commit that added files to a bucket this write numbered: the versions would interleave
+            before = {f.file_name for f in t.live_files(snapshot)}
+            for f in t.live_files(newer):
+                if f.file_name not in before and (f.partition, f.bucket) in firsts and \
+                        f.max_seq >= firsts[(f.partition, f.bucket)]:
+                    raise _Renumber()
+        sid = commit_files(job, adds, [], written, "APPEND", check=renumbered)
+        return sid, set(firsts), sum(e["_FILE"]["_ROW_COUNT"] for e in adds)
+    except BaseException:
+        remove_files(t, written)
+        raise
+
+
+def _visible(t: PaimonTable, schema: PaimonSchema, touched: set[tuple]) -> bool:
+    if not schema.checked_options.skips_level0:
+        return True
+    return not any(f.level == 0 and (f.partition, f.bucket) in touched for f in t.live_files(t.resolve(None)))
+
+
+def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, complete: bool,
+           delete_kind: bool, storage_options: Mapping[str, object] | None) -> PaimonWrite:
+    if row_kind_column is not None and not isinstance(row_kind_column, str):
+        raise InvalidArgumentError(f"row_kind_column must be a column name, not {row_kind_column!r}")
+    t = PaimonTable.open(warehouse, table, storage_options)
+    schema = t.schema()
+    check_writable(schema, t.name)
+    t.storage.require_conditional_create()  # never a commit that could replace another's
+    rows, kinds = _conformed(schema, data, row_kind_column, complete, t.name)
+    if delete_kind:
+        kinds[:] = RowKind.DELETE
+    rows, kinds = _checked_kinds(schema, rows, kinds, t.name)
+    if rows.num_rows == 0:
+        return PaimonWrite(None, None, 0, True)
+    for _ in range(WRITE_TRIES):
+        try:
+            sid, touched, written_rows = _write_once(t, rows, kinds)
+            break
+        except _Renumber:  # its files are removed; numbered again on the newer snapshot
+            continue
+    else:
+        raise CompactionConflictError(f"gave up writing to Paimon table {t.name}: {WRITE_TRIES} newer commits wrote "
+                                      f"to the same buckets meanwhile; nothing was written")
+    if sid is None:
+        return PaimonWrite(None, None, 0, True)
+    compacted = None
+    if not _true(schema.options.get("write-only", "false")):
+        try:
+            # where reads skip level 0 (first-row, deletion vectors), it goes up now, as Java's
+            # lookup writers (first-row and deletion-vector tables need lookup) compact it
+            compacted = run_compaction(plan_compaction(warehouse, table, only=touched, opened=t,
+                                                       force_level0=schema.checked_options.skips_level0))
+        except CompactionConflictError:
+            pass  # another writer compacted these buckets first: the write is committed
+    return PaimonWrite(sid, compacted, written_rows, _visible(t, schema, touched))
+
+
+def write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None = None,
+          storage_options: Mapping[str, object] | None = None) -> PaimonWrite:
+    """Write rows into Paimon table `table` ("database.table") of `warehouse` as Java's batch
+    writers do (module docstring): upserts, or a change stream with a row-kind column
+    (``_row_kind``, or `row_kind_column`, e.g. Debezium's ``op``).  Returns a `PaimonWrite`."""
+    return _write(warehouse, table, data, row_kind_column, True, False, storage_options)
+
+
+def delete(warehouse: Any, table: Any, keys: Any, storage_options: Mapping[str, object] | None = None) -> PaimonWrite:
+    """Delete rows by primary key (`keys` holds at least the primary-key columns): ``-D`` rows."""
+    return _write(warehouse, table, keys, None, False, True, storage_options)
+

@@ -1,0 +1,393 @@
+"""Writes into Paimon tables (`mergetree.paimon.write` / `delete`), checked across
+implementations: tables pypaimon created, written by mergetree and by pypaimon in turn, read by
+both and compared with a row-by-row model; tables Java wrote, written by mergetree and read
+by both; sequence numbers continuing in both directions; every row in the bucket Java's
+function gives it; refusals leaving the table as it was."""
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
+
+import mergetree.paimon as mp
+from mergetree import SchemaMismatchError, UnsupportedPaimonFeatureError
+from mergetree.codec.buckets import bucket_key, buckets_of
+from mergetree.codec.types import parse_field
+from mergetree.paimon.metadata import PaimonTable
+
+JAVA = Path(__file__).resolve().parent / "data" / "java_paimon"
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("name", pa.string()), ("cnt", pa.int64())])
+ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+
+
+def _options(engine: str, buckets: int, **extra: str) -> dict:
+    opts = {"bucket": str(buckets), "merge-engine": engine}
+    if engine == "aggregation":
+        opts["fields.cnt.aggregate-function"] = "sum"
+    opts.update(extra)
+    return opts
+
+
+def _key(partitioned: bool) -> list[str]:
+    return ["p", "id"] if partitioned else ["id"]
+
+
+class Model:
+    """What a read returns, row by row: per key, the engine applied to its versions in commit order."""
+
+    def __init__(self, engine: str, key: list[str]) -> None:
+        self.engine, self.key, self.state = engine, key, {}
+
+    def apply(self, rows: list[dict], deleted: bool = False) -> None:
+        for row in rows:
+            k = tuple(row[c] for c in self.key)
+            old = self.state.get(k)
+            if deleted:
+                self.state.pop(k, None)
+            elif old is None or self.engine == "deduplicate":
+                self.state[k] = dict(row)
+            elif self.engine == "partial-update":
+                self.state[k] = {c: (v if v is not None else old[c]) for c, v in row.items()}
+            elif self.engine == "aggregation":
+                new = {c: (v if v is not None else old[c]) for c, v in row.items()}
+                new["cnt"] = (old["cnt"] or 0) + (row["cnt"] or 0) if old["cnt"] is not None or \
+                    row["cnt"] is not None else None
+                self.state[k] = new
+            # first-row: the first version stays
+
+    def rows(self) -> list[dict]:
+        return sorted(self.state.values(), key=lambda r: tuple(r[c] for c in self.key))
+
+
+def _sorted(t: pa.Table, key: list[str]) -> list[dict]:
+    return sorted(t.select(SCHEMA.names).to_pylist(), key=lambda r: tuple(r[c] for c in key))
+
+
+def _rows(rng: random.Random, keys: int, count: int, partitioned: bool, nulls: bool) -> list[dict]:
+    out = []
+    for _ in range(count):
+        k = rng.randrange(keys)
+        out.append({"id": k, "p": f"p{k % 3}" if partitioned else "x",
+                    "name": None if nulls and rng.random() < 0.3 else f"name-{rng.randrange(1000)}-long-enough",
+                    "cnt": None if nulls and rng.random() < 0.2 else rng.randrange(100)})
+    return out
+
+
+def _files(wh: Path, name: str) -> list:
+    t = PaimonTable.open(str(wh), name)
+    return t.live_files(t.resolve(None))
+
+
+@needs_pypaimon
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(engine=st.sampled_from(ENGINES), buckets=st.sampled_from([1, 3]), partitioned=st.booleans(),
+       steps=st.lists(st.tuples(st.sampled_from(["mt", "mt", "py", "delete", "compact"]), st.integers(0, 10**6)),
+                      min_size=1, max_size=5), seed=st.integers(0, 10**6))
+def test_mergetree_and_pypaimon_write_in_turn_against_a_model(tmp_path_factory, engine, buckets, partitioned,
+                                                               steps, seed):
+    """pypaimon creates the table; mergetree writes (upserts, and deletes where the engine takes
+    them), pypaimon writes upserts, mergetree compacts, in random turns; after every step
+    mergetree reads the model, and at the end pypaimon does too."""
+    tmp = tmp_path_factory.mktemp("turns")
+    wh, work, name = tmp / "wh", tmp / "work", "db.t"
+    key = _key(partitioned)
+    rng = random.Random(seed)
+    model = Model(engine, key)
+    first = _rows(rng, 40, 20, partitioned, nulls=False)
+    write_paimon(work, wh, name, [pa.Table.from_pylist(first, SCHEMA)], key, ["p"] if partitioned else [],
+                 _options(engine, buckets))
+    model.apply(first)
+    if engine == "first-row":
+        mp.compact(str(wh), name, full=True)
+    for kind, step_seed in steps:
+        r = random.Random(step_seed)
+        if kind == "delete" and engine == "deduplicate":
+            victims = r.sample(sorted(model.state), min(3, len(model.state)))
+            keys = pa.Table.from_pylist([dict(zip(key, v)) for v in victims])
+            mp.delete(str(wh), name, keys)
+            model.apply([{**dict(zip(key, v))} for v in victims], deleted=True)
+        elif kind == "py":
+            rows = _rows(r, 60, 15, partitioned, nulls=engine != "first-row")
+            write_paimon(work, wh, name, [pa.Table.from_pylist(rows, SCHEMA)], key, ["p"] if partitioned else [],
+                         _options(engine, buckets))
+            model.apply(rows)
+            if engine == "first-row":  # pypaimon does not compact: its rows wait at level 0, unread
+                mp.compact(str(wh), name, full=True)
+        elif kind == "compact":
+            mp.compact(str(wh), name, full=bool(step_seed % 2))
+        else:
+            rows = _rows(r, 60, 25, partitioned, nulls=engine != "first-row")
+            result = mp.write(str(wh), name, pa.Table.from_pylist(rows, SCHEMA))
+            assert result.snapshot is not None and result.visible
+            model.apply(rows)
+        assert _sorted(mp.read(str(wh), name), key) == model.rows(), (kind, engine)
+    assert _sorted(pypaimon_read(wh, name, work), key) == model.rows()
+    for f in _files(wh, name):
+        assert f.min_seq <= f.max_seq
+
+
+@needs_pypaimon
+def test_sequence_numbers_continue_in_both_directions(tmp_path):
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    table = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x"] * 3, "name": ["a", "b", "c"],
+                      "cnt": pa.array([1, 2, 3], pa.int64())})
+    write_paimon(work, wh, name, [table, table], ["id"], [], _options("deduplicate", 1, **{"write-only": "true"}))
+    before = max(f.max_seq for f in _files(wh, name))
+    result = mp.write(str(wh), name, {"id": [2, 9], "p": ["x", "x"], "name": ["B", "z"], "cnt": [20, 90]})
+    assert result.compacted is None  # write-only
+    ours = [f for f in _files(wh, name) if f.min_seq > before]
+    assert len(ours) == 1 and ours[0].min_seq == before + 1 and ours[0].level == 0
+    write_paimon(work, wh, name, [pa.table({"id": pa.array([2], pa.int64()), "p": ["x"], "name": ["again"],
+                                            "cnt": pa.array([7], pa.int64())})], ["id"], [])
+    theirs = max(f.min_seq for f in _files(wh, name))
+    assert theirs > ours[0].max_seq  # pypaimon continued after ours
+    expected = {1: "a", 2: "again", 3: "c", 9: "z"}
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+
+
+@needs_pypaimon
+def test_commits_are_javas_append_then_compact(tmp_path):
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    write_paimon(work, wh, name, [pa.Table.from_pylist(_rows(random.Random(1), 50, 30, True, False), SCHEMA)],
+                 ["p", "id"], ["p"], _options("deduplicate", 2, **{"num-sorted-run.compaction-trigger": "2"}))
+    result = mp.write(str(wh), name, pa.Table.from_pylist(_rows(random.Random(2), 50, 30, True, False), SCHEMA))
+    snap_dir = wh / "db.db" / "t" / "snapshot"
+    append = json.loads((snap_dir / f"snapshot-{result.snapshot}").read_text())
+    assert append["commitKind"] == "APPEND" and append["commitIdentifier"] == (1 << 63) - 1
+    assert re.fullmatch(r"[0-9a-f-]{36}", append["commitUser"])
+    assert result.compacted == result.snapshot + 1
+    compact = json.loads((snap_dir / f"snapshot-{result.compacted}").read_text())
+    assert compact["commitKind"] == "COMPACT"
+    t = PaimonTable.open(str(wh), name)
+    delta = t.manifest_entries(append["deltaManifestList"], t.schema())
+    assert delta and all(kind == 0 and f.level == 0 for kind, f in delta)
+    assert all(f.record["_FILE"]["_FILE_SOURCE"] == 0 for _, f in delta)
+    # every row mergetree wrote sits in the bucket Java's function gives it
+    _check_placement(wh / "db.db" / "t")
+
+
+def _check_placement(table_dir: Path) -> None:
+    schemas = sorted(table_dir.glob("schema/schema-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
+    schema = json.loads(schemas[-1].read_text())
+    fields = {f["name"]: parse_field(f) for f in schema["fields"]}
+    key = bucket_key(schema["primaryKeys"], schema["partitionKeys"], schema["options"])
+    n = int(schema["options"]["bucket"])
+    checked = 0
+    for path in table_dir.rglob("data-*"):
+        m = re.fullmatch(r"bucket-(\d+)", path.parent.name)
+        if not m or path.suffix not in (".parquet", ".orc"):
+            continue
+        data = pq.read_table(path) if path.suffix == ".parquet" else orc.read_table(str(path))
+        got = buckets_of([data.column(k) for k in key], [fields[k].type for k in key], n)
+        assert (got == int(m.group(1))).all(), path
+        checked += 1
+    assert checked
+
+
+@needs_pypaimon
+def test_change_streams_and_refusals_leave_the_table_as_it_was(tmp_path):
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    write_paimon(work, wh, name, [pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "x"],
+                                            "name": ["a", "b"], "cnt": pa.array([1, 2], pa.int64())})],
+                 ["id"], [], _options("partial-update", 1))
+    snapshots = sorted((wh / "db.db" / "t" / "snapshot").glob("snapshot-*"))
+    cdc = pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "x"], "name": [None, "B"],
+                    "cnt": pa.array([None, 20], pa.int64()), "_row_kind": ["+U", "-D"]})
+    with pytest.raises(UnsupportedPaimonFeatureError, match="ignore-delete"):
+        mp.write(str(wh), name, cdc)
+    with pytest.raises(SchemaMismatchError, match="'cnt' is string"):
+        mp.write(str(wh), name, pa.table({"id": pa.array([3], pa.int64()), "p": ["x"], "name": ["c"], "cnt": ["3"]}))
+    with pytest.raises(SchemaMismatchError, match="does not fit"):
+        mp.write(str(wh), name, {"id": [3], "p": ["x"], "name": ["c"], "cnt": ["3"]})
+    with pytest.raises(SchemaMismatchError, match="lacks column"):
+        mp.write(str(wh), name, {"p": ["x"], "name": ["c"]})
+    assert sorted((wh / "db.db" / "t" / "snapshot").glob("snapshot-*")) == snapshots
+    # a partial update: the null name keeps the old value
+    mp.write(str(wh), name, cdc.filter(pa.array([True, False])))
+    assert {r["id"]: (r["name"], r["cnt"]) for r in pypaimon_read(wh, name, work).to_pylist()} == \
+        {1: ("a", 1), 2: ("b", 2)}
+
+
+@needs_pypaimon
+def test_cdc_into_a_deduplicate_table_with_debezium_ops(tmp_path):
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    write_paimon(work, wh, name, [pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x"] * 3,
+                                            "name": ["a", "b", "c"], "cnt": pa.array([1, 2, 3], pa.int64())})],
+                 ["id"], [], _options("deduplicate", 2))
+    events = pa.table({"id": pa.array([1, 2, 4, 4], pa.int64()), "p": ["x"] * 4, "name": ["A", "b", "d", "D"],
+                       "cnt": pa.array([10, 2, 4, 40], pa.int64()), "op": ["u", "d", "c", "u"]})
+    result = mp.write(str(wh), name, events, row_kind_column="op")
+    assert result.rows == 3  # key 4's two versions folded into one
+    expected = {1: "A", 3: "c", 4: "D"}
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+
+
+@needs_pypaimon
+def test_deletion_vector_tables_become_visible_through_compaction(tmp_path):
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    opts = _options("deduplicate", 2, **{"deletion-vectors.enabled": "true"})
+    write_paimon(work, wh, name, [pa.table({"id": pa.array(range(10), pa.int64()), "p": ["x"] * 10,
+                                            "name": [f"n{i}" for i in range(10)],
+                                            "cnt": pa.array(range(10), pa.int64())})], ["id"], [], opts)
+    mp.compact(str(wh), name, full=True)
+    result = mp.write(str(wh), name, {"id": [3, 11], "p": ["x", "x"], "name": ["three", "eleven"], "cnt": [3, 11]})
+    assert result.visible and result.compacted is not None
+    mp.delete(str(wh), name, {"id": [4]})
+    expected = {i: f"n{i}" for i in range(10) if i != 4} | {3: "three", 11: "eleven"}
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+    assert all(f.level > 0 for f in _files(wh, name))
+
+
+def test_write_only_deletion_vector_writes_say_they_are_not_visible_yet(tmp_path):
+    src = JAVA / "parquet" / "pk_09.db" / "pk_09"  # deletion vectors, partitioned by f1, bucket key f2
+    wh = tmp_path / "wh"
+    shutil.copytree(src, wh / "pk_09.db" / "pk_09")
+    schema_file = sorted((wh / "pk_09.db" / "pk_09" / "schema").glob("schema-*"))[-1]
+    spec = json.loads(schema_file.read_text())
+    spec["options"]["write-only"] = "true"
+    schema_file.write_text(json.dumps(spec))
+    before = mp.read(str(wh), "pk_09.pk_09")
+    result = mp.write(str(wh), "pk_09.pk_09", {"f0": ["New"], "f1": [10], "f2": [1], "f3": [1.0]})
+    assert not result.visible and result.compacted is None
+    assert mp.read(str(wh), "pk_09.pk_09").sort_by("f0").equals(before.sort_by("f0"))
+    mp.compact(str(wh), "pk_09.pk_09")
+    after = mp.read(str(wh), "pk_09.pk_09")
+    assert after.num_rows == before.num_rows + 1
+
+
+JAVA_WRITABLE = ["pk_09", "pk_table_with_mor", "pk_table_scan_and_read_mor", "pk_table_partial_update",
+                 "pk_dv_index_in_data_no_external", "pk_table_nested_type"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+@pytest.mark.parametrize("table", JAVA_WRITABLE)
+def test_writes_into_tables_java_wrote(tmp_path, fmt, table):
+    """An update of an existing key replaces it, a new key appears once; every file written sits
+    in Java's bucket; both readers agree where pypaimon reads the table."""
+    src = JAVA / fmt / f"{table}.db" / table
+    if not src.exists():
+        pytest.skip(f"no {fmt} {table}")
+    wh = tmp_path / "wh"
+    shutil.copytree(src, wh / f"{table}.db" / table)
+    name = f"{table}.{table}"
+    t = PaimonTable.open(str(wh), name)
+    schema = t.schema()
+    key = list(schema.primary_keys)
+    before = mp.read(str(wh), name)
+    existing = before.slice(0, 1)
+    updated = existing
+    ordering = set(schema.checked_options.sequence_fields)
+    for f in schema.fields:  # a changed value in the first non-key atomic column that orders no versions
+        if f.name not in key and f.name not in ordering and f.type.root in ("INT", "BIGINT", "DOUBLE", "STRING"):
+            value = {"INT": 7777, "BIGINT": 7777, "DOUBLE": 77.77, "STRING": "updated by mergetree"}[f.type.root]
+            updated = existing.set_column(existing.schema.get_field_index(f.name), f.name,
+                                          pa.array([value], f.type.arrow))
+            changed = f.name
+            break
+    else:
+        pytest.skip("no atomic value column")
+    mp.write(str(wh), name, updated)
+    after = mp.read(str(wh), name)
+    assert after.num_rows == before.num_rows
+    k = {c: existing.column(c)[0].as_py() for c in key}
+    match = [r for r in after.to_pylist() if all(r[c] == v for c, v in k.items())]
+    assert len(match) == 1 and match[0][changed] == updated.column(changed)[0].as_py()
+    _check_placement(wh / f"{table}.db" / table)
+
+
+def test_concurrent_mergetree_writers_lose_nothing_and_order_versions_by_commit(tmp_path):
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / "parquet" / "pk_table_with_mor.db", wh / "pk_table_with_mor.db")
+    name = "pk_table_with_mor.pk_table_with_mor"
+    t = PaimonTable.open(str(wh), name)
+    schema = t.schema()
+    base = mp.read(str(wh), name)
+    template = base.slice(0, 1).to_pylist()[0]
+    key = list(schema.primary_keys)
+    results: dict[int, object] = {}
+    errors: list[BaseException] = []
+
+    def writer(i: int) -> None:
+        try:
+            rows = []
+            for j in range(20):
+                row = dict(template)
+                row[key[0]] = 100_000 + i * 1000 + j  # a key of its own
+                rows.append(row)
+            shared = dict(template)
+            shared[key[0]] = 99_999  # one key every writer writes
+            value_column = next(f.name for f in schema.fields if f.name not in key and f.type.root == "INT")
+            shared[value_column] = i
+            rows.append(shared)
+            results[i] = mp.write(str(wh), name, pa.Table.from_pylist(rows, base.schema))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    after = mp.read(str(wh), name)
+    assert after.num_rows == base.num_rows + 3 * 20 + 1
+    value_column = next(f.name for f in schema.fields if f.name not in key and f.type.root == "INT")
+    shared_rows = [r for r in after.to_pylist() if r[key[0]] == 99_999]
+    last = max(results, key=lambda i: results[i].snapshot)  # the write committed last wins
+    assert len(shared_rows) == 1 and shared_rows[0][value_column] == last
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("bucket", "-1", "dynamic bucket"),
+    ("bucket", "-2", "postpone"),
+    ("metadata.iceberg.storage", "hadoop-catalog", "Iceberg"),
+    ("metastore.partitioned-table", "true", "Hive"),
+    ("tag.automatic-creation", "process-time", "tags"),
+    ("partition.expiration-time", "1 d", "expire"),
+    ("changelog-producer", "input", "changelog"),
+    ("bucket-function.type", "hive", "'hive'"),
+    ("data-file.thin-mode", "true", "_KEY_"),
+])
+def test_tables_mergetree_cannot_write_as_java_would_are_refused_by_name(tmp_path, option, value, message):
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / "parquet" / "pk_table_scan_and_read_mor.db", wh / "t.db")
+    (wh / "t.db" / "pk_table_scan_and_read_mor").rename(wh / "t.db" / "t")
+    schema_file = sorted((wh / "t.db" / "t" / "schema").glob("schema-*"))[-1]
+    spec = json.loads(schema_file.read_text())
+    spec["options"][option] = value
+    schema_file.write_text(json.dumps(spec))
+    snapshots = sorted((wh / "t.db" / "t" / "snapshot").glob("snapshot-*"))
+    with pytest.raises(UnsupportedPaimonFeatureError, match=message):
+        mp.write(str(wh), "t.t", {"f0": ["x"], "f1": [10], "f2": [1], "f3": [1.0]})
+    assert sorted((wh / "t.db" / "t" / "snapshot").glob("snapshot-*")) == snapshots
+
+
+def test_not_null_columns_and_keys_are_checked_before_anything_is_written(tmp_path):
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / "parquet" / "pk_table_scan_and_read_mor.db", wh / "t.db")
+    name = "t.pk_table_scan_and_read_mor"
+    with pytest.raises(SchemaMismatchError, match="'f2' .*NOT NULL"):
+        mp.write(str(wh), name, pa.table({"f0": ["x"], "f1": pa.array([10], pa.int32()),
+                                          "f2": pa.array([None], pa.int32()), "f3": [1.0]}))
+    with pytest.raises(SchemaMismatchError, match=r"lacks column\(s\) \['f2'\]"):
+        mp.write(str(wh), name, {"f0": ["x"], "f1": [10], "f3": [1.0]})
+    # a string view (polars, DuckDB) and int64 values that fit INT are taken
+    result = mp.write(str(wh), name, pa.table({"f0": pa.array(["view"], pa.string_view()),
+                                               "f1": pa.array([10], pa.int64()), "f2": pa.array([1], pa.int64()),
+                                               "f3": [2.5]}))
+    assert result.rows == 1
+    assert [r for r in mp.read(str(wh), name).to_pylist() if r["f0"] == "view"] == \
+        [{"f0": "view", "f1": 10, "f2": 1, "f3": 2.5}]
