@@ -179,7 +179,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="keys of every table, k/M suffixes allowed (--quick divides it by 10)")
     paimon.add_argument("--paimon-case", choices=("all", *bench_paimon.CASES), default="all",
                         help="merge: only the commit-count tables; dv: only the deletion-vector case (a base of "
-                        "KEYS keys, 1%% of them updated or deleted over 5 commits, compacted into deletion vectors)")
+                        "KEYS keys, 1%% of them updated or deleted over 5 commits, compacted into deletion vectors); "
+                        "write: only the writes (4 commits of half the keys into an empty table by pypaimon, "
+                        "pypaimon-rust and mergetree)")
     storage = parser.add_argument_group(
         "storage workload", "a 4-bucket primary-key table written in 4 write-only commits, read merge-on-read, "
         "looked up 200 times, fully compacted, read and looked up again, and bucket-joined with itself by Spark, "

@@ -166,8 +166,12 @@ WRITE_BASE = "write the base"
 WRITE_COMMITS = "write the small commits"
 COMPACT_BASE = "compact the base (full)"
 COMPACT_DV = "compact the small commits"
-MERGE_CASE, DV_CASE = "merge", "dv"
-CASES = (MERGE_CASE, DV_CASE)
+MERGE_CASE, DV_CASE, WRITE_CASE = "merge", "dv", "write"
+CASES = (MERGE_CASE, DV_CASE, WRITE_CASE)
+WRITE_COMMITS_COUNT = 4       # the write case's commits (each half the keys), into an empty table
+WRITE_BUCKETS = (4,)
+WRITE_ONLY = "write (level 0 + APPEND)"
+WRITE_AND_COMPACT = "write + compact (Java's default)"
 
 TARGETS = {  # target name -> the least ratio the issue asks for
     "read_vs_pypaimon": 30.0,
@@ -431,6 +435,11 @@ class PaimonReport:
     def dv_tables(self) -> list[str]:
         """The deletion-vector case's tables measured."""
         return list(dict.fromkeys(r.table for r in self.results if r.case == DV_CASE))
+
+    @property
+    def write_tables(self) -> list[str]:
+        """The write case's tables measured."""
+        return list(dict.fromkeys(r.table for r in self.results if r.case == WRITE_CASE))
 
 
 # ---------------------------------------------------------------- checks
@@ -1041,7 +1050,9 @@ def workload_text(case: str = "all") -> str:
              f"{' and '.join(map(str, BUCKET_COUNTS))}")
     dv = (f"the deletion-vector case ({DV_CHANGED:.0%} of the keys updated or deleted over {DV_COMMITS} commits, "
           f"bucket {' and '.join(map(str, DV_BUCKETS))})")
-    return {MERGE_CASE: merge, DV_CASE: dv}.get(case, f"{merge}; {dv}")
+    writes = (f"the write case ({WRITE_COMMITS_COUNT} commits of half the keys into an empty table, bucket "
+              f"{' and '.join(map(str, WRITE_BUCKETS))})")
+    return {MERGE_CASE: merge, DV_CASE: dv, WRITE_CASE: writes}.get(case, f"{merge}; {dv}; {writes}")
 
 
 def peer_versions() -> dict:
@@ -1090,19 +1101,27 @@ def run_paimon_bench(keys: int = DEFAULT_KEYS, commit_counts=None, bucket_counts
         rng = np.random.default_rng(SEED + 1)
         lookup_keys = [int(k) for k in rng.choice(keys, size=min(lookups, keys), replace=False)]
         sample_keys = sorted(int(k) for k in rng.choice(keys, size=min(SAMPLE_KEYS, keys), replace=False))
-        steps = (1 + 8 * len(commit_counts) * len(bucket_counts) if commit_counts else 0) + 6 * len(dv_buckets)
+        steps = (1 + 8 * len(commit_counts) * len(bucket_counts) if commit_counts else 0) + 6 * len(dv_buckets) + \
+            (1 if WRITE_CASE in cases else 0)
         with timing.progress_bar("paimon bench", "steps", steps, progress, stream) as advance:
             data = os.path.join(root, "commits")
             os.makedirs(data)
             warehouse = os.path.join(root, "warehouse")
+            workload = None
             if commit_counts:
-                workload = make_paimon_workload(keys, commit_counts, data)
+                workload = make_paimon_workload(keys, sorted(set(commit_counts) | {WRITE_COMMITS_COUNT}), data)
                 writes = _write_tables(workload, warehouse, root, commit_counts, bucket_counts)
                 advance(1)
                 for buckets in bucket_counts:
                     for commits in commit_counts:
                         table = _Table(warehouse, commits, buckets, workload, lookup_keys, sample_keys, root)
                         report.results.extend(_measure_table(table, writes[buckets], advance))
+            if WRITE_CASE in cases:
+                if workload is None:
+                    workload = make_paimon_workload(keys, [WRITE_COMMITS_COUNT], data)
+                for buckets in WRITE_BUCKETS:
+                    report.results.extend(_measure_writes(workload, warehouse, root, buckets))
+                advance(1)
             if dv_buckets:
                 dv = make_dv_workload(keys, data)
                 dv_lookups = dv_lookup_keys(dv, len(lookup_keys))
@@ -1367,6 +1386,112 @@ def _dv_steps(report: PaimonReport) -> list:
     return rows
 
 
+def _measure_writes(workload: PaimonWorkload, warehouse: str, root: str, buckets: int) -> list[PaimonResult]:
+    """The write case: the same WRITE_COMMITS_COUNT commits into an empty table by every
+    writer — pypaimon (in its process), pypaimon-rust (here, when importable) and mergetree
+    (here): level 0 + APPEND only (``write-only``, what the peers do: they do not compact), and
+    with the compaction Java's writers run after each commit.  Each table is then read by
+    mergetree and checked in full against the newest versions."""
+    import mergetree.paimon as mp
+    commits = workload.commit_files[:WRITE_COMMITS_COUNT]
+    rows = workload.file_rows(WRITE_COMMITS_COUNT)
+    name = f"w-b{buckets}"
+    expected = workload.expected(WRITE_COMMITS_COUNT)
+
+    def result(reader: str, operation: str, **values) -> PaimonResult:
+        return PaimonResult(name, WRITE_COMMITS_COUNT, buckets, reader, operation, UNMERGED, rows_in=rows,
+                            case=WRITE_CASE, **values)
+
+    def checked(identifier: str) -> str:
+        try:
+            return compare_full(mp.read(warehouse, identifier), expected)
+        except Exception as error:  # a wrong table is reported, not raised
+            return f"failed: {type(error).__name__}: {error}"
+
+    def created(identifier: str, options: dict) -> dict:
+        spec = {"warehouse": warehouse, "table": identifier, "primary_key": KEY, "options": options,
+                "commits": commits[:1], "create_only": True}
+        return _run_driver("write", _write_spec(root, identifier.replace(".", "-"), spec))
+
+    out = []
+    table_options = {"bucket": str(buckets)}
+    # pypaimon: its own process writes and times every commit
+    ident = _identifier(f"{name}-pypaimon")
+    spec = {"warehouse": warehouse, "table": ident, "primary_key": KEY, "options": table_options,
+            "commits": commits}
+    answer = _run_driver("write", _write_spec(root, f"write-case-b{buckets}", spec))
+    if "seconds" in answer:
+        out.append(result(PYPAIMON, WRITE_ONLY, seconds=answer["seconds"],
+                          cpu_seconds=answer.get("cpu_seconds", float("nan")), timed_runs=1, check=checked(ident)))
+    else:
+        out.append(result(PYPAIMON, WRITE_ONLY, check=answer.get("check", "failed: no answer")))
+    data = [pa.ipc.open_file(pa.memory_map(path)).read_all() for path in commits]
+    # pypaimon-rust, in this process
+    if pypaimon_rust_available():
+        ident = _identifier(f"{name}-rust")
+        answer = created(ident, table_options)
+        try:
+            from pypaimon_rust.datafusion import PaimonCatalog
+            table = PaimonCatalog({"warehouse": warehouse}).get_table(ident)
+
+            def rust_commit(batch: pa.Table) -> None:
+                builder = table.new_batch_write_builder()
+                writer = builder.new_write()
+                for part in batch.to_batches():  # it takes record batches
+                    writer.write_arrow(part)
+                builder.new_commit().commit(writer.prepare_commit())
+            wall = cpu = 0.0
+            for batch in data:
+                t = timing.timed(rust_commit, batch)
+                wall, cpu = wall + t.seconds, cpu + t.cpu_seconds
+            out.append(result(PYPAIMON_RUST, WRITE_ONLY, seconds=wall, cpu_seconds=cpu, timed_runs=1,
+                              check=checked(ident)))
+        except Exception as error:  # a peer that fails is reported
+            out.append(result(PYPAIMON_RUST, WRITE_ONLY, check=f"failed: {type(error).__name__}: {error}"))
+    else:
+        out.append(result(PYPAIMON_RUST, WRITE_ONLY, check="unavailable: pypaimon-rust is not installed"))
+    # mergetree, write-only and with compaction
+    for operation, options in ((WRITE_ONLY, {**table_options, "write-only": "true"}),
+                               (WRITE_AND_COMPACT, table_options)):
+        ident = _identifier(f"{name}-mergetree-{'wo' if operation == WRITE_ONLY else 'wc'}")
+        answer = created(ident, options)
+        if "check" in answer and answer["check"] != "ok":
+            out.append(result(MERGETREE, operation, check=answer["check"]))
+            continue
+        wall = cpu = 0.0
+        for batch in data:
+            t = timing.timed(mp.write, warehouse, ident, batch)
+            wall, cpu = wall + t.seconds, cpu + t.cpu_seconds
+        out.append(result(MERGETREE, operation, seconds=wall, cpu_seconds=cpu, timed_runs=1, check=checked(ident)))
+    return out
+
+
+def _write_parts(report: PaimonReport) -> list:
+    if not report.write_tables:
+        return []
+    rows = [["table", "writer", "operation", "rows", "wall s", "cpu s", "rows/s", "rows/cpu-s",
+             "mergetree is (rows/s)", "(rows/cpu-s)", "checked"]]
+    for table in report.write_tables:
+        ours = report.find(table, MERGETREE, WRITE_ONLY)
+        for r in (r for r in report.results if r.case == WRITE_CASE and r.table == table):
+            cpu_rate = r.rows_in / r.cpu_seconds if r.ok and r.cpu_seconds > 0 else float("nan")
+            ratio = ratio_cpu = ""
+            if ours is not None and ours.ok and r.ok and r.reader != MERGETREE:
+                ratio = f"{ours.rows_per_second / r.rows_per_second:.2f}x"
+                if r.cpu_seconds == r.cpu_seconds and ours.cpu_seconds > 0:
+                    ratio_cpu = f"{(ours.rows_in / ours.cpu_seconds) / cpu_rate:.2f}x"
+            rows.append([table, r.reader, r.operation, f"{r.rows_in:,}",
+                         f"{r.seconds:.2f}" if r.ok else "-", f"{r.cpu_seconds:.2f}" if r.ok else "-",
+                         rate_text(r.rows_per_second) if r.ok else "-", rate_text(cpu_rate) if r.ok else "-",
+                         ratio, ratio_cpu, r.check])
+    return [Text(f"write case: {WRITE_COMMITS_COUNT} commits of half the keys each into an empty table, every "
+                 "writer the same rows; 'write' is level-0 files and an APPEND snapshot per commit (what "
+                 "pypaimon and pypaimon-rust do: neither compacts), 'write + compact' also compacts the touched "
+                 "buckets after each commit as Java's writers do by default; every table read back by mergetree "
+                 "and checked in full; pypaimon times itself in its own process"),
+            render.text_table(rows, right_aligned={3, 4, 5, 6, 7, 8, 9}), Text()]
+
+
 def _dv_parts(report: PaimonReport) -> list:
     if not report.dv_tables:
         return []
@@ -1392,6 +1517,7 @@ def format_paimon_results(report: PaimonReport) -> Group:
         parts += [render.text_table(_read_rows(report), right_aligned=set(range(3, 16))),
                   Text(), render.text_table(_compaction_rows(report), right_aligned=set(range(1, 10))), Text()]
     parts += _dv_parts(report)
+    parts += _write_parts(report)
     parts.append(Text("targets:"))
     parts.extend(Text(f"  {t.text}") for t in paimon_targets(report))
     parts.extend(Text(f"  {line}") for line in dv_findings(report))

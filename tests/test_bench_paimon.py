@@ -130,7 +130,9 @@ def test_main_paimon_only_returns_0_and_writes_the_paimon_json(run):
     assert paimon["ok"] is True and paimon["keys"] == KEYS and paimon["commit_counts"] == [4]
     assert paimon["bucket_counts"] == [1, 4] and paimon["lookups"] == LOOKUPS
     dv_results = 2 * 4 + 2 * len(bp.READERS) * 2  # per phase: 2 writes, 2 compactions, then the readers
-    assert len(paimon["results"]) == len(report.results) == 2 * (3 + 2 * len(bp.READERS) * 2) + dv_results
+    write_results = 4 * len(bp.WRITE_BUCKETS)  # pypaimon, pypaimon-rust, mergetree write-only and compacting
+    assert len(paimon["results"]) == len(report.results) == \
+        2 * (3 + 2 * len(bp.READERS) * 2) + dv_results + write_results
     assert all(r["check"] == "ok" or r["check"].startswith("unavailable") for r in paimon["results"])
     reads = [r for r in paimon["results"] if r["operation"] == bp.READ and r["check"] == "ok"]
     assert reads and all(r["rows_per_cpu_second"] > 0 for r in reads)
@@ -138,6 +140,20 @@ def test_main_paimon_only_returns_0_and_writes_the_paimon_json(run):
     assert set(paimon["target_summary"]) == set(bp.ALL_TARGETS)
     assert paimon["dv_buckets"] == [4] and len(paimon["dv_findings"]) == 2
     assert "results" not in document or document["results"] == []  # no merge workload ran
+
+
+@needs_pypaimon
+def test_the_write_case_writes_the_same_rows_with_every_writer_and_checks_each_table(report):
+    writes = [r for r in report.results if r.case == bp.WRITE_CASE]
+    assert {(r.reader, r.operation) for r in writes} == {
+        (bp.PYPAIMON, bp.WRITE_ONLY), (bp.PYPAIMON_RUST, bp.WRITE_ONLY), (bp.MERGETREE, bp.WRITE_ONLY),
+        (bp.MERGETREE, bp.WRITE_AND_COMPACT)}
+    for r in writes:
+        if r.reader == bp.PYPAIMON_RUST and not bp.pypaimon_rust_available():
+            assert r.unavailable
+            continue
+        assert r.ok and r.seconds > 0 and r.rows_in == 2 * KEYS, (r.reader, r.check)  # 4 commits of half the keys
+        assert r.cpu_seconds > 0
 
 
 @needs_pypaimon
@@ -268,7 +284,9 @@ def test_bad_paimon_keys_are_usage_errors(keys, capsys):
 def test_the_header_names_the_cases():
     assert "commits of half the keys" in bp.workload_text("merge") and "deletion" not in bp.workload_text("merge")
     assert bp.workload_text("dv").startswith("the deletion-vector case (1% of the keys updated or deleted over 5")
-    assert bp.workload_text("all") == f"{bp.workload_text('merge')}; {bp.workload_text('dv')}"
+    assert bp.workload_text("write").startswith("the write case (4 commits of half the keys into an empty table")
+    assert bp.workload_text("all") == f"{bp.workload_text('merge')}; {bp.workload_text('dv')}; " \
+                                      f"{bp.workload_text('write')}"
 
 
 def test_keys_parse_with_suffixes():

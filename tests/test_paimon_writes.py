@@ -334,7 +334,7 @@ def test_concurrent_mergetree_writers_lose_nothing_and_order_versions_by_commit(
             shared[value_column] = i
             rows.append(shared)
             results[i] = mp.write(str(wh), name, pa.Table.from_pylist(rows, base.schema))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
     for th in threads:
@@ -391,3 +391,32 @@ def test_not_null_columns_and_keys_are_checked_before_anything_is_written(tmp_pa
     assert result.rows == 1
     assert [r for r in mp.read(str(wh), name).to_pylist() if r["f0"] == "view"] == \
         [{"f0": "view", "f1": 10, "f2": 1, "f3": 2.5}]
+
+
+@needs_pypaimon
+def test_pypaimon_rust_thin_files_are_read_compacted_and_written_over(tmp_path):
+    """pypaimon-rust writes primary-key files without `_KEY_` columns (thin mode, whatever the
+    table says): mergetree reads the key from the value column, as Java does, compacts them and
+    writes on top; pypaimon reads the result."""
+    rust = pytest.importorskip("pypaimon_rust.datafusion")
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    first = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x"] * 3, "name": ["a", "b", "c"],
+                      "cnt": pa.array([1, 2, 3], pa.int64())})
+    write_paimon(work, wh, name, [first], ["id"], [], _options("deduplicate", 2))
+    table = rust.PaimonCatalog({"warehouse": str(wh)}).get_table(name)
+    builder = table.new_batch_write_builder()
+    writer = builder.new_write()
+    writer.write_arrow(pa.record_batch({"id": pa.array([2, 4], pa.int64()), "p": ["x", "x"], "name": ["B", "d"],
+                                        "cnt": pa.array([20, 4], pa.int64())}))
+    builder.new_commit().commit(writer.prepare_commit())
+    thin = [f for f in _files(wh, name) if "_KEY_id" not in pq.read_schema(
+        wh / "db.db" / "t" / f"bucket-{f.bucket}" / f.file_name).names]
+    assert thin, "pypaimon-rust wrote files with _KEY_ columns: this test no longer covers thin files"
+    expected = {1: "a", 2: "B", 3: "c", 4: "d"}
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name, filter=[("id", "=", 2)]).to_pylist()} == {2: "B"}
+    mp.write(str(wh), name, {"id": [3, 5], "p": ["x", "x"], "name": ["C", "e"], "cnt": [30, 5]})
+    mp.compact(str(wh), name, full=True)
+    expected |= {3: "C", 5: "e"}
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected

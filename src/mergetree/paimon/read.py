@@ -266,6 +266,10 @@ def read_data_file(path: str | StoredFile, columns: list[str] | None, row_filter
     of the file (its deletion vector) left out, before the filter.  `path` is a local path or
     a file on an object store (`PaimonTable.source`)."""
     name = path.name if isinstance(path, StoredFile) else path
+    thin = _thin_keys(path, name, columns)
+    if thin:
+        yield from _thin_file(path, columns or [], thin, row_filter, batch_rows, use_threads, deleted)
+        return
     if name.endswith(".parquet"):
         if deleted is not None or (row_filter is not None and key_columns):
             yield from _read_parquet_by_key(path, columns, row_filter, key_columns or [], batch_rows, key_range,
@@ -289,6 +293,36 @@ def read_data_file(path: str | StoredFile, columns: list[str] | None, row_filter
             batch = batch.filter(row_filter)
         for start in range(0, batch.num_rows, batch_rows):
             yield batch.slice(start, batch_rows)
+
+
+def _thin_keys(path: str | StoredFile, name: str, columns: list[str] | None) -> dict[str, str]:
+    """For a file without `_KEY_` columns — ``data-file.thin-mode`` (Paimon 1.0+), and every
+    primary-key file pypaimon-rust writes — each asked `_KEY_<k>` -> the value column `k` it is
+    read from, as Java's readers take the key from the values; empty for other files."""
+    keys = [c for c in columns or () if c.startswith(KEY_PREFIX)]
+    if not keys:
+        return {}
+    if name.endswith(".parquet"):
+        names = set(parquet_fragment(path).physical_schema.names)
+    else:
+        from pyarrow import orc
+        names = set(orc.ORCFile(path.open() if isinstance(path, StoredFile) else path).schema.names)
+    return {c: c[len(KEY_PREFIX):] for c in keys if c not in names and c[len(KEY_PREFIX):] in names}
+
+
+def _thin_file(path: str | StoredFile, columns: list[str], thin: dict[str, str], row_filter: pc.Expression | None,
+               batch_rows: int, use_threads: bool, deleted: np.ndarray | None) -> Iterator[pa.RecordBatch]:
+    """A thin-mode file's batches with its key columns under their `_KEY_` names: read whole
+    (its deletion vector applied by position), then filtered."""
+    stored = list(dict.fromkeys(thin.get(c, c) for c in columns))
+    first_row = 0
+    for batch in read_data_file(path, stored, None, batch_rows, use_threads=use_threads):
+        live, first_row = _live(batch, first_row, deleted), first_row + batch.num_rows
+        out = pa.RecordBatch.from_arrays([live.column(thin.get(c, c)) for c in columns], names=columns)
+        if row_filter is not None:
+            out = out.filter(row_filter)
+        if out.num_rows:
+            yield out
 
 
 def _live(batch: pa.RecordBatch, first_row: int, deleted: np.ndarray | None) -> pa.RecordBatch:
@@ -617,6 +651,8 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
                                for pf in bucket.files):
         return None
     key_columns = schema.key_columns
+    if any(_thin_keys(plan.table.source(pf), pf.file_name, key_columns) for pf in bucket.files):
+        return None  # a thin file (no _KEY_ columns): the general path maps its key columns
     cached = key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]
     key_range = key_range_of(plan_key_filter(plan), key_columns[0]) if len(key_columns) == 1 else None
     # (sequence, kind, file, row group, row)
