@@ -160,9 +160,11 @@ def test_sequence_numbers_continue_in_both_directions(tmp_path):
 @needs_pypaimon
 def test_commits_are_javas_append_then_compact(tmp_path):
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
-    write_paimon(work, wh, name, [pa.Table.from_pylist(_rows(random.Random(1), 50, 30, True, False), SCHEMA)],
+    # every key in every commit: each bucket gets a run from each, and ours is the third (> the trigger)
+    every = [{"id": k, "p": f"p{k % 3}", "name": f"n{k}", "cnt": k} for k in range(50)]
+    write_paimon(work, wh, name, [pa.Table.from_pylist(every, SCHEMA)] * 2,
                  ["p", "id"], ["p"], _options("deduplicate", 2, **{"num-sorted-run.compaction-trigger": "2"}))
-    result = mp.write(str(wh), name, pa.Table.from_pylist(_rows(random.Random(2), 50, 30, True, False), SCHEMA))
+    result = mp.write(str(wh), name, pa.Table.from_pylist(every, SCHEMA))
     snap_dir = wh / "db.db" / "t" / "snapshot"
     append = json.loads((snap_dir / f"snapshot-{result.snapshot}").read_text())
     assert append["commitKind"] == "APPEND" and append["commitIdentifier"] == (1 << 63) - 1

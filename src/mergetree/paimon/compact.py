@@ -68,6 +68,7 @@ from ..table.compaction.planner import (
     plan_rewrite,
     restored_levels,
 )
+from ..table.files import dictionary_worthy
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
 from .metadata import (
@@ -515,7 +516,7 @@ class _FileWriter:
     file appears, whole, at `close` (its size in bytes), and never after `abort`."""
 
     def __init__(self, storage: Store, name: str, fmt: str, schema: pa.Schema,
-                 codec: tuple[str | None, int | None]) -> None:
+                 codec: tuple[str | None, int | None], dictionary: list[str] | bool = True) -> None:
         self.name = name
         compression, level = codec
         orc_codec = {"gzip": "zlib", None: "uncompressed"}.get(compression, compression)
@@ -530,7 +531,7 @@ class _FileWriter:
             else:
                 self._orc = None
                 self._parquet = pq.ParquetWriter(self._sink, schema, compression=compression or "none",
-                                                 compression_level=level)
+                                                 compression_level=level, use_dictionary=dictionary)
         except BaseException:
             self._sink.abort()
             raise
@@ -580,11 +581,15 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
 
     placed: _Target | None = None
 
-    def start(arrow_schema: pa.Schema) -> _FileWriter:
+    def start(first: pa.Table) -> _FileWriter:
         nonlocal state, placed
         placed = placement.target(f"data-{uuid.uuid4()}-0.{fmt}")
         written.append(placed.full)  # before the file exists: a failure while opening it still removes it
-        w = _FileWriter(placed.storage, placed.name, fmt, arrow_schema, codec)
+        # a dictionary only for columns whose first rows repeat (never keys or sequence numbers):
+        # on distinct values it triples the writer's time and grows the file, as parquet-mr's
+        # own fallback to plain pages avoids
+        dictionary = dictionary_worthy(first, {*key_columns, *schema.trimmed_keys, SEQUENCE_COLUMN})
+        w = _FileWriter(placed.storage, placed.name, fmt, first.schema, codec, dictionary)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
                  "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
         return w
@@ -607,14 +612,14 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
                 group = table.slice(0, ROW_GROUP_ROWS).combine_chunks()
                 rest = table.slice(ROW_GROUP_ROWS)
                 pending, pending_rows = rest.to_batches(), rest.num_rows
-                writer = writer or start(group.schema)
+                writer = writer or start(group)
                 _write_group(writer, group, state)
                 if writer.size >= target:
                     done, writer = writer, None
                     yield finish(done)
         if pending_rows:
             group = pa.Table.from_batches(pending).combine_chunks()
-            writer = writer or start(group.schema)
+            writer = writer or start(group)
             _write_group(writer, group, state)
         if writer is not None:
             done, writer = writer, None

@@ -230,28 +230,34 @@ def _occurrence(keys: list[pa.Array]) -> np.ndarray:
     return np.arange(n) - group_start
 
 
-def _bucket_rows(schema: PaimonSchema, rows: pa.Table, kinds: np.ndarray, first_seq: int) -> list[pa.RecordBatch]:
-    """One bucket's rows (in input order) as key-ordered batches of the data-file layout, a
-    key's versions folded with the engine, sequence numbers from `first_seq` in input order."""
+def _bucket_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, kinds: np.ndarray,
+                 first_seq: int) -> list[pa.RecordBatch]:
+    """One bucket's rows (`rows`: their positions in `data`, in input order) as key-ordered
+    batches of the data-file layout, a key's versions folded with the engine, sequence numbers
+    from `first_seq` in input order.  The rows are ordered by their key columns alone, then
+    every column taken once."""
     layout = _layout(schema)
-    seq = np.arange(first_seq, first_seq + rows.num_rows, dtype=np.int64)
-    columns: dict[str, Any] = {}
+    seq = np.arange(first_seq, first_seq + len(rows), dtype=np.int64)
+    keys = data.select(schema.trimmed_keys).take(pa.array(rows))
+    # a stable sort by key alone: a key's versions stay in input order, which is sequence order
+    if keys.num_columns == 1 and pa.types.is_integer(keys.column(0).type):
+        order = np.argsort(keys.column(0).to_numpy(), kind="stable")
+    else:
+        order = sort_indices(keys, [(k, "ascending") for k in schema.trimmed_keys], "at_start").to_numpy()
+    picked = pa.array(rows[order])
+    taken = {f.name: data.column(f.name).take(picked) for f in schema.arrow_schema}
+    columns = []
     for f in layout:
         if f.name.startswith(KEY_PREFIX):
-            columns[f.name] = rows.column(f.name[len(KEY_PREFIX):])
+            columns.append(taken[f.name[len(KEY_PREFIX):]])
         elif f.name == SEQUENCE_COLUMN:
-            columns[f.name] = pa.array(seq)
+            columns.append(pa.array(seq[order]))
         elif f.name == KIND_COLUMN:
-            columns[f.name] = pa.array(kinds, pa.int8())
+            columns.append(pa.array(kinds[rows][order], pa.int8()))
         else:
-            columns[f.name] = rows.column(f.name)
-    physical = pa.Table.from_arrays([columns[f.name] for f in layout],
-                                    schema=pa.schema([f.with_nullable(True) for f in layout]))
-    key_names = schema.key_columns
-    order = sort_indices(physical, [(k, "ascending") for k in key_names] + [(SEQUENCE_COLUMN, "ascending")],
-                         "at_start")
-    ordered = physical.take(order).combine_chunks()
-    occurrence = _occurrence([ordered.column(k).combine_chunks() for k in key_names])
+            columns.append(taken[f.name])
+    ordered = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in layout]))
+    occurrence = _occurrence([ordered.column(k).combine_chunks() for k in schema.key_columns])
     if occurrence.max(initial=0) > 0:
         # the k-th version of every key is run k (each strictly ascending), older runs first
         runs = [ordered.filter(pa.array(occurrence == i)).to_batches() for i in range(int(occurrence.max()) + 1)]
@@ -299,9 +305,9 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray) -> tuple[int 
     adds: list[dict] = []
     firsts: dict[tuple, int] = {}
     try:
-        groups = np.lexsort((bucket_of, part_of))  # stable: input order within a (partition, bucket)
-        keys = np.stack([part_of[groups], bucket_of[groups]], axis=1) if len(groups) else np.zeros((0, 2))
-        bounds = np.flatnonzero(np.any(np.diff(keys, axis=0) != 0, axis=1)) + 1 if len(groups) else np.array([])
+        group_of = part_of * schema.checked_options.buckets + bucket_of
+        groups = np.argsort(group_of, kind="stable")  # stable: input order within a (partition, bucket)
+        bounds = np.flatnonzero(np.diff(group_of[groups])) + 1
         for chunk in np.split(groups, bounds) if len(groups) else []:
             partition = partitions[int(part_of[chunk[0]])]
             bucket = int(bucket_of[chunk[0]])
@@ -309,7 +315,7 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray) -> tuple[int 
             firsts[key] = next_seq.get(key, 0)
             live = tuple(f for f in t.live_files(snapshot) if (f.partition, f.bucket) == key)
             pb = PaimonBucket(partition, bucket, live)
-            batches = _bucket_rows(schema, data.take(pa.array(chunk)), kinds[chunk], firsts[key])
+            batches = _bucket_rows(schema, data, chunk, kinds, firsts[key])
             for entry in write_rolled(job, pb, Placement(job, pb), iter(batches), 0, written, FILE_SOURCE_APPEND):
                 adds.append(entry)
         if not adds:

@@ -45,6 +45,7 @@ __all__ = [
     "build_file_indexes",
     "delta_columns",
     "dictionary_columns",
+    "dictionary_worthy",
     "file_metadata",
     "final_rows",
     "key_row_groups",
@@ -104,7 +105,12 @@ def dictionary_columns(schema: TableSchema, sample: pa.Table | pa.RecordBatch) -
     copies or the sequence number (unique within a file: a dictionary only doubles them), not
     floats (rarely repeated), and not a column whose values in `sample` (the file's first
     rows) are mostly distinct; strings, integers and the rest keep it."""
-    unique = set(schema.file_key) | set(schema.primary_key) | {SEQUENCE_COLUMN}
+    return dictionary_worthy(sample, set(schema.file_key) | set(schema.primary_key) | {SEQUENCE_COLUMN})
+
+
+def dictionary_worthy(sample: pa.Table | pa.RecordBatch, unique: set[str]) -> list[str]:
+    """`dictionary_columns` for any file layout: `unique` names the columns whose values never
+    repeat within a file (keys, sequence numbers)."""
     out = []
     for f in sample.schema:
         if f.name in unique or pa.types.is_floating(f.type):
