@@ -59,6 +59,16 @@ from .merge import (
     merge,
 )
 from .table import Table
+from .table import formats as _formats
+
+
+def _open_paimon(path: object, storage_options: object) -> object:
+    # `Table.open` on an Apache Paimon table: mergetree.paimon is loaded only when one is opened
+    from .paimon.handle import PaimonTableHandle
+    return PaimonTableHandle.open(path, storage_options)  # type: ignore[arg-type]
+
+
+_formats.register("paimon", _open_paimon)
 
 
 def __getattr__(name: str) -> object:

@@ -9,6 +9,8 @@ of its own beyond the `mergetree.storage` store a caller hands in:
   hashed in the compiled core; ``mod``)
 - `manifest_files`: manifests, manifest lists and index manifests in Avro or ORC
 - `deletion_vectors`: deletion-vector index files (32- and 64-bit Roaring bitmaps)
+- `stats`: column statistics under Paimon's stats modes (none, counts, full, truncate(n))
+- `layout`: what makes a directory a Paimon table
 """
 from __future__ import annotations
 

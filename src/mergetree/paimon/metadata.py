@@ -227,20 +227,25 @@ class PaimonTable:
     def open(cls, warehouse: Any, table: Any, storage_options: Mapping[str, object] | None = None) -> PaimonTable:
         """The table `table` ("database.table") of `warehouse`: a local directory (or Paimon's
         ``file:/path``) or a URI (``s3://bucket/warehouse``, ...) whose `storage_options` are
-        `mergetree.storage`'s (the same as `Table.open`'s).  One listing of its schema files."""
+        `mergetree.storage`'s (the same as `Table.open`'s).  `table` None: `warehouse` is the
+        table's own directory (a table outside any catalog).  One listing of its schema files."""
         if isinstance(warehouse, bytes) or not isinstance(warehouse, (str, os.PathLike)):
             raise InvalidArgumentError(f"warehouse must be a directory path or a URI, not {warehouse!r}")
-        if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
+        if table is not None and (not isinstance(table, str) or table.count(".") != 1 or not all(table.split("."))):
             raise InvalidArgumentError(f"table must be 'database.table', not {table!r}")
         text = os.fspath(warehouse)
         if text.startswith("file:") and not text.startswith("file://"):
             text = text[len("file:"):]  # Paimon's own form of a local warehouse
-        store = locate(text, storage_options, "a Paimon warehouse")
-        db, name = table.split(".")
-        storage = store.sub(f"{db}.db/{name}")
+        if table is None:
+            storage = locate(text, storage_options, "a Paimon table")
+            table = table_path(storage).rstrip("/").replace(os.sep, "/").rpartition("/")[2]
+        else:
+            store = locate(text, storage_options, "a Paimon warehouse")
+            db, name = table.split(".")
+            storage = store.sub(f"{db}.db/{name}")
         names = list_names(storage, SCHEMA_DIR)
         if not [n for n in names if n]:  # a directory marker ("schema/") is no schema
-            raise TableNotFoundError(f"there is no Paimon table {table!r} in warehouse {table_path(store)} "
+            raise TableNotFoundError(f"there is no Paimon table {table!r} at {table_path(storage)} "
                                      f"(no {cls('', table, storage).full(SCHEMA_DIR)})")
         return cls("", table, storage, _numbered(names, "schema-"))
 

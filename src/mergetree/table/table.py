@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError
 from ..merge import RowKind
-from . import changes, consumers, durations, housekeeping, read, write
+from . import changes, consumers, durations, formats, housekeeping, read, write
 from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
 from .consumers import Consumer
@@ -59,8 +59,16 @@ class Table:
         """Open a table (a local path or a URI, with `storage_options` as for `create`).  With
         `check` (the default) the latest snapshot is read too, so a damaged one is reported
         here, naming the file and how to recover; `check=False` opens a table whose latest
-        snapshot is damaged, to read an older one."""
-        return cls(open_table(locate(path, storage_options), check))
+        snapshot is damaged, to read an older one.
+
+        An Apache Paimon table — whoever wrote it: Java, pypaimon, mergetree — opens too (its
+        directory, or ``W/db.db/name`` in a filesystem-catalog warehouse): a `Table` whose
+        write, delete, read, scan, compact, changes and info work on it as
+        `mergetree.paimon` does (docs/PAIMON.md)."""
+        storage = locate(path, storage_options)
+        if formats.is_paimon_table(storage):
+            return formats.open_paimon(path, storage_options)
+        return cls(open_table(storage, check))
 
     @classmethod
     def repair(cls, path: str | os.PathLike, storage_options: dict | None = None) -> list[str]:
