@@ -422,3 +422,51 @@ def test_pypaimon_rust_thin_files_are_read_compacted_and_written_over(tmp_path):
     expected |= {3: "C", 5: "e"}
     assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
     assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_a_full_compaction_purges_every_marked_row_even_in_a_single_run(tmp_path, fmt):
+    """A Java table whose bucket is one file at the top level with a deletion vector: a full
+    compaction rewrites it without the marked rows and the bucket keeps no vector."""
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / fmt / "pk_with_bitmap_dv.db", wh / "pk_with_bitmap_dv.db")
+    name = "pk_with_bitmap_dv.pk_with_bitmap_dv"
+    t = PaimonTable.open(str(wh), name)
+    assert t.deletion_files(t.resolve(None)) and len(t.live_files(t.resolve(None))) == 1
+    before = mp.read(str(wh), name)
+    assert mp.compact(str(wh), name, full=True) is not None
+    t = PaimonTable.open(str(wh), name)
+    after = t.resolve(None)
+    assert t.deletion_files(after) == {}
+    assert sum(f.row_count for f in t.live_files(after)) == before.num_rows
+    key = list(t.schema().primary_keys)
+    assert mp.read(str(wh), name).sort_by([(k, "ascending") for k in key]).equals(
+        before.sort_by([(k, "ascending") for k in key]))
+    assert mp.compact(str(wh), name, full=True) is None  # nothing left to purge
+
+
+def test_commits_detect_javas_conflicts_after_a_lost_race(tmp_path):
+    """A commit that lost its race is checked on the newer snapshot as Java checks one: two
+    files of a level above 0 overlapping in a bucket, or a file for another bucket count, is a
+    conflict (nothing committed); a disjoint one is not."""
+    from mergetree import CompactionConflictError
+    from mergetree.paimon.compact import PaimonCompaction, commit_files, lsm_conflict
+
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / "parquet" / "pk_09.db", wh / "pk_09.db")
+    name = "pk_09.pk_09"
+    mp.write(str(wh), name, mp.read(str(wh), name).slice(0, 1))  # one more snapshot to lose the race to
+    t = PaimonTable.open(str(wh), name)
+    latest = t.resolve(None)
+    schema = t.schema()
+    top = next(f for f in t.live_files(latest) if f.level > 0)
+    twin = dict(top.record, _FILE=dict(top.record["_FILE"], _FILE_NAME="data-twin-0.parquet"))
+    assert "overlapping" in lsm_conflict(t, latest, [twin], [], schema)
+    assert lsm_conflict(t, latest, [], [], schema) is None
+    assert "buckets" in lsm_conflict(t, latest, [dict(twin, _TOTAL_BUCKETS=7)], [], schema)
+    older = t.snapshot(int(latest["id"]) - 1)
+    job = PaimonCompaction(t, older, schema, ())
+    snapshots = sorted((wh / "pk_09.db" / "pk_09" / "snapshot").glob("snapshot-*"))
+    with pytest.raises(CompactionConflictError, match="overlapping"):
+        commit_files(job, [twin], [], [], "COMPACT")
+    assert sorted((wh / "pk_09.db" / "pk_09" / "snapshot").glob("snapshot-*")) == snapshots

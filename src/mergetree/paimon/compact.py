@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import json
 import os
 import posixpath
@@ -153,11 +154,16 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
     for f in files:
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
     plans = []
+    # a full compaction of a deletion-vector table purges every marked row: files with a vector are rewritten
+    marked = t.deletion_files(snap) if full and opts.deletion_vectors else {}
     for (partition, bucket), bucket_files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
         if only is not None and (partition, bucket) not in only:
             continue
         levels, bucket_options = restored_levels(bucket_files, options)
+        vectors = set(marked.get((bucket_files[0].partition_bytes, bucket), {}))
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
+        if unit is None and vectors:  # one run at the top already, its marked rows still in the files
+            unit = CompactUnit(levels.max_level, tuple(levels.all_files()), True, "full")
         if unit is None and (opts.deletion_vectors or force_level0) and not full:
             # reads leave level 0 out: compact it now, as Paimon's ForceUpLevel0Compaction does
             unit = force_pick_level0(levels, bucket_options)
@@ -169,6 +175,8 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         plan = plan_rewrite(unit, bucket_options)
         if (opts.deletion_vectors or opts.engine == "first-row") and unit.output_level > 0:
             plan = _rewriting_level0(plan, bucket_files)
+        if vectors:
+            plan = _purging(plan, vectors)
         if plan.rewrites or plan.upgrades:
             plans.append((PaimonBucket(partition, bucket, tuple(bucket_files)), plan))
     external = external_paths(schema.options)
@@ -208,6 +216,17 @@ def _rewriting_level0(plan: CompactionPlan, bucket_files: list[PaimonFile]) -> C
         return plan
     return replace(plan, upgrades=tuple(f for f in plan.upgrades if f not in moved),
                    rewrites=plan.rewrites + tuple(RewriteGroup((((f,),),)) for f in moved))
+
+
+def _purging(plan: CompactionPlan, vectors: set[str]) -> CompactionPlan:
+    """A full compaction's plan with every file that has a deletion vector rewritten (alone,
+    its marked rows left out), not kept or moved: afterwards the bucket has no vectors."""
+    kept = [f for f in (*plan.unchanged, *plan.upgrades) if f.file_name in vectors]
+    if not kept:
+        return plan
+    return replace(plan, upgrades=tuple(f for f in plan.upgrades if f not in kept),
+                   unchanged=tuple(f for f in plan.unchanged if f not in kept),
+                   rewrites=plan.rewrites + tuple(RewriteGroup((((f,),),)) for f in kept))
 
 
 def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress | None = None,
@@ -814,6 +833,11 @@ def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], w
             raise CompactionConflictError(
                 f"another commit to Paimon table {t.name} replaced {len(needed - live)} input file(s) of this "
                 f"compaction (snapshot {(base or {}).get('id')}); nothing was committed")
+        if base is not job.snapshot and base is not None:  # Java's other conflict checks, on the newer snapshot
+            problem = lsm_conflict(t, base, adds, deletes, schema)
+            if problem is not None:
+                raise CompactionConflictError(f"another commit to Paimon table {t.name} (snapshot {base['id']}) "
+                                              f"conflicts with this {kind.lower()}: {problem}; nothing was committed")
         index_manifest = (base or {}).get("indexManifest")
         if index_changes:
             now = _index_entries(t, base) if base is not job.snapshot else before
@@ -850,6 +874,34 @@ def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], w
         base = t.snapshot(latest if latest is not None and latest >= new_id else new_id)
     raise CompactionConflictError(f"gave up committing to Paimon table {t.name} after {COMMIT_TRIES} lost races; "
                                   f"nothing was committed")
+
+
+def lsm_conflict(t: PaimonTable, base: dict, adds: list[dict], deletes: list[dict],
+                 schema: PaimonSchema) -> str | None:
+    """What Java's commit conflict checks would find if `adds` and `deletes` were committed on
+    `base` (None: nothing): a bucket count other than the one the partition's files have
+    (``checkBucketKeepSame``), or two files of one level above 0 of a bucket whose key ranges
+    overlap ("LSM conflicts detected")."""
+    gone = {identifier(e) for e in deletes}
+    live = [f for f in t.live_files(base) if identifier(f.record) not in gone]
+    totals = {(f.partition_bytes, f.total_buckets) for f in live}
+    partitions = {p for p, _ in totals}
+    for e in adds:
+        if e["_PARTITION"] in partitions and (e["_PARTITION"], e["_TOTAL_BUCKETS"]) not in totals:
+            return f"bucket {e['_BUCKET']} was written for {e['_TOTAL_BUCKETS']} buckets, the partition now has others"
+    if not schema.primary_keys:
+        return None
+    by_run: dict[tuple, list] = {}
+    for f in [*live, *(t.entry_file(e, schema) for e in adds)]:
+        if f.level > 0:
+            by_run.setdefault((f.partition_bytes, f.bucket, f.level), []).append(f)
+    for (_, bucket, level), files in by_run.items():
+        files.sort(key=lambda f: (f.min_key, f.max_key))
+        for a, b in itertools.pairwise(files):
+            if not a.max_key < b.min_key:
+                return (f"level {level} of bucket {bucket} would hold overlapping files {a.file_name} and "
+                        f"{b.file_name}")
+    return None
 
 
 def _snapshot_json(base: dict | None, new_id: int, schema_id: int, base_list: str, base_size: int, delta_list: str,

@@ -603,6 +603,10 @@ class PaimonTable:
                                     f"{deletion.range.data_file}", path=deletion.path)
         return found
 
+    def entry_file(self, entry: dict, schema: PaimonSchema) -> PaimonFile:
+        """The `PaimonFile` a manifest entry (an ADD) describes."""
+        return self._file(entry, schema)
+
     def _file(self, entry: dict, schema: PaimonSchema) -> PaimonFile:
         f = entry["_FILE"]
         key_types = schema.key_types
