@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
-from mergetree import SchemaMismatchError, UnsupportedPaimonFeatureError
+from mergetree import InvalidArgumentError, SchemaMismatchError, Table, UnsupportedPaimonFeatureError
 from mergetree.codec.buckets import bucket_key, buckets_of
 from mergetree.codec.types import parse_field
 from mergetree.paimon.metadata import PaimonTable
@@ -92,23 +92,28 @@ def _files(wh: Path, name: str) -> list:
 @needs_pypaimon
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(engine=st.sampled_from(ENGINES), buckets=st.sampled_from([1, 3]), partitioned=st.booleans(),
+       vectors=st.booleans(),
        steps=st.lists(st.tuples(st.sampled_from(["mt", "mt", "py", "delete", "compact"]), st.integers(0, 10**6)),
                       min_size=1, max_size=5), seed=st.integers(0, 10**6))
 def test_mergetree_and_pypaimon_write_in_turn_against_a_model(tmp_path_factory, engine, buckets, partitioned,
-                                                               steps, seed):
-    """pypaimon creates the table; mergetree writes (upserts, and deletes where the engine takes
-    them), pypaimon writes upserts, mergetree compacts, in random turns; after every step
-    mergetree reads the model, and at the end pypaimon does too."""
+                                                               vectors, steps, seed):
+    """pypaimon creates the table (with deletion vectors or without); mergetree writes (upserts,
+    and deletes where the engine takes them), pypaimon writes upserts, mergetree compacts, in
+    random turns; after every step mergetree reads the model, and at the end pypaimon does too.
+    Where reads skip level 0 (first-row, deletion vectors), pypaimon's writes, which it does not
+    compact, are compacted by mergetree before they count."""
+    vectors = vectors and engine != "first-row"
+    options = _options(engine, buckets, **({"deletion-vectors.enabled": "true"} if vectors else {}))
+    hidden = vectors or engine == "first-row"
     tmp = tmp_path_factory.mktemp("turns")
     wh, work, name = tmp / "wh", tmp / "work", "db.t"
     key = _key(partitioned)
     rng = random.Random(seed)
     model = Model(engine, key)
     first = _rows(rng, 40, 20, partitioned, nulls=False)
-    write_paimon(work, wh, name, [pa.Table.from_pylist(first, SCHEMA)], key, ["p"] if partitioned else [],
-                 _options(engine, buckets))
+    write_paimon(work, wh, name, [pa.Table.from_pylist(first, SCHEMA)], key, ["p"] if partitioned else [], options)
     model.apply(first)
-    if engine == "first-row":
+    if hidden:
         mp.compact(str(wh), name, full=True)
     for kind, step_seed in steps:
         r = random.Random(step_seed)
@@ -120,10 +125,10 @@ def test_mergetree_and_pypaimon_write_in_turn_against_a_model(tmp_path_factory, 
         elif kind == "py":
             rows = _rows(r, 60, 15, partitioned, nulls=engine != "first-row")
             write_paimon(work, wh, name, [pa.Table.from_pylist(rows, SCHEMA)], key, ["p"] if partitioned else [],
-                         _options(engine, buckets))
+                         options)
             model.apply(rows)
-            if engine == "first-row":  # pypaimon does not compact: its rows wait at level 0, unread
-                mp.compact(str(wh), name, full=True)
+            if hidden:  # pypaimon does not compact: its rows wait at level 0, unread
+                mp.compact(str(wh), name, full=bool(step_seed % 2))
         elif kind == "compact":
             mp.compact(str(wh), name, full=bool(step_seed % 2))
         else:
@@ -470,3 +475,66 @@ def test_commits_detect_javas_conflicts_after_a_lost_race(tmp_path):
     with pytest.raises(CompactionConflictError, match="overlapping"):
         commit_files(job, [twin], [], [], "COMPACT")
     assert sorted((wh / "pk_09.db" / "pk_09" / "snapshot").glob("snapshot-*")) == snapshots
+
+
+def test_gentle_lookup_compaction_leaves_level_0_to_a_later_compaction(tmp_path):
+    """`lookup-compact` = gentle: Java forces level 0 up only every max-interval commits of a
+    long-running writer; a batch write leaves it (invisible in a deletion-vector table) and says so."""
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / "parquet" / "pk_09.db", wh / "pk_09.db")
+    schema_file = sorted((wh / "pk_09.db" / "pk_09" / "schema").glob("schema-*"))[-1]
+    spec = json.loads(schema_file.read_text())
+    spec["options"]["lookup-compact"] = "GENTLE"
+    schema_file.write_text(json.dumps(spec))
+    result = mp.write(str(wh), "pk_09.pk_09", {"f0": ["Gentle"], "f1": [10], "f2": [1], "f3": [1.0]})
+    assert result.compacted is None and not result.visible
+    assert "Gentle" not in mp.read(str(wh), "pk_09.pk_09").column("f0").to_pylist()
+    mp.compact(str(wh), "pk_09.pk_09")  # a compaction job resolves it
+    assert "Gentle" in mp.read(str(wh), "pk_09.pk_09").column("f0").to_pylist()
+
+
+@needs_pypaimon
+def test_overwrite_replaces_partitions_as_javas_batch_overwrite(tmp_path):
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    every = [{"id": k, "p": f"p{k % 3}", "name": f"n{k}", "cnt": k} for k in range(30)]
+    write_paimon(work, wh, name, [pa.Table.from_pylist(every, SCHEMA)], ["p", "id"], ["p"],
+                 _options("deduplicate", 2, **{"deletion-vectors.enabled": "true"}))
+    mp.compact(str(wh), name, full=True)
+    mp.delete(str(wh), name, {"p": ["p1"], "id": [1]})  # a deletion vector in p1
+    before = mp.read(str(wh), name)
+    # dynamic: only p1, the partition the data holds, is replaced
+    result = mp.write(str(wh), name, {"id": [1000, 1001], "p": ["p1", "p1"], "name": ["x", "y"], "cnt": [1, 2]},
+                      overwrite=True)
+    snap = json.loads((wh / "db.db" / "t" / "snapshot" / f"snapshot-{result.snapshot}").read_text())
+    assert snap["commitKind"] == "OVERWRITE" and result.visible
+    expected = sorted([r for r in before.to_pylist() if r["p"] != "p1"] +
+                      [{"id": 1000, "p": "p1", "name": "x", "cnt": 1}, {"id": 1001, "p": "p1", "name": "y", "cnt": 2}],
+                      key=lambda r: (r["p"], r["id"]))
+    assert _sorted(mp.read(str(wh), name), ["p", "id"]) == expected
+    assert _sorted(pypaimon_read(wh, name, work), ["p", "id"]) == expected
+    t = PaimonTable.open(str(wh), name)
+    assert all(f.partition != ("p1",) or f.min_seq == 0 or f.level > 0 for f in t.live_files(t.resolve(None)))
+    # the change of an overwrite: the replaced rows removed, the new ones added (visible once
+    # the COMPACT after it resolved level 0 in this deletion-vector table)
+    change = mp.changes(str(wh), name, result.snapshot - 1, result.compacted).read_all().to_pylist()
+    assert {(r["id"], r["_row_kind"]) for r in change if r["_row_kind"] == "+I"} == {(1000, "+I"), (1001, "+I")}
+    # a static partition, written empty: truncated
+    mp.write(str(wh), name, pa.Table.from_pylist([], SCHEMA), overwrite={"p": "p0"})
+    assert {r["p"] for r in mp.read(str(wh), name).to_pylist()} == {"p1", "p2"}
+    assert {r["p"] for r in pypaimon_read(wh, name, work).to_pylist()} == {"p1", "p2"}
+    snapshots = sorted((wh / "db.db" / "t" / "snapshot").glob("snapshot-*"))
+    with pytest.raises(InvalidArgumentError, match="rows of partition"):
+        mp.write(str(wh), name, {"id": [5], "p": ["p2"], "name": ["z"], "cnt": [5]}, overwrite={"p": "p0"})
+    with pytest.raises(InvalidArgumentError, match="not partition columns"):
+        mp.write(str(wh), name, {"id": [5], "p": ["p2"], "name": ["z"], "cnt": [5]}, overwrite={"id": 5})
+    assert sorted((wh / "db.db" / "t" / "snapshot").glob("snapshot-*")) == snapshots
+
+
+def test_overwrite_of_an_unpartitioned_table_replaces_it_whole(tmp_path):
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / "parquet" / "pk_table_partial_update.db", wh / "pk_table_partial_update.db")
+    t = Table.open(wh / "pk_table_partial_update.db" / "pk_table_partial_update")
+    assert t.read().num_rows > 1
+    row = t.read().slice(0, 1)
+    t.write(row, overwrite=True)
+    assert t.read().equals(row)

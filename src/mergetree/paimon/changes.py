@@ -51,6 +51,7 @@ from .metadata import ADD, KIND_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 from .read import (
     PaimonBucket,
     PaimonReadPlan,
+    batches_table,
     checked_columns,
     layout_columns,
     plan_read,
@@ -325,7 +326,7 @@ def _touched_keys(t: PaimonTable, schema: PaimonSchema, files: list[PaimonFile])
     names = schema.trimmed_keys
     if not parts:
         return pa.table({k: pa.array([], schema.arrow_schema.field(k).type) for k in names})
-    keys = pa.Table.from_batches(parts).rename_columns(names)
+    keys = batches_table(parts).rename_columns(names)
     keys = keys.group_by(names, use_threads=False).aggregate([])
     return keys.sort_by([(k, "ascending") for k in names])
 

@@ -88,7 +88,7 @@ from .metadata import (
     partition_path,
 )
 from .options import ExternalPaths, external_paths
-from .read import PaimonBucket, PaimonReadPlan, merge_runs
+from .read import PaimonBucket, PaimonReadPlan, batches_table, merge_runs
 from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
 
 __all__ = ["BucketChange", "PaimonCompaction", "Placement", "commit_compaction", "commit_files", "compact",
@@ -127,11 +127,12 @@ class PaimonCompaction:
 
 def plan_compaction(warehouse: Any, table: Any, full: bool = False,
                     storage_options: Mapping[str, object] | None = None, only: set[tuple] | None = None,
-                    opened: PaimonTable | None = None, force_level0: bool = False) -> PaimonCompaction | None:
+                    opened: PaimonTable | None = None, force_level0: bool | None = None) -> PaimonCompaction | None:
     """Decide what to compact (no I/O beyond metadata); None when the table has no snapshot.
     `only`: the (partition values, bucket) pairs to consider (a write's), else every bucket.
     `force_level0`: when the rules pick nothing, level 0 still goes up (a write into a table
-    whose reads skip level 0, as Java's lookup writers do); deletion-vector tables always."""
+    whose reads skip level 0, as Java's lookup writers do); None: where Java's compaction needs
+    lookup (deletion vectors, first-row)."""
     t = opened or PaimonTable.open(warehouse, table, storage_options)
     snap = t.resolve(None)
     if snap is None:
@@ -164,7 +165,11 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
         if unit is None and vectors:  # one run at the top already, its marked rows still in the files
             unit = CompactUnit(levels.max_level, tuple(levels.all_files()), True, "full")
-        if unit is None and (opts.deletion_vectors or force_level0) and not full:
+        # Java's compaction of a table that needs lookup (deletion vectors, first-row) always
+        # forces level 0 up (ForceUpLevel0Compaction): reads skip it until then
+        lookup = opts.deletion_vectors or opts.engine == "first-row"
+        forced = lookup if force_level0 is None else force_level0
+        if unit is None and forced and not full:
             # reads leave level 0 out: compact it now, as Paimon's ForceUpLevel0Compaction does
             unit = force_pick_level0(levels, bucket_options)
         if unit is None:
@@ -319,7 +324,7 @@ def rewrite_bucket(job: PaimonCompaction, bucket: PaimonBucket, plan: Compaction
             found = replaced_positions(read_plan, bucket, list(group.files), plan.output_level)
             above = older_versions(read_plan, bucket, found)
             if above:
-                seen_above = pa.Table.from_batches(above).select(job.schema.key_columns)
+                seen_above = batches_table(above).select(job.schema.key_columns)
         batches = merge_runs(read_plan, runs, keep_deletes=not plan.drop_delete, older=older)
         if seen_above is not None:
             batches = _without_keys(batches, seen_above, job.schema.key_columns)

@@ -79,10 +79,12 @@ class PaimonTableHandle(Table):
         return self._table.latest_snapshot_id()
 
     # -- writing, reading, compacting ---------------------------------------------------
-    def write(self, data: Any, row_kind_column: str | None = None) -> PaimonWrite:  # type: ignore[override]
-        """Write rows as `mergetree.paimon.write` does: level-0 files, an APPEND snapshot, then
-        (unless write-only) a COMPACT one; the result says whether they are visible yet."""
-        return self._call(write, data, row_kind_column)
+    def write(self, data: Any, row_kind_column: str | None = None,  # type: ignore[override]
+              overwrite: Any = False) -> PaimonWrite:
+        """Write rows as `mergetree.paimon.write` does: level-0 files, an APPEND (or, with
+        `overwrite`, OVERWRITE) snapshot, then (unless write-only) a COMPACT one; the result
+        says whether they are visible yet."""
+        return self._call(write, data, row_kind_column, overwrite=overwrite)
 
     def delete(self, keys: Any) -> PaimonWrite:  # type: ignore[override]
         return self._call(delete, keys)

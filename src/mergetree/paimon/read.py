@@ -47,8 +47,8 @@ from ..table.read.topn import checked_order_by, top_rows
 from ..table.sections import interval_partition
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["PaimonBucket", "PaimonReadPlan", "checked_columns", "layout_columns", "merge_runs", "merge_sources",
-           "plan_read", "read", "read_bucket", "read_data_file", "read_file", "read_schema", "scan"]
+__all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "layout_columns", "merge_runs",
+           "merge_sources", "plan_read", "read", "read_bucket", "read_data_file", "read_file", "read_schema", "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
@@ -436,6 +436,17 @@ def key_range_of(f: Any, column: str) -> KeyRange | None:
         if op in ("=", "<", "<=") and (hi is None or v < hi or (v == hi and op == "<")):
             hi, hi_inc = v, op != "<"
     return lo, lo_inc, hi, hi_inc
+
+
+def batches_table(batches: Sequence[pa.RecordBatch]) -> pa.Table:
+    """Batches of several data files as one table: files of different writers may declare a
+    NOT NULL column required (Java, mergetree) or optional (pypaimon): the table's is optional."""
+    if not batches:
+        return pa.Table.from_batches([])
+    if all(b.schema == batches[0].schema for b in batches):
+        return pa.Table.from_batches(batches)
+    common = pa.schema([f.with_nullable(True) for f in batches[0].schema])
+    return pa.Table.from_batches([b.cast(common) for b in batches])
 
 
 def _evaluate(expression: pc.Expression, table: pa.Table) -> pa.ChunkedArray | pa.Array:

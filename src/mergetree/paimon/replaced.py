@@ -23,7 +23,7 @@ from pyroaring import BitMap64
 from ..codec.deletion_vectors import encode_index_file
 from ..merge.arrow_input import sort_indices
 from .metadata import DELETION_VECTORS_INDEX, INDEX_DIR, PaimonFile
-from .read import PaimonBucket, PaimonReadPlan, layout_columns, read_file
+from .read import PaimonBucket, PaimonReadPlan, batches_table, layout_columns, read_file
 
 __all__ = ["bucket_index", "index_object", "new_index_name", "older_versions", "replaced_positions"]
 
@@ -36,7 +36,7 @@ def _keys_of(plan: PaimonReadPlan, files: Iterable[PaimonFile]) -> pa.Table:
     batches = [b.select(columns) for pf in files for b in read_file(plan, pf, columns)]
     if not batches:
         return pa.table({c: pa.array([], plan.schema.arrow_schema.field(c[len("_KEY_"):]).type) for c in columns})
-    return pa.Table.from_batches(batches).group_by(columns).aggregate([])
+    return batches_table(batches).group_by(columns).aggregate([])
 
 
 def _overlaps(pf: PaimonFile, lo: tuple, hi: tuple) -> bool:
@@ -72,7 +72,7 @@ def replaced_positions(plan: PaimonReadPlan, bucket: PaimonBucket, inputs: list[
         batches = [b.select(columns) for b in read_file(raw, pf, columns)]
         if not batches:
             continue
-        table = pa.Table.from_batches(batches)
+        table = batches_table(batches)
         table = table.append_column(_POSITION, pa.array(np.arange(table.num_rows, dtype=np.int64)))
         hits = table.join(keys, columns, join_type="left semi").column(_POSITION).to_numpy()
         if not len(hits):
@@ -98,9 +98,9 @@ def older_versions(plan: PaimonReadPlan, bucket: PaimonBucket,
         positions = replaced.get(pf.file_name)
         if positions is None:
             continue
-        rows = pa.Table.from_batches(list(read_file(raw, pf, columns)))
-        parts.append(rows.take(pa.array(positions)))
-    table = pa.concat_tables(parts)
+        rows = batches_table(list(read_file(raw, pf, columns)))
+        parts += rows.take(pa.array(positions)).to_batches()
+    table = batches_table(parts)  # files of several writers (NOT NULL declared or not)
     order = sort_indices(table, [(c, "ascending") for c in plan.schema.key_columns], "at_start")  # the merge's order
     return table.take(order).to_batches()
 

@@ -30,7 +30,7 @@ partition expiry, lock-guarded commits, changelog producers).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
 from ..table.write import input_pieces
 from .compact import (
+    BucketChange,
     PaimonCompaction,
     Placement,
     commit_files,
@@ -57,7 +58,7 @@ from .compact import (
     run_compaction,
     write_rolled,
 )
-from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
+from .metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
 from .options import external_paths
 from .read import PaimonBucket, merge_sources
 
@@ -293,13 +294,51 @@ def _next_sequences(t: PaimonTable, snapshot: dict | None) -> dict[tuple, int]:
     return out
 
 
-def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray) -> tuple[int | None, set[tuple], int]:
+def _overwritten(schema: PaimonSchema, data: pa.Table, partitions: list[tuple], overwrite: Any,
+                 name: str) -> Callable[[tuple], bool] | None:
+    """Which partitions (value tuples) an overwrite replaces, as Java's batch overwrite does:
+    True — every partition the data holds when the table is partitioned and
+    ``dynamic-partition-overwrite`` (default true) is set, else the whole table; a mapping — the
+    static partition it names (some or all partition columns; every row must be in it).  None:
+    no overwrite."""
+    if overwrite is False or overwrite is None:
+        return None
+    keys = list(schema.partition_keys)
+    if overwrite is True:
+        if keys and _true(schema.options.get("dynamic-partition-overwrite", "true")):
+            present = set(partitions) if data.num_rows else set()
+            return present.__contains__
+        return lambda partition: True
+    if not isinstance(overwrite, Mapping):
+        raise InvalidArgumentError(f"overwrite must be True, False or a partition (column -> value), not {overwrite!r}")
+    unknown = [c for c in overwrite if c not in keys]
+    if unknown:
+        raise InvalidArgumentError(f"overwrite names {unknown}, which are not partition columns of Paimon table {name} "
+                                   f"(its partition columns: {keys})")
+    fixed = {keys.index(c): v for c, v in overwrite.items()}
+
+    def inside(partition: tuple) -> bool:
+        return all(partition[i] == v for i, v in fixed.items())
+    outside = [p for p in partitions if data.num_rows and not inside(p)]
+    if outside:
+        raise InvalidArgumentError(f"overwrite of partition {dict(overwrite)} of Paimon table {name}: the data holds "
+                                   f"rows of partition {dict(zip(keys, outside[0]))}; nothing was written")
+    return inside
+
+
+def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
+                overwrite: Any = None) -> tuple[int | None, set[tuple], int]:
     """Number, fold and write the rows into level-0 files and commit them as one APPEND
-    snapshot on the latest: (its id, the (partition, bucket) pairs written, rows written)."""
+    snapshot on the latest (an OVERWRITE deleting the replaced partitions' files, `overwrite`
+    as `write` takes it): (its id, the (partition, bucket) pairs written, rows written)."""
     snapshot = t.resolve(None)
     schema = t.schema()
     partitions, part_of, bucket_of = _partitions_and_buckets(schema, data)
+    replaced = _overwritten(schema, data, partitions, overwrite, t.name)
+    gone = [f for f in t.live_files(snapshot) if replaced(f.partition)] if replaced is not None else []
     next_seq = _next_sequences(t, snapshot)
+    for f in gone:  # an overwritten bucket starts afresh, as Java's writer that ignores previous files
+        next_seq.pop((f.partition, f.bucket), None)
     job = PaimonCompaction(t, snapshot, schema, (), external_paths(schema.options))
     written: list[str] = []
     adds: list[dict] = []
@@ -313,22 +352,32 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray) -> tuple[int 
             bucket = int(bucket_of[chunk[0]])
             key = (partition, bucket)
             firsts[key] = next_seq.get(key, 0)
-            live = tuple(f for f in t.live_files(snapshot) if (f.partition, f.bucket) == key)
+            live = tuple(f for f in t.live_files(snapshot) if (f.partition, f.bucket) == key and f not in gone)
             pb = PaimonBucket(partition, bucket, live)
             batches = _bucket_rows(schema, data, chunk, kinds, firsts[key])
             for entry in write_rolled(job, pb, Placement(job, pb), iter(batches), 0, written, FILE_SOURCE_APPEND):
                 adds.append(entry)
-        if not adds:
+        if not adds and not gone:
             return None, set(), 0
 
         def renumbered(newer: dict) -> None:
-            # a newer commit that added files to a bucket this write numbered: the versions would interleave
+            # a newer commit that added files to a bucket this write numbered (the versions would
+            # interleave), or changed a partition this overwrite replaces: redone on the newer snapshot
             before = {f.file_name for f in t.live_files(snapshot)}
-            for f in t.live_files(newer):
+            now = t.live_files(newer)
+            for f in now:
                 if f.file_name not in before and (f.partition, f.bucket) in firsts and \
                         f.max_seq >= firsts[(f.partition, f.bucket)]:
                     raise _Renumber()
-        sid = commit_files(job, adds, [], written, "APPEND", check=renumbered)
+            if replaced is not None and {f.file_name for f in now if replaced(f.partition)} != \
+                    {f.file_name for f in gone}:
+                raise _Renumber()
+        # the deletion vectors of overwritten buckets go with their files
+        marked = t.deletion_files(snapshot) if gone and schema.checked_options.deletion_vectors else {}
+        dropped = {(f.partition_bytes, f.bucket) for f in gone} & set(marked)
+        index = [BucketChange([], [], True, None, p, b) for p, b in sorted(dropped)]
+        sid = commit_files(job, adds, [dict(f.record, _KIND=DELETE) for f in gone], written,
+                           "OVERWRITE" if replaced is not None else "APPEND", index, check=renumbered)
         return sid, set(firsts), sum(e["_FILE"]["_ROW_COUNT"] for e in adds)
     except BaseException:
         remove_files(t, written)
@@ -342,7 +391,7 @@ def _visible(t: PaimonTable, schema: PaimonSchema, touched: set[tuple]) -> bool:
 
 
 def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, complete: bool,
-           delete_kind: bool, storage_options: Mapping[str, object] | None) -> PaimonWrite:
+           delete_kind: bool, storage_options: Mapping[str, object] | None, overwrite: Any = False) -> PaimonWrite:
     if row_kind_column is not None and not isinstance(row_kind_column, str):
         raise InvalidArgumentError(f"row_kind_column must be a column name, not {row_kind_column!r}")
     t = PaimonTable.open(warehouse, table, storage_options)
@@ -353,11 +402,11 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
     if delete_kind:
         kinds[:] = RowKind.DELETE
     rows, kinds = _checked_kinds(schema, rows, kinds, t.name)
-    if rows.num_rows == 0:
+    if rows.num_rows == 0 and overwrite in (False, None):
         return PaimonWrite(None, None, 0, True)
     for _ in range(WRITE_TRIES):
         try:
-            sid, touched, written_rows = _write_once(t, rows, kinds)
+            sid, touched, written_rows = _write_once(t, rows, kinds, overwrite)
             break
         except _Renumber:  # its files are removed; numbered again on the newer snapshot
             continue
@@ -368,22 +417,27 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
         return PaimonWrite(None, None, 0, True)
     compacted = None
     if not _true(schema.options.get("write-only", "false")):
+        # where reads skip level 0 (first-row, deletion vectors), it goes up now, as Java's lookup
+        # writers compact it — unless `lookup-compact` is gentle: Java then forces it only every
+        # `lookup-compact.max-interval` commits of a long-running writer, which a batch write is not
+        gentle = schema.options.get("lookup-compact", "radical").strip().lower() == "gentle"
         try:
-            # where reads skip level 0 (first-row, deletion vectors), it goes up now, as Java's
-            # lookup writers (first-row and deletion-vector tables need lookup) compact it
             compacted = run_compaction(plan_compaction(warehouse, table, only=touched, opened=t,
-                                                       force_level0=schema.checked_options.skips_level0))
+                                                       force_level0=schema.checked_options.skips_level0 and not gentle))
         except CompactionConflictError:
             pass  # another writer compacted these buckets first: the write is committed
     return PaimonWrite(sid, compacted, written_rows, _visible(t, schema, touched))
 
 
 def write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None = None,
-          storage_options: Mapping[str, object] | None = None) -> PaimonWrite:
+          storage_options: Mapping[str, object] | None = None, overwrite: Any = False) -> PaimonWrite:
     """Write rows into Paimon table `table` ("database.table") of `warehouse` as Java's batch
     writers do (module docstring): upserts, or a change stream with a row-kind column
-    (``_row_kind``, or `row_kind_column`, e.g. Debezium's ``op``).  Returns a `PaimonWrite`."""
-    return _write(warehouse, table, data, row_kind_column, True, False, storage_options)
+    (``_row_kind``, or `row_kind_column`, e.g. Debezium's ``op``).  `overwrite`: True replaces
+    the partitions the data holds (``dynamic-partition-overwrite``, the default; the whole
+    table when it is unpartitioned or that option is false), a partition ({"dt": "2024-05-01"})
+    replaces that partition, in one OVERWRITE snapshot.  Returns a `PaimonWrite`."""
+    return _write(warehouse, table, data, row_kind_column, True, False, storage_options, overwrite)
 
 
 def delete(warehouse: Any, table: Any, keys: Any, storage_options: Mapping[str, object] | None = None) -> PaimonWrite:
