@@ -364,7 +364,7 @@ def test_concurrent_mergetree_writers_lose_nothing_and_order_versions_by_commit(
     ("metastore.partitioned-table", "true", "Hive"),
     ("tag.automatic-creation", "process-time", "tags"),
     ("partition.expiration-time", "1 d", "expire"),
-    ("changelog-producer", "input", "changelog"),
+    ("changelog-producer", "lookup", "changelog"),
     ("bucket-function.type", "hive", "'hive'"),
     ("data-file.thin-mode", "true", "_KEY_"),
 ])
@@ -538,3 +538,27 @@ def test_overwrite_of_an_unpartitioned_table_replaces_it_whole(tmp_path):
     row = t.read().slice(0, 1)
     t.write(row, overwrite=True)
     assert t.read().equals(row)
+
+
+@needs_pypaimon
+def test_the_input_changelog_producer_keeps_every_version_as_written(tmp_path):
+    """`changelog-producer` = input: beside the folded level-0 files, changelog files hold every
+    row as written (all versions, their kinds), listed in the snapshot's changelog manifest
+    list; the change read from them is the input, key by key in sequence order."""
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    write_paimon(work, wh, name, [pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "x"],
+                                            "name": ["a", "b"], "cnt": pa.array([1, 2], pa.int64())})],
+                 ["id"], [], _options("deduplicate", 1, **{"changelog-producer": "input"}))
+    events = pa.table({"id": pa.array([2, 3, 3, 1], pa.int64()), "p": ["x"] * 4, "name": ["B", "c", "C", "a"],
+                       "cnt": pa.array([20, 3, 30, 1], pa.int64()), "_row_kind": ["+U", "+I", "+U", "-D"]})
+    result = mp.write(str(wh), name, events)
+    assert result.rows == 3  # key 3's two versions folded in the data file
+    snap = json.loads((wh / "db.db" / "t" / "snapshot" / f"snapshot-{result.snapshot}").read_text())
+    assert snap["changelogManifestList"] and snap["changelogRecordCount"] == 4
+    assert any(p.name.startswith("changelog-") for p in (wh / "db.db" / "t" / "bucket-0").iterdir())
+    change = mp.changes(str(wh), name, result.snapshot - 1, result.snapshot, source="changelog").read_all()
+    assert [(r["id"], r["name"], r["_row_kind"]) for r in change.to_pylist()] == \
+        [(1, "a", "-D"), (2, "B", "+U"), (3, "c", "+I"), (3, "C", "+U")]
+    expected = {2: "B", 3: "C"}
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected

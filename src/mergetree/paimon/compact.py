@@ -585,7 +585,7 @@ class _FileWriter:
 
 def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placement,
                  batches: Iterator[pa.RecordBatch], level: int, written: list[str],
-                 file_source: int = FILE_SOURCE_COMPACT) -> Iterator[dict]:
+                 file_source: int = FILE_SOURCE_COMPACT, prefix: str = "data-") -> Iterator[dict]:
     """Key-ordered batches of the data-file layout (one version of a key per file) written as
     the bucket's new data files at `level`, rolled at target-file-size; yields each file's
     manifest entry (`file_source`: APPEND for a write's level-0 files, COMPACT for a
@@ -607,7 +607,7 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
 
     def start(first: pa.Table) -> _FileWriter:
         nonlocal state, placed
-        placed = placement.target(f"data-{uuid.uuid4()}-0.{fmt}")
+        placed = placement.target(f"{prefix}{uuid.uuid4()}-0.{fmt}")
         written.append(placed.full)  # before the file exists: a failure while opening it still removes it
         # a dictionary only for columns whose first rows repeat (never keys or sequence numbers):
         # on distinct values it triples the writer's time and grows the file, as parquet-mr's
@@ -800,7 +800,7 @@ def commit_compaction(job: PaimonCompaction, changes: list[BucketChange], writte
 
 def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], written: list[str], kind: str,
                  index_changes: list[BucketChange] | None = None,
-                 check: Callable[[dict], None] | None = None) -> int:
+                 check: Callable[[dict], None] | None = None, changelog: list[dict] | None = None) -> int:
     """Commit manifest entries as a snapshot of `kind` (APPEND, COMPACT) on top of
     `job.snapshot` (None: the table's first), as Paimon commits on a filesystem; its id.  A
     lost race is retried on the newer snapshot when every deleted file is still live, the
@@ -817,16 +817,15 @@ def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], w
     manifest_name = f"manifest-{uuid.uuid4()}-0"
     written.append(t.manifest_path(manifest_name))
     size = write_metadata(t.storage, f"{MANIFEST_DIR}/{manifest_name}", manifest_template, entries, "manifest")
-    delta_meta = {
-        "_VERSION": 2, "_FILE_NAME": manifest_name, "_FILE_SIZE": size, "_NUM_ADDED_FILES": len(adds),
-        "_NUM_DELETED_FILES": len(deletes), "_PARTITION_STATS": _partition_stats(entries, schema),
-        "_SCHEMA_ID": schema.id, "_MIN_BUCKET": min(e["_BUCKET"] for e in entries),
-        "_MAX_BUCKET": max(e["_BUCKET"] for e in entries),
-        "_MIN_LEVEL": min(e["_FILE"]["_LEVEL"] for e in entries),
-        "_MAX_LEVEL": max(e["_FILE"]["_LEVEL"] for e in entries),
-        "_MIN_ROW_ID": None, "_MAX_ROW_ID": None, "_TOTAL_BUCKETS": entries[0]["_TOTAL_BUCKETS"],
-        "_EXTRA_FILES": None}
+    delta_meta = _manifest_meta(manifest_name, size, adds, deletes, schema)
     delta_change = sum(e["_FILE"]["_ROW_COUNT"] for e in adds) - sum(e["_FILE"]["_ROW_COUNT"] for e in deletes)
+    changelog_meta = None
+    if changelog:  # the changelog files (`changelog-producer` input): a manifest of their own
+        changelog_name = f"manifest-{uuid.uuid4()}-0"
+        written.append(t.manifest_path(changelog_name))
+        changelog_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{changelog_name}", manifest_template, changelog,
+                                        "manifest")
+        changelog_meta = _manifest_meta(changelog_name, changelog_size, changelog, [], schema)
     needed = {identifier(e) for e in deletes}
     base = job.snapshot
     user = str(uuid.uuid4())  # a batch writer's commit user: a fresh UUID, as Java's
@@ -862,6 +861,13 @@ def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], w
         new_id = int(base["id"]) + 1 if base is not None else 1
         snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
                                   delta_change, user, kind)
+        if changelog_meta is not None:
+            changelog_list = f"manifest-list-{unique}-2"
+            written.append(t.manifest_path(changelog_list))
+            snapshot["changelogManifestList"] = changelog_list
+            snapshot["changelogManifestListSize"] = write_metadata(
+                t.storage, f"{MANIFEST_DIR}/{changelog_list}", list_template, [changelog_meta], "manifest list")
+            snapshot["changelogRecordCount"] = sum(e["_FILE"]["_ROW_COUNT"] for e in changelog or ())
         if index_changes:
             snapshot["indexManifest"] = index_manifest
         if _publish(t, new_id, snapshot):
@@ -869,6 +875,8 @@ def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], w
             _write_latest(t, new_id)
             return new_id
         lost = [t.manifest_path(base_list), t.manifest_path(delta_list)]
+        if changelog_meta is not None:
+            lost.append(t.manifest_path(f"manifest-list-{unique}-2"))
         if index_changes and index_manifest is not None:
             lost.append(t.manifest_path(index_manifest))
         for path in lost:
@@ -879,6 +887,21 @@ def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], w
         base = t.snapshot(latest if latest is not None and latest >= new_id else new_id)
     raise CompactionConflictError(f"gave up committing to Paimon table {t.name} after {COMMIT_TRIES} lost races; "
                                   f"nothing was committed")
+
+
+def _manifest_meta(name: str, size: int, adds: list[dict], deletes: list[dict], schema: PaimonSchema) -> dict:
+    """A manifest list's record of a manifest: its counts and the exact ranges Java prunes
+    whole manifests by (partition statistics, buckets, levels)."""
+    entries = deletes + adds
+    return {
+        "_VERSION": 2, "_FILE_NAME": name, "_FILE_SIZE": size, "_NUM_ADDED_FILES": len(adds),
+        "_NUM_DELETED_FILES": len(deletes), "_PARTITION_STATS": _partition_stats(entries, schema),
+        "_SCHEMA_ID": schema.id, "_MIN_BUCKET": min(e["_BUCKET"] for e in entries),
+        "_MAX_BUCKET": max(e["_BUCKET"] for e in entries),
+        "_MIN_LEVEL": min(e["_FILE"]["_LEVEL"] for e in entries),
+        "_MAX_LEVEL": max(e["_FILE"]["_LEVEL"] for e in entries),
+        "_MIN_ROW_ID": None, "_MAX_ROW_ID": None, "_TOTAL_BUCKETS": entries[0]["_TOTAL_BUCKETS"],
+        "_EXTRA_FILES": None}
 
 
 def lsm_conflict(t: PaimonTable, base: dict, adds: list[dict], deletes: list[dict],

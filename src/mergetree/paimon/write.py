@@ -111,8 +111,9 @@ def check_writable(schema: PaimonSchema, name: str) -> None:
     if _true(opts.get("data-file.thin-mode", "false")):
         raise refuse("data-file.thin-mode", "files without _KEY_ columns are not written by mergetree yet")
     producer = opts.get("changelog-producer", "none").strip().lower()
-    if producer != "none":
-        raise refuse("changelog-producer", "writes that produce a changelog are not supported by mergetree yet")
+    if producer not in ("none", "input"):
+        raise refuse("changelog-producer", "its changelog is produced by Java's compaction (lookup, "
+                                           "full-compaction), which mergetree does not do")
     schema.checked_options  # noqa: B018  (refuses what reads refuse: dynamic/postpone buckets, append tables, ...)
     key_types = [schema.field(c).type for c in schema.checked_options.bucket_key]
     if not key_types:
@@ -232,11 +233,11 @@ def _occurrence(keys: list[pa.Array]) -> np.ndarray:
 
 
 def _bucket_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, kinds: np.ndarray,
-                 first_seq: int) -> list[pa.RecordBatch]:
+                 first_seq: int) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
     """One bucket's rows (`rows`: their positions in `data`, in input order) as key-ordered
     batches of the data-file layout, a key's versions folded with the engine, sequence numbers
-    from `first_seq` in input order.  The rows are ordered by their key columns alone, then
-    every column taken once."""
+    from `first_seq` in input order; and every version before the fold (the `input`
+    changelog).  The rows are ordered by their key columns alone, then every column taken once."""
     layout = _layout(schema)
     seq = np.arange(first_seq, first_seq + len(rows), dtype=np.int64)
     keys = data.select(schema.trimmed_keys).take(pa.array(rows))
@@ -257,14 +258,18 @@ def _bucket_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, kinds: 
             columns.append(pa.array(kinds[rows][order], pa.int8()))
         else:
             columns.append(taken[f.name])
-    ordered = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in layout]))
+    every = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in layout]))
+    ordered = every
     occurrence = _occurrence([ordered.column(k).combine_chunks() for k in schema.key_columns])
     if occurrence.max(initial=0) > 0:
         # the k-th version of every key is run k (each strictly ascending), older runs first
         runs = [ordered.filter(pa.array(occurrence == i)).to_batches() for i in range(int(occurrence.max()) + 1)]
         ordered = pa.Table.from_batches(list(merge_sources(schema, runs, keep_deletes=True)))
-    return [pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) for f in layout], schema=layout)
-            for b in ordered.to_batches() if b.num_rows]
+
+    def laid_out(table: pa.Table) -> list[pa.RecordBatch]:
+        return [pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) for f in layout], schema=layout)
+                for b in table.to_batches() if b.num_rows]
+    return laid_out(ordered), laid_out(every)
 
 
 def _partitions_and_buckets(schema: PaimonSchema, table: pa.Table) -> tuple[list[tuple], np.ndarray, np.ndarray]:
@@ -342,6 +347,10 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
     job = PaimonCompaction(t, snapshot, schema, (), external_paths(schema.options))
     written: list[str] = []
     adds: list[dict] = []
+    changelog: list[dict] = []
+    # `changelog-producer` input: every version as written (an overwrite has no changelog)
+    with_changelog = replaced is None and \
+        schema.options.get("changelog-producer", "none").strip().lower() == "input"
     firsts: dict[tuple, int] = {}
     try:
         group_of = part_of * schema.checked_options.buckets + bucket_of
@@ -354,9 +363,12 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
             firsts[key] = next_seq.get(key, 0)
             live = tuple(f for f in t.live_files(snapshot) if (f.partition, f.bucket) == key and f not in gone)
             pb = PaimonBucket(partition, bucket, live)
-            batches = _bucket_rows(schema, data, chunk, kinds, firsts[key])
-            for entry in write_rolled(job, pb, Placement(job, pb), iter(batches), 0, written, FILE_SOURCE_APPEND):
-                adds.append(entry)
+            batches, versions = _bucket_rows(schema, data, chunk, kinds, firsts[key])
+            placement = Placement(job, pb)
+            adds += write_rolled(job, pb, placement, iter(batches), 0, written, FILE_SOURCE_APPEND)
+            if with_changelog:
+                changelog += write_rolled(job, pb, placement, iter(versions), 0, written, FILE_SOURCE_APPEND,
+                                          prefix="changelog-")
         if not adds and not gone:
             return None, set(), 0
 
@@ -377,7 +389,8 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
         dropped = {(f.partition_bytes, f.bucket) for f in gone} & set(marked)
         index = [BucketChange([], [], True, None, p, b) for p, b in sorted(dropped)]
         sid = commit_files(job, adds, [dict(f.record, _KIND=DELETE) for f in gone], written,
-                           "OVERWRITE" if replaced is not None else "APPEND", index, check=renumbered)
+                           "OVERWRITE" if replaced is not None else "APPEND", index, check=renumbered,
+                           changelog=changelog)
         return sid, set(firsts), sum(e["_FILE"]["_ROW_COUNT"] for e in adds)
     except BaseException:
         remove_files(t, written)
