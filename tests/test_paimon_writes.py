@@ -562,3 +562,45 @@ def test_the_input_changelog_producer_keeps_every_version_as_written(tmp_path):
     expected = {2: "B", 3: "C"}
     assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
     assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+
+
+@needs_pypaimon
+@pytest.mark.parametrize("bucketed", [False, True])
+def test_append_tables_written_read_and_overwritten(tmp_path, bucketed):
+    """An append table (no primary key; bucket-unaware, or 3 buckets by a bucket key): rows as
+    written, every writer's; an overwrite replaces a partition; the change stream shows them."""
+    schema = pa.schema([("p", pa.string()), ("k", pa.int64()), ("v", pa.string())])
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    first = pa.table({"p": ["a", "b"], "k": pa.array([1, 2], pa.int64()), "v": ["x", None]}, schema=schema)
+    options = {"bucket": "3", "bucket-key": "k"} if bucketed else {}
+    write_paimon(work, wh, name, [first], [], partition_keys=["p"], options=options)
+    ours = pa.table({"p": ["a", "a", "b"], "k": pa.array([1, 3, 4], pa.int64()), "v": ["y", "z", "w"]}, schema=schema)
+    result = mp.write(str(wh), name, ours)
+    assert result.rows == 3 and result.visible and result.compacted is None
+
+    def bag(t: pa.Table) -> list:
+        return sorted(json.dumps(r, sort_keys=True) for r in t.select(schema.names).to_pylist())
+    expected = bag(pa.concat_tables([first, ours]))
+    assert bag(mp.read(str(wh), name)) == expected
+    assert bag(pypaimon_read(wh, name, work)) == expected
+    assert bag(mp.read(str(wh), name, filter=[("p", "=", "a")])) == \
+        bag(pa.concat_tables([first, ours]).filter(pa.compute.equal(pa.concat_tables([first, ours])["p"], "a")))
+    change = mp.changes(str(wh), name, result.snapshot - 1, result.snapshot).read_all()
+    assert bag(change.drop_columns(["_row_kind"])) == bag(ours) and set(change["_row_kind"].to_pylist()) == {"+I"}
+    if bucketed:
+        _check_placement(wh / "db.db" / "t")
+    t = PaimonTable.open(str(wh), name)
+    assert all(f.total_buckets == (3 if bucketed else -1) for f in t.live_files(t.resolve(None)))
+    # pypaimon writes on top; then a partition overwritten
+    write_paimon(work, wh, name, [first], [], partition_keys=["p"], options=options)
+    mp.write(str(wh), name, pa.table({"p": ["b"], "k": pa.array([9], pa.int64()), "v": ["new"]}, schema=schema),
+             overwrite=True)
+    expected_rows = [r for r in pa.concat_tables([first, ours, first]).to_pylist() if r["p"] != "b"] + \
+        [{"p": "b", "k": 9, "v": "new"}]
+    assert bag(mp.read(str(wh), name)) == bag(pa.Table.from_pylist(expected_rows, schema))
+    assert bag(pypaimon_read(wh, name, work)) == bag(pa.Table.from_pylist(expected_rows, schema))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="inserts"):
+        mp.write(str(wh), name, pa.table({"p": ["a"], "k": pa.array([1], pa.int64()), "v": ["x"],
+                                          "_row_kind": ["-D"]}))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="append table"):
+        mp.compact(str(wh), name)

@@ -139,6 +139,10 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         return None
     schema = t.schema()
     opts = schema.checked_options
+    if opts.append:
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon table {t.name} is an append table: mergetree compacts primary-key tables (an append table's "
+            f"compaction, merging small files, is not supported yet)")
     if opts.changelog_producer in ("lookup", "full-compaction"):
         raise UnsupportedPaimonFeatureError(
             f"Paimon option 'changelog-producer' = {opts.changelog_producer!r}: Paimon's compaction produces the "
@@ -585,11 +589,14 @@ class _FileWriter:
 
 def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placement,
                  batches: Iterator[pa.RecordBatch], level: int, written: list[str],
-                 file_source: int = FILE_SOURCE_COMPACT, prefix: str = "data-") -> Iterator[dict]:
+                 file_source: int = FILE_SOURCE_COMPACT, prefix: str = "data-",
+                 file_columns: list[str] | None = None) -> Iterator[dict]:
     """Key-ordered batches of the data-file layout (one version of a key per file) written as
     the bucket's new data files at `level`, rolled at target-file-size; yields each file's
     manifest entry (`file_source`: APPEND for a write's level-0 files, COMPACT for a
-    compaction's).  Paths go into `written` before the files exist (`remove_files`)."""
+    compaction's).  Paths go into `written` before the files exist (`remove_files`).
+    `file_columns`: the columns the files hold (an append table's: its own, no _KEY_, sequence
+    or kind columns, whose batches still carry them for the entry's sequence range)."""
     schema = job.schema
     target = CompactionOptions.from_options(schema.options).target_file_size
     key_columns = schema.key_columns
@@ -612,8 +619,9 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
         # a dictionary only for columns whose first rows repeat (never keys or sequence numbers):
         # on distinct values it triples the writer's time and grows the file, as parquet-mr's
         # own fallback to plain pages avoids
-        dictionary = dictionary_worthy(first, {*key_columns, *schema.trimmed_keys, SEQUENCE_COLUMN})
-        w = _FileWriter(placed.storage, placed.name, fmt, first.schema, codec, dictionary)
+        stored = first.select(file_columns) if file_columns is not None else first
+        dictionary = dictionary_worthy(stored, {*key_columns, *schema.trimmed_keys, SEQUENCE_COLUMN})
+        w = _FileWriter(placed.storage, placed.name, fmt, stored.schema, codec, dictionary)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
                  "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
         return w
@@ -637,14 +645,14 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
                 rest = table.slice(ROW_GROUP_ROWS)
                 pending, pending_rows = rest.to_batches(), rest.num_rows
                 writer = writer or start(group)
-                _write_group(writer, group, state)
+                _write_group(writer, group, state, file_columns)
                 if writer.size >= target:
                     done, writer = writer, None
                     yield finish(done)
         if pending_rows:
             group = pa.Table.from_batches(pending).combine_chunks()
             writer = writer or start(group)
-            _write_group(writer, group, state)
+            _write_group(writer, group, state, file_columns)
         if writer is not None:
             done, writer = writer, None
             yield finish(done)
@@ -653,8 +661,8 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
             writer.abort()
 
 
-def _write_group(writer: _FileWriter, group: pa.Table, state: dict) -> None:
-    writer.write(group)
+def _write_group(writer: _FileWriter, group: pa.Table, state: dict, file_columns: list[str] | None = None) -> None:
+    writer.write(group.select(file_columns) if file_columns is not None else group)
     state["rows"] += group.num_rows
     if state["first"] is None:
         state["first"] = group.slice(0, 1)

@@ -91,6 +91,7 @@ class PaimonOptions:
     sequence_descending: bool = False        # `sequence.field.sort-order` = descending
     deletion_vectors: bool = False           # replaced rows marked per file: level > 0 files read alone
     deletion_vectors_merge_on_read: bool = False  # level-0 files visible to batch reads (merged)
+    append: bool = False                     # no primary key: rows as written, nothing merged
 
     @property
     def sequence_field(self) -> str | None:
@@ -151,6 +152,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         buckets = int(opts.get("bucket", "-1"))
     except ValueError:
         raise refuse("bucket", "not an integer") from None
+    if not primary_keys:
+        return _append_options(opts, buckets, columns, refuse)
     if buckets == -1:
         raise refuse("bucket", "dynamic bucket mode (bucket = -1) is not supported; use a fixed bucket count")
     if buckets == -2:
@@ -222,6 +225,31 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
                          opts.get("changelog-producer", "none").strip().lower(), opts, order == "descending",
                          _true(opts.get("deletion-vectors.enabled", "false")),
                          _true(opts.get("deletion-vectors.merge-on-read", "false")))
+
+
+def _append_options(opts: dict[str, str], buckets: int, columns: list[str], refuse) -> PaimonOptions:
+    """An append table's (no primary key): `bucket` -1 (bucket-unaware: every file in bucket 0)
+    or a fixed count placed by `bucket-key`; deletion vectors (Paimon's row-level deletes of
+    append tables) refused."""
+    if buckets == -2 or buckets == 0 or buckets < -2:
+        raise refuse("bucket", "an append table has a fixed bucket count or -1 (bucket-unaware)")
+    bucket_key: tuple[str, ...] = ()
+    if buckets > 0:
+        bucket_key = tuple(s.strip() for s in (opts.get("bucket-key") or "").split(",") if s.strip())
+        if not bucket_key:
+            raise refuse("bucket", "a bucketed append table needs 'bucket-key', as Paimon requires")
+        unknown = [c for c in bucket_key if c not in columns]
+        if unknown:
+            raise refuse("bucket-key", f"names columns the table lacks: {unknown}")
+    if _true(opts.get("deletion-vectors.enabled", "false")):
+        raise refuse("deletion-vectors.enabled", "deletion vectors of append tables (row-level deletes) are not "
+                                                 "supported by mergetree")
+    fmt = opts.get("file.format", "parquet").strip().lower()
+    if fmt not in ("parquet", "orc"):
+        raise refuse("file.format", "mergetree reads Parquet and ORC data files")
+    return PaimonOptions(buckets, bucket_key, "none", (), False, {}, fmt,
+                         opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
+                         opts.get("changelog-producer", "none").strip().lower(), opts, append=True)
 
 
 EXTERNAL_PATHS = "data-file.external-paths"

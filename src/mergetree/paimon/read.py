@@ -190,6 +190,8 @@ def _buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
     """The only buckets rows matching `f` can be in, when it fixes every bucket-key column to
     a few values (= and IN); None when it does not, or the table hashes another way."""
     opts = schema.checked_options
+    if not opts.bucket_key:  # a bucket-unaware append table: every file in bucket 0
+        return None
     types = [schema.field(c).type for c in opts.bucket_key]
     if any(t.root in ("FLOAT", "DOUBLE") or not t.atomic for t in types):
         return None  # -0.0/0.0 and NaN encodings: no pruning rather than a wrong bucket
@@ -575,6 +577,16 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
     runs are read into memory first), or reads that many files at once."""
     schema = plan.schema
     opts = schema.checked_options
+    if opts.append:  # rows as written, file after file: nothing to merge, every row live
+        wanted = set(plan.columns) | (flt.columns_of(plan.filter) or set(schema.names))
+        columns = [c for c in schema.names if c in wanted]
+        simple = plan.filter if not isinstance(plan.filter, pc.Expression) else None
+        files = [pf for pf in bucket.files
+                 if simple is None or flt.may_match(simple, _file_stats(plan, pf), pf.row_count)]
+        batches = (b for pf in files for b in _file_batches(plan, pf, columns, None, batch_rows,
+                                                             use_threads=threads > 1))
+        yield from _finished(plan, batches, flt.to_expression(plan.filter, schema.arrow_schema))
+        return
     columns = _needed_columns(plan)
     key_filter = plan_key_filter(plan)
     key_expr = flt.to_expression(key_filter, _file_schema(schema)) if key_filter is not None else None

@@ -114,8 +114,10 @@ def check_writable(schema: PaimonSchema, name: str) -> None:
     if producer not in ("none", "input"):
         raise refuse("changelog-producer", "its changelog is produced by Java's compaction (lookup, "
                                            "full-compaction), which mergetree does not do")
-    schema.checked_options  # noqa: B018  (refuses what reads refuse: dynamic/postpone buckets, append tables, ...)
-    key_types = [schema.field(c).type for c in schema.checked_options.bucket_key]
+    options = schema.checked_options  # refuses what reads refuse: dynamic/postpone buckets, ...
+    if options.append and options.buckets == -1:
+        return  # bucket-unaware: every file goes to bucket 0
+    key_types = [schema.field(c).type for c in options.bucket_key]
     if not key_types:
         raise UnsupportedPaimonFeatureError(f"cannot write Paimon table {name}: its bucket key is empty (the "
                                             f"partition keys cover the primary key; Java refuses such a table too)")
@@ -188,6 +190,10 @@ def _checked_kinds(schema: PaimonSchema, table: pa.Table, kinds: np.ndarray, nam
     """Retractions as the table's engine takes them: dropped under ignore-delete; refused (as
     Paimon's merge functions refuse them) where the engine cannot apply one."""
     opts = schema.checked_options
+    if opts.append and (kinds != RowKind.INSERT).any():
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon table {name} is an append table: it takes inserts (+I) only, as Paimon's append writer "
+            f"does; nothing was written")
     retract = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
     if not retract.any():
         return table, kinds
@@ -272,12 +278,29 @@ def _bucket_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, kinds: 
     return laid_out(ordered), laid_out(every)
 
 
+def _appended_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, first_seq: int) -> list[pa.RecordBatch]:
+    """An append table's rows of one bucket, in input order, with their sequence numbers and
+    kinds beside the columns (for the manifest entry; the files hold the columns alone)."""
+    taken = data.take(pa.array(rows))
+    seq = pa.array(np.arange(first_seq, first_seq + len(rows), dtype=np.int64))
+    out = taken.append_column(SEQUENCE_COLUMN, seq).append_column(KIND_COLUMN, pa.array(np.zeros(len(rows),
+                                                                                           dtype=np.int8)))
+    types = pa.schema([pa.field(f.name, f.type.arrow, nullable=f.type.nullable) for f in schema.fields]
+                      + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
+                         pa.field(KIND_COLUMN, pa.int8(), nullable=False)])
+    return [pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) for f in types], schema=types)
+            for b in out.to_batches() if b.num_rows]
+
+
 def _partitions_and_buckets(schema: PaimonSchema, table: pa.Table) -> tuple[list[tuple], np.ndarray, np.ndarray]:
     """The distinct partitions (value tuples), each row's partition index and bucket."""
     opts = schema.checked_options
-    types = [schema.field(c).type for c in opts.bucket_key]
-    buckets = buckets_of([table.column(c) for c in opts.bucket_key], types, opts.buckets,
-                         bucket_function(schema.options, types))
+    if opts.append and opts.buckets == -1:
+        buckets = np.zeros(table.num_rows, dtype=np.int32)  # bucket-unaware: bucket 0
+    else:
+        types = [schema.field(c).type for c in opts.bucket_key]
+        buckets = buckets_of([table.column(c) for c in opts.bucket_key], types, opts.buckets,
+                             bucket_function(schema.options, types))
     if not schema.partition_keys:
         return [()], np.zeros(table.num_rows, dtype=np.int64), buckets
     part = table.select(list(schema.partition_keys))
@@ -353,7 +376,7 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
         schema.options.get("changelog-producer", "none").strip().lower() == "input"
     firsts: dict[tuple, int] = {}
     try:
-        group_of = part_of * schema.checked_options.buckets + bucket_of
+        group_of = part_of * max(schema.checked_options.buckets, 1) + bucket_of
         groups = np.argsort(group_of, kind="stable")  # stable: input order within a (partition, bucket)
         bounds = np.flatnonzero(np.diff(group_of[groups])) + 1
         for chunk in np.split(groups, bounds) if len(groups) else []:
@@ -363,8 +386,13 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
             firsts[key] = next_seq.get(key, 0)
             live = tuple(f for f in t.live_files(snapshot) if (f.partition, f.bucket) == key and f not in gone)
             pb = PaimonBucket(partition, bucket, live)
-            batches, versions = _bucket_rows(schema, data, chunk, kinds, firsts[key])
             placement = Placement(job, pb)
+            if schema.checked_options.append:
+                appended = _appended_rows(schema, data, chunk, firsts[key])
+                adds += write_rolled(job, pb, placement, iter(appended), 0, written, FILE_SOURCE_APPEND,
+                                     file_columns=schema.names)
+                continue
+            batches, versions = _bucket_rows(schema, data, chunk, kinds, firsts[key])
             adds += write_rolled(job, pb, placement, iter(batches), 0, written, FILE_SOURCE_APPEND)
             if with_changelog:
                 changelog += write_rolled(job, pb, placement, iter(versions), 0, written, FILE_SOURCE_APPEND,
@@ -429,7 +457,7 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
     if sid is None:
         return PaimonWrite(None, None, 0, True)
     compacted = None
-    if not _true(schema.options.get("write-only", "false")):
+    if not _true(schema.options.get("write-only", "false")) and not schema.checked_options.append:
         # where reads skip level 0 (first-row, deletion vectors), it goes up now, as Java's lookup
         # writers compact it — unless `lookup-compact` is gentle: Java then forces it only every
         # `lookup-compact.max-interval` commits of a long-running writer, which a batch write is not
