@@ -314,7 +314,11 @@ def test_metadata_files_round_trip(tmp_path: Path, kind: str, fmt: str, data) ->
     assert size == len(written)
     got = read_metadata(written, kind, name)
     assert got.format == fmt
-    assert [_comparable(r) for r in got.records] == [_comparable(r) for r in records]
+    # a file made from scratch has Java's field set: pypaimon's own manifest-list fields are not written
+    pypaimon_only = ("_TOTAL_BUCKETS", "_EXTRA_FILES") if kind == "manifest list" else ()
+    java = [n for n, _, _ in ROW_TYPES[kind] if n not in pypaimon_only]
+    assert [list(r) for r in got.records] == [java] * len(records)
+    assert [_comparable(r) for r in got.records] == [_comparable({n: r[n] for n in java}) for r in records]
     # written again like the file read (its own schema as the template): the same records
     write_metadata(store, name + "-again", got, got.records, kind)
     again = read_metadata((tmp_path / (name + "-again")).read_bytes(), kind, name)

@@ -44,7 +44,7 @@ _DATA_FILE = ("ROW", (
     ("_EXTRA_FILES", _STRINGS, False), ("_CREATION_TIME", "TIMESTAMP", True), ("_DELETE_ROW_COUNT", "BIGINT", True),
     ("_EMBEDDED_FILE_INDEX", "BYTES", True), ("_FILE_SOURCE", "TINYINT", True), ("_VALUE_STATS_COLS", _STRINGS, True),
     ("_EXTERNAL_PATH", "STRING", True), ("_FIRST_ROW_ID", "BIGINT", True), ("_WRITE_COLS", _STRINGS, True),
-    # pypaimon's, not Java 2.0's
+    # Java's from 2.1 (DataFileMeta's 21st field), pypaimon's too; Java 2.0's readers skip it
     ("_WRITE_COLS_SEQUENCES", ("ARRAY", "BIGINT", False), True),
 ))
 _VERSION: Field = ("_VERSION", "INT", True)  # NOT NULL in Paimon, but files of early writers lack it
@@ -57,7 +57,7 @@ ROW_TYPES: dict[str, tuple[Field, ...]] = {
         ("_PARTITION_STATS", _STATS, False), ("_SCHEMA_ID", "BIGINT", False), ("_MIN_BUCKET", "INT", True),
         ("_MAX_BUCKET", "INT", True), ("_MIN_LEVEL", "INT", True), ("_MAX_LEVEL", "INT", True),
         ("_MIN_ROW_ID", "BIGINT", True), ("_MAX_ROW_ID", "BIGINT", True),
-        ("_TOTAL_BUCKETS", "INT", True), ("_EXTRA_FILES", _STRINGS, True)),  # the last two: pypaimon's
+        ("_TOTAL_BUCKETS", "INT", True), ("_EXTRA_FILES", _STRINGS, True)),  # the last two: pypaimon's only
     "index manifest": (
         _VERSION, ("_KIND", "TINYINT", False), ("_PARTITION", "BYTES", False), ("_BUCKET", "INT", False),
         ("_INDEX_TYPE", "STRING", False), ("_FILE_NAME", "STRING", False), ("_FILE_SIZE", "BIGINT", False),
@@ -71,6 +71,7 @@ ROW_TYPES: dict[str, tuple[Field, ...]] = {
             ("_INDEX_FIELD_ID", "INT", False), ("_EXTRA_FIELD_IDS", ("ARRAY", "INT", False), True),
             ("_INDEX_META", "BYTES", True), ("_SOURCE_META", "BYTES", True))), True)),
 }
+_PYPAIMON_ONLY = {"manifest list": ("_TOTAL_BUCKETS", "_EXTRA_FILES")}
 _ROOT_NAMES = {"manifest": "ManifestEntry", "manifest list": "ManifestFileMeta", "index manifest": "IndexManifestEntry"}
 _RANGES = {"TINYINT": 7, "INT": 31, "BIGINT": 63}
 _VERSIONS = {"manifest": 2, "manifest list": 2, "index manifest": 1}
@@ -297,7 +298,9 @@ _ORC_CODECS = {"zstd": "zstd", "zstandard": "zstd", "snappy": "snappy", "lz4": "
 def blank(kind: str, fmt: str, compression: str = "zstd") -> MetadataFile:
     """A template for writing `kind` files in `fmt` when the table has none to copy: Paimon's row
     type of that kind; `compression` is ``manifest.compression``'s value (default zstd)."""
-    fields = ROW_TYPES[kind]
+    # Java's field set, in its order (ManifestEntry, DataFileMeta, ManifestFileMeta,
+    # IndexManifestEntry): fields only pypaimon writes are read, never written from scratch
+    fields = tuple(f for f in ROW_TYPES[kind] if f[0] not in _PYPAIMON_ONLY.get(kind, ()))
     codecs = _AVRO_CODECS if fmt == "avro" else _ORC_CODECS
     codec = codecs.get(compression.strip().lower())
     if codec is None:
