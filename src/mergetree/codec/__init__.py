@@ -11,6 +11,7 @@ of its own beyond the `mergetree.storage` store a caller hands in:
 - `deletion_vectors`: deletion-vector index files (32- and 64-bit Roaring bitmaps)
 - `stats`: column statistics under Paimon's stats modes (none, counts, full, truncate(n))
 - `layout`: what makes a directory a Paimon table
+- `json_files`: schema, snapshot and tag JSON as Java writes it (Jackson's layout, Java's field order)
 """
 from __future__ import annotations
 

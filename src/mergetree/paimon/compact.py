@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import itertools
-import json
 import os
 import posixpath
 import random
@@ -45,6 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..codec.binary_row import decode_row, encode_row
+from ..codec.json_files import dumps, snapshot_json
 from ..codec.manifest_files import MetadataFile, template_for, write_metadata
 from ..codec.stats import StatsMode, bounded, stats_modes
 from ..codec.types import evolve, same_type
@@ -878,6 +878,7 @@ def commit_files(job: PaimonCompaction, adds: list[dict], deletes: list[dict], w
             snapshot["changelogRecordCount"] = sum(e["_FILE"]["_ROW_COUNT"] for e in changelog or ())
         if index_changes:
             snapshot["indexManifest"] = index_manifest
+        snapshot = snapshot_json(snapshot)  # Java's field order again, after the additions
         if _publish(t, new_id, snapshot):
             written.clear()  # committed: from here on nothing may remove these files
             _write_latest(t, new_id)
@@ -942,33 +943,31 @@ def lsm_conflict(t: PaimonTable, base: dict, adds: list[dict], deletes: list[dic
 
 def _snapshot_json(base: dict | None, new_id: int, schema_id: int, base_list: str, base_size: int, delta_list: str,
                    delta_size: int, delta_change: int, user: str, kind: str = "COMPACT") -> dict:
-    if base is None:  # the table's first snapshot: Java's fields, in its order
-        base = {"version": 3, "id": 0, "schemaId": schema_id, "baseManifestList": None, "baseManifestListSize": None,
-                "deltaManifestList": None, "deltaManifestListSize": None, "changelogManifestList": None,
-                "indexManifest": None, "commitUser": None, "commitIdentifier": None, "commitKind": None,
-                "timeMillis": None, "logOffsets": {}, "totalRecordCount": 0}
-    snap = {k: v for k, v in base.items() if k not in ("changelogManifestList", "changelogManifestListSize",
-                                                       "changelogRecordCount", "logOffsets", "statistics")}
-    snap.update({
-        "version": base.get("version", 3), "id": new_id, "schemaId": schema_id,
+    """The next snapshot's fields in Java's order (`codec.json_files.snapshot_json`): what
+    carries over from `base` (statistics, a UUID when the table's snapshots have one, ...)
+    and this commit's; a batch commit's identifier is Long.MAX_VALUE."""
+    base = base or {}
+    carried = {k: v for k, v in base.items() if k in ("version", "statistics", "properties", "nextRowId")}
+    fields = {
+        **carried, "version": base.get("version", 3), "id": new_id, "schemaId": schema_id,
         "baseManifestList": base_list, "baseManifestListSize": base_size,
         "deltaManifestList": delta_list, "deltaManifestListSize": delta_size,
-        "changelogManifestList": None, "commitUser": user, "commitIdentifier": LONG_MAX, "commitKind": kind,
-        "timeMillis": int(time.time() * 1000),
+        "indexManifest": base.get("indexManifest"), "commitUser": user,
+        "commitIdentifier": LONG_MAX, "commitKind": kind, "timeMillis": int(time.time() * 1000), "logOffsets": {},
         "totalRecordCount": int(base.get("totalRecordCount") or 0) + delta_change,
         "deltaRecordCount": delta_change, "changelogRecordCount": 0,
-    })
+    }
     if "uuid" in base:
-        snap["uuid"] = str(uuid.uuid4())
+        fields["uuid"] = str(uuid.uuid4())
     if "writerVersion" in base:
-        snap["writerVersion"] = "mergetree"
-    return snap
+        fields["writerVersion"] = "mergetree"
+    return snapshot_json(fields)
 
 
 def _publish(t: PaimonTable, snapshot_id: int, snapshot: dict) -> bool:
     """Create snapshot-<id> by the store's conditional create: True if this call created it."""
     name = t.snapshot_name(snapshot_id)
-    data = json.dumps(snapshot, indent=2).encode("utf-8")
+    data = dumps(snapshot)  # Jackson's layout, as Java writes snapshots
     try:
         t.storage.create(name, data)  # atomic and exclusive: fails if another committer took the id
         return True
