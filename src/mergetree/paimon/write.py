@@ -47,7 +47,7 @@ from ..errors import (
 )
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
-from ..table.write import input_pieces
+from ..table.write import check_columns, input_pieces
 from .compact import (
     BucketChange,
     PaimonCompaction,
@@ -142,14 +142,7 @@ def _conformed(schema: PaimonSchema, data: Any, row_kind_column: str | None, com
     elif stored_kind and stored_kind in table.column_names:
         kinds = kinds_of(table.column(stored_kind), stored_kind)
     pk = set(schema.primary_keys)
-    missing = [f.name for f in arrow if f.name not in table.column_names and (complete or f.name in pk)]
-    if missing:
-        raise SchemaMismatchError(f"the data lacks column(s) {missing} of Paimon table {name}")
-    extra = [c for c in table.column_names if c not in arrow.names]
-    if extra:
-        raise SchemaMismatchError(f"the data has column(s) {extra} that Paimon table {name} lacks")
-    if len(set(table.column_names)) != len(table.column_names):
-        raise SchemaMismatchError(f"the data repeats a column: {table.column_names}")
+    check_columns(table.column_names, arrow.names, pk, complete, f"Paimon table {name}")
     columns = []
     for f, pf in zip(arrow, schema.fields):
         if f.name not in table.column_names:

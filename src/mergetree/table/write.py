@@ -34,7 +34,7 @@ from .paths import is_changelog_file
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .snapshots import FileEntry, Snapshot
 
-__all__ = ["BucketKey", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces",
+__all__ = ["BucketKey", "check_columns", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces",
            "key_image", "spill", "split_by_bucket", "write_buffers", "write_rows"]
 
 BucketKey = tuple[tuple, int]  # (partition values, bucket)
@@ -173,14 +173,7 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
     schema = directory.schema.schema
     check_batch(table, "the data" if not first_row else f"the data from row {first_row}")
     pk = directory.schema.primary_key
-    missing = [n for n in schema.names if n not in table.column_names and (complete or n in pk)]
-    if missing:
-        raise SchemaMismatchError(f"the data lacks column(s) {missing} of table {directory.path}")
-    extra = [n for n in table.column_names if n not in schema.names]
-    if extra:
-        raise SchemaMismatchError(f"the data has column(s) {extra} that table {directory.path} lacks")
-    if len(set(table.column_names)) != len(table.column_names):
-        raise SchemaMismatchError(f"the data repeats a column: {table.column_names}")
+    check_columns(table.column_names, schema.names, pk, complete, f"table {directory.path}")
     columns = []
     for f in schema:
         if f.name not in table.column_names:
@@ -206,6 +199,20 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
             raise SchemaMismatchError(f"primary-key column {f.name!r} is null at row {first_row + row}")
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
+
+
+def check_columns(given: list[str], names: list[str], key: Iterable[str], complete: bool, table: str) -> None:
+    """The data's columns against a table's: none missing (`complete=False`, a delete: only the
+    key's), none the table lacks, none twice; SchemaMismatchError naming them otherwise."""
+    keys = set(key)
+    missing = [n for n in names if n not in given and (complete or n in keys)]
+    if missing:
+        raise SchemaMismatchError(f"the data lacks column(s) {missing} of {table}")
+    extra = [n for n in given if n not in names]
+    if extra:
+        raise SchemaMismatchError(f"the data has column(s) {extra} that {table} lacks")
+    if len(set(given)) != len(given):
+        raise SchemaMismatchError(f"the data repeats a column: {given}")
 
 
 # engines whose fold of one write's versions of a key is a pick (a write has one row kind)
