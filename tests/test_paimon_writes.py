@@ -604,3 +604,54 @@ def test_append_tables_written_read_and_overwritten(tmp_path, bucketed):
                                           "_row_kind": ["-D"]}))
     with pytest.raises(UnsupportedPaimonFeatureError, match="append table"):
         mp.compact(str(wh), name)
+
+
+_KILLED_WRITER = """
+import os, signal, sys
+import pyarrow as pa
+import mergetree.paimon as mp
+from mergetree.storage import LocalDiskStore
+stage = sys.argv[2]
+open_output, create = LocalDiskStore.open_output, LocalDiskStore.create
+def dying_output(self, name, *args, **kwargs):
+    if stage == "data" and "manifest/" in name:  # every data file written, no metadata yet
+        os.kill(os.getpid(), signal.SIGKILL)
+    return open_output(self, name, *args, **kwargs)
+def dying_create(self, name, data, *args, **kwargs):
+    if stage == "snapshot" and name.startswith("snapshot/"):  # everything but the snapshot written
+        os.kill(os.getpid(), signal.SIGKILL)
+    if stage == "compaction" and name.startswith("snapshot/") and b'"COMPACT"' in data:  # APPEND committed
+        os.kill(os.getpid(), signal.SIGKILL)
+    return create(self, name, data, *args, **kwargs)
+LocalDiskStore.open_output, LocalDiskStore.create = dying_output, dying_create
+rows = 20_000
+data = pa.table({"id": pa.array(range(rows), pa.int64()), "p": ["x"] * rows, "name": [f"n{i}" for i in range(rows)],
+                 "cnt": pa.array(range(rows), pa.int64())})
+mp.write(sys.argv[1], "db.t", data)
+"""
+
+
+@needs_pypaimon
+@pytest.mark.parametrize("stage", ["data", "snapshot", "compaction"])
+def test_a_killed_write_leaves_exactly_the_committed_table(tmp_path, stage):
+    """SIGKILL after the data files, after everything but the snapshot, or after the APPEND
+    snapshot but before the COMPACT one: every reader sees exactly what was committed, and the
+    next write and compaction go on from there."""
+    import signal
+    import subprocess
+    import sys
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    first = pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "x"], "name": ["a", "b"],
+                      "cnt": pa.array([1, 2], pa.int64())})
+    write_paimon(work, wh, name, [first], ["id"], [],
+                 _options("deduplicate", 2, **{"num-sorted-run.compaction-trigger": "1"}))
+    child = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(wh), stage], timeout=300)
+    assert child.returncode == -signal.SIGKILL
+    before = {1: "a", 2: "b"}
+    after = {i: f"n{i}" for i in range(20_000)}
+    expected = after if stage == "compaction" else before
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+    mp.write(str(wh), name, {"id": [2], "p": ["x"], "name": ["B"], "cnt": [20]})
+    mp.compact(str(wh), name, full=True)
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == {**expected, 2: "B"}
