@@ -1,32 +1,38 @@
-"""Writes into Apache Paimon primary-key tables with fixed buckets, as Java's batch writers
-make them, so that every Paimon reader (Java, pypaimon, pypaimon-rust, ...) reads them.
+"""Writes into Apache Paimon tables — primary-key tables with fixed buckets, and append tables —
+as Java's batch writers make them, so that every Paimon reader (Java, pypaimon, pypaimon-rust,
+...) reads them.
 
-1. The input (any Arrow data `Table.write` takes; a row-kind column ``_row_kind`` or the one
-   named: +I, -U, +U, -D or Debezium's c/r/u/d) is conformed to the table's latest schema.
-   Retractions the engine cannot take are refused before anything is written, as Paimon's
-   merge functions refuse them; under ``ignore-delete`` they are dropped.
+1. The input (any Arrow data `Table.write` takes; a row-kind column ``_row_kind``, the one
+   named, or the table's ``rowkind.field``: +I, -U, +U, -D or Debezium's c/r/u/d) is conformed
+   to the table's latest schema.  Retractions the engine cannot take are refused before
+   anything is written, as Paimon's merge functions refuse them; under ``ignore-delete`` they
+   are dropped; an append table takes inserts only.
 2. Each row's partition, and its bucket by the table's bucket function over its bucket key
-   (`codec.buckets`: exactly where Java places it).
+   (`codec.buckets`: exactly where Java places it; bucket 0 in a bucket-unaware append table).
 3. Per (partition, bucket): sequence numbers continue from the largest any writer committed
-   in that bucket, in input order (Java's restored writer does the same); the rows are
-   sorted by key and a key's versions in this write folded with the table's engine (a file
-   holds a key once, its kind kept: a delete stays a ``-D`` row), then written as level-0
-   files (``data-<uuid>-0.<format>``, `_KEY_` columns, ``_SEQUENCE_NUMBER``,
+   in that bucket, in input order (Java's restored writer does the same).  A primary-key
+   table's rows are sorted by key and a key's versions in this write folded with the table's
+   engine (a file holds a key once, its kind kept: a delete stays a ``-D`` row), then written
+   as level-0 files (``data-<uuid>-0.<format>``, `_KEY_` columns, ``_SEQUENCE_NUMBER``,
    ``_VALUE_KIND``, the columns), rolled at target-file-size, with statistics under the
-   table's stats modes.
-4. One ``APPEND`` snapshot: a new manifest, manifest lists, ``snapshot-<N+1>`` by the store's
+   table's stats modes; with ``changelog-producer`` input, every version also goes into
+   ``changelog-`` files.  An append table's files hold its columns, in input order.
+4. One ``APPEND`` snapshot (``OVERWRITE`` with `overwrite`: the replaced partitions' files
+   deleted in it): a new manifest, manifest lists, ``snapshot-<N+1>`` by the store's
    conditional create, ``commitIdentifier`` Long.MAX_VALUE and a fresh commit user, as Java's
    batch writers commit.  A lost race is retried on top of the winner, unless the winner
-   added files to a bucket this write numbered (their sequence numbers would interleave):
-   then the write is redone on the new snapshot.
-5. Unless ``write-only``, the touched buckets are compacted by Paimon's rules into a
-   ``COMPACT`` snapshot — in a deletion-vector table the lookup compaction that makes the
-   level-0 rows visible to batch readers.  The result says whether the rows are visible.
+   added files to a bucket this write numbered (their sequence numbers would interleave) or
+   changed a partition it overwrites: then the write is redone on the new snapshot.
+5. Unless ``write-only`` (or an append table), the touched buckets are compacted by Paimon's
+   rules into a ``COMPACT`` snapshot — in deletion-vector and first-row tables the lookup
+   compaction that makes level-0 rows visible to batch reads (not under ``lookup-compact``
+   gentle).  The result says whether the rows are visible.
 
 Refused by name, before anything is written: dynamic (-1), postpone (-2) and cross-partition
-bucket modes, append tables (no primary key), and tables whose commits carry duties mergetree
-does not perform (Iceberg-compatible metadata, Hive-synced partitions, automatic tags,
-partition expiry, lock-guarded commits, changelog producers).
+bucket modes of primary-key tables, thin-mode files, and tables whose commits carry duties
+mergetree does not perform (Iceberg-compatible metadata, Hive-synced partitions, automatic
+tags, partition expiry, lock-guarded commits, the lookup and full-compaction changelog
+producers).
 """
 from __future__ import annotations
 
