@@ -366,7 +366,6 @@ def test_concurrent_mergetree_writers_lose_nothing_and_order_versions_by_commit(
     ("partition.expiration-time", "1 d", "expire"),
     ("changelog-producer", "lookup", "changelog"),
     ("bucket-function.type", "hive", "'hive'"),
-    ("data-file.thin-mode", "true", "_KEY_"),
 ])
 def test_tables_mergetree_cannot_write_as_java_would_are_refused_by_name(tmp_path, option, value, message):
     wh = tmp_path / "wh"
@@ -655,3 +654,44 @@ def test_a_killed_write_leaves_exactly_the_committed_table(tmp_path, stage):
     mp.write(str(wh), name, {"id": [2], "p": ["x"], "name": ["B"], "cnt": [20]})
     mp.compact(str(wh), name, full=True)
     assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == {**expected, 2: "B"}
+
+
+@needs_pypaimon
+def test_thin_mode_tables_get_files_without_key_copies(tmp_path):
+    """`data-file.thin-mode`: mergetree writes files without `_KEY_` columns (Paimon 1.0+ reads
+    the key from its column), reads and compacts them, and pypaimon reads the result."""
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    write_paimon(work, wh, name, [pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["x", "x"],
+                                            "name": ["a", "b"], "cnt": pa.array([1, 2], pa.int64())})],
+                 ["id"], [], _options("deduplicate", 1, **{"data-file.thin-mode": "true", "write-only": "true"}))
+    result = mp.write(str(wh), name, {"id": [2, 3], "p": ["x", "x"], "name": ["B", "c"], "cnt": [20, 3]})
+    t = PaimonTable.open(str(wh), name)
+    ours = [f for f in t.live_files(t.resolve(None)) if f.min_seq > 0 and f.level == 0]
+    assert ours and all("_KEY_id" not in pq.read_schema(wh / "db.db" / "t" / "bucket-0" / f.file_name).names
+                        for f in ours) and result.rows == 2
+    expected = {1: "a", 2: "B", 3: "c"}
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name).to_pylist()} == expected
+    assert {r["id"]: r["name"] for r in mp.read(str(wh), name, filter=[("id", "=", 2)]).to_pylist()} == {2: "B"}
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+    mp.compact(str(wh), name, full=True)
+    assert {r["id"]: r["name"] for r in pypaimon_read(wh, name, work).to_pylist()} == expected
+
+
+def test_a_failure_after_the_commit_is_a_warning(tmp_path, monkeypatch):
+    """The APPEND is committed: a compaction that fails after it is a CommittedWarning, and the
+    write returns what it committed (raising would make a caller write the rows twice)."""
+    import importlib
+
+    from mergetree import CommittedWarning, CorruptTableError
+    write_module = importlib.import_module("mergetree.paimon.write")  # the module (the package exports the function)
+
+    wh = tmp_path / "wh"
+    shutil.copytree(JAVA / "parquet" / "pk_table_scan_and_read_mor.db", wh / "t.db")
+
+    def broken(*args, **kwargs):
+        raise CorruptTableError("a damaged file found while compacting", path="x")
+    monkeypatch.setattr(write_module, "run_compaction", broken)
+    with pytest.warns(CommittedWarning, match="committed snapshot"):
+        result = mp.write(str(wh), "t.pk_table_scan_and_read_mor", {"f0": ["w"], "f1": [10], "f2": [0], "f3": [1.0]})
+    assert result.snapshot is not None and result.compacted is None
+    assert "w" in mp.read(str(wh), "t.pk_table_scan_and_read_mor").column("f0").to_pylist()

@@ -36,6 +36,7 @@ producers).
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,8 +47,10 @@ import pyarrow.compute as pc
 
 from ..codec.buckets import bucket_function, buckets_of
 from ..errors import (
+    CommittedWarning,
     CompactionConflictError,
     InvalidArgumentError,
+    MergeTreeError,
     SchemaMismatchError,
     UnsupportedPaimonFeatureError,
 )
@@ -114,8 +117,6 @@ def check_writable(schema: PaimonSchema, name: str) -> None:
         raise refuse("partition.expiration-time", "commits must expire old partitions")
     if _true(opts.get("lock.enabled", "false")):
         raise refuse("lock.enabled", "commits must hold the catalog's lock")
-    if _true(opts.get("data-file.thin-mode", "false")):
-        raise refuse("data-file.thin-mode", "files without _KEY_ columns are not written by mergetree yet")
     producer = opts.get("changelog-producer", "none").strip().lower()
     if producer not in ("none", "input"):
         raise refuse("changelog-producer", "its changelog is produced by Java's compaction (lookup, "
@@ -374,6 +375,10 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
     with_changelog = replaced is None and \
         schema.options.get("changelog-producer", "none").strip().lower() == "input"
     firsts: dict[tuple, int] = {}
+    # `data-file.thin-mode`: files without the _KEY_ copies (readers take the key from its
+    # column); the batches keep them for the entries' key ranges and statistics
+    stored = [f.name for f in _layout(schema) if not f.name.startswith(KEY_PREFIX)] \
+        if _true(schema.options.get("data-file.thin-mode", "false")) else None
     try:
         group_of = part_of * max(schema.checked_options.buckets, 1) + bucket_of
         groups = np.argsort(group_of, kind="stable")  # stable: input order within a (partition, bucket)
@@ -392,10 +397,11 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
                                      file_columns=schema.names)
                 continue
             batches, versions = _bucket_rows(schema, data, chunk, kinds, firsts[key])
-            adds += write_rolled(job, pb, placement, iter(batches), 0, written, FILE_SOURCE_APPEND)
+            adds += write_rolled(job, pb, placement, iter(batches), 0, written, FILE_SOURCE_APPEND,
+                                 file_columns=stored)
             if with_changelog:
                 changelog += write_rolled(job, pb, placement, iter(versions), 0, written, FILE_SOURCE_APPEND,
-                                          prefix="changelog-")
+                                          prefix="changelog-", file_columns=stored)
         if not adds and not gone:
             return None, set(), 0
 
@@ -466,6 +472,10 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
                                                        force_level0=schema.checked_options.skips_level0 and not gentle))
         except CompactionConflictError:
             pass  # another writer compacted these buckets first: the write is committed
+        except MergeTreeError as exc:  # committed: a failure now must not read as a failed write
+            warnings.warn(CommittedWarning(
+                f"the write committed snapshot {sid} of Paimon table {t.name}, then compacting its buckets failed "
+                f"({type(exc).__name__}: {exc}); the rows are in the table, compact it later"), stacklevel=3)
     return PaimonWrite(sid, compacted, written_rows, _visible(t, schema, touched))
 
 
