@@ -18,6 +18,7 @@ types, schema changes and external paths.  Checked here:
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import glob
 import json
 import os
@@ -389,3 +390,18 @@ def test_snapshots_mergetree_commits_have_javas_fields_in_javas_order(tmp_path):
         assert list(snap) == [k for k in SNAPSHOT_FIELDS if k in snap]
         assert raw.startswith(b'{\n  "version" : 3,\n  "id" : ') and snap["commitIdentifier"] == (1 << 63) - 1
         assert snap["logOffsets"] == {} and "changelogManifestList" in snap
+
+
+def test_wide_decimals_take_javas_shortest_bytes():
+    """BigInteger.toByteArray(): bitLength() / 8 + 1 bytes, the sign not counted — -128 is one
+    byte (0x80), 128 two (0x00 0x80); found by the hash test, where the core was right and the
+    Python encoder took a byte too many."""
+    t = parse_type("DECIMAL(30, 4)")
+    for unscaled, payload in ((-128, b"\x80"), (128, b"\x00\x80"), (-129, b"\xff\x7f"), (-32768, b"\x80\x00"),
+                              (0, b"\x00"), (-1, b"\xff")):
+        row = encode_row([decimal.Decimal(unscaled).scaleb(-4)], [t])
+        (word,) = struct.unpack_from("<q", row, 4 + 8)
+        offset, length = word >> 32, word & 0xFFFFFFFF
+        assert row[4 + offset:4 + offset + length] == payload, unscaled
+        assert paimon_hashes([pa.array([decimal.Decimal(unscaled).scaleb(-4)], pa.decimal128(30, 4))], [t])[0] == \
+            _murmur_words(row[4:])

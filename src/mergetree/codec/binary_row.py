@@ -169,7 +169,10 @@ def encode_row(values: Sequence[Any], types: Sequence[PaimonType]) -> bytes:
             if t.precision <= 18:
                 _LONG.pack_into(fixed, slot, unscaled)
             else:
-                payload = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+                # BigInteger.toByteArray(): bitLength() / 8 + 1 bytes, bitLength leaving out the sign
+                # (-128 is one byte, 0x80; Python's bit_length counts it)
+                size = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
+                payload = unscaled.to_bytes(size, "big", signed=True)
                 put_var(slot, payload, inline_ok=False, width=16)
         elif root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
             if isinstance(value, int):
