@@ -47,8 +47,9 @@ from ..table.read.topn import checked_order_by, top_rows
 from ..table.sections import interval_partition
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "layout_columns", "merge_runs",
-           "merge_sources", "plan_read", "read", "read_bucket", "read_data_file", "read_file", "read_schema", "scan"]
+__all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "file_layout", "layout_columns",
+           "merge_runs", "merge_sources", "plan_read", "read", "read_bucket", "read_data_file", "read_file",
+           "read_schema", "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
@@ -494,7 +495,7 @@ def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], r
     if row_filter is not None:  # the key filter, over the file's own key names
         back = {KEY_PREFIX + k: sources[KEY_PREFIX + k] for k in now.trimmed_keys}
         file_filter = flt.to_expression(flt.rename(plan_key_filter(plan), back), _file_schema(old))
-    types = {f.name: f.type for f in _read_layout(now)}
+    types = {f.name: f.type for f in file_layout(now)}
     for batch in _file_batches_raw(pf, list(dict.fromkeys(sources.values())), file_filter, batch_rows, plan):
         arrays, fields = [], []
         for c in columns:
@@ -529,16 +530,19 @@ def _corrupt(plan: PaimonReadPlan, pf: PaimonFile, exc: BaseException) -> BaseEx
     return CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} {what}", path=pf.path)
 
 
-def _read_layout(schema: PaimonSchema) -> list[pa.Field]:
-    """The data-file layout under `schema`: _KEY_ columns, sequence, kind, then the columns."""
-    keys = [pa.field(KEY_PREFIX + k, schema.field(k).type.arrow) for k in schema.trimmed_keys]
+def file_layout(schema: PaimonSchema, required: bool = False) -> list[pa.Field]:
+    """The data-file layout under `schema`: _KEY_ columns, sequence, kind, then the columns
+    (an append table's has no _KEY_ columns: no key).  `required`: NOT NULL where Java's
+    writer declares it (keys, sequence, kind, NOT NULL columns); reads take any."""
+    keys = [pa.field(KEY_PREFIX + k, schema.field(k).type.arrow, nullable=not required)
+            for k in schema.trimmed_keys]
     return keys + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
                    pa.field(KIND_COLUMN, pa.int8(), nullable=False)] + \
-        [pa.field(f.name, f.type.arrow) for f in schema.fields]
+        [pa.field(f.name, f.type.arrow, nullable=f.type.nullable or not required) for f in schema.fields]
 
 
 def _file_schema(schema: PaimonSchema) -> pa.Schema:
-    return pa.schema(_read_layout(schema))
+    return pa.schema(file_layout(schema))
 
 
 def plan_key_filter(plan: PaimonReadPlan) -> Any:
@@ -778,7 +782,7 @@ def merge_runs(plan: PaimonReadPlan, runs: list[list[PaimonFile]], keep_deletes:
 
 def layout_columns(schema: PaimonSchema) -> list[str]:
     """The data-file layout's column names: _KEY_ columns, sequence, kind, then the columns."""
-    return [f.name for f in _read_layout(schema)]
+    return [f.name for f in file_layout(schema)]
 
 
 def read_file(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str]) -> Iterator[pa.RecordBatch]:

@@ -56,7 +56,7 @@ from ..errors import (
 )
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
-from ..table.write import check_columns, input_pieces
+from ..table.write import check_columns, input_pieces, occurrence
 from .compact import (
     BucketChange,
     PaimonCompaction,
@@ -69,7 +69,7 @@ from .compact import (
 )
 from .metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
 from .options import external_paths
-from .read import PaimonBucket, merge_sources
+from .read import PaimonBucket, file_layout, merge_sources
 
 __all__ = ["PaimonWrite", "delete", "write"]
 
@@ -161,7 +161,7 @@ def _conformed(schema: PaimonSchema, data: Any, row_kind_column: str | None, com
         if pa.types.is_dictionary(col.type):
             col = col.cast(col.type.value_type)
         if col.type != f.type:
-            if not (is_implicit_cast(col.type, f.type) or _is_view_of(col.type, f.type)):
+            if not is_implicit_cast(col.type, f.type):  # string views (polars, DuckDB) included
                 raise SchemaMismatchError(
                     f"column {f.name!r} is {col.type}, Paimon table {name} has {pf.type.text}; mergetree casts "
                     f"only within a kind of value and never parses or formats: cast the column yourself")
@@ -178,12 +178,6 @@ def _conformed(schema: PaimonSchema, data: Any, row_kind_column: str | None, com
                                       f"null at row {row}")
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in arrow])), kinds
-
-
-def _is_view_of(source: pa.DataType, target: pa.DataType) -> bool:
-    """polars and DuckDB hand strings and binaries over as views: the same values."""
-    return (pa.types.is_string_view(source) and (pa.types.is_string(target) or pa.types.is_large_string(target))) or \
-        (pa.types.is_binary_view(source) and (pa.types.is_binary(target) or pa.types.is_large_binary(target)))
 
 
 def _checked_kinds(schema: PaimonSchema, table: pa.Table, kinds: np.ndarray, name: str) -> tuple[pa.Table, np.ndarray]:
@@ -215,27 +209,8 @@ def _checked_kinds(schema: PaimonSchema, table: pa.Table, kinds: np.ndarray, nam
 
 
 def _layout(schema: PaimonSchema) -> pa.Schema:
-    """The data-file layout Java writes: _KEY_ columns, sequence, kind, then every column,
-    NOT NULL where the schema says so."""
-    keys = [pa.field(KEY_PREFIX + k, schema.field(k).type.arrow, nullable=False) for k in schema.trimmed_keys]
-    return pa.schema(keys + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
-                             pa.field(KIND_COLUMN, pa.int8(), nullable=False)]
-                     + [pa.field(f.name, f.type.arrow, nullable=f.type.nullable) for f in schema.fields])
-
-
-def _occurrence(keys: list[pa.Array]) -> np.ndarray:
-    """For key-sorted rows, each row's index among its key's rows (0 for the first)."""
-    n = len(keys[0])
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    same = np.ones(n, dtype=bool)
-    same[0] = False
-    for k in keys:
-        eq = pc.equal(k.slice(1), k.slice(0, n - 1)).fill_null(False).to_numpy(zero_copy_only=False)
-        same[1:] &= eq
-    starts = np.flatnonzero(~same)
-    group_start = np.repeat(starts, np.diff(np.append(starts, n)))
-    return np.arange(n) - group_start
+    """The data-file layout Java writes (`read.file_layout`, NOT NULL where Java declares it)."""
+    return pa.schema(file_layout(schema, required=True))
 
 
 def _bucket_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, kinds: np.ndarray,
@@ -266,10 +241,10 @@ def _bucket_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, kinds: 
             columns.append(taken[f.name])
     every = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in layout]))
     ordered = every
-    occurrence = _occurrence([ordered.column(k).combine_chunks() for k in schema.key_columns])
-    if occurrence.max(initial=0) > 0:
+    nth = occurrence(ordered, schema.key_columns)
+    if nth.max(initial=0) > 0:
         # the k-th version of every key is run k (each strictly ascending), older runs first
-        runs = [ordered.filter(pa.array(occurrence == i)).to_batches() for i in range(int(occurrence.max()) + 1)]
+        runs = [ordered.filter(pa.array(nth == i)).to_batches() for i in range(int(nth.max()) + 1)]
         ordered = pa.Table.from_batches(list(merge_sources(schema, runs, keep_deletes=True)))
 
     def laid_out(table: pa.Table) -> list[pa.RecordBatch]:
@@ -285,10 +260,8 @@ def _appended_rows(schema: PaimonSchema, data: pa.Table, rows: np.ndarray, first
     seq = pa.array(np.arange(first_seq, first_seq + len(rows), dtype=np.int64))
     out = taken.append_column(SEQUENCE_COLUMN, seq).append_column(KIND_COLUMN, pa.array(np.zeros(len(rows),
                                                                                            dtype=np.int8)))
-    types = pa.schema([pa.field(f.name, f.type.arrow, nullable=f.type.nullable) for f in schema.fields]
-                      + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
-                         pa.field(KIND_COLUMN, pa.int8(), nullable=False)])
-    return [pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) for f in types], schema=types)
+    layout = _layout(schema)  # no key: sequence, kind, the columns
+    return [pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) for f in layout], schema=layout)
             for b in out.to_batches() if b.num_rows]
 
 
@@ -303,13 +276,22 @@ def _partitions_and_buckets(schema: PaimonSchema, table: pa.Table) -> tuple[list
                              bucket_function(schema.options, types))
     if not schema.partition_keys:
         return [()], np.zeros(table.num_rows, dtype=np.int64), buckets
-    part = table.select(list(schema.partition_keys))
-    distinct = part.group_by(list(schema.partition_keys)).aggregate([])
-    values = [tuple(r[k] for k in schema.partition_keys) for r in distinct.to_pylist()]
-    index = {v: i for i, v in enumerate(values)}
-    rows = part.to_pylist()
-    return values, np.array([index[tuple(r[k] for k in schema.partition_keys)] for r in rows], dtype=np.int64), \
-        buckets
+    # each partition column's dictionary codes, combined into one code per row: no Python per row
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    dictionaries = []
+    for k in schema.partition_keys:
+        encoded = pc.dictionary_encode(table.column(k).combine_chunks(), null_encoding="encode")
+        dictionaries.append(encoded.dictionary.to_pylist())
+        codes = codes * len(dictionaries[-1]) + encoded.indices.to_numpy(zero_copy_only=False)
+    distinct, part_of = np.unique(codes, return_inverse=True)
+    values = []
+    for code in distinct.tolist():
+        parts = []
+        for dictionary in reversed(dictionaries):
+            code, at = divmod(code, len(dictionary))
+            parts.append(dictionary[at])
+        values.append(tuple(reversed(parts)))
+    return values, part_of.astype(np.int64), buckets
 
 
 def _next_sequences(t: PaimonTable, snapshot: dict | None) -> dict[tuple, int]:
@@ -375,6 +357,9 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
     with_changelog = replaced is None and \
         schema.options.get("changelog-producer", "none").strip().lower() == "input"
     firsts: dict[tuple, int] = {}
+    by_bucket: dict[tuple, list] = {}
+    for f in t.live_files(snapshot):
+        by_bucket.setdefault((f.partition, f.bucket), []).append(f)
     # `data-file.thin-mode`: files without the _KEY_ copies (readers take the key from its
     # column); the batches keep them for the entries' key ranges and statistics
     stored = [f.name for f in _layout(schema) if not f.name.startswith(KEY_PREFIX)] \
@@ -388,7 +373,7 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
             bucket = int(bucket_of[chunk[0]])
             key = (partition, bucket)
             firsts[key] = next_seq.get(key, 0)
-            live = tuple(f for f in t.live_files(snapshot) if (f.partition, f.bucket) == key and f not in gone)
+            live = tuple(f for f in by_bucket.get(key, ()) if f not in gone)
             pb = PaimonBucket(partition, bucket, live)
             placement = Placement(job, pb)
             if schema.checked_options.append:

@@ -35,7 +35,7 @@ from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .snapshots import FileEntry, Snapshot
 
 __all__ = ["BucketKey", "check_columns", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces",
-           "key_image", "spill", "split_by_bucket", "write_buffers", "write_rows"]
+           "key_image", "occurrence", "spill", "split_by_bucket", "write_buffers", "write_rows"]
 
 BucketKey = tuple[tuple, int]  # (partition values, bucket)
 
@@ -421,17 +421,17 @@ def _fold(directory: TableDirectory, physical: pa.Table) -> pa.Table:
     """Fold repeated keys of rows sorted by key (then sequence) with the merge engine,
     keeping retractions."""
     ts = directory.schema
-    occurrence = _occurrence(physical, ts.file_key)
-    if occurrence.max(initial=0) == 0:
+    nth = occurrence(physical, ts.file_key)
+    if nth.max(initial=0) == 0:
         return physical
     # the i-th version of every key forms run i: each run is strictly ascending
-    runs = [physical.filter(pa.array(occurrence == i)) for i in range(int(occurrence.max()) + 1)]
+    runs = [physical.filter(pa.array(nth == i)) for i in range(int(nth.max()) + 1)]
     folded = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
                    aggregations=directory.options.aggregations or None, keep_deletes=True).read_all()
     return ts.restore_key_columns(folded)
 
 
-def _occurrence(ordered: pa.Table, key: list[str]) -> np.ndarray:
+def occurrence(ordered: pa.Table, key: list[str]) -> np.ndarray:
     """For rows sorted by key: 0 for a key's first row, 1 for its second, ..."""
     n = ordered.num_rows
     if n == 0:
