@@ -207,3 +207,33 @@ class PaimonBucketHash:
     def time_buckets_of(self, key):
         from mergetree.codec.buckets import buckets_of
         buckets_of(self.columns, self.types, 16)
+
+
+class PaimonFileIndex:
+    """Paimon's file-index encoders (`mergetree.codec.file_index`) over one data file's column
+    of 1M rows: what a write into a table declaring ``file-index.bloom-filter.columns`` or
+    ``file-index.bitmap.columns`` pays per file (Bloom: distinct values hashed; bitmap: one
+    Roaring bitmap per distinct value, so on a low-cardinality column)."""
+
+    params = (["bloom-bigint", "bloom-string", "bitmap-int-100"],)
+    param_names = ("index",)
+
+    def setup(self, index):
+        from mergetree.codec.types import parse_type
+        rng = np.random.default_rng(5)
+        n = 1_000_000
+        ints = pa.array(rng.integers(0, 1 << 40, n))
+        self.values, self.type = {
+            "bloom-bigint": (ints, parse_type("BIGINT")),
+            "bloom-string": (pc.binary_join_element_wise("customer-", pc.cast(ints, pa.string()), ""),
+                             parse_type("STRING")),
+            "bitmap-int-100": (pa.array(rng.integers(0, 100, n), pa.int32()), parse_type("INT")),
+        }[index]
+        self.kind = index.split("-")[0]
+
+    def time_encode(self, index):
+        from mergetree.codec.file_index import encode_bitmap, encode_bloom
+        if self.kind == "bloom":
+            encode_bloom(self.values, self.type)
+        else:
+            encode_bitmap(self.values, self.type)

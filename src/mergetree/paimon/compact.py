@@ -44,6 +44,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..codec.binary_row import decode_row, encode_row
+from ..codec.file_index import (
+    BLOOM_FILTER,
+    DEFAULT_BLOOM_FPP,
+    DEFAULT_BLOOM_ITEMS,
+    ValueTooLarge,
+    encode_bitmap,
+    encode_bloom,
+    encode_container,
+)
 from ..codec.json_files import dumps, snapshot_json
 from ..codec.manifest_files import MetadataFile, template_for, write_metadata
 from ..codec.stats import StatsMode, bounded, stats_modes
@@ -65,6 +74,7 @@ from ..table.compaction.planner import (
     RewriteGroup,
     force_pick_level0,
     full_compaction,
+    parse_memory_size,
     pick,
     plan_rewrite,
     restored_levels,
@@ -87,7 +97,7 @@ from .metadata import (
     identifier,
     partition_path,
 )
-from .options import ExternalPaths, external_paths
+from .options import ExternalPaths, FileIndexSpec, external_paths, file_index_spec
 from .read import PaimonBucket, PaimonReadPlan, batches_table, merge_runs
 from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
 
@@ -607,6 +617,8 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
     else:
         fmt = schema.checked_options.file_format
     codec = compression_for(schema.options, level)
+    indexes = file_index_spec(schema.options, {f.name: f.type for f in schema.fields}) \
+        if prefix == "data-" else FileIndexSpec()  # changelog files are read in order: no index, as in Java
     writer: _FileWriter | None = None
     state: dict[str, Any] = {}
 
@@ -623,13 +635,23 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
         dictionary = dictionary_worthy(stored, {*key_columns, *schema.trimmed_keys, SEQUENCE_COLUMN})
         w = _FileWriter(placed.storage, placed.name, fmt, stored.schema, codec, dictionary)
         state = {"rows": 0, "first": None, "last": None, "min_seq": None, "max_seq": None, "deletes": 0,
-                 "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names)}
+                 "keys": _StatsCollector(key_columns), "values": _StatsCollector(stat_names),
+                 "indexed": {c.column: [] for c in indexes.columns}}
         return w
 
     def finish(w: _FileWriter) -> dict:
         size = w.close()
         assert placed is not None
-        return _add_entry(job, bucket, w.name, size, level, state, stat_names, placed.external, file_source)
+        entry = _add_entry(job, bucket, w.name, size, level, state, stat_names, placed.external, file_source)
+        blob = build_file_index(indexes, state["indexed"], schema)
+        if blob is not None and len(blob) > indexes.in_manifest_threshold:
+            # too large for the manifest: `<data file>.index` beside the data file, listed as its extra file
+            written.append(placed.full + ".index")
+            placed.storage.write(placed.name + ".index", blob)
+            entry["_FILE"]["_EXTRA_FILES"] = [entry["_FILE"]["_FILE_NAME"] + ".index"]
+        elif blob is not None:
+            entry["_FILE"]["_EMBEDDED_FILE_INDEX"] = blob
+        return entry
 
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
@@ -676,6 +698,48 @@ def _write_group(writer: _FileWriter, group: pa.Table, state: dict, file_columns
     for b in group.to_batches():
         state["keys"].add(b)
         state["values"].add(b)
+    for column, parts in state["indexed"].items():
+        parts.append(group.column(column))
+
+
+def build_file_index(spec: FileIndexSpec, columns: Mapping[str, list[pa.ChunkedArray]],
+                     schema: PaimonSchema) -> bytes | None:
+    """The file-index container of one data file (None: the table declares no index this
+    builds): each declared column's rows, in the file's order, through the codec's Bloom
+    filter or bitmap encoder with the column's options."""
+    if not spec.columns:
+        return None
+    bodies: dict[str, dict[str, bytes | None]] = {}
+    for ic in spec.columns:
+        t = schema.field(ic.column).type
+        parts = [chunk for part in columns[ic.column] for chunk in part.chunks]
+        values = pa.chunked_array(parts, type=parts[0].type) if parts else pa.chunked_array([], type=t.arrow)
+        if ic.index_type == BLOOM_FILTER:
+            items = ic.number("items", DEFAULT_BLOOM_ITEMS, int)
+            fpp = ic.number("fpp", DEFAULT_BLOOM_FPP, float)
+            if items <= 0 or not 0 < fpp < 1:
+                raise UnsupportedPaimonFeatureError(
+                    f"Paimon's Bloom filter index on column {ic.column!r} needs items > 0 and 0 < fpp < 1 "
+                    f"(the table says items={items}, fpp={fpp})")
+            body = encode_bloom(values, t, items, fpp)
+        else:
+            version = ic.number("version", 2, int)
+            if version not in (1, 2):
+                raise UnsupportedPaimonFeatureError(
+                    f"Paimon option 'file-index.bitmap.{ic.column}.version' = {version}: Paimon has versions 1 and 2")
+            try:
+                block = parse_memory_size(ic.options.get("index-block-size", "16kb"),
+                                          f"file-index.bitmap.{ic.column}.index-block-size")
+            except InvalidArgumentError as exc:
+                raise UnsupportedPaimonFeatureError(f"Paimon {exc}") from None
+            try:
+                body = encode_bitmap(values, t, block, version)
+            except ValueTooLarge:
+                continue  # Java's writer fails on such a value; a file without this index is still right
+        bodies.setdefault(ic.column, {})[ic.index_type] = body
+    if not bodies:
+        return None
+    return encode_container(bodies)
 
 
 def _stats_row(collector: _StatsCollector, names: list[str], stored: list[str], types: list,

@@ -24,13 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..codec.buckets import bucket_key as codec_bucket_key
+from ..codec.file_index import BITMAP, BLOOM_FILTER, bitmap_supported, bloom_supported
 from ..codec.stats import parse_stats_mode, stats_modes
-from ..errors import UnsupportedPaimonFeatureError
+from ..codec.types import PaimonType
+from ..errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from ..merge import AGGREGATE_FUNCTIONS
+from ..table.compaction.planner import parse_memory_size
 
-__all__ = ["EXTERNAL_PATHS", "ExternalPaths", "PaimonOptions", "check_options", "external_paths"]
+__all__ = ["EXTERNAL_PATHS", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions", "check_options",
+           "external_paths", "file_index_spec"]
 
 ENGINES = {"deduplicate": "deduplicate", "first-row": "first-row", "partial-update": "partial-update",
            "aggregation": "aggregate"}
@@ -335,3 +340,90 @@ def _check_field_option(key: str, value: str, columns: list[str], refuse) -> Non
         return
     raise refuse(key, "mergetree does not know this field option, so it cannot tell whether it changes "
                       "what a read returns")
+
+
+# -- file indexes ------------------------------------------------------------------------------
+
+FILE_INDEX_BUILT = (BLOOM_FILTER, BITMAP)
+DEFAULT_IN_MANIFEST_THRESHOLD = 500  # bytes: `file-index.in-manifest-threshold`'s default
+
+
+@dataclass(frozen=True)
+class FileIndexColumn:
+    """One index a data file of the table carries: `index_type` on `column`, with its options
+    (``file-index.<type>.<column>.<option>``)."""
+
+    column: str
+    index_type: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def number(self, key: str, default: float, kind: type) -> Any:
+        text = self.options.get(key)
+        if text is None:
+            return default
+        try:
+            return kind(text.strip())
+        except ValueError:
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon option 'file-index.{self.index_type}.{self.column}.{key}' = {text!r} is not a "
+                f"{kind.__name__}") from None
+
+
+@dataclass(frozen=True)
+class FileIndexSpec:
+    """Which file indexes the table's data files carry (`file-index.*` options), and where a
+    file's index goes: into the manifest entry up to `in_manifest_threshold` bytes, else into
+    a ``<data file>.index`` file beside it.  `not_built`: indexes the options declare that
+    mergetree does not build (``range-bitmap``, ``bsi``, map-key indexes): its files go
+    without them, which Paimon's readers take as "cannot skip"."""
+
+    columns: tuple[FileIndexColumn, ...] = ()
+    in_manifest_threshold: int = DEFAULT_IN_MANIFEST_THRESHOLD
+    not_built: tuple[str, ...] = ()
+
+
+def file_index_spec(options: Mapping[str, str], types: Mapping[str, PaimonType]) -> FileIndexSpec:
+    """The table's file indexes (``FileIndexOptions``' parsing: ``file-index.<type>.columns``
+    lists columns; ``file-index.<type>.<column>.<option>`` sets one), each checked against the
+    column's type as Java's writers check it; UnsupportedPaimonFeatureError names a declared
+    column the table lacks or a type Paimon cannot index, as Java's writes would fail."""
+    opts = {str(k): str(v) for k, v in options.items()}
+    declared: dict[tuple[str, str], dict[str, str]] = {}
+    not_built: list[str] = []
+    for key in sorted(opts):
+        if key.startswith("file-index.") and key.endswith(".columns"):
+            index_type = key[len("file-index."):-len(".columns")]
+            for name in opts[key].split(","):
+                if not name.strip():
+                    raise UnsupportedPaimonFeatureError(
+                        f"Paimon option {key!r} = {opts[key]!r} names an empty column")
+                column = name.strip()
+                if index_type not in FILE_INDEX_BUILT or column.endswith("]"):
+                    not_built.append(f"{index_type} on {column}")
+                    continue
+                declared.setdefault((column, index_type), {})
+    for key in sorted(opts):
+        if not key.startswith("file-index.") or key.endswith(".columns"):
+            continue
+        parts = key[len("file-index."):].split(".")
+        if len(parts) == 3 and (parts[1], parts[0]) in declared:
+            declared[(parts[1], parts[0])][parts[2]] = opts[key]
+    columns = []
+    for (column, index_type), column_options in declared.items():
+        t = types.get(column)
+        if t is None:
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon option 'file-index.{index_type}.columns' names column {column!r}, which the table lacks")
+        supported = bloom_supported(t) if index_type == BLOOM_FILTER else bitmap_supported(t)
+        if not supported:
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon option 'file-index.{index_type}.columns' names column {column!r} of type {t.text}, "
+                f"which Paimon's {index_type} index does not support")
+        columns.append(FileIndexColumn(column, index_type, column_options))
+    threshold_text = opts.get("file-index.in-manifest-threshold")
+    try:
+        threshold = DEFAULT_IN_MANIFEST_THRESHOLD if threshold_text is None else \
+            parse_memory_size(threshold_text, "file-index.in-manifest-threshold")
+    except InvalidArgumentError as exc:
+        raise UnsupportedPaimonFeatureError(str(exc)) from None
+    return FileIndexSpec(tuple(columns), threshold, tuple(not_built))

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ from ..table.files import batch_rows_for, parquet_fragment, read_parquet
 from ..table.objects import StoredFile
 from ..table.read.topn import checked_order_by, top_rows
 from ..table.sections import interval_partition
+from .file_indexes import may_match as file_index_may_match
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
 __all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "file_layout", "layout_columns",
@@ -109,6 +111,11 @@ class PaimonReadPlan:
         retractions (compaction has marked every replaced row)."""
         return self.schema.checked_options.deletion_vectors and \
             all(f.level > 0 and f.delete_count == 0 for f in bucket.files)
+
+    @cached_property
+    def file_index_reads(self) -> bool:
+        """Whether file indexes may skip files (``file-index.read.enabled``, on by default)."""
+        return str(self.schema.options.get("file-index.read.enabled", "true")).strip().lower() != "false"
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -585,8 +592,7 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
         wanted = set(plan.columns) | (flt.columns_of(plan.filter) or set(schema.names))
         columns = [c for c in schema.names if c in wanted]
         simple = plan.filter if not isinstance(plan.filter, pc.Expression) else None
-        files = [pf for pf in bucket.files
-                 if simple is None or flt.may_match(simple, _file_stats(plan, pf), pf.row_count)]
+        files = [pf for pf in bucket.files if _may_match(plan, pf, simple)]
         batches = (b for pf in files for b in _file_batches(plan, pf, columns, None, batch_rows,
                                                              use_threads=threads > 1))
         yield from _finished(plan, batches, flt.to_expression(plan.filter, schema.arrow_schema))
@@ -605,16 +611,14 @@ def read_bucket(plan: PaimonReadPlan, bucket: PaimonBucket, batch_rows: int = 65
     if plan.reads_files_alone(bucket):
         # deletion vectors: every replaced row is marked, each file is read alone (no merge) and
         # holds no retraction, so neither sequence numbers nor kinds are decoded (~10% of the CPU)
-        files = [pf for pf in bucket.files if simple_filter is None
-                 or flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count)]
+        files = [pf for pf in bucket.files if _may_match(plan, pf, simple_filter)]
         alone = [c for c in columns if c not in (SEQUENCE_COLUMN, KIND_COLUMN)]
         yield from _finished(plan, _files_alone(plan, files, alone, key_expr, batch_rows, threads), row_expr)
         return
     for section in interval_partition(bucket.files):
         runs = [list(run) for run in section]
         if len(runs) == 1:  # one version per key: value statistics may skip files here
-            files = [pf for pf in runs[0] if simple_filter is None
-                     or flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count)]
+            files = [pf for pf in runs[0] if _may_match(plan, pf, simple_filter)]
             batches = (b for pf in files for b in _file_batches(plan, pf, columns, key_expr, batch_rows,
                                                                  use_threads=threads > 1))
             merged: Iterator[pa.RecordBatch] = (_without_retractions(b) for b in _checked_kinds(batches, opts))
@@ -729,6 +733,17 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
 def _marked(deleted: np.ndarray, position: int) -> bool:
     i = int(np.searchsorted(deleted, position))
     return i < len(deleted) and int(deleted[i]) == position
+
+
+def _may_match(plan: PaimonReadPlan, pf: PaimonFile, simple_filter: Any) -> bool:
+    """Whether a file whose rows are the only versions of their keys the read sees may hold
+    rows matching the filter: by its value statistics, then by its file index (Bloom filters,
+    bitmaps) unless the table turns index reads off."""
+    if simple_filter is None:
+        return True
+    if not flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count):
+        return False
+    return not plan.file_index_reads or file_index_may_match(plan.table, pf, plan.schema, simple_filter)
 
 
 def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:

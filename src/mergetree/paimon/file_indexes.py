@@ -1,0 +1,230 @@
+"""Skipping data files by Paimon's file indexes (Bloom filters and bitmaps, `codec.file_index`).
+
+A data file's index is in its manifest entry (``_EMBEDDED_FILE_INDEX``) or in a
+``<data file>.index`` file beside it (listed in ``_EXTRA_FILES``), whoever wrote it: Java's
+writers, or mergetree's (`compact.write_rolled`).  `may_match` answers whether a file can hold
+rows matching a simple filter; only a certain "no" skips a file, so an index can never change
+an answer.  Leaves it can judge:
+
+- Bloom filter: ``=`` and ``in`` (a value whose hash is absent is in no row);
+- bitmap: ``=``, ``in``, ``!=``, ``not in``, ``<``, ``<=``, ``>``, ``>=``, ``is null`` and
+  ``is not null`` (the index lists every distinct value of the file, and its null rows).
+
+``and`` needs every part possible, ``or`` one; any other leaf, a column the file's index does
+not cover, a column renamed or retyped since the file was written: "possible".  Callers use it
+only where Paimon's own scans do, where a file's rows are the only versions of their keys the
+read sees (append tables, deletion-vector reads, single-run sections), and never when the
+table says ``file-index.read.enabled = false``.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..codec.file_index import (
+    BITMAP,
+    BLOOM_FILTER,
+    BitmapIndex,
+    BloomFilter,
+    MalformedIndex,
+    hashes_of,
+    keys_of,
+    order_key,
+    read_container_head,
+)
+from ..codec.file_index import head_length as container_head_length
+from ..codec.types import PaimonType, same_type
+from ..errors import CorruptTableError, StorageError
+from ..table.filecache import FileCache
+from ..table.objects import StoredFile, locate
+from .metadata import PaimonFile, PaimonSchema, PaimonTable
+
+__all__ = ["FileIndex", "file_index", "may_match"]
+
+_RANGE_OPS = {"<", "<=", ">", ">="}
+
+
+@dataclass
+class FileIndex:
+    """The indexes of one data file: column -> index type -> a loader of the decoded index."""
+
+    loaders: dict[str, dict[str, Callable[[], Any]]]
+    where: str
+
+    def get(self, column: str, index_type: str) -> Any:
+        load = self.loaders.get(column, {}).get(index_type)
+        if load is None:
+            return None
+        return load()
+
+
+_decoded: FileCache[Any] = FileCache(max_entries=4096, max_bytes=128 * 2**20,
+                                     weight=lambda v: len(v.bitset) if isinstance(v, BloomFilter) else 4096)
+_heads: FileCache[tuple] = FileCache(max_entries=4096)
+
+
+def _index_file(table: PaimonTable, pf: PaimonFile, name: str) -> StoredFile:
+    """The `.index` file `name` beside data file `pf`."""
+    if pf.name is not None:
+        directory = posixpath.dirname(pf.name)
+        return StoredFile(table.storage, f"{directory}/{name}" if directory else name)
+    source = table.source(pf)
+    if isinstance(source, StoredFile):
+        directory = posixpath.dirname(source.name)
+        return StoredFile(source.storage, f"{directory}/{name}" if directory else name)
+    directory = os.path.dirname(source)  # a local external path: the store of its directory
+    return StoredFile(locate(directory, None, "an external data path"), name)
+
+
+def file_index(table: PaimonTable, pf: PaimonFile, schema: PaimonSchema) -> FileIndex | None:
+    """The file index of `pf` (None: it has none), its head read now, each index decoded (and
+    for an index file, fetched) when first asked for.  `schema`: the schema `pf` was written
+    under (its columns' types)."""
+    record = pf.record["_FILE"]
+    embedded = record.get("_EMBEDDED_FILE_INDEX")
+    extra = [n for n in (record.get("_EXTRA_FILES") or ()) if n.endswith(".index")]
+    if embedded is None and not extra:
+        return None
+    try:
+        if embedded is not None:
+            blob = memoryview(embedded)
+            _, entries = read_container_head(blob, len(blob))
+            where = f"the embedded file index of {pf.path}"
+
+            def fetch(start: int, length: int) -> bytes:
+                return bytes(blob[start:start + length])
+        else:
+            stored = _index_file(table, pf, extra[0])
+            where = f"file index {stored}"
+
+            def load_head() -> tuple:
+                first = stored.storage.read_ranges(stored.name, [(0, 16)])[0]
+                length = container_head_length(first)
+                head = stored.storage.read_ranges(stored.name, [(0, length)])[0] if length > 16 else first
+                return read_container_head(head)
+            _, entries = _heads.get_keyed((stored.storage.uri, stored.name, "head"), load_head)
+
+            def fetch(start: int, length: int) -> bytes:
+                return stored.storage.read_ranges(stored.name, [(start, length)])[0]
+    except MalformedIndex as exc:
+        raise CorruptTableError(f"data file {pf.path} has a malformed file index: {exc}", path=pf.path) from None
+    except StorageError as exc:
+        raise CorruptTableError(f"the file index of data file {pf.path} cannot be read: {exc}", path=pf.path) from None
+    loaders: dict[str, dict[str, Callable[[], Any]]] = {}
+    for e in entries:
+        if e.empty or e.index_type not in (BLOOM_FILTER, BITMAP):
+            continue
+        try:
+            t = schema.field(e.column).type
+        except KeyError:
+            continue
+        loaders.setdefault(e.column, {})[e.index_type] = _loader(fetch, e.start, e.length, e.index_type, t,
+                                                                  (where, e.column, e.index_type), pf)
+    return FileIndex(loaders, where)
+
+
+def _loader(fetch: Callable[[int, int], bytes], start: int, length: int, index_type: str, t: PaimonType,
+            key: tuple, pf: PaimonFile) -> Callable[[], Any]:
+    def decode() -> Any:
+        try:
+            body = fetch(start, length)
+            if len(body) != length:
+                raise MalformedIndex(f"the {index_type} index is cut short ({len(body)} of {length} bytes)")
+            return BloomFilter.decode(body) if index_type == BLOOM_FILTER else BitmapIndex.decode(body, t)
+        except MalformedIndex as exc:
+            raise CorruptTableError(f"data file {pf.path} has a malformed {index_type} index: {exc}",
+                                    path=pf.path) from None
+        except StorageError as exc:
+            raise CorruptTableError(f"the file index of data file {pf.path} cannot be read: {exc}",
+                                    path=pf.path) from None
+    return lambda: _decoded.get_keyed(key, decode)
+
+
+def may_match(table: PaimonTable, pf: PaimonFile, schema: PaimonSchema, f: Any) -> bool:
+    """Whether data file `pf` may hold rows matching simple filter `f` (names of `schema`, the
+    read's), by its file index; True whenever the index cannot tell."""
+    if f is None:
+        return True
+    file_schema = schema if pf.schema_id == schema.id else table.schema(pf.schema_id)
+    index = file_index(table, pf, file_schema)
+    if index is None:
+        return True
+    names: dict[str, tuple[str, PaimonType]] = {}
+    by_id = {fl.id: fl for fl in file_schema.fields}
+    for fl in schema.fields:
+        old = by_id.get(fl.id)
+        if old is not None and same_type(old.type, fl.type):
+            names[fl.name] = (old.name, old.type)
+    return _evaluate(f, index, names)
+
+
+def _evaluate(f: Any, index: FileIndex, names: dict[str, tuple[str, PaimonType]]) -> bool:
+    if f[0] == "and" and len(f) == 2:
+        return all(_evaluate(part, index, names) for part in f[1])
+    if f[0] == "or" and len(f) == 2:
+        return any(_evaluate(part, index, names) for part in f[1])
+    column, op, value = f
+    found = names.get(column)
+    if found is None:
+        return True
+    name, t = found
+    op = "=" if op == "==" else op
+    bitmap: BitmapIndex | None = index.get(name, BITMAP)
+    if bitmap is not None:
+        return _bitmap_may_match(bitmap, t, op, value)
+    if op in ("=", "in"):
+        bloom: BloomFilter | None = index.get(name, BLOOM_FILTER)
+        if bloom is not None:
+            return bool(bloom.might_contain(hashes_of(_probes([value] if op == "=" else list(value), t), t)).any())
+    return True
+
+
+def _probes(values: list[Any], t: PaimonType) -> list[Any]:
+    """The values an equality probe looks up: for floats both zeros for either (a filter's
+    0.0 matches -0.0 and the index keeps their bits apart)."""
+    if t.root not in ("FLOAT", "DOUBLE"):
+        return values
+    out = list(values)
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0:
+            out += [0.0, -0.0]
+    return out
+
+
+def _bitmap_may_match(bitmap: BitmapIndex, t: PaimonType, op: str, value: Any) -> bool:
+    if op == "is null":
+        return bitmap.has_nulls
+    if op == "is not null":
+        return bitmap.distinct() > 0
+    if op in ("=", "in"):
+        return any(k in bitmap.entries for k in keys_of(_probes([value] if op == "=" else list(value), t), t))
+    if op in ("!=", "not in"):
+        raw = [value] if op == "!=" else list(value)
+        if any(v is None or _is_nan(v) for v in raw):
+            return True  # NaN differs even from itself; a null operand: cannot tell
+        excluded = set(keys_of(_probes(raw, t), t))
+        return any(k not in excluded for k in bitmap.entries)
+    if op in _RANGE_OPS:
+        keys = keys_of([value], t)
+        if len(keys) != 1 or (t.root in ("FLOAT", "DOUBLE") and _is_nan(value)):
+            return True
+        bound = order_key(t, keys[0])
+        test = {"<": lambda k: k < bound, "<=": lambda k: k <= bound,
+                ">": lambda k: k > bound, ">=": lambda k: k >= bound}[op]
+        if t.root in ("FLOAT", "DOUBLE"):  # NaN and -0.0 compare as Arrow compares them, not by bits
+            return True if _has_special_float(bitmap, t) else any(test(order_key(t, k)) for k in bitmap.entries)
+        return any(test(order_key(t, k)) for k in bitmap.entries)
+    return True
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value
+
+
+def _has_special_float(bitmap: BitmapIndex, t: PaimonType) -> bool:
+    nan = 0x7FC00000 if t.root == "FLOAT" else 0x7FF8000000000000
+    zero = -(2 ** 31) if t.root == "FLOAT" else -(2 ** 63)
+    return nan in bitmap.entries or zero in bitmap.entries
