@@ -412,9 +412,11 @@ class BloomFilter:
     def add(self, hashes: np.ndarray) -> None:
         if not len(hashes):
             return
-        pos = np.unique(self._positions(hashes).ravel())
+        # one flag per bit, packed with bit p at bit p & 7 of byte p >> 3 (as BitSet.set)
+        flags = np.zeros(self.bits, dtype=bool)
+        flags[self._positions(hashes).ravel()] = True
         bits = np.frombuffer(self.bitset, dtype=np.uint8)
-        np.bitwise_or.at(bits, pos >> 3, (1 << (pos & 7)).astype(np.uint8))
+        bits |= np.packbits(flags, bitorder="little")
 
     def might_contain(self, hashes: np.ndarray) -> np.ndarray:
         """Per hash: whether its value may have been added (False: certainly not)."""
