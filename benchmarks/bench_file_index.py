@@ -88,12 +88,12 @@ def main(rows: int = 2_000_000) -> None:
         for label, f in queries.items():
             expected = whole.filter(pc.field(f[0]) == f[2] if f[1] == "=" else pc.field(f[0]).isin(f[2])).num_rows
             assert mp.read(path, None, filter=f).num_rows == expected
-            with_index = _best(lambda: mp.read(path, None, filter=f))
+            with_index = _best(lambda f=f: mp.read(path, None, filter=f))
             spec = json.loads(schema_file.read_text())
             spec["options"]["file-index.read.enabled"] = "false"
             schema_file.write_text(json.dumps(spec))
             assert mp.read(path, None, filter=f).num_rows == expected
-            without = _best(lambda: mp.read(path, None, filter=f))
+            without = _best(lambda f=f: mp.read(path, None, filter=f))
             spec["options"].pop("file-index.read.enabled")
             schema_file.write_text(json.dumps(spec))
             print(f"{label:24s} rows {expected:>3}  with indexes {with_index * 1000:8.1f} ms   "
