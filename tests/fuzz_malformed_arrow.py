@@ -2,7 +2,7 @@
 by tests/test_malformed_arrow.py and `make fuzz-checked`): random offsets, lengths, array
 offsets, validity buffers, null counts, dictionary indices and types, built with
 `pa.Array.from_buffers` (which checks only buffer sizes) and handed to `mergetree.merge`,
-the bucket hash, the sorted join, the core's `MergeCore` directly (bypassing the Python
+the bucket hash, the file index's string hash, the sorted join, the core's `MergeCore` directly (bypassing the Python
 checks) and the group reductions.  Every call must end in a clean exception or a correct
 result; a crash kills this process, and the parent test sees the signal and the last input
 printed to stderr.
@@ -15,11 +15,14 @@ import sys
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import mergetree
 from mergetree import _core, join_sorted
+from mergetree.codec.file_index import value_hashes
+from mergetree.codec.types import parse_type
 from mergetree.merge.arrow_input import check_array, structural_type
 from mergetree.merge.runs import plan_key_column
 from mergetree.table.buckets import spark_hash
@@ -162,6 +165,20 @@ def check_bucket_hash(arr: pa.Array) -> None:
     assert np.array_equal(hashes, spark_hash(pa.table({"k": rebuilt}), "k"))
 
 
+def check_file_index_hash(arr: pa.Array) -> None:
+    """The Bloom-filter hashes of Paimon's file index (XXH64 of each value in the core)."""
+    if arr.type not in OFFSET_TYPES:
+        return
+    t = parse_type("STRING" if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) else "BYTES")
+    try:
+        hashes = value_hashes(arr, t)
+    except CLEAN:
+        return
+    assert len(arr) == 0 or accepted(arr), "the file-index hash accepted a malformed column"
+    distinct = {v.encode() if isinstance(v, str) else v for v in arr.to_pylist() if v is not None}
+    assert sorted(hashes.view(np.uint64).tolist()) == sorted(xxhash.xxh64_intdigest(v) for v in distinct)
+
+
 def check_join(arr: pa.Array) -> None:
     try:
         join_sorted(pa.table({"k": arr}), pa.table({"k": arr}), "k")
@@ -221,6 +238,7 @@ def main() -> None:
         check_merge(arr)
         check_core_directly(arr)
         check_bucket_hash(arr)
+        check_file_index_hash(arr)
         check_join(arr)
 
     @seed(seed_value)

@@ -15,12 +15,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
-from mergetree import CorruptTableError, UnsupportedPaimonFeatureError
+from mergetree import CorruptTableError, UnsupportedPaimonFeatureError, _bloom
 from mergetree.codec import file_index as fi
 from mergetree.codec.types import parse_type
 from mergetree.paimon import file_indexes
@@ -260,6 +261,17 @@ def test_bloom_filters_never_miss_a_value_they_hold(column, sizing):
             expected += expected << 31
     expected = ((expected + 2**63) % 2**64) - 2**63
     assert int(fi._thomas_wang(np.array([key]))[0]) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=80)), max_size=40), st.booleans(), st.integers(0, 3))
+def test_the_cores_xxh64_is_the_reference_xxh64(values, large, cut):
+    array = pa.array(values, type=pa.large_binary() if large else pa.binary()).slice(min(cut, len(values)))
+    live = array.drop_null()
+    assert _bloom.xxh64_binary(live).tolist() == [xxhash.xxh64_intdigest(v) for v in live.to_pylist()]
+    if array.null_count:
+        with pytest.raises(ValueError, match="without nulls"):
+            _bloom.xxh64_binary(array)
 
 
 FILTER_OPS = ["=", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null"]

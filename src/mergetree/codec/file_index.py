@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import xxhash
 from pyroaring import BitMap
 
+from .._bloom import xxh64_binary
 from .types import PaimonType
 
 __all__ = ["BITMAP", "BLOOM_FILTER", "MAGIC", "BitmapIndex", "BloomFilter", "ContainerEntry", "MalformedIndex",
@@ -357,10 +357,13 @@ def value_hashes(values: pa.Array | pa.ChunkedArray, t: PaimonType) -> np.ndarra
     if not bloom_supported(t):
         raise ValueError(f"Paimon has no Bloom filter index for type {t.text}")
     values = _flat(values)
+    if _is_bytes_like(t):
+        values.validate(full=True)  # offsets and UTF-8 checked before pyarrow's kernels and the core read bytes
     if len(values) > 1:
         values = pc.unique(values)
     if _is_bytes_like(t):
-        return np.array([xxhash.xxh64_intdigest(b) for b in _java_bytes(values)], dtype=np.uint64).view(np.int64)
+        values = values.drop_null() if values.null_count else values
+        return xxh64_binary(values).view(np.int64)
     return _thomas_wang(_java_longs(values, t))
 
 
