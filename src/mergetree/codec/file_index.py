@@ -352,15 +352,14 @@ def _thomas_wang(keys: np.ndarray) -> np.ndarray:
 
 
 def value_hashes(values: pa.Array | pa.ChunkedArray, t: PaimonType) -> np.ndarray:
-    """The 64-bit hashes (int64) Paimon's Bloom filter index takes for the distinct non-null
-    `values` of a column of type `t`."""
+    """The 64-bit hashes (int64) Paimon's Bloom filter index takes for the non-null `values`
+    of a column of type `t` (one per value, repeats included: hashing is cheaper than finding
+    the distinct values first, and a Bloom filter takes a value twice as once)."""
     if not bloom_supported(t):
         raise ValueError(f"Paimon has no Bloom filter index for type {t.text}")
     values = _flat(values)
     if _is_bytes_like(t):
         values.validate(full=True)  # offsets and UTF-8 checked before pyarrow's kernels and the core read bytes
-    if len(values) > 1:
-        values = pc.unique(values)
     if _is_bytes_like(t):
         values = values.drop_null() if values.null_count else values
         return xxh64_binary(values).view(np.int64)
