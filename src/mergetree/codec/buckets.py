@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from .. import _bucket
 from ..errors import UnsupportedPaimonFeatureError
-from .types import PaimonType
+from .types import PaimonType, plain_array
 
 __all__ = ["BUCKET_FUNCTIONS", "bucket_function", "bucket_key", "bucket_of", "buckets_of", "paimon_hashes"]
 
@@ -54,26 +54,13 @@ def bucket_function(options: Mapping[str, str], key_types: Sequence[PaimonType])
     return name
 
 
-def _plain(arr: pa.Array) -> pa.Array:
-    """A flat, non-chunked array of the plain type behind a dictionary or a view."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if pa.types.is_string_view(arr.type):
-        arr = arr.cast(pa.large_string())
-    elif pa.types.is_binary_view(arr.type):
-        arr = arr.cast(pa.large_binary())
-    return arr
-
-
 _PER_MILLI = {"s": 0, "ms": 1, "us": 1_000, "ns": 1_000_000}
 
 
 def _slot(arr: pa.Array, t: PaimonType) -> tuple[tuple[int, pa.Array, pa.Array | None], int]:
     """The core's slot kind for one bucket-key column, the column as the core reads it, and
     the most var-part bytes one of its rows takes."""
-    arr = _plain(arr)
+    arr = plain_array(arr)
     root = t.root
     if root in ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE"):
         return (_bucket.SLOT_FIXED, arr.cast(t.arrow), None), 0
@@ -127,7 +114,7 @@ def buckets_of(columns: Sequence[pa.Array], types: Sequence[PaimonType], num_buc
     if num_buckets < 1:
         raise ValueError(f"num_buckets must be positive, not {num_buckets}")
     if function == "mod":
-        values = _plain(columns[0]).cast(pa.int64())
+        values = plain_array(columns[0]).cast(pa.int64())
         if values.null_count:
             raise UnsupportedPaimonFeatureError("the mod bucket function cannot place a null bucket key")
         return np.mod(values.to_numpy(zero_copy_only=False), num_buckets).astype(np.int32)

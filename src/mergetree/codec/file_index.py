@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from .._bloom import xxh64_binary
-from .types import PaimonType
+from .types import PaimonType, plain_array
 
 __all__ = ["BITMAP", "BLOOM_FILTER", "MAGIC", "BitmapIndex", "BloomFilter", "ContainerEntry", "MalformedIndex",
            "ValueTooLarge", "bitmap_keys", "bitmap_supported", "bloom_supported", "decode_container", "encode_bitmap",
@@ -274,25 +274,11 @@ def _unpack(fmt: str, buf: memoryview, pos: int) -> tuple:
 
 # -- values as Java holds them ---------------------------------------------------------------
 
-def _flat(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """One array of plain values: chunks combined, dictionaries decoded, views as their plain
-    types (pyarrow's filters have no kernels for views)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if pa.types.is_dictionary(values.type):
-        values = values.dictionary_decode()
-    if pa.types.is_string_view(values.type):
-        values = values.cast(pa.large_string())
-    elif pa.types.is_binary_view(values.type):
-        values = values.cast(pa.large_binary())
-    return values
-
-
 def _java_longs(values: pa.Array, t: PaimonType) -> np.ndarray:
     """The non-null values of a numeric or temporal column as the longs Java's file indexes
     see (timestamps in milliseconds up to precision 3, else microseconds; floats as their IEEE
     bits with one NaN)."""
-    values = _flat(values)
+    values = plain_array(values)
     values = values.drop_null() if values.null_count else values
     root = t.root
     if root in ("FLOAT", "DOUBLE"):
@@ -323,7 +309,7 @@ def _java_longs(values: pa.Array, t: PaimonType) -> np.ndarray:
 
 def _java_bytes(values: pa.Array) -> list[bytes]:
     """The non-null values of a string or binary column as bytes (UTF-8 for strings)."""
-    values = _flat(values)
+    values = plain_array(values)
     values = values.drop_null() if values.null_count else values
     out = []
     for v in values.to_pylist():
@@ -357,7 +343,7 @@ def value_hashes(values: pa.Array | pa.ChunkedArray, t: PaimonType) -> np.ndarra
     the distinct values first, and a Bloom filter takes a value twice as once)."""
     if not bloom_supported(t):
         raise ValueError(f"Paimon has no Bloom filter index for type {t.text}")
-    values = _flat(values)
+    values = plain_array(values)
     if _is_bytes_like(t):
         values.validate(full=True)  # offsets and UTF-8 checked before pyarrow's kernels and the core read bytes
     if _is_bytes_like(t):
@@ -483,7 +469,7 @@ def bitmap_keys(values: pa.Array | pa.ChunkedArray, t: PaimonType) -> list[Any]:
     Java's longs (see `_java_longs`) otherwise, floats as their IEEE bits."""
     if not bitmap_supported(t):
         raise ValueError(f"Paimon has no bitmap index for type {t.text}")
-    values = _flat(values)
+    values = plain_array(values)
     if t.root == "STRING":
         return _java_bytes(values)
     return [int(v) for v in _java_longs(values, t)]
@@ -493,7 +479,7 @@ def encode_bitmap(values: pa.Array | pa.ChunkedArray, t: PaimonType, block_size:
                   version: int = 2) -> bytes:
     """The bitmap index body (V2, or V1 when asked) of one file's column: row positions are
     the rows' places in `values`."""
-    values = _flat(values)
+    values = plain_array(values)
     if version not in (1, 2):
         raise ValueError(f"bitmap index version {version}; Paimon has versions 1 and 2")
     rows = len(values)

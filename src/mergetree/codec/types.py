@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..errors import SchemaMismatchError, UnsupportedFormatError, UnsupportedPaimonFeatureError
 
-__all__ = ["PaimonField", "PaimonType", "evolve", "parse_field", "parse_type", "same_type"]
+__all__ = ["PaimonField", "PaimonType", "evolve", "parse_field", "parse_type", "plain_array", "same_type"]
 
 _PARAMS = re.compile(r"^([A-Z_ ]+?)\s*(?:\((\d+)(?:\s*,\s*(\d+))?\))?(\s+WITH LOCAL TIME ZONE)?$")
 _TIMESTAMP_UNITS = ((0, "s"), (3, "ms"), (6, "us"), (9, "ns"))
@@ -161,6 +161,20 @@ def _is_char(t: PaimonType) -> bool:
 
 def _is_binary(t: PaimonType) -> bool:
     return t.text.upper().lstrip().startswith("BINARY")
+
+
+def plain_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One flat array of the plain type behind chunks, a dictionary or a view (the encoders'
+    input: pyarrow has no filter kernels for views, and hashes see values, not encodings)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_string_view(arr.type):
+        arr = arr.cast(pa.large_string())
+    elif pa.types.is_binary_view(arr.type):
+        arr = arr.cast(pa.large_binary())
+    return arr
 
 
 def same_type(a: PaimonType, b: PaimonType) -> bool:
