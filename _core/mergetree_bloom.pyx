@@ -193,8 +193,10 @@ cdef void hash_binaries64(const int64_t* offsets, const uint8_t* data, int64_t o
 
 def xxh64_binary(arr):
     """XXH64 (seed 0) of each value's bytes of a string or binary array (32- or 64-bit
-    offsets; anything with `__arrow_c_array__`, checked before the loop), as a new uint64
-    array.  The array must hold no nulls (their hash means nothing; drop them first)."""
+    offsets; anything with `__arrow_c_array__`), as a new uint64 array.  The array must hold
+    no nulls (their hash means nothing; drop them first).  Its layout and offsets are checked
+    here; that the data buffer holds the last offset's bytes the C Data Interface cannot tell:
+    the caller validates the array first (`Array.validate(full=True)`)."""
     cdef tuple capsules = export_capsules(arr)
     array = array_of(capsules)
     if array.length < 0:

@@ -57,6 +57,7 @@ BITMAP = "bitmap"
 DEFAULT_BLOOM_ITEMS = 1_000_000
 DEFAULT_BLOOM_FPP = 0.1
 DEFAULT_BITMAP_BLOCK = 16 * 1024
+MAX_HASH_FUNCTIONS = 2048
 
 _BLOOM_ROOTS = {"STRING", "BYTES", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "TIME",
                 "TIMESTAMP", "TIMESTAMP_LTZ"}
@@ -356,7 +357,9 @@ class BloomFilter:
     """``BloomFilter64``: `bits` bits (a multiple of 8), `hash_count` probes per value."""
 
     def __init__(self, hash_count: int, bitset: bytearray) -> None:
-        if hash_count <= 0 or not bitset:
+        # Java's sizing gives at most ~1,000 probes (fpp near 0); more is a damaged count, which
+        # would size every probe's arrays
+        if not 0 < hash_count <= MAX_HASH_FUNCTIONS or not bitset:
             raise MalformedIndex(f"a Bloom filter of {len(bitset) * 8} bits and {hash_count} hash functions")
         self.hash_count = hash_count
         self.bitset = bitset
@@ -372,6 +375,8 @@ class BloomFilter:
         if bits >= 2 ** 31:
             raise ValueError(f"a Bloom filter of {bits} bits is larger than Paimon's (items={items}, fpp={fpp})")
         hash_count = max(1, math.floor(bits / items * math.log(2) + 0.5))
+        if hash_count > MAX_HASH_FUNCTIONS:
+            raise ValueError(f"a Bloom filter of {hash_count} hash functions (items={items}, fpp={fpp})")
         return cls(hash_count, bytearray(bits // 8))
 
     @classmethod
@@ -639,18 +644,25 @@ class BitmapIndex:
         pos += 4
         blocks_start = pos
         entries = {}
+        read = 0
+        expected = 0
         for offset in block_offsets:
+            # blocks follow each other: each is read once, never twice by a repeated offset
+            if offset != expected:
+                raise MalformedIndex(f"a bitmap index block at offset {offset}, where {expected} was expected")
             at = blocks_start + offset
             (count,) = _unpack(">i", buf, at)
             at += 4
-            if count < 0:
-                raise MalformedIndex(f"a bitmap index block of {count} entries")
+            read += count
+            if count < 0 or read > distinct:
+                raise MalformedIndex(f"bitmap index blocks hold more than the {distinct} values announced")
             for _ in range(count):
                 key, at = _read_key(t, buf, at)
                 offset_, length = _unpack(">ii", buf, at)
                 at += 8
                 entries[key] = (offset_, length)
-        if len(entries) != distinct:
+            expected = at - blocks_start
+        if expected != body_offset or len(entries) != distinct:
             raise MalformedIndex(f"a bitmap index announces {distinct} values and holds {len(entries)}")
         start = blocks_start + body_offset
         if start > len(buf):
@@ -664,12 +676,13 @@ class BitmapIndex:
             if row >= self.row_count:
                 raise MalformedIndex(f"a bitmap index names row {row} of {self.row_count}")
             return BitMap([row])
-        if offset > len(self.body):
-            raise MalformedIndex(f"a bitmap at offset {offset} past the index's {len(self.body)} bytes")
+        if offset >= len(self.body) or (length >= 0 and offset + length > len(self.body)):
+            raise MalformedIndex(f"a bitmap at bytes {offset}..{offset + max(length, 0)} of the index's "
+                                 f"{len(self.body)}")
         blob = self.body[offset:] if length < 0 else self.body[offset:offset + length]
         try:
             bitmap = BitMap.deserialize(bytes(blob))
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, IndexError) as exc:
             raise MalformedIndex(f"a bitmap in a bitmap index does not decode: {exc}") from None
         if len(bitmap) and bitmap.max() >= self.row_count:
             raise MalformedIndex(f"a bitmap index names row {bitmap.max()} of {self.row_count}")

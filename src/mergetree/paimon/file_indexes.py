@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ from ..codec.file_index import (
     BitmapIndex,
     BloomFilter,
     MalformedIndex,
+    bitmap_supported,
+    bloom_supported,
     hashes_of,
     keys_of,
     order_key,
@@ -62,7 +65,8 @@ class FileIndex:
 
 
 _decoded: FileCache[Any] = FileCache(max_entries=4096, max_bytes=128 * 2**20,
-                                     weight=lambda v: len(v.bitset) if isinstance(v, BloomFilter) else 4096)
+                                     weight=lambda v: len(v.bitset) if isinstance(v, BloomFilter)
+                                     else len(v.body) + 4096)
 _heads: FileCache[tuple] = FileCache(max_entries=4096)
 
 
@@ -101,10 +105,13 @@ def file_index(table: PaimonTable, pf: PaimonFile, schema: PaimonSchema) -> File
             where = f"file index {stored}"
 
             def load_head() -> tuple:
-                first = stored.storage.read_ranges(stored.name, [(0, 16)])[0]
+                size = stored.storage.size(stored.name)
+                first = stored.storage.read_ranges(stored.name, [(0, min(16, size))])[0]
                 length = container_head_length(first)
+                if not 16 <= length <= size:  # never a read (or an allocation) the file cannot back
+                    raise MalformedIndex(f"a head of {length} bytes in a file of {size}")
                 head = stored.storage.read_ranges(stored.name, [(0, length)])[0] if length > 16 else first
-                return read_container_head(head)
+                return read_container_head(head, size)
             _, entries = _heads.get_keyed((stored.storage.uri, stored.name, "head"), load_head)
 
             def fetch(start: int, length: int) -> bytes:
@@ -121,6 +128,8 @@ def file_index(table: PaimonTable, pf: PaimonFile, schema: PaimonSchema) -> File
             t = schema.field(e.column).type
         except KeyError:
             continue
+        if not (bloom_supported(t) if e.index_type == BLOOM_FILTER else bitmap_supported(t)):
+            continue  # an index Paimon cannot have written for this type: not judged
         loaders.setdefault(e.column, {})[e.index_type] = _loader(fetch, e.start, e.length, e.index_type, t,
                                                                   (where, e.column, e.index_type), pf)
     return FileIndex(loaders, where)
@@ -201,30 +210,45 @@ def _bitmap_may_match(bitmap: BitmapIndex, t: PaimonType, op: str, value: Any) -
         return bitmap.distinct() > 0
     if op in ("=", "in"):
         return any(k in bitmap.entries for k in keys_of(_probes([value] if op == "=" else list(value), t), t))
+    coarse = _coarse(t)
     if op in ("!=", "not in"):
         raw = [value] if op == "!=" else list(value)
-        if any(v is None or _is_nan(v) for v in raw):
-            return True  # NaN differs even from itself; a null operand: cannot tell
+        if coarse or any(v is None or _is_nan(v) for v in raw):
+            return True  # a key stands for several values; NaN differs even from itself; a null: cannot tell
         excluded = set(keys_of(_probes(raw, t), t))
         return any(k not in excluded for k in bitmap.entries)
     if op in _RANGE_OPS:
+        if _is_nan(value):
+            return True
+        if t.root in ("FLOAT", "DOUBLE"):  # as Arrow compares: IEEE, -0.0 == 0.0, NaN matches no range
+            test = _COMPARE[op]
+            return any(test(_float_of(t, k), value) for k in bitmap.entries)
         keys = keys_of([value], t)
-        if len(keys) != 1 or (t.root in ("FLOAT", "DOUBLE") and _is_nan(value)):
+        if len(keys) != 1:
             return True
         bound = order_key(t, keys[0])
-        test = {"<": lambda k: k < bound, "<=": lambda k: k <= bound,
-                ">": lambda k: k > bound, ">=": lambda k: k >= bound}[op]
-        if t.root in ("FLOAT", "DOUBLE"):  # NaN and -0.0 compare as Arrow compares them, not by bits
-            return True if _has_special_float(bitmap, t) else any(test(order_key(t, k)) for k in bitmap.entries)
-        return any(test(order_key(t, k)) for k in bitmap.entries)
+        # a coarse key is the floor of the values it stands for: a strict bound may hold at equality
+        test = _COMPARE[{"<": "<=", ">": ">="}.get(op, op) if coarse else op]
+        return any(test(order_key(t, k), bound) for k in bitmap.entries)
     return True
+
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _coarse(t: PaimonType) -> bool:
+    """Whether a bitmap key stands for several values of the column: Java keys timestamps of
+    precision 7..9 by their microseconds."""
+    return t.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and t.precision > 6
+
+
+def _float_of(t: PaimonType, key: int) -> float:
+    """A float or double key (its IEEE bits as Java's signed int or long) as the value."""
+    if t.root == "FLOAT":
+        return struct.unpack(">f", struct.pack(">i", key))[0]
+    return struct.unpack(">d", struct.pack(">q", key))[0]
 
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
-
-
-def _has_special_float(bitmap: BitmapIndex, t: PaimonType) -> bool:
-    nan = 0x7FC00000 if t.root == "FLOAT" else 0x7FF8000000000000
-    zero = -(2 ** 31) if t.root == "FLOAT" else -(2 ** 63)
-    return nan in bitmap.entries or zero in bitmap.entries
