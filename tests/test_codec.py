@@ -41,7 +41,7 @@ from mergetree.codec.buckets import bucket_function, bucket_key, bucket_of, buck
 from mergetree.codec.deletion_vectors import encode_index_file
 from mergetree.codec.manifest_files import read_metadata
 from mergetree.codec.stats import StatsMode, column_stats, parse_stats_mode, stats_modes
-from mergetree.codec.types import parse_field, parse_type
+from mergetree.codec.types import NoPaimonType, paimon_fields, paimon_type, parse_field, parse_type
 from mergetree.errors import CorruptTableError, UnsupportedPaimonFeatureError
 
 JAVA = Path(__file__).resolve().parent / "data" / "java_paimon"
@@ -405,3 +405,59 @@ def test_wide_decimals_take_javas_shortest_bytes():
         assert row[4 + offset:4 + offset + length] == payload, unscaled
         assert paimon_hashes([pa.array([decimal.Decimal(unscaled).scaleb(-4)], pa.decimal128(30, 4))], [t])[0] == \
             _murmur_words(row[4:])
+
+
+# -- Arrow types as Paimon's schema writes them ------------------------------------------------
+
+def test_every_schema_java_wrote_has_the_fields_and_ids_our_schema_writer_gives():
+    """`paimon_fields` of the Arrow schema a Java schema reads as gives back Java's field ids
+    (depth-first, nested ROW fields numbered after their parent), Java's highest id, and types
+    that read as the same Arrow types."""
+    schemas = sorted(glob.glob(str(JAVA / "*" / "*.db" / "*" / "schema" / "schema-*")))
+    assert len(schemas) >= 31
+    nested = 0
+    for path in schemas:
+        java = json.loads(Path(path).read_text())
+        fields = [parse_field(f) for f in java["fields"]]
+        ours, highest = paimon_fields(pa.schema([f.arrow_field() for f in fields]))
+        if len(java["fields"]) == java["highestFieldId"] + 1 or any(not f.type.atomic for f in fields):
+            # tables that never dropped a column: ids are Java's
+            assert [f["id"] for f in ours] == [f["id"] for f in java["fields"]], path
+            assert highest == java["highestFieldId"], path
+        for mine, theirs in zip(ours, fields):
+            assert parse_field(mine).type.arrow == theirs.type.arrow, (path, mine)
+            assert parse_field(mine).type.nullable == theirs.type.nullable, (path, mine)
+            if theirs.type.atomic:
+                assert mine["type"] == theirs.type.text, (path, mine)
+            else:
+                nested += 1
+    assert nested >= 2
+
+
+@pytest.mark.parametrize("dtype, text", [
+    (pa.int8(), "TINYINT"), (pa.int16(), "SMALLINT"), (pa.int32(), "INT"), (pa.int64(), "BIGINT"),
+    (pa.uint8(), "SMALLINT"), (pa.uint16(), "INT"), (pa.uint32(), "BIGINT"), (pa.float16(), "FLOAT"),
+    (pa.float32(), "FLOAT"), (pa.float64(), "DOUBLE"), (pa.bool_(), "BOOLEAN"), (pa.date32(), "DATE"),
+    (pa.date64(), "DATE"), (pa.string(), "STRING"), (pa.large_string(), "STRING"), (pa.string_view(), "STRING"),
+    (pa.binary(), "BYTES"), (pa.large_binary(), "BYTES"), (pa.binary_view(), "BYTES"), (pa.binary(16), "BINARY(16)"),
+    (pa.decimal128(10, 2), "DECIMAL(10, 2)"), (pa.decimal128(38, 0), "DECIMAL(38, 0)"),
+    (pa.decimal256(20, 3), "DECIMAL(20, 3)"), (pa.time32("s"), "TIME(0)"), (pa.time32("ms"), "TIME(3)"),
+    (pa.timestamp("s"), "TIMESTAMP(0)"), (pa.timestamp("ms"), "TIMESTAMP(3)"), (pa.timestamp("us"), "TIMESTAMP(6)"),
+    (pa.timestamp("ns"), "TIMESTAMP(9)"), (pa.timestamp("us", tz="Europe/Paris"), "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+    (pa.dictionary(pa.int32(), pa.string()), "STRING"),
+])
+def test_arrow_types_map_to_paimon_types_that_read_back_as_their_values(dtype, text):
+    assert paimon_type(dtype) == text and paimon_type(dtype, nullable=False) == text + " NOT NULL"
+    back = parse_type(text).arrow
+    values = pa.array([None], dtype) if not pa.types.is_dictionary(dtype) else pa.array([None], pa.string())
+    assert values.cast(back).type == back  # the values are castable to what a read gives back
+
+
+@pytest.mark.parametrize("dtype, why", [
+    (pa.uint64(), "unsigned"), (pa.time64("us"), "milliseconds"), (pa.time64("ns"), "milliseconds"),
+    (pa.null(), "only nulls"), (pa.duration("ms"), "duration"), (pa.decimal256(40, 2), "38 digits"),
+    (pa.list_(pa.uint64()), "unsigned"),
+])
+def test_arrow_types_paimon_cannot_hold_are_refused_with_the_reason(dtype, why):
+    with pytest.raises(NoPaimonType, match=why):
+        paimon_type(dtype)

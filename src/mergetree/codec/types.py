@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 
 from ..errors import SchemaMismatchError, UnsupportedFormatError, UnsupportedPaimonFeatureError
 
-__all__ = ["PaimonField", "PaimonType", "evolve", "parse_field", "parse_type", "plain_array", "same_type"]
+__all__ = ["NoPaimonType", "PaimonField", "PaimonType", "evolve", "paimon_fields", "paimon_type", "parse_field",
+           "parse_type", "plain_array", "same_type"]
 
 _PARAMS = re.compile(r"^([A-Z_ ]+?)\s*(?:\((\d+)(?:\s*,\s*(\d+))?\))?(\s+WITH LOCAL TIME ZONE)?$")
 _TIMESTAMP_UNITS = ((0, "s"), (3, "ms"), (6, "us"), (9, "ns"))
@@ -457,3 +458,78 @@ def _cast_atomic(values: pa.Array, old: PaimonType, new: PaimonType, column: str
     if src in _FLOATS and dst == "STRING":
         raise _Refused("Java's Float/Double.toString formatting differs between JVM versions")
     raise _Refused("no cast rule of Paimon's that mergetree implements covers it")
+
+
+# -- Arrow types as Paimon's schema writes them ----------------------------------------------
+
+# Arrow types with no Paimon type of their own, and why (a table of them is refused by name)
+_NO_PAIMON_TYPE = {
+    "uint64": "Paimon has no unsigned integers and BIGINT cannot hold uint64's upper half; cast to int64 or "
+              "decimal128(20, 0)",
+    "time64": "Paimon's TIME holds milliseconds at most; cast to time32[ms]",
+    "null": "a column of only nulls has no Paimon type; give it the type its values will have",
+    "duration": "Paimon has no duration type; store it as int64",
+}
+
+
+class NoPaimonType(ValueError):
+    """An Arrow type Paimon's schema cannot express; the message says which and what to do."""
+
+
+def paimon_type(dtype: pa.DataType, nullable: bool = True, next_id: list[int] | None = None) -> Any:
+    """The Paimon schema type (a type string such as ``"BIGINT NOT NULL"``, or for nested
+    types the JSON object) that reads back as `dtype` — or as its stored form where Paimon
+    keeps another (a dictionary's values, a view's plain type, unsigned integers one size up,
+    float16 as FLOAT).  `next_id`: the next field id, consumed depth-first by a ROW's fields,
+    as Java numbers them.  NoPaimonType names what has no Paimon type."""
+    suffix = "" if nullable else " NOT NULL"
+    t = pa.types
+    if t.is_dictionary(dtype):
+        return paimon_type(dtype.value_type, nullable, next_id)
+    simple = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INT", pa.int64(): "BIGINT",
+              pa.uint8(): "SMALLINT", pa.uint16(): "INT", pa.uint32(): "BIGINT", pa.float16(): "FLOAT",
+              pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN", pa.date32(): "DATE",
+              pa.date64(): "DATE", pa.string(): "STRING", pa.large_string(): "STRING", pa.string_view(): "STRING",
+              pa.binary(): "BYTES", pa.large_binary(): "BYTES", pa.binary_view(): "BYTES",
+              pa.time32("s"): "TIME(0)", pa.time32("ms"): "TIME(3)"}
+    if dtype in simple:
+        return simple[dtype] + suffix
+    if t.is_fixed_size_binary(dtype):
+        return f"BINARY({dtype.byte_width}){suffix}"
+    if t.is_decimal(dtype):
+        if dtype.precision > 38:
+            raise NoPaimonType(f"Paimon's DECIMAL holds 38 digits at most, not {dtype.precision}")
+        return f"DECIMAL({dtype.precision}, {dtype.scale}){suffix}"
+    if t.is_timestamp(dtype):
+        precision = {"s": 0, "ms": 3, "us": 6, "ns": 9}[dtype.unit]
+        zone = " WITH LOCAL TIME ZONE" if dtype.tz is not None else ""
+        return f"TIMESTAMP({precision}){zone}{suffix}"
+    if t.is_list(dtype) or t.is_large_list(dtype) or t.is_list_view(dtype) or t.is_fixed_size_list(dtype):
+        element = dtype.value_field
+        return {"type": f"ARRAY{suffix}", "element": paimon_type(element.type, element.nullable, next_id)}
+    if t.is_map(dtype):
+        return {"type": f"MAP{suffix}", "key": paimon_type(dtype.key_type, False, next_id),
+                "value": paimon_type(dtype.item_field.type, dtype.item_field.nullable, next_id)}
+    if t.is_struct(dtype):
+        ids = next_id if next_id is not None else [0]
+        fields = []
+        for child in (dtype.field(i) for i in range(dtype.num_fields)):
+            field_id = ids[0]
+            ids[0] += 1
+            fields.append({"id": field_id, "name": child.name,
+                           "type": paimon_type(child.type, child.nullable, ids)})
+        return {"type": f"ROW{suffix}", "fields": fields}
+    key = "time64" if t.is_time64(dtype) else "duration" if t.is_duration(dtype) else str(dtype)
+    raise NoPaimonType(_NO_PAIMON_TYPE.get(key, f"Paimon has no type for Arrow's {dtype}"))
+
+
+def paimon_fields(schema: pa.Schema) -> tuple[list[dict], int]:
+    """A schema's fields as Paimon's schema JSON lists them (ids depth-first from 0, as Java
+    assigns them) and the highest field id."""
+    next_id = [0]
+    out = []
+    for f in schema:
+        field_id = next_id[0]
+        next_id[0] += 1
+        out.append({"id": field_id, "name": f.name, "type": paimon_type(f.type, f.nullable, next_id)})
+    return out, next_id[0] - 1
