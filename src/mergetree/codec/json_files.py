@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SNAPSHOT_FIELDS", "dumps", "loads", "snapshot_json"]
+__all__ = ["SNAPSHOT_FIELDS", "dumps", "loads", "schema_json", "snapshot_json"]
 
 
 def loads(data: bytes | str) -> Any:
@@ -76,3 +76,17 @@ def snapshot_json(fields: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"a Paimon snapshot has no fields {unknown}")
     return {k: fields.get(k) for k in SNAPSHOT_FIELDS if fields.get(k) is not None or k in _NULL_KEPT}
+
+
+def schema_json(schema_id: int, fields: list[dict], highest_field_id: int, partition_keys: list[str],
+                primary_keys: list[str], options: dict[str, str], time_millis: int,
+                comment: str | None = None) -> dict[str, Any]:
+    """A schema file's JSON object in the order Java's ``SchemaSerializer`` writes it (version
+    3; `comment` only when there is one)."""
+    out: dict[str, Any] = {"version": 3, "id": schema_id, "fields": fields, "highestFieldId": highest_field_id,
+                           "partitionKeys": list(partition_keys), "primaryKeys": list(primary_keys),
+                           "options": {str(k): str(v) for k, v in options.items()}}
+    if comment is not None:
+        out["comment"] = comment
+    out["timeMillis"] = time_millis
+    return out

@@ -1,0 +1,115 @@
+"""New Apache Paimon tables: the schema file Java's ``FileSystemCatalog.createTable`` writes,
+made from an Arrow schema (`codec.types.paimon_fields`), with every option a reader needs written
+explicitly — ``bucket`` above all, since a table without it is a dynamic-bucket table to every
+other engine.  The first piece of `Table.create` making Paimon tables (issue 36): what a table
+may declare is checked here, by the same rules a write into it checks (`options.check_options`),
+before anything is written; the schema file is created with the store's conditional create, so
+two creators never both succeed."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..codec.json_files import dumps, schema_json
+from ..codec.types import NoPaimonType, paimon_fields, parse_field
+from ..errors import (
+    InvalidArgumentError,
+    ObjectExistsError,
+    TableExistsError,
+    UnsupportedPaimonFeatureError,
+    UnsupportedTypeError,
+)
+from ..table.objects import locate, table_path
+from .metadata import SCHEMA_DIR, PaimonTable
+from .options import ENGINES, check_options, file_index_spec
+
+__all__ = ["create_table"]
+
+# mergetree's engine names -> Paimon's `merge-engine`
+_PAIMON_ENGINES = {mine: paimon for paimon, mine in ENGINES.items()}
+
+
+def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_key: Sequence[str] = (),
+                 partition_by: Sequence[str] = (), buckets: int = 1, merge_engine: str = "deduplicate",
+                 options: Mapping[str, object] | None = None,
+                 storage_options: Mapping[str, object] | None = None) -> PaimonTable:
+    """Create Paimon table `table` ("database.table") of the filesystem-catalog `warehouse`, or
+    with `table` None a table at `warehouse` itself, and open it.  Primary-key columns become
+    NOT NULL (as Java normalizes them); partition columns must be key columns (a table whose key
+    leaves one out is a cross-partition table, which mergetree cannot write).  Raises
+    TableExistsError when a table is there already, UnsupportedTypeError for a column Paimon has
+    no type for, UnsupportedPaimonFeatureError for options mergetree could not honour; nothing
+    is written then."""
+    if not isinstance(schema, pa.Schema) or not len(schema):
+        raise InvalidArgumentError(f"schema must be a non-empty pyarrow.Schema, not {schema!r}")
+    names = schema.names
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"the schema names a column twice: {names}")
+    keys, partitions = _names(primary_key, "primary_key"), _names(partition_by, "partition_by")
+    for what, listed in (("primary_key", keys), ("partition_by", partitions)):
+        missing = [c for c in listed if c not in names]
+        if missing:
+            raise InvalidArgumentError(f"{what} names columns the schema lacks: {missing}")
+    if keys and [c for c in partitions if c not in keys]:
+        raise UnsupportedPaimonFeatureError(
+            f"partition columns {[c for c in partitions if c not in keys]} are not in the primary key {keys}: "
+            f"that is a cross-partition table, which mergetree cannot write; add them to the primary key")
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+        raise InvalidArgumentError(f"buckets must be a positive bucket count, not {buckets!r}")
+    engine = merge_engine if merge_engine in ENGINES else _PAIMON_ENGINES.get(merge_engine)
+    if engine is None:
+        raise InvalidArgumentError(f"merge_engine must be one of {sorted(_PAIMON_ENGINES)}, not {merge_engine!r}")
+    fields = [f.with_nullable(False) if f.name in keys else f for f in schema]
+    try:
+        paimon, highest = paimon_fields(pa.schema(fields))
+    except NoPaimonType as exc:
+        column = next(f.name for f in fields if _refused(f))
+        raise UnsupportedTypeError(f"column {column!r} ({schema.field(column).type}): {exc}") from None
+    written: dict[str, str] = {"bucket": str(buckets), "file.format": "parquet"}
+    if keys:
+        written["merge-engine"] = engine
+    for k, v in (options or {}).items():
+        written[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+    check_options(written, names, keys, partitions)  # what a write into it would refuse, refused now
+    parsed = [parse_field(f) for f in paimon]  # every column reads back (nested types through the codec too)
+    file_index_spec(written, {f.name: f.type for f in parsed})
+    body = dumps(schema_json(0, paimon, highest, partitions, keys, written, int(time.time() * 1000)))
+    store = _table_store(warehouse, table, storage_options)
+    try:
+        store.create(f"{SCHEMA_DIR}/schema-0", body)
+    except ObjectExistsError:
+        raise TableExistsError(f"a Paimon table is already at {table_path(store)}") from None
+    return PaimonTable("", table or table_path(store).rstrip("/").replace(os.sep, "/").rpartition("/")[2],
+                       store, [0])
+
+
+def _names(value: Any, what: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    out = list(value or ())
+    if not all(isinstance(c, str) and c for c in out) or len(set(out)) != len(out):
+        raise InvalidArgumentError(f"{what} must be distinct column names, not {value!r}")
+    return out
+
+
+def _refused(f: pa.Field) -> bool:
+    try:
+        paimon_fields(pa.schema([f]))
+        return False
+    except NoPaimonType:
+        return True
+
+
+def _table_store(warehouse: Any, table: str | None, storage_options: Mapping[str, object] | None):
+    if isinstance(warehouse, bytes) or not isinstance(warehouse, (str, os.PathLike)):
+        raise InvalidArgumentError(f"warehouse must be a directory path or a URI, not {warehouse!r}")
+    if table is None:
+        return locate(os.fspath(warehouse), storage_options, "a Paimon table")
+    if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
+        raise InvalidArgumentError(f"table must be 'database.table', not {table!r}")
+    db, name = table.split(".")
+    return locate(os.fspath(warehouse), storage_options, "a Paimon warehouse").sub(f"{db}.db/{name}")
