@@ -4,6 +4,7 @@ filters, bitmaps V1 and V2), property tests of every encoder against a model of 
 tables written and read through it — an index may only ever skip files, never change a read."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -28,6 +29,11 @@ from mergetree.paimon import file_indexes
 from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.options import file_index_spec
 from mergetree.table import filters as flt
+
+try:  # the installed-wheel check runs without pandas (nanosecond values come to Python through it)
+    PANDAS = importlib.util.find_spec("pandas") is not None
+except ImportError:
+    PANDAS = False
 
 JAVA = Path(__file__).resolve().parent / "data" / "java_paimon_file_index"
 JAVA_PK = Path(__file__).resolve().parent / "data" / "java_paimon"
@@ -247,8 +253,10 @@ def test_a_value_longer_than_a_bitmap_block_leaves_the_file_without_that_index(t
 def test_bloom_filters_never_miss_a_value_they_hold(column, sizing):
     t, values = column
     bloom = fi.BloomFilter.decode(fi.encode_bloom(values, t, *sizing))
-    present = [v for v in _plain(values).to_pylist() if v is not None]
-    assert bloom.might_contain(fi.hashes_of(present, t)).all()
+    assert bloom.might_contain(fi.value_hashes(_plain(values), t)).all()
+    if t.precision <= 6 or PANDAS:  # nanoseconds come back to Python through pandas only
+        present = [v for v in _plain(values).to_pylist() if v is not None]
+        assert bloom.might_contain(fi.hashes_of(present, t)).all()
     # Java's hash of a long, as FastHash computes it in 64-bit two's complement
     key = -5
     expected = (~key) + (key << 21)
@@ -280,8 +288,8 @@ FILTER_OPS = ["=", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is no
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(columns(roots=("INT", "BIGINT", "STRING", "DOUBLE", "FLOAT", "DATE", "TIMESTAMP(6)", "TIMESTAMP(9)",
-                      "BOOLEAN")),
+@given(columns(roots=("INT", "BIGINT", "STRING", "DOUBLE", "FLOAT", "DATE", "TIMESTAMP(6)", "BOOLEAN") +
+               (("TIMESTAMP(9)",) if PANDAS else ())),
        st.sampled_from(FILTER_OPS), st.data())
 def test_an_index_never_skips_a_file_holding_a_matching_row(column, op, data):
     t, values = column
@@ -490,9 +498,9 @@ def _verdict(values: pa.Array, t, f: tuple) -> bool:
     return file_indexes._evaluate(f, file_indexes.FileIndex(loaders, "test"), {"c": ("c", t)})
 
 
-def test_coarse_timestamp_keys_and_signed_zeros_never_rule_out_a_match():
-    """Found in review: Java keys TIMESTAMP(7..9) by microseconds (one key, many values), and a
-    bitmap's float keys order -0.0 before 0.0 where a filter's comparison does not."""
+def test_coarse_timestamp_keys_never_rule_out_a_match():
+    """Found in review: Java keys TIMESTAMP(7..9) by microseconds (one key, many values)."""
+    pytest.importorskip("pandas")  # nanosecond values in Python are pandas Timestamps
     ns = pa.array([1500], pa.timestamp("ns"))
     t9 = parse_type("TIMESTAMP(9)")
     one_ns_later = pa.array([1001], pa.timestamp("ns"))[0].as_py()
@@ -501,6 +509,11 @@ def test_coarse_timestamp_keys_and_signed_zeros_never_rule_out_a_match():
         assert pa.table({"c": ns}).filter(flt.to_expression(flt.normalize(f, pa.schema([("c", ns.type)])),
                                                              pa.schema([("c", ns.type)]))).num_rows == 1
         assert _verdict(ns, t9, f), f
+
+
+def test_signed_zeros_never_rule_out_a_match():
+    """Found in review: a bitmap's float keys order -0.0 before 0.0 where a filter's comparison
+    does not."""
     for root, arrow in (("DOUBLE", pa.float64()), ("FLOAT", pa.float32())):
         zeros = pa.array([0.0, 5.0], arrow)
         assert _verdict(zeros, parse_type(root), ("c", "<=", -0.0))

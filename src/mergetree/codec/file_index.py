@@ -706,32 +706,27 @@ class BitmapIndex:
         return len(self.entries)
 
 
-def keys_of(values: Iterable[Any], t: PaimonType) -> list[Any]:
-    """Query values (Python values of the column's Arrow type) as bitmap keys; values the
-    column's type cannot hold are dropped (they are in no row)."""
+def _query_array(values: Iterable[Any], t: PaimonType) -> pa.Array | None:
+    """Query values (Python values of the column's Arrow type) as one array of that type;
+    values the type cannot hold are dropped (they are in no row), nulls too."""
     kept = []
     for v in values:
         if v is None:
             continue
         try:
-            kept.append(pa.scalar(v, type=t.arrow))
+            kept.append(pa.array([v], type=t.arrow))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             continue
-    if not kept:
-        return []
-    return bitmap_keys(pa.array([s.as_py() for s in kept], type=t.arrow), t)
+    return pa.concat_arrays(kept) if kept else None
+
+
+def keys_of(values: Iterable[Any], t: PaimonType) -> list[Any]:
+    """Query values as bitmap keys (values the column's type cannot hold dropped)."""
+    array = _query_array(values, t)
+    return [] if array is None else bitmap_keys(array, t)
 
 
 def hashes_of(values: Iterable[Any], t: PaimonType) -> np.ndarray:
     """Query values as Bloom-filter hashes (values the column cannot hold dropped)."""
-    kept = []
-    for v in values:
-        if v is None:
-            continue
-        try:
-            kept.append(pa.scalar(v, type=t.arrow).as_py())
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-            continue
-    if not kept:
-        return np.zeros(0, dtype=np.int64)
-    return value_hashes(pa.array(kept, type=t.arrow), t)
+    array = _query_array(values, t)
+    return np.zeros(0, dtype=np.int64) if array is None else value_hashes(array, t)
