@@ -5,6 +5,7 @@ by both; sequence numbers continuing in both directions; every row in the bucket
 function gives it; refusals leaving the table as it was."""
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import re
@@ -693,3 +694,13 @@ def test_a_failure_after_the_commit_is_a_warning(tmp_path, monkeypatch):
         result = mp.write(str(wh), "t.pk_table_scan_and_read_mor", {"f0": ["w"], "f1": [10], "f2": [0], "f3": [1.0]})
     assert result.snapshot is not None and result.compacted is None
     assert "w" in mp.read(str(wh), "t.pk_table_scan_and_read_mor").column("f0").to_pylist()
+
+
+def test_an_orc_files_columns_are_read_from_its_footer_once():
+    """Thin-mode detection asks every ORC data file for its columns at every read: the answer
+    is cached by file (path, size and mtime), so the footer is read once."""
+    paimon_read = importlib.import_module("mergetree.paimon.read")  # the module, not `mergetree.paimon.read()`
+    orc_file = next((JAVA / "orc" / "pk_with_bitmap_dv.db" / "pk_with_bitmap_dv" / "bucket-0").glob("*.orc"))
+    first = paimon_read._orc_column_names(str(orc_file))
+    assert "_KEY_key" in first and "f0" in first
+    assert paimon_read._orc_column_names(str(orc_file)) is first

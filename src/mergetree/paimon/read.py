@@ -313,11 +313,23 @@ def _thin_keys(path: str | StoredFile, name: str, columns: list[str] | None) -> 
     if not keys:
         return {}
     if name.endswith(".parquet"):
-        names = set(parquet_fragment(path).physical_schema.names)
+        names: set[str] | frozenset[str] = set(parquet_fragment(path).physical_schema.names)
     else:
-        from pyarrow import orc
-        names = set(orc.ORCFile(path.open() if isinstance(path, StoredFile) else path).schema.names)
+        names = _orc_column_names(path)
     return {c: c[len(KEY_PREFIX):] for c in keys if c not in names and c[len(KEY_PREFIX):] in names}
+
+
+# an ORC file's column names, by file: its footer is read once, not at every read of the file
+_orc_names: FileCache[frozenset[str]] = FileCache(max_entries=1024)
+
+
+def _orc_column_names(path: str | StoredFile) -> frozenset[str]:
+    def load() -> frozenset[str]:
+        from pyarrow import orc
+        return frozenset(orc.ORCFile(path.open() if isinstance(path, StoredFile) else path).schema.names)
+    if isinstance(path, StoredFile):
+        return _orc_names.get_keyed(path.key, load)
+    return _orc_names.get(path, load)
 
 
 def _thin_file(path: str | StoredFile, columns: list[str], thin: dict[str, str], row_filter: pc.Expression | None,
