@@ -182,6 +182,15 @@ class BucketJoin(_TableDirectory):
             join_sorted(tables[0], tables[1], "id", "inner")
 
 
+def _ids_and_names(seed: int, n: int = 1_000_000) -> tuple[pa.Array, pa.Array]:
+    """`n` random 40-bit ids and as many ``customer-<number>`` strings (the Paimon benchmarks' keys)."""
+    rng = np.random.default_rng(seed)
+    ints = pa.array(rng.integers(0, 1 << 40, n))
+    strings = pc.binary_join_element_wise("customer-", pc.cast(pa.array(rng.integers(0, 1 << 30, n)), pa.string()),
+                                          "")
+    return ints, strings
+
+
 class PaimonBucketHash:
     """Paimon's default bucket function (`mergetree.codec.buckets.buckets_of`: each row's
     BinaryRow laid out and Murmur3-hashed in the compiled core) over 1M rows: the placement
@@ -192,11 +201,7 @@ class PaimonBucketHash:
 
     def setup(self, key):
         from mergetree.codec.types import parse_type
-        rng = np.random.default_rng(3)
-        n = 1_000_000
-        ints = pa.array(rng.integers(0, 1 << 40, n))
-        strings = pc.binary_join_element_wise("customer-", pc.cast(pa.array(rng.integers(0, 1 << 30, n)),
-                                                                   pa.string()), "")
+        ints, strings = _ids_and_names(3)
         self.columns, self.types = {
             "bigint": ([ints], [parse_type("BIGINT")]),
             "string": ([strings], [parse_type("STRING")]),
@@ -212,22 +217,20 @@ class PaimonBucketHash:
 class PaimonFileIndex:
     """Paimon's file-index encoders (`mergetree.codec.file_index`) over one data file's column
     of 1M rows: what a write into a table declaring ``file-index.bloom-filter.columns`` or
-    ``file-index.bitmap.columns`` pays per file (Bloom: distinct values hashed; bitmap: one
-    Roaring bitmap per distinct value, so on a low-cardinality column)."""
+    ``file-index.bitmap.columns`` pays per file (Bloom: every value hashed; bitmap: one Roaring
+    bitmap per distinct value, so on a low-cardinality column)."""
 
     params = (["bloom-bigint", "bloom-string", "bitmap-int-100"],)
     param_names = ("index",)
 
     def setup(self, index):
         from mergetree.codec.types import parse_type
-        rng = np.random.default_rng(5)
-        n = 1_000_000
-        ints = pa.array(rng.integers(0, 1 << 40, n))
+        ints, strings = _ids_and_names(5)
         self.values, self.type = {
             "bloom-bigint": (ints, parse_type("BIGINT")),
-            "bloom-string": (pc.binary_join_element_wise("customer-", pc.cast(ints, pa.string()), ""),
-                             parse_type("STRING")),
-            "bitmap-int-100": (pa.array(rng.integers(0, 100, n), pa.int32()), parse_type("INT")),
+            "bloom-string": (strings, parse_type("STRING")),
+            "bitmap-int-100": (pa.array(np.random.default_rng(5).integers(0, 100, len(ints)), pa.int32()),
+                               parse_type("INT")),
         }[index]
         self.kind = index.split("-")[0]
 

@@ -531,5 +531,8 @@ def paimon_fields(schema: pa.Schema) -> tuple[list[dict], int]:
     for f in schema:
         field_id = next_id[0]
         next_id[0] += 1
-        out.append({"id": field_id, "name": f.name, "type": paimon_type(f.type, f.nullable, next_id)})
+        try:
+            out.append({"id": field_id, "name": f.name, "type": paimon_type(f.type, f.nullable, next_id)})
+        except NoPaimonType as exc:
+            raise NoPaimonType(f"column {f.name!r} ({f.type}): {exc}") from None
     return out, next_id[0] - 1

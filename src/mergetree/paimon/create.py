@@ -7,7 +7,6 @@ before anything is written; the schema file is created with the store's conditio
 two creators never both succeed."""
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,8 +22,8 @@ from ..errors import (
     UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
-from ..table.objects import locate, table_path
-from .metadata import SCHEMA_DIR, PaimonTable
+from ..table.objects import table_path
+from .metadata import SCHEMA_DIR, PaimonTable, table_store
 from .options import ENGINES, check_options, file_index_spec
 
 __all__ = ["create_table"]
@@ -67,8 +66,7 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     try:
         paimon, highest = paimon_fields(pa.schema(fields))
     except NoPaimonType as exc:
-        column = next(f.name for f in fields if _refused(f))
-        raise UnsupportedTypeError(f"column {column!r} ({schema.field(column).type}): {exc}") from None
+        raise UnsupportedTypeError(str(exc)) from None
     written: dict[str, str] = {"bucket": str(buckets), "file.format": "parquet"}
     if keys:
         written["merge-engine"] = engine
@@ -78,13 +76,12 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     parsed = [parse_field(f) for f in paimon]  # every column reads back (nested types through the codec too)
     file_index_spec(written, {f.name: f.type for f in parsed})
     body = dumps(schema_json(0, paimon, highest, partitions, keys, written, int(time.time() * 1000)))
-    store = _table_store(warehouse, table, storage_options)
+    store, name = table_store(warehouse, table, storage_options)
     try:
         store.create(f"{SCHEMA_DIR}/schema-0", body)
     except ObjectExistsError:
         raise TableExistsError(f"a Paimon table is already at {table_path(store)}") from None
-    return PaimonTable("", table or table_path(store).rstrip("/").replace(os.sep, "/").rpartition("/")[2],
-                       store, [0])
+    return PaimonTable("", name, store, [0])
 
 
 def _names(value: Any, what: str) -> list[str]:
@@ -94,22 +91,3 @@ def _names(value: Any, what: str) -> list[str]:
     if not all(isinstance(c, str) and c for c in out) or len(set(out)) != len(out):
         raise InvalidArgumentError(f"{what} must be distinct column names, not {value!r}")
     return out
-
-
-def _refused(f: pa.Field) -> bool:
-    try:
-        paimon_fields(pa.schema([f]))
-        return False
-    except NoPaimonType:
-        return True
-
-
-def _table_store(warehouse: Any, table: str | None, storage_options: Mapping[str, object] | None):
-    if isinstance(warehouse, bytes) or not isinstance(warehouse, (str, os.PathLike)):
-        raise InvalidArgumentError(f"warehouse must be a directory path or a URI, not {warehouse!r}")
-    if table is None:
-        return locate(os.fspath(warehouse), storage_options, "a Paimon table")
-    if not isinstance(table, str) or table.count(".") != 1 or not all(table.split(".")):
-        raise InvalidArgumentError(f"table must be 'database.table', not {table!r}")
-    db, name = table.split(".")
-    return locate(os.fspath(warehouse), storage_options, "a Paimon warehouse").sub(f"{db}.db/{name}")

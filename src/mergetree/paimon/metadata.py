@@ -117,6 +117,25 @@ class PaimonSchema:
         return check_options(self.options, self.names, list(self.primary_keys), list(self.partition_keys))
 
 
+def table_store(warehouse: Any, table: Any, storage_options: Mapping[str, object] | None = None) -> tuple[Store, str]:
+    """The store of table `table` ("database.table", at ``<warehouse>/<database>.db/<table>``
+    as Paimon's filesystem catalog keeps it) and the table's name; `table` None: `warehouse`
+    is the table's own directory, named by its last part.  `warehouse`: a local directory (or
+    Paimon's ``file:/path``) or a URI with `mergetree.storage`'s `storage_options`."""
+    if isinstance(warehouse, bytes) or not isinstance(warehouse, (str, os.PathLike)):
+        raise InvalidArgumentError(f"warehouse must be a directory path or a URI, not {warehouse!r}")
+    if table is not None and (not isinstance(table, str) or table.count(".") != 1 or not all(table.split("."))):
+        raise InvalidArgumentError(f"table must be 'database.table', not {table!r}")
+    text = os.fspath(warehouse)
+    if text.startswith("file:") and not text.startswith("file://"):
+        text = text[len("file:"):]  # Paimon's own form of a local warehouse
+    if table is None:
+        storage = locate(text, storage_options, "a Paimon table")
+        return storage, table_path(storage).rstrip("/").replace(os.sep, "/").rpartition("/")[2]
+    db, name = table.split(".")
+    return locate(text, storage_options, "a Paimon warehouse").sub(f"{db}.db/{name}"), table
+
+
 @dataclass(frozen=True, eq=False)
 class PaimonFile:
     """One live data file of a snapshot, with what the planner and the pruning need."""
@@ -229,20 +248,7 @@ class PaimonTable:
         ``file:/path``) or a URI (``s3://bucket/warehouse``, ...) whose `storage_options` are
         `mergetree.storage`'s (the same as `Table.open`'s).  `table` None: `warehouse` is the
         table's own directory (a table outside any catalog).  One listing of its schema files."""
-        if isinstance(warehouse, bytes) or not isinstance(warehouse, (str, os.PathLike)):
-            raise InvalidArgumentError(f"warehouse must be a directory path or a URI, not {warehouse!r}")
-        if table is not None and (not isinstance(table, str) or table.count(".") != 1 or not all(table.split("."))):
-            raise InvalidArgumentError(f"table must be 'database.table', not {table!r}")
-        text = os.fspath(warehouse)
-        if text.startswith("file:") and not text.startswith("file://"):
-            text = text[len("file:"):]  # Paimon's own form of a local warehouse
-        if table is None:
-            storage = locate(text, storage_options, "a Paimon table")
-            table = table_path(storage).rstrip("/").replace(os.sep, "/").rpartition("/")[2]
-        else:
-            store = locate(text, storage_options, "a Paimon warehouse")
-            db, name = table.split(".")
-            storage = store.sub(f"{db}.db/{name}")
+        storage, table = table_store(warehouse, table, storage_options)
         names = list_names(storage, SCHEMA_DIR)
         if not [n for n in names if n]:  # a directory marker ("schema/") is no schema
             raise TableNotFoundError(f"there is no Paimon table {table!r} at {table_path(storage)} "

@@ -113,9 +113,16 @@ class PaimonReadPlan:
             all(f.level > 0 and f.delete_count == 0 for f in bucket.files)
 
     @cached_property
-    def file_index_reads(self) -> bool:
-        """Whether file indexes may skip files (``file-index.read.enabled``, on by default)."""
-        return str(self.schema.options.get("file-index.read.enabled", "true")).strip().lower() != "false"
+    def indexed_columns(self) -> frozenset[str]:
+        """The columns the table's ``file-index.<type>.columns`` options name, whose files'
+        indexes a filter on them may consult (none under ``file-index.read.enabled = false``).
+        A filter on other columns reads no index, not even an index file's head."""
+        options = self.schema.options
+        if str(options.get("file-index.read.enabled", "true")).strip().lower() == "false":
+            return frozenset()
+        declared = [str(value) for key, value in options.items()
+                    if key.startswith("file-index.") and key.endswith(".columns")]
+        return frozenset(name.strip() for value in declared for name in value.split(","))
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -755,7 +762,9 @@ def _may_match(plan: PaimonReadPlan, pf: PaimonFile, simple_filter: Any) -> bool
         return True
     if not flt.may_match(simple_filter, _file_stats(plan, pf), pf.row_count):
         return False
-    return not plan.file_index_reads or file_index_may_match(plan.table, pf, plan.schema, simple_filter)
+    if not (flt.columns_of(simple_filter) or set()) & plan.indexed_columns:
+        return True
+    return file_index_may_match(plan.table, pf, plan.schema, simple_filter)
 
 
 def _file_stats(plan: PaimonReadPlan, pf: PaimonFile) -> dict[str, tuple[Any, Any, int]]:
