@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import mergetree.paimon as mp
-from mergetree.paimon.metadata import PaimonTable
+from mergetree.table.paimon.metadata import PaimonTable
 
 WRITES = 20
 

@@ -915,8 +915,8 @@ def _compact_step(table: _Table, operation: str, phase: str, full: bool) -> Paim
     the small commits in deletion-vector mode, every bucket read file by file (no merge) with
     exactly the live keys left once the vectors are applied."""
     from mergetree.paimon import compact
-    from mergetree.paimon.metadata import PaimonTable
     from mergetree.paimon.read import plan_read
+    from mergetree.table.paimon.metadata import PaimonTable
 
     result = table.result(MERGETREE, operation, phase)
     try:

@@ -27,8 +27,8 @@ from mergetree import CompactionConflictError, SnapshotNotFoundError, Unsupporte
 from mergetree.codec.binary_row import decode_row, encode_row
 from mergetree.codec.types import parse_type
 from mergetree.paimon.compact import commit_compaction, plan_compaction, rewrite_bucket
-from mergetree.paimon.metadata import PaimonTable
-from mergetree.paimon.options import check_options
+from mergetree.table.paimon.metadata import PaimonTable
+from mergetree.table.paimon.options import check_options
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("region", pa.string()), ("amount", pa.decimal128(12, 2)), ("ts", pa.timestamp("us")),
@@ -579,7 +579,7 @@ def test_key_filtered_reads_of_large_row_groups(tmp_path: Path) -> None:
     write_paimon(work, wh, "db.num", commits, ["id"], [], {"bucket": "1"})
     write_paimon(work, wh, "db.str", [t.drop_columns(["id"]).group_by("s").aggregate([("v", "max"), ("c", "max")])
                                       .rename_columns(["s", "v", "c"]) for t in commits], ["s"], [], {"bucket": "1"})
-    from mergetree.paimon.read import LARGE_ROW_GROUP
+    from mergetree.table.paimon.files import LARGE_ROW_GROUP
     assert max(f.row_count for f in PaimonTable.open(str(wh), "db.num").live_files(
         PaimonTable.open(str(wh), "db.num").resolve(None))) > LARGE_ROW_GROUP
     full = mp.read(str(wh), "db.num")

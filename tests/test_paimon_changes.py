@@ -23,7 +23,7 @@ from mergetree.errors import (
     SnapshotNotFoundError,
     UnsupportedPaimonFeatureError,
 )
-from mergetree.paimon.metadata import PaimonTable
+from mergetree.table.paimon.metadata import PaimonTable
 
 TABLE = "db.t"
 # universal compaction from two sorted runs on: a compaction that is not full has work to do

@@ -31,8 +31,8 @@ import mergetree.paimon as mp
 from mergetree import CompactionConflictError, CorruptTableError
 from mergetree.codec.deletion_vectors import MAGIC_64
 from mergetree.paimon.compact import commit_compaction, plan_compaction, remove_files
-from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.read import plan_read
+from mergetree.table.paimon.metadata import PaimonTable
 from mergetree.table.read.topn import top_rows
 
 pytestmark = needs_pypaimon
@@ -261,7 +261,7 @@ def test_damaged_or_missing_index_files_are_named(tmp_path: Path) -> None:
     damaged = bytearray(good)
     damaged[deletion.range.offset + 9] ^= 0xFF  # inside the bitmap: the checksum no longer matches
     path.write_bytes(bytes(damaged))
-    from mergetree.paimon.metadata import _dv_cache
+    from mergetree.table.paimon.metadata import _dv_cache
     _dv_cache.clear()
     with pytest.raises(CorruptTableError, match=path.name):
         mp.read(str(wh), name)

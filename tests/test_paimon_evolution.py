@@ -24,8 +24,8 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 import mergetree.paimon as mp
 from mergetree import SchemaMismatchError, UnsupportedPaimonFeatureError
 from mergetree.codec.types import evolve, parse_type
-from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.read import _file_batches, _file_stats, _needed_columns, plan_read
+from mergetree.table.paimon.metadata import PaimonTable
 
 # -- the cast rules, value by value ---------------------------------------------------------
 

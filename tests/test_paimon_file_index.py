@@ -25,10 +25,10 @@ import mergetree.paimon as mp
 from mergetree import CorruptTableError, UnsupportedPaimonFeatureError, _bloom
 from mergetree.codec import file_index as fi
 from mergetree.codec.types import parse_type
-from mergetree.paimon import file_indexes
-from mergetree.paimon.metadata import PaimonTable
-from mergetree.paimon.options import file_index_spec
 from mergetree.table import filters as flt
+from mergetree.table.paimon import file_indexes
+from mergetree.table.paimon.metadata import PaimonTable
+from mergetree.table.paimon.options import file_index_spec
 
 try:  # the installed-wheel check runs without pandas (nanosecond values come to Python through it)
     PANDAS = importlib.util.find_spec("pandas") is not None

@@ -16,7 +16,7 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 import mergetree.paimon as mp
 from mergetree.codec.binary_row import decode_row
 from mergetree.codec.types import parse_type
-from mergetree.paimon.metadata import PaimonTable
+from mergetree.table.paimon.metadata import PaimonTable
 
 ROW = pa.struct([("x", pa.int32()), ("y", pa.string())])
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("r", ROW), ("arr", pa.list_(pa.int32())),

@@ -30,8 +30,8 @@ from test_paimon import _commits, _key, _options, model
 import mergetree.paimon as mp
 from mergetree.codec.manifest_files import ROW_TYPES, blank, read_metadata, write_metadata
 from mergetree.errors import CorruptTableError, InvalidArgumentError
-from mergetree.paimon.metadata import PaimonTable
 from mergetree.table.objects import storage_for
+from mergetree.table.paimon.metadata import PaimonTable
 
 # Paimon's row types as ORC (Arrow) types, written out from the specification
 _STATS = pa.struct([("_MIN_VALUES", pa.binary()), ("_MAX_VALUES", pa.binary()),

@@ -26,8 +26,8 @@ from mergetree.errors import (
     StorageError,
 )
 from mergetree.paimon.compact import commit_compaction, plan_compaction, remove_files, rewrite_bucket
-from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.read import plan_read, read_bucket
+from mergetree.table.paimon.metadata import PaimonTable
 
 pytestmark = needs_pypaimon
 
@@ -167,7 +167,7 @@ def test_reading_data_files_on_s3_makes_no_listing_and_no_head(s3_server, tables
     """The manifests name every file and record its size: data files are fetched by ranged GETs
     without a HEAD, and a table whose partition values every writer spells alike is read
     without a listing (the odd one's files are found by one)."""
-    from mergetree.paimon import metadata
+    from mergetree.table.paimon import metadata
 
     for name, lists in (("db.t", 0), ("db.o", 1)):
         metadata._live_cache.clear()  # the snapshot's files as a cold read finds them
@@ -279,7 +279,7 @@ def test_a_store_without_conditional_create_reads_but_refuses_to_compact(tables,
     local filesystem) is read; compacting it is refused before anything is written."""
     import pyarrow.fs as pafs
 
-    import mergetree.paimon.metadata as metadata
+    import mergetree.table.paimon.metadata as metadata
     from mergetree.storage import ArrowFileSystemStore, parse_location
 
     local = tables["local"]

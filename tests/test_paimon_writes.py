@@ -25,7 +25,7 @@ import mergetree.paimon as mp
 from mergetree import InvalidArgumentError, SchemaMismatchError, Table, UnsupportedPaimonFeatureError
 from mergetree.codec.buckets import bucket_key, buckets_of
 from mergetree.codec.types import parse_field
-from mergetree.paimon.metadata import PaimonTable
+from mergetree.table.paimon.metadata import PaimonTable
 
 JAVA = Path(__file__).resolve().parent / "data" / "java_paimon"
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("name", pa.string()), ("cnt", pa.int64())])
@@ -699,8 +699,8 @@ def test_a_failure_after_the_commit_is_a_warning(tmp_path, monkeypatch):
 def test_an_orc_files_columns_are_read_from_its_footer_once():
     """Thin-mode detection asks every ORC data file for its columns at every read: the answer
     is cached by file (path, size and mtime), so the footer is read once."""
-    paimon_read = importlib.import_module("mergetree.paimon.read")  # the module, not `mergetree.paimon.read()`
+    paimon_files = importlib.import_module("mergetree.table.paimon.files")
     orc_file = next((JAVA / "orc" / "pk_with_bitmap_dv.db" / "pk_with_bitmap_dv" / "bucket-0").glob("*.orc"))
-    first = paimon_read._orc_column_names(str(orc_file))
+    first = paimon_files.orc_column_names(str(orc_file))
     assert "_KEY_key" in first and "f0" in first
-    assert paimon_read._orc_column_names(str(orc_file)) is first
+    assert paimon_files.orc_column_names(str(orc_file)) is first

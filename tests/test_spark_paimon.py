@@ -18,8 +18,8 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import CorruptTableError, UnsupportedPaimonFeatureError
-from mergetree.paimon.metadata import PaimonTable
 from mergetree.paimon.read import plan_read
+from mergetree.table.paimon.metadata import PaimonTable
 
 pytestmark = needs_pypaimon
 

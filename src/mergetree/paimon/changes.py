@@ -47,7 +47,8 @@ from ..errors import CorruptTableError, InvalidArgumentError, SnapshotNotFoundEr
 from ..merge import ROW_KIND_COLUMN, symbols_of
 from ..table import filters as flt
 from ..table.files import batch_rows_for
-from .metadata import ADD, KIND_COLUMN, PaimonFile, PaimonSchema, PaimonTable
+from ..table.paimon.files import read_data_file
+from ..table.paimon.metadata import ADD, KIND_COLUMN, PaimonFile, PaimonSchema, PaimonTable
 from .read import (
     PaimonBucket,
     PaimonReadPlan,
@@ -56,7 +57,6 @@ from .read import (
     layout_columns,
     plan_read,
     read_bucket,
-    read_data_file,
     read_file,
 )
 

@@ -82,7 +82,7 @@ from ..table.compaction.planner import (
 from ..table.files import dictionary_worthy
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
-from .metadata import (
+from ..table.paimon.metadata import (
     ADD,
     DELETE,
     DELETION_VECTORS_INDEX,
@@ -97,7 +97,7 @@ from .metadata import (
     identifier,
     partition_path,
 )
-from .options import ExternalPaths, FileIndexSpec, external_paths, file_index_spec
+from ..table.paimon.options import ExternalPaths, FileIndexSpec, external_paths, file_index_spec
 from .read import PaimonBucket, PaimonReadPlan, batches_table, merge_runs
 from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
 

@@ -23,8 +23,8 @@ from ..errors import (
     UnsupportedTypeError,
 )
 from ..table.objects import table_path
-from .metadata import SCHEMA_DIR, PaimonTable, table_store
-from .options import ENGINES, check_options, file_index_spec
+from ..table.paimon.metadata import SCHEMA_DIR, PaimonTable, table_store
+from ..table.paimon.options import ENGINES, check_options, file_index_spec
 
 __all__ = ["create_table"]
 

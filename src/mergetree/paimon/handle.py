@@ -13,10 +13,10 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from ..table import Table
+from ..table.paimon.metadata import PaimonTable
 from .changes import changes as paimon_changes
 from .compact import compact as paimon_compact
 from .info import PaimonInfo, info
-from .metadata import PaimonTable
 from .read import read as paimon_read
 from .read import scan as paimon_scan
 from .write import PaimonWrite, delete, write

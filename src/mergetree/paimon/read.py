@@ -26,14 +26,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..codec.buckets import bucket_function, buckets_of
-from ..codec.types import PaimonField, evolve, same_type
+from ..codec.types import same_type
 from ..errors import (
     CorruptTableError,
     InvalidArgumentError,
-    ObjectNotFoundError,
     SchemaMismatchError,
     StorageError,
     UnsupportedPaimonFeatureError,
@@ -41,16 +39,35 @@ from ..errors import (
 from ..merge import merge
 from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
-from ..table.filecache import FileCache
-from ..table.files import batch_rows_for, parquet_fragment, read_parquet
+from ..table.files import batch_rows_for, parquet_fragment
 from ..table.objects import StoredFile
+from ..table.paimon.file_indexes import may_match as file_index_may_match
+from ..table.paimon.files import (
+    cached_keys,
+    corrupt,
+    deleted_positions,
+    evolved_batches,
+    file_layout,
+    key_range_of,
+    parquet_reader,
+    read_data_file,
+    row_span,
+    thin_keys,
+)
+from ..table.paimon.metadata import (
+    KEY_PREFIX,
+    KIND_COLUMN,
+    SEQUENCE_COLUMN,
+    DeletionFile,
+    PaimonFile,
+    PaimonSchema,
+    PaimonTable,
+)
 from ..table.read.topn import checked_order_by, top_rows
 from ..table.sections import interval_partition
-from .file_indexes import may_match as file_index_may_match
-from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "file_layout", "layout_columns",
-           "merge_runs", "merge_sources", "plan_read", "read", "read_bucket", "read_data_file", "read_file",
+__all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "layout_columns",
+           "merge_runs", "merge_sources", "plan_read", "read", "read_bucket", "read_file",
            "read_schema", "scan"]
 
 ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
@@ -93,17 +110,7 @@ class PaimonReadPlan:
     def deleted_positions(self, pf: PaimonFile) -> np.ndarray | None:
         """The sorted row positions of `pf` that its deletion vector marks (None: none), each
         checked to be a row of the file."""
-        deletion = self.deletion_file(pf)
-        if deletion is None:
-            return None
-        bitmap = self.table.deleted_rows(deletion)
-        if not len(bitmap):
-            return None
-        if bitmap.max() >= pf.row_count:
-            raise CorruptTableError(f"the deletion vector of data file {pf.path} (in {deletion.path}) marks row "
-                                    f"{bitmap.max()}, the file holds {pf.row_count}", path=deletion.path)
-        positions = bitmap.to_array()  # array('I') of a 32-bit bitmap, array('Q') of a 64-bit one
-        return np.frombuffer(positions, dtype=np.uint64 if positions.itemsize == 8 else np.uint32).astype(np.int64)
+        return deleted_positions(self.table, pf, self.deletion_file(pf))
 
     def reads_files_alone(self, bucket: PaimonBucket) -> bool:
         """Whether each file of `bucket` can be read on its own, its deletion vector applied (no
@@ -248,7 +255,13 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
     schema = plan.schema
     deleted = plan.deleted_positions(pf)
     if pf.schema_id != schema.id:
-        yield from _evolved_batches(plan, pf, columns, row_filter, batch_rows)
+        try:
+            yield from evolved_batches(plan.table, pf, schema, columns,
+                                       plan_key_filter(plan) if row_filter is not None else None, batch_rows, deleted)
+        except MemoryError:  # out of memory is not a damaged file
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            raise corrupt(plan.table, pf, exc) from None
         return
     try:
         rows = 0
@@ -262,209 +275,11 @@ def _file_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_
     except MemoryError:  # out of memory is not a damaged file
         raise
     except (OSError, pa.ArrowException) as exc:
-        raise _corrupt(plan, pf, exc) from None
+        raise corrupt(plan.table, pf, exc) from None
     expected = pf.row_count - (0 if deleted is None else len(deleted))
     if row_filter is None and rows != expected:
         raise CorruptTableError(f"data file {pf.path} holds {rows} live rows, its Paimon manifest and deletion "
                                 f"vector say {expected}", path=pf.path)
-
-
-KeyRange = tuple[Any, bool, Any, bool]
-LARGE_ROW_GROUP = 65536  # rows: above this, a key-filtered read finds its rows by the key column first
-
-
-def read_data_file(path: str | StoredFile, columns: list[str] | None, row_filter: pc.Expression | None,
-                   batch_rows: int, key_columns: list[str] | None = None,
-                   key_range: KeyRange | None = None, use_threads: bool = False,
-                   deleted: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
-    """A Paimon data file's batches, by its format (the file name's extension, as Paimon
-    decides): Parquet a row group at a time, ORC a stripe at a time.  `row_filter` reads only
-    `key_columns` when given (see `_read_parquet_by_key`).  `deleted`: sorted row positions
-    of the file (its deletion vector) left out, before the filter.  `path` is a local path or
-    a file on an object store (`PaimonTable.source`)."""
-    name = path.name if isinstance(path, StoredFile) else path
-    thin = _thin_keys(path, name, columns)
-    if thin:
-        yield from _thin_file(path, columns or [], thin, row_filter, batch_rows, use_threads, deleted)
-        return
-    if name.endswith(".parquet"):
-        if deleted is not None or (row_filter is not None and key_columns):
-            yield from _read_parquet_by_key(path, columns, row_filter, key_columns or [], batch_rows, key_range,
-                                            deleted, use_threads)
-        else:
-            yield from read_parquet(path, columns, row_filter, None, batch_rows, use_threads)
-        return
-    if not name.endswith(".orc"):
-        raise UnsupportedPaimonFeatureError(f"data file {path}: mergetree reads Parquet and ORC data files only")
-    try:
-        from pyarrow import orc
-    except ImportError:  # pyarrow builds without ORC (Windows)
-        raise UnsupportedPaimonFeatureError(f"data file {path} is ORC, and this pyarrow has no ORC "
-                                            f"support") from None
-    reader = orc.ORCFile(path.open() if isinstance(path, StoredFile) else path)
-    first_row = 0
-    for stripe in range(reader.nstripes):
-        batch = reader.read_stripe(stripe, columns=columns)
-        batch, first_row = _live(batch, first_row, deleted), first_row + batch.num_rows
-        if row_filter is not None:
-            batch = batch.filter(row_filter)
-        for start in range(0, batch.num_rows, batch_rows):
-            yield batch.slice(start, batch_rows)
-
-
-def _thin_keys(path: str | StoredFile, name: str, columns: list[str] | None) -> dict[str, str]:
-    """For a file without `_KEY_` columns — ``data-file.thin-mode`` (Paimon 1.0+), and every
-    primary-key file pypaimon-rust writes — each asked `_KEY_<k>` -> the value column `k` it is
-    read from, as Java's readers take the key from the values; empty for other files."""
-    keys = [c for c in columns or () if c.startswith(KEY_PREFIX)]
-    if not keys:
-        return {}
-    if name.endswith(".parquet"):
-        names: set[str] | frozenset[str] = set(parquet_fragment(path).physical_schema.names)
-    else:
-        names = _orc_column_names(path)
-    return {c: c[len(KEY_PREFIX):] for c in keys if c not in names and c[len(KEY_PREFIX):] in names}
-
-
-# an ORC file's column names, by file: its footer is read once, not at every read of the file
-_orc_names: FileCache[frozenset[str]] = FileCache(max_entries=1024)
-
-
-def _orc_column_names(path: str | StoredFile) -> frozenset[str]:
-    def load() -> frozenset[str]:
-        from pyarrow import orc
-        return frozenset(orc.ORCFile(path.open() if isinstance(path, StoredFile) else path).schema.names)
-    if isinstance(path, StoredFile):
-        return _orc_names.get_keyed(path.key, load)
-    return _orc_names.get(path, load)
-
-
-def _thin_file(path: str | StoredFile, columns: list[str], thin: dict[str, str], row_filter: pc.Expression | None,
-               batch_rows: int, use_threads: bool, deleted: np.ndarray | None) -> Iterator[pa.RecordBatch]:
-    """A thin-mode file's batches with its key columns under their `_KEY_` names: read whole
-    (its deletion vector applied by position), then filtered."""
-    stored = list(dict.fromkeys(thin.get(c, c) for c in columns))
-    first_row = 0
-    for batch in read_data_file(path, stored, None, batch_rows, use_threads=use_threads):
-        live, first_row = _live(batch, first_row, deleted), first_row + batch.num_rows
-        out = pa.RecordBatch.from_arrays([live.column(thin.get(c, c)) for c in columns], names=columns)
-        if row_filter is not None:
-            out = out.filter(row_filter)
-        if out.num_rows:
-            yield out
-
-
-def _live(batch: pa.RecordBatch, first_row: int, deleted: np.ndarray | None) -> pa.RecordBatch:
-    """The rows of `batch` (the file's rows from `first_row` on) that `deleted` does not mark."""
-    if deleted is None or not batch.num_rows:
-        return batch
-    lo, hi = np.searchsorted(deleted, [first_row, first_row + batch.num_rows])
-    if lo == hi:
-        return batch
-    keep = np.ones(batch.num_rows, dtype=bool)
-    keep[deleted[lo:hi] - first_row] = False
-    return batch.filter(pa.array(keep))
-
-
-# decoded key columns of large row groups, for repeated key lookups: (path, size, mtime, group) -> table
-# (an object store's file: (store, name, recorded size, group))
-_key_cache: FileCache[pa.Table] = FileCache(max_entries=4096, max_bytes=256 * 2**20, weight=lambda t: t.nbytes)
-
-
-def _parquet_reader(path: str | StoredFile) -> pq.ParquetFile:
-    """A Parquet file reader on the footer the fragment cache already parsed (an object
-    store's file: its row groups' column chunks fetched by coalesced range requests)."""
-    if isinstance(path, StoredFile):
-        return pq.ParquetFile(path.open(), metadata=parquet_fragment(path).metadata, pre_buffer=True)
-    return pq.ParquetFile(path, metadata=parquet_fragment(path).metadata, pre_buffer=False)
-
-
-def _cached_keys(path: str | StoredFile, group: int, key_columns: list[str]) -> pa.Table:
-    def load() -> pa.Table:
-        return _parquet_reader(path).read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
-    if isinstance(path, StoredFile):
-        return _key_cache.get_keyed((*path.key, group, tuple(key_columns)), load)
-    return _key_cache.get(path, load, group, tuple(key_columns))
-
-
-def _row_span(keys: pa.Table, key_filter: pc.Expression, key_range: KeyRange | None) -> tuple[int, int]:
-    """[first, last) rows of a key-sorted row group that hold every row matching the filter."""
-    if key_range is not None and keys.num_columns == 1 and keys.column(0).null_count == 0:
-        values = keys.column(0).chunk(0) if keys.column(0).num_chunks == 1 else keys.column(0).combine_chunks()
-        if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
-            array = values.to_numpy()
-            lo, lo_inclusive, hi, hi_inclusive = key_range
-            first = 0 if lo is None else int(np.searchsorted(array, lo, "left" if lo_inclusive else "right"))
-            last = len(array) if hi is None else int(np.searchsorted(array, hi, "right" if hi_inclusive else "left"))
-            return first, max(first, last)
-    hits = np.flatnonzero(_evaluate(key_filter, keys))
-    return (int(hits[0]), int(hits[-1]) + 1) if len(hits) else (0, 0)
-
-
-def _read_parquet_by_key(path: str | StoredFile, columns: list[str] | None, key_filter: pc.Expression | None,
-                         key_columns: list[str], batch_rows: int, key_range: KeyRange | None = None,
-                         deleted: np.ndarray | None = None, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
-    """A key-filtered read of a file sorted by key whose row groups are large (Paimon's writers
-    make one per file): statistics cannot skip inside a row group, so the key columns are read
-    first (and kept in a cache for the next lookup), the matching rows located (by binary
-    search when the filter bounds a single numeric key), and the other columns decoded only up
-    to the last of them (decoding streams page by page; stopping early skips the rest).  With
-    `deleted` (a deletion vector's positions) every row group is read by position, the marked
-    rows left out before the filter."""
-    fragment = parquet_fragment(path)
-    metadata = fragment.metadata
-    groups = list(range(metadata.num_row_groups)) if key_filter is None else \
-        [g.id for g in fragment.subset(filter=key_filter).row_groups]
-    if not groups:
-        return
-    reader = _parquet_reader(path)
-    if deleted is None:
-        small = [g for g in groups if metadata.row_group(g).num_rows <= LARGE_ROW_GROUP]
-        if small:  # statistics already narrowed these to a few rows
-            yield from read_parquet(path, columns, key_filter, small, batch_rows)
-        groups = [g for g in groups if g not in small]
-    offsets = np.concatenate([[0], np.cumsum([metadata.row_group(g).num_rows
-                                              for g in range(metadata.num_row_groups)])])
-    step = batch_rows if key_filter is None else min(batch_rows, 8192)
-    for g in groups:
-        first, last = 0, metadata.row_group(g).num_rows
-        if key_filter is not None and key_columns and last > LARGE_ROW_GROUP:
-            keys = _cached_keys(path, g, key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]).select(key_columns)
-            first, last = _row_span(keys, key_filter, key_range)
-            if first >= last:
-                continue
-        start = 0
-        for batch in reader.iter_batches(batch_size=step, row_groups=[g], columns=columns, use_threads=use_threads):
-            end = start + batch.num_rows
-            if end > first:
-                lo = max(first, start)
-                part = _live(batch.slice(lo - start, min(end, last) - lo), int(offsets[g]) + lo, deleted)
-                if key_filter is not None:
-                    part = part.filter(key_filter)
-                if part.num_rows:
-                    yield part
-            start = end
-            if start >= last:
-                break
-
-
-def key_range_of(f: Any, column: str) -> KeyRange | None:
-    """(low, low inclusive, high, high inclusive) that a conjunction of comparisons puts on
-    `column`, or None when the filter is anything else."""
-    if f is None or isinstance(f, pc.Expression):
-        return None
-    lo, lo_inc, hi, hi_inc = None, True, None, True
-    for c in flt.conjuncts(f):
-        if not (isinstance(c, tuple) and len(c) == 3 and c[0] == column and c[1] in ("=", "<", "<=", ">", ">=")):
-            return None
-        _, op, v = c
-        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
-            return None
-        if op in ("=", ">", ">=") and (lo is None or v > lo or (v == lo and op == ">")):
-            lo, lo_inc = v, op != ">"
-        if op in ("=", "<", "<=") and (hi is None or v < hi or (v == hi and op == "<")):
-            hi, hi_inc = v, op != "<"
-    return lo, lo_inc, hi, hi_inc
 
 
 def batches_table(batches: Sequence[pa.RecordBatch]) -> pa.Table:
@@ -476,95 +291,6 @@ def batches_table(batches: Sequence[pa.RecordBatch]) -> pa.Table:
         return pa.Table.from_batches(batches)
     common = pa.schema([f.with_nullable(True) for f in batches[0].schema])
     return pa.Table.from_batches([b.cast(common) for b in batches])
-
-
-def _evaluate(expression: pc.Expression, table: pa.Table) -> pa.ChunkedArray | pa.Array:
-    """The boolean value of `expression` on every row of `table`."""
-    marked = table.append_column("__row__", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    kept = marked.filter(expression).column("__row__").to_numpy()
-    mask = np.zeros(table.num_rows, dtype=bool)
-    mask[kept] = True
-    return pa.array(mask)
-
-
-def _evolved_batches(plan: PaimonReadPlan, pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None,
-                     batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """A file written under an older schema, read as Paimon's SchemaEvolutionUtil maps it:
-    each column of the read schema found by field id among the file schema's columns (under
-    the name it had then), a column added since read as nulls, a retyped one converted as
-    Paimon's casts convert it (`types.evolve`; nested ROW fields by id as well).  Key columns
-    keep their types (Paimon refuses to retype them)."""
-    old = plan.table.schema(pf.schema_id)
-    now = plan.schema
-    by_id = {f.id: f for f in old.fields}
-    if [by_id.get(now.field(k).id) and by_id[now.field(k).id].name for k in now.trimmed_keys] != \
-            list(old.trimmed_keys):
-        raise UnsupportedPaimonFeatureError(f"file {pf.file_name} was written under schema {pf.schema_id}, whose "
-                                            f"primary key differs; mergetree cannot map it")
-    sources: dict[str, str] = {}   # read column -> the file's column
-    befores: dict[str, PaimonField] = {}
-    for c in columns:
-        if c in (SEQUENCE_COLUMN, KIND_COLUMN):
-            sources[c] = c
-        elif c.startswith(KEY_PREFIX):
-            before = by_id[now.field(c[len(KEY_PREFIX):]).id]
-            if not same_type(before.type, now.field(c[len(KEY_PREFIX):]).type):
-                raise UnsupportedPaimonFeatureError(
-                    f"file {pf.file_name} (schema {pf.schema_id}) holds key column {before.name!r} as "
-                    f"{before.type.text}, the table now as {now.field(c[len(KEY_PREFIX):]).type.text}; Paimon does "
-                    f"not retype key columns, so mergetree does not either")
-            sources[c] = KEY_PREFIX + before.name
-        elif now.field(c).id in by_id:
-            befores[c] = by_id[now.field(c).id]
-            sources[c] = befores[c].name
-    file_filter = None
-    if row_filter is not None:  # the key filter, over the file's own key names
-        back = {KEY_PREFIX + k: sources[KEY_PREFIX + k] for k in now.trimmed_keys}
-        file_filter = flt.to_expression(flt.rename(plan_key_filter(plan), back), _file_schema(old))
-    types = {f.name: f.type for f in file_layout(now)}
-    for batch in _file_batches_raw(pf, list(dict.fromkeys(sources.values())), file_filter, batch_rows, plan):
-        arrays, fields = [], []
-        for c in columns:
-            if c not in sources:
-                arr = pa.nulls(batch.num_rows, types[c])
-            elif c in befores and befores[c].type != now.field(c).type:
-                arr = evolve(batch.column(sources[c]), befores[c].type, now.field(c).type, c)
-            else:
-                arr = batch.column(sources[c])
-            arrays.append(arr)
-            fields.append(pa.field(c, arr.type))
-        yield pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def _file_batches_raw(pf: PaimonFile, columns: list[str], row_filter: pc.Expression | None, batch_rows: int,
-                      plan: PaimonReadPlan) -> Iterator[pa.RecordBatch]:
-    try:
-        yield from read_data_file(plan.table.source(pf), columns, row_filter, batch_rows,
-                                  deleted=plan.deleted_positions(pf))
-    except MemoryError:  # out of memory is not a damaged file
-        raise
-    except (OSError, pa.ArrowException) as exc:
-        raise _corrupt(plan, pf, exc) from None
-
-
-def _corrupt(plan: PaimonReadPlan, pf: PaimonFile, exc: BaseException) -> BaseException:
-    """The error for a data file that is missing or cannot be read; the store's own error as it
-    is when the store failed (unreachable, refused: not a damaged file)."""
-    if isinstance(exc, StorageError) and not isinstance(exc, ObjectNotFoundError):
-        return exc
-    what = "is missing" if isinstance(exc, FileNotFoundError) else f"is unreadable: {exc}"
-    return CorruptTableError(f"data file {pf.path} of Paimon table {plan.table.name} {what}", path=pf.path)
-
-
-def file_layout(schema: PaimonSchema, required: bool = False) -> list[pa.Field]:
-    """The data-file layout under `schema`: _KEY_ columns, sequence, kind, then the columns
-    (an append table's has no _KEY_ columns: no key).  `required`: NOT NULL where Java's
-    writer declares it (keys, sequence, kind, NOT NULL columns); reads take any."""
-    keys = [pa.field(KEY_PREFIX + k, schema.field(k).type.arrow, nullable=not required)
-            for k in schema.trimmed_keys]
-    return keys + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
-                   pa.field(KIND_COLUMN, pa.int8(), nullable=False)] + \
-        [pa.field(f.name, f.type.arrow, nullable=f.type.nullable or not required) for f in schema.fields]
 
 
 def _file_schema(schema: PaimonSchema) -> pa.Schema:
@@ -701,7 +427,7 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
                                for pf in bucket.files):
         return None
     key_columns = schema.key_columns
-    if any(_thin_keys(plan.table.source(pf), pf.file_name, key_columns) for pf in bucket.files):
+    if any(thin_keys(plan.table.source(pf), pf.file_name, key_columns) for pf in bucket.files):
         return None  # a thin file (no _KEY_ columns): the general path maps its key columns
     cached = key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]
     key_range = key_range_of(plan_key_filter(plan), key_columns[0]) if len(key_columns) == 1 else None
@@ -716,8 +442,8 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
                 continue
             deleted = plan.deleted_positions(pf)
             for g in groups:
-                table = _cached_keys(source, g, cached)
-                first, last = _row_span(table.select(key_columns), key_expr, key_range)
+                table = cached_keys(source, g, cached)
+                first, last = row_span(table.select(key_columns), key_expr, key_range)
                 offset = sum(fragment.metadata.row_group(i).num_rows for i in range(g)) if deleted is not None else 0
                 for row in range(first, last):
                     if deleted is not None and _marked(deleted, offset + row):
@@ -741,7 +467,7 @@ def _point_read(plan: PaimonReadPlan, bucket: PaimonBucket, columns: list[str],
     if kind in (1, 3):  # a retraction is the key's last word: no row
         return []
     start = 0
-    for batch in _parquet_reader(path).iter_batches(batch_size=8192, row_groups=[group], columns=columns,
+    for batch in parquet_reader(path).iter_batches(batch_size=8192, row_groups=[group], columns=columns,
                                                     use_threads=False):
         if start + batch.num_rows > row:
             return [batch.slice(row - start, 1)]

@@ -22,7 +22,7 @@ from pyroaring import BitMap64
 
 from ..codec.deletion_vectors import encode_index_file
 from ..merge.arrow_input import sort_indices
-from .metadata import DELETION_VECTORS_INDEX, INDEX_DIR, PaimonFile
+from ..table.paimon.metadata import DELETION_VECTORS_INDEX, INDEX_DIR, PaimonFile
 from .read import PaimonBucket, PaimonReadPlan, batches_table, layout_columns, read_file
 
 __all__ = ["bucket_index", "index_object", "new_index_name", "older_versions", "replaced_positions"]

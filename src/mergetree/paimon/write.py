@@ -56,6 +56,9 @@ from ..errors import (
 )
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
+from ..table.paimon.files import file_layout
+from ..table.paimon.metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
+from ..table.paimon.options import external_paths
 from ..table.write import check_columns, input_pieces, occurrence
 from .compact import (
     BucketChange,
@@ -67,9 +70,7 @@ from .compact import (
     run_compaction,
     write_rolled,
 )
-from .metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
-from .options import external_paths
-from .read import PaimonBucket, file_layout, merge_sources
+from .read import PaimonBucket, merge_sources
 
 __all__ = ["PaimonWrite", "delete", "write"]
 

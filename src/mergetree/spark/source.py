@@ -41,7 +41,6 @@ from ..errors import (
     SchemaMismatchError,
     UnsupportedTypeError,
 )
-from ..paimon.metadata import PaimonSchema, PaimonTable
 from ..paimon.read import PaimonReadPlan, plan_read, read_schema
 from ..paimon.read import read_bucket as read_paimon_bucket
 from ..table import Table
@@ -49,6 +48,7 @@ from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
 from ..table.objects import locate
+from ..table.paimon.metadata import PaimonSchema, PaimonTable
 from ..table.read import BucketPlan, file_filter, final_filter, read_bucket, split_bucket, split_by_file
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog

@@ -27,21 +27,21 @@ from urllib.parse import urlsplit
 
 import pyarrow as pa
 
-from ..codec.binary_row import decode_row
-from ..codec.deletion_vectors import DeletionVectorRange, read_index_file
-from ..codec.manifest_files import MetadataFile, read_metadata
-from ..codec.types import PaimonField, PaimonType, parse_field
-from ..errors import (
+from ...codec.binary_row import decode_row
+from ...codec.deletion_vectors import DeletionVectorRange, read_index_file
+from ...codec.manifest_files import MetadataFile, read_metadata
+from ...codec.types import PaimonField, PaimonType, parse_field
+from ...errors import (
     CorruptTableError,
     InvalidArgumentError,
     SnapshotNotFoundError,
     TableNotFoundError,
     UnsupportedPaimonFeatureError,
 )
-from ..storage import LocalDiskStore, ObjectNotFoundError, Store
-from ..table.filecache import FileCache
-from ..table.objects import StoredFile, list_names, locate, read_if_exists, storage_options_for, table_path
-from ..table.objects import source as stored_source
+from ...storage import LocalDiskStore, ObjectNotFoundError, Store
+from ..filecache import FileCache
+from ..objects import StoredFile, list_names, locate, read_if_exists, storage_options_for, table_path
+from ..objects import source as stored_source
 from .options import PaimonOptions, check_options
 
 __all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",

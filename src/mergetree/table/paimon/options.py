@@ -26,13 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..codec.buckets import bucket_key as codec_bucket_key
-from ..codec.file_index import BITMAP, BLOOM_FILTER, bitmap_supported, bloom_supported
-from ..codec.stats import parse_stats_mode, stats_modes
-from ..codec.types import PaimonType
-from ..errors import InvalidArgumentError, UnsupportedPaimonFeatureError
-from ..merge import AGGREGATE_FUNCTIONS
-from ..table.compaction.planner import parse_memory_size
+from ...codec.buckets import bucket_key as codec_bucket_key
+from ...codec.file_index import BITMAP, BLOOM_FILTER, bitmap_supported, bloom_supported
+from ...codec.stats import parse_stats_mode, stats_modes
+from ...codec.types import PaimonType
+from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
+from ...merge import AGGREGATE_FUNCTIONS
+from ..compaction.planner import parse_memory_size
 
 __all__ = ["EXTERNAL_PATHS", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions", "check_options",
            "external_paths", "file_index_spec"]

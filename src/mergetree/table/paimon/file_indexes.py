@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..codec.file_index import (
+from ...codec.file_index import (
     BITMAP,
     BLOOM_FILTER,
     BitmapIndex,
@@ -38,11 +38,11 @@ from ..codec.file_index import (
     order_key,
     read_container_head,
 )
-from ..codec.file_index import head_length as container_head_length
-from ..codec.types import PaimonType, same_type
-from ..errors import CorruptTableError, StorageError
-from ..table.filecache import FileCache
-from ..table.objects import StoredFile, locate
+from ...codec.file_index import head_length as container_head_length
+from ...codec.types import PaimonType, same_type
+from ...errors import CorruptTableError, StorageError
+from ..filecache import FileCache
+from ..objects import StoredFile, locate
 from .metadata import PaimonFile, PaimonSchema, PaimonTable
 
 __all__ = ["FileIndex", "file_index", "may_match"]
