@@ -19,7 +19,7 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import UnsupportedPaimonFeatureError
-from mergetree.paimon.read import ORDER_COLUMN, _ranked
+from mergetree.table.sequence_fields import ORDER_COLUMN, ranked
 from mergetree.table.paimon.options import check_options
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int32()), ("b", pa.float64()), ("v", pa.string()),
@@ -114,8 +114,8 @@ def test_ranks_follow_the_generated_comparator(runs, descending: bool, two: bool
         batches.append([pa.record_batch({"a": pa.array(a, pa.int32()), "b": pa.array(b, pa.float64()),
                                          "_SEQUENCE_NUMBER": pa.array(seqs, pa.int64())})])
         versions += [((x, y) if two else (y,), s) for x, y, s in zip(a, b, seqs)]
-    ranked = _ranked(batches, fields, descending)
-    ranks = [r for run in ranked for b in run for r in b.column(ORDER_COLUMN).to_pylist()]
+    ranked_runs = ranked(batches, fields, descending)
+    ranks = [r for run in ranked_runs for b in run for r in b.column(ORDER_COLUMN).to_pylist()]
     assert sorted(range(len(ranks)), key=ranks.__getitem__) == ordered(versions, descending)
 
 

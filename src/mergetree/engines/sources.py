@@ -78,25 +78,28 @@ class TableSource(ScanSource):
         return self.table.scan(columns, filter, self.snapshot, limit=limit, source=source)
 
 
-class PaimonSource(ScanSource):
-    """A Paimon table (`warehouse`, "db.table") read by `mergetree.paimon`, at `snapshot` (an id
-    or a tag; default the latest when the source is made).  Paimon reads keep no query log."""
+class PaimonSource(TableSource):
+    """A Paimon table (`warehouse`, "db.table") at `snapshot` (an id or a tag; default the
+    latest when the source is made): the same scan as a mergetree table's, by the one engine."""
 
     def __init__(self, warehouse: Any, table: str, snapshot: Any = None,
                  storage_options: Mapping[str, object] | None = None) -> None:
-        from ..paimon.read import read_schema
+        from ..paimon.handle import PaimonTableHandle
 
-        t, snap, schema = read_schema(warehouse, table, snapshot, storage_options)
-        self.warehouse, self.table, self.storage_options = warehouse, table, storage_options
-        self.snapshot = None if snap is None else int(snap["id"])
-        # the schema `paimon.scan` streams (its fields without their nullability flags)
-        self.schema = pa.schema([pa.field(f.name, f.type) for f in schema.arrow_schema])
-        self.label = f"Paimon table {t.name}"
-
-    def scan(self, columns: list[str], filter: flt.Filter, limit: int | None, source: str) -> pa.RecordBatchReader:
-        from ..paimon.read import scan
-
-        return scan(self.warehouse, self.table, columns, filter, self.snapshot, storage_options=self.storage_options)
+        handle = PaimonTableHandle(warehouse, storage_options, table)
+        store = handle.directory.store
+        if snapshot is None:
+            pinned: Any = store.latest_id()
+        elif isinstance(snapshot, str):
+            store.tag(snapshot)  # type: ignore[attr-defined]  # SnapshotNotFoundError now; read by its name
+            pinned = snapshot
+        elif isinstance(snapshot, bool) or not isinstance(snapshot, int):
+            raise InvalidArgumentError(f"snapshot must be a snapshot id, a tag name or None, not {snapshot!r}")
+        else:
+            pinned = store.snapshot(snapshot).id  # SnapshotNotFoundError now, not at the query
+        self.table, self.snapshot = handle, pinned
+        self.schema = handle.schema
+        self.label = f"Paimon table {table}"
 
 
 def limited(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:

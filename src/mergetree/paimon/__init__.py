@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from .changes import changes
 from .compact import compact
+from .handle import read, scan
 from .info import PaimonBucketInfo, PaimonInfo, PaimonSnapshotInfo, info
-from .read import read, scan
 from .write import PaimonWrite, delete, write
 
 __all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "PaimonWrite", "changes", "compact", "delete",

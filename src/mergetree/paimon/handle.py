@@ -13,27 +13,56 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from ..table import Table
+from ..table.directory import TableDirectory
 from ..table.paimon.metadata import PaimonTable
+from ..table.paimon.store import paimon_directory
 from .changes import changes as paimon_changes
 from .compact import compact as paimon_compact
 from .info import PaimonInfo, info
-from .read import read as paimon_read
-from .read import scan as paimon_scan
 from .write import PaimonWrite, delete, write
 
-__all__ = ["PaimonTableHandle"]
+__all__ = ["PaimonTableHandle", "read", "scan"]
 
 
 class PaimonTableHandle(Table):
-    """An Apache Paimon table opened by `Table.open`: write, delete, read, scan, compact,
-    changes and info as `mergetree.paimon` does them (docs/PAIMON.md)."""
+    """An Apache Paimon table opened by `Table.open`: read, scan and plan by the engine every
+    table has (`table.read`, over `table.paimon.store`); write, delete, compact, changes and
+    info as `mergetree.paimon` does them so far (docs/PAIMON.md)."""
 
-    def __init__(self, location: str, storage_options: Mapping[str, object] | None = None) -> None:
-        # no TableDirectory: every call goes to mergetree.paimon with the table's location
+    def __init__(self, location: Any, storage_options: Mapping[str, object] | None = None,
+                 name: str | None = None) -> None:
+        # `name` "db.table": `location` is the warehouse of a filesystem catalog holding it
         self._location = location
+        self._name = name
         self._storage_options = storage_options
-        self._table = PaimonTable.open(location, None, storage_options)
+        self._table = PaimonTable.open(location, name, storage_options)
+        self._directory: TableDirectory | None = None
         self.last_read = None
+
+    @property
+    def directory(self) -> TableDirectory:
+        """The engine's view of the table under its latest schema (built when first needed: a
+        schema whose options mergetree cannot honour is refused then, and time travel to a
+        snapshot of an older schema still reads)."""
+        if self._directory is None:
+            self._directory = paimon_directory(self._table)
+        return self._directory
+
+    @directory.setter
+    def directory(self, value: TableDirectory) -> None:
+        self._directory = value
+
+    def _reader(self, snapshot: Any) -> Table:
+        """The engine's `Table` over the table as a read of `snapshot` sees it: as Paimon, the
+        latest read uses the latest schema (options altered since the last commit count), time
+        travel the schema its snapshot was committed under."""
+        table = PaimonTable.open(self._location, self._name, self._storage_options)
+        schema = None
+        if snapshot is not None and not isinstance(snapshot, bool) and isinstance(snapshot, (int, str)):
+            document = table.resolve(snapshot)
+            if document is not None:
+                schema = table.schema(int(document["schemaId"]))
+        return Table(paimon_directory(table, schema))
 
     @classmethod
     def open(cls, path: str | os.PathLike, check: bool = True,
@@ -41,7 +70,7 @@ class PaimonTableHandle(Table):
         return cls(os.fspath(path), storage_options)
 
     def _call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
-        return function(self._location, None, *args, storage_options=self._storage_options, **kwargs)
+        return function(self._location, self._name, *args, storage_options=self._storage_options, **kwargs)
 
     @staticmethod
     def _not_yet(call: str) -> NoReturn:
@@ -94,21 +123,25 @@ class PaimonTableHandle(Table):
         the COMPACT snapshot's id, or None when there was nothing to do."""
         return self._call(paimon_compact, full, progress)
 
+    def plan(self, filter: Any = None, snapshot: Any = None, order_by: Any = None,
+             limit: int | None = None) -> Any:
+        return self._reader(snapshot).plan(filter, snapshot, order_by, limit)
+
     def read(self, columns: str | list[str] | None = None, filter: Any = None, snapshot: Any = None,
              threads: int | None = None, order_by: Any = None, limit: int | None = None) -> pa.Table:
-        if isinstance(columns, str):
-            columns = [columns]
-        return self._call(paimon_read, columns, filter, snapshot, threads,
-                          order_by=order_by, limit=limit)
+        reader = self._reader(snapshot)
+        try:
+            return reader.read(columns, filter, snapshot, threads, order_by, limit)
+        finally:
+            self.last_read = reader.last_read
 
     def scan(self, columns: str | list[str] | None = None, filter: Any = None, snapshot: Any = None,
              order_by: Any = None, limit: int | None = None, source: str | None = None) -> pa.RecordBatchReader:
-        if order_by is not None or limit is not None:  # a Top-N or limited read is computed first
-            top = self.read(columns, filter, snapshot, order_by=order_by, limit=limit)
-            return pa.RecordBatchReader.from_batches(top.schema, top.to_batches())
-        if isinstance(columns, str):
-            columns = [columns]
-        return self._call(paimon_scan, columns, filter, snapshot)
+        reader = self._reader(snapshot)
+        try:
+            return reader.scan(columns, filter, snapshot, order_by, limit, source)
+        finally:
+            self.last_read = reader.last_read
 
     def changes(self, start: int | None = None, end: int | None = None, columns: str | list[str] | None = None,
                 filter: Any = None, per_commit: bool = False, consumer_id: str | None = None) -> pa.RecordBatchReader:
@@ -123,9 +156,6 @@ class PaimonTableHandle(Table):
     # -- what works on mergetree's own tables only so far --------------------------------
     def set_options(self, options: dict) -> None:
         self._not_yet("set_options")
-
-    def plan(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("plan")
 
     def aggregate(self, *args: Any, **kwargs: Any) -> Any:
         self._not_yet("aggregate")
@@ -170,3 +200,28 @@ class PaimonTableHandle(Table):
         schema = self._table.schema()
         return (f"Table({self.path!r}, Apache Paimon, primary_key={list(schema.primary_keys)}, "
                 f"buckets={schema.options.get('bucket', '-1')})")
+
+
+# -- the public functions ------------------------------------------------------------------
+
+def scan(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
+         threads: Any = None, storage_options: Mapping[str, object] | None = None) -> pa.RecordBatchReader:
+    """Stream a Paimon table's rows (a `pa.RecordBatchReader`, also an Arrow C stream), bucket
+    by bucket in key order: `Table.scan` of the table (`threads` is accepted and unused: a scan
+    reads a bucket section at a time).  The warehouse and `storage_options` are as `read`'s."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
+    return PaimonTableHandle(warehouse, storage_options, table).scan(columns, filter, snapshot)
+
+
+def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
+         threads: Any = None, storage_options: Mapping[str, object] | None = None, order_by: Any = None,
+         limit: Any = None) -> pa.Table:
+    """Read a Paimon table (or `columns` of it, rows matching `filter`) at `snapshot` (an id or
+    a tag name; default the latest) into one Arrow table: `Table.read` of the table (table
+    `table` "db.name" of a filesystem-catalog warehouse, or `table` None and `warehouse` the
+    table's own directory).  `warehouse` is a local directory or a URI (``s3://bucket/warehouse``,
+    ``gs://...``, ``az://...``) with `storage_options` as `Table.open` takes them (credentials,
+    endpoint, region; used, never stored).  With `order_by` and `limit`, a Top-N read."""
+    return PaimonTableHandle(warehouse, storage_options, table).read(columns, filter, snapshot, threads,
+                                                                      order_by, limit)

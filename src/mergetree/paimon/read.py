@@ -12,11 +12,6 @@ dropped, then the full filter is applied to the merged rows.  Buckets run in thr
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
-import os
-import queue
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,7 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..codec.buckets import bucket_function, buckets_of
 from ..codec.types import same_type
 from ..errors import (
     CorruptTableError,
@@ -37,10 +31,10 @@ from ..errors import (
     UnsupportedPaimonFeatureError,
 )
 from ..merge import merge
-from ..merge.arrow_input import sort_indices
 from ..table import filters as flt
 from ..table.files import batch_rows_for, parquet_fragment
 from ..table.objects import StoredFile
+from ..table.paimon.file_indexes import indexed_columns
 from ..table.paimon.file_indexes import may_match as file_index_may_match
 from ..table.paimon.files import (
     cached_keys,
@@ -63,14 +57,14 @@ from ..table.paimon.metadata import (
     PaimonSchema,
     PaimonTable,
 )
-from ..table.read.topn import checked_order_by, top_rows
+from ..table.paimon.tables import buckets_for
 from ..table.sections import interval_partition
+from ..table.sequence_fields import ORDER_COLUMN, ranked
 
 __all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "layout_columns",
-           "merge_runs", "merge_sources", "plan_read", "read", "read_bucket", "read_file",
-           "read_schema", "scan"]
+           "merge_runs", "merge_sources", "plan_read", "read_bucket", "read_file",
+           "read_schema"]
 
-ORDER_COLUMN = "_MT_ORDER"  # a section's (sequence field, sequence number) as one rank, for the merge
 
 
 @dataclass(frozen=True)
@@ -121,15 +115,7 @@ class PaimonReadPlan:
 
     @cached_property
     def indexed_columns(self) -> frozenset[str]:
-        """The columns the table's ``file-index.<type>.columns`` options name, whose files'
-        indexes a filter on them may consult (none under ``file-index.read.enabled = false``).
-        A filter on other columns reads no index, not even an index file's head."""
-        options = self.schema.options
-        if str(options.get("file-index.read.enabled", "true")).strip().lower() == "false":
-            return frozenset()
-        declared = [str(value) for key, value in options.items()
-                    if key.startswith("file-index.") and key.endswith(".columns")]
-        return frozenset(name.strip() for value in declared for name in value.split(","))
+        return indexed_columns(self.schema.options)
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -179,7 +165,7 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
     partition_filter = flt.restrict(f, set(schema.partition_keys))
     key_filter = flt.restrict(f, set(schema.trimmed_keys))
     wanted = None if buckets is None else set(buckets)
-    bucket_ids = _buckets_for(schema, f)
+    bucket_ids = buckets_for(schema, f)
     grouped: dict[tuple, list[PaimonFile]] = {}
     for pf in files:
         if wanted is not None and (pf.partition, pf.bucket) not in wanted:
@@ -203,37 +189,6 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
     return PaimonReadPlan(t, snap, schema, cols, f,
                           tuple(PaimonBucket(p, b, tuple(fs)) for (p, b), fs in ordered), len(files),
                           t.deletion_files(snap) if opts.deletion_vectors else {})
-
-
-MAX_BUCKET_COMBINATIONS = 4096
-
-
-def _buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
-    """The only buckets rows matching `f` can be in, when it fixes every bucket-key column to
-    a few values (= and IN); None when it does not, or the table hashes another way."""
-    opts = schema.checked_options
-    if not opts.bucket_key:  # a bucket-unaware append table: every file in bucket 0
-        return None
-    types = [schema.field(c).type for c in opts.bucket_key]
-    if any(t.root in ("FLOAT", "DOUBLE") or not t.atomic for t in types):
-        return None  # -0.0/0.0 and NaN encodings: no pruning rather than a wrong bucket
-    try:
-        function = bucket_function(opts.raw, types)
-    except UnsupportedPaimonFeatureError:
-        return None  # a table hashing another way is read whole, never pruned by a guess
-    per_column = []
-    for c in opts.bucket_key:
-        values = flt.equality_values(f, c)
-        if values is None:
-            return None
-        per_column.append([v for v in values if v is not None])
-    if math.prod(len(v) for v in per_column) > MAX_BUCKET_COMBINATIONS:
-        return None
-    combos = list(itertools.product(*per_column))
-    if not combos:
-        return set()
-    columns = [pa.array([c[i] for c in combos], type=t.arrow) for i, t in enumerate(types)]
-    return {int(b) for b in buckets_of(columns, types, opts.buckets, function)}
 
 
 # -- reading files -------------------------------------------------------------------------
@@ -585,7 +540,7 @@ def merge_sources(schema: PaimonSchema, sources: list, keep_deletes: bool, colum
     opts = schema.checked_options
     sequence = SEQUENCE_COLUMN
     if opts.sequence_fields:  # ranking needs the whole section's sequence values first
-        sources, sequence = _ranked([list(run) for run in sources], opts.sequence_fields,
+        sources, sequence = ranked([list(run) for run in sources], opts.sequence_fields,
                                     opts.sequence_descending), ORDER_COLUMN
     aggregations = {c: fn for c, fn in opts.aggregations.items() if columns is None or c in columns} or None
     reader = merge(sources, schema.key_columns, sequence=sequence, kind=KIND_COLUMN, engine=opts.engine,
@@ -594,59 +549,6 @@ def merge_sources(schema: PaimonSchema, sources: list, keep_deletes: bool, colum
         if sequence == ORDER_COLUMN:
             batch = batch.drop_columns([ORDER_COLUMN])
         yield batch
-
-
-def _ranked(runs: list[list[pa.RecordBatch]], fields: Sequence[str], descending: bool) -> list[list[pa.RecordBatch]]:
-    """Each row's rank in the section's order, added as ORDER_COLUMN (the merge orders
-    versions by one int64): the sequence fields compared lexicographically in the listed
-    order, each ascending or each descending, then the sequence number (always ascending).  A
-    null sequence value is older than any other in both orders, as in the comparator Paimon
-    generates (nulls first, the sign applied to the non-null comparison only)."""
-    batches = [b for run in runs for b in run]
-    if not batches:
-        return runs
-    for name in fields:
-        t = batches[0].schema.field(name).type
-        if pa.types.is_nested(t):
-            raise UnsupportedPaimonFeatureError(
-                f"Paimon option 'sequence.field' names {name!r} of type {t}: mergetree orders versions by "
-                f"atomic sequence fields only")
-    columns = {}
-    for i, name in enumerate(fields):
-        t = batches[0].schema.field(name).type  # files of older schemas arrive evolved to the read types
-        columns[f"f{i}"] = _java_ordered(pa.chunked_array([b.column(name) if b.schema.field(name).type == t
-                                                           else b.column(name).cast(t) for b in batches],
-                                                          type=t).combine_chunks())
-    columns["s"] = pa.concat_arrays([b.column(SEQUENCE_COLUMN).cast(pa.int64()) for b in batches])
-    table = pa.table(columns)
-    direction = "descending" if descending else "ascending"
-    # nulls at the start in both directions: the oldest place
-    order = sort_indices(table, [(f"f{i}", direction) for i in range(len(fields))] + [("s", "ascending")],
-                         "at_start")
-    rank = np.empty(len(table), dtype=np.int64)
-    rank[order.to_numpy()] = np.arange(len(table), dtype=np.int64)
-    out, start = [], 0
-    for run in runs:
-        ranked = []
-        for b in run:
-            ranked.append(b.append_column(pa.field(ORDER_COLUMN, pa.int64(), nullable=False),
-                                          pa.array(rank[start:start + b.num_rows])))
-            start += b.num_rows
-        out.append(ranked)
-    return out
-
-
-def _java_ordered(values: pa.Array) -> pa.Array:
-    """Floats as int64 keys in the order of Java's Float/Double.compare (every NaN equal and
-    above +inf, -0.0 below +0.0), which Paimon's generated comparator uses; nulls kept."""
-    if not pa.types.is_floating(values.type):
-        return values
-    wide = values.cast(pa.float64())
-    data = np.asarray(wide.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64).copy()
-    data[np.isnan(data)] = np.nan  # one NaN (Java's doubleToLongBits canonical form)
-    bits = data.view(np.int64)
-    keys = bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
-    return pa.array(keys, mask=wide.is_null().to_numpy(zero_copy_only=False) if wide.null_count else None)
 
 
 def _output(plan: PaimonReadPlan, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -662,158 +564,3 @@ def _output(plan: PaimonReadPlan, batch: pa.RecordBatch) -> pa.RecordBatch:
                                           f"its schema says {f.type}: {exc}") from None
         arrays.append(arr)
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema([pa.field(f.name, f.type) for f in target]))
-
-
-# -- the public functions ------------------------------------------------------------------
-
-def _threads(threads: Any) -> int:
-    if threads is None:
-        return min(8, os.cpu_count() or 1)
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
-    return threads
-
-
-def scan(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-         threads: Any = None, storage_options: Mapping[str, object] | None = None) -> pa.RecordBatchReader:
-    """Stream a Paimon primary-key table's rows (a `pa.RecordBatchReader`, also an Arrow C
-    stream), bucket by bucket in key order; `threads` buckets are read ahead at once.  The
-    warehouse and `storage_options` are as `read`'s."""
-    plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
-    workers = _threads(threads)
-    schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
-    return pa.RecordBatchReader.from_batches(schema, _streamed(plan, workers))
-
-
-def _streamed(plan: PaimonReadPlan, workers: int) -> Iterator[pa.RecordBatch]:
-    if workers <= 1 or len(plan.buckets) <= 1:
-        for b in plan.buckets:
-            yield from read_bucket(plan, b)
-        return
-    # each bucket fills its own bounded queue; buckets are yielded in plan order
-    queues: list[queue.Queue] = [queue.Queue(maxsize=4) for _ in plan.buckets]
-    done = object()
-    stop = threading.Event()
-
-    def fill(i: int) -> None:
-        try:
-            for batch in read_bucket(plan, plan.buckets[i]):
-                while not stop.is_set():
-                    try:
-                        queues[i].put(batch, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            queues[i].put(done)
-        except BaseException as exc:  # handed to the consumer, raised there
-            queues[i].put(exc)
-
-    with ThreadPoolExecutor(workers, thread_name_prefix="paimon-read") as pool:
-        try:
-            for i in range(len(plan.buckets)):
-                pool.submit(fill, i)
-            for q in queues:
-                while True:
-                    item = q.get()
-                    if item is done:
-                        break
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield item
-        finally:
-            stop.set()
-            for q in queues:  # unblock producers waiting on a full queue
-                while not q.empty():
-                    q.get_nowait()
-
-
-def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-         threads: Any = None, storage_options: Mapping[str, object] | None = None, order_by: Any = None,
-         limit: Any = None) -> pa.Table:
-    """Read a Paimon primary-key table (or `columns` of it, rows matching `filter`) at
-    `snapshot` (an id or a tag name; default the latest) into one Arrow table.  `warehouse` is
-    a local directory or a URI (``s3://bucket/warehouse``, ``gs://...``, ``az://...``) with
-    `storage_options` as `Table.open` takes them (credentials, endpoint, region; used, never
-    stored).  With `order_by` ([(column, "asc"|"desc")], nulls last, ties broken by the other
-    columns) and `limit`, a Top-N read: files read on their own (deletion vectors) are read
-    best first and skipped once their statistics cannot beat the rows found; `limit` alone
-    stops after that many rows."""
-    order, limit = checked_order_by(order_by, limit, None)  # the columns are checked once planned
-    extra: list[str] = []  # order columns the projection leaves out: read, then dropped
-    if isinstance(columns, (list, tuple)):
-        extra = [c for c, _ in order if c not in columns]
-        columns = list(columns) + extra
-    plan = plan_read(warehouse, table, columns, filter, snapshot, storage_options=storage_options)
-    if order:
-        checked_order_by(order, limit, plan.schema.arrow_schema)
-    workers = _threads(threads)
-    schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
-    if order and limit is not None:
-        out = _top_n(plan, order, limit, workers)
-        return out.drop_columns(extra) if extra else out
-    if limit is not None:
-        return _first_rows(plan, limit, schema)
-    if workers <= 1 or len(plan.buckets) <= 1:
-        # the result is in memory anyway: spare threads split the one bucket's merges
-        parts = [list(read_bucket(plan, b, threads=workers)) for b in plan.buckets]
-    else:
-        with ThreadPoolExecutor(workers, thread_name_prefix="paimon-read") as pool:
-            parts = list(pool.map(lambda b: list(read_bucket(plan, b)), plan.buckets))
-    out = pa.Table.from_batches([b for part in parts for b in part], schema=schema)
-    return top_rows(out, order, None).drop_columns(extra) if order else out
-
-
-def _first_rows(plan: PaimonReadPlan, limit: int, schema: pa.Schema) -> pa.Table:
-    """The first `limit` rows in bucket order, reading no further than needed."""
-    batches, rows = [], 0
-    for bucket in plan.buckets:
-        for batch in read_bucket(plan, bucket):
-            if rows >= limit:
-                break
-            batches.append(batch.slice(0, limit - rows))
-            rows += batches[-1].num_rows
-        if rows >= limit:
-            break
-    return pa.Table.from_batches(batches, schema=schema)
-
-
-def _best(stats: Mapping[str, tuple[Any, Any, int]], column: str, direction: str) -> tuple[int, Any] | None:
-    """The best value a file can offer for a Top-N on `column` ((1, 0): only nulls), None when
-    its statistics do not say."""
-    if column not in stats:
-        return None
-    lo, hi, _ = stats[column]
-    value = lo if direction == "asc" else hi
-    return (1, 0) if value is None else (0, value)
-
-
-def _top_n(plan: PaimonReadPlan, order: list[tuple[str, str]], limit: int, workers: int) -> pa.Table:
-    """Top-N: merged buckets are read whole; in buckets whose files are read alone, files go
-    best first by their statistics of the first order column, and a file that cannot beat the
-    limit-th row found so far (ties can) is not read."""
-    schema = pa.schema([pa.field(f.name, f.type) for f in plan.output_schema])
-    best = pa.Table.from_batches([], schema=schema)
-    column, direction = order[0]
-    alone: list[tuple[PaimonBucket, PaimonFile, tuple[int, Any]]] = []
-    for bucket in plan.buckets:
-        ranked = [(pf, _best(_file_stats(plan, pf), column, direction)) for pf in bucket.files] \
-            if plan.reads_files_alone(bucket) else []
-        if ranked and all(b is not None for _, b in ranked):
-            alone += [(bucket, pf, b) for pf, b in ranked if b is not None]
-            continue
-        rows = pa.Table.from_batches(list(read_bucket(plan, bucket, threads=workers)), schema=schema)
-        best = top_rows(pa.concat_tables([best, rows]), order, limit)
-    valued = sorted((a for a in alone if a[2][0] == 0), key=lambda a: a[2][1], reverse=direction == "desc")
-    for bucket, pf, value in valued + [a for a in alone if a[2][0] == 1]:
-        if best.num_rows >= limit and limit > 0:
-            nth = best.column(column)[limit - 1].as_py()
-            if nth is not None and (value[0] == 1 or (value[1] > nth if direction == "asc" else value[1] < nth)):
-                continue  # nothing in this file can come before the limit-th row
-        elif limit == 0:
-            break
-        one = PaimonBucket(bucket.partition, bucket.bucket, (pf,))
-        rows = pa.Table.from_batches(list(read_bucket(plan, one)), schema=schema)
-        best = top_rows(pa.concat_tables([best, rows]), order, limit)
-    return best

@@ -43,6 +43,7 @@ __all__ = [
     "DataFileWriter",
     "batch_rows_for",
     "build_file_indexes",
+    "deleted_of",
     "delta_columns",
     "dictionary_columns",
     "dictionary_worthy",
@@ -56,6 +57,7 @@ __all__ = [
     "read_rows_at",
     "read_run",
     "remove_data_file",
+    "source_of",
     "write_data_file",
     "write_rolled",
     "write_sorted_run",
@@ -172,6 +174,9 @@ class DataFileMeta:
     # deletion-vector tables: the rows of this file that newer versions replaced.  Present (even
     # empty) on a *resolved* file, whose live rows no other resolved file of the bucket repeats
     deletion_vector: DeletionVectorRef | None = None
+    # a Paimon table's file: where it is and how it maps onto the read schema (a
+    # `table.paimon.files.PaimonFileRef`); None for mergetree's own files
+    origin: Any = field(default=None, hash=False, compare=False, repr=False)
 
     @property
     def deleted_rows(self) -> int:
@@ -511,6 +516,21 @@ def _as_stored(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(columns, stored)], schema=stored)
 
 
+def source_of(storage: Store, meta: DataFileMeta) -> str | StoredFile:
+    """What pyarrow reads a data file from: its local path or a `StoredFile` (a Paimon table's
+    file may be at an external path: its `origin` knows)."""
+    if meta.origin is not None:
+        return meta.origin.source()
+    return source(storage, meta.file_name, meta.file_size)
+
+
+def deleted_of(storage: Store, meta: DataFileMeta) -> np.ndarray | None:
+    """The row positions a data file's deletion vector marks, sorted (None: none)."""
+    if meta.origin is not None:
+        return meta.origin.deleted_positions()
+    return deleted_positions(storage, meta.file_name, meta.deletion_vector) if meta.deleted_rows else None
+
+
 def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None = None,
                    row_filter: pc.Expression | None = None,
                    row_groups: Collection[int] | None = None,
@@ -520,11 +540,15 @@ def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None
     only those (order is kept).  A missing, truncated or unreadable file raises
     CorruptTableError naming it.  On an object store, a failing request (credentials,
     network) is the store's own error, not a damaged file."""
+    if meta.origin is not None and not meta.origin.plain:  # a Paimon file that needs mapping
+        for batch in meta.origin.read(columns, row_filter, batch_rows):
+            yield meta.origin.conform(batch)
+        return
     root = table_path(storage)
-    file = source(storage, meta.file_name, meta.file_size)
+    file = source_of(storage, meta)
     path = str(file)
     groups = None if row_groups is None else sorted(row_groups)
-    deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector) if meta.deleted_rows else None
+    deleted = deleted_of(storage, meta)
     try:
         rows = 0
         if deleted is not None:
@@ -539,7 +563,10 @@ def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None
         for batch in stream:
             rows += batch.num_rows
             if batch.num_rows:
-                yield _shift_sequences(_as_stored(batch), meta.sequence_shift)
+                if meta.origin is not None:
+                    yield meta.origin.conform(batch)
+                else:
+                    yield _shift_sequences(_as_stored(batch), meta.sequence_shift)
     except FileNotFoundError:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is missing", path=path) from None
     except MemoryError:  # out of memory is not a damaged file
@@ -549,7 +576,7 @@ def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None
     except (OSError, pa.ArrowException) as exc:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is unreadable: {exc}",
                                 path=path) from None
-    if row_filter is None and groups is None and rows != meta.row_count - (meta.deleted_rows if deleted is not None
+    if row_filter is None and groups is None and rows != meta.row_count - (len(deleted) if deleted is not None
                                                                              else 0):
         raise CorruptTableError(f"data file {meta.file_name} of table {root} holds {rows} rows, its manifest "
                                 f"says {meta.row_count}", path=path)
@@ -661,7 +688,7 @@ def _fragment(path: str | StoredFile) -> tuple[ds.ParquetFileFragment, pa.Schema
 def file_metadata(storage: Store, meta: DataFileMeta) -> pq.FileMetaData:
     """A data file's Parquet footer (row groups and their statistics), from the same cache
     filtered reads use; OSError or ArrowException when the file is missing or damaged."""
-    return _fragment(source(storage, meta.file_name, meta.file_size))[0].metadata
+    return _fragment(source_of(storage, meta))[0].metadata
 
 
 def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
@@ -704,10 +731,10 @@ def read_key_positions(storage: Store, meta: DataFileMeta, columns: list[str],
         if len(positions) != table.num_rows:
             raise CorruptTableError(f"data file {meta.file_name} of table {table_path(storage)} holds "
                                     f"{table.num_rows} rows in row groups {groups}, its footer says "
-                                    f"{len(positions)}", path=str(source(storage, meta.file_name)))
+                                    f"{len(positions)}", path=str(source_of(storage, meta)))
     table = table.append_column(POSITION_COLUMN, pa.array(positions))
-    if meta.deleted_rows:
-        deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector)
+    deleted = deleted_of(storage, meta)
+    if deleted is not None:
         table = table.filter(pa.array(~np.isin(positions, deleted, assume_unique=True)))
     return table
 

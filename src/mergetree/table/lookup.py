@@ -43,8 +43,7 @@ from ..merge import merge
 from ..merge.row_kind import retraction_kinds
 from ..storage import Store
 from .directory import TableDirectory
-from .dvfiles import deleted_positions
-from .files import DataFileMeta, read_data_file
+from .files import DataFileMeta, deleted_of, read_data_file
 from .objects import table_path
 from .read.plan import sections_of
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN
@@ -171,8 +170,8 @@ class LookupCache:
         file order, sequence numbers as the manifest says."""
         mapped = self._mapped(storage, meta, schema, first_key)
         positions = mapped.positions(first_key, keys)
-        if meta.deleted_rows and positions.size:
-            deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector)
+        deleted = deleted_of(storage, meta) if positions.size else None
+        if deleted is not None:
             positions = positions[~np.isin(positions, deleted, assume_unique=True)]
         out = mapped.table.take(pa.array(positions))
         if meta.sequence_shift:

@@ -461,6 +461,14 @@ class TableOptions:
     consumer_expiration: dt.timedelta | None = None
     lookup_cache_max_disk_size: int | None = None
     lookup_cache_file_retention: dt.timedelta = dt.timedelta(hours=1)
+    # what Paimon tables say of their versions and reads (`table.paimon.tables`; issue 37 brings
+    # them to every table): versions of a key ordered by these columns first (each ascending, or
+    # each descending), then by sequence number; retractions ignored; level-0 files left out of
+    # batch reads until compaction has resolved them (deletion vectors, first-row)
+    sequence_fields: tuple[str, ...] = ()
+    sequence_descending: bool = False
+    ignore_delete: bool = False
+    level0_hidden: bool = False
 
     def codec_for(self, level: int) -> str:
         """The Parquet codec of a data file written at `level`."""

@@ -45,6 +45,10 @@ class TableSchema:
     merge_engine: str = "deduplicate"
     options: dict[str, str] = field(default_factory=dict)
     schema_id: int = 0
+    # an Apache Paimon table's schema (`table.paimon.tables.table_schema`): its `PaimonSchema`.
+    # Then `primary_key` is the key its data files hold — the primary key without the partition
+    # columns, as a key lives in one partition — and its options are Paimon's
+    paimon: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def create(cls, schema: pa.Schema, primary_key=None, partition_by=None, buckets: int = 1,
@@ -98,7 +102,8 @@ class TableSchema:
 
     @property
     def table_options(self) -> TableOptions:
-        """The options, parsed (they were checked when the table was created)."""
+        """The options of a table of mergetree's own format, parsed (they were checked when the
+        table was created); a Paimon table's are `table.paimon.tables.table_options`."""
         return TableOptions.parse(self.options, self.schema, self.merge_engine, self.primary_key)
 
     def with_options(self, changes: dict) -> TableSchema:

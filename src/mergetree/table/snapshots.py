@@ -131,10 +131,12 @@ class Snapshot:
     changelog_manifest_list: str = ""
     # what the committer says of its commit (str -> str): a streaming sink's query and batch id
     properties: dict = field(default_factory=dict, hash=False, compare=False)
+    # a Paimon snapshot's index manifest (deletion-vector index files); never in mergetree's own
+    index_manifest: str = ""
 
     def to_json(self) -> dict:
         out = dict(self.__dict__)
-        for name in ("changelog_manifest_list", "properties"):  # absent where unused, as before them
+        for name in ("changelog_manifest_list", "properties", "index_manifest"):  # absent where unused, as before them
             if not out[name]:
                 del out[name]
         return out

@@ -14,7 +14,7 @@ from ...storage import Store
 from .. import filters as flt
 from .. import paths
 from ..filecache import FileCache
-from ..files import ROW_GROUP_ROWS, DataFileMeta
+from ..files import ROW_GROUP_ROWS, DataFileMeta, source_of
 from ..objects import StoredFile, source
 from . import bloom
 from .bitmap import read_bitmaps, rows_matching
@@ -22,7 +22,7 @@ from .bitmap import read_bitmaps, rows_matching
 __all__ = ["STEPS", "FileDecision", "decide"]
 
 # The pruning steps, in the order a plan applies and reports them.
-STEPS = ("partition", "bucket", "min/max", "bloom", "bitmap", "top-n", "pre-aggregate")
+STEPS = ("partition", "bucket", "min/max", "bloom", "bitmap", "file-index", "top-n", "pre-aggregate")
 
 AllRowGroups = None  # a row-group set of None means "every row group"
 
@@ -45,6 +45,8 @@ def decide(storage: Store, meta: DataFileMeta, f: flt.Filter, use_indexes: bool 
         return _KEEP_ALL
     if not flt.may_match(f, meta.stats, meta.row_count):
         return FileDecision(False, "min/max")
+    if use_indexes and meta.origin is not None and not meta.origin.may_match(f):
+        return FileDecision(False, "file-index")  # a Paimon file's own index (Bloom filters, bitmaps)
     if not use_indexes or not meta.indexes:
         return _KEEP_ALL
     groups = _row_group_count(meta)
@@ -92,7 +94,7 @@ def _bloom_leaf(storage: Store, meta: DataFileMeta, leaf: tuple) -> frozenset[in
     if described is None:
         return None
     values = [value] if op == "=" else list(value)
-    found = bloom.row_groups_that_may_contain(source(storage, meta.file_name, meta.file_size),
+    found = bloom.row_groups_that_may_contain(source_of(storage, meta),
                                               bloom.ColumnBloom.from_json(described), values)
     return frozenset(found)
 

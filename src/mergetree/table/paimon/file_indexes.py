@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import posixpath
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,7 @@ from ..filecache import FileCache
 from ..objects import StoredFile, locate
 from .metadata import PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["FileIndex", "file_index", "may_match"]
+__all__ = ["FileIndex", "file_index", "indexed_columns", "may_match"]
 
 _RANGE_OPS = {"<", "<=", ">", ">="}
 
@@ -150,6 +150,17 @@ def _loader(fetch: Callable[[int, int], bytes], start: int, length: int, index_t
             raise CorruptTableError(f"the file index of data file {pf.path} cannot be read: {exc}",
                                     path=pf.path) from None
     return lambda: _decoded.get_keyed(key, decode)
+
+
+def indexed_columns(options: Mapping[str, str]) -> frozenset[str]:
+    """The columns a table's ``file-index.<type>.columns`` options name, whose files' indexes
+    a filter on them may consult (none under ``file-index.read.enabled = false``).  A filter
+    on other columns reads no index, not even an index file's head."""
+    if str(options.get("file-index.read.enabled", "true")).strip().lower() == "false":
+        return frozenset()
+    declared = [str(value) for key, value in options.items()
+                if key.startswith("file-index.") and key.endswith(".columns")]
+    return frozenset(name.strip() for value in declared for name in value.split(","))
 
 
 def may_match(table: PaimonTable, pf: PaimonFile, schema: PaimonSchema, f: Any) -> bool:

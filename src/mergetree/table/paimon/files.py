@@ -16,11 +16,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...codec.types import PaimonField, evolve, same_type
-from ...errors import CorruptTableError, ObjectNotFoundError, StorageError, UnsupportedPaimonFeatureError
+from ...errors import (
+    CorruptTableError,
+    ObjectNotFoundError,
+    SchemaMismatchError,
+    StorageError,
+    UnsupportedPaimonFeatureError,
+)
 from .. import filters as flt
 from ..filecache import FileCache
 from ..files import parquet_fragment, read_parquet
 from ..objects import StoredFile
+from .file_indexes import indexed_columns
+from .file_indexes import may_match as file_index_may_match
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
 __all__ = ["LARGE_ROW_GROUP", "KeyRange", "PaimonFileRef", "cached_keys", "file_layout", "key_range_of",
@@ -340,6 +348,33 @@ class PaimonFileRef:
     @property
     def path(self) -> str:
         return self.file.path
+
+    def conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """A batch of the file with its columns in the read schema's types (a writer may store
+        a type another way pyarrow reads back differently)."""
+        if "types" not in self._positions:
+            self._positions["types"] = {f.name: f.type for f in file_layout(self.schema)}
+        types = self._positions["types"]
+        if all(types.get(f.name, f.type) == f.type for f in batch.schema):
+            return batch
+        arrays = []
+        for f, column in zip(batch.schema, batch.columns):
+            wanted = types.get(f.name, f.type)
+            try:
+                arrays.append(column if column.type == wanted else column.cast(wanted))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(f"column {f.name!r} of Paimon table {self.table.name} holds {column.type} "
+                                          f"in {self.file.path}, its schema says {wanted}: {exc}") from None
+        return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+    def may_match(self, f: Any) -> bool:
+        """Whether the file may hold rows matching `f` (normalized) by its file index; True
+        when no index covers the filter's columns, or the index cannot tell."""
+        if f is None or isinstance(f, pc.Expression):
+            return True
+        if not (flt.columns_of(f) or set()) & indexed_columns(self.schema.options):
+            return True
+        return file_index_may_match(self.table, self.file, self.schema, f)
 
     def deleted_positions(self) -> np.ndarray | None:
         """The rows its deletion vector marks, sorted (None: none); decoded once."""

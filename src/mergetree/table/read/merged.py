@@ -7,14 +7,14 @@ from __future__ import annotations
 import itertools
 import os
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from ...merge import merge
 from ...merge.assemble import RowSelection
 from ...merge.row_kind import retraction_kinds
@@ -22,6 +22,7 @@ from ...storage import Store
 from ..directory import TableDirectory
 from ..files import DataFileMeta, batch_rows_for, read_run
 from ..schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
+from ..sequence_fields import ORDER_COLUMN, ranked
 from .model import BucketPlan, ReadStats
 
 __all__ = ["merge_runs", "ordered_by_file", "read_bucket", "select_bucket", "table_columns"]
@@ -119,7 +120,10 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
     # a key column's value copy is not read: the `_KEY_` column holds the same value (and is
     # the truth after a merge), so it stands in for it
     primary_key = set(ts.primary_key)
+    options = directory.options
     values = [n for n in names if n not in primary_key]
+    if len(section) > 1:  # the merge orders versions by the sequence fields too
+        values += [c for c in options.sequence_fields if c not in values and c not in primary_key]
     # the manifest counts each file's retractions: without any, the kind column changes nothing
     kinds = [KIND_COLUMN] if any(m.delete_count for run in section for m in run) else []
     if len(section) == 1:  # one sorted run: rows are final; only retractions go
@@ -130,7 +134,8 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
             yield RowSelection.of_batch(table_columns(ts, batch, names))
         return
     batch_rows = batch_rows_for(len(section))
-    if ordered_by_file(section):  # each file's rows take its newest sequence number: the same order, nothing decoded
+    if not options.sequence_fields and ordered_by_file(section):
+        # each file's rows take its newest sequence number: the same order, nothing decoded
         runs = [_with_file_sequence(directory.storage, run, ts.file_key + kinds + values, key_filter, row_groups,
                                     batch_rows) for run in section]
     else:
@@ -147,14 +152,42 @@ def merge_runs(directory: TableDirectory, runs: list, names: list[str], kinds: b
     batches hold the table columns `names`, retractions dropped; `stats` counts the rows merged
     and stretched once the merge is read to its end."""
     ts = directory.schema
-    aggregations = {c: f for c, f in (directory.options.aggregations or {}).items() if c in names}
-    reader = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN if kinds else None,
+    options = directory.options
+    aggregations = {c: f for c, f in (options.aggregations or {}).items() if c in names}
+    if kinds and options.ignore_delete:  # retractions are skipped, as Paimon's merge functions skip them
+        runs = [_additions(run) for run in runs]
+    elif kinds and ts.paimon is not None and ts.merge_engine == "partial-update":
+        runs = [_refusing_retractions(directory, run) for run in runs]
+    sequence = SEQUENCE_COLUMN
+    if options.sequence_fields:  # ranking needs the whole section's sequence values first
+        runs, sequence = ranked([list(run) for run in runs], options.sequence_fields,
+                                options.sequence_descending), ORDER_COLUMN
+    reader = merge(runs, ts.file_key, sequence=sequence, kind=KIND_COLUMN if kinds else None,
                    engine=ts.merge_engine, aggregations=aggregations or None, threads=merge_threads)
     for selection in reader.selections():
         yield selection.map_pieces(lambda batch: table_columns(ts, batch, names))
     if stats is not None:
         merge_stats = reader.stats
         stats.count_merge(merge_stats.rows_in, merge_stats.rows_stretched)
+
+
+def _additions(run: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A run's batches without their retractions (-U, -D)."""
+    for batch in run:
+        yield batch.filter(pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())))
+
+
+def _refusing_retractions(directory: TableDirectory, run: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A Paimon partial-update table's run, refused at its first retraction: Paimon itself
+    refuses to merge one unless `ignore-delete` is set (`partial-update.remove-record-on-delete`
+    is not supported by mergetree)."""
+    for batch in run:
+        if pc.any(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())).as_py():
+            raise UnsupportedPaimonFeatureError(
+                f"partial-update table {directory.path} holds retractions; Paimon itself refuses to merge them "
+                f"unless 'ignore-delete' or 'partial-update.remove-record-on-delete' is set (the latter is not "
+                f"supported by mergetree)")
+        yield batch
 
 
 def ordered_by_file(section: Sequence[Sequence[DataFileMeta]]) -> bool:

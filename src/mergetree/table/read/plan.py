@@ -17,6 +17,7 @@ from ..buckets import bucket_ids
 from ..directory import TableDirectory
 from ..files import DataFileMeta
 from ..indexes.skipping import decide
+from ..paimon.tables import buckets_for as paimon_buckets_for
 from ..schema import KEY_PREFIX
 from ..sections import interval_partition
 from ..snapshots import Snapshot
@@ -30,8 +31,12 @@ def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
     """The snapshot a read asks for (None: the latest)."""
     if snapshot is None:
         return directory.latest_snapshot()
+    if isinstance(snapshot, str) and directory.schema.paimon is not None:
+        return directory.store.tag(snapshot)  # type: ignore[attr-defined]
     if isinstance(snapshot, bool) or not isinstance(snapshot, int):
-        raise InvalidArgumentError(f"snapshot must be a snapshot id (an int), not {snapshot!r}")
+        what = "a snapshot id (an int) or a tag name" if directory.schema.paimon is not None else \
+            "a snapshot id (an int)"
+        raise InvalidArgumentError(f"snapshot must be {what}, not {snapshot!r}")
     return directory.store.snapshot(snapshot)
 
 
@@ -48,6 +53,8 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
     requests_before = root.requests.counts()
     snap = snapshot_for(directory, snapshot)
     live = directory.live_files(snap)
+    if directory.options.level0_hidden:  # as Paimon's batch reads: level 0 waits for compaction
+        live = {name: e for name, e in live.items() if e.file.level > 0}
     plan = ReadPlan(snap.id if snap else None, files_total=len(live),
                     bytes_total=sum(e.file.file_size for e in live.values()))
     steps = plan.steps
@@ -134,6 +141,8 @@ def sections_of(files: list[DataFileMeta]) -> list[list[list[DataFileMeta]]]:
 def _buckets_for(directory: TableDirectory, f: flt.Filter) -> set[int] | None:
     """Buckets that can hold matching rows, from = / IN on every bucket-key column."""
     ts = directory.schema
+    if ts.paimon is not None:
+        return paimon_buckets_for(ts.paimon, f)
     if ts.buckets == 1 or not ts.bucket_key:
         return None
     choices = [flt.equality_values(f, c) for c in ts.bucket_key]

@@ -28,9 +28,8 @@ from ...merge.row_kind import retraction_kinds
 from ...storage import StorageError, Store
 from .. import filters as flt
 from ..directory import TableDirectory
-from ..dvfiles import deleted_positions
 from ..filecache import FileCache
-from ..files import DataFileMeta
+from ..files import DataFileMeta, deleted_of, source_of
 from ..indexes.parquet_footer import (
     CONVERTED_TYPES,
     ColumnChunk,
@@ -48,7 +47,7 @@ from ..indexes.parquet_footer import (
     read_footer,
     read_ranges,
 )
-from ..objects import StoredFile, source, table_path
+from ..objects import StoredFile, table_path
 from ..schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN
 from .merged import merge_runs
 from .model import PreparedRead
@@ -66,6 +65,8 @@ def lookup_keys(directory: TableDirectory, read: PreparedRead) -> list[tuple] | 
     ts = directory.schema
     if not ENABLED or not ts.has_primary_key or read.order_by or read.limit is not None or read.filter is None:
         return None
+    if directory.options.sequence_fields or directory.options.ignore_delete:
+        return None  # versions ordered by other columns, or retractions skipped: the merge read decides
     key_type = ts.file_schema.field(ts.file_key[0]).type
     if _physical_key(key_type, None) is None:
         return None
@@ -292,7 +293,9 @@ def _bad(b: bytes) -> Any:
 
 
 def _load_index(storage: Store, meta: DataFileMeta, key_column: str) -> _FileIndex | None:
-    file = source(storage, meta.file_name, meta.file_size)
+    if meta.origin is not None and not meta.origin.plain:
+        return None  # a Paimon file read through its mapping (ORC, thin, an older schema)
+    file = source_of(storage, meta)
     path = str(file)
     try:
         with _open(file) as f:
@@ -402,7 +405,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     ts = directory.schema
     storage = directory.storage
     file_key = ts.file_key
-    index = _cached(source(storage, meta.file_name, meta.file_size), _indexes,
+    index = _cached(source_of(storage, meta), _indexes,
                     lambda: _load_index(storage, meta, file_key[0]), "point-index")
     if index is None or any(c not in index.columns for c in columns):
         return None
@@ -418,10 +421,10 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
             wanted.setdefault(i, []).append(key)
     if not wanted:
         return []
-    file = source(storage, meta.file_name, meta.file_size)
+    file = source_of(storage, meta)
     path = str(file)
     values = [c for c in columns if c not in file_key]
-    deleted = deleted_positions(storage, meta.file_name, meta.deletion_vector) if meta.deleted_rows else None
+    deleted = deleted_of(storage, meta)
     pieces = []
     try:
         with _open(file) as f:

@@ -1,0 +1,200 @@
+"""A Paimon table under the engine: `PaimonSnapshotStore` gives the engine's planning and
+reads the table's snapshots and live files as its own (`Snapshot`, `FileEntry` with a
+`DataFileMeta` per data file), from Paimon's JSON and Avro/ORC manifests through the codec;
+`paimon_directory` makes the `TableDirectory` the engine works on.
+
+What a file's `DataFileMeta` holds: its object path under the table (an external file's is
+the path it would have there, so files group by bucket directory as the engine expects; its
+`origin` says where it really is), its level, rows, size, key range, sequence range and
+retraction count as the manifest records them; statistics decoded when a plan first asks;
+and, in a deletion-vector table, a `DeletionVectorRef` on every file above level 0 without
+retractions — a *resolved* file, read alone with its vector applied, as Paimon reads it."""
+from __future__ import annotations
+
+import posixpath
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ...codec.types import same_type
+from ...errors import UnsupportedPaimonFeatureError
+from ...storage import Store
+from ..directory import TableDirectory
+from ..dvfiles import DeletionVectorRef
+from ..files import DataFileMeta
+from ..snapshots import FileEntry, Snapshot
+from .files import PaimonFileRef
+from .metadata import PaimonFile, PaimonSchema, PaimonTable, partition_path
+from .tables import table_options, table_schema
+
+__all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
+
+
+def snapshot_of(document: dict) -> Snapshot:
+    """A Paimon snapshot (or tag) document as the engine's `Snapshot`."""
+    return Snapshot(int(document["id"]), int(document["schemaId"]), str(document.get("commitKind", "APPEND")),
+                    int(document.get("timeMillis") or 0), str(document.get("baseManifestList") or ""),
+                    str(document.get("deltaManifestList") or ""), int(document.get("totalRecordCount") or 0),
+                    int(document.get("deltaRecordCount") or 0), 0,
+                    str(document.get("changelogManifestList") or ""),
+                    {str(k): str(v) for k, v in (document.get("properties") or {}).items()},
+                    str(document.get("indexManifest") or ""))
+
+
+class FileStats(Mapping):
+    """Column -> (min, max, null count) of one Paimon data file under the read schema's names,
+    decoded from its manifest entry when first asked (a plan asks for few of its files): a file
+    of an older schema by field id, for the columns whose type has not changed since (exact: the
+    values as written; a retyped column's bounds are not converted); key columns from the key
+    statistics."""
+
+    def __init__(self, table: PaimonTable, pf: PaimonFile, schema: PaimonSchema) -> None:
+        self._table, self._pf, self._schema = table, pf, schema
+        self._stats: dict[str, tuple[Any, Any, int]] | None = None
+
+    def _load(self) -> dict[str, tuple[Any, Any, int]]:
+        if self._stats is None:
+            pf, schema = self._pf, self._schema
+            if pf.schema_id == schema.id:
+                stats = pf.value_stats(schema)
+            else:
+                old = self._table.schema(pf.schema_id)
+                now = {f.id: f for f in schema.fields}
+                stats = {}
+                for name, value in pf.value_stats(old).items():
+                    field = now.get(old.field(name).id)
+                    if field is not None and same_type(old.field(name).type, field.type):
+                        stats[field.name] = value
+            for name, (lo, hi, nulls) in zip(schema.trimmed_keys, pf.key_stats):
+                if nulls is not None and schema.primary_keys:
+                    stats[name] = (lo, hi, nulls)
+            self._stats = stats
+        return self._stats
+
+    def __getitem__(self, key: str) -> tuple[Any, Any, int]:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+_CACHED_SNAPSHOTS = 16
+_live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
+_live_lock = threading.Lock()
+
+
+class PaimonSnapshotStore:
+    """The reading side of `SnapshotStore` over a Paimon table (commits still go through
+    `mergetree.paimon`'s writers: `commit` refuses)."""
+
+    def __init__(self, table: PaimonTable, schema: PaimonSchema) -> None:
+        self.table = table
+        self.schema = schema
+        self.storage: Store = table.storage
+        self.root = table.path
+        self.partition_by = tuple(schema.partition_keys)
+        self._documents: dict[int, dict] = {}
+        self._lock = threading.Lock()
+
+    # -- snapshots -----------------------------------------------------------------------
+    def snapshot_ids(self) -> list[int]:
+        return list(self.table.snapshot_ids())
+
+    def latest_id(self) -> int | None:
+        return self.table.latest_snapshot_id()
+
+    def _remember(self, document: dict) -> Snapshot:
+        with self._lock:
+            self._documents[int(document["id"])] = document
+        return snapshot_of(document)
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self._remember(self.table.snapshot(snapshot_id))
+
+    def tag(self, name: str) -> Snapshot:
+        """The snapshot tag `name` holds (it may have expired as a snapshot)."""
+        document = self.table.resolve(name)
+        assert document is not None  # a name resolves to its tag's snapshot, or raises
+        return self._remember(document)
+
+    def retained_changelog_ids(self) -> list[int]:
+        return list(self.table.kept_changelog_ids())
+
+    def latest_hint(self) -> int | None:
+        return self.table.latest_snapshot_id()
+
+    def commit(self, *args: Any, **kwargs: Any) -> Snapshot:
+        raise UnsupportedPaimonFeatureError("this commit to a Paimon table goes through mergetree.paimon's writers "
+                                            "(write, delete, compact) so far")
+
+    # -- files ---------------------------------------------------------------------------
+    def _document(self, snapshot: Snapshot) -> dict:
+        with self._lock:
+            found = self._documents.get(snapshot.id)
+        return found if found is not None else self.table.snapshot(snapshot.id)
+
+    def live_files(self, snapshot: Snapshot | None) -> dict[str, FileEntry]:
+        """file name -> entry for every data file of the snapshot, cached per snapshot."""
+        if snapshot is None:
+            return {}
+        # a snapshot never changes under its id: its entries are kept across reads and handles,
+        # keyed by its manifest lists too (a table re-created at the same place is another table)
+        key = (self.root, self.schema.id, tuple(sorted(self.schema.options.items())), snapshot.id,
+               snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.index_manifest)
+        with _live_lock:
+            found = _live.get(key)
+            if found is not None:
+                _live.move_to_end(key)
+                return found
+        entries = self._entries(self._document(snapshot))
+        with _live_lock:
+            _live[key] = entries
+            while len(_live) > _CACHED_SNAPSHOTS:
+                _live.popitem(last=False)
+        return entries
+
+    def _entries(self, document: dict) -> dict[str, FileEntry]:
+        table, schema = self.table, self.schema
+        opts = schema.checked_options
+        files = table.live_files(document)
+        deletions = table.deletion_files(document) if opts.deletion_vectors else {}
+        out: dict[str, FileEntry] = {}
+        for pf in files:
+            if pf.total_buckets != opts.buckets and pf.total_buckets > 0:
+                raise UnsupportedPaimonFeatureError(
+                    f"Paimon table {table.name} was rescaled: file {pf.file_name} belongs to {pf.total_buckets} "
+                    f"buckets, the table has {opts.buckets} (option 'bucket'); rewrite it with Paimon first")
+            deletion = deletions.get((pf.partition_bytes, pf.bucket), {}).get(pf.file_name)
+            resolved = None
+            if opts.deletion_vectors and pf.level > 0 and pf.delete_count == 0:
+                cardinality = 0 if deletion is None else deletion.range.cardinality
+                resolved = DeletionVectorRef(None if deletion is None else deletion.path,
+                                             0 if deletion is None else deletion.range.offset,
+                                             0 if deletion is None else deletion.range.length,
+                                             pf.row_count if cardinality is None else cardinality)
+            name = pf.name if pf.name is not None else posixpath.join(
+                partition_path(schema.partition_keys, pf.partition, opts.default_partition_name),
+                f"bucket-{pf.bucket}", pf.file_name)
+            # a recorded 0 retractions is not trusted but in a resolved file: pypaimon records 0 for
+            # files holding -D rows (and a compaction may move such a file up a level unchanged), so
+            # their kind column is read (an int8 column) and their retractions dropped
+            retractions = pf.delete_count if resolved is not None or not schema.primary_keys or pf.delete_count \
+                else pf.row_count
+            meta = DataFileMeta(name, pf.level, pf.row_count, pf.file_size, pf.min_key, pf.max_key, pf.min_seq,
+                                pf.max_seq, retractions, FileStats(table, pf, schema),  # type: ignore[arg-type]
+                                deletion_vector=resolved, origin=PaimonFileRef(table, pf, schema, deletion))
+            out[name] = FileEntry(pf.partition, pf.bucket, meta)
+        return out
+
+
+def paimon_directory(table: PaimonTable, schema: PaimonSchema | None = None) -> TableDirectory:
+    """The engine's `TableDirectory` of a Paimon table read under `schema` (default: its latest)."""
+    schema = schema if schema is not None else table.schema()
+    ts = table_schema(schema)
+    return TableDirectory(table.path, ts, table_options(schema), PaimonSnapshotStore(table, schema),  # type: ignore[arg-type]
+                          table.storage)
+

@@ -1,0 +1,123 @@
+"""A Paimon table's schema and options as the engine reads them: a `TableSchema` whose
+primary key is the key its data files hold (the primary key without the partition columns)
+and `TableOptions` taken from Paimon's option names where they mean what mergetree's mean,
+from ``mergetree.``-prefixed options for what only mergetree does, and from Paimon's rules
+where the two differ (sequence fields, ignored deletes, level-0 files hidden from batch
+reads).  Also the buckets a filter can reach, by Paimon's bucket function."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Any
+
+import pyarrow as pa
+
+from ...codec.buckets import bucket_function, buckets_of
+from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
+from .. import filters as flt
+from ..options import (
+    CHANGELOG_PRODUCERS,
+    KEY_CHANGELOG_PRODUCER,
+    KEY_QUERY_LOG,
+    OPTIONS,
+    TableOptions,
+)
+from ..schema import TableSchema
+from .metadata import PaimonSchema
+
+__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "table_options", "table_schema"]
+
+# mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
+# one prefix, which Java keeps in the schema and ignores
+MERGETREE_PREFIX = "mergetree."
+
+# options both formats name alike and mean alike: read from the Paimon table as they are
+SHARED_OPTIONS = frozenset({
+    "write-buffer-size", "target-file-size", "write-only", "manifest.merge-min-count",
+    "num-sorted-run.compaction-trigger", "num-sorted-run.stop-trigger", "num-levels",
+    "compaction.max-size-amplification-percent", "compaction.size-ratio", "file.compression",
+    "file.compression.per.level", "deletion-vectors.enabled", KEY_CHANGELOG_PRODUCER, "changelog.num-retained.min",
+    "changelog.num-retained.max", "changelog.time-retained", "consumer.expiration-time",
+    "lookup.cache-max-disk-size", "lookup.cache-file-retention",
+})
+
+
+def table_schema(schema: PaimonSchema) -> TableSchema:
+    """The engine's view of a Paimon schema (its options checked: an option mergetree cannot
+    honour raises `UnsupportedPaimonFeatureError` naming it)."""
+    opts = schema.checked_options
+    key = tuple(schema.trimmed_keys) if schema.primary_keys else ()
+    return TableSchema(schema.arrow_schema, key, tuple(schema.partition_keys), opts.buckets, tuple(opts.bucket_key),
+                       opts.engine if key else "deduplicate", dict(schema.options), schema.id, paimon=schema)
+
+
+def _parsed(schema: PaimonSchema) -> TableOptions:
+    opts = schema.checked_options
+    names = schema.arrow_schema
+    shared: dict[str, str] = {}
+    for k, v in schema.options.items():
+        if k in SHARED_OPTIONS:
+            if k == KEY_CHANGELOG_PRODUCER and v.strip().lower() not in CHANGELOG_PRODUCERS:
+                continue  # full-compaction: Paimon's own producer, which reads do not need
+            try:
+                OPTIONS[k].parse(v, k)
+            except InvalidArgumentError:
+                continue  # a value Java accepts in a form mergetree does not: not used by the engine
+            shared[k] = v
+        elif k.startswith(MERGETREE_PREFIX):
+            shared[k[len(MERGETREE_PREFIX):]] = v
+    # the query log of a Paimon table comes with its place beside the table (a later step)
+    shared.setdefault(KEY_QUERY_LOG, "false")
+    key = tuple(schema.trimmed_keys) if schema.primary_keys else ()
+    parsed = TableOptions.parse(shared, names, opts.engine if key else "deduplicate", key)
+    return dataclasses.replace(
+        parsed, aggregations=dict(opts.aggregations),
+        # Paimon's files are zstd at every level unless the table says otherwise
+        compression_per_level=parsed.compression_per_level if "file.compression.per.level" in shared else {},
+        sequence_fields=tuple(opts.sequence_fields), sequence_descending=opts.sequence_descending,
+        ignore_delete=opts.ignore_delete, level0_hidden=bool(key) and opts.skips_level0,
+        deletion_vectors=opts.deletion_vectors)
+
+
+def table_options(schema: PaimonSchema) -> TableOptions:
+    """The engine's options of a Paimon table, parsed once per schema object (kept on it, as
+    its `checked_options` are: a schema never changes under its id)."""
+    found = schema.__dict__.get(_PARSED)
+    if found is None:
+        found = schema.__dict__[_PARSED] = _parsed(schema)
+    return found
+
+
+_PARSED = "_engine_options"
+
+
+MAX_BUCKET_COMBINATIONS = 4096
+
+
+def buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
+    """The only buckets rows matching `f` can be in, when it fixes every bucket-key column to
+    a few values (= and IN); None when it does not, or the table hashes another way."""
+    opts = schema.checked_options
+    if not opts.bucket_key:  # a bucket-unaware append table: every file in bucket 0
+        return None
+    types = [schema.field(c).type for c in opts.bucket_key]
+    if any(t.root in ("FLOAT", "DOUBLE") or not t.atomic for t in types):
+        return None  # -0.0/0.0 and NaN encodings: no pruning rather than a wrong bucket
+    try:
+        function = bucket_function(opts.raw, types)
+    except UnsupportedPaimonFeatureError:
+        return None  # a table hashing another way is read whole, never pruned by a guess
+    per_column = []
+    for c in opts.bucket_key:
+        values = flt.equality_values(f, c)
+        if values is None:
+            return None
+        per_column.append([v for v in values if v is not None])
+    if math.prod(len(v) for v in per_column) > MAX_BUCKET_COMBINATIONS:
+        return None
+    combos = list(itertools.product(*per_column))
+    if not combos:
+        return set()
+    columns = [pa.array([c[i] for c in combos], type=t.arrow) for i, t in enumerate(types)]
+    return {int(b) for b in buckets_of(columns, types, opts.buckets, function)}
