@@ -19,8 +19,8 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import UnsupportedPaimonFeatureError
-from mergetree.table.sequence_fields import ORDER_COLUMN, ranked
 from mergetree.table.paimon.options import check_options
+from mergetree.table.sequence_fields import ORDER_COLUMN, ranked
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int32()), ("b", pa.float64()), ("v", pa.string()),
                     ("cnt", pa.int64()), ("op", pa.string())])

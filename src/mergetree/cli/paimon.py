@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import paimon
-from ..paimon.read import plan_read, read_bucket
+from ..paimon.handle import PaimonTableHandle
 from .commands import parse_filter
 from .options import add_table_path, storage_options
 from .render import arrow_preview, out_console, progress, text_table
@@ -99,22 +99,24 @@ def info(args: argparse.Namespace) -> int:
 
 
 def read(args: argparse.Namespace) -> int:
-    plan = plan_read(args.warehouse, args.table, snapshot=_snapshot(args.snapshot),
-                     storage_options=storage_options(args))
-    filters = [parse_filter(f, plan.schema.arrow_schema) for f in args.filter or []]
+    table = PaimonTableHandle(args.warehouse, storage_options(args), args.table)
+    snapshot = _snapshot(args.snapshot)
+    schema = table.schema if snapshot is None else table.plan_schema(snapshot)
+    filters = [parse_filter(f, schema) for f in args.filter or []] or None
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    plan = plan_read(args.warehouse, args.table, columns, filters or None, _snapshot(args.snapshot),
-                     storage_options=storage_options(args))
+    plan = table.plan(filters, snapshot)
+    total = sum(m.row_count for m in plan.files)
+    reader = table.scan(columns, filters, snapshot)
     batches: list[pa.RecordBatch] = []
-    total = sum(b.rows for b in plan.buckets)
     done = 0
-    with progress("read", "rows in", enabled=not args.no_progress) as update:
+    with progress("read", "rows", enabled=not args.no_progress) as update:
         update(0, total)
-        for bucket in plan.buckets:
-            batches += read_bucket(plan, bucket)
-            done += bucket.rows
-            update(done, total)
-    result = pa.Table.from_batches(batches, schema=pa.schema([pa.field(f.name, f.type) for f in plan.output_schema]))
+        for batch in reader:  # merged rows out against the files' rows in: the bar ends full
+            batches.append(batch)
+            done += batch.num_rows
+            update(min(done, total), total)
+        update(total, total)
+    result = pa.Table.from_batches(batches, schema=reader.schema)
     if args.limit > 0:
         out_console.print(arrow_preview(result, args.limit))
     out_console.print(f"({result.num_rows:,} row{'' if result.num_rows == 1 else 's'}; "
@@ -126,7 +128,7 @@ def changes(args: argparse.Namespace) -> int:
     options = storage_options(args)
     filters = None
     if args.filter:
-        schema = plan_read(args.warehouse, args.table, storage_options=options).schema.arrow_schema
+        schema = PaimonTableHandle(args.warehouse, options, args.table).schema
         filters = [parse_filter(f, schema) for f in args.filter]
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     result = paimon.changes(args.warehouse, args.table, _snapshot(args.start), _snapshot(args.end), columns,

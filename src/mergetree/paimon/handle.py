@@ -36,6 +36,7 @@ class PaimonTableHandle(Table):
         self._name = name
         self._storage_options = storage_options
         self._table = PaimonTable.open(location, name, storage_options)
+        self._fresh = True  # the first read uses the table just opened (`mergetree.paimon.read` opens one per call)
         self._directory: TableDirectory | None = None
         self.last_read = None
 
@@ -56,7 +57,8 @@ class PaimonTableHandle(Table):
         """The engine's `Table` over the table as a read of `snapshot` sees it: as Paimon, the
         latest read uses the latest schema (options altered since the last commit count), time
         travel the schema its snapshot was committed under."""
-        table = PaimonTable.open(self._location, self._name, self._storage_options)
+        table = self._table if self._fresh else PaimonTable.open(self._location, self._name, self._storage_options)
+        self._fresh = False
         schema = None
         if snapshot is not None and not isinstance(snapshot, bool) and isinstance(snapshot, (int, str)):
             document = table.resolve(snapshot)
@@ -122,6 +124,10 @@ class PaimonTableHandle(Table):
         """Compact by Paimon's universal rules (``full``: every bucket into one sorted run);
         the COMPACT snapshot's id, or None when there was nothing to do."""
         return self._call(paimon_compact, full, progress)
+
+    def plan_schema(self, snapshot: Any) -> pa.Schema:
+        """The columns a read of `snapshot` sees (time travel: its schema's)."""
+        return self._reader(snapshot).schema
 
     def plan(self, filter: Any = None, snapshot: Any = None, order_by: Any = None,
              limit: int | None = None) -> Any:

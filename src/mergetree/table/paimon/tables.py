@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -81,15 +82,22 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
 
 
 def table_options(schema: PaimonSchema) -> TableOptions:
-    """The engine's options of a Paimon table, parsed once per schema object (kept on it, as
-    its `checked_options` are: a schema never changes under its id)."""
-    found = schema.__dict__.get(_PARSED)
+    """The engine's options of a Paimon table, parsed once per schema (its id, options and
+    columns: every read opens the table again, and a schema never changes under its id)."""
+    key = (schema.id, tuple(sorted(schema.options.items())), tuple((f.id, f.name, f.type.text) for f in schema.fields))
+    with _lock:
+        found = _options.get(key)
     if found is None:
-        found = schema.__dict__[_PARSED] = _parsed(schema)
+        found = _parsed(schema)
+        with _lock:
+            _options[key] = found
+            while len(_options) > 256:
+                _options.pop(next(iter(_options)))
     return found
 
 
-_PARSED = "_engine_options"
+_options: dict[tuple, TableOptions] = {}
+_lock = threading.Lock()
 
 
 MAX_BUCKET_COMBINATIONS = 4096

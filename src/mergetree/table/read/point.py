@@ -29,7 +29,7 @@ from ...storage import StorageError, Store
 from .. import filters as flt
 from ..directory import TableDirectory
 from ..filecache import FileCache
-from ..files import DataFileMeta, deleted_of, source_of
+from ..files import DataFileMeta, deleted_of, file_metadata, source_of
 from ..indexes.parquet_footer import (
     CONVERTED_TYPES,
     ColumnChunk,
@@ -407,7 +407,9 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     file_key = ts.file_key
     index = _cached(source_of(storage, meta), _indexes,
                     lambda: _load_index(storage, meta, file_key[0]), "point-index")
-    if index is None or any(c not in index.columns for c in columns):
+    if index is None:
+        return _row_group_rows(directory, meta, keys, columns)
+    if any(c not in index.columns for c in columns):
         return None
     key_type = types[file_key[0]]
     wanted: dict[int, list[tuple]] = {}
@@ -423,7 +425,10 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
         return []
     file = source_of(storage, meta)
     path = str(file)
-    values = [c for c in columns if c not in file_key]
+    # a key page keeps the sequence and kind pages of its rows too: a lookup over several runs
+    # compares versions by them before it decodes any value, and a large page decodes slowly
+    cached = file_key + [c for c in (SEQUENCE_COLUMN, KIND_COLUMN) if c in index.columns]
+    values = [c for c in columns if c not in cached]
     deleted = deleted_of(storage, meta)
     pieces = []
     try:
@@ -435,7 +440,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
                 end = pages[page + 1].first_row if page + 1 < len(pages) else index.layout.row_counts[group]
                 key_page = _key_pages.get_keyed(
                     (index.token, group, page),
-                    functools.partial(_key_page, f, path, index, group, file_key, first, end, types))
+                    functools.partial(_key_page, f, path, index, group, cached, first, end, types))
                 key_rows = key_page.rows
                 hits = _matches(key_page, file_key, wanted[i])
                 if deleted is not None and hits.size:
@@ -468,6 +473,115 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     return pieces
 
 
+# a row group this large, in a file without a page index (pypaimon's writers make one per file),
+# is searched by its cached key columns and decoded only up to the last row found; a smaller one
+# is read normally (statistics already narrow it to a few rows)
+LARGE_ROW_GROUP = 65536
+
+
+def _row_group_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
+                    columns: list[str]) -> list[pa.Table] | None:
+    """`_file_rows` for a file without a page index whose row groups are large: the key columns
+    of each row group that can hold a key (by its statistics) are decoded once and kept, the
+    keys found in them, and the other columns decoded from the row group's start only up to the
+    last row found (decoding streams page by page).  None: a file this cannot search (small or
+    nested row groups, a Paimon file read through its mapping)."""
+    ts = directory.schema
+    storage = directory.storage
+    file_key = ts.file_key
+    if meta.origin is not None and not meta.origin.plain:
+        return None
+    file = source_of(storage, meta)
+    path = str(file)
+    try:
+        metadata = file_metadata(storage, meta)
+        names = metadata.schema.names
+        if any(c not in names for c in columns) or len(names) != metadata.num_columns:
+            return None  # a column the file lacks, or nested columns: read normally
+        groups = range(metadata.num_row_groups)
+        if not groups or any(metadata.row_group(g).num_rows <= LARGE_ROW_GROUP for g in groups):
+            return None
+        first_key = names.index(file_key[0])
+        values = [c for c in columns if c not in file_key]
+        deleted = deleted_of(storage, meta)
+        starts = list(itertools.accumulate((metadata.row_group(g).num_rows for g in groups), initial=0))
+        pieces = []
+        for g in groups:
+            statistics = metadata.row_group(g).column(first_key).statistics
+            wanted = [k for k in keys if _within(statistics, k[0])]
+            if not wanted:
+                continue
+            key_page = _cached(file, _key_pages, functools.partial(_row_group_keys, file, g, file_key),
+                               "row-group", g, tuple(file_key))
+            hits = _matches(key_page, file_key, wanted)
+            if deleted is not None and hits.size:
+                hits = hits[~np.isin(hits + starts[g], deleted)]
+            if not hits.size:
+                continue
+            high = int(hits[-1]) + 1
+            rows = key_page.rows.take(pa.array(hits))
+            if values:
+                rest = _rows_up_to(file, g, values, high).take(pa.array(hits))
+                for name in values:
+                    rows = rows.append_column(name, rest.column(name))
+            pieces.append(rows.select(columns))
+    except FileNotFoundError:
+        raise CorruptTableError(f"data file {meta.file_name} of table {table_path(storage)} is missing",
+                                path=path) from None
+    except (StorageError, MemoryError):
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise corrupt_file(path, f"is unreadable: {exc}") from None
+    if meta.sequence_shift and SEQUENCE_COLUMN in columns:
+        at = columns.index(SEQUENCE_COLUMN)
+        shift = pa.scalar(meta.sequence_shift, pa.int64())
+        pieces = [t.set_column(at, t.schema.field(at), pc.add(t.column(at), shift)) for t in pieces]
+    if meta.origin is not None:
+        pieces = [pa.Table.from_batches([meta.origin.conform(b) for b in t.to_batches()]) if t.num_rows else t
+                  for t in pieces]
+    return pieces
+
+
+def _within(statistics: Any, value: Any) -> bool:
+    """Whether a row group's statistics of the first key column admit `value` (True when they
+    cannot say)."""
+    if statistics is None or not statistics.has_min_max:
+        return True
+    try:
+        return bool(statistics.min <= value <= statistics.max)
+    except TypeError:
+        return True
+
+
+def _parquet_file(file: str | StoredFile) -> pq.ParquetFile:
+    if isinstance(file, StoredFile):
+        return pq.ParquetFile(file.open(), pre_buffer=True)
+    return pq.ParquetFile(file, pre_buffer=False)
+
+
+def _row_group_keys(file: str | StoredFile, group: int, file_key: list[str]) -> _KeyPage:
+    rows = _parquet_file(file).read_row_group(group, columns=file_key, use_threads=False).combine_chunks()
+    ints = None
+    column = rows.column(0)
+    if len(file_key) == 1 and pa.types.is_integer(column.type) and column.null_count == 0:
+        array = column.to_numpy()
+        if array.size < 2 or bool(np.all(array[1:] >= array[:-1])):
+            ints = array
+    return _KeyPage(rows, ints)
+
+
+def _rows_up_to(file: str | StoredFile, group: int, columns: list[str], end: int) -> pa.Table:
+    """Rows [0, end) of a row group in `columns`, decoding no further than needed."""
+    batches, rows = [], 0
+    for batch in _parquet_file(file).iter_batches(batch_size=8192, row_groups=[group], columns=columns,
+                                                  use_threads=False):
+        batches.append(batch)
+        rows += batch.num_rows
+        if rows >= end:
+            break
+    return pa.Table.from_batches(batches).slice(0, end)
+
+
 @dataclass
 class _KeyPage:
     """A key page's key columns, and the first one as a NumPy array when it alone is the key
@@ -477,12 +591,14 @@ class _KeyPage:
     ints: np.ndarray | None
 
 
-def _key_page(f: Any, path: str, index: _FileIndex, group: int, file_key: list[str], first: int, end: int,
+def _key_page(f: Any, path: str, index: _FileIndex, group: int, cached: list[str], first: int, end: int,
               types: dict[str, pa.DataType]) -> _KeyPage:
-    rows = _decode(f, path, index, group, file_key, first, end, types)
+    """A page's key columns (then its sequence and kind columns, `cached`), decoded once."""
+    rows = _decode(f, path, index, group, cached, first, end, types)
     ints = None
     column = rows.column(0)
-    if len(file_key) == 1 and pa.types.is_integer(column.type) and column.null_count == 0:
+    keys = [c for c in cached if c not in (SEQUENCE_COLUMN, KIND_COLUMN)]
+    if len(keys) == 1 and pa.types.is_integer(column.type) and column.null_count == 0:
         values = column.to_numpy()
         if values.size < 2 or bool(np.all(values[1:] >= values[:-1])):
             ints = values
