@@ -459,17 +459,31 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
                 pieces.append(rows.select(columns))
     except MalformedFooter as exc:
         raise corrupt_file(path, f"the Parquet page index is malformed: {exc}") from None
-    except FileNotFoundError:
-        raise CorruptTableError(f"data file {meta.file_name} of table {table_path(storage)} is missing",
-                                path=path) from None
-    except (StorageError, MemoryError):
-        raise
     except (OSError, pa.ArrowException) as exc:
-        raise corrupt_file(path, f"is unreadable: {exc}") from None
+        raise _unreadable(storage, meta, path, exc) from None
+    return _as_recorded(meta, columns, pieces)
+
+
+def _unreadable(storage: Store, meta: DataFileMeta, path: str, exc: BaseException) -> BaseException:
+    """The error for a data file a lookup cannot read: missing or damaged (CorruptTableError),
+    or the store's own error (unreachable, refused: not a damaged file)."""
+    if isinstance(exc, FileNotFoundError):
+        return CorruptTableError(f"data file {meta.file_name} of table {table_path(storage)} is missing", path=path)
+    if isinstance(exc, StorageError):
+        return exc
+    return corrupt_file(path, f"is unreadable: {exc}")
+
+
+def _as_recorded(meta: DataFileMeta, columns: list[str], pieces: list[pa.Table]) -> list[pa.Table]:
+    """A file's rows as its manifest entry says they are: sequence numbers shifted (a renumbered
+    write), a Paimon file's columns in the read schema's types."""
     if meta.sequence_shift and SEQUENCE_COLUMN in columns:
         at = columns.index(SEQUENCE_COLUMN)
         shift = pa.scalar(meta.sequence_shift, pa.int64())
         pieces = [t.set_column(at, t.schema.field(at), pc.add(t.column(at), shift)) for t in pieces]
+    if meta.origin is not None:
+        pieces = [pa.Table.from_batches([meta.origin.conform(b) for b in t.to_batches()]) if t.num_rows else t
+                  for t in pieces]
     return pieces
 
 
@@ -525,21 +539,9 @@ def _row_group_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tu
                 for name in values:
                     rows = rows.append_column(name, rest.column(name))
             pieces.append(rows.select(columns))
-    except FileNotFoundError:
-        raise CorruptTableError(f"data file {meta.file_name} of table {table_path(storage)} is missing",
-                                path=path) from None
-    except (StorageError, MemoryError):
-        raise
     except (OSError, pa.ArrowException) as exc:
-        raise corrupt_file(path, f"is unreadable: {exc}") from None
-    if meta.sequence_shift and SEQUENCE_COLUMN in columns:
-        at = columns.index(SEQUENCE_COLUMN)
-        shift = pa.scalar(meta.sequence_shift, pa.int64())
-        pieces = [t.set_column(at, t.schema.field(at), pc.add(t.column(at), shift)) for t in pieces]
-    if meta.origin is not None:
-        pieces = [pa.Table.from_batches([meta.origin.conform(b) for b in t.to_batches()]) if t.num_rows else t
-                  for t in pieces]
-    return pieces
+        raise _unreadable(storage, meta, path, exc) from None
+    return _as_recorded(meta, columns, pieces)
 
 
 def _within(statistics: Any, value: Any) -> bool:
