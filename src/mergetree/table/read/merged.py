@@ -8,6 +8,7 @@ import itertools
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,7 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
             yield RowSelection.of_batch(table_columns(ts, batch, names))
         return
     batch_rows = batch_rows_for(len(section))
+    runs: list[Iterable[pa.RecordBatch]]
     if not options.sequence_fields and ordered_by_file(section):
         # each file's rows take its newest sequence number: the same order, nothing decoded
         runs = [_with_file_sequence(directory.storage, run, ts.file_key + kinds + values, key_filter, row_groups,
@@ -142,6 +144,11 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
         columns = ts.file_key + [SEQUENCE_COLUMN] + kinds + values
         runs = [read_run(directory.storage, run, columns=columns, row_filter=key_filter, row_groups=row_groups,
                          batch_rows=batch_rows) for run in section]
+    if merge_threads > 1 and len(runs) > 1:
+        # a merge in threads cuts whole runs by key range, so it holds every run in memory anyway:
+        # decode them at once (Parquet decoding releases the GIL)
+        with ThreadPoolExecutor(min(merge_threads, len(runs)), thread_name_prefix="merge-run") as pool:
+            runs = list(pool.map(list, runs))
     yield from merge_runs(directory, runs, names, bool(kinds), merge_threads, stats)
 
 

@@ -247,7 +247,7 @@ class _FileIndex:
 # footers and page-index bounds of recently searched files; None for a file the path cannot use
 _indexes: FileCache[_FileIndex | None] = FileCache(max_entries=256)
 # decoded key pages: (file, row group, page) -> the key columns of the page's rows
-_key_pages: FileCache[_KeyPage] = FileCache(max_entries=4096, max_bytes=64 << 20,
+_key_pages: FileCache[_KeyPage] = FileCache(max_entries=4096, max_bytes=256 << 20,
                                             weight=lambda p: 2 * p.rows.nbytes)
 
 
@@ -487,9 +487,9 @@ def _as_recorded(meta: DataFileMeta, columns: list[str], pieces: list[pa.Table])
     return pieces
 
 
-# a row group this large, in a file without a page index (pypaimon's writers make one per file),
-# is searched by its cached key columns and decoded only up to the last row found; a smaller one
-# is read normally (statistics already narrow it to a few rows)
+# a file without a page index holding a row group this large (pypaimon's writers make one per
+# file) is searched by its row groups' cached key columns, each decoded only up to the last row
+# found; files of smaller row groups are read normally (statistics narrow them to a few rows)
 LARGE_ROW_GROUP = 65536
 
 
@@ -513,8 +513,8 @@ def _row_group_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tu
         if any(c not in names for c in columns) or len(names) != metadata.num_columns:
             return None  # a column the file lacks, or nested columns: read normally
         groups = range(metadata.num_row_groups)
-        if not groups or any(metadata.row_group(g).num_rows <= LARGE_ROW_GROUP for g in groups):
-            return None
+        if not any(metadata.row_group(g).num_rows > LARGE_ROW_GROUP for g in groups):
+            return None  # small row groups: their statistics narrow a lookup to a few rows already
         first_key = names.index(file_key[0])
         values = [c for c in columns if c not in file_key]
         deleted = deleted_of(storage, meta)
