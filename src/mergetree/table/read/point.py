@@ -425,9 +425,10 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
         return []
     file = source_of(storage, meta)
     path = str(file)
-    # a key page keeps the sequence and kind pages of its rows too: a lookup over several runs
-    # compares versions by them before it decodes any value, and a large page decodes slowly
-    cached = file_key + [c for c in (SEQUENCE_COLUMN, KIND_COLUMN) if c in index.columns]
+    # a key page keeps the sequence (and kind) pages of its rows too when the lookup asks for
+    # them: a lookup over several runs compares versions by them before it decodes any value,
+    # and a large page (pypaimon's are up to 1 MiB) decodes slowly
+    cached = file_key + [c for c in (SEQUENCE_COLUMN, KIND_COLUMN) if c in columns]
     values = [c for c in columns if c not in cached]
     deleted = deleted_of(storage, meta)
     pieces = []
@@ -439,7 +440,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
                 first = pages[page].first_row
                 end = pages[page + 1].first_row if page + 1 < len(pages) else index.layout.row_counts[group]
                 key_page = _key_pages.get_keyed(
-                    (index.token, group, page),
+                    (index.token, group, page, tuple(cached)),
                     functools.partial(_key_page, f, path, index, group, cached, first, end, types))
                 key_rows = key_page.rows
                 hits = _matches(key_page, file_key, wanted[i])
