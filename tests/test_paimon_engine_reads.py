@@ -5,6 +5,7 @@ or index only ever skips work).  The tables are Java's (`tests/data/java_paimon*
 pypaimon's, with page indexes and without."""
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -136,3 +137,103 @@ def test_lookups_in_large_row_groups_without_a_page_index(tmp_path: Path) -> Non
         want = [{"id": key, "v": model[key][0], "s": model[key][1]}] if key in model else []
         assert got.to_pylist() == want, key
         assert t.last_read is not None and (t.last_read.point_files > 0 or t.last_read.files_read == 0)
+
+
+def test_time_travel_lookups_then_latest_lookups_each_read_their_own_schema(tmp_path: Path) -> None:
+    """A file searched by a time-travel lookup under the schema it was written with is not
+    plain under a later schema (a dropped column, two columns whose names swapped): the latest
+    lookup maps it by field id, as the full read does, however the lookups before it left the
+    caches."""
+    path = tmp_path / "t"
+    shutil.copytree(JAVA / "parquet" / "pk_table_with_alter_table.db" / "pk_table_with_alter_table", path)
+    latest_schema = json.loads((path / "schema" / "schema-1").read_text())
+    latest_schema["id"] = 2  # `e` dropped, `a` and `c` renamed into each other (each keeps its field id)
+    latest_schema["fields"] = [dict(f, name={"a": "c", "c": "a"}.get(f["name"], f["name"]))
+                               for f in latest_schema["fields"] if f["name"] != "e"]
+    (path / "schema" / "schema-2").write_text(json.dumps(latest_schema))
+    t = Table.open(str(path))
+    for snapshot in t.snapshots():  # under schema 0, then under schema 1
+        before = t.read(snapshot=snapshot)
+        keys = [k for k in ("key0", "key1", "key2", "key_2") if k in before.column_names]
+        for row in before.select(keys).to_pylist():
+            f = [(k, "=", v) for k, v in row.items()]
+            assert _sorted(t.read(filter=f, snapshot=snapshot)) == _sorted(_filtered(before, f))
+    keys = ["key0", "key1", "key_2"]
+    now = t.read()
+    assert "e" not in now.column_names
+    for row in now.select(keys).to_pylist():
+        f = [(k, "=", v) for k, v in row.items()]
+        assert _sorted(t.read(filter=f)) == _sorted(_filtered(now, f))
+
+
+@pytest.mark.parametrize("path", JAVA_TABLES, ids=lambda p: f"{p.parents[1].name}/{p.name}")
+def test_a_projection_filtered_on_another_column(path: Path) -> None:
+    """A read of one column filtered on another (ORC, thin and older-schema files are read
+    through their mapping): the full read filtered, then projected."""
+    t = Table.open(str(path))
+    whole = t.read()
+    flat = [c for c in whole.column_names if not pa.types.is_nested(whole.schema.field(c).type)]
+    if len(flat) < 2 or not whole.num_rows:
+        pytest.skip("needs two flat columns and rows")
+    target, other = flat[0], flat[-1]
+    value = whole.column(other).drop_null()[0].as_py() if whole.column(other).null_count < whole.num_rows else None
+    if value is None:
+        pytest.skip("the other column holds only nulls")
+    for op in ("=", "!=", ">=", "<"):
+        f = [(other, op, value)]
+        assert _sorted(t.read(columns=[target], filter=f)) == _sorted(_filtered(whole, f).select([target])), op
+
+
+DV_TABLES = [p for p in JAVA_TABLES if "dv" in p.name]
+
+
+@pytest.mark.parametrize("path", DV_TABLES, ids=lambda p: f"{p.parents[1].name}/{p.name}")
+def test_deleted_rows_and_every_row_of_deletion_vector_files(path: Path) -> None:
+    """A Paimon file's `deleted_rows` is what its vector marks (resolved or not, cardinality
+    recorded or not); `every_row()` reads the file whole, positions from its start."""
+    from mergetree.table.files import read_data_file, read_key_positions
+
+    t = Table.open(str(path))
+    directory = t.directory
+    marked = 0
+    for entry in directory.live_files(directory.latest_snapshot()).values():
+        meta = entry.file
+        positions = meta.origin.deleted_positions()
+        assert meta.deleted_rows == (0 if positions is None else len(positions))
+        marked += meta.deleted_rows
+        whole = sum(b.num_rows for b in read_data_file(directory.storage, meta.every_row()))
+        assert whole == meta.row_count
+        live = read_key_positions(directory.storage, meta, directory.schema.file_key)
+        kept = [] if live is None else live.column("_POSITION").to_pylist()
+        assert sorted(set(range(meta.row_count)) - set(kept)) == ([] if positions is None else positions.tolist())
+    assert marked > 0
+
+
+def test_options_of_two_tables_alike_but_for_their_keys() -> None:
+    """Two Paimon schemas with the same id, columns and options but different keys have their
+    own options (aggregations skip key columns)."""
+    from mergetree.table.paimon.metadata import PaimonSchema
+    from mergetree.table.paimon.tables import table_options
+
+    def schema(keys: list[str]) -> PaimonSchema:
+        return PaimonSchema.from_json({
+            "id": 0, "fields": [{"id": 0, "name": "id", "type": "INT NOT NULL"},
+                                {"id": 1, "name": "x", "type": "INT NOT NULL"}, {"id": 2, "name": "v", "type": "INT"}],
+            "partitionKeys": [], "primaryKeys": keys,
+            "options": {"bucket": "1", "merge-engine": "aggregation", "fields.default-aggregate-function": "sum"}})
+    assert table_options(schema(["id", "x"])).aggregations == {"v": "sum"}
+    assert table_options(schema(["id"])).aggregations == {"x": "sum", "v": "sum"}
+
+
+def test_an_engine_source_pinned_to_an_older_schemas_snapshot() -> None:
+    """An engine's Paimon source at a snapshot committed under an older schema advertises that
+    schema's columns and scans them."""
+    from mergetree.engines.sources import PaimonSource
+
+    path = JAVA / "parquet" / "pk_table_with_alter_table.db" / "pk_table_with_alter_table"
+    t = Table.open(str(path))
+    for snapshot in t.snapshots():
+        source = PaimonSource(str(path), None, snapshot)  # type: ignore[arg-type]
+        scanned = source.scan(source.schema.names, None, None, "test").read_all()
+        assert scanned.schema.names == source.schema.names
+        assert _sorted(scanned) == _sorted(t.read(snapshot=snapshot))

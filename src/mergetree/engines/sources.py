@@ -98,7 +98,8 @@ class PaimonSource(TableSource):
         else:
             pinned = store.snapshot(snapshot).id  # SnapshotNotFoundError now, not at the query
         self.table, self.snapshot = handle, pinned
-        self.schema = handle.schema
+        # the columns of the pinned snapshot's schema: what every scan of it returns
+        self.schema = handle.schema if pinned is None else handle.plan_schema(pinned)
         self.label = f"Paimon table {table}"
 
 

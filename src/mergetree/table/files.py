@@ -180,8 +180,15 @@ class DataFileMeta:
 
     @property
     def deleted_rows(self) -> int:
-        """Rows its deletion vector removes."""
+        """Rows its deletion vector removes (a Paimon file's vector is its origin's, resolved or not)."""
+        if self.origin is not None:
+            return self.origin.deleted_count
         return self.deletion_vector.cardinality if self.deletion_vector is not None else 0
+
+    def every_row(self) -> DataFileMeta:
+        """The file read whole: no deletion vector applied, positions from its start."""
+        return replace(self, deletion_vector=None,
+                       origin=None if self.origin is None else self.origin.without_deletion())
 
     @property
     def resolved(self) -> bool:
@@ -717,7 +724,7 @@ def read_key_positions(storage: Store, meta: DataFileMeta, columns: list[str],
     """`columns` of a data file's live rows (its deletion vector applied) with each row's
     position in the file, as column `_POSITION` (what a deletion vector records); only the
     `row_groups` given (default: all); None when no row is read."""
-    whole = replace(meta, deletion_vector=None)  # every row, so positions count from the file's start
+    whole = meta.every_row()  # every row, so positions count from the file's start
     groups = None if row_groups is None else sorted(row_groups)
     batches = list(read_data_file(storage, whole, columns, row_groups=groups))
     if not batches:
@@ -772,7 +779,7 @@ def read_rows_at(storage: Store, meta: DataFileMeta, positions: np.ndarray) -> p
     groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
     # each group's offset in the stream of the groups read
     offsets = dict(zip(groups.tolist(), np.cumsum([0] + [int(starts[g + 1] - starts[g]) for g in groups])))
-    whole = replace(meta, deletion_vector=None)
+    whole = meta.every_row()
     table = pa.Table.from_batches(list(read_data_file(storage, whole, None, row_groups=groups.tolist())))
     group_of = np.searchsorted(starts, positions, side="right") - 1
     index = np.array([offsets[int(g)] for g in group_of], dtype=np.int64) + positions - starts[group_of]

@@ -259,7 +259,7 @@ class LookupCache:
 
     def _decode(self, storage: Store, meta: DataFileMeta, schema: pa.Schema) -> pa.Table:
         """Every row of the data file as stored (no deletion vector, no shift)."""
-        raw = replace(meta, deletion_vector=None, sequence_shift=0)
+        raw = replace(meta.every_row(), sequence_shift=0)
         batches = [b.cast(schema) for b in read_data_file(storage, raw, columns=schema.names)]
         return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 

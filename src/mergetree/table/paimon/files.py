@@ -367,6 +367,20 @@ class PaimonFileRef:
                                           f"in {self.file.path}, its schema says {wanted}: {exc}") from None
         return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
+    def without_deletion(self) -> PaimonFileRef:
+        """The same file with no deletion vector applied (every row, positions from its start)."""
+        return PaimonFileRef(self.table, self.file, self.schema)
+
+    @property
+    def deleted_count(self) -> int:
+        """The rows its deletion vector marks (the vector decoded when the manifest does not say)."""
+        if self.deletion is None:
+            return 0
+        if self.deletion.range.cardinality is not None:
+            return int(self.deletion.range.cardinality)
+        positions = self.deleted_positions()
+        return 0 if positions is None else len(positions)
+
     def may_match(self, f: Any) -> bool:
         """Whether the file may hold rows matching `f` (normalized) by its file index; True
         when no index covers the filter's columns, or the index cannot tell."""
@@ -402,10 +416,10 @@ class PaimonFileRef:
              batch_rows: int) -> Iterator[pa.RecordBatch]:
         """The file's live rows in the read schema's file layout (`columns` of it; None: all),
         mapped as its format, thin mode and schema need; `row_filter` over that layout."""
-        if columns is not None:
-            names = columns
-        else:  # an append table's files hold its columns only
-            names = [f.name for f in file_layout(self.schema)] if self.schema.primary_keys else self.schema.names
+        layout = [f.name for f in file_layout(self.schema)] if self.schema.primary_keys else self.schema.names
+        # an append table's files hold its columns only; a filter may name columns the read does
+        # not return: every column is read then, and the asked ones kept after the filter
+        names = layout if columns is None or row_filter is not None else columns
         deleted = self.deleted_positions()
         try:
             if self.file.schema_id != self.schema.id:
@@ -414,10 +428,13 @@ class PaimonFileRef:
                 stream = read_data_file(self.source(), names, None, batch_rows, deleted=deleted)
             for batch in stream:
                 if row_filter is not None:
-                    batch = pa.Table.from_batches([batch]).filter(row_filter).combine_chunks().to_batches()
-                    if not batch:
+                    kept = pa.Table.from_batches([batch]).filter(row_filter)
+                    if columns is not None:
+                        kept = kept.select(columns)
+                    batches = kept.combine_chunks().to_batches()
+                    if not batches:
                         continue
-                    batch = batch[0]
+                    batch = batches[0]
                 if batch.num_rows:
                     yield batch
         except MemoryError:  # out of memory is not a damaged file

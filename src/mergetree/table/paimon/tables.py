@@ -82,9 +82,10 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
 
 
 def table_options(schema: PaimonSchema) -> TableOptions:
-    """The engine's options of a Paimon table, parsed once per schema (its id, options and
-    columns: every read opens the table again, and a schema never changes under its id)."""
-    key = (schema.id, tuple(sorted(schema.options.items())), tuple((f.id, f.name, f.type.text) for f in schema.fields))
+    """The engine's options of a Paimon table, parsed once per schema (everything they depend
+    on: id, options, columns, keys; every read opens the table again)."""
+    key = (schema.id, tuple(sorted(schema.options.items())), tuple((f.id, f.name, f.type.text) for f in schema.fields),
+           tuple(schema.primary_keys), tuple(schema.partition_keys))
     with _lock:
         found = _options.get(key)
     if found is None:

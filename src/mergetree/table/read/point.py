@@ -293,8 +293,6 @@ def _bad(b: bytes) -> Any:
 
 
 def _load_index(storage: Store, meta: DataFileMeta, key_column: str) -> _FileIndex | None:
-    if meta.origin is not None and not meta.origin.plain:
-        return None  # a Paimon file read through its mapping (ORC, thin, an older schema)
     file = source_of(storage, meta)
     path = str(file)
     try:
@@ -405,6 +403,10 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     ts = directory.schema
     storage = directory.storage
     file_key = ts.file_key
+    if meta.origin is not None and not meta.origin.plain:
+        # checked before the cache: whether a Paimon file reads as it is depends on the read's
+        # schema (time travel), and the cache is keyed by the file alone
+        return None
     index = _cached(source_of(storage, meta), _indexes,
                     lambda: _load_index(storage, meta, file_key[0]), "point-index")
     if index is None:
