@@ -25,6 +25,7 @@ through its own, `PaimonTable.external_store`): data files and manifests stream 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import itertools
 import os
@@ -79,9 +80,10 @@ from ..table.compaction.planner import (
     plan_rewrite,
     restored_levels,
 )
-from ..table.files import dictionary_worthy
+from ..table.files import dictionary_worthy, parquet_fragment
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
+from ..table.paimon.files import corrupt
 from ..table.paimon.metadata import (
     ADD,
     DELETE,
@@ -167,6 +169,11 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         _check_evolvable(t, t.schema(schema_id), schema)
     by_bucket: dict[tuple, list[PaimonFile]] = {}
     for f in files:
+        if f.level == 0 and not f.delete_count and _may_hold_retractions(t, f):
+            # pypaimon records 0 retractions for level-0 files holding -D rows: such a file moved up
+            # unchanged would keep them at a level whose files are read alone (deletion vectors)
+            # or past the last level that drops them; it is planned as holding retractions
+            f = dataclasses.replace(f, delete_count=f.row_count)
         by_bucket.setdefault((f.partition, f.bucket), []).append(f)
     plans = []
     # a full compaction of a deletion-vector table purges every marked row: files with a vector are rewritten
@@ -219,6 +226,26 @@ def _check_evolvable(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> No
     for f in now.fields:
         if f.id in before and before[f.id].type != f.type:
             evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
+
+
+def _may_hold_retractions(t: PaimonTable, f: PaimonFile) -> bool:
+    """Whether a data file may hold retractions (-U, -D) by its Parquet footer's statistics of
+    the kind column (+U counts too: the statistics cannot tell it from -U); an ORC file, or one
+    without those statistics, may."""
+    if not f.file_name.endswith(".parquet"):
+        return True
+    try:
+        metadata = parquet_fragment(t.source(f)).metadata
+        index = metadata.schema.names.index(KIND_COLUMN)
+    except ValueError:
+        return True
+    except (OSError, pa.ArrowException) as exc:
+        raise corrupt(t, f, exc) from None
+    for g in range(metadata.num_row_groups):
+        statistics = metadata.row_group(g).column(index).statistics
+        if statistics is None or not statistics.has_min_max or statistics.max != 0:
+            return True
+    return False
 
 
 def _rewriting_level0(plan: CompactionPlan, bucket_files: list[PaimonFile]) -> CompactionPlan:
