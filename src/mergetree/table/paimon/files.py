@@ -7,7 +7,8 @@ that need no mapping are read by the engine's own Parquet path."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -340,7 +341,6 @@ class PaimonFileRef:
     file: PaimonFile
     schema: PaimonSchema                    # the schema reads see the file under
     deletion: DeletionFile | None = None
-    _positions: dict = field(default_factory=dict, repr=False)
 
     def source(self) -> str | StoredFile:
         return self.table.source(self.file)
@@ -352,9 +352,7 @@ class PaimonFileRef:
     def conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """A batch of the file with its columns in the read schema's types (a writer may store
         a type another way pyarrow reads back differently)."""
-        if "types" not in self._positions:
-            self._positions["types"] = {f.name: f.type for f in file_layout(self.schema)}
-        types = self._positions["types"]
+        types = self._layout_types
         if all(types.get(f.name, f.type) == f.type for f in batch.schema):
             return batch
         arrays = []
@@ -394,23 +392,30 @@ class PaimonFileRef:
         """The rows its deletion vector marks, sorted (None: none); decoded once."""
         if self.deletion is None:
             return None
-        if "p" not in self._positions:
-            self._positions["p"] = deleted_positions(self.table, self.file, self.deletion)
-        return self._positions["p"]
+        return self._deleted
 
-    @property
+    @cached_property
     def plain(self) -> bool:
         """Whether the engine's Parquet reader reads it as it is (a footer read, cached)."""
-        if "plain" not in self._positions:
-            pf = self.file
-            ok = pf.schema_id == self.schema.id and pf.file_name.endswith(".parquet")
-            if ok and self.schema.primary_keys:
-                try:
-                    ok = not thin_keys(self.source(), pf.file_name, [KEY_PREFIX + k for k in self.schema.trimmed_keys])
-                except (OSError, pa.ArrowException) as exc:
-                    raise corrupt(self.table, pf, exc) from None
-            self._positions["plain"] = ok
-        return bool(self._positions["plain"])
+        pf = self.file
+        if pf.schema_id != self.schema.id or not pf.file_name.endswith(".parquet"):
+            return False
+        if not self.schema.primary_keys:
+            return True
+        try:
+            return not thin_keys(self.source(), pf.file_name, [KEY_PREFIX + k for k in self.schema.trimmed_keys])
+        except (OSError, pa.ArrowException) as exc:
+            raise corrupt(self.table, pf, exc) from None
+
+    # decoded once per file reference (a cached_property writes the instance's __dict__, which a
+    # frozen dataclass allows)
+    @cached_property
+    def _deleted(self) -> np.ndarray | None:
+        return deleted_positions(self.table, self.file, self.deletion)
+
+    @cached_property
+    def _layout_types(self) -> dict[str, pa.DataType]:
+        return {f.name: f.type for f in file_layout(self.schema)}
 
     def read(self, columns: list[str] | None, row_filter: pc.Expression | None,
              batch_rows: int) -> Iterator[pa.RecordBatch]:

@@ -566,13 +566,7 @@ def _parquet_file(file: str | StoredFile) -> pq.ParquetFile:
 
 def _row_group_keys(file: str | StoredFile, group: int, file_key: list[str]) -> _KeyPage:
     rows = _parquet_file(file).read_row_group(group, columns=file_key, use_threads=False).combine_chunks()
-    ints = None
-    column = rows.column(0)
-    if len(file_key) == 1 and pa.types.is_integer(column.type) and column.null_count == 0:
-        array = column.to_numpy()
-        if array.size < 2 or bool(np.all(array[1:] >= array[:-1])):
-            ints = array
-    return _KeyPage(rows, ints)
+    return _KeyPage.of(rows, len(file_key))
 
 
 def _rows_up_to(file: str | StoredFile, group: int, columns: list[str], end: int) -> pa.Table:
@@ -589,25 +583,28 @@ def _rows_up_to(file: str | StoredFile, group: int, columns: list[str], end: int
 
 @dataclass
 class _KeyPage:
-    """A key page's key columns, and the first one as a NumPy array when it alone is the key
-    and is an ascending integer column (then a key's rows are found by binary search)."""
+    """A key page's key columns (then any sequence and kind columns), and the first one as a
+    NumPy array when it alone is the key and is an ascending integer column (then a key's rows
+    are found by binary search)."""
 
     rows: pa.Table
     ints: np.ndarray | None
+
+    @classmethod
+    def of(cls, rows: pa.Table, key_columns: int) -> _KeyPage:
+        column = rows.column(0)
+        if key_columns == 1 and pa.types.is_integer(column.type) and column.null_count == 0:
+            values = column.to_numpy()
+            if values.size < 2 or bool(np.all(values[1:] >= values[:-1])):
+                return cls(rows, values)
+        return cls(rows, None)
 
 
 def _key_page(f: Any, path: str, index: _FileIndex, group: int, cached: list[str], first: int, end: int,
               types: dict[str, pa.DataType]) -> _KeyPage:
     """A page's key columns (then its sequence and kind columns, `cached`), decoded once."""
     rows = _decode(f, path, index, group, cached, first, end, types)
-    ints = None
-    column = rows.column(0)
-    keys = [c for c in cached if c not in (SEQUENCE_COLUMN, KIND_COLUMN)]
-    if len(keys) == 1 and pa.types.is_integer(column.type) and column.null_count == 0:
-        values = column.to_numpy()
-        if values.size < 2 or bool(np.all(values[1:] >= values[:-1])):
-            ints = values
-    return _KeyPage(rows, ints)
+    return _KeyPage.of(rows, sum(c not in (SEQUENCE_COLUMN, KIND_COLUMN) for c in cached))
 
 
 def _matches(page: _KeyPage, file_key: list[str], keys: list[tuple]) -> np.ndarray:
