@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_changes import ENGINES, apply, make, operation, run, state
 
-from mergetree import RowKind, SnapshotNotFoundError, Table
+from mergetree import InvalidArgumentError, RowKind, SnapshotNotFoundError, Table
 from mergetree.table import paths
 from mergetree.table.write import commit_write, conformed, spill
 
@@ -51,6 +51,37 @@ def test_an_input_changelog_keeps_the_rows_as_written(tmp_path):
     assert [(r["k"], r["v"], r["_row_kind"]) for r in got] == [(1, "a", "+U"), (2, "b", "-U"), (3, None, "-D")]
     net = table.changes(1, 2).read_all().to_pylist()  # the net change is computed: input rows are not exact
     assert [(r["k"], r["v"], r["_row_kind"]) for r in net] == [(2, "b", "-D")]
+
+
+def test_a_source_says_where_the_change_comes_from(tmp_path):
+    """source="changelog": the commits' changelog files as written, commit after commit across
+    buckets (with ``changelog-producer`` none: the rows each commit wrote); "delta" always
+    computes; "auto" computes unless the changelogs are exact."""
+    schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
+    table = Table.create(tmp_path / "input", schema, primary_key=["k"], buckets=2,
+                         options={"changelog-producer": "input"})
+    table.write({"k": [1, 2, 5], "v": ["a", "b", "e"]})
+    table.write(pa.table({"k": [2, 1, 3], "v": ["b", "a", None], "_row_kind": ["-U", "+U", "-D"]}))
+    rows = [(r["k"], r["v"], r["_row_kind"]) for r in table.changes(0, source="changelog").read_all().to_pylist()]
+    assert sorted(rows[:3]) == [(1, "a", "+I"), (2, "b", "+I"), (5, "e", "+I")]
+    assert sorted(rows[3:]) == [(1, "a", "+U"), (2, "b", "-U"), (3, None, "-D")]
+    stamped = table.changes(0, per_commit=True, source="changelog").read_all()
+    assert stamped.column("_snapshot_id").to_pylist() == [1, 1, 1, 2, 2, 2]
+    assert [(r["k"], r["v"], r["_row_kind"]) for r in stamped.to_pylist()] == rows
+    assert table.changes(0, source="delta").read_all().equals(table.changes(0).read_all())
+    assert table.changes(1, per_commit=True, source="delta").read_all().to_pylist() == \
+        [{"k": 2, "v": "b", "_row_kind": "-D", "_snapshot_id": 2}]
+    with pytest.raises(InvalidArgumentError, match="source must be one of auto, delta, changelog"):
+        table.changes(0, source="lookup")
+
+    plain = Table.create(tmp_path / "none", schema, primary_key=["k"])
+    plain.write({"k": [1, 2], "v": ["a", "b"]})
+    plain.write({"k": [1], "v": ["c"]})
+    plain.compact(full=True)  # a compaction changes nothing
+    assert [(r["k"], r["v"], r["_row_kind"]) for r in plain.changes(0, source="changelog").read_all().to_pylist()] \
+        == [(1, "a", "+I"), (2, "b", "+I"), (1, "c", "+I")]
+    assert [(r["k"], r["v"], r["_row_kind"]) for r in plain.changes(1).read_all().to_pylist()] == \
+        [(1, "a", "-U"), (1, "c", "+U")]
 
 
 def test_a_lost_race_looks_the_previous_rows_up_again(tmp_path):

@@ -21,9 +21,8 @@ index files), so mergetree does not depend on pypaimon.  Options mergetree canno
 """
 from __future__ import annotations
 
-from .changes import changes
 from .compact import compact
-from .handle import read, scan
+from .handle import changes, read, scan
 from .info import PaimonBucketInfo, PaimonInfo, PaimonSnapshotInfo, info
 from .write import PaimonWrite, delete, write
 

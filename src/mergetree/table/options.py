@@ -469,6 +469,10 @@ class TableOptions:
     sequence_descending: bool = False
     ignore_delete: bool = False
     level0_hidden: bool = False
+    # a later commit's rows are newer than every row before it in their bucket (mergetree's
+    # writers renumber after a lost race); False where versions are ordered by sequence number
+    # alone, as any Paimon writer may number them (a change is then read from the two states)
+    commit_ordered: bool = True
 
     def codec_for(self, level: int) -> str:
         """The Parquet codec of a data file written at `level`."""

@@ -4,7 +4,6 @@ housekeeping), all working on the table's `TableDirectory`."""
 from __future__ import annotations
 
 import datetime as dt
-import heapq
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -220,7 +219,7 @@ class Table:
 
     def changes(self, start: int | None = None, end: int | None = None, columns: str | list[str] | None = None,
                 filter: flt.Filter = None, per_commit: bool = False,
-                consumer_id: str | None = None) -> pa.RecordBatchReader:
+                consumer_id: str | None = None, source: str = "auto") -> pa.RecordBatchReader:
         """What commits `start`+1..`end` (default: the latest) changed: per primary key its net
         change, `_row_kind` +I (a new key), -U then +U (old and new row), -D (the old row);
         `start` == 0 is the empty table before the first commit, `start == end` changes nothing.
@@ -234,24 +233,27 @@ class Table:
         `consumer_id` names a consumer (`consumers()`): without `start`, the change starts where
         it stopped (ConsumerNotFoundError if there is no such consumer); once the reader is read
         to its end, the consumer records that it reads `end` + 1 next, and while it is active
-        `expire_snapshots` keeps what its next change needs.  See docs/CHANGES.md."""
+        `expire_snapshots` keeps what its next change needs.
+
+        `source`: "auto" (computed, or from changelog files where they are exact), "delta"
+        (always computed), "changelog" (the commits' changelog files as written, commit after
+        commit: ``changelog-producer`` input or lookup; with ``none``, the rows each commit
+        wrote, kinds as written).  `start` and `end` may be tag names where the table has tags.
+        See docs/CHANGES.md."""
         if start is None:
             if consumer_id is None:
                 raise InvalidArgumentError("changes needs start (a snapshot id) or a consumer_id to resume")
             start = consumers.get(self.directory, consumer_id).next_snapshot - 1
         elif consumer_id is not None:
             consumers.check_id(consumer_id)
-        plan = changes.plan_changes(self.directory, start, end, columns, filter, per_commit)
+        plan = changes.plan_changes(self.directory, start, end, columns, filter, per_commit, source)
         self.last_read = plan.stats
 
         def batches() -> Iterator[pa.RecordBatch]:
             rows = 0
             stream: Iterator[pa.RecordBatch]
-            if per_commit:
-                units = [changes.read_changes(self.directory, plan, unit) for unit in plan.units]
-                # the units' batches (each of one commit, a unit's in commit order) interleaved
-                # commit by commit, each unit read as far as the commit being emitted
-                stream = heapq.merge(*units, key=lambda b: b.column(changes.SNAPSHOT_ID_COLUMN)[0].as_py())
+            if per_commit or plan.as_written:
+                stream = changes.read_in_commit_order(self.directory, plan)
             else:
                 stream = changes.read_units(self.directory, plan)
             for batch in stream:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from .compute import (
                       PRODUCER_PROPERTY,
                       SNAPSHOT_ID_COLUMN,
+                      SOURCES,
                       ChangePlan,
                       ChangeUnit,
                       CommitFiles,
                       change_of_files,
                       plan_changes,
                       read_changes,
+                      read_in_commit_order,
                       read_units,
                       snapshot_range,
 )
 
-__all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "ChangePlan", "ChangeUnit", "CommitFiles", "change_of_files",
-           "plan_changes", "read_changes", "read_units", "snapshot_range"]
+__all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "SOURCES", "ChangePlan", "ChangeUnit", "CommitFiles",
+           "change_of_files", "plan_changes", "read_changes", "read_in_commit_order", "read_units", "snapshot_range"]

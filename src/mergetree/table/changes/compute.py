@@ -13,6 +13,8 @@ lookup changelogs folds them: a key's first before-image and last after-image.
 """
 from __future__ import annotations
 
+import bisect
+import heapq
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -24,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidArgumentError, SnapshotNotFoundError
+from ...errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedFormatError
 from ...merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge, symbols_of
 from ...merge.arrow_input import sort_indices
 from .. import filters as flt
@@ -39,8 +41,8 @@ from ..read.plan import sections_of
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..snapshots import Snapshot
 
-__all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "ChangePlan", "ChangeUnit", "CommitFiles", "change_of_files",
-           "plan_changes", "read_changes", "read_units", "snapshot_range"]
+__all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "SOURCES", "ChangePlan", "ChangeUnit", "CommitFiles",
+           "change_of_files", "plan_changes", "read_changes", "read_in_commit_order", "read_units", "snapshot_range"]
 
 SNAPSHOT_ID_COLUMN = "_snapshot_id"
 # small added files, decoded (immutable files: a name is never reused for other rows)
@@ -48,6 +50,11 @@ _ADDED_FILES: FileCache[pa.Table] = FileCache(max_entries=4096, max_bytes=256 <<
 # the snapshot property saying which producer wrote the commit's changelog files ("input" or "lookup")
 PRODUCER_PROPERTY = "changelog-producer"
 _SIDE = "__side"  # old (0) or new (1) state, while two states are compared
+# where a change comes from: "auto" (computed, or from changelog files that are exact),
+# "delta" (always computed), "changelog" (the changelog files as written, commit after commit)
+SOURCES = ("auto", "delta", "changelog")
+_NO_CHANGE = ("COMPACT", "ANALYZE")   # commits that move rows between files (or only add statistics)
+_CHANGING = ("APPEND", "OVERWRITE")
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class ChangePlan:
     columns: list[str] = field(default_factory=list)     # the asked table columns (keys included)
     filter: Any = None                                     # normalized `filters` form
     computed: bool = True      # False: every commit is read from its changelog files
+    as_written: bool = False   # the changelog files' rows as written (source "changelog"), not folded
     stats: ReadStats = field(default_factory=ReadStats)   # files and bytes this process read
 
     def __getstate__(self) -> dict:
@@ -92,9 +100,14 @@ class ChangePlan:
         self.__dict__.update(state, stats=ReadStats())
 
 
-def _snapshot_id(value: Any, what: str) -> int:
+def _snapshot_id(directory: TableDirectory, value: Any, what: str) -> int:
+    """A snapshot id from an id or, on a table with tags, a tag name."""
+    tag = getattr(directory.store, "tag", None)
+    if isinstance(value, str) and tag is not None:
+        return tag(value).id
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgumentError(f"{what} must be a snapshot id (a non-negative int), not {value!r}")
+        tags = " or a tag name" if tag is not None else ""
+        raise InvalidArgumentError(f"{what} must be a snapshot id (a non-negative int){tags}, not {value!r}")
     return value
 
 
@@ -109,11 +122,11 @@ def _existing(directory: TableDirectory) -> str:
 
 def snapshot_range(directory: TableDirectory, start: Any, end: Any) -> tuple[int, int]:
     """Checked (start, end): ids, start <= end, end at most the latest snapshot."""
-    start = _snapshot_id(start, "start")
+    start = _snapshot_id(directory, start, "start")
     latest = directory.store.latest_id() or 0
     if end is None and start > latest:
         raise SnapshotNotFoundError(f"snapshot {start} does not exist yet; {_existing(directory)}")
-    end = latest if end is None else _snapshot_id(end, "end")
+    end = latest if end is None else _snapshot_id(directory, end, "end")
     if start > end:
         raise InvalidArgumentError(f"start ({start}) is after end ({end}): changes run forward in time")
     if end > latest:
@@ -134,19 +147,39 @@ def _commit(directory: TableDirectory, snapshot_id: int) -> tuple[Snapshot, bool
         return kept, False
 
 
+def _entries(directory: TableDirectory, manifest_list: str) -> list:
+    return [(kind, e) for name in directory.store.manifest_names(manifest_list)
+            for kind, e in directory.store.read_manifest(name)]
+
+
 def _added(directory: TableDirectory, manifest_list: str) -> list:
     """The ADD entries of a manifest list whose file the same list does not delete."""
-    entries = [(kind, e) for name in directory.store.manifest_names(manifest_list)
-               for kind, e in directory.store.read_manifest(name)]
+    entries = _entries(directory, manifest_list)
     deleted = {e.file.file_name for kind, e in entries if kind == "DELETE"}
     return [e for kind, e in entries if kind == "ADD" and e.file.file_name not in deleted]
 
 
+def _resolved_level0(directory: TableDirectory, manifest_list: str) -> list:
+    """The level-0 files a compaction's manifest list deletes (where level 0 is hidden from
+    reads, the rows they hold became visible)."""
+    return [e for kind, e in _entries(directory, manifest_list) if kind == "DELETE" and e.file.level == 0]
+
+
+def _by_states(directory: TableDirectory) -> bool:
+    """Is a change read as the difference of two states (rather than folded from the commits'
+    files onto the old state)?  Where a commit's rows need not be newer than everything before
+    it (versions ordered by sequence number alone), or where a compaction changes what reads see."""
+    return not directory.options.commit_ordered or directory.options.level0_hidden
+
+
 def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns: Any = None, filter: Any = None,
-                 per_commit: bool = False) -> ChangePlan:
-    """The change of commits start+1..end (end: the latest), per (partition, bucket)."""
+                 per_commit: bool = False, source: str = "auto") -> ChangePlan:
+    """The change of commits start+1..end (end: the latest), per (partition, bucket).
+    `source`: one of `SOURCES`."""
     if not isinstance(per_commit, bool):
         raise InvalidArgumentError(f"per_commit must be True or False, not {per_commit!r}")
+    if source not in SOURCES:
+        raise InvalidArgumentError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
     start, end = snapshot_range(directory, start, end)
     ts = directory.schema
     names = columns_for(directory, columns)
@@ -160,14 +193,23 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
         plan.computed = False
         return plan
     commits: list[tuple[Snapshot, bool]] = [_commit(directory, c) for c in range(start + 1, end + 1)]
-    changing = [(s, whole) for s, whole in commits if s.commit_kind != "COMPACT"]
+    for s, _ in commits:
+        if s.commit_kind not in _NO_CHANGE + _CHANGING:
+            raise UnsupportedFormatError(f"snapshot {s.id} of table {directory.path} is a {s.commit_kind!r} commit, "
+                                         f"which mergetree cannot read changes from")
+    if source == "changelog" and ts.has_primary_key:
+        return _as_written(directory, plan, commits)
+    # where level 0 is hidden from reads, a compaction that resolves level-0 files changes rows
+    resolving = ts.has_primary_key and directory.options.level0_hidden
+    changing = [(s, whole) for s, whole in commits
+                if s.commit_kind not in _NO_CHANGE or (resolving and s.commit_kind == "COMPACT")]
 
     def served(s: Snapshot) -> bool:  # can this commit be read from its changelog files alone?
         # (a lookup commit that changed nothing has no changelog files: that is its change)
         producer = s.properties.get(PRODUCER_PROPERTY, "")
         return s.commit_kind == "APPEND" and (producer == "lookup" or (per_commit and producer == "input"))
     # an append table's change is its added rows: read from its data files
-    plan.computed = not ts.has_primary_key or not all(served(s) for s, _ in changing)
+    plan.computed = source == "delta" or not ts.has_primary_key or not all(served(s) for s, _ in changing)
     if plan.computed:
         missing = [s.id for s, whole in changing if not whole]
         if start > 0 and not missing:
@@ -176,19 +218,25 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
             except SnapshotNotFoundError:
                 missing = [start]
         if missing:
+            kept = "; read the changelog kept of it with source='changelog'" \
+                if directory.store.retained_changelog_ids() else ""
             raise SnapshotNotFoundError(
                 f"computing the changes of snapshots {start + 1}..{end} needs snapshot {missing[0]}, which "
-                f"expired (and its changelog files cannot stand in for it); {_existing(directory)}")
+                f"expired (and its changelog files cannot stand in for it); {_existing(directory)}{kept}")
     per_bucket: dict[tuple, dict[int, CommitFiles]] = defaultdict(dict)
     overwrites = [s.id for s, _ in changing if s.commit_kind == "OVERWRITE"]
     for s, _ in changing:
         changelog: dict[tuple, list[DataFileMeta]] = defaultdict(list)
-        if s.changelog_manifest_list and (not plan.computed or per_commit):
+        if s.changelog_manifest_list and s.commit_kind == "APPEND" and source != "delta" \
+                and (not plan.computed or per_commit):
             for e in _added(directory, s.changelog_manifest_list):
                 changelog[(e.partition, e.bucket)].append(e.file)
         files: dict[tuple, list[DataFileMeta]] = defaultdict(list)
         if plan.computed and s.commit_kind == "APPEND":
             for e in _added(directory, s.delta_manifest_list):
+                files[(e.partition, e.bucket)].append(e.file)
+        elif plan.computed and s.commit_kind == "COMPACT":
+            for e in _resolved_level0(directory, s.delta_manifest_list):
                 files[(e.partition, e.bucket)].append(e.file)
         for key in set(files) | set(changelog):
             per_bucket[key][s.id] = CommitFiles(s.id, s.commit_kind, tuple(files.get(key, ())),
@@ -203,24 +251,76 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
         for key in per_bucket:
             for c in overwrites:
                 per_bucket[key].setdefault(c, CommitFiles(c, "OVERWRITE"))
-    partition_filter = flt.restrict(f, set(ts.partition_by))
-    for (partition, bucket), by_id in sorted(per_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        stats = {c: (v, v, int(v is None)) for c, v in zip(ts.partition_by, partition)}
-        if not flt.may_match(partition_filter, stats, 1):
+    return _with_units(directory, plan, per_bucket)
+
+
+def _as_written(directory: TableDirectory, plan: ChangePlan, commits: list[tuple[Snapshot, bool]]) -> ChangePlan:
+    """A plan reading each commit's changelog files as written, commit after commit: a
+    commit's own changelog; where the producer is ``none``, the data files an APPEND added
+    (their kinds as written: what a streaming read of such a table returns); where a
+    compaction produces the changelog (``lookup``, ``full-compaction``), nothing of an APPEND
+    without one (a compaction commit after it carries it).  An OVERWRITE without one, or an
+    APPEND of an ``input`` table without one, has no changelog: refused, naming the commit."""
+    plan.computed, plan.as_written = False, True
+    producer = directory.options.changelog_producer
+    per_bucket: dict[tuple, dict[int, CommitFiles]] = defaultdict(dict)
+    for s, whole in commits:
+        if s.changelog_manifest_list:
+            entries = _added(directory, s.changelog_manifest_list)
+        elif s.commit_kind in _NO_CHANGE or (s.commit_kind == "APPEND" and producer in ("lookup", "full-compaction")):
             continue
-        plan.units.append(ChangeUnit(partition, bucket, tuple(by_id[i] for i in sorted(by_id))))
+        elif s.commit_kind == "APPEND" and producer == "none":  # (Paimon keeps an expired one's delta)
+            entries = _added(directory, s.delta_manifest_list)
+        elif whole and s.commit_kind == "APPEND" and not _added(directory, s.delta_manifest_list):
+            continue  # a commit that added no rows has nothing to say
+        else:
+            why = "expired" if not whole else f"an {s.commit_kind} commit without changelog files"
+            raise InvalidArgumentError(
+                f"snapshot {s.id} of table {directory.path} is {why} (changelog-producer {producer!r}): it has no "
+                f"changelog to read as written; read the change with source='delta'")
+        by_key: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+        for e in entries:
+            by_key[(e.partition, e.bucket)].append(e.file)
+        for key, files in by_key.items():
+            files.sort(key=lambda m: (m.min_seq, m.file_name))
+            per_bucket[key][s.id] = CommitFiles(s.id, s.commit_kind, changelog=tuple(files))
+    return _with_units(directory, plan, per_bucket)
+
+
+def _with_units(directory: TableDirectory, plan: ChangePlan, per_bucket: dict[tuple, dict[int, CommitFiles]]
+                ) -> ChangePlan:
+    """The plan with a unit per (partition, bucket) the filter can match, in bucket order."""
+    partition_by = directory.schema.partition_by
+    partition_filter = flt.restrict(plan.filter, set(partition_by))
+    for (partition, bucket), by_id in sorted(per_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if flt.may_match(partition_filter, {c: (v, v, int(v is None)) for c, v in zip(partition_by, partition)}, 1):
+            plan.units.append(ChangeUnit(partition, bucket, tuple(by_id[i] for i in sorted(by_id))))
     return plan
 
 
 # -- reading a unit ----------------------------------------------------------------------
 
-def read_changes(directory: TableDirectory, plan: ChangePlan, unit: ChangeUnit) -> Iterator[pa.RecordBatch]:
-    """A unit's change rows (keys in order; per commit: commit by commit, in commit order)."""
+def read_changes(directory: TableDirectory, plan: ChangePlan, unit: ChangeUnit,
+                 stamped: bool = False) -> Iterator[pa.RecordBatch]:
+    """A unit's change rows (keys in order; per commit or as written: commit by commit, in
+    commit order).  `stamped`: an as-written plan's rows carry their commit's id too."""
     reader = _UnitReader(directory, plan, unit)
+    stamped = plan.per_commit or (stamped and plan.as_written)
+    schema = plan.schema if plan.per_commit or not stamped else \
+        plan.schema.append(pa.field(SNAPSHOT_ID_COLUMN, pa.int64(), nullable=False))
     for table in reader.tables():
-        table = _filtered(table, plan, directory)
+        table = _filtered(table, plan, directory, stamped)
         if table.num_rows:
-            yield from table.cast(plan.schema).to_batches()
+            yield from table.cast(schema).to_batches()
+
+
+def read_in_commit_order(directory: TableDirectory, plan: ChangePlan) -> Iterator[pa.RecordBatch]:
+    """A per-commit or as-written plan's batches, the units' (each of one commit, a unit's in
+    commit order) interleaved commit by commit, each unit read as far as the commit being
+    emitted; an as-written plan's without the commit ids."""
+    units = [read_changes(directory, plan, unit, stamped=True) for unit in plan.units]
+    for batch in heapq.merge(*units, key=lambda b: b.column(SNAPSHOT_ID_COLUMN)[0].as_py()):
+        yield batch if plan.per_commit else batch.drop_columns([SNAPSHOT_ID_COLUMN])
 
 
 
@@ -264,8 +364,13 @@ class _UnitReader:
             if plan.per_commit:
                 for c in unit.commits:
                     yield self._stamped(self._changelog_rows(c), c.snapshot_id)
+            elif plan.as_written:
+                yield from (self._stamped(self._changelog_rows(c), c.snapshot_id) for c in unit.commits)
             else:
                 yield self._folded_changelog([self._changelog_rows(c) for c in unit.commits])
+            return
+        if _by_states(self.directory):
+            yield from self._state_differences()
             return
         if not plan.per_commit:
             overwrites = [c.snapshot_id for c in unit.commits if c.kind == "OVERWRITE"]
@@ -302,6 +407,22 @@ class _UnitReader:
             added.append(c)
             yield self._stamped(self._diff(before, self._fold(base, added, keys)), c.snapshot_id)
 
+    def _state_differences(self) -> Iterator[pa.Table]:
+        """The change as the difference of the touched keys' visible rows at its two ends (per
+        commit: before and after each commit), read as a read of each snapshot reads them."""
+        plan, unit = self.plan, self.unit
+        if not plan.per_commit:
+            keys = None if any(c.kind == "OVERWRITE" for c in unit.commits) else self._touched(unit.commits)
+            yield self._diff(self._state(plan.start, keys), self._state(plan.end, keys))
+            return
+        for c in unit.commits:
+            if c.changelog:
+                yield self._stamped(self._changelog_rows(c), c.snapshot_id)
+                continue
+            keys = None if c.kind == "OVERWRITE" else self._touched([c])
+            yield self._stamped(self._diff(self._state(c.snapshot_id - 1, keys), self._state(c.snapshot_id, keys)),
+                                c.snapshot_id)
+
     def change_of(self, commit: CommitFiles) -> pa.Table:
         """The change one commit's files make to the state at `plan.start` (all columns)."""
         old = self._state(self.plan.start, self._touched([commit]))
@@ -325,10 +446,12 @@ class _UnitReader:
         if snapshot_id == 0 or keys == []:
             return empty
         directory = self.directory
-        snap = directory.store.snapshot(snapshot_id)
-        files = [e.file for e in directory.live_files(snap).values()
-                 if e.partition == self.unit.partition and e.bucket == self.unit.bucket]
-        if keys is not None and self.key_expr is None and files and _use_lookup_files():
+        files = self._files_at(snapshot_id)
+        if keys is not None:  # a file whose key range holds none of the keys adds nothing to their rows
+            files = [m for m in files if _holds_one(m, keys)]
+        options = directory.options
+        if keys is not None and self.key_expr is None and files and _use_lookup_files() \
+                and not options.sequence_fields and not options.ignore_delete:
             # the keys' rows found in local lookup files of the (immutable) data files, not
             # decoded from them again: random keys touch every row group of a compacted file
             return lookup_state(directory, files, self.columns,
@@ -353,6 +476,13 @@ class _UnitReader:
         batches = list(read_bucket(directory, bucket, self.columns, None, key_expr, self.plan.stats))
         return pa.Table.from_batches(batches, schema=empty.schema) if batches else empty
 
+    def _files_at(self, snapshot_id: int) -> list[DataFileMeta]:
+        """The unit's bucket's files a read of snapshot `snapshot_id` reads."""
+        live = self.directory.live_files(self.directory.store.snapshot(snapshot_id)).values()
+        hidden = self.directory.options.level0_hidden  # as the read: level 0 waits for compaction
+        return [e.file for e in live if e.partition == self.unit.partition and e.bucket == self.unit.bucket
+                and not (hidden and e.file.level == 0)]
+
     def _added(self, meta: DataFileMeta) -> pa.Table:
         """An added data file's rows (the merged columns), read once for the key lookup and
         the merge; a small one (a write's level-0 file) is kept decoded for the process's next
@@ -364,7 +494,7 @@ class _UnitReader:
                 batches = list(read_run(self.directory.storage, [meta], columns=schema.names,
                                         row_filter=self.key_expr))
                 self.plan.stats.count([meta])
-                return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+                return _table_of(batches, schema)
             if self.key_expr is None and meta.file_size < SMALL_FILE_BYTES:
                 # the file, its renumbering and vector as the manifest says, and the columns
                 key = (table_path(self.directory.storage), meta.file_name, meta.file_size, meta.sequence_shift,
@@ -437,7 +567,7 @@ class _UnitReader:
         for m in c.changelog:
             batches = list(read_run(self.directory.storage, [m], columns=names, row_filter=self.key_expr))
             if batches:
-                tables.append(pa.Table.from_batches(batches))
+                tables.append(_table_of(batches, self._changelog_schema()))
         self.plan.stats.count(list(c.changelog))
         schema = pa.schema([ts.schema.field(n) for n in self.columns])
         if not tables:
@@ -447,6 +577,10 @@ class _UnitReader:
                    for n in self.columns]
         out = pa.Table.from_arrays(columns, schema=schema)
         return _with_kinds(out, rows.column(KIND_COLUMN).to_numpy())
+
+    def _changelog_schema(self) -> pa.Schema:
+        fs = self.ts.file_schema
+        return pa.schema([fs.field(c) for c in self.ts.file_key + [KIND_COLUMN] + self.values])
 
     def _folded_changelog(self, commits: list[pa.Table]) -> pa.Table:
         """The net change of exact (lookup) changelogs: per key, its first before-image (if the
@@ -503,7 +637,7 @@ class _UnitReader:
         schema = pa.schema([self.ts.schema.field(c) for c in self.columns])
         batches = [b for m in files for b in read_run(self.directory.storage, [m], columns=self.columns)]
         self.plan.stats.count(list(files))
-        return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+        return _table_of(batches, schema)
 
     def _changelog_append(self, c: CommitFiles) -> pa.Table:
         rows = self._rows_of(c.changelog)
@@ -513,10 +647,27 @@ class _UnitReader:
         schema = pa.schema([self.ts.schema.field(c) for c in self.columns])
         if snapshot_id == 0:
             return schema.empty_table()
-        snap = self.directory.store.snapshot(snapshot_id)
-        files = [e.file for e in self.directory.live_files(snap).values()
-                 if e.partition == self.unit.partition and e.bucket == self.unit.bucket]
-        return self._rows_of(files)
+        return self._rows_of(self._files_at(snapshot_id))
+
+
+def _holds_one(meta: DataFileMeta, firsts: list) -> bool:
+    """Whether one of the sorted first-key-column values lies in the file's key range (True
+    when they do not compare, or are floats: NaN compares with nothing)."""
+    if isinstance(meta.min_key[0] if meta.min_key else None, float):
+        return True
+    try:
+        i = bisect.bisect_left(firsts, meta.min_key[0])
+        return i < len(firsts) and firsts[i] <= meta.max_key[0]
+    except (TypeError, IndexError):
+        return True
+
+
+def _table_of(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    """Batches as a table of `schema` (a file's own fields may be declared not null)."""
+    if not batches:
+        return schema.empty_table()
+    table = pa.Table.from_batches(batches)
+    return table if table.schema == schema else table.cast(schema)
 
 
 def _use_lookup_files() -> bool:
@@ -601,7 +752,7 @@ def diff_states(key: Sequence[str], values: Sequence[str], old: pa.Table, new: p
     return _with_kinds(rows, kinds[index])
 
 
-def _filtered(table: pa.Table, plan: ChangePlan, directory: TableDirectory) -> pa.Table:
+def _filtered(table: pa.Table, plan: ChangePlan, directory: TableDirectory, stamped: bool) -> pa.Table:
     """The rows of a change that pass the filter, then the asked columns.  An update is kept
     whole: its -U and +U rows both stay when either passes (a consumer never sees half of one)."""
     if plan.filter is not None and table.num_rows:
@@ -621,7 +772,7 @@ def _filtered(table: pa.Table, plan: ChangePlan, directory: TableDirectory) -> p
         passes[before] = pair
         passes[after] = pair
         table = table.filter(pa.array(passes))
-    wanted = plan.columns + [ROW_KIND_COLUMN] + ([SNAPSHOT_ID_COLUMN] if plan.per_commit else [])
+    wanted = plan.columns + [ROW_KIND_COLUMN] + ([SNAPSHOT_ID_COLUMN] if stamped else [])
     return table.select(wanted)
 
 

@@ -463,13 +463,17 @@ class PaimonTable:
     def manifest_entries(self, list_name: str | None, schema: PaimonSchema) -> list[tuple[int, PaimonFile]]:
         """The entries of the manifests a manifest list (a snapshot's delta or changelog list)
         names, in order: (ADD or DELETE, the file)."""
+        return [e for meta in self.manifest_list(list_name)
+                for e in self.manifest_file_entries(meta["_FILE_NAME"], schema)]
+
+    def manifest_file_entries(self, name: str, schema: PaimonSchema) -> list[tuple[int, PaimonFile]]:
+        """The entries of one manifest, in order: (ADD or DELETE, the file)."""
         out = []
-        for meta in self.manifest_list(list_name):
-            for entry in self.metadata_file(meta["_FILE_NAME"], "manifest").records:
-                if entry["_KIND"] not in (ADD, DELETE):
-                    raise CorruptTableError(f"Paimon manifest {meta['_FILE_NAME']} has an entry of kind "
-                                            f"{entry['_KIND']}", path=self.manifest_path(meta["_FILE_NAME"]))
-                out.append((int(entry["_KIND"]), self._file(entry, schema)))
+        for entry in self.metadata_file(name, "manifest").records:
+            if entry["_KIND"] not in (ADD, DELETE):
+                raise CorruptTableError(f"Paimon manifest {name} has an entry of kind {entry['_KIND']}",
+                                        path=self.manifest_path(name))
+            out.append((int(entry["_KIND"]), self._file(entry, schema)))
         return out
 
     def tags(self) -> list[str]:

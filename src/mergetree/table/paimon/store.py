@@ -20,12 +20,13 @@ from typing import Any
 from ...codec.types import same_type
 from ...errors import UnsupportedPaimonFeatureError
 from ...storage import Store
+from ..changes.compute import PRODUCER_PROPERTY
 from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef
 from ..files import DataFileMeta
 from ..snapshots import FileEntry, Snapshot
 from .files import PaimonFileRef
-from .metadata import PaimonFile, PaimonSchema, PaimonTable, partition_path
+from .metadata import ADD, DeletionFile, PaimonFile, PaimonSchema, PaimonTable, partition_path
 from .tables import table_options, table_schema
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
@@ -110,7 +111,12 @@ class PaimonSnapshotStore:
     def _remember(self, document: dict) -> Snapshot:
         with self._lock:
             self._documents[int(document["id"])] = document
-        return snapshot_of(document)
+        snapshot = snapshot_of(document)
+        if (snapshot.changelog_manifest_list and snapshot.commit_kind == "APPEND"
+                and self.schema.checked_options.changelog_producer == "input"):
+            # the commit's changelog is its input as written, which a per-commit change reads
+            snapshot.properties[PRODUCER_PROPERTY] = "input"
+        return snapshot
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         return self._remember(self.table.snapshot(snapshot_id))
@@ -123,6 +129,22 @@ class PaimonSnapshotStore:
 
     def retained_changelog_ids(self) -> list[int]:
         return list(self.table.kept_changelog_ids())
+
+    def retained_changelog(self, snapshot_id: int) -> Snapshot | None:
+        """The metadata Paimon kept of expired snapshot `snapshot_id` for its changelog (None:
+        none is kept)."""
+        if snapshot_id not in set(self.table.kept_changelog_ids()):
+            return None
+        return snapshot_of(self.table.commit(snapshot_id))
+
+    def manifest_names(self, manifest_list: str) -> list[str]:
+        return [str(meta["_FILE_NAME"]) for meta in self.table.manifest_list(manifest_list)]
+
+    def read_manifest(self, name: str) -> tuple[tuple[str, FileEntry], ...]:
+        """A manifest's (ADD or DELETE, entry) pairs, in order."""
+        schema = self.schema
+        return tuple(("ADD" if kind == ADD else "DELETE", self.entry(pf))
+                     for kind, pf in self.table.manifest_file_entries(name, schema))
 
     def latest_hint(self) -> int | None:
         return self.table.latest_snapshot_id()
@@ -164,31 +186,37 @@ class PaimonSnapshotStore:
         deletions = table.deletion_files(document) if opts.deletion_vectors else {}
         out: dict[str, FileEntry] = {}
         for pf in files:
-            if pf.total_buckets != opts.buckets and pf.total_buckets > 0:
-                raise UnsupportedPaimonFeatureError(
-                    f"Paimon table {table.name} was rescaled: file {pf.file_name} belongs to {pf.total_buckets} "
-                    f"buckets, the table has {opts.buckets} (option 'bucket'); rewrite it with Paimon first")
-            deletion = deletions.get((pf.partition_bytes, pf.bucket), {}).get(pf.file_name)
-            resolved = None
-            if opts.deletion_vectors and pf.level > 0 and pf.delete_count == 0:
-                cardinality = 0 if deletion is None else deletion.range.cardinality
-                resolved = DeletionVectorRef(None if deletion is None else deletion.path,
-                                             0 if deletion is None else deletion.range.offset,
-                                             0 if deletion is None else deletion.range.length,
-                                             pf.row_count if cardinality is None else cardinality)
-            name = pf.name if pf.name is not None else posixpath.join(
-                partition_path(schema.partition_keys, pf.partition, opts.default_partition_name),
-                f"bucket-{pf.bucket}", pf.file_name)
-            # a recorded 0 retractions is not trusted but in a resolved file: pypaimon records 0 for
-            # files holding -D rows (and a compaction may move such a file up a level unchanged), so
-            # their kind column is read (an int8 column) and their retractions dropped
-            retractions = pf.delete_count if resolved is not None or not schema.primary_keys or pf.delete_count \
-                else pf.row_count
-            meta = DataFileMeta(name, pf.level, pf.row_count, pf.file_size, pf.min_key, pf.max_key, pf.min_seq,
-                                pf.max_seq, retractions, FileStats(table, pf, schema),  # type: ignore[arg-type]
-                                deletion_vector=resolved, origin=PaimonFileRef(table, pf, schema, deletion))
-            out[name] = FileEntry(pf.partition, pf.bucket, meta)
+            entry = self.entry(pf, deletions.get((pf.partition_bytes, pf.bucket), {}).get(pf.file_name))
+            out[entry.file.file_name] = entry
         return out
+
+    def entry(self, pf: PaimonFile, deletion: DeletionFile | None = None) -> FileEntry:
+        """A Paimon data file (with its deletion file, if any) as the engine's entry."""
+        table, schema = self.table, self.schema
+        opts = schema.checked_options
+        if pf.total_buckets != opts.buckets and pf.total_buckets > 0:
+            raise UnsupportedPaimonFeatureError(
+                f"Paimon table {table.name} was rescaled: file {pf.file_name} belongs to {pf.total_buckets} "
+                f"buckets, the table has {opts.buckets} (option 'bucket'); rewrite it with Paimon first")
+        resolved = None
+        if opts.deletion_vectors and pf.level > 0 and pf.delete_count == 0:
+            cardinality = 0 if deletion is None else deletion.range.cardinality
+            resolved = DeletionVectorRef(None if deletion is None else deletion.path,
+                                         0 if deletion is None else deletion.range.offset,
+                                         0 if deletion is None else deletion.range.length,
+                                         pf.row_count if cardinality is None else cardinality)
+        name = pf.name if pf.name is not None else posixpath.join(
+            partition_path(schema.partition_keys, pf.partition, opts.default_partition_name),
+            f"bucket-{pf.bucket}", pf.file_name)
+        # a recorded 0 retractions is not trusted but in a resolved file: pypaimon records 0 for
+        # files holding -D rows (and a compaction may move such a file up a level unchanged), so
+        # their kind column is read (an int8 column) and their retractions dropped
+        retractions = pf.delete_count if resolved is not None or not schema.primary_keys or pf.delete_count \
+            else pf.row_count
+        meta = DataFileMeta(name, pf.level, pf.row_count, pf.file_size, pf.min_key, pf.max_key, pf.min_seq,
+                            pf.max_seq, retractions, FileStats(table, pf, schema),  # type: ignore[arg-type]
+                            deletion_vector=resolved, origin=PaimonFileRef(table, pf, schema, deletion))
+        return FileEntry(pf.partition, pf.bucket, meta)
 
 
 def paimon_directory(table: PaimonTable, schema: PaimonSchema | None = None) -> TableDirectory:

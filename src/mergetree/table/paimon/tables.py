@@ -78,7 +78,7 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
         compression_per_level=parsed.compression_per_level if "file.compression.per.level" in shared else {},
         sequence_fields=tuple(opts.sequence_fields), sequence_descending=opts.sequence_descending,
         ignore_delete=opts.ignore_delete, level0_hidden=bool(key) and opts.skips_level0,
-        deletion_vectors=opts.deletion_vectors)
+        deletion_vectors=opts.deletion_vectors, changelog_producer=opts.changelog_producer, commit_ordered=False)
 
 
 def table_options(schema: PaimonSchema) -> TableOptions:
