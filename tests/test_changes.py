@@ -230,6 +230,10 @@ def test_the_cli_prints_changes_and_refuses_bad_ranges(tmp_path, capsys):
     assert main(["changes", str(tmp_path), "--from", "0", "--per-commit"]) == 0
     out = capsys.readouterr().out
     assert "_snapshot_id" in out and "(4 rows) changed by snapshots 1..2" in out
+    # the rows each commit wrote, as written (no changelog producer): key 2's second write is +I
+    assert main(["changes", str(tmp_path), "--from", "1", "--source", "changelog", "--format", "json",
+                 "--columns", "s"]) == 0
+    assert capsys.readouterr().out.splitlines() == ['{"k": 2, "s": "B", "_row_kind": "+I"}']
     assert main(["changes", str(tmp_path), "--from", "2", "--to", "1"]) != 0
     assert "start (2) is after end (1)" in capsys.readouterr().err
 

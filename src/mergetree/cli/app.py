@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
                    help="keep change rows that pass (an update whole); repeat for AND")
     p.add_argument("--per-commit", action="store_true", help="each commit's change, with _snapshot_id")
+    p.add_argument("--source", choices=["auto", "delta", "changelog"], default="auto",
+                   help="computed where needed (auto), always computed (delta), or the changelog files as written")
     p.add_argument("--limit", type=_non_negative_int, default=20, help="rows to show (0: only the count)")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table",
                    help="a table preview, or every row (up to --limit) as JSON lines or CSV")

@@ -206,7 +206,8 @@ def changes(args: argparse.Namespace) -> int:
     table = open_table(args)
     filters = [parse_filter(f, table.schema) for f in args.filter or []]
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    reader = table.changes(args.start, args.end, columns=columns, filter=filters or None, per_commit=args.per_commit)
+    reader = table.changes(args.start, args.end, columns=columns, filter=filters or None, per_commit=args.per_commit,
+                           source=args.source)
     shown: list[pa.RecordBatch] = []
     rows = 0
     for batch in reader:  # counted whole, kept only up to the limit

@@ -52,7 +52,7 @@ class PaimonTableHandle(Table):
     def directory(self, value: TableDirectory) -> None:
         self._directory = value
 
-    def _reader(self, snapshot: Any) -> Table:
+    def at(self, snapshot: Any = None) -> Table:
         """The engine's `Table` over the table as a read of `snapshot` sees it: as Paimon, the
         latest read uses the latest schema (options altered since the last commit count), time
         travel the schema its snapshot was committed under."""
@@ -126,15 +126,15 @@ class PaimonTableHandle(Table):
 
     def plan_schema(self, snapshot: Any) -> pa.Schema:
         """The columns a read of `snapshot` sees (time travel: its schema's)."""
-        return self._reader(snapshot).schema
+        return self.at(snapshot).schema
 
     def plan(self, filter: Any = None, snapshot: Any = None, order_by: Any = None,
              limit: int | None = None) -> Any:
-        return self._reader(snapshot).plan(filter, snapshot, order_by, limit)
+        return self.at(snapshot).plan(filter, snapshot, order_by, limit)
 
     def read(self, columns: str | list[str] | None = None, filter: Any = None, snapshot: Any = None,
              threads: int | None = None, order_by: Any = None, limit: int | None = None) -> pa.Table:
-        reader = self._reader(snapshot)
+        reader = self.at(snapshot)
         try:
             return reader.read(columns, filter, snapshot, threads, order_by, limit)
         finally:
@@ -142,7 +142,7 @@ class PaimonTableHandle(Table):
 
     def scan(self, columns: str | list[str] | None = None, filter: Any = None, snapshot: Any = None,
              order_by: Any = None, limit: int | None = None, source: str | None = None) -> pa.RecordBatchReader:
-        reader = self._reader(snapshot)
+        reader = self.at(snapshot)
         try:
             return reader.scan(columns, filter, snapshot, order_by, limit, source)
         finally:
@@ -157,9 +157,9 @@ class PaimonTableHandle(Table):
         if start is None:
             raise InvalidArgumentError("changes needs start (a snapshot id or a tag name)")
         try:
-            reader = self._reader(end or None)
+            reader = self.at(end or None)
         except SnapshotNotFoundError:  # named as the change asked it, by the engine's checks
-            reader = self._reader(None)
+            reader = self.at(None)
         try:
             return reader.changes(start, end, columns, filter, per_commit, None, source)
         finally:

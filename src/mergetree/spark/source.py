@@ -2,9 +2,9 @@
 bucket larger than `splitSize`, one per key range of it — merged with the loser tree in the
 task, filter pushdown, time travel; writes stream each task's rows through the table's own
 write buffer, with one atomic snapshot per job.  With the option `paimon.warehouse` it reads
-an Apache Paimon primary-key table instead (`load("db.table")`), one Spark partition per
-(partition, bucket), through `mergetree.paimon.read`; the warehouse may be a URI too
-(`s3://lake/warehouse`), with the same storage options.
+an Apache Paimon table instead (`load("db.table")`), planned and read by the same engine
+(`PaimonReader`); the warehouse may be a URI too (`s3://lake/warehouse`), with the same
+storage options.
 
 A table may live on an object store (`load("s3://bucket/prefix")`): the Python workers read
 and write it themselves, with the storage options among the data source's options (the keys
@@ -15,7 +15,6 @@ into each task); they are never written anywhere, and no name or repr of this mo
 them."""
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,15 +40,20 @@ from ..errors import (
     SchemaMismatchError,
     UnsupportedTypeError,
 )
-from ..paimon.read import PaimonReadPlan, plan_read, read_schema
-from ..paimon.read import read_bucket as read_paimon_bucket
+from ..paimon.handle import PaimonTableHandle
 from ..table import Table
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
-from ..table.objects import locate
-from ..table.paimon.metadata import PaimonSchema, PaimonTable
-from ..table.read import BucketPlan, file_filter, final_filter, read_bucket, split_bucket, split_by_file
+from ..table.read import (
+    BucketPlan,
+    file_filter,
+    final_filter,
+    read_bucket,
+    snapshot_for,
+    split_bucket,
+    split_by_file,
+)
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog
 from ..table.write import commit_write
@@ -220,11 +224,15 @@ class MergetreeReader(DataSourceReader):
         self.batch_size = int(options.get("batchsize", 65536))
         self.split_size = parse_memory_size(options.get("splitsize", DEFAULT_SPLIT_SIZE), "splitSize")
         self.push_filters = push_filters_option(options)
-        table = self._open()
-        snapshot = options.get("snapshot")
-        latest = table.latest_snapshot()
-        self.snapshot = int(snapshot) if snapshot is not None else (latest.id if latest else None)
+        self.columns: list[str] | None = None   # None: every column
+        self.snapshot = self._snapshot_id(options)
         self.filters: list[tuple] = []
+
+    def _snapshot_id(self, options: dict) -> int | None:
+        """The snapshot every task reads (the option `snapshot`, else the latest), fixed now."""
+        snapshot = options.get("snapshot")
+        latest = self._open().latest_snapshot()
+        return int(snapshot) if snapshot is not None else (latest.id if latest else None)
 
     def __repr__(self) -> str:  # the path, never the storage options
         return f"{type(self).__name__}({self.path!r}, snapshot={self.snapshot})"
@@ -280,10 +288,15 @@ class MergetreeReader(DataSourceReader):
             return  # the plan kept no bucket: Spark still runs one task, on a partition of its own
         directory = self._open().directory
         schema = directory.schema.schema
-        out_schema = spark_schema(schema)
+        columns = self.columns or schema.names
+        out_schema = spark_schema(pa.schema([schema.field(c) for c in columns]))
         f = flt.normalize(self.filters or None, schema)
-        for batch in read_bucket(directory, partition.bucket_plan, schema.names, flt.to_expression(f, schema),
+        # the filter's columns are read too, and the asked ones kept after it
+        read = [c for c in schema.names if c in set(columns) | (flt.columns_of(f) or set())]
+        for batch in read_bucket(directory, partition.bucket_plan, read, flt.to_expression(f, schema),
                                  file_filter(directory, f), final_filter=final_filter(directory, f)):
+            if read != columns:
+                batch = batch.select(columns)
             for start in range(0, batch.num_rows, self.batch_size):
                 yield to_spark_batch(batch.slice(start, self.batch_size), out_schema)
 
@@ -320,113 +333,73 @@ def _paimon_columns(options: dict) -> list[str] | None:
     return names_option(options.get("columns"))
 
 
-def _paimon_read_schema(options: dict) -> PaimonSchema:
-    """The schema a read of these options uses (`paimon.read.read_schema`: no manifest is
-    read), its options checked: what mergetree cannot honour raises
+def _paimon_at(options: dict) -> Table:
+    """The engine's `Table` over the Paimon table of these options as its read sees it (the
+    snapshot's schema), its options checked: what mergetree cannot honour raises
     `UnsupportedPaimonFeatureError` here, when the DataFrame is created."""
     warehouse, name = _paimon_table(options)
-    schema = read_schema(warehouse, name, _paimon_snapshot(options), _paimon_storage_options(options))[2]
-    _ = schema.checked_options  # raises on options mergetree cannot honour
-    return schema
+    return PaimonTableHandle(warehouse, _paimon_storage_options(options), name).at(_paimon_snapshot(options))
 
 
 def paimon_ddl(options: dict) -> str:
     """The Spark DDL of a Paimon read: the table's columns (or the option `columns`)."""
-    schema = _paimon_read_schema(options)
+    schema = _paimon_at(options).schema
     columns = _paimon_columns(options)
     if columns is not None:
         unknown = [c for c in columns if c not in schema.names]
         if unknown:
             raise InvalidArgumentError(f"option columns names {unknown}, which Paimon table "
                                        f"{_paimon_table(options)[1]} lacks; columns: {schema.names}")
-    arrow = schema.arrow_schema
-    return spark_ddl(pa.schema([arrow.field(c) for c in (columns or schema.names)]))
+    return spark_ddl(pa.schema([schema.field(c) for c in (columns or schema.names)]))
 
 
-@dataclass(frozen=True)
-class PaimonBucketPartition(InputPartition):
-    """One (partition, bucket) of a Paimon table: the driver's read plan cut down to that
-    bucket (its files, the snapshot, schema, columns and filter), so tasks never re-plan."""
-
-    def __init__(self, plan: PaimonReadPlan) -> None:  # InputPartition is a frozen dataclass
-        bucket = plan.buckets[0]
-        object.__setattr__(self, "value", (bucket.partition, bucket.bucket))
-        object.__setattr__(self, "plan", plan)
-
-
-class PaimonReader(DataSourceReader):
-    """Reads a Paimon primary-key table: `spark.read.format("mergetree").option("paimon.warehouse",
-    warehouse).load("db.table")`.  Options: `snapshot` (an id or a tag name), `columns` (a
+class PaimonReader(MergetreeReader):
+    """Reads an Apache Paimon table: `spark.read.format("mergetree").option("paimon.warehouse",
+    warehouse).load("db.table")`, planned and read by the engine as `MergetreeReader` reads
+    mergetree's tables (a task per bucket, or per key range of a large bucket, or per resolved
+    file of a deletion-vector table).  Options: `snapshot` (an id or a tag name), `columns` (a
     comma-separated projection; a schema given with `.schema(...)` naming a subset of the
-    columns does the same), `batchSize`, `pushFilters` (see STALE_PUSHDOWN_SPARK), and the
-    storage options of a warehouse on an object store (keys of `mergetree.storage.OPTION_KEYS`).
-    Pushed filters prune partitions and files by key statistics, and are applied exactly to the
-    merged rows.
+    columns does the same), `batchSize`, `splitSize`, `pushFilters` (see STALE_PUSHDOWN_SPARK),
+    and the storage options of a warehouse on an object store (keys of
+    `mergetree.storage.OPTION_KEYS`).
 
     The storage options travel in the reader (Spark pickles it into each task), as
-    `MergetreeReader`'s do: a partition's plan names its table by path only (`PaimonTable`
-    pickles no credentials), and each task opens that path's store with the reader's options."""
+    `MergetreeReader`'s do: a partition's files name their table by path only (`PaimonTable`
+    pickles no credentials), and each task opens that path's store with the reader's options
+    before it reads a file."""
 
     def __init__(self, options: dict, spark_schema_: Any = None) -> None:
         self.warehouse, self.table = _paimon_table(options)
-        self.storage_options = _paimon_storage_options(options)
-        self.snapshot = _paimon_snapshot(options)
-        self.batch_size = int(options.get("batchsize", 65536))
-        schema = _paimon_read_schema(options)
-        self.arrow_schema = schema.arrow_schema
+        self.tag_or_id = _paimon_snapshot(options)
+        super().__init__({**options, "path": self.warehouse})
+        schema = self._open().schema
         # the columns Spark asks for: those of schema() (maybe `columns`), or a schema the user gave
-        self.columns = list(spark_schema_.fieldNames()) if spark_schema_ is not None else schema.names
+        self.columns = list(spark_schema_.fieldNames()) if spark_schema_ is not None else \
+            (_paimon_columns(options) or schema.names)
         self.requested: pa.Schema | None = None  # the Arrow types Spark expects, checked in partitions()
         if spark_schema_ is not None:
             from pyspark.sql.pandas.types import to_arrow_schema
             self.requested = to_arrow_schema(spark_schema_, timezone="UTC")
-        self.filters: list[tuple] = []
-        self.push_filters = push_filters_option(options)
 
     def __repr__(self) -> str:  # the warehouse and table, never the storage options
         return f"{type(self).__name__}({self.table!r})"
 
-    def pushFilters(self, filters: list) -> Iterator:
-        """Keep what mergetree can evaluate (partition and key-statistics pruning, then applied
-        exactly after the merge); hand the rest back to Spark.  Without `pushFilters`: keep none."""
-        if not self.push_filters:
-            yield from filters
-            return
-        for f in filters:
-            converted = to_mergetree_filter(f, self.arrow_schema)
-            if converted is None:
-                yield f
-            else:
-                self.filters.append(converted)
+    def _open(self) -> Table:
+        return PaimonTableHandle(self.warehouse, self.storage_options or None, self.table).at(self.tag_or_id)
 
-    def partitions(self) -> list[PaimonBucketPartition]:
-        plan = plan_read(self.warehouse, self.table, self.columns, self.filters or None, self.snapshot,
-                         storage_options=self.storage_options)
-        produced = spark_schema(plan.output_schema)
+    def _snapshot_id(self, options: dict) -> int | None:
+        snapshot = snapshot_for(self._open().directory, self.tag_or_id)  # a tag name resolved
+        return snapshot.id if snapshot is not None else None
+
+    def partitions(self) -> list[BucketPartition]:
+        schema = self._open().schema
+        produced = spark_schema(pa.schema([schema.field(c) for c in self.columns or schema.names]))
         if self.requested is not None and [f.type for f in produced] != [f.type for f in self.requested]:
             have = ", ".join(f"{f.name} {f.type}" for f in produced)
             want = ", ".join(f"{f.name} {f.type}" for f in self.requested)
             raise SchemaMismatchError(f"Paimon table {self.table} reads as ({have}) in Spark's Arrow types, "
                                       f"not the schema given ({want}); give a schema with these types or none")
-        # a fresh PaimonTable per piece: the driver's holds every live file of the snapshot
-        table = plan.table
-        return [PaimonBucketPartition(dataclasses.replace(
-                    plan, table=PaimonTable(table.path, table.name, storage=table.storage), buckets=(b,)))
-                for b in plan.buckets]
-
-    def read(self, partition: PaimonBucketPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, PaimonBucketPartition):
-            return  # the plan kept no bucket: Spark still runs one task, on a partition of its own
-        plan = partition.plan
-        # the table's store opened with the reader's options (the unpickled plan's table found
-        # a store by its path alone: this process's, or the environment's)
-        table = plan.table
-        storage = locate(table.path, self.storage_options, "a Paimon table")
-        plan = dataclasses.replace(plan, table=PaimonTable(table.path, table.name, storage=storage))
-        out_schema = spark_schema(plan.output_schema)
-        for batch in read_paimon_bucket(plan, plan.buckets[0]):
-            for start in range(0, batch.num_rows, self.batch_size):
-                yield to_spark_batch(batch.slice(start, self.batch_size), out_schema)
+        return super().partitions()
 
 
 # -- writes -----------------------------------------------------------------------------

@@ -224,14 +224,15 @@ class PaimonTable:
     names the table (its absolute local path, or its URI, secrets redacted).
 
     Pickled (Spark ships read plans to its tasks) as its path and name only: the unpickled table
-    finds its store again with `mergetree.table.objects.locate` — the one this process opened
-    the location with, else the URI's with credentials from the environment.  Options and
+    finds its store again with `mergetree.table.objects.locate` when first used — the one this
+    process opened the location with (a Spark task opens the table with the reader's options
+    before it reads a file), else the URI's with credentials from the environment.  Options and
     credentials are never pickled."""
 
     def __init__(self, path: str, name: str, storage: Store | None = None,
                  schema_ids: list[int] | None = None) -> None:
-        self.storage = storage if storage is not None else locate(path, None, "a Paimon table")
-        self.path = table_path(self.storage)
+        self._storage = storage
+        self.path = table_path(storage) if storage is not None else path
         self.name = name
         self._file_index: dict[str, str] | None = None
         self._schemas: dict[int, PaimonSchema] = {}
@@ -241,6 +242,13 @@ class PaimonTable:
 
     def __reduce__(self) -> tuple:
         return (PaimonTable, (self.path, self.name))
+
+    @property
+    def storage(self) -> Store:
+        """The table's store (an unpickled table locates it when first asked)."""
+        if self._storage is None:
+            self._storage = locate(self.path, None, "a Paimon table")
+        return self._storage
 
     @classmethod
     def open(cls, warehouse: Any, table: Any, storage_options: Mapping[str, object] | None = None) -> PaimonTable:
