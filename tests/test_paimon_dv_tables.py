@@ -30,8 +30,9 @@ from test_paimon import SCHEMA, T0, _commits, _options, model, rewrite_all
 import mergetree.paimon as mp
 from mergetree import CompactionConflictError, CorruptTableError
 from mergetree.codec.deletion_vectors import MAGIC_64
-from mergetree.paimon.compact import commit_compaction, plan_compaction, remove_files
+from mergetree.paimon.compact import commit_compaction, plan_compaction
 from mergetree.paimon.read import plan_read
+from mergetree.table.paimon.commit import remove_files
 from mergetree.table.paimon.metadata import PaimonTable
 from mergetree.table.read.topn import top_rows
 

@@ -19,7 +19,8 @@ from test_paimon import _commits, _key, _options, model, rewrite_all
 
 import mergetree.paimon as mp
 from mergetree.errors import CompactionConflictError, CorruptTableError, UnsupportedPaimonFeatureError
-from mergetree.paimon.compact import commit_compaction, entropy_directories, plan_compaction, remove_files
+from mergetree.paimon.compact import commit_compaction, entropy_directories, plan_compaction
+from mergetree.table.paimon.commit import remove_files
 from mergetree.table.paimon.metadata import PaimonTable, external_location
 from mergetree.table.paimon.options import ExternalPaths, check_options, external_paths
 

@@ -25,8 +25,9 @@ from mergetree.errors import (
     StorageAccessError,
     StorageError,
 )
-from mergetree.paimon.compact import commit_compaction, plan_compaction, remove_files, rewrite_bucket
+from mergetree.paimon.compact import commit_compaction, plan_compaction, rewrite_bucket
 from mergetree.paimon.read import plan_read, read_bucket
+from mergetree.table.paimon.commit import remove_files
 from mergetree.table.paimon.metadata import PaimonTable
 
 pytestmark = needs_pypaimon

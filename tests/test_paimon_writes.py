@@ -453,7 +453,7 @@ def test_commits_detect_javas_conflicts_after_a_lost_race(tmp_path):
     files of a level above 0 overlapping in a bucket, or a file for another bucket count, is a
     conflict (nothing committed); a disjoint one is not."""
     from mergetree import CompactionConflictError
-    from mergetree.paimon.compact import PaimonCompaction, commit_files, lsm_conflict
+    from mergetree.table.paimon.commit import commit_files, lsm_conflict
 
     wh = tmp_path / "wh"
     shutil.copytree(JAVA / "parquet" / "pk_09.db", wh / "pk_09.db")
@@ -468,10 +468,9 @@ def test_commits_detect_javas_conflicts_after_a_lost_race(tmp_path):
     assert lsm_conflict(t, latest, [], [], schema) is None
     assert "buckets" in lsm_conflict(t, latest, [dict(twin, _TOTAL_BUCKETS=7)], [], schema)
     older = t.snapshot(int(latest["id"]) - 1)
-    job = PaimonCompaction(t, older, schema, ())
     snapshots = sorted((wh / "pk_09.db" / "pk_09" / "snapshot").glob("snapshot-*"))
     with pytest.raises(CompactionConflictError, match="overlapping"):
-        commit_files(job, [twin], [], [], "COMPACT")
+        commit_files(t, older, schema, [twin], [], [], "COMPACT")
     assert sorted((wh / "pk_09.db" / "pk_09" / "snapshot").glob("snapshot-*")) == snapshots
 
 

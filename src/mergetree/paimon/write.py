@@ -56,20 +56,12 @@ from ..errors import (
 )
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
+from ..table.paimon.commit import IndexChange, commit_files, remove_files
 from ..table.paimon.files import file_layout
 from ..table.paimon.metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
 from ..table.paimon.options import external_paths
 from ..table.write import check_columns, input_pieces, occurrence
-from .compact import (
-    BucketChange,
-    PaimonCompaction,
-    Placement,
-    commit_files,
-    plan_compaction,
-    remove_files,
-    run_compaction,
-    write_rolled,
-)
+from .compact import PaimonCompaction, Placement, plan_compaction, run_compaction, write_rolled
 from .read import PaimonBucket, merge_sources
 
 __all__ = ["PaimonWrite", "delete", "write"]
@@ -406,8 +398,8 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
         # the deletion vectors of overwritten buckets go with their files
         marked = t.deletion_files(snapshot) if gone and schema.checked_options.deletion_vectors else {}
         dropped = {(f.partition_bytes, f.bucket) for f in gone} & set(marked)
-        index = [BucketChange([], [], True, None, p, b) for p, b in sorted(dropped)]
-        sid = commit_files(job, adds, [dict(f.record, _KIND=DELETE) for f in gone], written,
+        index = [IndexChange(p, b, None) for p, b in sorted(dropped)]
+        sid = commit_files(t, snapshot, schema, adds, [dict(f.record, _KIND=DELETE) for f in gone], written,
                            "OVERWRITE" if replaced is not None else "APPEND", index, check=renumbered,
                            changelog=changelog)
         return sid, set(firsts), sum(e["_FILE"]["_ROW_COUNT"] for e in adds)

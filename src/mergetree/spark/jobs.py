@@ -34,7 +34,6 @@ from ..organize.scheduler import run_once
 from ..paimon.compact import PaimonCompaction
 from ..paimon.compact import commit_compaction as commit_paimon_compaction
 from ..paimon.compact import plan_compaction as plan_paimon_compaction
-from ..paimon.compact import remove_files as remove_paimon_files
 from ..paimon.compact import rewrite_bucket as rewrite_paimon_bucket
 from ..storage import LocalDiskStore, Store
 from ..table import Table
@@ -46,6 +45,7 @@ from ..table.levers.curves import cluster_order, curve_keys, rank_boundaries, ra
 from ..table.levers.optimize import layout_signature, marked, prepare_layout, rewrite_files, write_clustered
 from ..table.levers.optimize import optimize as optimize_locally
 from ..table.objects import locate
+from ..table.paimon.commit import remove_files as remove_paimon_files
 from ..table.paimon.metadata import PaimonTable
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot

@@ -1,0 +1,306 @@
+"""Committing to a Paimon table as Java commits on a filesystem: the changed files' manifest
+entries in a new manifest (and a changelog manifest), a base manifest list (the previous
+snapshot's base and delta manifests) and a delta list, written like the table's own metadata
+files (`manifest_files.template_for`: its ``manifest.format``, Avro or ORC, and its writer's
+schemas); a changed bucket's deletion-vector index entry in a new index manifest; then
+``snapshot/snapshot-<N+1>`` by the store's conditional create (`Store.create`: exclusive create
+locally, ``If-None-Match: *`` on S3, ...; it fails if another committer took that id; a store
+without one refuses before anything is written) and the ``LATEST`` hint.  A lost race is
+retried on top of the winner when every deleted file is still live, the changed buckets'
+deletion vectors are unchanged and Java's conflict checks pass (`lsm_conflict`); otherwise
+`CompactionConflictError`, nothing committed.  Every writer of Paimon tables commits here."""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ...codec.binary_row import decode_row, encode_row
+from ...codec.json_files import dumps, snapshot_json
+from ...codec.manifest_files import MetadataFile, template_for, write_metadata
+from ...errors import (
+    CompactionConflictError,
+    InvalidArgumentError,
+    ObjectExistsError,
+    ObjectNotFoundError,
+    StorageError,
+)
+from ..objects import locate
+from .metadata import ADD, DELETION_VECTORS_INDEX, LATEST_HINT, MANIFEST_DIR, PaimonSchema, PaimonTable, identifier
+
+__all__ = ["COMMIT_TRIES", "IndexChange", "commit_files", "lsm_conflict", "remove_files"]
+
+LONG_MAX = (1 << 63) - 1
+COMMIT_TRIES = 30
+
+
+class IndexChange(NamedTuple):
+    """A bucket whose deletion vectors a commit changes: its new index manifest entry (None:
+    the bucket has no deleted rows any more)."""
+
+    partition: bytes
+    bucket: int
+    entry: dict | None
+
+
+def remove_files(table: PaimonTable, paths: list[str]) -> None:
+    """Remove files a failed compaction wrote (local paths or URIs under the table, as
+    `written` holds them), best effort: the failure being reported matters more, and what is
+    left is an orphan no snapshot names."""
+    for path in paths:
+        name = table.name_of(path)
+        with contextlib.suppress(StorageError, InvalidArgumentError):
+            if name is not None:
+                table.storage.delete(name)
+            else:  # a data file at an external path (`Placement`): the store of its directory
+                directory, _, base = path.rpartition("/" if "://" in path else os.sep)
+                store = locate(directory, None, "an external data path") if "://" not in path else \
+                    table.external_store(directory)
+                store.delete(base)
+
+
+def _templates(table: PaimonTable, snapshot: dict | None, schema: PaimonSchema) -> tuple[MetadataFile, MetadataFile]:
+    """Templates for the new manifest lists and manifest (`template_for`): the snapshot's own
+    files in the table's ``manifest.format``, the newest first (none for a first snapshot)."""
+    snapshot = snapshot or {}
+    lists = [table.metadata_file(n, "manifest list") for n in (snapshot.get("deltaManifestList"),
+                                                      snapshot.get("baseManifestList")) if n]
+    manifests = (table.metadata_file(m["_FILE_NAME"], "manifest") for ml in lists for m in ml.records)
+    return template_for("manifest list", schema.options, lists), template_for("manifest", schema.options, manifests)
+
+
+def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
+    types = schema.partition_types
+    values = [decode_row(e["_PARTITION"], types, "partition") for e in entries]
+    lo, hi, nulls = [], [], []
+    for i in range(len(types)):
+        present = [v[i] for v in values if v[i] is not None]
+        lo.append(min(present) if present else None)
+        hi.append(max(present) if present else None)
+        nulls.append(len(values) - len(present))
+    return {"_MIN_VALUES": encode_row(lo, types), "_MAX_VALUES": encode_row(hi, types), "_NULL_COUNTS": nulls}
+
+
+def _index_entries(t: PaimonTable, snapshot: dict | None) -> list[dict]:
+    name = (snapshot or {}).get("indexManifest")
+    return list(t.metadata_file(name, "index manifest").records) if name else []
+
+
+def _bucket_index_name(entries: list[dict], partition: bytes, bucket: int) -> str | None:
+    for e in entries:
+        if e["_PARTITION"] == partition and e["_BUCKET"] == bucket and e["_INDEX_TYPE"] == DELETION_VECTORS_INDEX \
+                and e["_KIND"] == ADD:
+            return str(e["_FILE_NAME"])
+    return None
+
+
+def _write_index_manifest(t: PaimonTable, base: dict | None, changes: list[IndexChange], schema: PaimonSchema,
+                          written: list[str]) -> str | None:
+    """The index manifest of the new snapshot: the base's entries (a full list), each changed
+    bucket's deletion-vector entry replaced by its new one (or dropped), written like the
+    table's own index manifest (or from Paimon's row type in its ``manifest.format``).  Its
+    name (None: no index file left)."""
+    changed = {(c.partition, c.bucket) for c in changes}
+    kept = [e for e in _index_entries(t, base)
+            if not (e["_INDEX_TYPE"] == DELETION_VECTORS_INDEX and (e["_PARTITION"], e["_BUCKET"]) in changed)]
+    entries = kept + [c.entry for c in changes if c.entry is not None]
+    if not entries:
+        return None
+    name = (base or {}).get("indexManifest")
+    template = template_for("index manifest", schema.options, [t.metadata_file(name, "index manifest")] if name else [])
+    manifest = f"index-manifest-{uuid.uuid4()}-0"
+    written.append(t.manifest_path(manifest))
+    write_metadata(t.storage, f"{MANIFEST_DIR}/{manifest}", template, entries, "index manifest")
+    return manifest
+
+
+def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, adds: list[dict], deletes: list[dict],
+                 written: list[str], kind: str, index_changes: list[IndexChange] | None = None,
+                 check: Callable[[dict], None] | None = None, changelog: list[dict] | None = None) -> int:
+    """Commit manifest entries as a snapshot of `kind` (APPEND, COMPACT) on top of
+    `snapshot` (None: the table's first), as Paimon commits on a filesystem; its id.  A
+    lost race is retried on the newer snapshot when every deleted file is still live, the
+    changed buckets' deletion vectors are unchanged and `check(newer snapshot)` (a commit
+    kind's own conflicts) does not raise; otherwise `CompactionConflictError`, nothing
+    committed."""
+    t.storage.require_conditional_create()
+    index_changes = list(index_changes or ())
+    before = _index_entries(t, snapshot) if index_changes else []
+    index_files = {(c.partition, c.bucket): _bucket_index_name(before, c.partition, c.bucket) for c in index_changes}
+    list_template, manifest_template = _templates(t, snapshot, schema)
+    entries = deletes + adds
+    manifest_name = f"manifest-{uuid.uuid4()}-0"
+    written.append(t.manifest_path(manifest_name))
+    size = write_metadata(t.storage, f"{MANIFEST_DIR}/{manifest_name}", manifest_template, entries, "manifest")
+    delta_meta = _manifest_meta(manifest_name, size, adds, deletes, schema)
+    delta_change = sum(e["_FILE"]["_ROW_COUNT"] for e in adds) - sum(e["_FILE"]["_ROW_COUNT"] for e in deletes)
+    changelog_meta = None
+    if changelog:  # the changelog files (`changelog-producer` input): a manifest of their own
+        changelog_name = f"manifest-{uuid.uuid4()}-0"
+        written.append(t.manifest_path(changelog_name))
+        changelog_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{changelog_name}", manifest_template, changelog,
+                                        "manifest")
+        changelog_meta = _manifest_meta(changelog_name, changelog_size, changelog, [], schema)
+    needed = {identifier(e) for e in deletes}
+    base = snapshot
+    user = str(uuid.uuid4())  # a batch writer's commit user: a fresh UUID, as Java's
+    for attempt in range(COMMIT_TRIES):
+        if base is not snapshot and base is not None and check is not None:
+            check(base)
+        live = {identifier(f.record) for f in t.live_files(base)} if base is not snapshot else needed
+        if not needed <= live:
+            raise CompactionConflictError(
+                f"another commit to Paimon table {t.name} replaced {len(needed - live)} input file(s) of this "
+                f"compaction (snapshot {(base or {}).get('id')}); nothing was committed")
+        if base is not snapshot and base is not None:  # Java's other conflict checks, on the newer snapshot
+            problem = lsm_conflict(t, base, adds, deletes, schema)
+            if problem is not None:
+                raise CompactionConflictError(f"another commit to Paimon table {t.name} (snapshot {base['id']}) "
+                                              f"conflicts with this {kind.lower()}: {problem}; nothing was committed")
+        index_manifest = (base or {}).get("indexManifest")
+        if index_changes:
+            now = _index_entries(t, base) if base is not snapshot else before
+            if any(_bucket_index_name(now, p, b) != name for (p, b), name in index_files.items()):
+                raise CompactionConflictError(
+                    f"another commit to Paimon table {t.name} changed the deletion vectors of a bucket this "
+                    f"compaction changes (snapshot {(base or {}).get('id')}); nothing was committed")
+            index_manifest = _write_index_manifest(t, base, index_changes, schema, written)
+        unique = uuid.uuid4()
+        base_list, delta_list = f"manifest-list-{unique}-0", f"manifest-list-{unique}-1"
+        previous = [m for n in ((base or {}).get("baseManifestList"), (base or {}).get("deltaManifestList")) if n
+                    for m in t.manifest_list(n)]
+        written += [t.manifest_path(base_list), t.manifest_path(delta_list)]
+        base_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{base_list}", list_template, previous, "manifest list")
+        delta_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{delta_list}", list_template, [delta_meta],
+                                    "manifest list")
+        new_id = int(base["id"]) + 1 if base is not None else 1
+        snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
+                                  delta_change, user, kind)
+        if changelog_meta is not None:
+            changelog_list = f"manifest-list-{unique}-2"
+            written.append(t.manifest_path(changelog_list))
+            snapshot["changelogManifestList"] = changelog_list
+            snapshot["changelogManifestListSize"] = write_metadata(
+                t.storage, f"{MANIFEST_DIR}/{changelog_list}", list_template, [changelog_meta], "manifest list")
+            snapshot["changelogRecordCount"] = sum(e["_FILE"]["_ROW_COUNT"] for e in changelog or ())
+        if index_changes:
+            snapshot["indexManifest"] = index_manifest
+        snapshot = snapshot_json(snapshot)  # Java's field order again, after the additions
+        if _publish(t, new_id, snapshot):
+            written.clear()  # committed: from here on nothing may remove these files
+            _write_latest(t, new_id)
+            return new_id
+        lost = [t.manifest_path(base_list), t.manifest_path(delta_list)]
+        if changelog_meta is not None:
+            lost.append(t.manifest_path(f"manifest-list-{unique}-2"))
+        if index_changes and index_manifest is not None:
+            lost.append(t.manifest_path(index_manifest))
+        for path in lost:
+            remove_files(t, [path])
+            written.remove(path)
+        time.sleep(min(0.5, 0.01 * (2 ** attempt)) * random.uniform(0.5, 1.0))
+        latest = t.latest_snapshot_id()
+        base = t.snapshot(latest if latest is not None and latest >= new_id else new_id)
+    raise CompactionConflictError(f"gave up committing to Paimon table {t.name} after {COMMIT_TRIES} lost races; "
+                                  f"nothing was committed")
+
+
+def _manifest_meta(name: str, size: int, adds: list[dict], deletes: list[dict], schema: PaimonSchema) -> dict:
+    """A manifest list's record of a manifest: its counts and the exact ranges Java prunes
+    whole manifests by (partition statistics, buckets, levels)."""
+    entries = deletes + adds
+    return {
+        "_VERSION": 2, "_FILE_NAME": name, "_FILE_SIZE": size, "_NUM_ADDED_FILES": len(adds),
+        "_NUM_DELETED_FILES": len(deletes), "_PARTITION_STATS": _partition_stats(entries, schema),
+        "_SCHEMA_ID": schema.id, "_MIN_BUCKET": min(e["_BUCKET"] for e in entries),
+        "_MAX_BUCKET": max(e["_BUCKET"] for e in entries),
+        "_MIN_LEVEL": min(e["_FILE"]["_LEVEL"] for e in entries),
+        "_MAX_LEVEL": max(e["_FILE"]["_LEVEL"] for e in entries),
+        "_MIN_ROW_ID": None, "_MAX_ROW_ID": None, "_TOTAL_BUCKETS": entries[0]["_TOTAL_BUCKETS"],
+        "_EXTRA_FILES": None}
+
+
+def lsm_conflict(t: PaimonTable, base: dict, adds: list[dict], deletes: list[dict],
+                 schema: PaimonSchema) -> str | None:
+    """What Java's commit conflict checks would find if `adds` and `deletes` were committed on
+    `base` (None: nothing): a bucket count other than the one the partition's files have
+    (``checkBucketKeepSame``), or two files of one level above 0 of a bucket whose key ranges
+    overlap ("LSM conflicts detected")."""
+    gone = {identifier(e) for e in deletes}
+    live = [f for f in t.live_files(base) if identifier(f.record) not in gone]
+    totals = {(f.partition_bytes, f.total_buckets) for f in live}
+    partitions = {p for p, _ in totals}
+    for e in adds:
+        if e["_PARTITION"] in partitions and (e["_PARTITION"], e["_TOTAL_BUCKETS"]) not in totals:
+            return f"bucket {e['_BUCKET']} was written for {e['_TOTAL_BUCKETS']} buckets, the partition now has others"
+    if not schema.primary_keys:
+        return None
+    by_run: dict[tuple, list] = {}
+    for f in [*live, *(t.entry_file(e, schema) for e in adds)]:
+        if f.level > 0:
+            by_run.setdefault((f.partition_bytes, f.bucket, f.level), []).append(f)
+    for (_, bucket, level), files in by_run.items():
+        files.sort(key=lambda f: (f.min_key, f.max_key))
+        for a, b in itertools.pairwise(files):
+            if not a.max_key < b.min_key:
+                return (f"level {level} of bucket {bucket} would hold overlapping files {a.file_name} and "
+                        f"{b.file_name}")
+    return None
+
+
+def _snapshot_json(base: dict | None, new_id: int, schema_id: int, base_list: str, base_size: int, delta_list: str,
+                   delta_size: int, delta_change: int, user: str, kind: str = "COMPACT") -> dict:
+    """The next snapshot's fields in Java's order (`codec.json_files.snapshot_json`): what
+    carries over from `base` (statistics, a UUID when the table's snapshots have one, ...)
+    and this commit's; a batch commit's identifier is Long.MAX_VALUE."""
+    base = base or {}
+    carried = {k: v for k, v in base.items() if k in ("version", "statistics", "properties", "nextRowId")}
+    fields = {
+        **carried, "version": base.get("version", 3), "id": new_id, "schemaId": schema_id,
+        "baseManifestList": base_list, "baseManifestListSize": base_size,
+        "deltaManifestList": delta_list, "deltaManifestListSize": delta_size,
+        "indexManifest": base.get("indexManifest"), "commitUser": user,
+        "commitIdentifier": LONG_MAX, "commitKind": kind, "timeMillis": int(time.time() * 1000), "logOffsets": {},
+        "totalRecordCount": int(base.get("totalRecordCount") or 0) + delta_change,
+        "deltaRecordCount": delta_change, "changelogRecordCount": 0,
+    }
+    if "uuid" in base:
+        fields["uuid"] = str(uuid.uuid4())
+    if "writerVersion" in base:
+        fields["writerVersion"] = "mergetree"
+    return snapshot_json(fields)
+
+
+def _publish(t: PaimonTable, snapshot_id: int, snapshot: dict) -> bool:
+    """Create snapshot-<id> by the store's conditional create: True if this call created it."""
+    name = t.snapshot_name(snapshot_id)
+    data = dumps(snapshot)  # Jackson's layout, as Java writes snapshots
+    try:
+        t.storage.create(name, data)  # atomic and exclusive: fails if another committer took the id
+        return True
+    except ObjectExistsError:
+        return _is_own(t, name, data)
+
+
+def _is_own(t: PaimonTable, name: str, data: bytes) -> bool:
+    """Whether the snapshot a conditional create found is this commit's own: an object store
+    retries a PUT whose answer was lost, and the retry finds the first attempt's object.  The
+    bytes name this commit's fresh manifest lists and commit user, so no other commit's
+    snapshot equals them.  (Locally the link either happened or not: no retry to mistake.)"""
+    if t.is_local:
+        return False
+    try:
+        return t.storage.read(name) == data
+    except ObjectNotFoundError:
+        return False
+
+
+def _write_latest(t: PaimonTable, snapshot_id: int) -> None:
+    """The LATEST hint, best effort: readers check it forward, so a stale one only costs a request."""
+    with contextlib.suppress(StorageError):
+        t.storage.write(LATEST_HINT, str(snapshot_id).encode())
