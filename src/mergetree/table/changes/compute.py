@@ -369,7 +369,7 @@ class _UnitReader:
             else:
                 yield self._folded_changelog([self._changelog_rows(c) for c in unit.commits])
             return
-        if _by_states(self.directory):
+        if _by_states(self.directory) or self._hidden_rows():
             yield from self._state_differences()
             return
         if not plan.per_commit:
@@ -406,6 +406,17 @@ class _UnitReader:
             before = self._fold(base, added, keys)
             added.append(c)
             yield self._stamped(self._diff(before, self._fold(base, added, keys)), c.snapshot_id)
+
+    def _hidden_rows(self) -> bool:
+        """Can the bucket hold rows a read does not show but a later merge folds in?  An
+        aggregate or partial-update key whose versions are retractions alone is left out of a
+        read, yet a newer version merges with it; a fold onto the visible state would miss it,
+        so such a unit's change is read from the two states."""
+        if self.ts.merge_engine not in ("aggregate", "partial-update"):
+            return False
+        ends = [self.plan.end] + ([self.plan.start] if self.plan.start else [])
+        files = [m for sid in ends for m in self._files_at(sid)] + [m for c in self.unit.commits for m in c.files]
+        return any(m.delete_count for m in files)
 
     def _state_differences(self) -> Iterator[pa.Table]:
         """The change as the difference of the touched keys' visible rows at its two ends (per
