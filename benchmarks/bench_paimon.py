@@ -72,7 +72,11 @@ read.  Every step is timed once and checked (a new snapshot, no level-0 file lef
 leave exactly the live keys).  Then every reader's full read (the best of up to DV_REPEAT runs)
 and lookups on both tables: the lookups and the sampled ids include updated and deleted keys (a
 deleted key must give no row); every answer is checked against the live keys' newest versions.
-Its targets, on the deletion-vector table: mergetree's full read and lookup p50 at least 20x
+Then, on both tables, ``mergetree.paimon.changes`` from the compacted base to the latest
+snapshot (the net change of the small commits; the best of DV_REPEAT runs, the first noted: it
+builds the lookup files) beside two full reads of both ends, checked against the workload:
+every changed key once, ``-D`` for a deleted key, ``-U``/``+U`` with the newest version for an
+updated one.  Its targets, on the deletion-vector table: mergetree's full read and lookup p50 at least 20x
 pypaimon's and at least pypaimon-rust's (1x).  Shown beside them, not targets: each reader's
 merge-on-read time over its deletion-vector time (what the vectors buy), and mergetree's
 compaction of the small commits with deletion vectors over without (what they cost).
@@ -166,6 +170,7 @@ WRITE_BASE = "write the base"
 WRITE_COMMITS = "write the small commits"
 COMPACT_BASE = "compact the base (full)"
 COMPACT_DV = "compact the small commits"
+CHANGES = "changes over the small commits"
 MERGE_CASE, DV_CASE, WRITE_CASE = "merge", "dv", "write"
 CASES = (MERGE_CASE, DV_CASE, WRITE_CASE)
 WRITE_COMMITS_COUNT = 4       # the write case's commits (each half the keys), into an empty table
@@ -1000,6 +1005,7 @@ def _measure_dv(workload: PaimonWorkload, warehouse: str, root: str, buckets: in
         results.extend(_compact_step(tables[phase], COMPACT_BASE, phase, True) for phase in tables)
         broken = next((r for r in results if not r.ok), None)
     advance(1)
+    starts = {phase: _latest_id(tables[phase]) for phase in tables} if broken is None else {}  # the compacted base
     if broken is None:
         results.extend(_writes(tables, WRITE_COMMITS, workload.commit_files[1:], sum(workload.rows_per_commit[1:]),
                                True))
@@ -1008,6 +1014,8 @@ def _measure_dv(workload: PaimonWorkload, warehouse: str, root: str, buckets: in
     if broken is None:
         results.extend(_compact_step(tables[phase], COMPACT_DV, phase, False) for phase in tables)
         broken = next((r for r in results if not r.ok), None)
+    if broken is None:
+        results.extend(_changes_step(tables[phase], phase, starts[phase]) for phase in tables)
     advance(1)
     for phase in (MOR, DV):
         if broken is None:
@@ -1017,6 +1025,51 @@ def _measure_dv(workload: PaimonWorkload, warehouse: str, root: str, buckets: in
             results.extend(tables[phase].result(r, op, phase, check=why) for r in READERS for op in (READ, LOOKUP))
         advance(1)
     return results
+
+
+def _latest_id(table: _Table) -> int:
+    from mergetree.table.paimon.metadata import PaimonTable
+    return int(PaimonTable.open(table.warehouse, table.identifier).latest_snapshot_id() or 0)
+
+
+def _changes_step(table: _Table, phase: str, start: int) -> PaimonResult:
+    """``mergetree.paimon.changes`` from the compacted base (snapshot ``start``) to the latest
+    snapshot: the net change of the small commits, the best of DV_REPEAT runs (the first builds
+    the lookup files; its time is noted), beside two full reads of both ends (what a consumer
+    without change streams reads).  Checked against the workload: every changed key exactly
+    once, ``-D`` for a deleted key, ``-U`` then ``+U`` with its newest version for an updated one."""
+    import mergetree.paimon as mp
+    result = table.result(MERGETREE, CHANGES, phase)
+    try:
+        runs = [timing.timed(lambda: mp.changes(table.warehouse, table.identifier, start).read_all())
+                for _ in range(DV_REPEAT)]
+        best = min(runs, key=lambda r: r.seconds)
+        reads = timing.timed(lambda: (mp.read(table.warehouse, table.identifier, snapshot=start),
+                                      mp.read(table.warehouse, table.identifier)))
+        result.seconds, result.cpu_seconds, result.timed_runs = best.seconds, best.cpu_seconds, len(runs)
+        change: pa.Table = runs[-1].output
+        result.rows_in, result.rows_out = sum(table.workload.rows_per_commit[1:]), change.num_rows
+        result.notes.append(f"first run {runs[0].seconds:.3f} s (it builds the lookup files); two full reads of both "
+                            f"ends {reads.seconds:.3f} s, {reads.seconds / best.seconds:.1f}x the change's time")
+        workload = table.workload
+        changed = np.asarray(workload.changed, dtype=np.int64)
+        alive = workload.alive[max(workload.alive)]
+        newest = workload.newest[max(workload.newest)][0]
+        ids = change.column(KEY).to_numpy()
+        kinds = np.asarray(change.column("_row_kind").to_pylist())
+        updated, deleted = changed[alive[changed]], changed[~alive[changed]]
+        after = kinds == "+U"
+        if len(ids) != 2 * len(updated) + len(deleted) or set(ids.tolist()) != set(changed.tolist()):
+            result.check = (f"wrong: {len(ids):,} change rows over {len(set(ids.tolist())):,} keys, expected "
+                            f"{2 * len(updated) + len(deleted):,} rows over the {len(changed):,} changed keys")
+        elif not np.array_equal(np.sort(ids[kinds == "-D"]), np.sort(deleted)) or \
+                not np.array_equal(np.sort(ids[after]), np.sort(updated)):
+            result.check = "wrong: the -D rows are not the deleted keys, or the +U rows not the updated ones"
+        elif not np.array_equal(change.column("v_int").to_numpy(zero_copy_only=False)[after], newest[ids[after]]):
+            result.check = "wrong: a +U row is not its key's newest version"
+    except Exception as error:
+        result.check = f"failed: {type(error).__name__}: {error}"
+    return result
 
 
 def dv_lookup_keys(workload: PaimonWorkload, count: int, seed: int = SEED + 2) -> list[int]:
@@ -1375,7 +1428,7 @@ def _dv_steps(report: PaimonReport) -> list:
     rows = [("table", "phase", "step", "by", "rows in", "rows out", "s", "cpu/wall", "files", "runs", "check")]
     for name in report.dv_tables:
         for phase in (MOR, DV):
-            for operation in (WRITE_BASE, COMPACT_BASE, WRITE_COMMITS, COMPACT_DV):
+            for operation in (WRITE_BASE, COMPACT_BASE, WRITE_COMMITS, COMPACT_DV, CHANGES):
                 r = next((r for r in report.results if r.table == name and r.phase == phase
                           and r.operation == operation), None)
                 if r is None:

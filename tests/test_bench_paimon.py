@@ -129,7 +129,7 @@ def test_main_paimon_only_returns_0_and_writes_the_paimon_json(run):
     paimon = document["paimon"]
     assert paimon["ok"] is True and paimon["keys"] == KEYS and paimon["commit_counts"] == [4]
     assert paimon["bucket_counts"] == [1, 4] and paimon["lookups"] == LOOKUPS
-    dv_results = 2 * 4 + 2 * len(bp.READERS) * 2  # per phase: 2 writes, 2 compactions, then the readers
+    dv_results = 2 * 5 + 2 * len(bp.READERS) * 2  # per phase: 2 writes, 2 compactions, the changes, the readers
     write_results = 4 * len(bp.WRITE_BUCKETS)  # pypaimon, pypaimon-rust, mergetree write-only and compacting
     assert len(paimon["results"]) == len(report.results) == \
         2 * (3 + 2 * len(bp.READERS) * 2) + dv_results + write_results
@@ -163,7 +163,8 @@ def test_the_deletion_vector_case_compacts_into_vectors_and_every_reader_reads_i
     steps = [r for r in report.results if r.table == name and r.operation not in (bp.READ, bp.LOOKUP)]
     assert [(r.phase, r.operation) for r in steps] == [
         (bp.DV, bp.WRITE_BASE), (bp.MOR, bp.WRITE_BASE), (bp.DV, bp.COMPACT_BASE), (bp.MOR, bp.COMPACT_BASE),
-        (bp.DV, bp.WRITE_COMMITS), (bp.MOR, bp.WRITE_COMMITS), (bp.DV, bp.COMPACT_DV), (bp.MOR, bp.COMPACT_DV)]
+        (bp.DV, bp.WRITE_COMMITS), (bp.MOR, bp.WRITE_COMMITS), (bp.DV, bp.COMPACT_DV), (bp.MOR, bp.COMPACT_DV),
+        (bp.DV, bp.CHANGES), (bp.MOR, bp.CHANGES)]
     assert all(r.ok and r.seconds > 0 for r in steps), [(r.phase, r.operation, r.check) for r in steps]
     assert all(r.case == bp.DV_CASE for r in report.results if r.table == name)
     base = report.find(name, bp.PYPAIMON, bp.WRITE_BASE, bp.DV)
@@ -172,6 +173,9 @@ def test_the_deletion_vector_case_compacts_into_vectors_and_every_reader_reads_i
     for phase in (bp.DV, bp.MOR):
         compact = report.find(name, bp.MERGETREE, bp.COMPACT_DV, phase)
         assert compact.rows_in == small.rows_in and compact.max_runs == 2  # the small commits into a lower level
+    for phase in (bp.DV, bp.MOR):  # the net change of the small commits, checked against the workload
+        change = report.find(name, bp.MERGETREE, bp.CHANGES, phase)
+        assert change.rows_out > 0 and "two full reads of both ends" in change.notes[0]
     marked = report.find(name, bp.MERGETREE, bp.COMPACT_DV, bp.DV).notes[0]
     assert "rows marked in deletion vectors" in marked and ", 0 rows marked" not in marked
     for phase in (bp.DV, bp.MOR):

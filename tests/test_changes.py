@@ -161,9 +161,16 @@ def test_kinds_columns_and_filter(tmp_path):
     only_s = table.changes(1, 3, columns=["s"]).read_all().to_pylist()
     assert {(r["k"], r["_row_kind"]) for r in only_s} == {(1, "-D"), (2, "-U"), (2, "+U"), (4, "+I")}
     assert set(only_s[0]) == {"k", "s", "_row_kind"}
-    # a filter keeps an update whole when either of its rows passes
+    # a filter gives the change of the filtered view: key 3 enters the view v > 10 (+I) and
+    # leaves the view v < 10 (-D); applied to read(start, filter) it gives read(end, filter)
     hot = table.changes(1, 3, filter=("v", ">", 10)).read_all().to_pylist()
-    assert [(r["k"], r["v"], r["_row_kind"]) for r in hot] == [(3, 3, "-U"), (3, 30, "+U")]
+    assert [(r["k"], r["v"], r["_row_kind"]) for r in hot] == [(3, 30, "+I")]
+    cold = table.changes(1, 3, filter=("v", "<", 10)).read_all().to_pylist()
+    assert (3, 3, "-D") in [(r["k"], r["v"], r["_row_kind"]) for r in cold]
+    for f in (("v", ">", 10), ("v", "<", 10), ("w", "=", "r")):
+        view = {(r["k"],): r for r in table.read(snapshot=1, filter=f).to_pylist()}
+        after = {(r["k"],): r for r in table.read(snapshot=3, filter=f).to_pylist()}
+        assert apply(view, table.changes(1, 3, filter=f).read_all().to_pylist(), ["k"]) == after
     assert table.changes(3, 3).read_all().num_rows == 0
 
 

@@ -237,3 +237,23 @@ def test_task_journal_names_every_written_path(tmp_path) -> None:
     assert _journaled(store, "missing") == []
     _remove_journal(store, "journal")
     assert not (tmp_path / "journal").exists()
+
+
+@needs_pypaimon
+def test_a_tag_reads_after_its_snapshot_expired_and_unknown_columns_are_named(tmp_path) -> None:
+    """The reader keeps a tag as the snapshot its tasks read (tags outlive their snapshots), and
+    a schema or `columns` naming a column the table lacks is one clear error (no Spark needed:
+    the reader's own calls, as Spark makes them)."""
+    from mergetree import InvalidArgumentError
+    from mergetree.spark.source import PaimonReader
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    write_paimon(work, wh, "db.t", [pa.table({"k": [1, 2, 3], "v": [1, 2, 3]}, schema=schema),
+                                    pa.table({"k": [2], "v": [20]}, schema=schema)], ["k"],
+                 options={"bucket": "1"}, tags={"one": 1})
+    (wh / "db.db" / "t" / "snapshot" / "snapshot-1").unlink()  # expired; the tag keeps its snapshot
+    reader = PaimonReader({"paimon.warehouse": str(wh), "path": "db.t", "snapshot": "one"})
+    got = pa.Table.from_batches([b for p in reader.partitions() for b in reader.read(p)])
+    assert sorted(got.column("v").to_pylist()) == [1, 2, 3]
+    with pytest.raises(InvalidArgumentError, match=r"columns \['nope'\] are not in Paimon table db.t"):
+        PaimonReader({"paimon.warehouse": str(wh), "path": "db.t", "columns": "v, nope"})

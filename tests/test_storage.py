@@ -474,3 +474,16 @@ def test_errors_survive_pickling():
     error = ObjectExistsError("s3://lake/t/x already exists", uri="s3://lake/t", path="x")
     again = pickle.loads(pickle.dumps(error))
     assert type(again) is ObjectExistsError and (again.uri, again.path, str(again)) == (error.uri, "x", str(error))
+
+
+def test_a_location_opened_again_with_other_credentials_is_found_inside_the_new_store():
+    """A table found inside a warehouse store (an unpickled Paimon table in a Spark task) is
+    found inside the warehouse's newer store once a later job opens it with other credentials."""
+    from mergetree.table.objects import locate
+    old = {"aws_access_key_id": "AKIAOLD", "aws_secret_access_key": "old", "aws_region": "us-east-1"}
+    new = {"aws_access_key_id": "AKIANEW", "aws_secret_access_key": "new", "aws_region": "us-east-1"}
+    locate("s3://rotated/wh", old)
+    assert "AKIAOLD" in repr(locate("s3://rotated/wh/db.db/t"))
+    locate("s3://rotated/wh", new)
+    inside = locate("s3://rotated/wh/db.db/t")
+    assert "AKIANEW" in repr(inside) and "AKIAOLD" not in repr(inside)

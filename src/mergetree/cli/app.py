@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="end", type=_non_negative_int, metavar="M", help="the last commit (default: latest)")
     p.add_argument("--columns", help="comma-separated columns (keys always come too; default: all)")
     p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
-                   help="keep change rows that pass (an update whole); repeat for AND")
+                   help="the change of the rows that pass (docs/CHANGES.md); repeat for AND")
     p.add_argument("--per-commit", action="store_true", help="each commit's change, with _snapshot_id")
     p.add_argument("--source", choices=["auto", "delta", "changelog"], default="auto",
                    help="computed where needed (auto), always computed (delta), or the changelog files as written")

@@ -95,12 +95,10 @@ from .replaced import bucket_index, index_object, new_index_name, older_versions
 __all__ = ["BucketChange", "PaimonCompaction", "Placement", "commit_compaction", "compact", "compression_for",
            "plan_compaction", "rewrite_bucket", "run_compaction", "write_rolled"]
 
-LONG_MAX = (1 << 63) - 1
 # rows per Parquet row group of a new file: large, as Paimon's writers make them (one per file up
 # to parquet.block.size), since a Paimon read decodes whole files (8,192-row groups decoded ~1.5x
 # slower) and key lookups in large row groups go through the cached key column
 ROW_GROUP_ROWS = 131_072
-COMMIT_TRIES = 30
 FILE_SOURCE_COMPACT = 1
 
 Progress = Callable[[int, int], None]

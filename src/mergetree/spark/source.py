@@ -228,7 +228,7 @@ class MergetreeReader(DataSourceReader):
         self.snapshot = self._snapshot_id(options)
         self.filters: list[tuple] = []
 
-    def _snapshot_id(self, options: dict) -> int | None:
+    def _snapshot_id(self, options: dict) -> int | str | None:
         """The snapshot every task reads (the option `snapshot`, else the latest), fixed now."""
         snapshot = options.get("snapshot")
         latest = self._open().latest_snapshot()
@@ -376,6 +376,10 @@ class PaimonReader(MergetreeReader):
         # the columns Spark asks for: those of schema() (maybe `columns`), or a schema the user gave
         self.columns = list(spark_schema_.fieldNames()) if spark_schema_ is not None else \
             (_paimon_columns(options) or schema.names)
+        unknown = [c for c in self.columns if c not in schema.names]
+        if unknown:
+            raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {self.table}; its columns: "
+                                       f"{schema.names}")
         self.requested: pa.Schema | None = None  # the Arrow types Spark expects, checked in partitions()
         if spark_schema_ is not None:
             from pyspark.sql.pandas.types import to_arrow_schema
@@ -387,8 +391,10 @@ class PaimonReader(MergetreeReader):
     def _open(self) -> Table:
         return PaimonTableHandle(self.warehouse, self.storage_options or None, self.table).at(self.tag_or_id)
 
-    def _snapshot_id(self, options: dict) -> int | None:
-        snapshot = snapshot_for(self._open().directory, self.tag_or_id)  # a tag name resolved
+    def _snapshot_id(self, options: dict) -> int | str | None:
+        if isinstance(self.tag_or_id, str):
+            return self.tag_or_id  # a tag holds its snapshot, also once that snapshot expired
+        snapshot = snapshot_for(self._open().directory, self.tag_or_id)
         return snapshot.id if snapshot is not None else None
 
     def partitions(self) -> list[BucketPartition]:

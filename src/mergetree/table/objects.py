@@ -106,6 +106,7 @@ def read_if_exists(storage: Store, name: str) -> bytes | None:
 
 _stores: dict[str, Store] = {}  # a remote table's URI (redacted) -> the store it was opened with
 _stores_lock = threading.Lock()
+_derived: set[str] = set()  # the locations `_known` found inside another store (not opened themselves)
 # a remote table's URI (redacted) -> the storage_options it was opened with: what another process
 # (a Spark task) needs to open the same store; kept in memory only, as the store keeps them
 _given: dict[str, dict[str, object]] = {}
@@ -130,7 +131,13 @@ def locate(path: Any, storage_options: Mapping[str, object] | None = None, what:
     storage = resolve(text, storage_options)
     if not isinstance(storage, LocalDiskStore):
         with _stores_lock:
-            _stores[table_path(storage)] = storage
+            root = table_path(storage)
+            # the locations found inside an earlier store of this one are found again inside
+            # this one (a later job may open it with other credentials)
+            for uri in [u for u in _derived if u.startswith(root + "/")]:
+                _stores.pop(uri, None)
+                _derived.discard(uri)
+            _stores[root] = storage
             if storage_options is not None:
                 _given[table_path(storage)] = dict(storage_options)
     return storage
@@ -149,6 +156,7 @@ def _known(text: str) -> Store | None:
             if key.startswith(uri + "/"):
                 child = store.sub(key[len(uri) + 1:])
                 _stores[key] = child
+                _derived.add(key)
                 return child
     return None
 

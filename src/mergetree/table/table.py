@@ -157,7 +157,7 @@ class Table:
         return compact_buckets(self.directory, None, full=full, progress=progress)
 
     # -- reading ----------------------------------------------------------------------
-    def plan(self, filter: flt.Filter = None, snapshot: int | None = None, order_by: Any = None,
+    def plan(self, filter: flt.Filter = None, snapshot: int | str | None = None, order_by: Any = None,
              limit: int | None = None) -> read.ReadPlan:
         """Which files (and row groups) a read with this filter touches, by bucket and section,
         and what each pruning step removed (`ReadPlan.steps`, `ReadPlan.explain()`)."""
@@ -227,7 +227,9 @@ class Table:
         snapshot `start` (pruned by key ranges, Bloom filters and statistics).  `per_commit`:
         each commit's change in commit order, with `_snapshot_id`.  `columns` projects (keys
         always come too; an update whose projected columns did not change is not a change);
-        `filter` keeps the change rows that pass, an update whole if either of its rows passes.
+        `filter` gives the change of the filtered view (applied to `read(start, filter)` it gives
+        `read(end, filter)`); changelog rows read as written are kept when they pass, an update
+        whole.
         An append table's change is its added rows, +I.
 
         `consumer_id` names a consumer (`consumers()`): without `start`, the change starts where

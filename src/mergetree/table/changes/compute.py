@@ -183,7 +183,9 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
     start, end = snapshot_range(directory, start, end)
     ts = directory.schema
     names = columns_for(directory, columns)
-    names = [c for c in ts.schema.names if c in set(names) | set(ts.primary_key)]  # keys always, table order
+    # the key (with the partition columns: a Paimon key's) always, in table order
+    always = set(ts.primary_key) | set(ts.partition_by) if ts.has_primary_key else set()
+    names = [c for c in ts.schema.names if c in set(names) | always]
     f = flt.normalize(filter, ts.schema)
     fields = [ts.schema.field(c) for c in names] + [pa.field(ROW_KIND_COLUMN, pa.string(), nullable=False)]
     if per_commit:
@@ -224,11 +226,10 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
                 f"computing the changes of snapshots {start + 1}..{end} needs snapshot {missing[0]}, which "
                 f"expired (and its changelog files cannot stand in for it); {_existing(directory)}{kept}")
     per_bucket: dict[tuple, dict[int, CommitFiles]] = defaultdict(dict)
-    overwrites = [s.id for s, _ in changing if s.commit_kind == "OVERWRITE"]
     for s, _ in changing:
         changelog: dict[tuple, list[DataFileMeta]] = defaultdict(list)
         if s.changelog_manifest_list and s.commit_kind == "APPEND" and source != "delta" \
-                and (not plan.computed or per_commit):
+                and (not plan.computed or (per_commit and served(s))):
             for e in _added(directory, s.changelog_manifest_list):
                 changelog[(e.partition, e.bucket)].append(e.file)
         files: dict[tuple, list[DataFileMeta]] = defaultdict(list)
@@ -241,16 +242,13 @@ def plan_changes(directory: TableDirectory, start: Any, end: Any = None, columns
         for key in set(files) | set(changelog):
             per_bucket[key][s.id] = CommitFiles(s.id, s.commit_kind, tuple(files.get(key, ())),
                                                 tuple(changelog.get(key, ())))
-    if plan.computed and overwrites:
-        # an overwrite changes every bucket that held rows before it or holds rows after it
-        sides = {start, *overwrites, *(c - 1 for c in overwrites if per_commit)}
-        for sid in sides:
-            snap = directory.store.snapshot(sid) if sid else None
-            for e in directory.live_files(snap).values():
-                per_bucket[(e.partition, e.bucket)]
-        for key in per_bucket:
-            for c in overwrites:
-                per_bucket[key].setdefault(c, CommitFiles(c, "OVERWRITE"))
+    if plan.computed:
+        # an overwrite changes the buckets whose files it removed or added (a partition's, or
+        # every bucket of the table): they are read whole on both sides
+        for s, _ in changing:
+            if s.commit_kind == "OVERWRITE":
+                for _, e in _entries(directory, s.delta_manifest_list):
+                    per_bucket[(e.partition, e.bucket)].setdefault(s.id, CommitFiles(s.id, "OVERWRITE"))
     return _with_units(directory, plan, per_bucket)
 
 
@@ -458,7 +456,8 @@ class _UnitReader:
             return empty
         directory = self.directory
         files = self._files_at(snapshot_id)
-        if keys is not None:  # a file whose key range holds none of the keys adds nothing to their rows
+        if keys is not None and _exact_bounds(self.ts.file_schema.field(self.ts.file_key[0]).type):
+            # a file whose key range holds none of the keys adds nothing to their rows
             files = [m for m in files if _holds_one(m, keys)]
         options = directory.options
         if keys is not None and self.key_expr is None and files and _use_lookup_files() \
@@ -562,7 +561,13 @@ class _UnitReader:
 
     # -- comparing ---------------------------------------------------------------------
     def _diff(self, old: pa.Table, new: pa.Table) -> pa.Table:
-        """Per key: +I (new only), -D (old only), -U/+U (both, different), nothing (equal)."""
+        """Per key: +I (new only), -D (old only), -U/+U (both, different), nothing (equal).
+        With a filter, the change of the filtered view: the rows of both states that pass it
+        are compared (a row leaving the view is a -D, one entering it a +I), so the change
+        applied to `read(start, filter)` gives `read(end, filter)`."""
+        if self.plan.filter is not None:
+            expression = flt.to_expression(self.plan.filter, self.ts.schema)
+            old, new = (t.filter(pa.array(_mask(t, expression))) if t.num_rows else t for t in (old, new))
         return diff_states(self.ts.primary_key, [c for c in self.plan.columns if c not in self.ts.primary_key],
                            old, new)
 
@@ -661,11 +666,19 @@ class _UnitReader:
         return self._rows_of(self._files_at(snapshot_id))
 
 
+def _exact_bounds(dtype: pa.DataType) -> bool:
+    """Are a key column's recorded file bounds exactly its values, comparable with them in
+    Python?  Integers, strings, binaries, decimals and dates; not floats (NaN compares with
+    nothing) nor times and timestamps (bounds may be kept at a coarser precision than the
+    values, and pandas' nanosecond values compare with datetimes)."""
+    return (pa.types.is_integer(dtype) or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+            or pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or pa.types.is_decimal(dtype)
+            or pa.types.is_date(dtype) or pa.types.is_boolean(dtype))
+
+
 def _holds_one(meta: DataFileMeta, firsts: list) -> bool:
     """Whether one of the sorted first-key-column values lies in the file's key range (True
-    when they do not compare, or are floats: NaN compares with nothing)."""
-    if isinstance(meta.min_key[0] if meta.min_key else None, float):
-        return True
+    when they do not compare)."""
     try:
         i = bisect.bisect_left(firsts, meta.min_key[0])
         return i < len(firsts) and firsts[i] <= meta.max_key[0]

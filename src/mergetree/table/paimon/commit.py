@@ -179,19 +179,19 @@ def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, ad
         delta_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{delta_list}", list_template, [delta_meta],
                                     "manifest list")
         new_id = int(base["id"]) + 1 if base is not None else 1
-        snapshot = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
+        document = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
                                   delta_change, user, kind)
         if changelog_meta is not None:
             changelog_list = f"manifest-list-{unique}-2"
             written.append(t.manifest_path(changelog_list))
-            snapshot["changelogManifestList"] = changelog_list
-            snapshot["changelogManifestListSize"] = write_metadata(
+            document["changelogManifestList"] = changelog_list
+            document["changelogManifestListSize"] = write_metadata(
                 t.storage, f"{MANIFEST_DIR}/{changelog_list}", list_template, [changelog_meta], "manifest list")
-            snapshot["changelogRecordCount"] = sum(e["_FILE"]["_ROW_COUNT"] for e in changelog or ())
+            document["changelogRecordCount"] = sum(e["_FILE"]["_ROW_COUNT"] for e in changelog or ())
         if index_changes:
-            snapshot["indexManifest"] = index_manifest
-        snapshot = snapshot_json(snapshot)  # Java's field order again, after the additions
-        if _publish(t, new_id, snapshot):
+            document["indexManifest"] = index_manifest
+        document = snapshot_json(document)  # Java's field order again, after the additions
+        if _publish(t, new_id, document):
             written.clear()  # committed: from here on nothing may remove these files
             _write_latest(t, new_id)
             return new_id

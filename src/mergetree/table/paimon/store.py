@@ -111,10 +111,15 @@ class PaimonSnapshotStore:
     def _remember(self, document: dict) -> Snapshot:
         with self._lock:
             self._documents[int(document["id"])] = document
-        snapshot = snapshot_of(document)
-        if (snapshot.changelog_manifest_list and snapshot.commit_kind == "APPEND"
-                and self.schema.checked_options.changelog_producer == "input"):
-            # the commit's changelog is its input as written, which a per-commit change reads
+        return self._marked(snapshot_of(document))
+
+    def _marked(self, snapshot: Snapshot) -> Snapshot:
+        """The snapshot with the producer of its changelog named, as mergetree's writers name it:
+        an APPEND's input changelog is its change as written, which a per-commit change reads
+        (not where level 0 is hidden: the rows it wrote become visible at a later compaction)."""
+        opts = self.schema.checked_options
+        if snapshot.changelog_manifest_list and snapshot.commit_kind == "APPEND" \
+                and opts.changelog_producer == "input" and not (self.schema.primary_keys and opts.skips_level0):
             snapshot.properties[PRODUCER_PROPERTY] = "input"
         return snapshot
 
@@ -135,7 +140,7 @@ class PaimonSnapshotStore:
         none is kept)."""
         if snapshot_id not in set(self.table.kept_changelog_ids()):
             return None
-        return snapshot_of(self.table.commit(snapshot_id))
+        return self._marked(snapshot_of(self.table.commit(snapshot_id)))
 
     def manifest_names(self, manifest_list: str) -> list[str]:
         return [str(meta["_FILE_NAME"]) for meta in self.table.manifest_list(manifest_list)]
