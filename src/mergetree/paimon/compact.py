@@ -52,7 +52,7 @@ from ..codec.file_index import (
     encode_bloom,
     encode_container,
 )
-from ..codec.stats import StatsMode, bounded, stats_modes
+from ..codec.stats import StatsMode, stats_modes
 from ..codec.types import evolve, same_type
 from ..errors import (
     CorruptTableError,
@@ -72,11 +72,12 @@ from ..table.compaction.planner import (
     plan_rewrite,
     restored_levels,
 )
-from ..table.files import dictionary_worthy, parquet_fragment
+from ..table.compaction.runner import compact_buckets
+from ..table.files import dictionary_worthy
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
-from ..table.paimon.commit import IndexChange, commit_files, remove_files
-from ..table.paimon.files import corrupt
+from ..table.paimon.commit import IndexChange, commit_files, has_value_stats, remove_files, simple_stats
+from ..table.paimon.files import may_hold_retractions
 from ..table.paimon.metadata import (
     ADD,
     DELETE,
@@ -89,6 +90,7 @@ from ..table.paimon.metadata import (
     partition_path,
 )
 from ..table.paimon.options import ExternalPaths, FileIndexSpec, external_paths, file_index_spec
+from ..table.paimon.store import paimon_directory
 from .read import PaimonBucket, PaimonReadPlan, batches_table, merge_runs
 from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
 
@@ -156,7 +158,7 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         _check_evolvable(t, t.schema(schema_id), schema)
     by_bucket: dict[tuple, list[PaimonFile]] = {}
     for f in files:
-        if f.level == 0 and not f.delete_count and _may_hold_retractions(t, f):
+        if f.level == 0 and not f.delete_count and may_hold_retractions(t, f):
             # pypaimon records 0 retractions for level-0 files holding -D rows: such a file moved up
             # unchanged would keep them at a level whose files are read alone (deletion vectors)
             # or past the last level that drops them; it is planned as holding retractions
@@ -215,26 +217,6 @@ def _check_evolvable(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> No
             evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
 
 
-def _may_hold_retractions(t: PaimonTable, f: PaimonFile) -> bool:
-    """Whether a data file may hold retractions (-U, -D) by its Parquet footer's statistics of
-    the kind column (+U counts too: the statistics cannot tell it from -U); an ORC file, or one
-    without those statistics, may."""
-    if not f.file_name.endswith(".parquet"):
-        return True
-    try:
-        metadata = parquet_fragment(t.source(f)).metadata
-        index = metadata.schema.names.index(KIND_COLUMN)
-    except ValueError:
-        return True
-    except (OSError, pa.ArrowException) as exc:
-        raise corrupt(t, f, exc) from None
-    for g in range(metadata.num_row_groups):
-        statistics = metadata.row_group(g).column(index).statistics
-        if statistics is None or not statistics.has_min_max or statistics.max != 0:
-            return True
-    return False
-
-
 def _rewriting_level0(plan: CompactionPlan, bucket_files: list[PaimonFile]) -> CompactionPlan:
     """A deletion-vector table's plan without a file merely moved up that must be rewritten, as
     Paimon's lookup compaction rewrites it: one holding retractions (a level above 0 holds
@@ -272,7 +254,30 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress |
     conditional create (a store without one refuses before anything is written)."""
     if not isinstance(full, bool):
         raise InvalidArgumentError(f"full must be True or False, not {full!r}")
-    return run_compaction(plan_compaction(warehouse, table, full, storage_options), progress)
+    t = PaimonTable.open(warehouse, table, storage_options)
+    if engine_compacts(t.schema()):
+        t.storage.require_conditional_create()  # never a commit that could replace another's
+        snapshot = compact_buckets(paimon_directory(t), None, full, progress)
+        return None if snapshot is None else snapshot.id
+    return run_compaction(plan_compaction(warehouse, table, full, storage_options, opened=t), progress)
+
+
+def engine_compacts(schema: PaimonSchema) -> bool:
+    """Whether the engine's compaction — the one mergetree's own tables have: the same
+    universal rules, the loser tree, files written with a page index — compacts this table.
+    So far: primary-key tables of Parquet files, deduplicate or aggregate, whose reads see every
+    level, without sequence fields, ignored deletes, a produced changelog, file indexes,
+    external paths, thin-mode files or a data-file directory; the rest compact here (issue 36
+    brings them under the engine)."""
+    opts = schema.checked_options
+    options = schema.options
+    return (bool(schema.primary_keys) and not opts.append and opts.engine in ("deduplicate", "aggregate")
+            and not opts.deletion_vectors and not opts.skips_level0 and not opts.sequence_fields
+            and not opts.ignore_delete and opts.changelog_producer in ("none", "input")
+            and opts.file_format == "parquet" and external_paths(options) is None
+            and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
+            and options.get("data-file.thin-mode", "false").strip().lower() != "true"
+            and not options.get("data-file.path-directory"))
 
 
 def run_compaction(job: PaimonCompaction | None, progress: Progress | None = None) -> int | None:
@@ -538,11 +543,6 @@ class _StatsCollector:
                 self.hi[c] = hi
 
 
-def _stat_column(t) -> bool:
-    return t.atomic and t.root not in ("BOOLEAN",) and not (t.root in ("TIMESTAMP", "TIMESTAMP_LTZ")
-                                                            and t.precision > 6)
-
-
 def compression_for(options: dict[str, str], level: int) -> tuple[str | None, int | None]:
     """The codec (and zstd level) Paimon's writers would use for a file at `level`:
     ``file.compression.per.level`` ("0:lz4,5:zstd") first, then ``file.compression``
@@ -625,7 +625,7 @@ def write_rolled(job: PaimonCompaction, bucket: PaimonBucket, placement: Placeme
     target = CompactionOptions.from_options(schema.options).target_file_size
     key_columns = schema.key_columns
     modes = dict(zip(schema.names, stats_modes(schema.options, schema.names)))
-    stat_names = [f.name for f in schema.fields if _stat_column(f.type) and modes[f.name].kind != "none"]
+    stat_names = [f.name for f in schema.fields if has_value_stats(f.type) and modes[f.name].kind != "none"]
     if bucket.files:  # the inputs' format (a table may have changed `file.format` since)
         fmt = "orc" if bucket.files[0].file_name.endswith(".orc") else "parquet"
     else:
@@ -760,10 +760,7 @@ def _stats_row(collector: _StatsCollector, names: list[str], stored: list[str], 
                modes: list[StatsMode]) -> dict:
     """A SimpleStats record of `names` (their columns in the batches: `stored`) under each
     column's stats mode (`codec.stats.bounded`)."""
-    bounds = [bounded(collector.lo.get(c), collector.hi.get(c), collector.nulls[c], m) for c, m in zip(stored, modes)]
-    return {"_MIN_VALUES": encode_row([b[0] for b in bounds], types),
-            "_MAX_VALUES": encode_row([b[1] for b in bounds], types),
-            "_NULL_COUNTS": [b[2] for b in bounds]}
+    return simple_stats([(collector.lo.get(c), collector.hi.get(c), collector.nulls[c]) for c in stored], types, modes)
 
 
 def _add_entry(job: PaimonCompaction, bucket: PaimonBucket, name: str, size: int, level: int, state: dict,

@@ -56,12 +56,14 @@ from ..errors import (
 )
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
+from ..table.compaction.runner import compact_buckets
 from ..table.paimon.commit import IndexChange, commit_files, remove_files
 from ..table.paimon.files import file_layout
 from ..table.paimon.metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
 from ..table.paimon.options import external_paths
+from ..table.paimon.store import paimon_directory
 from ..table.write import check_columns, input_pieces, occurrence
-from .compact import PaimonCompaction, Placement, plan_compaction, run_compaction, write_rolled
+from .compact import PaimonCompaction, Placement, engine_compacts, plan_compaction, run_compaction, write_rolled
 from .read import PaimonBucket, merge_sources
 
 __all__ = ["PaimonWrite", "delete", "write"]
@@ -446,8 +448,13 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
         # `lookup-compact.max-interval` commits of a long-running writer, which a batch write is not
         gentle = schema.options.get("lookup-compact", "radical").strip().lower() == "gentle"
         try:
-            compacted = run_compaction(plan_compaction(warehouse, table, only=touched, opened=t,
-                                                       force_level0=schema.checked_options.skips_level0 and not gentle))
+            if engine_compacts(schema):  # the engine's compaction, stalling the write as on mergetree's tables
+                done = compact_buckets(paimon_directory(t), touched, False)
+                compacted = None if done is None else done.id
+            else:
+                compacted = run_compaction(plan_compaction(
+                    warehouse, table, only=touched, opened=t,
+                    force_level0=schema.checked_options.skips_level0 and not gentle))
         except CompactionConflictError:
             pass  # another writer compacted these buckets first: the write is committed
         except MergeTreeError as exc:  # committed: a failure now must not read as a failed write

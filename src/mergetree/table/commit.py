@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
-from ..errors import CommitConflictError
+from ..errors import CommitConflictError, CompactionConflictError
 from .directory import TableDirectory
 from .snapshots import FileEntry, Snapshot
 
@@ -59,6 +59,8 @@ def commit_with_rebase(directory: TableDirectory, base: Snapshot | None, change_
             return directory.store.commit(base.id if base else None, change.adds, change.deletes, kind,
                                           directory.schema.schema_id, retries=attempt, changelog=change.changelog,
                                           properties=properties)
+        except CompactionConflictError:
+            raise  # the change itself conflicts (a store that checks it, as Paimon's does): no retry
         except CommitConflictError:
             backoff(attempt)
             base = directory.latest_snapshot()

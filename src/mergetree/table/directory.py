@@ -58,11 +58,15 @@ class TableDirectory:
         return self.store.live_files(snapshot)
 
     def bucket_directory(self, partition: tuple, bucket: int) -> str:
-        return paths.bucket_directory(self.schema.partition_by, partition, bucket)
+        return self.store.bucket_directory(partition, bucket)
+
+    def data_file_name(self, directory: str) -> str:
+        """A new data file's name in a bucket directory, as the table's format names them."""
+        return self.store.data_file_name(directory)
 
     def unlink_owned(self, relative: str) -> None:
         """Delete a file of the table; a name the table cannot own is never deleted."""
-        if paths.is_owned(relative, self.schema.partition_by):
+        if self.store.owns(relative):
             self.storage.delete(relative)  # a file that is not there is not an error
 
     def discard(self, entries: Iterable[FileEntry]) -> None:
@@ -82,7 +86,7 @@ class TableDirectory:
                 return
         names = [relative for e in entries if e.file.file_name not in keep
                  for relative in [e.file.file_name, *e.file.sidecars()]
-                 if paths.is_owned(relative, self.schema.partition_by)]
+                 if self.store.owns(relative)]
         remove_uncommitted(self.storage, names)
 
 

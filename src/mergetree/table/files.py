@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -328,7 +328,8 @@ class DataFileWriter:
         target = self._target()
         options = self.options
         bloom_columns = {c: self.schema.schema.field(c).type for c in (options.bloom_columns if options else ())}
-        delta = delta_columns(self.schema, sample.schema)
+        # a Paimon table's files keep to the encodings every Paimon reader decodes
+        delta = delta_columns(self.schema, sample.schema) if self.schema.paimon is None else []
         return pq.ParquetWriter(
             target, sample.schema, compression=self._codec(),
             use_dictionary=dictionary_columns(self.schema, sample),
@@ -413,7 +414,7 @@ def write_data_file(storage: Store, directory: str, table: pa.Table, schema: Tab
 
 
 def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatch], schema: TableSchema, level: int,
-                 options: TableOptions) -> Iterator[DataFileMeta]:
+                 options: TableOptions, name_for: Callable[[str], str] | None = None) -> Iterator[DataFileMeta]:
     """Stream sorted batches into files rolled at about `options.target_file_size` bytes (in
     memory): the memory is a batch and a row group, not a file.  A failure removes the file
     being written; the caller owns the ones yielded."""
@@ -421,7 +422,8 @@ def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatc
     try:
         for batch in batches:
             if writer is None:
-                writer = DataFileWriter(storage, directory, schema, level, options)
+                writer = DataFileWriter(storage, directory, schema, level, options,
+                                        name=None if name_for is None else name_for(directory))
             writer.write(batch)
             if writer.bytes >= options.target_file_size:
                 meta = writer.close()

@@ -211,6 +211,17 @@ class SnapshotStore:
     def _path(self, relative: str) -> str:
         return _full_path(self.storage, relative)
 
+    # -- where data files go (the format's layout; a Paimon table's store has its own) -----
+    def bucket_directory(self, partition: tuple, bucket: int) -> str:
+        return paths.bucket_directory(self.partition_by, partition, bucket)
+
+    def data_file_name(self, directory: str) -> str:
+        return paths.data_file_name(directory)
+
+    def owns(self, relative: str) -> bool:
+        """Could this table's writers have written `relative` (never delete anything else)?"""
+        return paths.is_owned(relative, self.partition_by)
+
     def ensure_directories(self) -> None:
         """A local table's directories (an object store has no directories)."""
         if is_local(self.storage):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 
 from ...merge import merge
 from ..directory import TableDirectory
@@ -63,8 +64,15 @@ def bucket_levels(directory: TableDirectory, snapshot: Snapshot | None = None) -
     options: CompactionOptions = directory.options.compaction
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for e in directory.live_files(snapshot or directory.latest_snapshot()).values():
-        by_bucket[(e.partition, e.bucket)].append(e.file)
+        by_bucket[(e.partition, e.bucket)].append(_as_planned(e.file))
     return {key: restored_levels(files, options)[0] for key, files in by_bucket.items()}
+
+
+def _as_planned(meta: DataFileMeta) -> DataFileMeta:
+    """A file as compaction plans with it: a Paimon file whose manifest records no retractions
+    (a count reads do not trust) with its footer's answer instead (`planned_delete_count`)."""
+    count = getattr(meta.origin, "planned_delete_count", None) if meta.origin is not None else None
+    return meta if count is None or count == meta.delete_count else replace(meta, delete_count=count)
 
 
 def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
@@ -144,6 +152,6 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
                    keep_deletes=not drop_delete)
     with new_files(directory) as out:
         for meta in write_rolled(directory.storage, relative, restored(reader, ts, advance), ts, level,
-                                 directory.options):
+                                 directory.options, name_for=directory.data_file_name):
             out.append(FileEntry(partition, bucket, meta))
     return out

@@ -12,17 +12,21 @@ deletion vectors are unchanged and Java's conflict checks pass (`lsm_conflict`);
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import itertools
 import os
+import posixpath
 import random
 import time
 import uuid
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from ...codec.binary_row import decode_row, encode_row
 from ...codec.json_files import dumps, snapshot_json
 from ...codec.manifest_files import MetadataFile, template_for, write_metadata
+from ...codec.stats import StatsMode, bounded, stats_modes
+from ...codec.types import PaimonType
 from ...errors import (
     CompactionConflictError,
     InvalidArgumentError,
@@ -30,13 +34,64 @@ from ...errors import (
     ObjectNotFoundError,
     StorageError,
 )
+from ..files import DataFileMeta
 from ..objects import locate
 from .metadata import ADD, DELETION_VECTORS_INDEX, LATEST_HINT, MANIFEST_DIR, PaimonSchema, PaimonTable, identifier
 
-__all__ = ["COMMIT_TRIES", "IndexChange", "commit_files", "lsm_conflict", "remove_files"]
+__all__ = ["COMMIT_TRIES", "FILE_SOURCE_APPEND", "FILE_SOURCE_COMPACT", "IndexChange", "commit_files",
+           "data_file_record", "has_value_stats", "lsm_conflict", "remove_files", "simple_stats"]
 
 LONG_MAX = (1 << 63) - 1
 COMMIT_TRIES = 30
+FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1   # a data file's `_FILE_SOURCE`: a write's, a compaction's
+
+
+def has_value_stats(t: PaimonType) -> bool:
+    """Does Java keep min/max value statistics of a column of this type?"""
+    return t.atomic and t.root not in ("BOOLEAN",) and not (t.root in ("TIMESTAMP", "TIMESTAMP_LTZ")
+                                                            and t.precision > 6)
+
+
+def simple_stats(bounds: Sequence[tuple[Any, Any, int]], types: Sequence[PaimonType],
+                 modes: Sequence[StatsMode]) -> dict:
+    """A SimpleStats record of columns' exact (min, max, null count) under their stats modes
+    (`codec.stats.bounded`: truncated, counts only, or none)."""
+    kept = [bounded(lo, hi, nulls, mode) for (lo, hi, nulls), mode in zip(bounds, modes)]
+    return {"_MIN_VALUES": encode_row([b[0] for b in kept], types),
+            "_MAX_VALUES": encode_row([b[1] for b in kept], types),
+            "_NULL_COUNTS": [b[2] for b in kept]}
+
+
+def data_file_record(schema: PaimonSchema, meta: DataFileMeta, partition: bytes, bucket: int, total_buckets: int,
+                     file_source: int) -> dict:
+    """The manifest entry (an ADD) of a data file the engine wrote (`table.files.DataFileWriter`
+    in Paimon's layout under `schema`): its key range, sequence range, retractions and the
+    statistics Java keeps, under the table's stats modes, from the file's exact bounds."""
+    names = schema.names
+    modes = dict(zip(names, stats_modes(schema.options, names)))
+    stat_names = [f.name for f in schema.fields if has_value_stats(f.type) and modes[f.name].kind != "none"]
+
+    def exact(name: str) -> tuple[Any, Any, int]:
+        lo, hi, nulls = meta.stats.get(name, (None, None, 0))
+        return lo, hi, nulls
+    key_types = schema.key_types
+    return {
+        "_VERSION": 2, "_KIND": ADD, "_PARTITION": partition, "_BUCKET": bucket, "_TOTAL_BUCKETS": total_buckets,
+        "_FILE": {
+            "_FILE_NAME": posixpath.basename(meta.file_name), "_FILE_SIZE": meta.file_size,
+            "_ROW_COUNT": meta.row_count, "_MIN_KEY": encode_row(list(meta.min_key), key_types),
+            "_MAX_KEY": encode_row(list(meta.max_key), key_types),
+            "_KEY_STATS": simple_stats([exact(k) for k in schema.trimmed_keys], key_types,
+                                       stats_modes(schema.options, schema.key_columns)),
+            "_VALUE_STATS": simple_stats([exact(n) for n in stat_names], [schema.field(n).type for n in stat_names],
+                                         [modes[n] for n in stat_names]),
+            "_MIN_SEQUENCE_NUMBER": meta.min_seq, "_MAX_SEQUENCE_NUMBER": meta.max_seq,
+            "_SCHEMA_ID": schema.id, "_LEVEL": meta.level, "_EXTRA_FILES": [],
+            "_CREATION_TIME": dt.datetime.now(dt.timezone.utc), "_DELETE_ROW_COUNT": meta.delete_count,
+            "_EMBEDDED_FILE_INDEX": None, "_FILE_SOURCE": file_source, "_VALUE_STATS_COLS": stat_names,
+            "_EXTERNAL_PATH": None, "_FIRST_ROW_ID": None, "_WRITE_COLS": None, "_WRITE_COLS_SEQUENCES": None,
+        },
+    }
 
 
 class IndexChange(NamedTuple):

@@ -33,7 +33,8 @@ from .file_indexes import may_match as file_index_may_match
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
 __all__ = ["LARGE_ROW_GROUP", "KeyRange", "PaimonFileRef", "cached_keys", "file_layout", "key_range_of",
-           "live_rows", "orc_column_names", "parquet_reader", "read_data_file", "row_span", "thin_keys"]
+           "live_rows", "may_hold_retractions", "orc_column_names", "parquet_reader", "read_data_file", "row_span",
+           "thin_keys"]
 
 
 KeyRange = tuple[Any, bool, Any, bool]
@@ -330,6 +331,26 @@ def deleted_positions(table: PaimonTable, pf: PaimonFile, deletion: DeletionFile
     return np.frombuffer(positions, dtype=np.uint64 if positions.itemsize == 8 else np.uint32).astype(np.int64)
 
 
+def may_hold_retractions(t: PaimonTable, f: PaimonFile) -> bool:
+    """Whether a data file may hold retractions (-U, -D) by its Parquet footer's statistics of
+    the kind column (+U counts too: the statistics cannot tell it from -U); an ORC file, or one
+    without those statistics, may."""
+    if not f.file_name.endswith(".parquet"):
+        return True
+    try:
+        metadata = parquet_fragment(t.source(f)).metadata
+        index = metadata.schema.names.index(KIND_COLUMN)
+    except ValueError:
+        return True
+    except (OSError, pa.ArrowException) as exc:
+        raise corrupt(t, f, exc) from None
+    for g in range(metadata.num_row_groups):
+        statistics = metadata.row_group(g).column(index).statistics
+        if statistics is None or not statistics.has_min_max or statistics.max != 0:
+            return True
+    return False
+
+
 @dataclass(frozen=True, eq=False)
 class PaimonFileRef:
     """Where a Paimon table's data file is and how it maps onto the schema a read uses: what
@@ -344,6 +365,16 @@ class PaimonFileRef:
 
     def source(self) -> str | StoredFile:
         return self.table.source(self.file)
+
+    @cached_property
+    def planned_delete_count(self) -> int:
+        """The retractions a compaction plans with: the manifest's count, or where it records
+        none, all rows if the file's footer says it may hold some (pypaimon records 0 for files
+        of -D rows; read as holding them, such a file would never move up unchanged)."""
+        pf = self.file
+        if pf.delete_count or not self.schema.primary_keys:
+            return pf.delete_count
+        return pf.row_count if may_hold_retractions(self.table, pf) else 0
 
     @property
     def path(self) -> str:

@@ -12,11 +12,14 @@ retractions — a *resolved* file, read alone with its vector applied, as Paimon
 from __future__ import annotations
 
 import posixpath
+import re
 import threading
+import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ...codec.binary_row import encode_row
 from ...codec.types import same_type
 from ...errors import UnsupportedPaimonFeatureError
 from ...storage import Store
@@ -25,8 +28,9 @@ from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef
 from ..files import DataFileMeta
 from ..snapshots import FileEntry, Snapshot
+from .commit import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, commit_files, data_file_record, remove_files
 from .files import PaimonFileRef
-from .metadata import ADD, DeletionFile, PaimonFile, PaimonSchema, PaimonTable, partition_path
+from .metadata import ADD, DELETE, DeletionFile, PaimonFile, PaimonSchema, PaimonTable, partition_path
 from .tables import table_options, table_schema
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
@@ -84,6 +88,7 @@ class FileStats(Mapping):
 
 
 _CACHED_SNAPSHOTS = 16
+_WRITTEN = re.compile(r"(data|changelog)-[0-9a-f-]{36}-\d+\.(parquet|orc)")  # what Paimon's writers name files
 _live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
 _live_lock = threading.Lock()
 
@@ -154,9 +159,54 @@ class PaimonSnapshotStore:
     def latest_hint(self) -> int | None:
         return self.table.latest_snapshot_id()
 
-    def commit(self, *args: Any, **kwargs: Any) -> Snapshot:
-        raise UnsupportedPaimonFeatureError("this commit to a Paimon table goes through mergetree.paimon's writers "
-                                            "(write, delete, compact) so far")
+    # -- where data files go, and commits ------------------------------------------------
+    def bucket_directory(self, partition: tuple, bucket: int) -> str:
+        """A bucket's directory under the table, as Paimon names it (partition values escaped)."""
+        opts = self.schema.checked_options
+        return posixpath.join(partition_path(self.schema.partition_keys, partition, opts.default_partition_name),
+                              f"bucket-{bucket}")
+
+    def data_file_name(self, directory: str) -> str:
+        return f"{directory}/data-{uuid.uuid4()}-0.parquet"
+
+    def owns(self, relative: str) -> bool:
+        """Only data and changelog files in a bucket directory are ever deleted through here."""
+        head, _, base = relative.rpartition("/")
+        return bool(_WRITTEN.fullmatch(base)) and head.rpartition("/")[2].startswith("bucket-")
+
+    def commit(self, base_id: int | None, adds: list[FileEntry], deletes: list[FileEntry], kind: str,
+               schema_id: int = 0, retries: int = 0, changelog: Sequence[FileEntry] = (),
+               properties: dict[str, str] | None = None) -> Snapshot:
+        """Commit on snapshot `base_id` as Java commits (`commit.commit_files`: manifests, lists,
+        the conditional publish, its own retries over commits that left the deleted files in
+        place; Java's conflict checks): a file moved to another level keeps its manifest entry
+        but for the level, a new file gets one from its `DataFileMeta`.  A conflict raises
+        `CompactionConflictError` and removes the metadata written; the data files are the
+        caller's."""
+        table, schema = self.table, self.schema
+        base = table.snapshot(base_id) if base_id is not None else None
+        placed = {(e.partition, e.bucket): e.file.origin.file for e in deletes
+                  if isinstance(e.file.origin, PaimonFileRef)}
+        source = FILE_SOURCE_COMPACT if kind == "COMPACT" else FILE_SOURCE_APPEND
+
+        def record(e: FileEntry, file_source: int) -> dict:
+            origin = e.file.origin
+            if isinstance(origin, PaimonFileRef):  # a live file at a new level
+                return dict(origin.file.record, _KIND=ADD, _FILE=dict(origin.file.record["_FILE"], _LEVEL=e.file.level))
+            old = placed.get((e.partition, e.bucket))
+            partition = old.partition_bytes if old is not None else \
+                encode_row(list(e.partition), schema.partition_types)
+            total = old.total_buckets if old is not None else schema.checked_options.buckets
+            return data_file_record(schema, e.file, partition, e.bucket, total, file_source)
+        written: list[str] = []
+        try:
+            new_id = commit_files(table, base, schema, [record(e, source) for e in adds],
+                                  [dict(e.file.origin.file.record, _KIND=DELETE) for e in deletes], written, kind,
+                                  changelog=[record(e, FILE_SOURCE_APPEND) for e in changelog] or None)
+        except BaseException:
+            remove_files(table, written)
+            raise
+        return self.snapshot(new_id)
 
     # -- files ---------------------------------------------------------------------------
     def _document(self, snapshot: Snapshot) -> dict:
