@@ -12,6 +12,7 @@ import os
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,8 +20,8 @@ import pytest
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
-from mergetree.paimon.compact import engine_compacts
 from mergetree.table.paimon.metadata import PaimonTable
+from mergetree.table.paimon.tables import engine_compacts
 
 TABLE = "db.t"
 SCHEMA = pa.schema([("p", pa.string()), ("k", pa.int64()), ("v", pa.int64()), ("s", pa.string()),
@@ -157,3 +158,44 @@ def test_which_tables_the_engine_compacts_so_far(tmp_path, options, by_engine) -
                  {k: v for k, v in dict(OPTIONS, **options).items() if k != "bucket"})
     assert engine_compacts(PaimonTable.open(tmp_path / "wh", TABLE).schema()) is by_engine
     assert json.loads((tmp_path / "wh" / "db.db" / "t" / "schema" / "schema-0").read_text())["options"]["bucket"] == "2"
+
+
+@needs_pypaimon
+def test_the_engine_refuses_what_it_does_not_do_yet_before_writing(tmp_path) -> None:
+    """Through the handle's engine view (`at`): a write, and the compaction of a table the engine
+    does not compact yet (deletion vectors), are refused before anything is written."""
+    from mergetree import UnsupportedPaimonFeatureError
+    from mergetree.paimon.handle import PaimonTableHandle
+    commits, _ = _commits(9, 3, False)
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    write_paimon(work, wh, TABLE, commits, ["p", "k"], partition_keys=["p"],
+                 options=dict(OPTIONS, **{"deletion-vectors.enabled": "true"}))
+    root = wh / "db.db" / "t"
+    files = sorted(str(p) for p in root.rglob("*"))
+    engine = PaimonTableHandle(wh, None, TABLE).at()
+    with pytest.raises(UnsupportedPaimonFeatureError, match="does not write to Paimon table db.t yet"):
+        engine.write(commits[0].drop_columns(["op"]))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="does not compact Paimon table db.t yet"):
+        engine.compact(full=True)
+    assert sorted(str(p) for p in root.rglob("*")) == files
+
+
+@needs_pypaimon
+def test_updates_move_up_once_and_new_files_go_where_paimon_readers_look(tmp_path) -> None:
+    """Files of +U rows hold no retractions: compacted once, they stay (a footer's kinds 0..2
+    are no -U or -D).  A date partition's directory is named as the writer named it (pypaimon:
+    days since the epoch), and the compacted files go beside the bucket's files, where every
+    reader looks."""
+    import datetime as dt
+    schema = pa.schema([("d", pa.date32()), ("k", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
+    commits = [pa.table({"d": [dt.date(2024, 1, 1 + k % 2) for k in range(10)], "k": list(range(10)),
+                         "v": [c] * 10, "op": ["+U" if c else "+I"] * 10}, schema=schema) for c in range(3)]
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    write_paimon(work, wh, TABLE, commits, ["d", "k"], partition_keys=["d"], options=OPTIONS)
+    first = mp.compact(wh, TABLE, full=True)
+    assert first is not None and mp.compact(wh, TABLE, full=True) is None
+    t = PaimonTable.open(wh, TABLE)
+    assert {Path(f.path).parent.parent.name for f in t.live_files(t.latest_snapshot())} == {"d=19723", "d=19724"}
+    expected = sorted((r["d"], r["k"], 2) for r in commits[0].to_pylist())
+    assert sorted((r["d"], r["k"], r["v"]) for r in pypaimon_read(wh, TABLE, work).to_pylist()) == expected
+    assert sorted((r["d"], r["k"], r["v"]) for r in mp.read(wh, TABLE).to_pylist()) == expected

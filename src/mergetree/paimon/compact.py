@@ -91,6 +91,7 @@ from ..table.paimon.metadata import (
 )
 from ..table.paimon.options import ExternalPaths, FileIndexSpec, external_paths, file_index_spec
 from ..table.paimon.store import paimon_directory
+from ..table.paimon.tables import engine_compacts
 from .read import PaimonBucket, PaimonReadPlan, batches_table, merge_runs
 from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
 
@@ -260,24 +261,6 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Progress |
         snapshot = compact_buckets(paimon_directory(t), None, full, progress)
         return None if snapshot is None else snapshot.id
     return run_compaction(plan_compaction(warehouse, table, full, storage_options, opened=t), progress)
-
-
-def engine_compacts(schema: PaimonSchema) -> bool:
-    """Whether the engine's compaction — the one mergetree's own tables have: the same
-    universal rules, the loser tree, files written with a page index — compacts this table.
-    So far: primary-key tables of Parquet files, deduplicate or aggregate, whose reads see every
-    level, without sequence fields, ignored deletes, a produced changelog, file indexes,
-    external paths, thin-mode files or a data-file directory; the rest compact here (issue 36
-    brings them under the engine)."""
-    opts = schema.checked_options
-    options = schema.options
-    return (bool(schema.primary_keys) and not opts.append and opts.engine in ("deduplicate", "aggregate")
-            and not opts.deletion_vectors and not opts.skips_level0 and not opts.sequence_fields
-            and not opts.ignore_delete and opts.changelog_producer in ("none", "input")
-            and opts.file_format == "parquet" and external_paths(options) is None
-            and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
-            and options.get("data-file.thin-mode", "false").strip().lower() != "true"
-            and not options.get("data-file.path-directory"))
 
 
 def run_compaction(job: PaimonCompaction | None, progress: Progress | None = None) -> int | None:

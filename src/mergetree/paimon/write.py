@@ -62,8 +62,9 @@ from ..table.paimon.files import file_layout
 from ..table.paimon.metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
 from ..table.paimon.options import external_paths
 from ..table.paimon.store import paimon_directory
+from ..table.paimon.tables import engine_compacts
 from ..table.write import check_columns, input_pieces, occurrence
-from .compact import PaimonCompaction, Placement, engine_compacts, plan_compaction, run_compaction, write_rolled
+from .compact import PaimonCompaction, Placement, plan_compaction, run_compaction, write_rolled
 from .read import PaimonBucket, merge_sources
 
 __all__ = ["PaimonWrite", "delete", "write"]

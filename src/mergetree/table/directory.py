@@ -21,6 +21,8 @@ from ..errors import (
     MergeTreeError,
     TableExistsError,
     TableNotFoundError,
+    UnsupportedFormatError,
+    UnsupportedPaimonFeatureError,
 )
 from ..storage import ObjectExistsError, Store
 from . import paths
@@ -63,6 +65,13 @@ class TableDirectory:
     def data_file_name(self, directory: str) -> str:
         """A new data file's name in a bucket directory, as the table's format names them."""
         return self.store.data_file_name(directory)
+
+    def refuse_commit(self, kind: str) -> None:
+        """Raise, before anything is written, when the table's format does not let the engine
+        commit a change of `kind` (`SnapshotStore.refuses`)."""
+        refusal = self.store.refuses(kind)
+        if refusal is not None:
+            raise (UnsupportedPaimonFeatureError if self.schema.paimon is not None else UnsupportedFormatError)(refusal)
 
     def unlink_owned(self, relative: str) -> None:
         """Delete a file of the table; a name the table cannot own is never deleted."""

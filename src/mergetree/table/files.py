@@ -311,6 +311,15 @@ class DataFileWriter:
             self._seq[1].append(bounds["max"].as_py())
             self._deletes += pc.sum(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())).as_py() or 0
 
+    @property
+    def written_bytes(self) -> int:
+        """Bytes of the file as written so far (its finished row groups)."""
+        if self._sink is not None:
+            return int(self._sink.tell())
+        if self._writer is not None and self.path is not None:
+            return os.path.getsize(self.path)
+        return 0
+
     def _codec(self) -> str:
         return self.options.codec_for(self.level) if self.options is not None else DATA_FILE_COMPRESSION
 
@@ -425,7 +434,10 @@ def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatc
                 writer = DataFileWriter(storage, directory, schema, level, options,
                                         name=None if name_for is None else name_for(directory))
             writer.write(batch)
-            if writer.bytes >= options.target_file_size:
+            # a Paimon table's files are rolled at their size on disk, as Java's writers roll
+            # them (its small-file rules compare those sizes); mergetree's own at their rows' size
+            size = writer.written_bytes if schema.paimon is not None else writer.bytes
+            if size >= options.target_file_size:
                 meta = writer.close()
                 writer = None
                 yield meta

@@ -222,6 +222,10 @@ class SnapshotStore:
         """Could this table's writers have written `relative` (never delete anything else)?"""
         return paths.is_owned(relative, self.partition_by)
 
+    def refuses(self, kind: str) -> str | None:
+        """Why the engine may not commit a change of `kind` here (None: it may)."""
+        return None
+
     def ensure_directories(self) -> None:
         """A local table's directories (an object store has no directories)."""
         if is_local(self.storage):

@@ -542,6 +542,7 @@ def write_rows(directory: TableDirectory, data: Any, kind: RowKind,
     the table is write-only.  Rows with a row-kind column (`conformed`) are applied as their
     kinds say.  A bad batch or a failure anywhere removes the uncommitted files and raises:
     nothing of it is visible.  Returns the last snapshot (None: no rows)."""
+    directory.refuse_commit("APPEND")
     if kind == RowKind.DELETE:
         pieces = conformed(directory, data, complete=False)
     else:

@@ -45,26 +45,30 @@ def compact_buckets(directory: TableDirectory, only: set | None, full: bool,
     latest; if another commit came in between, the commit conflicts) instead of the latest.
     A table with deletion vectors compacts as `dv.compact_dv` says.
     """
+    directory.refuse_commit("COMPACT")
     if directory.options.deletion_vectors:  # resolves every bucket's new files in one round
         return compact_dv(directory, only, full, progress, base)
     snapshot = _compact_once(directory, only, full, progress, base)
     if only is not None:
         options = directory.options.compaction
         for _ in range(MAX_ROUNDS_AFTER_WRITE):
-            stalled = {key for key, levels in bucket_levels(directory, snapshot or base).items()
-                       if key in only and write_stall(levels, options)}
+            stalled = {key for key, levels in bucket_levels(directory, snapshot or base, only).items()
+                       if write_stall(levels, options)}
             if not stalled:
                 break
             snapshot = _compact_once(directory, stalled, full, progress, snapshot or base) or snapshot
     return snapshot
 
 
-def bucket_levels(directory: TableDirectory, snapshot: Snapshot | None = None) -> dict[tuple, Levels]:
-    """(partition, bucket) -> its files by LSM level, at `snapshot` (default: the latest)."""
+def bucket_levels(directory: TableDirectory, snapshot: Snapshot | None = None,
+                  only: set | None = None) -> dict[tuple, Levels]:
+    """(partition, bucket) -> its files by LSM level, at `snapshot` (default: the latest);
+    `only`: just these buckets."""
     options: CompactionOptions = directory.options.compaction
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for e in directory.live_files(snapshot or directory.latest_snapshot()).values():
-        by_bucket[(e.partition, e.bucket)].append(_as_planned(e.file))
+        if only is None or (e.partition, e.bucket) in only:
+            by_bucket[(e.partition, e.bucket)].append(_as_planned(e.file))
     return {key: restored_levels(files, options)[0] for key, files in by_bucket.items()}
 
 
@@ -79,14 +83,13 @@ def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
                     base: Snapshot | None = None) -> tuple[int | None, list[BucketCompaction]]:
     """The base snapshot (`base`, default the latest) and, per bucket that needs it, what to
     rewrite and upgrade."""
+    directory.refuse_commit("COMPACT")
     options = directory.options.compaction
     base = base or directory.latest_snapshot()
     if base is None or not directory.schema.has_primary_key:
         return None, []
     plans: list[BucketCompaction] = []
-    for key, found in sorted(bucket_levels(directory, base).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        if only is not None and key not in only:
-            continue
+    for key, found in sorted(bucket_levels(directory, base, only).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         levels, bucket_options = restored_levels(found.all_files(), options)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
         if unit is not None and _retraction_would_fold(directory, unit):

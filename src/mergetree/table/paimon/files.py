@@ -332,9 +332,9 @@ def deleted_positions(table: PaimonTable, pf: PaimonFile, deletion: DeletionFile
 
 
 def may_hold_retractions(t: PaimonTable, f: PaimonFile) -> bool:
-    """Whether a data file may hold retractions (-U, -D) by its Parquet footer's statistics of
-    the kind column (+U counts too: the statistics cannot tell it from -U); an ORC file, or one
-    without those statistics, may."""
+    """Whether a data file may hold retractions (-U = 1, -D = 3) by its Parquet footer's
+    statistics of the kind column: a row group whose range holds 1 or 3 may (+I = 0 and +U = 2
+    alone do not); an ORC file, or one without those statistics, may."""
     if not f.file_name.endswith(".parquet"):
         return True
     try:
@@ -346,7 +346,9 @@ def may_hold_retractions(t: PaimonTable, f: PaimonFile) -> bool:
         raise corrupt(t, f, exc) from None
     for g in range(metadata.num_row_groups):
         statistics = metadata.row_group(g).column(index).statistics
-        if statistics is None or not statistics.has_min_max or statistics.max != 0:
+        if statistics is None or not statistics.has_min_max:
+            return True
+        if statistics.max >= 3 or statistics.min <= 1 <= statistics.max:
             return True
     return False
 
@@ -368,11 +370,12 @@ class PaimonFileRef:
 
     @cached_property
     def planned_delete_count(self) -> int:
-        """The retractions a compaction plans with: the manifest's count, or where it records
-        none, all rows if the file's footer says it may hold some (pypaimon records 0 for files
-        of -D rows; read as holding them, such a file would never move up unchanged)."""
+        """The retractions a compaction plans with: the manifest's count, or where a level-0 file
+        records none, all rows if its footer says it may hold some (pypaimon records 0 for
+        level-0 files of -D rows; planned as holding them, such a file is never moved up
+        unchanged).  Files above level 0 are compaction outputs: their count is trusted."""
         pf = self.file
-        if pf.delete_count or not self.schema.primary_keys:
+        if pf.delete_count or pf.level > 0 or not self.schema.primary_keys:
             return pf.delete_count
         return pf.row_count if may_hold_retractions(self.table, pf) else 0
 

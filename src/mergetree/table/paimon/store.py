@@ -31,7 +31,7 @@ from ..snapshots import FileEntry, Snapshot
 from .commit import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, commit_files, data_file_record, remove_files
 from .files import PaimonFileRef
 from .metadata import ADD, DELETE, DeletionFile, PaimonFile, PaimonSchema, PaimonTable, partition_path
-from .tables import table_options, table_schema
+from .tables import engine_compacts, table_options, table_schema
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
 
@@ -161,7 +161,14 @@ class PaimonSnapshotStore:
 
     # -- where data files go, and commits ------------------------------------------------
     def bucket_directory(self, partition: tuple, bucket: int) -> str:
-        """A bucket's directory under the table, as Paimon names it (partition values escaped)."""
+        """Where a bucket's new files go: beside its files (a writer names partition directories
+        its own way: dates as days or as text, ...; readers find files where the manifest's
+        partition says, so a new file must be where Java would look), else as Paimon names it."""
+        latest = self.latest_id()
+        if latest is not None:
+            for e in self.live_files(self.snapshot(latest)).values():
+                if e.partition == partition and e.bucket == bucket and e.file.origin.file.name is not None:
+                    return posixpath.dirname(e.file.file_name)
         opts = self.schema.checked_options
         return posixpath.join(partition_path(self.schema.partition_keys, partition, opts.default_partition_name),
                               f"bucket-{bucket}")
@@ -174,6 +181,15 @@ class PaimonSnapshotStore:
         head, _, base = relative.rpartition("/")
         return bool(_WRITTEN.fullmatch(base)) and head.rpartition("/")[2].startswith("bucket-")
 
+    def refuses(self, kind: str) -> str | None:
+        """The engine commits compactions of the tables it compacts so far (`engine_compacts`);
+        writes and the rest go through `mergetree.paimon` (issue 36 brings them here)."""
+        if kind == "COMPACT" and engine_compacts(self.schema):
+            return None
+        what = "write to" if kind in ("APPEND", "OVERWRITE") else "compact"
+        return (f"mergetree's engine does not {what} Paimon table {self.table.name} yet: write, delete and compact it "
+                f"through mergetree.paimon (Table.open(...).write/delete/compact, mergetree.spark.compact_paimon)")
+
     def commit(self, base_id: int | None, adds: list[FileEntry], deletes: list[FileEntry], kind: str,
                schema_id: int = 0, retries: int = 0, changelog: Sequence[FileEntry] = (),
                properties: dict[str, str] | None = None) -> Snapshot:
@@ -184,6 +200,12 @@ class PaimonSnapshotStore:
         `CompactionConflictError` and removes the metadata written; the data files are the
         caller's."""
         table, schema = self.table, self.schema
+        refusal = self.refuses(kind)
+        if refusal is None and not all(isinstance(e.file.origin, PaimonFileRef) for e in deletes):
+            refusal = (f"this change to Paimon table {table.name} names files without their Paimon entries (a plan "
+                       f"shipped elsewhere?); compact it with mergetree.spark.compact_paimon")
+        if refusal is not None:
+            raise UnsupportedPaimonFeatureError(refusal)
         base = table.snapshot(base_id) if base_id is not None else None
         placed = {(e.partition, e.bucket): e.file.origin.file for e in deletes
                   if isinstance(e.file.origin, PaimonFileRef)}

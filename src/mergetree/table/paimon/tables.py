@@ -26,8 +26,9 @@ from ..options import (
 )
 from ..schema import TableSchema
 from .metadata import PaimonSchema
+from .options import external_paths, file_index_spec
 
-__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "table_options", "table_schema"]
+__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "engine_compacts", "table_options", "table_schema"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
 # one prefix, which Java keeps in the schema and ignores
@@ -130,3 +131,21 @@ def buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
         return set()
     columns = [pa.array([c[i] for c in combos], type=t.arrow) for i, t in enumerate(types)]
     return {int(b) for b in buckets_of(columns, types, opts.buckets, function)}
+
+
+def engine_compacts(schema: PaimonSchema) -> bool:
+    """Whether the engine's compaction — the one mergetree's own tables have: the same
+    universal rules, the loser tree, files written with a page index — compacts this table.
+    So far: primary-key tables of Parquet files, deduplicate or aggregate, whose reads see every
+    level, without sequence fields, ignored deletes, a produced changelog, file indexes,
+    external paths, thin-mode files or a data-file directory; the rest compact here (issue 36
+    brings them under the engine)."""
+    opts = schema.checked_options
+    options = schema.options
+    return (bool(schema.primary_keys) and not opts.append and opts.engine in ("deduplicate", "aggregate")
+            and not opts.deletion_vectors and not opts.skips_level0 and not opts.sequence_fields
+            and not opts.ignore_delete and opts.changelog_producer in ("none", "input")
+            and opts.file_format == "parquet" and external_paths(options) is None
+            and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
+            and options.get("data-file.thin-mode", "false").strip().lower() != "true"
+            and not options.get("data-file.path-directory"))
