@@ -202,6 +202,19 @@ def engine_rows(engine: str, table: Any, q: tuple, columns: list[str], paimon: t
 ENGINES = ["polars", "duckdb", "datafusion"]
 
 
+def _or_of_not_ins(q: tuple) -> bool:
+    """Does `q` hold an OR of NOT IN lists on one column?  DataFusion (55) simplifies
+    `c NOT IN (a) OR c NOT IN (b)` to true, forgetting that a null `c` makes both unknown: it
+    answers rows of null `c` that SQL leaves out (`test_datafusion_still_answers_or_of_not_in_wrongly`)."""
+    if q[0] in ("and", "or"):
+        if q[0] == "or":
+            columns = [a[0] for a in q[1] if a[0] not in ("and", "or") and a[1] == "not in"]
+            if len(columns) != len(set(columns)):
+                return True
+        return any(_or_of_not_ins(a) for a in q[1])
+    return False
+
+
 @pytest.mark.parametrize("kind", ["append", "pk"])
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(q=queries, columns=projections)
@@ -211,7 +224,19 @@ def test_every_engine_answers_as_the_model(tables: dict, kind: str, q: tuple, co
     want = expected(everything, q, columns)
     assert canonical(table.read(columns, filter=to_arrow(q)).to_pylist(), columns) == want
     for engine in ENGINES:
+        if engine == "datafusion" and _or_of_not_ins(q):
+            continue  # DataFusion's own wrong answer, not the scan's (see `_or_of_not_ins`)
         assert engine_rows(engine, table, q, columns) == want, engine
+
+
+def test_datafusion_still_answers_or_of_not_in_wrongly() -> None:
+    """The DataFusion bug the model test steps around: when this fails, DataFusion answers
+    right and `_or_of_not_ins` can go."""
+    datafusion = pytest.importorskip("datafusion")
+    ctx = datafusion.SessionContext()
+    ctx.register_record_batches("t", [pa.table({"i": pa.array([1, None, 3]), "x": [1, 2, 3]}).to_batches()])
+    rows = ctx.sql("select x from t where i not in (1) or i not in (2)").to_arrow_table().column("x").to_pylist()
+    assert rows == [1, 2, 3]  # SQL says [1, 3]: a null i is neither in nor not in a list
 
 
 def test_the_primary_key_table_has_unmerged_runs_and_deletes(tables: dict) -> None:
