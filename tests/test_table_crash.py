@@ -113,3 +113,31 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     # every snapshot that survived the crashes is still readable (time travel)
     for s in table.snapshots():
         table.read(snapshot=s.id)
+
+
+def test_a_bucket_failing_while_others_compact_in_threads_leaves_no_file(tmp_path, monkeypatch):
+    """Buckets compact in threads: when one fails, the files the others wrote are removed too
+    and nothing is committed."""
+    import pytest
+
+    from mergetree.table.compaction import runner
+    path = tmp_path / "t"
+    table = Table.create(path, pa.schema([("id", pa.int64()), ("v", pa.int64())]), primary_key="id", buckets=4,
+                         options={"write-only": "true"})
+    for round_ in range(3):
+        table.write({"id": list(range(400)), "v": [round_] * 400})
+    before, latest = table_files(str(path)), table.directory.store.latest_id()
+    real = runner._rewrite
+    calls = []
+
+    def failing(directory, partition, bucket, *args, **kwargs):
+        calls.append(bucket)
+        if bucket == 2:
+            raise OSError("bucket 2's disk is gone")
+        return real(directory, partition, bucket, *args, **kwargs)
+    monkeypatch.setattr(runner, "_rewrite", failing)
+    with pytest.raises(OSError, match="bucket 2"):
+        table.compact(full=True)
+    assert sorted(calls) == [0, 1, 2, 3]  # the others ran (and wrote their files)
+    assert table_files(str(path)) == before and table.directory.store.latest_id() == latest
+    assert sorted(Table.open(path).read().column("v").to_pylist()) == [2] * 400

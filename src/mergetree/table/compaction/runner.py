@@ -6,8 +6,10 @@ again.
 """
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from ...merge import merge
@@ -135,9 +137,26 @@ def _compact_once(directory: TableDirectory, only: set | None, full: bool,
     if not plans or base_id is None:
         return None
     with rewrite_transaction(directory, base_id, rows_to_rewrite(plans), progress) as rewrite:
-        for key, plan in plans:
-            adds, deletes = execute_plan(directory, key, plan, rewrite.advance)
-            rewrite.replace(deletes, adds)
+        workers = max(1, min(os.cpu_count() or 1, len(plans)))
+        if workers == 1:
+            for key, plan in plans:
+                adds, deletes = execute_plan(directory, key, plan, rewrite.advance)
+                rewrite.replace(deletes, adds)
+            return rewrite.commit()
+        # buckets in threads (the merge and the Parquet writer release the GIL); every bucket
+        # that finished joins the transaction, so a failure elsewhere removes its files too
+        failure: BaseException | None = None
+        with ThreadPoolExecutor(workers, thread_name_prefix="compact") as pool:
+            futures = [pool.submit(execute_plan, directory, key, plan, rewrite.advance) for key, plan in plans]
+            for future in futures:
+                try:
+                    adds, deletes = future.result()
+                except BaseException as exc:
+                    failure = failure or exc
+                    continue
+                rewrite.replace(deletes, adds)
+        if failure is not None:
+            raise failure
         return rewrite.commit()
 
 

@@ -11,6 +11,7 @@ is those steps; `new_files` is the last one for code that writes files apart fro
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -38,6 +39,7 @@ class RewriteTransaction:
         self.adds: list[FileEntry] = []
         self.deletes: list[FileEntry] = []
         self._progress = progress
+        self._lock = threading.Lock()
         if progress is not None:
             progress(0, total_rows)
 
@@ -47,10 +49,11 @@ class RewriteTransaction:
         self.deletes += inputs
 
     def advance(self, rows: int) -> None:
-        """`rows` more input rows are done."""
-        self.rows_done += rows
-        if self._progress is not None:
-            self._progress(self.rows_done, self.total_rows)
+        """`rows` more input rows are done (buckets may report from several threads)."""
+        with self._lock:
+            self.rows_done += rows
+            if self._progress is not None:
+                self._progress(self.rows_done, self.total_rows)
 
     def commit(self) -> Snapshot | None:
         """Commit what was collected (None when nothing was replaced)."""
