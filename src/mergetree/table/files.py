@@ -65,6 +65,12 @@ __all__ = [
 
 POSITION_COLUMN = "_POSITION"  # a row's position in its data file (not stored: `read_key_positions`)
 ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
+# a Paimon table's files: large groups, as Paimon's writers make them, and pages of 16,384 rows
+# (a full read of 4,096-row pages decodes ~15% slower than Paimon's own files; a point lookup
+# still decodes one page through the page index: 2 ms against 6 ms without one); no mergetree
+# index counts their rows by group
+PAIMON_ROW_GROUP_ROWS = 131_072
+PAIMON_PAGE_ROWS = 16_384
 READ_BATCH_ROWS = 65536
 # a data page holds at most this many rows, and every file has a page index (offsets and per-page
 # min/max): a point lookup decodes the pages of its key, not the whole row group.  Half a row group:
@@ -281,13 +287,16 @@ class DataFileWriter:
         self._deletes = 0
         self._pending: list[pa.RecordBatch] = []  # rows not yet in a whole row group
         self._pending_rows = 0
+        paimon = schema.paimon is not None
+        self.row_group_rows = PAIMON_ROW_GROUP_ROWS if paimon else ROW_GROUP_ROWS
+        self.page_rows = PAIMON_PAGE_ROWS if paimon else PAGE_ROWS
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
-        if self._pending_rows >= ROW_GROUP_ROWS:
+        if self._pending_rows >= self.row_group_rows:
             self._write_row_groups(final=False)
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
@@ -343,8 +352,8 @@ class DataFileWriter:
             target, sample.schema, compression=self._codec(),
             use_dictionary=dictionary_columns(self.schema, sample),
             column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED") or None,
-            write_page_index=True, max_rows_per_page=PAGE_ROWS,
-            bloom_filter_options=bloom.write_options(bloom_columns, ROW_GROUP_ROWS, options.bloom_fpp)
+            write_page_index=True, max_rows_per_page=self.page_rows,
+            bloom_filter_options=bloom.write_options(bloom_columns, self.row_group_rows, options.bloom_fpp)
             if bloom_columns and options else None)
 
     def _write_row_groups(self, final: bool) -> None:
@@ -353,9 +362,9 @@ class DataFileWriter:
         pending = pa.Table.from_batches(self._pending)
         if self._writer is None:
             self._writer = self._open(pending)
-        whole = pending.num_rows if final else pending.num_rows - pending.num_rows % ROW_GROUP_ROWS
+        whole = pending.num_rows if final else pending.num_rows - pending.num_rows % self.row_group_rows
         if whole:
-            self._writer.write_table(pending.slice(0, whole), row_group_size=ROW_GROUP_ROWS)
+            self._writer.write_table(pending.slice(0, whole), row_group_size=self.row_group_rows)
         rest = pending.slice(whole)
         self._pending = rest.to_batches() if rest.num_rows else []
         self._pending_rows = rest.num_rows
