@@ -86,6 +86,7 @@ from ..table.paimon.metadata import (
     PaimonFile,
     PaimonSchema,
     PaimonTable,
+    bucket_directory_of,
     external_location,
     partition_path,
 )
@@ -374,20 +375,8 @@ def _index_file_object(job: PaimonCompaction, bucket: PaimonBucket, name: str) -
     """A new index file's object path: ``index/``, or the bucket's directory when the table
     keeps index files there (``index-file-in-data-file-dir``), as Paimon's readers look."""
     if job.schema.options.get("index-file-in-data-file-dir", "false").strip().lower() == "true":
-        return posixpath.join(_bucket_directory(job, bucket), name)
+        return posixpath.join(bucket_directory_of(job.schema, bucket.partition, bucket.bucket, bucket.files), name)
     return index_object(name)
-
-
-def _bucket_directory(job: PaimonCompaction, bucket: PaimonBucket) -> str:
-    """Where new files of a bucket go without external paths (an object path under the table):
-    beside its files (an input at an external path, from before the strategy became ``none``,
-    is no guide)."""
-    for f in bucket.files:
-        if f.name is not None:
-            return posixpath.dirname(f.name)
-    default = job.schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
-    return posixpath.join(partition_path(job.schema.partition_keys, bucket.partition, default),
-                          f"bucket-{bucket.bucket}")
 
 
 def _relative_bucket_path(job: PaimonCompaction, bucket: PaimonBucket) -> str:
@@ -428,8 +417,8 @@ class Placement:
     def __init__(self, job: PaimonCompaction, bucket: PaimonBucket) -> None:
         self.table = job.table
         self.external = job.external
-        self.directory = _bucket_directory(job, bucket) if job.external is None else \
-            _relative_bucket_path(job, bucket)
+        self.directory = _relative_bucket_path(job, bucket) if job.external is not None else \
+            bucket_directory_of(job.schema, bucket.partition, bucket.bucket, bucket.files)
         # round-robin starts at a random root, entropy-inject at the first; both step before use
         self._position = random.randrange(len(job.external.roots)) \
             if job.external is not None and job.external.strategy == "round-robin" else 0

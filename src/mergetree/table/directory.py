@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..storage import ObjectExistsError, Store
 from . import paths
-from .files import remove_uncommitted
+from .files import DataFileMeta, remove_uncommitted
 from .objects import is_local, list_names, locate, storage_for, table_path
 from .options import TableOptions
 from .schema import TableSchema
@@ -59,8 +59,9 @@ class TableDirectory:
     def live_files(self, snapshot: Snapshot | None) -> dict[str, FileEntry]:
         return self.store.live_files(snapshot)
 
-    def bucket_directory(self, partition: tuple, bucket: int) -> str:
-        return self.store.bucket_directory(partition, bucket)
+    def bucket_directory(self, partition: tuple, bucket: int, beside: Sequence[DataFileMeta] = ()) -> str:
+        """Where a bucket's new files go (`beside`: the files a compaction of it rewrites)."""
+        return self.store.bucket_directory(partition, bucket, beside)
 
     def data_file_name(self, directory: str) -> str:
         """A new data file's name in a bucket directory, as the table's format names them."""

@@ -212,7 +212,8 @@ class SnapshotStore:
         return _full_path(self.storage, relative)
 
     # -- where data files go (the format's layout; a Paimon table's store has its own) -----
-    def bucket_directory(self, partition: tuple, bucket: int) -> str:
+    def bucket_directory(self, partition: tuple, bucket: int, beside: Sequence[DataFileMeta] = ()) -> str:
+        """A bucket's directory (`beside`: files of the bucket, for a format that places new files by them)."""
         return paths.bucket_directory(self.partition_by, partition, bucket)
 
     def data_file_name(self, directory: str) -> str:

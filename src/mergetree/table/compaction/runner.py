@@ -138,11 +138,6 @@ def _compact_once(directory: TableDirectory, only: set | None, full: bool,
         return None
     with rewrite_transaction(directory, base_id, rows_to_rewrite(plans), progress) as rewrite:
         workers = max(1, min(os.cpu_count() or 1, len(plans)))
-        if workers == 1:
-            for key, plan in plans:
-                adds, deletes = execute_plan(directory, key, plan, rewrite.advance)
-                rewrite.replace(deletes, adds)
-            return rewrite.commit()
         # buckets in threads (the merge and the Parquet writer release the GIL); every bucket
         # that finished joins the transaction, so a failure elsewhere removes its files too
         failure: BaseException | None = None
@@ -166,7 +161,7 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
     at about target-file-size: memory is a batch per run plus a row group, however large the
     bucket (bitmap indexes and pre-aggregates, when asked for, also hold one output file)."""
     ts = directory.schema
-    relative = directory.bucket_directory(partition, bucket)
+    relative = directory.bucket_directory(partition, bucket, [m for run in runs for m in run])
     batch_rows = batch_rows_for(len(runs))
     reader = merge([read_run(directory.storage, run, batch_rows=batch_rows) for run in runs], ts.file_key,
                    sequence=SEQUENCE_COLUMN,

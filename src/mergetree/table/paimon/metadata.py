@@ -18,7 +18,7 @@ import posixpath
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property
@@ -45,7 +45,8 @@ from ..objects import source as stored_source
 from .options import PaimonOptions, check_options
 
 __all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",
-           "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "external_location", "identifier",
+           "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "bucket_directory_of", "external_location",
+           "identifier",
            "partition_path"]
 
 KEY_PREFIX = "_KEY_"
@@ -66,6 +67,18 @@ def partition_path(keys: Sequence[str], values: Sequence[Any], default_name: str
         parts.append(f"{k}={''.join(f'%{ord(c):02X}' if c in _ESCAPED else c for c in text)}")
     return "/".join(parts)
 
+
+
+def bucket_directory_of(schema: PaimonSchema, partition: Sequence[Any], bucket: int,
+                        files: Iterable[PaimonFile] = ()) -> str:
+    """Where new files of a bucket go (an object path under the table): beside its files, as a
+    writer named their directory (dates as days or as text, ...: Paimon's readers look where the
+    manifest's partition says; an input at an external path is no guide), else as Paimon names it."""
+    for f in files:
+        if f.name is not None:
+            return posixpath.dirname(f.name)
+    default = schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
+    return posixpath.join(partition_path(schema.partition_keys, partition, default), f"bucket-{bucket}")
 
 @dataclass(frozen=True)
 class PaimonSchema:

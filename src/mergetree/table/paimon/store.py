@@ -30,7 +30,16 @@ from ..files import DataFileMeta
 from ..snapshots import FileEntry, Snapshot
 from .commit import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, commit_files, data_file_record, remove_files
 from .files import PaimonFileRef
-from .metadata import ADD, DELETE, DeletionFile, PaimonFile, PaimonSchema, PaimonTable, partition_path
+from .metadata import (
+    ADD,
+    DELETE,
+    DeletionFile,
+    PaimonFile,
+    PaimonSchema,
+    PaimonTable,
+    bucket_directory_of,
+    partition_path,
+)
 from .tables import engine_compacts, table_options, table_schema
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
@@ -160,18 +169,11 @@ class PaimonSnapshotStore:
         return self.table.latest_snapshot_id()
 
     # -- where data files go, and commits ------------------------------------------------
-    def bucket_directory(self, partition: tuple, bucket: int) -> str:
-        """Where a bucket's new files go: beside its files (a writer names partition directories
-        its own way: dates as days or as text, ...; readers find files where the manifest's
-        partition says, so a new file must be where Java would look), else as Paimon names it."""
-        latest = self.latest_id()
-        if latest is not None:
-            for e in self.live_files(self.snapshot(latest)).values():
-                if e.partition == partition and e.bucket == bucket and e.file.origin.file.name is not None:
-                    return posixpath.dirname(e.file.file_name)
-        opts = self.schema.checked_options
-        return posixpath.join(partition_path(self.schema.partition_keys, partition, opts.default_partition_name),
-                              f"bucket-{bucket}")
+    def bucket_directory(self, partition: tuple, bucket: int, beside: Sequence[DataFileMeta] = ()) -> str:
+        """Where a bucket's new files go: beside `beside` (its files a compaction rewrites), as
+        `bucket_directory_of` says."""
+        files = [m.origin.file for m in beside if isinstance(m.origin, PaimonFileRef)]
+        return bucket_directory_of(self.schema, partition, bucket, files)
 
     def data_file_name(self, directory: str) -> str:
         return f"{directory}/data-{uuid.uuid4()}-0.parquet"
