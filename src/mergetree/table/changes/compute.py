@@ -464,8 +464,8 @@ class _UnitReader:
                 and not options.sequence_fields and not options.ignore_delete:
             # the keys' rows found in local lookup files of the (immutable) data files, not
             # decoded from them again: random keys touch every row group of a compacted file
-            return lookup_state(directory, files, self.columns,
-                                pa.array(keys, type=self.ts.file_schema.field(self.ts.file_key[0]).type))
+            wanted = pa.array(keys, type=self.ts.file_schema.field(self.ts.file_key[0]).type)
+            return self._key_ordered(lookup_state(directory, files, self.columns, wanted))
         key_expr = self.key_expr
         row_groups: dict[str, frozenset[int]] = {}
         if keys is not None:
@@ -484,7 +484,14 @@ class _UnitReader:
             return empty
         bucket = BucketPlan(self.unit.partition, self.unit.bucket, sections_of(files), row_groups)
         batches = list(read_bucket(directory, bucket, self.columns, None, key_expr, self.plan.stats))
-        return pa.Table.from_batches(batches, schema=empty.schema) if batches else empty
+        return self._key_ordered(pa.Table.from_batches(batches, schema=empty.schema)) if batches else empty
+
+    def _key_ordered(self, state: pa.Table) -> pa.Table:
+        """A state in key order: with deletion vectors, resolved files are sections of their own
+        whose key ranges may overlap, and a read hands them out one after another."""
+        if not self.directory.options.deletion_vectors or state.num_rows < 2:
+            return state
+        return state.take(sort_indices(state, [(k, "ascending") for k in self.ts.primary_key], "at_end"))
 
     def _files_at(self, snapshot_id: int) -> list[DataFileMeta]:
         """The unit's bucket's files a read of snapshot `snapshot_id` reads."""
