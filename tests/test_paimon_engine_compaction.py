@@ -142,10 +142,10 @@ def test_a_killed_engine_compaction_leaves_a_readable_table(tmp_path) -> None:
 @pytest.mark.parametrize(("options", "by_engine"), [
     ({}, True),
     ({"merge-engine": "aggregation"}, True),
-    ({"deletion-vectors.enabled": "true"}, False),
-    ({"merge-engine": "first-row"}, False),
-    ({"merge-engine": "partial-update"}, False),
-    ({"sequence.field": "v"}, False),
+    ({"deletion-vectors.enabled": "true"}, True),
+    ({"merge-engine": "first-row"}, True),
+    ({"merge-engine": "partial-update"}, True),
+    ({"sequence.field": "v"}, True),
     ({"file-index.bloom-filter.columns": "v"}, False),
     ({"file.format": "orc"}, False),
 ])
@@ -162,22 +162,25 @@ def test_which_tables_the_engine_compacts_so_far(tmp_path, options, by_engine) -
 
 @needs_pypaimon
 def test_the_engine_refuses_what_it_does_not_do_yet_before_writing(tmp_path) -> None:
-    """Through the handle's engine view (`at`): a write, and the compaction of a table the engine
-    does not compact yet (deletion vectors), are refused before anything is written."""
+    """Through the handle's engine view (`at`): a write and a compaction of a table the engine
+    does not write or compact yet (a file index Java consults) are refused before anything is
+    written; `mergetree.paimon` writes and compacts it."""
     from mergetree import UnsupportedPaimonFeatureError
     from mergetree.paimon.handle import PaimonTableHandle
-    commits, _ = _commits(9, 3, False)
+    commits, model = _commits(9, 3, False)
     wh, work = tmp_path / "wh", tmp_path / "work"
     write_paimon(work, wh, TABLE, commits, ["p", "k"], partition_keys=["p"],
-                 options=dict(OPTIONS, **{"deletion-vectors.enabled": "true"}))
+                 options=dict(OPTIONS, **{"file-index.bloom-filter.columns": "v"}))
     root = wh / "db.db" / "t"
     files = sorted(str(p) for p in root.rglob("*"))
     engine = PaimonTableHandle(wh, None, TABLE).at()
     with pytest.raises(UnsupportedPaimonFeatureError, match="does not write to Paimon table db.t yet"):
-        engine.write(commits[0].drop_columns(["op"]))
+        engine.write(commits[0])
     with pytest.raises(UnsupportedPaimonFeatureError, match="does not compact Paimon table db.t yet"):
         engine.compact(full=True)
     assert sorted(str(p) for p in root.rglob("*")) == files
+    assert mp.compact(wh, TABLE, full=True) is not None
+    assert _rows(mp.read(wh, TABLE)) == _model_rows(model) == _rows(pypaimon_read(wh, TABLE, work))
 
 
 @needs_pypaimon

@@ -53,7 +53,6 @@ from ..codec.file_index import (
     encode_container,
 )
 from ..codec.stats import StatsMode, stats_modes
-from ..codec.types import evolve, same_type
 from ..errors import (
     CorruptTableError,
     InvalidArgumentError,
@@ -76,8 +75,8 @@ from ..table.compaction.runner import compact_buckets
 from ..table.files import dictionary_worthy
 from ..table.objects import locate
 from ..table.options import KEY_COMPRESSION, KEY_COMPRESSION_PER_LEVEL, parse_codec, parse_codec_levels
-from ..table.paimon.commit import IndexChange, commit_files, has_value_stats, remove_files, simple_stats
-from ..table.paimon.files import may_hold_retractions
+from ..table.paimon.commit import IndexChange, commit_files, has_value_stats, new_index_name, remove_files, simple_stats
+from ..table.paimon.files import check_evolvable, may_hold_retractions
 from ..table.paimon.metadata import (
     ADD,
     DELETE,
@@ -94,7 +93,7 @@ from ..table.paimon.options import ExternalPaths, FileIndexSpec, external_paths,
 from ..table.paimon.store import paimon_directory
 from ..table.paimon.tables import engine_compacts
 from .read import PaimonBucket, PaimonReadPlan, batches_table, merge_runs
-from .replaced import bucket_index, index_object, new_index_name, older_versions, replaced_positions
+from .replaced import bucket_index, index_object, older_versions, replaced_positions
 
 __all__ = ["BucketChange", "PaimonCompaction", "Placement", "commit_compaction", "compact", "compression_for",
            "plan_compaction", "rewrite_bucket", "run_compaction", "write_rolled"]
@@ -157,7 +156,7 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
     # moved to another level keeps its schema id.  Key columns cannot be retyped in Paimon: a
     # schema whose key differs is refused before anything is written.
     for schema_id in sorted({f.schema_id for f in files if f.schema_id != schema.id}):
-        _check_evolvable(t, t.schema(schema_id), schema)
+        check_evolvable(t, t.schema(schema_id), schema)
     by_bucket: dict[tuple, list[PaimonFile]] = {}
     for f in files:
         if f.level == 0 and not f.delete_count and may_hold_retractions(t, f):
@@ -201,22 +200,6 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
         for root in external.roots:  # every root resolvable before anything is written
             _root_store(t, root)
     return PaimonCompaction(t, snap, schema, tuple(plans), external)
-
-
-def _check_evolvable(t: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> None:
-    """Refuse, before anything is written, files of schema `old` that mergetree cannot read
-    under `now`: a key that differs (Paimon never retypes one), or a column retyped in a way
-    mergetree does not convert exactly (`types.evolve` names it)."""
-    before = {f.id: f for f in old.fields}
-    keys = [before.get(now.field(k).id) for k in now.trimmed_keys]
-    if [k.name if k else None for k in keys] != list(old.trimmed_keys) or \
-            any(k is None or not same_type(k.type, now.field(n).type) for k, n in zip(keys, now.trimmed_keys)):
-        raise UnsupportedPaimonFeatureError(
-            f"Paimon table {t.name} holds files of schema {old.id}, whose primary key differs from schema {now.id}'s "
-            f"(columns or types); mergetree cannot rewrite them")
-    for f in now.fields:
-        if f.id in before and before[f.id].type != f.type:
-            evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
 
 
 def _rewriting_level0(plan: CompactionPlan, bucket_files: list[PaimonFile]) -> CompactionPlan:

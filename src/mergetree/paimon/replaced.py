@@ -13,19 +13,18 @@ as Paimon's bucketed tables keep them: the index manifest entry replaces the buc
 """
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from ..codec.deletion_vectors import encode_index_file
 from ..merge.arrow_input import sort_indices
-from ..table.paimon.metadata import DELETION_VECTORS_INDEX, INDEX_DIR, PaimonFile
+from ..table.paimon.commit import deletion_index
+from ..table.paimon.metadata import INDEX_DIR, PaimonFile
 from .read import PaimonBucket, PaimonReadPlan, batches_table, layout_columns, read_file
 
-__all__ = ["bucket_index", "index_object", "new_index_name", "older_versions", "replaced_positions"]
+__all__ = ["bucket_index", "index_object", "older_versions", "replaced_positions"]
 
 _POSITION = "__position__"
 
@@ -124,21 +123,8 @@ def bucket_index(plan: PaimonReadPlan, bucket: PaimonBucket, rewritten: Iterable
             vectors[pf.file_name] = bitmap
     if not vectors:
         return None
-    bitmap64 = plan.schema.options.get("deletion-vectors.bitmap64", "false").strip().lower() == "true"
-    data, ranges = encode_index_file(vectors, bitmap64)
-    entry = {
-        "_VERSION": 1, "_KIND": 0, "_PARTITION": bucket.files[0].partition_bytes, "_BUCKET": bucket.bucket,
-        "_INDEX_TYPE": DELETION_VECTORS_INDEX, "_FILE_NAME": name, "_FILE_SIZE": len(data),
-        "_ROW_COUNT": len(ranges),
-        "_DELETIONS_VECTORS_RANGES": [{"f0": r.data_file, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality}
-                                      for r in ranges],
-        "_EXTERNAL_PATH": None, "_GLOBAL_INDEX": None,
-    }
-    return data, entry
-
-
-def new_index_name() -> str:
-    return f"index-{uuid.uuid4()}-0"
+    built = deletion_index(plan.schema, bucket.files[0].partition_bytes, bucket.bucket, vectors, name)
+    return None if built is None else (built.data, built.entry)
 
 
 def index_object(name: str) -> str:

@@ -2,6 +2,12 @@
 as Java's batch writers make them, so that every Paimon reader (Java, pypaimon, pypaimon-rust,
 ...) reads them.
 
+A table `table.paimon.tables.engine_writes` accepts is written by the engine's write path
+(`table.write.write_rows`, the one mergetree's own tables have: the input streamed through the
+write buffer, a lost race renumbered by rewriting the level-0 files it must); the steps below
+are this module's own writer, which the others (ORC, file indexes, external paths, thin-mode
+files) still take, and which the engine's follows:
+
 1. The input (any Arrow data `Table.write` takes; a row-kind column ``_row_kind``, the one
    named, or the table's ``rowkind.field``: +I, -U, +U, -D or Debezium's c/r/u/d) is conformed
    to the table's latest schema.  Retractions the engine cannot take are refused before
@@ -37,7 +43,7 @@ producers).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +56,6 @@ from ..errors import (
     CommittedWarning,
     CompactionConflictError,
     InvalidArgumentError,
-    MergeTreeError,
     SchemaMismatchError,
     UnsupportedPaimonFeatureError,
 )
@@ -62,8 +67,8 @@ from ..table.paimon.files import file_layout
 from ..table.paimon.metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
 from ..table.paimon.options import external_paths
 from ..table.paimon.store import paimon_directory
-from ..table.paimon.tables import engine_compacts
-from ..table.write import check_columns, input_pieces, occurrence
+from ..table.paimon.tables import check_writable, engine_compacts, engine_writes
+from ..table.write import check_columns, input_pieces, occurrence, overwritten, write_rows
 from .compact import PaimonCompaction, Placement, plan_compaction, run_compaction, write_rolled
 from .read import PaimonBucket, merge_sources
 
@@ -93,38 +98,6 @@ class _Renumber(Exception):
 
 def _true(value: Any) -> bool:
     return str(value).strip().lower() == "true"
-
-
-def check_writable(schema: PaimonSchema, name: str) -> None:
-    """Refuse, naming the option, a table mergetree cannot write as Java would."""
-    opts = schema.options
-
-    def refuse(key: str, why: str) -> UnsupportedPaimonFeatureError:
-        return UnsupportedPaimonFeatureError(f"cannot write Paimon table {name}: option {key!r} = {opts.get(key)!r}: "
-                                             f"{why}")
-    if opts.get("metadata.iceberg.storage", "disabled").strip().lower() not in ("disabled", ""):
-        raise refuse("metadata.iceberg.storage", "each commit must also write Iceberg metadata, which mergetree does "
-                                                 "not")
-    if _true(opts.get("metastore.partitioned-table", "false")):
-        raise refuse("metastore.partitioned-table", "new partitions must be registered in the Hive metastore")
-    if opts.get("tag.automatic-creation", "none").strip().lower() != "none":
-        raise refuse("tag.automatic-creation", "commits must create tags automatically")
-    if opts.get("partition.expiration-time"):
-        raise refuse("partition.expiration-time", "commits must expire old partitions")
-    if _true(opts.get("lock.enabled", "false")):
-        raise refuse("lock.enabled", "commits must hold the catalog's lock")
-    producer = opts.get("changelog-producer", "none").strip().lower()
-    if producer not in ("none", "input"):
-        raise refuse("changelog-producer", "its changelog is produced by Java's compaction (lookup, "
-                                           "full-compaction), which mergetree does not do")
-    options = schema.checked_options  # refuses what reads refuse: dynamic/postpone buckets, ...
-    if options.append and options.buckets == -1:
-        return  # bucket-unaware: every file goes to bucket 0
-    key_types = [schema.field(c).type for c in options.bucket_key]
-    if not key_types:
-        raise UnsupportedPaimonFeatureError(f"cannot write Paimon table {name}: its bucket key is empty (the "
-                                            f"partition keys cover the primary key; Java refuses such a table too)")
-    bucket_function(opts, key_types)
 
 
 def _conformed(schema: PaimonSchema, data: Any, row_kind_column: str | None, complete: bool,
@@ -300,38 +273,6 @@ def _next_sequences(t: PaimonTable, snapshot: dict | None) -> dict[tuple, int]:
     return out
 
 
-def _overwritten(schema: PaimonSchema, data: pa.Table, partitions: list[tuple], overwrite: Any,
-                 name: str) -> Callable[[tuple], bool] | None:
-    """Which partitions (value tuples) an overwrite replaces, as Java's batch overwrite does:
-    True — every partition the data holds when the table is partitioned and
-    ``dynamic-partition-overwrite`` (default true) is set, else the whole table; a mapping — the
-    static partition it names (some or all partition columns; every row must be in it).  None:
-    no overwrite."""
-    if overwrite is False or overwrite is None:
-        return None
-    keys = list(schema.partition_keys)
-    if overwrite is True:
-        if keys and _true(schema.options.get("dynamic-partition-overwrite", "true")):
-            present = set(partitions) if data.num_rows else set()
-            return present.__contains__
-        return lambda partition: True
-    if not isinstance(overwrite, Mapping):
-        raise InvalidArgumentError(f"overwrite must be True, False or a partition (column -> value), not {overwrite!r}")
-    unknown = [c for c in overwrite if c not in keys]
-    if unknown:
-        raise InvalidArgumentError(f"overwrite names {unknown}, which are not partition columns of Paimon table {name} "
-                                   f"(its partition columns: {keys})")
-    fixed = {keys.index(c): v for c, v in overwrite.items()}
-
-    def inside(partition: tuple) -> bool:
-        return all(partition[i] == v for i, v in fixed.items())
-    outside = [p for p in partitions if data.num_rows and not inside(p)]
-    if outside:
-        raise InvalidArgumentError(f"overwrite of partition {dict(overwrite)} of Paimon table {name}: the data holds "
-                                   f"rows of partition {dict(zip(keys, outside[0]))}; nothing was written")
-    return inside
-
-
 def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
                 overwrite: Any = None) -> tuple[int | None, set[tuple], int]:
     """Number, fold and write the rows into level-0 files and commit them as one APPEND
@@ -340,7 +281,8 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
     snapshot = t.resolve(None)
     schema = t.schema()
     partitions, part_of, bucket_of = _partitions_and_buckets(schema, data)
-    replaced = _overwritten(schema, data, partitions, overwrite, t.name)
+    replacing = overwritten(paimon_directory(t, schema), overwrite)
+    replaced = None if replacing is None else replacing(set(partitions) if data.num_rows else set())
     gone = [f for f in t.live_files(snapshot) if replaced(f.partition)] if replaced is not None else []
     next_seq = _next_sequences(t, snapshot)
     for f in gone:  # an overwritten bucket starts afresh, as Java's writer that ignores previous files
@@ -425,21 +367,27 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
     schema = t.schema()
     check_writable(schema, t.name)
     t.storage.require_conditional_create()  # never a commit that could replace another's
-    rows, kinds = _conformed(schema, data, row_kind_column, complete, t.name)
-    if delete_kind:
-        kinds[:] = RowKind.DELETE
-    rows, kinds = _checked_kinds(schema, rows, kinds, t.name)
-    if rows.num_rows == 0 and overwrite in (False, None):
-        return PaimonWrite(None, None, 0, True)
-    for _ in range(WRITE_TRIES):
-        try:
-            sid, touched, written_rows = _write_once(t, rows, kinds, overwrite)
-            break
-        except _Renumber:  # its files are removed; numbered again on the newer snapshot
-            continue
+    if engine_writes(schema):  # the engine's write path, the one every table has
+        written = write_rows(paimon_directory(t, schema), data, RowKind.DELETE if delete_kind else RowKind.INSERT,
+                             row_kind_column, overwrite, compact=False)
+        sid = None if written.snapshot is None else written.snapshot.id
+        touched, written_rows = set(written.touched), written.rows
     else:
-        raise CompactionConflictError(f"gave up writing to Paimon table {t.name}: {WRITE_TRIES} newer commits wrote "
-                                      f"to the same buckets meanwhile; nothing was written")
+        rows, kinds = _conformed(schema, data, row_kind_column, complete, t.name)
+        if delete_kind:
+            kinds[:] = RowKind.DELETE
+        rows, kinds = _checked_kinds(schema, rows, kinds, t.name)
+        if rows.num_rows == 0 and overwrite in (False, None):
+            return PaimonWrite(None, None, 0, True)
+        for _ in range(WRITE_TRIES):
+            try:
+                sid, touched, written_rows = _write_once(t, rows, kinds, overwrite)
+                break
+            except _Renumber:  # its files are removed; numbered again on the newer snapshot
+                continue
+        else:
+            raise CompactionConflictError(f"gave up writing to Paimon table {t.name}: {WRITE_TRIES} newer commits "
+                                          f"wrote to the same buckets meanwhile; nothing was written")
     if sid is None:
         return PaimonWrite(None, None, 0, True)
     compacted = None
@@ -458,7 +406,7 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
                     force_level0=schema.checked_options.skips_level0 and not gentle))
         except CompactionConflictError:
             pass  # another writer compacted these buckets first: the write is committed
-        except MergeTreeError as exc:  # committed: a failure now must not read as a failed write
+        except Exception as exc:  # committed: no failure now may read as a failed write (a retry would repeat it)
             warnings.warn(CommittedWarning(
                 f"the write committed snapshot {sid} of Paimon table {t.name}, then compacting its buckets failed "
                 f"({type(exc).__name__}: {exc}); the rows are in the table, compact it later"), stacklevel=3)

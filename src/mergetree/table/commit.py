@@ -9,9 +9,11 @@ snapshot after a lost race; the loop sleeps a jittered, growing, bounded time be
 records in the snapshot how many races it lost.  Nothing is deleted here: the caller owns its
 files and discards them when the commit fails.
 
-Writes never conflict with each other: `renumbered` moves a write's sequence numbers after
-everything the newer snapshot holds in the same buckets (an entry in the manifest, not a
-rewrite), which is exactly the order in which the commits land — for every merge engine.
+Writes never conflict with each other: `Renumbering` moves a write's sequence numbers after
+everything the newer snapshot holds in the same buckets, which is exactly the order in which
+the commits land — for every merge engine.  In mergetree's own format that is an entry in the
+manifest (`sequence_shift`); a Paimon file's numbers are the ones it holds, so its level-0
+files are rewritten after the winner's.
 """
 from __future__ import annotations
 
@@ -20,12 +22,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..errors import CommitConflictError, CompactionConflictError
 from .directory import TableDirectory
+from .files import DataFileMeta, DataFileWriter, read_data_file
+from .schema import SEQUENCE_COLUMN
 from .snapshots import FileEntry, Snapshot
 
-__all__ = ["BACKOFF_CAP_SECONDS", "COMMIT_RETRIES", "Change", "backoff", "commit_with_rebase", "next_sequences",
-           "renumbered"]
+__all__ = ["BACKOFF_CAP_SECONDS", "COMMIT_RETRIES", "Change", "Renumbering", "backoff", "commit_with_rebase",
+           "next_sequences"]
 
 COMMIT_RETRIES = 30
 BACKOFF_CAP_SECONDS = 0.5
@@ -76,17 +83,73 @@ def next_sequences(entries: Iterable[FileEntry]) -> dict[tuple, int]:
     return out
 
 
-def renumbered(directory: TableDirectory, adds: list[FileEntry], latest: Snapshot | None) -> list[FileEntry]:
-    """A write's new files with their sequence numbers moved, bucket by bucket, just past the
-    newest sequence number `latest` holds there (unchanged when they already are).  An append
-    table's rows have no versions to order: its files are never renumbered."""
-    if not directory.schema.has_primary_key:
-        return adds
-    taken = next_sequences(directory.live_files(latest).values())
-    lowest: dict[tuple, int] = {}
-    for e in adds:
-        key = (e.partition, e.bucket)
-        lowest[key] = min(lowest.get(key, e.file.min_seq), e.file.min_seq)
-    shift = {key: max(taken.get(key, 0) - low, 0) for key, low in lowest.items()}
-    return [FileEntry(e.partition, e.bucket, e.file.shifted(shift[(e.partition, e.bucket)]))
-            if shift[(e.partition, e.bucket)] else e for e in adds]
+class Renumbering:
+    """A write's new files, renumbered for the snapshot it commits on: each bucket's sequence
+    numbers moved just past the newest that snapshot holds there (unchanged when they already
+    are; `deleted`, the files the commit deletes, do not count).  A mergetree append table's rows
+    have no versions to order: its files are never renumbered (a Paimon append file's numbers,
+    which Java orders a bucket's files by, are its entry's alone).  Where the format keeps a
+    key's numbers in the files alone, the files are copied with the new numbers: the copies are owned here — the
+    last attempt's kept by `committed` (which removes the originals it replaced), every other
+    removed."""
+
+    def __init__(self, directory: TableDirectory, adds: list[FileEntry]) -> None:
+        self.directory = directory
+        self.adds = adds
+        self.copies: list[FileEntry] = []
+        self.replaced: list[FileEntry] = []
+
+    def on(self, latest: Snapshot | None, deleted: Iterable[FileEntry] = ()) -> list[FileEntry]:
+        directory, adds = self.directory, self.adds
+        self.discard()
+        keyed = directory.schema.has_primary_key
+        if not adds or (not keyed and directory.store.sequences_in_manifest):
+            return adds  # mergetree's append tables have no versions to order
+        gone = {e.file.file_name for e in deleted}
+        taken = next_sequences(e for name, e in directory.live_files(latest).items() if name not in gone)
+        lowest: dict[tuple, int] = {}
+        for e in adds:
+            key = (e.partition, e.bucket)
+            lowest[key] = min(lowest.get(key, e.file.min_seq), e.file.min_seq)
+        shift = {key: max(taken.get(key, 0) - low, 0) for key, low in lowest.items()}
+        out = []
+        for e in adds:
+            by = shift[(e.partition, e.bucket)]
+            if not by:
+                out.append(e)
+            elif directory.store.sequences_in_manifest or not keyed:
+                # (a Paimon append file holds no sequence column: its numbers are its entry's)
+                out.append(FileEntry(e.partition, e.bucket, e.file.shifted(by)))
+            else:
+                copy = FileEntry(e.partition, e.bucket, _renumbered_copy(directory, e, by))
+                self.copies.append(copy)
+                self.replaced.append(e)
+                out.append(copy)
+        return out
+
+    def discard(self) -> None:
+        """Remove the copies of the last attempt (its commit failed or is being redone)."""
+        self.directory.discard(self.copies)
+        self.copies, self.replaced = [], []
+
+    def committed(self) -> None:
+        """The last attempt committed: the originals its copies replaced go."""
+        self.directory.discard(self.replaced)
+        self.copies, self.replaced = [], []
+
+
+def _renumbered_copy(directory: TableDirectory, entry: FileEntry, by: int) -> DataFileMeta:
+    """A copy of an uncommitted level-0 file with every sequence number `by` higher, beside it."""
+    meta = entry.file
+    where = meta.file_name.rpartition("/")[0]
+    writer = DataFileWriter(directory.storage, where, directory.schema, meta.level, directory.options,
+                            meta.sorted_by, directory.data_file_name(where))
+    try:
+        for batch in read_data_file(directory.storage, meta):
+            at = batch.schema.get_field_index(SEQUENCE_COLUMN)
+            writer.write(batch.set_column(at, batch.schema.field(at),
+                                          pc.add(batch.column(at), pa.scalar(by, pa.int64()))))
+        return writer.close()
+    except BaseException:
+        writer.abort()
+        raise

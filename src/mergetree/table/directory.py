@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import (
@@ -66,6 +67,17 @@ class TableDirectory:
     def data_file_name(self, directory: str) -> str:
         """A new data file's name in a bucket directory, as the table's format names them."""
         return self.store.data_file_name(directory)
+
+    def bucket_ids(self, rows: pa.Table) -> np.ndarray:
+        """Each row's bucket (int32) as the table's format places rows."""
+        return self.store.bucket_ids(rows, self.schema)
+
+    def changelog_file_name(self, directory: str) -> str:
+        """A new changelog file's name in a bucket directory, as the table's format names them."""
+        return self.store.changelog_file_name(directory)
+
+    def is_changelog(self, relative: str) -> bool:
+        return self.store.is_changelog(relative)
 
     def refuse_commit(self, kind: str) -> None:
         """Raise, before anything is written, when the table's format does not let the engine

@@ -417,11 +417,12 @@ class DataFileWriter:
 
 
 def write_data_file(storage: Store, directory: str, table: pa.Table, schema: TableSchema, level: int,
-                    options: TableOptions | None = None, sorted_by: Sequence[str] = ()) -> DataFileMeta:
+                    options: TableOptions | None = None, sorted_by: Sequence[str] = (),
+                    name: str | None = None) -> DataFileMeta:
     """Write one Parquet data file (already sorted by key for primary-key tables) with the
     indexes and pre-aggregates `options` ask for (its sidecars are written first; a crash
     leaves orphans that cleanup removes)."""
-    writer = DataFileWriter(storage, directory, schema, level, options, sorted_by)
+    writer = DataFileWriter(storage, directory, schema, level, options, sorted_by, name)
     try:
         for batch in table.to_batches():
             writer.write(batch)
@@ -432,7 +433,8 @@ def write_data_file(storage: Store, directory: str, table: pa.Table, schema: Tab
 
 
 def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatch], schema: TableSchema, level: int,
-                 options: TableOptions, name_for: Callable[[str], str] | None = None) -> Iterator[DataFileMeta]:
+                 options: TableOptions, name_for: Callable[[str], str] | None = None,
+                 sorted_by: Sequence[str] = ()) -> Iterator[DataFileMeta]:
     """Stream sorted batches into files rolled at about `options.target_file_size` bytes (in
     memory): the memory is a batch and a row group, not a file.  A failure removes the file
     being written; the caller owns the ones yielded."""
@@ -440,7 +442,7 @@ def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatc
     try:
         for batch in batches:
             if writer is None:
-                writer = DataFileWriter(storage, directory, schema, level, options,
+                writer = DataFileWriter(storage, directory, schema, level, options, sorted_by,
                                         name=None if name_for is None else name_for(directory))
             writer.write(batch)
             # a Paimon table's files are rolled at their size on disk, as Java's writers roll
@@ -493,18 +495,24 @@ def build_file_indexes(storage: Store, name: str, table: pa.Table, schema: Table
 
 
 def write_sorted_run(storage: Store, directory: str, table: pa.Table, schema: TableSchema, level: int,
-                     options: TableOptions, sorted_by: Sequence[str] = ()) -> list[DataFileMeta]:
-    """Write a sorted table as files of about `options.target_file_size` bytes (in memory);
-    a failure removes the files already written."""
+                     options: TableOptions, sorted_by: Sequence[str] = (),
+                     name_for: Callable[[str], str] | None = None) -> list[DataFileMeta]:
+    """Write a sorted table as files of about `options.target_file_size` bytes (in memory; a
+    Paimon table's on disk, as Java's writers roll them), named by `name_for` (default:
+    mergetree's names); a failure removes the files already written."""
     if table.num_rows == 0:
         return []
-    bytes_per_row = max(table.nbytes / table.num_rows, 1.0)
-    rows_per_file = max(int(options.target_file_size / bytes_per_row), 1)
     written: list[DataFileMeta] = []
     try:
+        if schema.paimon is not None:
+            batches = table.to_batches(max_chunksize=PAIMON_PAGE_ROWS)  # the roll is checked batch by batch
+            written.extend(write_rolled(storage, directory, batches, schema, level, options, name_for, sorted_by))
+            return written
+        bytes_per_row = max(table.nbytes / table.num_rows, 1.0)
+        rows_per_file = max(int(options.target_file_size / bytes_per_row), 1)
         for start in range(0, table.num_rows, rows_per_file):
             written.append(write_data_file(storage, directory, table.slice(start, rows_per_file), schema, level,
-                                           options, sorted_by))
+                                           options, sorted_by, None if name_for is None else name_for(directory)))
     except BaseException:
         for meta in written:
             remove_data_file(storage, meta)
@@ -748,7 +756,9 @@ def read_key_positions(storage: Store, meta: DataFileMeta, columns: list[str],
     position in the file, as column `_POSITION` (what a deletion vector records); only the
     `row_groups` given (default: all); None when no row is read."""
     whole = meta.every_row()  # every row, so positions count from the file's start
-    groups = None if row_groups is None else sorted(row_groups)
+    # a file mapped through its origin (another schema's, ORC) is read whole
+    mapped = meta.origin is not None and not meta.origin.plain
+    groups = None if row_groups is None or mapped else sorted(row_groups)
     batches = list(read_data_file(storage, whole, columns, row_groups=groups))
     if not batches:
         return None
@@ -797,12 +807,16 @@ def key_row_groups(storage: Store, meta: DataFileMeta, column: str, wanted: np.n
 
 def read_rows_at(storage: Store, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
     """The rows of a data file at these positions (sorted, distinct), all columns, in
-    position order: only the row groups holding them are read."""
+    position order: only the row groups holding them are read (a file mapped through its
+    origin — another schema's, ORC — is read whole: its row groups are not addressed)."""
+    whole = meta.every_row()
+    if meta.origin is not None and not meta.origin.plain:
+        table = pa.Table.from_batches(list(read_data_file(storage, whole, None)))
+        return table.take(pa.array(positions))
     starts = _row_group_starts(storage, meta)
     groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
     # each group's offset in the stream of the groups read
     offsets = dict(zip(groups.tolist(), np.cumsum([0] + [int(starts[g + 1] - starts[g]) for g in groups])))
-    whole = meta.every_row()
     table = pa.Table.from_batches(list(read_data_file(storage, whole, None, row_groups=groups.tolist())))
     group_of = np.searchsorted(starts, positions, side="right") - 1
     index = np.array([offsets[int(g)] for g in group_of], dtype=np.int64) + positions - starts[group_of]

@@ -469,6 +469,8 @@ class TableOptions:
     sequence_descending: bool = False
     ignore_delete: bool = False
     level0_hidden: bool = False
+    # a column of the table that gives each written row's kind (Paimon's `rowkind.field`)
+    row_kind_field: str | None = None
     # a later commit's rows are newer than every row before it in their bucket (mergetree's
     # writers renumber after a lost race); False where versions are ordered by sequence number
     # alone, as any Paimon writer may number them (a change is then read from the two states)

@@ -28,6 +28,8 @@ from typing import Any
 from ..errors import CommitConflictError, CorruptTableError, SnapshotNotFoundError, UnsupportedFormatError
 from ..storage import ObjectExistsError, ObjectNotFoundError, StorageError, Store
 from . import paths
+from .buckets import bucket_ids
+from .dvfiles import write_index_file
 from .filecache import FileCache
 from .files import DataFileMeta
 from .objects import is_local, list_names, read_if_exists, table_path
@@ -219,9 +221,33 @@ class SnapshotStore:
     def data_file_name(self, directory: str) -> str:
         return paths.data_file_name(directory)
 
+    def bucket_ids(self, rows: Any, schema: Any) -> Any:
+        """Each row's bucket (an int32 array): Spark's ``pmod(hash(bucket key), buckets)``."""
+        return bucket_ids(rows, list(schema.bucket_key), schema.buckets)
+
+    def changelog_file_name(self, directory: str) -> str:
+        return paths.changelog_file_name(directory)
+
+    def is_changelog(self, relative: str) -> bool:
+        return paths.is_changelog_file(relative, self.partition_by)
+
+    # a write renumbered after a lost race moves its numbers in its manifest entries (`sequence_shift`)
+    sequences_in_manifest = True
+
     def owns(self, relative: str) -> bool:
         """Could this table's writers have written `relative` (never delete anything else)?"""
         return paths.is_owned(relative, self.partition_by)
+
+    def write_deletion_vectors(self, partition: tuple, bucket: int, directory: str, vectors: Any,
+                               staying: Sequence[DataFileMeta]) -> dict[str, Any]:
+        """Write the new deletion vectors of a bucket's files (file name -> positions) as one
+        index file in the bucket's `directory`; each file's `DeletionVectorRef` (`staying`, the
+        bucket's other files, keep the vectors they have)."""
+        return write_index_file(self.storage, directory, vectors)
+
+    def check_rewrite(self, files: Sequence[DataFileMeta]) -> None:
+        """Refuse a rewrite of these files before anything is written (every file of
+        mergetree's own format reads under the latest schema)."""
 
     def refuses(self, kind: str) -> str | None:
         """Why the engine may not commit a change of `kind` here (None: it may)."""

@@ -115,7 +115,7 @@ class Table:
         return self.directory.latest_snapshot()
 
     # -- writing ----------------------------------------------------------------------
-    def write(self, data: Any, row_kind_column: str | None = None) -> Snapshot | None:
+    def write(self, data: Any, row_kind_column: str | None = None, overwrite: Any = False) -> Snapshot | None:
         """Upsert rows: a pa.Table, RecordBatch, RecordBatchReader, any Arrow stream
         (`__arrow_c_stream__`), an iterator of RecordBatches/Tables, a pandas DataFrame, a dict
         of columns or a list of row dicts.  Streams are consumed batch by batch through the
@@ -128,11 +128,17 @@ class Table:
         or the column `row_kind_column` names, e.g. Debezium's `op` — are applied as their kinds
         say: +I and +U (Debezium's c, r, u) upsert, -D (d) deletes the key, -U retracts the version
         (an aggregate table subtracts it; elsewhere it deletes the key until the +U that follows).
-        The column is not stored.  A first-row table ignores -U and -D rows; an append table
-        takes +I and +U rows only."""
+        The column is not stored.  A first-row table of mergetree's own ignores -U and -D rows;
+        an append table takes +I and +U rows only.  A Paimon table refuses, before anything is
+        written, what Paimon's merge functions refuse (retractions in first-row and
+        partial-update tables unless `ignore-delete`; in an append table anything but +I).
+
+        `overwrite`: True replaces the partitions the data holds (the whole table when it is
+        unpartitioned), a partition (``{"dt": "2024-05-01"}``, some or all partition columns)
+        replaces that partition — every row must be in it —, in one OVERWRITE snapshot."""
         if row_kind_column is not None and not isinstance(row_kind_column, str):
             raise InvalidArgumentError(f"row_kind_column must be a column name, not {row_kind_column!r}")
-        return write.write_rows(self.directory, data, RowKind.INSERT, row_kind_column)
+        return write.write_rows(self.directory, data, RowKind.INSERT, row_kind_column, overwrite).snapshot
 
     def delete(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key (`keys` holds at least the primary-key columns)."""
@@ -145,7 +151,7 @@ class Table:
             raise InvalidArgumentError(
                 "an aggregate table folds a delete into its aggregates (a key-only delete would "
                 "retract nothing); write compensating values instead")
-        return write.write_rows(self.directory, keys, RowKind.DELETE)
+        return write.write_rows(self.directory, keys, RowKind.DELETE).snapshot
 
     def compact(self, full: bool = False, progress: Progress | None = None) -> Snapshot | None:
         """Compact every bucket that needs it (all of them with full=True) in one commit.

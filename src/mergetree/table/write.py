@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -18,24 +19,24 @@ from ..errors import (
     CommittedWarning,
     CompactionConflictError,
     InvalidArgumentError,
-    MergeTreeError,
     SchemaMismatchError,
+    UnsupportedPaimonFeatureError,
 )
 from ..merge import ROW_KIND_COLUMN, RowKind, kinds_of, merge
 from ..merge.arrow_input import check_batch, is_implicit_cast, sort_indices
-from .buckets import bucket_ids
 from .changes import PRODUCER_PROPERTY, producers
-from .commit import Change, commit_with_rebase, next_sequences, renumbered
+from .commit import Change, Renumbering, commit_with_rebase, next_sequences
 from .compaction.runner import compact_buckets
 from .directory import TableDirectory
 from .files import write_sorted_run
 from .levers.qdtree import layout_order
-from .paths import is_changelog_file
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
+from .sequence_fields import ORDER_COLUMN, ranked
 from .snapshots import FileEntry, Snapshot
 
-__all__ = ["BucketKey", "check_columns", "commit_write", "conform", "conformed", "flush_buckets", "input_pieces",
-           "key_image", "occurrence", "spill", "split_by_bucket", "write_buffers", "write_rows"]
+__all__ = ["BucketKey", "Written", "check_columns", "commit_write", "conform", "conformed", "flush_buckets",
+           "input_pieces", "key_image", "occurrence", "overwritten", "spill", "split_by_bucket", "write_buffers",
+           "write_rows"]
 
 BucketKey = tuple[tuple, int]  # (partition values, bucket)
 
@@ -115,36 +116,89 @@ def _known(schema: pa.Schema, names: list[str]) -> pa.Schema:
 def conformed(directory: TableDirectory, data: Any, complete: bool,
               row_kind_column: str | None = None) -> Iterator[pa.Table]:
     """The input piece by piece (a stream batch by batch), each conformed to the table's
-    schema; an error names the row counted from the start of the input.
+    schema; an error names the row counted from the start of the input.  `complete` False:
+    deletes by key (only the key's columns needed), each row a -D.
 
     A piece holding a row-kind column (`row_kind_column`, by default `_row_kind`: +I, -U, +U,
-    -D or Debezium's c, r, u, d) is a change stream: its kinds ride along as the file layout's
-    kind column, and each row is applied as what it is (an upsert, a retraction, a delete)."""
+    -D or Debezium's c, r, u, d) is a change stream — as is every piece of a table whose option
+    names a column of its own for the kinds (Paimon's ``rowkind.field``): its kinds ride along as
+    the file layout's kind column, and each row is applied as what it is (an upsert, a
+    retraction, a delete), or refused before anything is written where the table cannot apply
+    it (`_applied_kinds`)."""
     rows = 0
     name = row_kind_column or ROW_KIND_COLUMN
+    columns = directory.schema.schema.names
+    stored = directory.options.row_kind_field
     with_kinds: bool | None = None  # the first piece decides; every later one must agree
     for piece in input_pieces(data, directory.schema.schema):
         kinds = None
-        if name in piece.column_names:
+        kind_column = None  # a column of the table that also gives each row's kind
+        if not complete:  # deletes by key: every row a -D, whatever kind column comes along
+            if name in piece.column_names and name not in columns:
+                piece = piece.drop_columns([name])
+        elif name in piece.column_names and name not in columns:
             kinds = _row_kinds(directory, piece.column(name), name, rows)
             piece = piece.drop_columns([name])
+        elif row_kind_column is not None and name in piece.column_names:
+            kind_column = name  # the table's own column (a Paimon table's `rowkind.field`)
         elif row_kind_column is not None or with_kinds:
             raise SchemaMismatchError(f"the data lacks the row-kind column {name!r}"
                                       + (f" from row {rows} on" if rows else ""))
+        elif stored is not None and stored in piece.column_names:
+            kind_column = stored
         if with_kinds is False and kinds is not None:
             raise SchemaMismatchError(f"the data has a row-kind column {name!r} from row {rows} on, not before")
         with_kinds = kinds is not None
         out = conform(directory, piece, complete, first_row=rows)
-        rows += out.num_rows
+        if not complete:
+            kinds = np.full(out.num_rows, RowKind.DELETE, dtype=np.int8)
+        elif kind_column is not None:
+            kinds = _row_kinds(directory, out.column(kind_column), kind_column, rows)
+        if kinds is not None:
+            out, kinds = _applied_kinds(directory, out, kinds, rows)
+        rows += piece.num_rows
         if kinds is not None and directory.schema.has_primary_key:  # an append table's rows are all inserts
-            if directory.schema.merge_engine == "first-row" and (kinds != RowKind.INSERT).any():
-                # a first-row table keeps a key's first version for good: retractions cannot
-                # take it back, and a later +U is a newer version it ignores anyway
-                keep = kinds == RowKind.INSERT
-                keep |= kinds == RowKind.UPDATE_AFTER
-                out, kinds = out.filter(pa.array(keep)), kinds[keep]
             out = out.append_column(pa.field(KIND_COLUMN, pa.int8()), pa.array(kinds, pa.int8()))
         yield out
+
+
+_RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"})
+
+
+def _applied_kinds(directory: TableDirectory, rows: pa.Table, kinds: np.ndarray,
+                   first_row: int) -> tuple[pa.Table, np.ndarray]:
+    """A change stream's rows as the table applies them: retractions dropped where the table
+    ignores deletes; refused, nothing written, where a Paimon table's merge function refuses
+    them (first-row, partial-update, an aggregate function that cannot retract), as Java does;
+    a first-row table of mergetree's own keeps a key's first version for good (retractions
+    cannot take it back, and a later +U is a newer version it ignores anyway)."""
+    ts, options = directory.schema, directory.options
+    retract = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+    if not ts.has_primary_key and ts.paimon is not None and (kinds != RowKind.INSERT).any():
+        row = first_row + int(np.flatnonzero(kinds != RowKind.INSERT)[0])
+        raise UnsupportedPaimonFeatureError(
+            f"row {row} is a {RowKind(int(kinds[row - first_row])).symbol} row, but Paimon table {directory.path} is "
+            f"an append table: it takes inserts (+I) only, as Paimon's append writer does; nothing was written")
+    if not retract.any() or not ts.has_primary_key:
+        return rows, kinds
+    if options.ignore_delete:
+        keep = ~retract
+        return rows.filter(pa.array(keep)), kinds[keep]
+    row = first_row + int(np.flatnonzero(retract)[0])
+    if ts.paimon is not None and ts.merge_engine in ("first-row", "partial-update"):
+        raise UnsupportedPaimonFeatureError(
+            f"row {row} is a retraction (-U, -D), which Paimon table {directory.path} ({ts.merge_engine}) cannot take "
+            f"unless 'ignore-delete' is set, as Paimon refuses them; nothing was written")
+    if ts.paimon is not None and ts.merge_engine == "aggregate":
+        bad = sorted(c for c, fn in options.aggregations.items() if fn not in _RETRACTABLE)
+        if bad:
+            raise UnsupportedPaimonFeatureError(
+                f"row {row} is a retraction (-U, -D), but Paimon table {directory.path} aggregates column(s) {bad} "
+                f"with functions that cannot retract a value; nothing was written")
+    if ts.merge_engine == "first-row":
+        keep = (kinds == RowKind.INSERT) | (kinds == RowKind.UPDATE_AFTER)
+        return rows.filter(pa.array(keep)), kinds[keep]
+    return rows, kinds
 
 
 def _row_kinds(directory: TableDirectory, column: pa.ChunkedArray, name: str, first_row: int) -> np.ndarray:
@@ -154,7 +208,7 @@ def _row_kinds(directory: TableDirectory, column: pa.ChunkedArray, name: str, fi
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc} (counting from row {first_row} of the input)" if first_row else
                                    str(exc)) from None
-    if not directory.schema.has_primary_key:
+    if not directory.schema.has_primary_key and directory.schema.paimon is None:  # Paimon's: `_applied_kinds`
         retractions = np.flatnonzero((kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE))
         if len(retractions):
             raise InvalidArgumentError(
@@ -173,7 +227,10 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
     schema = directory.schema.schema
     check_batch(table, "the data" if not first_row else f"the data from row {first_row}")
     pk = directory.schema.primary_key
-    check_columns(table.column_names, schema.names, pk, complete, f"table {directory.path}")
+    # a delete needs every column that finds its key: the primary key and the partition (a
+    # Paimon table's primary key, as its files hold it, leaves the partition columns out)
+    keys = (*pk, *(c for c in directory.schema.partition_by if c not in pk)) if pk else ()
+    check_columns(table.column_names, schema.names, keys, complete, f"table {directory.path}")
     columns = []
     for f in schema:
         if f.name not in table.column_names:
@@ -197,6 +254,10 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
         if f.name in pk and col.null_count:
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise SchemaMismatchError(f"primary-key column {f.name!r} is null at row {first_row + row}")
+        if not f.nullable and (complete or f.name in keys) and col.null_count:  # a delete carries only keys
+            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise SchemaMismatchError(f"column {f.name!r} of table {directory.path} is NOT NULL; the data holds a "
+                                      f"null at row {first_row + row}")
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
@@ -232,7 +293,7 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table, every_version: b
     keys = []
     dictionaries = []
     if ts.buckets > 1:
-        keys.append(bucket_ids(table, list(ts.bucket_key), ts.buckets).astype(np.int64))
+        keys.append(directory.bucket_ids(table).astype(np.int64))
     for name in ts.partition_by:
         encoded = table.column(name).combine_chunks().dictionary_encode()
         null_code = len(encoded.dictionary)
@@ -244,7 +305,9 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table, every_version: b
     for k in keys if len(keys) > 1 else ():  # one dense group number per (bucket, partition values)
         group = np.unique(group * (int(k.max(initial=0)) + 1) + k, return_inverse=True)[1].astype(np.int64)
     if ts.has_primary_key:
-        order = _key_order(table, group, list(ts.primary_key), None if every_version else _PICK.get(ts.merge_engine))
+        # with sequence fields the surviving version is the one they rank newest (`_fold`), not a pick
+        pick = None if every_version or directory.options.sequence_fields else _PICK.get(ts.merge_engine)
+        order = _key_order(table, group, list(ts.primary_key), pick)
     else:
         order = np.argsort(group, kind="stable")
     ordered = table.take(pa.array(order))
@@ -388,7 +451,8 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
     if ts.has_primary_key:
         # deduplicate and first-row kept one version per key already (`split_by_bucket`), unless
         # every version was kept for the changelog
-        rows = physical if ts.merge_engine in _PICK and not changelog else _fold(directory, physical)
+        picked = ts.merge_engine in _PICK and not changelog and not options.sequence_fields
+        rows = physical if picked else _fold(directory, physical)
     elif options.sort_within:  # an append table's in-file order (Top-N reads stop early)
         rows = rows.take(sort_indices(rows, [(c, "ascending") for c in options.sort_within], "at_start"))
         sorted_by = options.sort_within
@@ -396,10 +460,18 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
         clustering = options.clustering
         rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy, clustering.tree)))
     try:
-        files = write_sorted_run(directory.storage, relative, rows, ts, 0, options, sorted_by)
+        files = write_sorted_run(directory.storage, relative, rows, ts, 0, options, sorted_by,
+                                 directory.data_file_name)
     except BaseException:
         directory.discard(logged)
         raise
+    if ts.paimon is not None and not ts.has_primary_key:
+        # a Paimon append file records its rows' sequence numbers (Java orders files by them)
+        numbered = []
+        for f in files:
+            numbered.append(replace(f, min_seq=first, max_seq=first + f.row_count - 1))
+            first += f.row_count
+        files = numbered
     return logged + [FileEntry(partition, bucket, f) for f in files]
 
 
@@ -419,15 +491,25 @@ def _physical(rows: pa.Table, ts: TableSchema, seq: np.ndarray, kind: RowKind) -
 
 def _fold(directory: TableDirectory, physical: pa.Table) -> pa.Table:
     """Fold repeated keys of rows sorted by key (then sequence) with the merge engine,
-    keeping retractions."""
+    keeping retractions; where the table has sequence fields, a key's versions are ordered by
+    them (then by sequence number), as Paimon's write buffer orders them."""
     ts = directory.schema
+    options = directory.options
     nth = occurrence(physical, ts.file_key)
     if nth.max(initial=0) == 0:
         return physical
     # the i-th version of every key forms run i: each run is strictly ascending
     runs = [physical.filter(pa.array(nth == i)) for i in range(int(nth.max()) + 1)]
-    folded = merge(runs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
-                   aggregations=directory.options.aggregations or None, keep_deletes=True).read_all()
+    sequence = SEQUENCE_COLUMN
+    if options.sequence_fields:
+        schema = physical.schema.append(pa.field(ORDER_COLUMN, pa.int64(), nullable=False))
+        runs = [pa.Table.from_batches(batches, schema=schema) for batches in
+                ranked([r.to_batches() for r in runs], options.sequence_fields, options.sequence_descending)]
+        sequence = ORDER_COLUMN
+    folded = merge(runs, ts.file_key, sequence=sequence, kind=KIND_COLUMN, engine=ts.merge_engine,
+                   aggregations=options.aggregations or None, keep_deletes=True).read_all()
+    if sequence == ORDER_COLUMN:
+        folded = folded.drop_columns([ORDER_COLUMN])
     return ts.restore_key_columns(folded)
 
 
@@ -492,89 +574,162 @@ def spill(directory: TableDirectory, pieces: Iterable[pa.Table], kind: RowKind,
         yield files
 
 
+Replaced = Callable[[tuple], bool]  # partition values -> whether an overwrite replaces that partition
+
+
+def overwritten(directory: TableDirectory, overwrite: Any) -> Callable[[Iterable[tuple]], Replaced] | None:
+    """What an overwrite replaces, given the partitions the write holds (known once the input is
+    read): `overwrite` True — every partition the data holds where the table is partitioned
+    (and, on a Paimon table, ``dynamic-partition-overwrite`` is not false), else the whole
+    table; a partition (column -> value, some or all partition columns) — that partition, and
+    every row must be in it.  None: no overwrite.  The mapping's columns are checked now."""
+    if overwrite is False or overwrite is None:
+        return None
+    keys = list(directory.schema.partition_by)
+    if overwrite is True:
+        dynamic = str(directory.schema.options.get("dynamic-partition-overwrite", "true")).strip().lower() != "false"
+        if keys and dynamic:
+            return lambda written: set(written).__contains__
+        return lambda written: lambda partition: True
+    if not isinstance(overwrite, Mapping):
+        raise InvalidArgumentError(f"overwrite must be True, False or a partition (column -> value), not {overwrite!r}")
+    unknown = [c for c in overwrite if c not in keys]
+    if unknown:
+        raise InvalidArgumentError(f"overwrite names {unknown}, which are not partition columns of table "
+                                   f"{directory.path} (its partition columns: {keys})")
+    fixed = {keys.index(c): v for c, v in overwrite.items()}
+
+    def inside(partition: tuple) -> bool:
+        return all(partition[i] == v for i, v in fixed.items())
+
+    def static(written: Iterable[tuple]) -> Callable[[tuple], bool]:
+        outside = [p for p in written if not inside(p)]
+        if outside:
+            raise InvalidArgumentError(f"overwrite of partition {dict(overwrite)} of table {directory.path}: the data "
+                                       f"holds rows of partition {dict(zip(keys, outside[0]))}; nothing was written")
+        return inside
+    return static
+
+
 def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapshot | None,
                  properties: dict[str, str] | None = None,
-                 check: Callable[[Snapshot | None], None] | None = None) -> Snapshot:
+                 check: Callable[[Snapshot | None], None] | None = None,
+                 replaced: Callable[[tuple], bool] | None = None) -> Snapshot:
     """Commit new level-0 files, renumbered after whatever newer writes committed first, with
     the changelog files the table's `changelog-producer` asks for (a lookup changelog is
     written again on the newer snapshot after a lost race: the previous rows may have moved).
     `check(snapshot)` runs before each attempt on the snapshot it commits on, and raises to
-    give up (a streaming sink's "already committed?", decided on exactly that snapshot)."""
+    give up (a streaming sink's "already committed?", decided on exactly that snapshot).
+    `replaced`: an overwrite, deleting the live files of the partitions it says, as they are
+    at the snapshot it commits on (an OVERWRITE snapshot, without a changelog)."""
     producer = directory.options.changelog_producer
-    logged = [e for e in adds if is_changelog_file(e.file.file_name, directory.schema.partition_by)]
-    adds = [e for e in adds if not is_changelog_file(e.file.file_name, directory.schema.partition_by)]
+    logged = [e for e in adds if directory.is_changelog(e.file.file_name)]
+    adds = [e for e in adds if not directory.is_changelog(e.file.file_name)]
     if logged:  # the input changelog the write made as it spilled (`spill(changelog=True)`)
         producer = "input"
     elif producer == "input":  # written without it (the option came later): no changelog to publish
         producer = "none"
-    if producer == "none" or not adds:
-        def plain(latest: Snapshot | None) -> Change:
-            if check is not None:
-                check(latest)
-            return Change(renumbered(directory, adds, latest), [])
-        return commit_with_rebase(directory, base, plain, "APPEND", properties)
+    if replaced is not None or not adds:
+        producer = "none"
+        directory.discard(logged)
+        logged = []
+    renumbering = Renumbering(directory, adds)
     # the changelog of each attempt; only the last one's is committed
     written: list[list[FileEntry]] = [logged] if logged else []
 
     def change_for(latest: Snapshot | None) -> Change:
         if check is not None:
             check(latest)
-        files = renumbered(directory, adds, latest)
+        deletes = [] if replaced is None else \
+            [e for e in directory.live_files(latest).values() if replaced(e.partition)]
+        files = renumbering.on(latest, deletes)
         if producer == "lookup":
             if written:
                 directory.discard(written.pop())  # computed on an older snapshot
             written.append(producers.changelog_for(directory, latest, files))
-        return Change(files, [], written[-1])
-    recorded = {**(properties or {}), PRODUCER_PROPERTY: producer}
+        return Change(files, deletes, written[-1] if written else [])
+    recorded = properties if producer == "none" else {**(properties or {}), PRODUCER_PROPERTY: producer}
     try:
-        return commit_with_rebase(directory, base, change_for, "APPEND", recorded)
+        snapshot = commit_with_rebase(directory, base, change_for, "APPEND" if replaced is None else "OVERWRITE",
+                                      recorded)
     except BaseException:
         for changelog in written:
             directory.discard(changelog)
+        renumbering.discard()
         raise
+    renumbering.committed()
+    return snapshot
 
 
-def write_rows(directory: TableDirectory, data: Any, kind: RowKind,
-               row_kind_column: str | None = None) -> Snapshot | None:
+class Written(NamedTuple):
+    """What `write_rows` committed: its last snapshot (None: nothing), the (partition, bucket)
+    pairs it wrote and the rows its data files hold (a key's versions within a write buffer
+    folded into one)."""
+
+    snapshot: Snapshot | None
+    touched: frozenset
+    rows: int
+
+
+def write_rows(directory: TableDirectory, data: Any, kind: RowKind, row_kind_column: str | None = None,
+               overwrite: Any = False, compact: bool = True) -> Written:
     """Write rows (upserts, or deletes by key with `RowKind.DELETE`) from any input, a stream
     batch by batch: through the write buffer into level-0 files, committed once at the end
-    (or every `write.commit-every-buffers` buffers); then compact the touched buckets unless
-    the table is write-only.  Rows with a row-kind column (`conformed`) are applied as their
-    kinds say.  A bad batch or a failure anywhere removes the uncommitted files and raises:
-    nothing of it is visible.  Returns the last snapshot (None: no rows)."""
-    directory.refuse_commit("APPEND")
+    (or every `write.commit-every-buffers` buffers; an overwrite once); then compact the touched
+    buckets unless the table is write-only (or `compact` is False).  Rows with a row-kind
+    column (`conformed`) are applied as their kinds say.  `overwrite` (`overwritten`) replaces
+    partitions, or the whole table, in one OVERWRITE snapshot.  A bad batch or a failure
+    anywhere removes the uncommitted files and raises: nothing of it is visible."""
+    replacing = overwritten(directory, overwrite)
+    directory.refuse_commit("APPEND" if replacing is None else "OVERWRITE")
     if kind == RowKind.DELETE:
         pieces = conformed(directory, data, complete=False)
     else:
         pieces = conformed(directory, data, complete=True, row_kind_column=row_kind_column)
-    every = directory.options.commit_every_buffers
-    as_written = directory.options.changelog_producer == "input"  # rows as written, before any fold
+    every = directory.options.commit_every_buffers if replacing is None else 0
+    # rows as written, before any fold (an overwrite publishes none; a Paimon append table has none)
+    as_written = directory.options.changelog_producer == "input" and replacing is None \
+        and (directory.schema.has_primary_key or directory.schema.paimon is None)
     base = directory.latest_snapshot()
     next_seq = next_sequences(directory.live_files(base).values())
     pending: list[FileEntry] = []
     touched: set[BucketKey] = set()
+    rows = 0
     snapshot = None
+
+    def commit() -> Snapshot | None:
+        nonlocal rows
+        data_files = [e for e in pending if not directory.is_changelog(e.file.file_name)]
+        replaced = None if replacing is None else replacing({e.partition for e in data_files})
+        if not data_files and (replaced is None or not any(replaced(e.partition) for e in
+                                                           directory.live_files(base).values())):
+            directory.discard(pending)
+            return snapshot  # nothing to add and nothing to replace: no snapshot
+        done = commit_write(directory, pending, base, replaced=replaced)
+        touched.update((e.partition, e.bucket) for e in data_files)
+        rows += sum(e.file.row_count for e in data_files)
+        return done
     try:
         for buffers, files in enumerate(spill(directory, pieces, kind, next_seq, changelog=as_written), start=1):
             pending += files
             if every and buffers % every == 0 and pending:
-                snapshot = commit_write(directory, pending, base)
-                touched |= {(e.partition, e.bucket) for e in pending}
+                snapshot = commit()
                 base, pending = snapshot, []
-        if pending:
-            snapshot = commit_write(directory, pending, base)
-            touched |= {(e.partition, e.bucket) for e in pending}
+        if pending or (replacing is not None and snapshot is None):
+            snapshot = commit()
             pending = []
     finally:
         directory.discard(pending)  # what was not committed (on success: nothing)
-    if touched and directory.schema.has_primary_key and not directory.options.write_only:
+    # (a format whose compaction the engine does not do yet leaves it to its caller)
+    if compact and touched and directory.schema.has_primary_key and not directory.options.write_only \
+            and directory.store.refuses("COMPACT") is None:
         try:
             compact_buckets(directory, touched, full=False, base=snapshot)
         except CompactionConflictError:
             pass  # another process compacted these files first; the write is committed
-        except MergeTreeError as exc:  # committed: a failure now must not read as a failed write
+        except Exception as exc:  # committed: no failure now may read as a failed write (a retry would repeat it)
             warnings.warn(CommittedWarning(
                 f"the write committed snapshot {snapshot.id if snapshot else '?'}, then compacting its buckets "
                 f"failed ({type(exc).__name__}: {exc}); the rows are in the table, compact it later"),
                 stacklevel=3)
-    return snapshot
+    return Written(snapshot, frozenset(touched), rows)

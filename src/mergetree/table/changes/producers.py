@@ -9,7 +9,8 @@ the same lookup `Table.changes` computes with) — +I, -U old / +U new, -D old. 
 depends on that snapshot: after a lost commit race it is done again on the newer one.
 
 Changelog files are Parquet in the data-file layout (`_KEY_` columns, sequence, kind, the
-table's columns), rows sorted by key, named `bucket-N/changelog-<hex>.parquet`."""
+table's columns), rows sorted by key, named as the table's format names them (mergetree's
+`bucket-N/changelog-<hex>.parquet`, Paimon's `bucket-N/changelog-<uuid>-0.parquet`)."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -21,7 +22,6 @@ import pyarrow as pa
 from ...merge import ROW_KIND_COLUMN, kinds_of
 from ..directory import TableDirectory
 from ..files import DataFileMeta, DataFileWriter
-from ..paths import changelog_file_name
 from ..snapshots import FileEntry, Snapshot
 from .compute import change_of_files
 
@@ -51,7 +51,7 @@ def changelog_for(directory: TableDirectory, base: Snapshot | None, adds: Sequen
 def _writer(directory: TableDirectory, partition: tuple, bucket: int) -> DataFileWriter:
     relative = directory.bucket_directory(partition, bucket)
     return DataFileWriter(directory.storage, relative, directory.schema, 0, None,
-                          name=changelog_file_name(relative))
+                          name=directory.changelog_file_name(relative))
 
 
 def _close(writer: DataFileWriter) -> DataFileMeta | None:

@@ -41,11 +41,12 @@ import pyarrow as pa
 from ...errors import InvalidArgumentError
 from ...merge import merge
 from ..directory import TableDirectory
-from ..dvfiles import DeletionVectorRef, deleted_positions, write_index_file
+from ..dvfiles import DeletionVectorRef
 from ..files import (
     POSITION_COLUMN,
     DataFileMeta,
     batch_rows_for,
+    deleted_of,
     key_row_groups,
     read_key_positions,
     read_rows_at,
@@ -54,7 +55,9 @@ from ..files import (
     write_rolled,
 )
 from ..objects import is_local
+from ..retractions import as_merged
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
+from ..sequence_fields import ORDER_COLUMN, ranked
 from ..snapshots import FileEntry, Snapshot
 from .planner import CompactionOptions, restored_levels
 from .transaction import Progress, new_files, rewrite_transaction
@@ -112,7 +115,13 @@ def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for e in directory.live_files(base).values():
         by_bucket[(e.partition, e.bucket)].append(e.file)
-    trigger = options.num_sorted_run_compaction_trigger if only is not None else None
+    # after a write, compact past the trigger — unless batch reads leave level 0 out (a Paimon
+    # table's deletion vectors): then it is resolved now, as Java's lookup writers do, unless the
+    # table's `lookup-compact` is gentle (Java forces it only every few commits of a long-running
+    # writer, which a batch write is not)
+    gentle = str(directory.schema.options.get("lookup-compact", "radical")).strip().lower() == "gentle"
+    forced = directory.options.level0_hidden and not gentle
+    trigger = options.num_sorted_run_compaction_trigger if only is not None and not forced else None
     plans = []
     for key in sorted(by_bucket, key=lambda k: (str(k[0]), k[1])):
         if only is not None and key not in only:
@@ -122,12 +131,14 @@ def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress
             plans.append((key, plan))
     if not plans:
         return None
+    directory.store.check_rewrite([f for _, plan in plans for f in (*plan.pending, *plan.lookup)])
     total = sum(f.row_count for _, p in plans for f in p.pending)
     indexes: list[str] = []
     try:
         with rewrite_transaction(directory, base.id, total, progress) as rewrite:
             for (partition, bucket), plan in plans:
-                adds, deletes = _execute(directory, partition, bucket, plan, rewrite.advance, indexes)
+                adds, deletes = _execute(directory, partition, bucket, plan, rewrite.advance, indexes,
+                                         by_bucket[(partition, bucket)])
                 rewrite.replace(deletes, adds)
             return rewrite.commit()
     except BaseException:
@@ -139,9 +150,12 @@ def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress
 
 
 def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvPlan,
-             advance: Callable[[int], None], indexes: list[str]) -> tuple[list[FileEntry], list[FileEntry]]:
-    """Carry out one bucket's plan: (adds, deletes); the index file written is added to `indexes`."""
+             advance: Callable[[int], None], indexes: list[str],
+             files: list[DataFileMeta]) -> tuple[list[FileEntry], list[FileEntry]]:
+    """Carry out one bucket's plan (`files`: the bucket's): (adds, deletes); the index file
+    written is added to `indexes`."""
     ts = directory.schema
+    options = directory.options
     storage = directory.storage
     runs = [list(run.files) for run in restored_levels(plan.pending, directory.options.compaction)[0].sorted_runs()]
     found: dict[str, np.ndarray] = {}
@@ -149,8 +163,10 @@ def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvP
     if plan.lookup:
         found = _find_replaced(directory, plan)
     # deduplicate: the newest version is the whole answer, so a replaced row's values are not
-    # needed, only its position; the other engines fold the old row into the new one
-    if found and ts.merge_engine != "deduplicate":
+    # needed, only its position; the other engines fold the old row into the new one (and so
+    # does deduplicate where the old row may win: sequence fields, or ignored deletes)
+    old_values = ts.merge_engine != "deduplicate" or bool(options.sequence_fields) or options.ignore_delete
+    if found and old_values:
         by_level: dict[int, list[DataFileMeta]] = defaultdict(list)
         for meta in plan.lookup:
             if meta.file_name in found:
@@ -159,14 +175,21 @@ def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvP
             ordered = sorted(by_level[level], key=lambda m: m.min_key)
             lookup_runs.append(_rows_at(directory, ordered, found))
     batch_rows = batch_rows_for(len(runs) + len(lookup_runs))
-    inputs = lookup_runs + [read_run(storage, run, batch_rows=batch_rows) for run in runs]
-    reader = merge(inputs, ts.file_key, sequence=SEQUENCE_COLUMN, kind=KIND_COLUMN, engine=ts.merge_engine,
-                   aggregations=directory.options.aggregations or None, keep_deletes=False)
-    relative = directory.bucket_directory(partition, bucket)
+    inputs = as_merged(directory, lookup_runs + [read_run(storage, run, batch_rows=batch_rows) for run in runs])
+    sequence = SEQUENCE_COLUMN
+    if options.sequence_fields:  # ranking needs every version's fields first
+        inputs = list(ranked([list(run) for run in inputs], options.sequence_fields, options.sequence_descending))
+        sequence = ORDER_COLUMN
+    reader = merge(inputs, ts.file_key, sequence=sequence, kind=KIND_COLUMN, engine=ts.merge_engine,
+                   aggregations=options.aggregations or None, keep_deletes=False)
+    merged = restored(reader, ts, advance)
+    if sequence == ORDER_COLUMN:
+        layout = ts.file_schema.names
+        merged = (batch.select(layout) for batch in merged)
+    relative = directory.bucket_directory(partition, bucket, [*plan.pending, *plan.lookup])
     resolved = DeletionVectorRef()
     with new_files(directory) as adds:
-        for meta in write_rolled(storage, relative, restored(reader, ts, advance), ts, plan.level,
-                                 directory.options):
+        for meta in write_rolled(storage, relative, merged, ts, plan.level, options, name_for=directory.data_file_name):
             adds.append(FileEntry(partition, bucket, meta.with_deletion_vector(resolved)))
         deletes = [FileEntry(partition, bucket, f) for f in plan.pending]
         if found:
@@ -174,10 +197,12 @@ def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvP
             for meta in plan.lookup:
                 if meta.file_name not in found:
                     continue
-                old = deleted_positions(storage, meta.file_name, meta.deletion_vector) \
-                    if meta.deleted_rows else np.empty(0, np.int64)
-                vectors[meta.file_name] = np.union1d(old, found[meta.file_name])
-            refs = write_index_file(storage, relative, vectors)
+                old = deleted_of(storage, meta) if meta.deleted_rows else None
+                vectors[meta.file_name] = np.union1d(np.empty(0, np.int64) if old is None else old,
+                                                     found[meta.file_name])
+            pending = {m.file_name for m in plan.pending}
+            refs = directory.store.write_deletion_vectors(partition, bucket, relative, vectors,
+                                                          [m for m in files if m.file_name not in pending])
             indexes.extend({r.index for r in refs.values() if r.index})
             for meta in plan.lookup:
                 if meta.file_name in refs:
@@ -194,7 +219,7 @@ def _find_replaced(directory: TableDirectory, plan: DvPlan) -> dict[str, np.ndar
     pieces = [pa.Table.from_batches([b]) for b in read_run(storage, list(plan.pending), columns=key)]
     if not pieces:
         return {}
-    keys = pa.concat_tables(pieces)
+    keys = pa.concat_tables(pieces, promote_options="default")  # NOT NULL in some writers' files, not others
     # one integer key column: a file's keys are sorted and distinct, so a binary search finds them
     integer = len(key) == 1 and pa.types.is_integer(keys.schema.field(key[0]).type)
     wanted = np.unique(keys.column(0).to_numpy()) if integer else keys.group_by(key).aggregate([])

@@ -570,7 +570,9 @@ class CompactionPlan(Generic[F]):
     Every unit file is in exactly one of `rewrites` (merge, write new files at
     `output_level`, dropping retractions if `drop_delete`), `upgrades` (keep the data file,
     record it at `output_level`) or `unchanged` (already at `output_level`).
-    `sections` is the unit's `interval_partition`.
+    `sections` is the unit's `interval_partition`.  `lookup`: files above the output level
+    whose keys a lookup compaction keeps (a first-row table's older versions): the rewrites
+    drop their rows of those keys, so no key is in two levels.
     """
 
     output_level: int
@@ -579,6 +581,7 @@ class CompactionPlan(Generic[F]):
     rewrites: tuple[RewriteGroup[F], ...]
     upgrades: tuple[F, ...]
     unchanged: tuple[F, ...]
+    lookup: tuple[F, ...] = ()
 
 
 def plan_rewrite(unit: CompactUnit[F], options: CompactionOptions) -> CompactionPlan[F]:

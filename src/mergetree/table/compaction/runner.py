@@ -8,20 +8,27 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
 
 from ...merge import merge
 from ..directory import TableDirectory
 from ..files import DataFileMeta, batch_rows_for, read_run, write_rolled
+from ..retractions import as_merged
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
+from ..sequence_fields import ORDER_COLUMN, ranked
 from ..snapshots import FileEntry, Snapshot
 from .dv import compact_dv, restored
 from .planner import (
     CompactionOptions,
     CompactionPlan,
     Levels,
+    RewriteGroup,
+    force_pick_level0,
     full_compaction,
     pick,
     plan_rewrite,
@@ -91,14 +98,46 @@ def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
     if base is None or not directory.schema.has_primary_key:
         return None, []
     plans: list[BucketCompaction] = []
+    # where batch reads leave level 0 out (a Paimon first-row table), it goes up whenever the
+    # rules pick nothing, as Java's ForceUpLevel0Compaction does — after a write unless the
+    # table's `lookup-compact` is gentle (Java then forces it only every few commits of a
+    # long-running writer, which a batch write is not)
+    gentle = str(directory.schema.options.get("lookup-compact", "radical")).strip().lower() == "gentle"
+    forced = directory.options.level0_hidden and not full and not (only is not None and gentle)
     for key, found in sorted(bucket_levels(directory, base, only).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         levels, bucket_options = restored_levels(found.all_files(), options)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)
+        if unit is None and forced:
+            unit = force_pick_level0(levels, bucket_options)
         if unit is not None and _retraction_would_fold(directory, unit):
             unit = full_compaction(levels)
-        if unit is not None:
-            plans.append((key, plan_rewrite(unit, bucket_options)))
+        if unit is None:
+            continue
+        plan = plan_rewrite(unit, bucket_options)
+        if directory.options.level0_hidden and plan.output_level > 0:
+            plan = _looking_up(plan, levels.all_files(), levels.max_level)
+        plans.append((key, plan))
+    directory.store.check_rewrite([f for _, plan in plans for f in
+                                   (*(f for group in plan.rewrites for f in group.files), *plan.upgrades)])
     return base.id, plans
+
+
+def _overlaps(a: DataFileMeta, b: DataFileMeta) -> bool:
+    return not (a.max_key < b.min_key or b.max_key < a.min_key)
+
+
+def _looking_up(plan: CompactionPlan, files: list[DataFileMeta], max_level: int) -> CompactionPlan:
+    """A first-row table's plan as Java's lookup compaction carries it out: a key some file
+    above the output level already holds keeps that (older) version, so the rewrites drop
+    theirs (`lookup`); a level-0 file is rewritten, not moved up, unless it goes to the top
+    level without retractions (Java's `LookupMergeTreeCompactRewriter.upgradeStrategy`)."""
+    moved = [f for f in plan.upgrades if f.level == 0 and (plan.output_level < max_level or f.delete_count)]
+    if moved:
+        plan = replace(plan, upgrades=tuple(f for f in plan.upgrades if f not in moved),
+                       rewrites=plan.rewrites + tuple(RewriteGroup((((f,),),)) for f in moved))
+    above = [f for f in files if f.level > plan.output_level]
+    rewritten = [f for group in plan.rewrites for f in group.files]
+    return replace(plan, lookup=tuple(g for g in above if any(_overlaps(f, g) for f in rewritten)))
 
 
 def _retraction_would_fold(directory: TableDirectory, unit) -> bool:
@@ -121,9 +160,10 @@ def execute_plan(directory: TableDirectory, key: tuple, plan: CompactionPlan,
     partition, bucket = key
     deletes: list[FileEntry] = []
     with new_files(directory) as adds:
+        kept = _keys_of(directory, plan.lookup) if plan.lookup else None
         for group in plan.rewrites:
             adds += _rewrite(directory, partition, bucket, group.sorted_runs(), plan.output_level, plan.drop_delete,
-                             advance)
+                             advance, kept)
             deletes += [FileEntry(partition, bucket, f) for f in group.files]
     for f in plan.upgrades:  # metadata only: the same file at a new level
         deletes.append(FileEntry(partition, bucket, f))
@@ -155,20 +195,55 @@ def _compact_once(directory: TableDirectory, only: set | None, full: bool,
         return rewrite.commit()
 
 
+def _keys_of(directory: TableDirectory, files: Sequence[DataFileMeta]) -> pa.Table:
+    """The key columns of these files' rows (a lookup compaction's keys already held above)."""
+    key = directory.schema.file_key
+    pieces = [pa.Table.from_batches([b]) for f in files for b in read_run(directory.storage, [f], columns=key)]
+    # files of several writers: a key column NOT NULL in some, nullable in others
+    return pa.concat_tables(pieces, promote_options="default") if pieces else pa.schema(
+        [directory.schema.file_schema.field(k) for k in key]).empty_table()
+
+
+def _without_keys(batches: Iterable[pa.RecordBatch], keys: pa.Table, key: list[str]) -> Iterator[pa.RecordBatch]:
+    """The batches without their rows whose key `keys` holds, in their order."""
+    for batch in batches:
+        # the join sees the key columns alone (any other column type may ride along in the take)
+        rows = pa.table([batch.column(k) for k in key] + [pa.array(np.arange(batch.num_rows))], names=[*key, "_row"])
+        kept = rows.join(keys, keys=key, join_type="left anti", use_threads=False).column("_row").to_numpy()
+        if len(kept):
+            yield batch.take(pa.array(np.sort(kept)))
+
+
 def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: list[list[DataFileMeta]], level: int,
-             drop_delete: bool, advance: Callable[[int], None] | None) -> list[FileEntry]:
+             drop_delete: bool, advance: Callable[[int], None] | None,
+             kept: pa.Table | None = None) -> list[FileEntry]:
     """Merge sorted runs into new files at `level`, streamed batch by batch into files rolled
     at about target-file-size: memory is a batch per run plus a row group, however large the
-    bucket (bitmap indexes and pre-aggregates, when asked for, also hold one output file)."""
+    bucket (bitmap indexes and pre-aggregates, when asked for, also hold one output file;
+    with sequence fields the runs are read whole first: ranking needs every version's fields).
+    `kept`: keys whose rows are left out (a lookup compaction's, held above `level`)."""
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket, [m for run in runs for m in run])
+    options = directory.options
     batch_rows = batch_rows_for(len(runs))
-    reader = merge([read_run(directory.storage, run, batch_rows=batch_rows) for run in runs], ts.file_key,
-                   sequence=SEQUENCE_COLUMN,
-                   kind=KIND_COLUMN, engine=ts.merge_engine, aggregations=directory.options.aggregations or None,
-                   keep_deletes=not drop_delete)
+    sources: Sequence[Iterable[pa.RecordBatch]] = [read_run(directory.storage, run, batch_rows=batch_rows)
+                                               for run in runs]
+    sources = as_merged(directory, sources)  # retractions skipped or refused where the table's merge does
+    sequence = SEQUENCE_COLUMN
+    if options.sequence_fields:  # ranking needs the whole rewrite's sequence values first
+        sources = list(ranked([list(source) for source in sources], options.sequence_fields,
+                              options.sequence_descending))
+        sequence = ORDER_COLUMN
+    reader = merge(sources, ts.file_key, sequence=sequence, kind=KIND_COLUMN, engine=ts.merge_engine,
+                   aggregations=options.aggregations or None, keep_deletes=not drop_delete)
+    layout = ts.file_schema.names
+    merged = restored(reader, ts, advance)
+    if sequence == ORDER_COLUMN:
+        merged = (batch.select(layout) for batch in merged)
+    if kept is not None and kept.num_rows:
+        merged = _without_keys(merged, kept, ts.file_key)
     with new_files(directory) as out:
-        for meta in write_rolled(directory.storage, relative, restored(reader, ts, advance), ts, level,
-                                 directory.options, name_for=directory.data_file_name):
+        for meta in write_rolled(directory.storage, relative, merged, ts, level, options,
+                                 name_for=directory.data_file_name):
             out.append(FileEntry(partition, bucket, meta))
     return out

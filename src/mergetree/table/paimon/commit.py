@@ -19,10 +19,13 @@ import posixpath
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from pyroaring import BitMap64
+
 from ...codec.binary_row import decode_row, encode_row
+from ...codec.deletion_vectors import DeletionVectorRange, encode_index_file
 from ...codec.json_files import dumps, snapshot_json
 from ...codec.manifest_files import MetadataFile, template_for, write_metadata
 from ...codec.stats import StatsMode, bounded, stats_modes
@@ -38,8 +41,9 @@ from ..files import DataFileMeta
 from ..objects import locate
 from .metadata import ADD, DELETION_VECTORS_INDEX, LATEST_HINT, MANIFEST_DIR, PaimonSchema, PaimonTable, identifier
 
-__all__ = ["COMMIT_TRIES", "FILE_SOURCE_APPEND", "FILE_SOURCE_COMPACT", "IndexChange", "commit_files",
-           "data_file_record", "has_value_stats", "lsm_conflict", "remove_files", "simple_stats"]
+__all__ = ["COMMIT_TRIES", "FILE_SOURCE_APPEND", "FILE_SOURCE_COMPACT", "DeletionIndex", "IndexChange", "commit_files",
+           "data_file_record", "deletion_index", "has_value_stats", "lsm_conflict", "new_index_name", "remove_files",
+           "simple_stats"]
 
 LONG_MAX = (1 << 63) - 1
 COMMIT_TRIES = 30
@@ -101,6 +105,41 @@ class IndexChange(NamedTuple):
     partition: bytes
     bucket: int
     entry: dict | None
+
+
+class DeletionIndex(NamedTuple):
+    """A bucket's deletion-vector index file: its bytes, its index manifest entry, and the range
+    of each data file's vector in it."""
+
+    data: bytes
+    entry: dict
+    ranges: tuple[DeletionVectorRange, ...]
+
+
+def new_index_name() -> str:
+    return f"index-{uuid.uuid4()}-0"
+
+
+def deletion_index(schema: PaimonSchema, partition: bytes, bucket: int, vectors: Mapping[str, Iterable[int]],
+                   name: str) -> DeletionIndex | None:
+    """One bucket's deletion vectors (data file name -> deleted positions) as index file `name`,
+    as Java keeps them — one file per bucket, 32- or 64-bit bitmaps as `deletion-vectors.bitmap64`
+    says — with its index manifest entry; None when no file has a deleted row."""
+    kept = {f: BitMap64(positions) for f, positions in vectors.items()}
+    kept = {f: bitmap for f, bitmap in kept.items() if len(bitmap)}
+    if not kept:
+        return None
+    bitmap64 = schema.options.get("deletion-vectors.bitmap64", "false").strip().lower() == "true"
+    data, ranges = encode_index_file(kept, bitmap64)
+    entry = {
+        "_VERSION": 1, "_KIND": 0, "_PARTITION": partition, "_BUCKET": bucket,
+        "_INDEX_TYPE": DELETION_VECTORS_INDEX, "_FILE_NAME": name, "_FILE_SIZE": len(data),
+        "_ROW_COUNT": len(ranges),
+        "_DELETIONS_VECTORS_RANGES": [{"f0": r.data_file, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality}
+                                      for r in ranges],
+        "_EXTERNAL_PATH": None, "_GLOBAL_INDEX": None,
+    }
+    return DeletionIndex(data, entry, tuple(ranges))
 
 
 def remove_files(table: PaimonTable, paths: list[str]) -> None:
@@ -176,13 +215,14 @@ def _write_index_manifest(t: PaimonTable, base: dict | None, changes: list[Index
 
 def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, adds: list[dict], deletes: list[dict],
                  written: list[str], kind: str, index_changes: list[IndexChange] | None = None,
-                 check: Callable[[dict], None] | None = None, changelog: list[dict] | None = None) -> int:
+                 check: Callable[[dict], None] | None = None, changelog: list[dict] | None = None,
+                 kept: Sequence[dict] = ()) -> int:
     """Commit manifest entries as a snapshot of `kind` (APPEND, COMPACT) on top of
     `snapshot` (None: the table's first), as Paimon commits on a filesystem; its id.  A
     lost race is retried on the newer snapshot when every deleted file is still live, the
-    changed buckets' deletion vectors are unchanged and `check(newer snapshot)` (a commit
-    kind's own conflicts) does not raise; otherwise `CompactionConflictError`, nothing
-    committed."""
+    changed buckets' deletion vectors are unchanged, the files `kept` (whose new deletion
+    vectors this commit names) are still live, and `check(newer snapshot)` (a commit kind's own
+    conflicts) does not raise; otherwise `CompactionConflictError`, nothing committed."""
     t.storage.require_conditional_create()
     index_changes = list(index_changes or ())
     before = _index_entries(t, snapshot) if index_changes else []
@@ -201,7 +241,7 @@ def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, ad
         changelog_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{changelog_name}", manifest_template, changelog,
                                         "manifest")
         changelog_meta = _manifest_meta(changelog_name, changelog_size, changelog, [], schema)
-    needed = {identifier(e) for e in deletes}
+    needed = {identifier(e) for e in (*deletes, *kept)}  # `kept`: files whose new vectors this commit names
     base = snapshot
     user = str(uuid.uuid4())  # a batch writer's commit user: a fresh UUID, as Java's
     for attempt in range(COMMIT_TRIES):

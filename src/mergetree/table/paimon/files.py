@@ -32,7 +32,8 @@ from .file_indexes import indexed_columns
 from .file_indexes import may_match as file_index_may_match
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["LARGE_ROW_GROUP", "KeyRange", "PaimonFileRef", "cached_keys", "file_layout", "key_range_of",
+__all__ = ["LARGE_ROW_GROUP", "KeyRange", "PaimonFileRef", "cached_keys", "check_evolvable", "file_layout",
+           "key_range_of",
            "live_rows", "may_hold_retractions", "orc_column_names", "parquet_reader", "read_data_file", "row_span",
            "thin_keys"]
 
@@ -255,6 +256,22 @@ def file_layout(schema: PaimonSchema, required: bool = False) -> list[pa.Field]:
     return keys + [pa.field(SEQUENCE_COLUMN, pa.int64(), nullable=False),
                    pa.field(KIND_COLUMN, pa.int8(), nullable=False)] + \
         [pa.field(f.name, f.type.arrow, nullable=f.type.nullable or not required) for f in schema.fields]
+
+
+def check_evolvable(table: PaimonTable, old: PaimonSchema, now: PaimonSchema) -> None:
+    """Refuse, before anything is read or written, files of schema `old` that mergetree cannot
+    read under `now`: a key that differs (Paimon never retypes one), or a column retyped in a
+    way mergetree does not convert exactly (`types.evolve` names it)."""
+    before = {f.id: f for f in old.fields}
+    keys = [before.get(now.field(k).id) for k in now.trimmed_keys]
+    if [k.name if k else None for k in keys] != list(old.trimmed_keys) or \
+            any(k is None or not same_type(k.type, now.field(n).type) for k, n in zip(keys, now.trimmed_keys)):
+        raise UnsupportedPaimonFeatureError(
+            f"Paimon table {table.name} holds files of schema {old.id}, whose primary key differs from schema "
+            f"{now.id}'s (columns or types); mergetree cannot read or rewrite them")
+    for f in now.fields:
+        if f.id in before and before[f.id].type != f.type:
+            evolve(pa.array([], before[f.id].type.arrow), before[f.id].type, f.type, f.name)  # raises if refused
 
 
 def evolved_batches(table: PaimonTable, pf: PaimonFile, now: PaimonSchema, columns: list[str],

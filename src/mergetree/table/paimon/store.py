@@ -19,20 +19,35 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from ...codec.binary_row import encode_row
+from ...codec.buckets import bucket_function, buckets_of
 from ...codec.types import same_type
-from ...errors import UnsupportedPaimonFeatureError
+from ...errors import CommitConflictError, UnsupportedPaimonFeatureError
 from ...storage import Store
 from ..changes.compute import PRODUCER_PROPERTY
 from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef
 from ..files import DataFileMeta
+from ..schema import TableSchema
 from ..snapshots import FileEntry, Snapshot
-from .commit import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, commit_files, data_file_record, remove_files
-from .files import PaimonFileRef
+from .commit import (
+    FILE_SOURCE_APPEND,
+    FILE_SOURCE_COMPACT,
+    IndexChange,
+    commit_files,
+    data_file_record,
+    deletion_index,
+    new_index_name,
+    remove_files,
+)
+from .files import PaimonFileRef, check_evolvable
 from .metadata import (
     ADD,
     DELETE,
+    INDEX_DIR,
     DeletionFile,
     PaimonFile,
     PaimonSchema,
@@ -40,7 +55,11 @@ from .metadata import (
     bucket_directory_of,
     partition_path,
 )
-from .tables import engine_compacts, table_options, table_schema
+from .tables import engine_compacts, engine_writes, table_options, table_schema
+
+
+def _true(value: str) -> bool:
+    return value.strip().lower() == "true"
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
 
@@ -98,13 +117,15 @@ class FileStats(Mapping):
 
 _CACHED_SNAPSHOTS = 16
 _WRITTEN = re.compile(r"(data|changelog)-[0-9a-f-]{36}-\d+\.(parquet|orc)")  # what Paimon's writers name files
+_CHANGELOG = re.compile(r"changelog-[0-9a-f-]{36}-\d+\.(parquet|orc)")
 _live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
 _live_lock = threading.Lock()
 
 
 class PaimonSnapshotStore:
-    """The reading side of `SnapshotStore` over a Paimon table (commits still go through
-    `mergetree.paimon`'s writers: `commit` refuses)."""
+    """`SnapshotStore` over a Paimon table: its snapshots and live files as the engine's, where
+    new files go and what they are named, and the engine's commits (the writes and compactions
+    `refuses` lets through) as Paimon commits them."""
 
     def __init__(self, table: PaimonTable, schema: PaimonSchema) -> None:
         self.table = table
@@ -114,6 +135,8 @@ class PaimonSnapshotStore:
         self.partition_by = tuple(schema.partition_keys)
         self._documents: dict[int, dict] = {}
         self._lock = threading.Lock()
+        # index files `write_deletion_vectors` wrote: object name -> (partition, bucket, entry)
+        self._fresh_indexes: dict[str, tuple[bytes, int, dict]] = {}
 
     # -- snapshots -----------------------------------------------------------------------
     def snapshot_ids(self) -> list[int]:
@@ -183,10 +206,118 @@ class PaimonSnapshotStore:
         head, _, base = relative.rpartition("/")
         return bool(_WRITTEN.fullmatch(base)) and head.rpartition("/")[2].startswith("bucket-")
 
+    def bucket_ids(self, rows: pa.Table, schema: TableSchema) -> np.ndarray:
+        """Each row's bucket by the table's bucket function over its bucket key (`codec.buckets`:
+        exactly where Java places it; bucket 0 in a bucket-unaware append table)."""
+        opts = self.schema.checked_options
+        if opts.buckets < 1 or not opts.bucket_key:
+            return np.zeros(rows.num_rows, dtype=np.int32)
+        types = [self.schema.field(c).type for c in opts.bucket_key]
+        return buckets_of([rows.column(c) for c in opts.bucket_key], types, opts.buckets,
+                          bucket_function(self.schema.options, types))
+
+    def changelog_file_name(self, directory: str) -> str:
+        return f"{directory}/changelog-{uuid.uuid4()}-0.parquet"
+
+    def is_changelog(self, relative: str) -> bool:
+        return bool(_CHANGELOG.fullmatch(relative.rpartition("/")[2]))
+
+    # a file's sequence numbers are the ones it holds (Paimon's manifests have no shift): a write
+    # renumbered after a lost race rewrites its level-0 files
+    sequences_in_manifest = False
+
+    def write_deletion_vectors(self, partition: tuple, bucket: int, directory: str, vectors: Mapping[str, Any],
+                               staying: Sequence[DataFileMeta]) -> dict[str, DeletionVectorRef]:
+        """Paimon keeps one index file per bucket: the new vectors (engine file name -> positions)
+        and those the bucket's other files keep (`staying`) go into one new index file, in
+        ``index/`` (or the bucket's directory with ``index-file-in-data-file-dir``); every file's
+        reference into it.  The index manifest entry waits for `commit`."""
+        origins = {m.file_name: m.origin.file for m in staying if isinstance(m.origin, PaimonFileRef)}
+        by_paimon: dict[str, Any] = {}
+        for m in staying:
+            if m.file_name not in vectors and isinstance(m.origin, PaimonFileRef) and m.deleted_rows:
+                by_paimon[origins[m.file_name].file_name] = m.origin.deleted_positions()
+        for name, positions in vectors.items():
+            by_paimon[origins[name].file_name] = positions
+        files = list(origins.values())
+        partition_bytes = files[0].partition_bytes if files else encode_row(list(partition),
+                                                                            self.schema.partition_types)
+        name = new_index_name()
+        built = deletion_index(self.schema, partition_bytes, bucket, by_paimon, name)
+        if built is None:
+            return {}
+        where = self._index_object(partition, bucket, files, name)
+        self.storage.write(where, built.data)
+        with self._lock:
+            self._fresh_indexes[where] = (partition_bytes, bucket, built.entry)
+        engine_name = {pf.file_name: n for n, pf in origins.items()}
+        return {engine_name[r.data_file]: DeletionVectorRef(where, r.offset, r.length, r.cardinality or 0)
+                for r in built.ranges}
+
+    def _index_object(self, partition: tuple, bucket: int, files: list[PaimonFile], name: str) -> str:
+        """Where a bucket's new index file goes: ``index/``, or its data files' directory when the
+        table keeps index files there (``index-file-in-data-file-dir``), as Paimon's readers look."""
+        if _true(self.schema.options.get("index-file-in-data-file-dir", "false")):
+            return posixpath.join(bucket_directory_of(self.schema, partition, bucket, files), name)
+        return f"{INDEX_DIR}/{name}"
+
+    def _vector_changes(self, base: dict | None, adds: list[FileEntry], deletes: list[FileEntry],
+                        written: list[str]) -> tuple[list[FileEntry], list[FileEntry], list[IndexChange], list[dict]]:
+        """A deletion-vector table's commit as Paimon records it: a file whose vector alone
+        changed keeps its data-manifest entry; each touched bucket's index entry is the index
+        file `write_deletion_vectors` wrote for it, or, where the change deletes files that had
+        vectors, the bucket's remaining vectors in a new index file (none left: no entry)."""
+        table, schema = self.table, self.schema
+        levels = {e.file.file_name: e.file.level for e in deletes}
+        same = {e.file.file_name for e in adds if isinstance(e.file.origin, PaimonFileRef)
+                and levels.get(e.file.file_name) == e.file.level}
+        fresh = {}
+        for e in adds:
+            ref = e.file.deletion_vector
+            if ref is not None and ref.index in self._fresh_indexes:
+                fresh[(e.partition, e.bucket)] = self._fresh_indexes[ref.index]
+        kept = [e.file.origin.file.record for e in deletes if e.file.file_name in same]  # must stay live
+        adds = [e for e in adds if e.file.file_name not in same]
+        deletes = [e for e in deletes if e.file.file_name not in same]
+        old = table.deletion_files(base) if base is not None else {}
+        gone = {(e.file.origin.file.partition_bytes, e.bucket, e.file.origin.file.file_name) for e in deletes}
+        changes: list[IndexChange] = []
+        for partition_bytes, bucket, entry in fresh.values():
+            changes.append(IndexChange(partition_bytes, bucket, entry))
+        done = {(p, b) for p, b, _ in fresh.values()}
+        for (partition_bytes, bucket), vectors in sorted(old.items()):
+            if (partition_bytes, bucket) in done or not any((partition_bytes, bucket, f) in gone for f in vectors):
+                continue
+            remaining = {f: table.deleted_rows(d) for f, d in vectors.items()
+                         if (partition_bytes, bucket, f) not in gone}
+            built = deletion_index(schema, partition_bytes, bucket, remaining, new_index_name())
+            if built is None:
+                changes.append(IndexChange(partition_bytes, bucket, None))
+                continue
+            of_bucket = [e for e in deletes
+                         if e.bucket == bucket and e.file.origin.file.partition_bytes == partition_bytes]
+            where = self._index_object(of_bucket[0].partition, bucket, [e.file.origin.file for e in of_bucket],
+                                       built.entry["_FILE_NAME"])
+            written.append(table.full(where))
+            table.storage.write(where, built.data)
+            changes.append(IndexChange(partition_bytes, bucket, built.entry))
+        return adds, deletes, changes, kept
+
+    def check_rewrite(self, files: Sequence[DataFileMeta]) -> None:
+        """Refuse, before anything is written, a compaction of files (rewritten or moved) of an
+        older schema mergetree cannot map onto the latest (a key that differs, a retype it does
+        not convert)."""
+        older = {m.origin.file.schema_id for m in files if isinstance(m.origin, PaimonFileRef)} - {self.schema.id}
+        for schema_id in sorted(older):
+            check_evolvable(self.table, self.table.schema(schema_id), self.schema)
+
     def refuses(self, kind: str) -> str | None:
-        """The engine commits compactions of the tables it compacts so far (`engine_compacts`);
-        writes and the rest go through `mergetree.paimon` (issue 36 brings them here)."""
+        """The engine writes the tables `engine_writes` accepts and compacts those
+        `engine_compacts` accepts; the rest go through `mergetree.paimon` (issue 36 brings them
+        here)."""
         if kind == "COMPACT" and engine_compacts(self.schema):
+            return None
+        if kind in ("APPEND", "OVERWRITE") and engine_writes(self.schema):
             return None
         what = "write to" if kind in ("APPEND", "OVERWRITE") else "compact"
         return (f"mergetree's engine does not {what} Paimon table {self.table.name} yet: write, delete and compact it "
@@ -223,10 +354,29 @@ class PaimonSnapshotStore:
             total = old.total_buckets if old is not None else schema.checked_options.buckets
             return data_file_record(schema, e.file, partition, e.bucket, total, file_source)
         written: list[str] = []
+        index: list[IndexChange] = []
+        kept: list[dict] = []
+        if kind == "OVERWRITE" and schema.checked_options.deletion_vectors and base is not None:
+            # a bucket whose every file the overwrite deletes loses its deletion vectors with them
+            gone = {e.file.origin.file.file_name for e in deletes}
+            left = {(f.partition_bytes, f.bucket) for f in table.live_files(base) if f.file_name not in gone}
+            index = [IndexChange(p, b, None) for p, b in sorted(table.deletion_files(base)) if (p, b) not in left]
+        elif kind == "COMPACT" and schema.checked_options.deletion_vectors:
+            try:
+                adds, deletes, index, kept = self._vector_changes(base, adds, deletes, written)
+            except BaseException:
+                remove_files(table, written)
+                raise
+
+        def moved(newer: dict) -> None:
+            # a write or overwrite is redone by the engine on the newer snapshot (renumbered,
+            # its deletes read again), never committed on one it was not made for
+            raise CommitConflictError(f"Paimon table {table.name} moved to snapshot {newer.get('id')}")
         try:
             new_id = commit_files(table, base, schema, [record(e, source) for e in adds],
                                   [dict(e.file.origin.file.record, _KIND=DELETE) for e in deletes], written, kind,
-                                  changelog=[record(e, FILE_SOURCE_APPEND) for e in changelog] or None)
+                                  index or None, check=None if kind == "COMPACT" else moved,
+                                  changelog=[record(e, FILE_SOURCE_APPEND) for e in changelog] or None, kept=kept)
         except BaseException:
             remove_files(table, written)
             raise

@@ -28,7 +28,8 @@ from ..schema import TableSchema
 from .metadata import PaimonSchema
 from .options import external_paths, file_index_spec
 
-__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "engine_compacts", "table_options", "table_schema"]
+__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "check_writable", "engine_compacts", "engine_writes",
+           "table_options", "table_schema", "write_refusal"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
 # one prefix, which Java keeps in the schema and ignores
@@ -79,6 +80,7 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
         compression_per_level=parsed.compression_per_level if "file.compression.per.level" in shared else {},
         sequence_fields=tuple(opts.sequence_fields), sequence_descending=opts.sequence_descending,
         ignore_delete=opts.ignore_delete, level0_hidden=bool(key) and opts.skips_level0,
+        row_kind_field=schema.options.get("rowkind.field") or None,
         deletion_vectors=opts.deletion_vectors, changelog_producer=opts.changelog_producer, commit_ordered=False)
 
 
@@ -136,16 +138,77 @@ def buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
 def engine_compacts(schema: PaimonSchema) -> bool:
     """Whether the engine's compaction — the one mergetree's own tables have: the same
     universal rules, the loser tree, files written with a page index — compacts this table.
-    So far: primary-key tables of Parquet files, deduplicate or aggregate, whose reads see every
-    level, without sequence fields, ignored deletes, a produced changelog, file indexes,
+    So far: primary-key tables of Parquet files — first-row and deletion-vector tables with Java's
+    lookup compaction (level 0 forced up; keys held above kept, or their rows marked deleted) —
+    without a changelog produced by compaction, file indexes,
     external paths, thin-mode files or a data-file directory; the rest compact here (issue 36
     brings them under the engine)."""
     opts = schema.checked_options
     options = schema.options
-    return (bool(schema.primary_keys) and not opts.append and opts.engine in ("deduplicate", "aggregate")
-            and not opts.deletion_vectors and not opts.skips_level0 and not opts.sequence_fields
-            and not opts.ignore_delete and opts.changelog_producer in ("none", "input")
+    return (bool(schema.primary_keys) and not opts.append
+            and opts.changelog_producer in ("none", "input")
             and opts.file_format == "parquet" and external_paths(options) is None
             and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
             and options.get("data-file.thin-mode", "false").strip().lower() != "true"
+            and not options.get("data-file.path-directory"))
+
+
+def _true(value: Any) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
+    """Why no writer of mergetree's may write this table as Java would — (the option, the
+    reason) — or None.  Its options are checked as reads check them first."""
+    opts = schema.options
+    if opts.get("metadata.iceberg.storage", "disabled").strip().lower() not in ("disabled", ""):
+        return "metadata.iceberg.storage", "each commit must also write Iceberg metadata, which mergetree does not"
+    if _true(opts.get("metastore.partitioned-table", "false")):
+        return "metastore.partitioned-table", "new partitions must be registered in the Hive metastore"
+    if opts.get("tag.automatic-creation", "none").strip().lower() != "none":
+        return "tag.automatic-creation", "commits must create tags automatically"
+    if opts.get("partition.expiration-time"):
+        return "partition.expiration-time", "commits must expire old partitions"
+    if _true(opts.get("lock.enabled", "false")):
+        return "lock.enabled", "commits must hold the catalog's lock"
+    if opts.get("changelog-producer", "none").strip().lower() not in ("none", "input"):
+        return "changelog-producer", ("its changelog is produced by Java's compaction (lookup, full-compaction), "
+                                      "which mergetree does not do")
+    if _true(opts.get("sequence.snapshot-ordering", "false")):
+        return "sequence.snapshot-ordering", "its files' sequence numbers are stamped with the commit's snapshot id"
+    options = schema.checked_options  # refuses what reads refuse: dynamic/postpone buckets, ...
+    if options.append and options.buckets == -1:
+        return None  # bucket-unaware: every file goes to bucket 0
+    key_types = [schema.field(c).type for c in options.bucket_key]
+    if not key_types:
+        return "primary-key", ("its bucket key is empty (the partition keys cover the primary key; Java refuses "
+                               "such a table too)")
+    try:
+        bucket_function(opts, key_types)
+    except UnsupportedPaimonFeatureError as exc:
+        return "bucket-function.type", str(exc)
+    return None
+
+
+def check_writable(schema: PaimonSchema, name: str) -> None:
+    """Refuse, naming the option, a table mergetree cannot write as Java would."""
+    refusal = write_refusal(schema)
+    if refusal is not None:
+        key, why = refusal
+        raise UnsupportedPaimonFeatureError(f"cannot write Paimon table {name}: option {key!r} = "
+                                            f"{schema.options.get(key)!r}: {why}")
+
+
+def engine_writes(schema: PaimonSchema) -> bool:
+    """Whether the engine's write path — the one mergetree's own tables have: the input
+    streamed through the write buffer, folded per bucket, level-0 files, a commit renumbered
+    after a lost race — writes this table.  So far: Parquet files with their key copies, in the
+    table's own directories, without file indexes; the rest are written by
+    `mergetree.paimon` (issue 36 brings them here)."""
+    opts = schema.checked_options
+    options = schema.options
+    return (write_refusal(schema) is None and opts.file_format == "parquet"
+            and external_paths(options) is None
+            and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
+            and not _true(options.get("data-file.thin-mode", "false"))
             and not options.get("data-file.path-directory"))

@@ -15,13 +15,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
+from ...errors import InvalidArgumentError
 from ...merge import merge
 from ...merge.assemble import RowSelection
 from ...merge.row_kind import retraction_kinds
 from ...storage import Store
 from ..directory import TableDirectory
 from ..files import DataFileMeta, batch_rows_for, read_run
+from ..retractions import as_merged
 from ..schema import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from ..sequence_fields import ORDER_COLUMN, ranked
 from .model import BucketPlan, ReadStats
@@ -161,10 +162,8 @@ def merge_runs(directory: TableDirectory, runs: list, names: list[str], kinds: b
     ts = directory.schema
     options = directory.options
     aggregations = {c: f for c, f in (options.aggregations or {}).items() if c in names}
-    if kinds and options.ignore_delete:  # retractions are skipped, as Paimon's merge functions skip them
-        runs = [_additions(run) for run in runs]
-    elif kinds and ts.paimon is not None and ts.merge_engine == "partial-update":
-        runs = [_refusing_retractions(directory, run) for run in runs]
+    if kinds:  # skipped or refused where the table's merge function does (Paimon's)
+        runs = as_merged(directory, runs)
     sequence = SEQUENCE_COLUMN
     if options.sequence_fields:  # ranking needs the whole section's sequence values first
         runs, sequence = ranked([list(run) for run in runs], options.sequence_fields,
@@ -176,25 +175,6 @@ def merge_runs(directory: TableDirectory, runs: list, names: list[str], kinds: b
     if stats is not None:
         merge_stats = reader.stats
         stats.count_merge(merge_stats.rows_in, merge_stats.rows_stretched)
-
-
-def _additions(run: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A run's batches without their retractions (-U, -D)."""
-    for batch in run:
-        yield batch.filter(pc.invert(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())))
-
-
-def _refusing_retractions(directory: TableDirectory, run: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A Paimon partial-update table's run, refused at its first retraction: Paimon itself
-    refuses to merge one unless `ignore-delete` is set (`partial-update.remove-record-on-delete`
-    is not supported by mergetree)."""
-    for batch in run:
-        if pc.any(pc.is_in(batch.column(KIND_COLUMN), retraction_kinds())).as_py():
-            raise UnsupportedPaimonFeatureError(
-                f"partial-update table {directory.path} holds retractions; Paimon itself refuses to merge them "
-                f"unless 'ignore-delete' or 'partial-update.remove-record-on-delete' is set (the latter is not "
-                f"supported by mergetree)")
-        yield batch
 
 
 def ordered_by_file(section: Sequence[Sequence[DataFileMeta]]) -> bool:
