@@ -330,3 +330,30 @@ def test_a_compaction_marking_rows_of_a_file_another_commit_replaced_conflicts(t
     expected = {**{i: "base" for i in range(100)}, **{i: "L" for i in range(200, 211)}, 205: "new"}
     for got in (mp.read(str(wh), name), pypaimon_read(wh, name, work)):
         assert got.num_rows == len(expected) and {r["id"]: r["v"] for r in got.to_pylist()} == expected
+
+
+@needs_pypaimon
+def test_a_full_deletion_vector_compaction_moves_clean_files_and_rewrites_the_rest(tmp_path) -> None:
+    """As Java moves a clean file to the top level: a file alone in its key range without
+    deleted rows or retractions is resolved where it is (its name kept), the others rewritten."""
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())])
+    options = {"bucket": "2", "deletion-vectors.enabled": "true", "rowkind.field": "op"}
+    base = pa.table({"id": list(range(100)), "v": ["a"] * 100, "op": ["+I"] * 100}, schema=schema)
+    write_paimon(work, wh, name, [base], ["id"], [], options)
+    directory = paimon_directory(PaimonTable.open(str(wh), name))
+    before = set(directory.live_files(directory.latest_snapshot()))
+    assert mp.compact(str(wh), name, full=True) is not None
+    directory = paimon_directory(PaimonTable.open(str(wh), name))
+    after = directory.live_files(directory.latest_snapshot())
+    assert set(after) == before and {e.file.level for e in after.values()} == {5}  # moved, not rewritten
+    assert mp.compact(str(wh), name, full=True) is None  # nothing left to do
+    deletes = pa.table({"id": [3, 50], "v": [None, None], "op": ["-D", "-D"]}, schema=schema)
+    write_paimon(work, wh, name, [deletes], ["id"], [], options)  # a level-0 file of retractions
+    assert mp.compact(str(wh), name, full=True) is not None
+    directory = paimon_directory(PaimonTable.open(str(wh), name))
+    final = directory.live_files(directory.latest_snapshot())
+    assert {e.file.level for e in final.values()} == {5} and not any(e.file.deleted_rows for e in final.values())
+    expected = {i: "a" for i in range(100) if i not in (3, 50)}
+    for got in (mp.read(str(wh), name), pypaimon_read(wh, name, work)):
+        assert {r["id"]: r["v"] for r in got.to_pylist()} == expected and got.num_rows == 98

@@ -72,7 +72,7 @@ from ..table.write import check_columns, input_pieces, occurrence, overwritten, 
 from .compact import PaimonCompaction, Placement, plan_compaction, run_compaction, write_rolled
 from .read import PaimonBucket, merge_sources
 
-__all__ = ["PaimonWrite", "delete", "write"]
+__all__ = ["PaimonWrite", "compact_after_write", "delete", "visible_after_write", "write"]
 
 FILE_SOURCE_APPEND = 0
 WRITE_TRIES = 10
@@ -390,27 +390,38 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, c
                                           f"wrote to the same buckets meanwhile; nothing was written")
     if sid is None:
         return PaimonWrite(None, None, 0, True)
-    compacted = None
-    if not _true(schema.options.get("write-only", "false")) and not schema.checked_options.append:
-        # where reads skip level 0 (first-row, deletion vectors), it goes up now, as Java's lookup
-        # writers compact it — unless `lookup-compact` is gentle: Java then forces it only every
-        # `lookup-compact.max-interval` commits of a long-running writer, which a batch write is not
-        gentle = schema.options.get("lookup-compact", "radical").strip().lower() == "gentle"
-        try:
-            if engine_compacts(schema):  # the engine's compaction, stalling the write as on mergetree's tables
-                done = compact_buckets(paimon_directory(t), touched, False)
-                compacted = None if done is None else done.id
-            else:
-                compacted = run_compaction(plan_compaction(
-                    warehouse, table, only=touched, opened=t,
-                    force_level0=schema.checked_options.skips_level0 and not gentle))
-        except CompactionConflictError:
-            pass  # another writer compacted these buckets first: the write is committed
-        except Exception as exc:  # committed: no failure now may read as a failed write (a retry would repeat it)
-            warnings.warn(CommittedWarning(
-                f"the write committed snapshot {sid} of Paimon table {t.name}, then compacting its buckets failed "
-                f"({type(exc).__name__}: {exc}); the rows are in the table, compact it later"), stacklevel=3)
+    compacted = compact_after_write(t, schema, touched, sid)
     return PaimonWrite(sid, compacted, written_rows, _visible(t, schema, touched))
+
+
+def compact_after_write(t: PaimonTable, schema: PaimonSchema, touched: set[tuple], sid: int) -> int | None:
+    """After a write committed snapshot `sid`: compact the buckets it touched (unless the table
+    is write-only or an append table) — the COMPACT snapshot's id, or None.  A failure is a
+    `CommittedWarning`, never an error: the write is committed, and a retry would repeat it."""
+    if _true(schema.options.get("write-only", "false")) or schema.checked_options.append:
+        return None
+    # where reads skip level 0 (first-row, deletion vectors), it goes up now, as Java's lookup
+    # writers compact it — unless `lookup-compact` is gentle: Java then forces it only every
+    # `lookup-compact.max-interval` commits of a long-running writer, which a batch write is not
+    gentle = schema.options.get("lookup-compact", "radical").strip().lower() == "gentle"
+    try:
+        if engine_compacts(schema):  # the engine's compaction, stalling the write as on mergetree's tables
+            done = compact_buckets(paimon_directory(t), touched, False)
+            return None if done is None else done.id
+        return run_compaction(plan_compaction(t.path, None, only=touched, opened=t,
+                                              force_level0=schema.checked_options.skips_level0 and not gentle))
+    except CompactionConflictError:
+        return None  # another writer compacted these buckets first: the write is committed
+    except Exception as exc:  # committed: no failure now may read as a failed write (a retry would repeat it)
+        warnings.warn(CommittedWarning(
+            f"the write committed snapshot {sid} of Paimon table {t.name}, then compacting its buckets failed "
+            f"({type(exc).__name__}: {exc}); the rows are in the table, compact it later"), stacklevel=4)
+        return None
+
+
+def visible_after_write(t: PaimonTable, schema: PaimonSchema, touched: set[tuple]) -> bool:
+    """Whether a batch read now shows every row a write put into the `touched` buckets."""
+    return _visible(t, schema, touched)
 
 
 def write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None = None,

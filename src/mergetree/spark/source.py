@@ -38,13 +38,18 @@ from pyspark.sql.datasource import (
 from ..errors import (
     InvalidArgumentError,
     SchemaMismatchError,
+    UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
 from ..paimon.handle import PaimonTableHandle
+from ..paimon.write import compact_after_write
 from ..table import Table
 from ..table import filters as flt
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
+from ..table.paimon.metadata import PaimonTable
+from ..table.paimon.store import PaimonSnapshotStore
+from ..table.paimon.tables import check_writable, engine_writes
 from ..table.read import (
     BucketPlan,
     file_filter,
@@ -56,7 +61,7 @@ from ..table.read import (
 )
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog
-from ..table.write import commit_write
+from ..table.write import commit_write, overwritten
 from .tables import (
     CREATE_OPTIONS,
     TASK_SEQUENCE_SPAN,
@@ -174,16 +179,15 @@ class MergetreeDataSource(DataSource):
         from .streaming import MergetreeStreamWriter
         options = self._options()
         if PAIMON_WAREHOUSE in options:
-            self.writer(schema, overwrite)  # raises: Paimon tables are written by Paimon
+            raise InvalidArgumentError(f"mergetree writes Paimon tables in batches only (option {PAIMON_WAREHOUSE!r}): "
+                                       f"df.write.format('mergetree').option({PAIMON_WAREHOUSE!r}, warehouse)"
+                                       f".save('db.table')")
         return MergetreeStreamWriter(options, schema, overwrite)
 
     def writer(self, schema: Any, overwrite: bool) -> MergetreeWriter:
         options = self._options()
         if PAIMON_WAREHOUSE in options:
-            raise InvalidArgumentError(
-                f"mergetree does not write Paimon tables (option {PAIMON_WAREHOUSE!r} is set): writes go through "
-                f"Paimon itself (Flink, Spark with the Paimon connector, pypaimon); mergetree reads them "
-                f"(spark.read.format('mergetree')) and compacts them (mergetree.spark.compact_paimon)")
+            return PaimonWriter(options, schema, overwrite)
         return MergetreeWriter(options, schema, overwrite)
 
 
@@ -459,3 +463,59 @@ class MergetreeWriter(DataSourceArrowWriter):
         (`Table.remove_orphan_files`)."""
         directory = self._open().directory
         directory.discard([FileEntry.from_json(e) for m in messages if m is not None for e in m.entries])
+
+
+class PaimonWriter(MergetreeWriter):
+    """Writes an Apache Paimon table: `df.write.format("mergetree").option("paimon.warehouse",
+    warehouse).mode("append").save("db.table")` — the table's own path with no warehouse table
+    name works too — through the engine's write path, as `MergetreeWriter` writes mergetree's
+    tables: each task's rows placed by Paimon's bucket function into level-0 files, one APPEND
+    snapshot committed on the driver (renumbered after a lost race), then the touched buckets
+    compacted as `mergetree.paimon.write` compacts them.  `mode("overwrite")` replaces the
+    partitions the rows hold (the whole table when it is unpartitioned or
+    `dynamic-partition-overwrite` is false) in one OVERWRITE snapshot.  A table the engine does
+    not write yet (ORC, file indexes, external paths, thin mode) is refused before any task runs."""
+
+    def __init__(self, options: dict, spark_schema_: Any, overwrite: bool) -> None:
+        self.warehouse, self.table = _paimon_table(options)
+        self.path = self.warehouse
+        self.storage_options = _paimon_storage_options(options) or {}
+        self.overwrite = overwrite
+        table = PaimonTable.open(self.warehouse, self.table, self.storage_options or None)
+        schema = table.schema()
+        check_writable(schema, table.name)
+        if not engine_writes(schema):
+            raise UnsupportedPaimonFeatureError(
+                f"Spark writes Paimon table {table.name} through mergetree's engine, which does not write its files "
+                f"yet (ORC, file indexes, external paths or thin mode): write it with mergetree.paimon.write")
+        table.storage.require_conditional_create()  # before any task writes
+        directory = self._open().directory
+        base = directory.latest_snapshot()
+        self.base_id = base.id if base else None
+        self.next_seq = next_sequences(directory.live_files(base).values())
+
+    def __repr__(self) -> str:  # the warehouse and table, never the storage options
+        return f"{type(self).__name__}({self.warehouse!r}, {self.table!r}, overwrite={self.overwrite})"
+
+    def _open(self) -> Table:
+        return PaimonTableHandle(self.warehouse, self.storage_options or None, self.table).at()
+
+    def commit(self, messages: list) -> None:
+        directory = self._open().directory
+        adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
+        base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
+        data_files = [e for e in adds if not directory.is_changelog(e.file.file_name)]
+        replacing = overwritten(directory, True) if self.overwrite else None
+        replaced = None if replacing is None else replacing({e.partition for e in data_files})
+        if not data_files and (replaced is None or not any(replaced(e.partition) for e in
+                                                           directory.live_files(base).values())):
+            directory.discard(adds)
+            return
+        try:
+            snapshot = commit_write(directory, adds, base, replaced=replaced)
+        except BaseException:
+            directory.discard(adds)
+            raise
+        store = directory.store
+        assert isinstance(store, PaimonSnapshotStore)
+        compact_after_write(store.table, store.schema, {(e.partition, e.bucket) for e in data_files}, snapshot.id)

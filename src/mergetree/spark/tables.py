@@ -92,7 +92,8 @@ def write_task(directory: TableDirectory, iterator: Iterator[pa.RecordBatch], ne
     spilled: list[FileEntry] = []
     pieces = conformed(directory, iterator, complete=True, row_kind_column=row_kind_column)
     try:
-        as_written = not overwrite and directory.options.changelog_producer == "input"
+        as_written = not overwrite and directory.options.changelog_producer == "input" \
+            and (directory.schema.has_primary_key or directory.schema.paimon is None)  # Paimon's append: none
         for files in spill(directory, pieces, RowKind.INSERT, numbered, task * TASK_SEQUENCE_SPAN, as_written):
             spilled += files
     except BaseException:

@@ -69,12 +69,21 @@ __all__ = ["DvPlan", "compact_dv", "plan_dv", "restored"]
 class DvPlan:
     """One bucket's deletion-vector compaction: merge `pending` (and, unless `full`, the live
     rows of their keys found in `lookup`) into resolved files at `level`; `full` rewrites
-    every file of the bucket."""
+    every file of the bucket — but for `moved`, files that need no rewrite (no deleted rows, no
+    retractions, no key shared with another file), only moved to `level` and resolved."""
 
     pending: tuple[DataFileMeta, ...]
     lookup: tuple[DataFileMeta, ...]
     level: int
     full: bool
+    moved: tuple[DataFileMeta, ...] = ()  # files only moved to `level`, resolved as they are
+
+
+def _planned_retractions(meta: DataFileMeta) -> int:
+    """A file's retractions as compaction plans with them (a Paimon file that records none is
+    asked its footer: `planned_delete_count`)."""
+    count = getattr(meta.origin, "planned_delete_count", None) if meta.origin is not None else None
+    return meta.delete_count if count is None else count
 
 
 def _meets(a: DataFileMeta, others: list[DataFileMeta]) -> bool:
@@ -88,8 +97,15 @@ def plan_dv(files: list[DataFileMeta], options: CompactionOptions, trigger: int 
     top = levels.max_level
     everything = DvPlan(tuple(levels.all_files()), (), top, True)
     if full:
-        done = len(files) == 1 and files[0].resolved and not files[0].deleted_rows and files[0].level == top
-        return None if done or not files else everything
+        # a file alone in its key range, without deleted rows or retractions, is moved, not
+        # rewritten (as Java moves a clean file to the top level)
+        alone = [f for f in files if not f.deleted_rows and not _planned_retractions(f)
+                 and not _meets(f, [g for g in files if g is not f])]
+        moved = tuple(f for f in alone if not (f.resolved and f.level == top))
+        rewritten = tuple(f for f in files if f not in alone)
+        if not files or (not rewritten and not moved):
+            return None
+        return DvPlan(rewritten, (), top, True, moved)
     pending = [f for f in files if not f.resolved]
     if not pending or (trigger is not None and levels.number_of_sorted_runs() < trigger):
         return None
@@ -182,16 +198,20 @@ def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvP
         sequence = ORDER_COLUMN
     reader = merge(inputs, ts.file_key, sequence=sequence, kind=KIND_COLUMN, engine=ts.merge_engine,
                    aggregations=options.aggregations or None, keep_deletes=False)
-    merged = restored(reader, ts, advance)
+    merged = restored(reader, ts, advance)  # (a plan that only moves files reads nothing)
     if sequence == ORDER_COLUMN:
         layout = ts.file_schema.names
         merged = (batch.select(layout) for batch in merged)
     relative = directory.bucket_directory(partition, bucket, [*plan.pending, *plan.lookup])
     resolved = DeletionVectorRef()
     with new_files(directory) as adds:
-        for meta in write_rolled(storage, relative, merged, ts, plan.level, options, name_for=directory.data_file_name):
+        for meta in write_rolled(storage, relative, merged if inputs else iter(()), ts, plan.level, options,
+                                 name_for=directory.data_file_name):
             adds.append(FileEntry(partition, bucket, meta.with_deletion_vector(resolved)))
         deletes = [FileEntry(partition, bucket, f) for f in plan.pending]
+        for f in plan.moved:  # metadata only: the same file at the output level, resolved
+            deletes.append(FileEntry(partition, bucket, f))
+            adds.append(FileEntry(partition, bucket, f.with_level(plan.level).with_deletion_vector(resolved)))
         if found:
             vectors = {}
             for meta in plan.lookup:
