@@ -92,6 +92,7 @@ from ..table.paimon.metadata import (
 from ..table.paimon.options import ExternalPaths, FileIndexSpec, external_paths, file_index_spec
 from ..table.paimon.store import paimon_directory
 from ..table.paimon.tables import engine_compacts
+from ..table.snapshots import canonical_partition
 from .read import PaimonBucket, PaimonReadPlan, batches_table, merge_runs
 from .replaced import bucket_index, index_object, older_versions, replaced_positions
 
@@ -164,12 +165,12 @@ def plan_compaction(warehouse: Any, table: Any, full: bool = False,
             # unchanged would keep them at a level whose files are read alone (deletion vectors)
             # or past the last level that drops them; it is planned as holding retractions
             f = dataclasses.replace(f, delete_count=f.row_count)
-        by_bucket.setdefault((f.partition, f.bucket), []).append(f)
+        by_bucket.setdefault((canonical_partition(f.partition), f.bucket), []).append(f)
     plans = []
     # a full compaction of a deletion-vector table purges every marked row: files with a vector are rewritten
     marked = t.deletion_files(snap) if full and opts.deletion_vectors else {}
     for (partition, bucket), bucket_files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
-        if only is not None and (partition, bucket) not in only:
+        if only is not None and (canonical_partition(partition), bucket) not in only:
             continue
         levels, bucket_options = restored_levels(bucket_files, options)
         vectors = set(marked.get((bucket_files[0].partition_bytes, bucket), {}))

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..errors import UnsupportedPaimonFeatureError
 from ..table.compaction.planner import CompactionOptions, restored_levels
+from ..table.snapshots import canonical_partition
 from .read import read_schema
 
 __all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "info"]
@@ -76,7 +77,7 @@ def info(warehouse: Any, table: Any, snapshot: Any = None,
     deletions = t.deletion_files(snap) if unsupported is None and schema.checked_options.deletion_vectors else {}
     by_bucket: dict[tuple, list] = {}
     for f in t.live_files(snap):
-        by_bucket.setdefault((f.partition, f.bucket), []).append(f)
+        by_bucket.setdefault((canonical_partition(f.partition), f.bucket), []).append(f)
     buckets = []
     for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
         levels = restored_levels(files, compaction)[0]

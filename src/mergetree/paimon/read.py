@@ -60,6 +60,7 @@ from ..table.paimon.metadata import (
 from ..table.paimon.tables import buckets_for
 from ..table.sections import interval_partition
 from ..table.sequence_fields import ORDER_COLUMN, ranked
+from ..table.snapshots import canonical_partition
 
 __all__ = ["PaimonBucket", "PaimonReadPlan", "batches_table", "checked_columns", "layout_columns",
            "merge_runs", "merge_sources", "plan_read", "read_bucket", "read_file",
@@ -164,11 +165,11 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
                 f"table has {opts.buckets} (option 'bucket'); rewrite it with Paimon first")
     partition_filter = flt.restrict(f, set(schema.partition_keys))
     key_filter = flt.restrict(f, set(schema.trimmed_keys))
-    wanted = None if buckets is None else set(buckets)
+    wanted = None if buckets is None else {(canonical_partition(p), b) for p, b in buckets}
     bucket_ids = buckets_for(schema, f)
     grouped: dict[tuple, list[PaimonFile]] = {}
     for pf in files:
-        if wanted is not None and (pf.partition, pf.bucket) not in wanted:
+        if wanted is not None and (canonical_partition(pf.partition), pf.bucket) not in wanted:
             continue
         if bucket_ids is not None and pf.bucket not in bucket_ids:
             continue
@@ -184,7 +185,7 @@ def plan_read(warehouse: Any, table: Any, columns: Any = None, filter: Any = Non
                              if s[2] is not None},
                 pf.row_count):
             continue
-        grouped.setdefault((pf.partition, pf.bucket), []).append(pf)
+        grouped.setdefault((canonical_partition(pf.partition), pf.bucket), []).append(pf)
     ordered = sorted(grouped.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1]))
     return PaimonReadPlan(t, snap, schema, cols, f,
                           tuple(PaimonBucket(p, b, tuple(fs)) for (p, b), fs in ordered), len(files),

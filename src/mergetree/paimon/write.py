@@ -68,6 +68,7 @@ from ..table.paimon.metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_CO
 from ..table.paimon.options import external_paths
 from ..table.paimon.store import paimon_directory
 from ..table.paimon.tables import check_writable, engine_compacts, engine_writes
+from ..table.snapshots import canonical_partition
 from ..table.write import check_columns, input_pieces, occurrence, overwritten, write_rows
 from .compact import PaimonCompaction, Placement, plan_compaction, run_compaction, write_rolled
 from .read import PaimonBucket, merge_sources
@@ -268,7 +269,7 @@ def _next_sequences(t: PaimonTable, snapshot: dict | None) -> dict[tuple, int]:
     any writer committed there (a restored Java writer seeds its counter the same way)."""
     out: dict[tuple, int] = {}
     for f in t.live_files(snapshot):
-        key = (f.partition, f.bucket)
+        key = (canonical_partition(f.partition), f.bucket)
         out[key] = max(out.get(key, 0), f.max_seq + 1)
     return out
 
@@ -286,7 +287,7 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
     gone = [f for f in t.live_files(snapshot) if replaced(f.partition)] if replaced is not None else []
     next_seq = _next_sequences(t, snapshot)
     for f in gone:  # an overwritten bucket starts afresh, as Java's writer that ignores previous files
-        next_seq.pop((f.partition, f.bucket), None)
+        next_seq.pop((canonical_partition(f.partition), f.bucket), None)
     job = PaimonCompaction(t, snapshot, schema, (), external_paths(schema.options))
     written: list[str] = []
     adds: list[dict] = []
@@ -297,7 +298,7 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
     firsts: dict[tuple, int] = {}
     by_bucket: dict[tuple, list] = {}
     for f in t.live_files(snapshot):
-        by_bucket.setdefault((f.partition, f.bucket), []).append(f)
+        by_bucket.setdefault((canonical_partition(f.partition), f.bucket), []).append(f)
     # `data-file.thin-mode`: files without the _KEY_ copies (readers take the key from its
     # column); the batches keep them for the entries' key ranges and statistics
     stored = [f.name for f in _layout(schema) if not f.name.startswith(KEY_PREFIX)] \
@@ -309,7 +310,7 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
         for chunk in np.split(groups, bounds) if len(groups) else []:
             partition = partitions[int(part_of[chunk[0]])]
             bucket = int(bucket_of[chunk[0]])
-            key = (partition, bucket)
+            key = (canonical_partition(partition), bucket)
             firsts[key] = next_seq.get(key, 0)
             live = tuple(f for f in by_bucket.get(key, ()) if f not in gone)
             pb = PaimonBucket(partition, bucket, live)
@@ -334,8 +335,8 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
             before = {f.file_name for f in t.live_files(snapshot)}
             now = t.live_files(newer)
             for f in now:
-                if f.file_name not in before and (f.partition, f.bucket) in firsts and \
-                        f.max_seq >= firsts[(f.partition, f.bucket)]:
+                key = (canonical_partition(f.partition), f.bucket)
+                if f.file_name not in before and key in firsts and f.max_seq >= firsts[key]:
                     raise _Renumber()
             if replaced is not None and {f.file_name for f in now if replaced(f.partition)} != \
                     {f.file_name for f in gone}:
@@ -356,7 +357,8 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
 def _visible(t: PaimonTable, schema: PaimonSchema, touched: set[tuple]) -> bool:
     if not schema.checked_options.skips_level0:
         return True
-    return not any(f.level == 0 and (f.partition, f.bucket) in touched for f in t.live_files(t.resolve(None)))
+    return not any(f.level == 0 and (canonical_partition(f.partition), f.bucket) in touched
+                   for f in t.live_files(t.resolve(None)))
 
 
 def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, complete: bool,

@@ -35,7 +35,7 @@ from .files import DataFileMeta
 from .objects import is_local, list_names, read_if_exists, table_path
 from .values import decode_value, encode_value
 
-__all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "check_format_version",
+__all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "canonical_partition", "check_format_version",
            "encode_json", "parse_json", "read_json"]
 
 # The newest table format this code reads (and every older one).  Each metadata file is written
@@ -101,6 +101,18 @@ def encode_json(document: dict, version: int = 1) -> bytes:
     return json.dumps({"format-version": version, **document}, indent=1).encode()
 
 
+_NAN = float("nan")
+
+
+def canonical_partition(values: tuple) -> tuple:
+    """Partition values with every NaN the same NaN object: tuples compare items by identity
+    before equality, so only then are two partitions holding NaN one dict key (one group for
+    reads, one sequence counter for writes)."""
+    if any(isinstance(v, float) and v != v for v in values):
+        return tuple(_NAN if isinstance(v, float) and v != v else v for v in values)
+    return values
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """A data file and where it lives."""
@@ -108,6 +120,9 @@ class FileEntry:
     partition: tuple
     bucket: int
     file: DataFileMeta
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partition", canonical_partition(self.partition))
 
     def to_json(self, kind: str) -> dict:
         return {"kind": kind, "partition": [encode_value(v) for v in self.partition],

@@ -32,7 +32,7 @@ from .files import write_sorted_run
 from .levers.qdtree import layout_order
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .sequence_fields import ORDER_COLUMN, ranked
-from .snapshots import FileEntry, Snapshot
+from .snapshots import FileEntry, Snapshot, canonical_partition
 
 __all__ = ["BucketKey", "Written", "check_columns", "commit_write", "conform", "conformed", "flush_buckets",
            "input_pieces", "key_image", "occurrence", "overwritten", "spill", "split_by_bucket", "write_buffers",
@@ -326,7 +326,7 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table, every_version: b
         values = tuple(None if k[row] == null_code else dictionary[int(k[row])].as_py()
                        for k, (null_code, dictionary) in zip(keys[bucket_at:], dictionaries))
         bucket = int(keys[0][row]) if ts.buckets > 1 else 0
-        out[(values, bucket)] = ordered.slice(start, end - start)
+        out[(canonical_partition(values), bucket)] = ordered.slice(start, end - start)
     return out
 
 
