@@ -53,6 +53,11 @@ class TableDirectory:
         return cls(table_path(storage), schema, options,
                    SnapshotStore(storage, schema.partition_by, options.manifest_merge_min_count), storage)
 
+    @property
+    def described(self) -> str:
+        """How messages name the table: "table <path>", or "Paimon table <db.name>"."""
+        return self.store.described
+
     def latest_snapshot(self) -> Snapshot | None:
         latest = self.store.latest_id()
         return None if latest is None else self.store.snapshot(latest)

@@ -236,6 +236,10 @@ class SnapshotStore:
     def data_file_name(self, directory: str) -> str:
         return paths.data_file_name(directory)
 
+    @property
+    def described(self) -> str:
+        return f"table {self.root}"
+
     def bucket_ids(self, rows: Any, schema: Any) -> Any:
         """Each row's bucket (an int32 array): Spark's ``pmod(hash(bucket key), buckets)``."""
         return bucket_ids(rows, list(schema.bucket_key), schema.buckets)

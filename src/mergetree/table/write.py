@@ -177,7 +177,7 @@ def _applied_kinds(directory: TableDirectory, rows: pa.Table, kinds: np.ndarray,
     if not ts.has_primary_key and ts.paimon is not None and (kinds != RowKind.INSERT).any():
         row = first_row + int(np.flatnonzero(kinds != RowKind.INSERT)[0])
         raise UnsupportedPaimonFeatureError(
-            f"row {row} is a {RowKind(int(kinds[row - first_row])).symbol} row, but Paimon table {directory.path} is "
+            f"row {row} is a {RowKind(int(kinds[row - first_row])).symbol} row, but {directory.described} is "
             f"an append table: it takes inserts (+I) only, as Paimon's append writer does; nothing was written")
     if not retract.any() or not ts.has_primary_key:
         return rows, kinds
@@ -187,13 +187,13 @@ def _applied_kinds(directory: TableDirectory, rows: pa.Table, kinds: np.ndarray,
     row = first_row + int(np.flatnonzero(retract)[0])
     if ts.paimon is not None and ts.merge_engine in ("first-row", "partial-update"):
         raise UnsupportedPaimonFeatureError(
-            f"row {row} is a retraction (-U, -D), which Paimon table {directory.path} ({ts.merge_engine}) cannot take "
+            f"row {row} is a retraction (-U, -D), which {directory.described} ({ts.merge_engine}) cannot take "
             f"unless 'ignore-delete' is set, as Paimon refuses them; nothing was written")
     if ts.paimon is not None and ts.merge_engine == "aggregate":
         bad = sorted(c for c, fn in options.aggregations.items() if fn not in _RETRACTABLE)
         if bad:
             raise UnsupportedPaimonFeatureError(
-                f"row {row} is a retraction (-U, -D), but Paimon table {directory.path} aggregates column(s) {bad} "
+                f"row {row} is a retraction (-U, -D), but {directory.described} aggregates column(s) {bad} "
                 f"with functions that cannot retract a value; nothing was written")
     if ts.merge_engine == "first-row":
         keep = (kinds == RowKind.INSERT) | (kinds == RowKind.UPDATE_AFTER)
@@ -230,7 +230,7 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
     # a delete needs every column that finds its key: the primary key and the partition (a
     # Paimon table's primary key, as its files hold it, leaves the partition columns out)
     keys = (*pk, *(c for c in directory.schema.partition_by if c not in pk)) if pk else ()
-    check_columns(table.column_names, schema.names, keys, complete, f"table {directory.path}")
+    check_columns(table.column_names, schema.names, keys, complete, directory.described)
     columns = []
     for f in schema:
         if f.name not in table.column_names:
@@ -240,7 +240,7 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
         if col.type != f.type:
             if not is_implicit_cast(col.type, f.type):
                 raise SchemaMismatchError(
-                    f"column {f.name!r} is {col.type}, table {directory.path} has {f.type}; mergetree casts "
+                    f"column {f.name!r} is {col.type}, {directory.described} has {f.type}; mergetree casts "
                     f"only within a kind of value (numbers to numbers, strings to strings, ...) and "
                     f"never parses or formats: cast the column yourself")
             try:
@@ -256,7 +256,7 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
             raise SchemaMismatchError(f"primary-key column {f.name!r} is null at row {first_row + row}")
         if not f.nullable and (complete or f.name in keys) and col.null_count:  # a delete carries only keys
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise SchemaMismatchError(f"column {f.name!r} of table {directory.path} is NOT NULL; the data holds a "
+            raise SchemaMismatchError(f"column {f.name!r} of {directory.described} is NOT NULL; the data holds a "
                                       f"null at row {first_row + row}")
         columns.append(col)
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
@@ -596,7 +596,7 @@ def overwritten(directory: TableDirectory, overwrite: Any) -> Callable[[Iterable
     unknown = [c for c in overwrite if c not in keys]
     if unknown:
         raise InvalidArgumentError(f"overwrite names {unknown}, which are not partition columns of table "
-                                   f"{directory.path} (its partition columns: {keys})")
+                                   f"{directory.described} (its partition columns: {keys})")
     fixed = {keys.index(c): v for c, v in overwrite.items()}
 
     def inside(partition: tuple) -> bool:
@@ -605,7 +605,7 @@ def overwritten(directory: TableDirectory, overwrite: Any) -> Callable[[Iterable
     def static(written: Iterable[tuple]) -> Callable[[tuple], bool]:
         outside = [p for p in written if not inside(p)]
         if outside:
-            raise InvalidArgumentError(f"overwrite of partition {dict(overwrite)} of table {directory.path}: the data "
+            raise InvalidArgumentError(f"overwrite of partition {dict(overwrite)} of {directory.described}: the data "
                                        f"holds rows of partition {dict(zip(keys, outside[0]))}; nothing was written")
         return inside
     return static

@@ -206,6 +206,10 @@ class PaimonSnapshotStore:
         head, _, base = relative.rpartition("/")
         return bool(_WRITTEN.fullmatch(base)) and head.rpartition("/")[2].startswith("bucket-")
 
+    @property
+    def described(self) -> str:
+        return f"Paimon table {self.table.name}"
+
     def bucket_ids(self, rows: pa.Table, schema: TableSchema) -> np.ndarray:
         """Each row's bucket by the table's bucket function over its bucket key (`codec.buckets`:
         exactly where Java places it; bucket 0 in a bucket-unaware append table)."""
