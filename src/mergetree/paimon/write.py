@@ -65,15 +65,15 @@ from ..table.compaction.runner import compact_buckets
 from ..table.paimon.commit import IndexChange, commit_files, remove_files
 from ..table.paimon.files import file_layout
 from ..table.paimon.metadata import DELETE, KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, PaimonSchema, PaimonTable
-from ..table.paimon.options import external_paths
+from ..table.paimon.options import external_paths, is_true
 from ..table.paimon.store import paimon_directory
-from ..table.paimon.tables import check_writable, engine_compacts, engine_writes
+from ..table.paimon.tables import check_writable, engine_compacts, engine_writes, table_options
 from ..table.snapshots import canonical_partition
 from ..table.write import check_columns, input_pieces, occurrence, overwritten, write_rows
 from .compact import PaimonCompaction, Placement, plan_compaction, run_compaction, write_rolled
 from .read import PaimonBucket, merge_sources
 
-__all__ = ["PaimonWrite", "compact_after_write", "delete", "visible_after_write", "write"]
+__all__ = ["PaimonWrite", "compact_after_write", "delete", "write"]
 
 FILE_SOURCE_APPEND = 0
 WRITE_TRIES = 10
@@ -95,10 +95,6 @@ class PaimonWrite:
 
 class _Renumber(Exception):
     """A newer commit added files to a bucket this write numbered: redo it on that snapshot."""
-
-
-def _true(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
 
 
 def _conformed(schema: PaimonSchema, data: Any, row_kind_column: str | None, complete: bool,
@@ -302,7 +298,7 @@ def _write_once(t: PaimonTable, data: pa.Table, kinds: np.ndarray,
     # `data-file.thin-mode`: files without the _KEY_ copies (readers take the key from its
     # column); the batches keep them for the entries' key ranges and statistics
     stored = [f.name for f in _layout(schema) if not f.name.startswith(KEY_PREFIX)] \
-        if _true(schema.options.get("data-file.thin-mode", "false")) else None
+        if is_true(schema.options.get("data-file.thin-mode", "false")) else None
     try:
         group_of = part_of * max(schema.checked_options.buckets, 1) + bucket_of
         groups = np.argsort(group_of, kind="stable")  # stable: input order within a (partition, bucket)
@@ -400,12 +396,12 @@ def compact_after_write(t: PaimonTable, schema: PaimonSchema, touched: set[tuple
     """After a write committed snapshot `sid`: compact the buckets it touched (unless the table
     is write-only or an append table) — the COMPACT snapshot's id, or None.  A failure is a
     `CommittedWarning`, never an error: the write is committed, and a retry would repeat it."""
-    if _true(schema.options.get("write-only", "false")) or schema.checked_options.append:
+    if is_true(schema.options.get("write-only", "false")) or schema.checked_options.append:
         return None
     # where reads skip level 0 (first-row, deletion vectors), it goes up now, as Java's lookup
     # writers compact it — unless `lookup-compact` is gentle: Java then forces it only every
     # `lookup-compact.max-interval` commits of a long-running writer, which a batch write is not
-    gentle = schema.options.get("lookup-compact", "radical").strip().lower() == "gentle"
+    gentle = table_options(schema).lookup_compact_gentle
     try:
         if engine_compacts(schema):  # the engine's compaction, stalling the write as on mergetree's tables
             done = compact_buckets(paimon_directory(t), touched, False)
@@ -419,11 +415,6 @@ def compact_after_write(t: PaimonTable, schema: PaimonSchema, touched: set[tuple
             f"the write committed snapshot {sid} of Paimon table {t.name}, then compacting its buckets failed "
             f"({type(exc).__name__}: {exc}); the rows are in the table, compact it later"), stacklevel=4)
         return None
-
-
-def visible_after_write(t: PaimonTable, schema: PaimonSchema, touched: set[tuple]) -> bool:
-    """Whether a batch read now shows every row a write put into the `touched` buckets."""
-    return _visible(t, schema, touched)
 
 
 def write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None = None,

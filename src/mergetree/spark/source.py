@@ -38,7 +38,6 @@ from pyspark.sql.datasource import (
 from ..errors import (
     InvalidArgumentError,
     SchemaMismatchError,
-    UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
 from ..paimon.handle import PaimonTableHandle
@@ -49,7 +48,7 @@ from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.compaction.planner import parse_memory_size
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import PaimonSnapshotStore
-from ..table.paimon.tables import check_writable, engine_writes
+from ..table.paimon.tables import check_writable
 from ..table.read import (
     BucketPlan,
     file_filter,
@@ -61,7 +60,7 @@ from ..table.read import (
 )
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload import querylog
-from ..table.write import commit_write, overwritten
+from ..table.write import commit_spilled, commit_write, overwritten
 from .tables import (
     CREATE_OPTIONS,
     TASK_SEQUENCE_SPAN,
@@ -481,15 +480,11 @@ class PaimonWriter(MergetreeWriter):
         self.path = self.warehouse
         self.storage_options = _paimon_storage_options(options) or {}
         self.overwrite = overwrite
-        table = PaimonTable.open(self.warehouse, self.table, self.storage_options or None)
-        schema = table.schema()
-        check_writable(schema, table.name)
-        if not engine_writes(schema):
-            raise UnsupportedPaimonFeatureError(
-                f"Spark writes Paimon table {table.name} through mergetree's engine, which does not write its files "
-                f"yet (ORC, file indexes, external paths or thin mode): write it with mergetree.paimon.write")
-        table.storage.require_conditional_create()  # before any task writes
+        check_writable(PaimonTable.open(self.warehouse, self.table, self.storage_options or None).schema(),
+                       self.table)
         directory = self._open().directory
+        directory.refuse_commit("OVERWRITE" if overwrite else "APPEND")  # before any task writes
+        directory.storage.require_conditional_create()
         base = directory.latest_snapshot()
         self.base_id = base.id if base else None
         self.next_seq = next_sequences(directory.live_files(base).values())
@@ -504,18 +499,14 @@ class PaimonWriter(MergetreeWriter):
         directory = self._open().directory
         adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
         base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
-        data_files = [e for e in adds if not directory.is_changelog(e.file.file_name)]
-        replacing = overwritten(directory, True) if self.overwrite else None
-        replaced = None if replacing is None else replacing({e.partition for e in data_files})
-        if not data_files and (replaced is None or not any(replaced(e.partition) for e in
-                                                           directory.live_files(base).values())):
-            directory.discard(adds)
-            return
         try:
-            snapshot = commit_write(directory, adds, base, replaced=replaced)
+            snapshot, data_files = commit_spilled(directory, adds, base,
+                                                  overwritten(directory, True) if self.overwrite else None)
         except BaseException:
             directory.discard(adds)
             raise
+        if snapshot is None:
+            return
         store = directory.store
         assert isinstance(store, PaimonSnapshotStore)
         compact_after_write(store.table, store.schema, {(e.partition, e.bucket) for e in data_files}, snapshot.id)

@@ -471,6 +471,10 @@ class TableOptions:
     level0_hidden: bool = False
     # a column of the table that gives each written row's kind (Paimon's `rowkind.field`)
     row_kind_field: str | None = None
+    # level 0 goes up after a write only at the rules' trigger even where reads hide it
+    # (Paimon's `lookup-compact` = gentle: Java forces it every few commits of a long-running
+    # writer, which a batch write is not)
+    lookup_compact_gentle: bool = False
     # a later commit's rows are newer than every row before it in their bucket (mergetree's
     # writers renumber after a lost race); False where versions are ordered by sequence number
     # alone, as any Paimon writer may number them (a change is then read from the two states)

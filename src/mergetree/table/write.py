@@ -34,9 +34,9 @@ from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .sequence_fields import ORDER_COLUMN, ranked
 from .snapshots import FileEntry, Snapshot, canonical_partition
 
-__all__ = ["BucketKey", "Written", "check_columns", "commit_write", "conform", "conformed", "flush_buckets",
-           "input_pieces", "key_image", "occurrence", "overwritten", "spill", "split_by_bucket", "write_buffers",
-           "write_rows"]
+__all__ = ["BucketKey", "Written", "check_columns", "commit_spilled", "commit_write", "conform", "conformed",
+           "flush_buckets", "input_pieces", "key_image", "occurrence", "overwritten", "spill", "split_by_bucket",
+           "write_buffers", "write_rows"]
 
 BucketKey = tuple[tuple, int]  # (partition values, bucket)
 
@@ -661,6 +661,21 @@ def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapsho
     return snapshot
 
 
+def commit_spilled(directory: TableDirectory, files: list[FileEntry], base: Snapshot | None,
+                   replacing: Callable[[Iterable[tuple]], Replaced] | None = None
+                   ) -> tuple[Snapshot | None, list[FileEntry]]:
+    """Commit a write's spilled files (its changelog files among them) on `base` — an overwrite
+    of what `replacing` (`overwritten`) says, given the partitions written — and the data files
+    committed.  Nothing to add and nothing to replace: no snapshot, the files removed."""
+    data_files = [e for e in files if not directory.is_changelog(e.file.file_name)]
+    replaced = None if replacing is None else replacing({e.partition for e in data_files})
+    if not data_files and (replaced is None or not any(replaced(e.partition)
+                                                       for e in directory.live_files(base).values())):
+        directory.discard(files)
+        return None, []
+    return commit_write(directory, files, base, replaced=replaced), data_files
+
+
 class Written(NamedTuple):
     """What `write_rows` committed: its last snapshot (None: nothing), the (partition, bucket)
     pairs it wrote and the rows its data files hold (a key's versions within a write buffer
@@ -699,16 +714,10 @@ def write_rows(directory: TableDirectory, data: Any, kind: RowKind, row_kind_col
 
     def commit() -> Snapshot | None:
         nonlocal rows
-        data_files = [e for e in pending if not directory.is_changelog(e.file.file_name)]
-        replaced = None if replacing is None else replacing({e.partition for e in data_files})
-        if not data_files and (replaced is None or not any(replaced(e.partition) for e in
-                                                           directory.live_files(base).values())):
-            directory.discard(pending)
-            return snapshot  # nothing to add and nothing to replace: no snapshot
-        done = commit_write(directory, pending, base, replaced=replaced)
+        done, data_files = commit_spilled(directory, pending, base, replacing)
         touched.update((e.partition, e.bucket) for e in data_files)
         rows += sum(e.file.row_count for e in data_files)
-        return done
+        return done or snapshot
     try:
         for buffers, files in enumerate(spill(directory, pieces, kind, next_seq, changelog=as_written), start=1):
             pending += files

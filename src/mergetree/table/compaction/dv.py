@@ -132,11 +132,8 @@ def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress
     for e in directory.live_files(base).values():
         by_bucket[(e.partition, e.bucket)].append(e.file)
     # after a write, compact past the trigger — unless batch reads leave level 0 out (a Paimon
-    # table's deletion vectors): then it is resolved now, as Java's lookup writers do, unless the
-    # table's `lookup-compact` is gentle (Java forces it only every few commits of a long-running
-    # writer, which a batch write is not)
-    gentle = str(directory.schema.options.get("lookup-compact", "radical")).strip().lower() == "gentle"
-    forced = directory.options.level0_hidden and not gentle
+    # table's deletion vectors): then it is resolved now, as Java's lookup writers do (unless gentle)
+    forced = directory.options.level0_hidden and not directory.options.lookup_compact_gentle
     trigger = options.num_sorted_run_compaction_trigger if only is not None and not forced else None
     plans = []
     for key in sorted(by_bucket, key=lambda k: (str(k[0]), k[1])):

@@ -99,10 +99,8 @@ def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
         return None, []
     plans: list[BucketCompaction] = []
     # where batch reads leave level 0 out (a Paimon first-row table), it goes up whenever the
-    # rules pick nothing, as Java's ForceUpLevel0Compaction does — after a write unless the
-    # table's `lookup-compact` is gentle (Java then forces it only every few commits of a
-    # long-running writer, which a batch write is not)
-    gentle = str(directory.schema.options.get("lookup-compact", "radical")).strip().lower() == "gentle"
+    # rules pick nothing, as Java's ForceUpLevel0Compaction does (after a write, unless gentle)
+    gentle = directory.options.lookup_compact_gentle
     forced = directory.options.level0_hidden and not full and not (only is not None and gentle)
     for key, found in sorted(bucket_levels(directory, base, only).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         levels, bucket_options = restored_levels(found.all_files(), options)

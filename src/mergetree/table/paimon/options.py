@@ -35,7 +35,7 @@ from ...merge import AGGREGATE_FUNCTIONS
 from ..compaction.planner import parse_memory_size
 
 __all__ = ["EXTERNAL_PATHS", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions", "check_options",
-           "external_paths", "file_index_spec"]
+           "external_paths", "file_index_spec", "is_true"]
 
 ENGINES = {"deduplicate": "deduplicate", "first-row": "first-row", "partial-update": "partial-update",
            "aggregation": "aggregate"}
@@ -113,7 +113,8 @@ class PaimonOptions:
         return self.engine == "first-row"
 
 
-def _true(value: str) -> bool:
+def is_true(value: object) -> bool:
+    """A boolean option's value as Java's option parser reads it (case and spaces aside)."""
     return str(value).strip().lower() == "true"
 
 
@@ -130,7 +131,7 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         value = opts[key]
         if key in _REFUSED_WHEN_TRUE:
             what = _REFUSED_WHEN_TRUE[key]
-            if what is not None and _true(value):
+            if what is not None and is_true(value):
                 raise refuse(key, f"{what} is not supported by mergetree")
             continue
         if key.startswith("fields."):
@@ -193,7 +194,7 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     order = opts.get("sequence.field.sort-order", "ascending").strip().lower()
     if order not in ("ascending", "descending"):
         raise refuse("sequence.field.sort-order", "must be ascending or descending")
-    ignore_delete = any(_true(opts.get(k, "false"))
+    ignore_delete = any(is_true(opts.get(k, "false"))
                         for k in ("ignore-delete", "partial-update.ignore-delete", "first-row.ignore-delete"))
     aggregations: dict[str, str] = {}
     if engine == "aggregate":
@@ -228,8 +229,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
                          opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
                          opts.get("changelog-producer", "none").strip().lower(), opts, order == "descending",
-                         _true(opts.get("deletion-vectors.enabled", "false")),
-                         _true(opts.get("deletion-vectors.merge-on-read", "false")))
+                         is_true(opts.get("deletion-vectors.enabled", "false")),
+                         is_true(opts.get("deletion-vectors.merge-on-read", "false")))
 
 
 def _append_options(opts: dict[str, str], buckets: int, columns: list[str], refuse) -> PaimonOptions:
@@ -246,7 +247,7 @@ def _append_options(opts: dict[str, str], buckets: int, columns: list[str], refu
         unknown = [c for c in bucket_key if c not in columns]
         if unknown:
             raise refuse("bucket-key", f"names columns the table lacks: {unknown}")
-    if _true(opts.get("deletion-vectors.enabled", "false")):
+    if is_true(opts.get("deletion-vectors.enabled", "false")):
         raise refuse("deletion-vectors.enabled", "deletion vectors of append tables (row-level deletes) are not "
                                                  "supported by mergetree")
     fmt = opts.get("file.format", "parquet").strip().lower()
@@ -332,7 +333,7 @@ def _check_field_option(key: str, value: str, columns: list[str], refuse) -> Non
         return
     if option == "sequence-group":
         raise refuse(key, "sequence groups are not supported by mergetree")
-    if option in ("ignore-retract", "distinct") and _true(value):
+    if option in ("ignore-retract", "distinct") and is_true(value):
         raise refuse(key, f"{option} is not supported by mergetree")
     if option == "list-agg-delimiter" and value != ",":
         raise refuse(key, "mergetree's listagg joins with ','")

@@ -55,11 +55,8 @@ from .metadata import (
     bucket_directory_of,
     partition_path,
 )
+from .options import is_true
 from .tables import engine_compacts, engine_writes, table_options, table_schema
-
-
-def _true(value: str) -> bool:
-    return value.strip().lower() == "true"
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
 
@@ -261,7 +258,7 @@ class PaimonSnapshotStore:
     def _index_object(self, partition: tuple, bucket: int, files: list[PaimonFile], name: str) -> str:
         """Where a bucket's new index file goes: ``index/``, or its data files' directory when the
         table keeps index files there (``index-file-in-data-file-dir``), as Paimon's readers look."""
-        if _true(self.schema.options.get("index-file-in-data-file-dir", "false")):
+        if is_true(self.schema.options.get("index-file-in-data-file-dir", "false")):
             return posixpath.join(bucket_directory_of(self.schema, partition, bucket, files), name)
         return f"{INDEX_DIR}/{name}"
 

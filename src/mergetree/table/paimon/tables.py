@@ -26,7 +26,7 @@ from ..options import (
 )
 from ..schema import TableSchema
 from .metadata import PaimonSchema
-from .options import external_paths, file_index_spec
+from .options import external_paths, file_index_spec, is_true
 
 __all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "check_writable", "engine_compacts", "engine_writes",
            "table_options", "table_schema", "write_refusal"]
@@ -81,6 +81,7 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
         sequence_fields=tuple(opts.sequence_fields), sequence_descending=opts.sequence_descending,
         ignore_delete=opts.ignore_delete, level0_hidden=bool(key) and opts.skips_level0,
         row_kind_field=schema.options.get("rowkind.field") or None,
+        lookup_compact_gentle=schema.options.get("lookup-compact", "radical").strip().lower() == "gentle",
         deletion_vectors=opts.deletion_vectors, changelog_producer=opts.changelog_producer, commit_ordered=False)
 
 
@@ -135,26 +136,27 @@ def buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
     return {int(b) for b in buckets_of(columns, types, opts.buckets, function)}
 
 
-def engine_compacts(schema: PaimonSchema) -> bool:
-    """Whether the engine's compaction — the one mergetree's own tables have: the same
-    universal rules, the loser tree, files written with a page index — compacts this table.
-    So far: primary-key tables of Parquet files — first-row and deletion-vector tables with Java's
-    lookup compaction (level 0 forced up; keys held above kept, or their rows marked deleted) —
-    without a changelog produced by compaction, file indexes,
-    external paths, thin-mode files or a data-file directory; the rest compact here (issue 36
-    brings them under the engine)."""
-    opts = schema.checked_options
+def _engine_files(schema: PaimonSchema) -> bool:
+    """Whether the engine's Parquet writer makes this table's data files as Java would: Parquet,
+    with their key copies, in the table's own directories, without file indexes (ORC, thin mode,
+    external paths, a data-file directory and file indexes are still `mergetree.paimon`'s)."""
     options = schema.options
-    return (bool(schema.primary_keys) and not opts.append
-            and opts.changelog_producer in ("none", "input")
-            and opts.file_format == "parquet" and external_paths(options) is None
+    return (schema.checked_options.file_format == "parquet" and external_paths(options) is None
             and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
-            and options.get("data-file.thin-mode", "false").strip().lower() != "true"
+            and not is_true(options.get("data-file.thin-mode", "false"))
             and not options.get("data-file.path-directory"))
 
 
-def _true(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
+def engine_compacts(schema: PaimonSchema) -> bool:
+    """Whether the engine's compaction — the one mergetree's own tables have: the same
+    universal rules, the loser tree, files written with a page index — compacts this table.
+    So far: primary-key tables — first-row and deletion-vector tables with Java's lookup
+    compaction (level 0 forced up; keys held above kept, or their rows marked deleted) —
+    without a changelog produced by compaction, whose files the engine writes (`_engine_files`);
+    the rest compact here (issue 36 brings them under the engine)."""
+    opts = schema.checked_options
+    return (bool(schema.primary_keys) and not opts.append and opts.changelog_producer in ("none", "input")
+            and _engine_files(schema))
 
 
 def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
@@ -163,18 +165,18 @@ def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
     opts = schema.options
     if opts.get("metadata.iceberg.storage", "disabled").strip().lower() not in ("disabled", ""):
         return "metadata.iceberg.storage", "each commit must also write Iceberg metadata, which mergetree does not"
-    if _true(opts.get("metastore.partitioned-table", "false")):
+    if is_true(opts.get("metastore.partitioned-table", "false")):
         return "metastore.partitioned-table", "new partitions must be registered in the Hive metastore"
     if opts.get("tag.automatic-creation", "none").strip().lower() != "none":
         return "tag.automatic-creation", "commits must create tags automatically"
     if opts.get("partition.expiration-time"):
         return "partition.expiration-time", "commits must expire old partitions"
-    if _true(opts.get("lock.enabled", "false")):
+    if is_true(opts.get("lock.enabled", "false")):
         return "lock.enabled", "commits must hold the catalog's lock"
     if opts.get("changelog-producer", "none").strip().lower() not in ("none", "input"):
         return "changelog-producer", ("its changelog is produced by Java's compaction (lookup, full-compaction), "
                                       "which mergetree does not do")
-    if _true(opts.get("sequence.snapshot-ordering", "false")):
+    if is_true(opts.get("sequence.snapshot-ordering", "false")):
         return "sequence.snapshot-ordering", "its files' sequence numbers are stamped with the commit's snapshot id"
     options = schema.checked_options  # refuses what reads refuse: dynamic/postpone buckets, ...
     if options.append and options.buckets == -1:
@@ -202,13 +204,7 @@ def check_writable(schema: PaimonSchema, name: str) -> None:
 def engine_writes(schema: PaimonSchema) -> bool:
     """Whether the engine's write path — the one mergetree's own tables have: the input
     streamed through the write buffer, folded per bucket, level-0 files, a commit renumbered
-    after a lost race — writes this table.  So far: Parquet files with their key copies, in the
-    table's own directories, without file indexes; the rest are written by
-    `mergetree.paimon` (issue 36 brings them here)."""
-    opts = schema.checked_options
-    options = schema.options
-    return (write_refusal(schema) is None and opts.file_format == "parquet"
-            and external_paths(options) is None
-            and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
-            and not _true(options.get("data-file.thin-mode", "false"))
-            and not options.get("data-file.path-directory"))
+    after a lost race — writes this table: one mergetree may write at all, whose files the engine
+    writes (`_engine_files`); the rest are written by `mergetree.paimon` (issue 36 brings them
+    here)."""
+    return write_refusal(schema) is None and _engine_files(schema)
