@@ -623,12 +623,30 @@ class _Table:
         return self.workload.live_keys(self.commits)
 
 
+def _plan(warehouse: str, identifier: str):
+    """The engine's plan of a read of the table's latest snapshot: every live data file, by
+    (partition, bucket), each a `DataFileMeta` whose `origin` is the Paimon file."""
+    from mergetree.paimon.handle import PaimonTableHandle
+
+    return PaimonTableHandle(warehouse, None, identifier).at().plan()
+
+
+def _reads_files_alone(bucket) -> bool:
+    """Whether each file of a planned bucket is read on its own, its deletion vector applied (no
+    merge): every file resolved (deletion vectors on, above level 0, no retractions) and a
+    section of its own, so that the read splits it into a plan per file with nothing to merge."""
+    from mergetree.table.read.split import split_by_file
+
+    alone, merged = split_by_file(bucket)
+    return all(m.resolved for m in bucket.files) and merged is None and \
+        all(len(section) == 1 and len(section[0]) == 1 for section in bucket.sections) and \
+        len(alone) == len(bucket.files)
+
+
 def _shape(warehouse: str, identifier: str) -> dict:
     """The live data files: paths, rows, the snapshot, and the most sorted runs a bucket holds
     (each level-0 file is a run, each other level one run)."""
-    from mergetree.paimon.read import plan_read
-
-    plan = plan_read(warehouse, identifier)
+    plan = _plan(warehouse, identifier)
     runs = [sum(1 for f in b.files if f.level == 0) + len({f.level for f in b.files if f.level > 0})
             for b in plan.buckets]
     overlapping = 0
@@ -636,8 +654,8 @@ def _shape(warehouse: str, identifier: str) -> dict:
         ordered = sorted(b.files, key=lambda f: f.min_key)
         overlapping += sum(1 for a, c in itertools.pairwise(ordered) if not a.max_key < c.min_key)
     return {"files": len(plan.files), "file_rows": sum(f.row_count for f in plan.files),
-            "max_runs": max(runs, default=0), "paths": [f.path for f in plan.files],
-            "snapshot": None if plan.snapshot is None else int(plan.snapshot["id"]),
+            "max_runs": max(runs, default=0), "paths": [f.origin.path for f in plan.files],
+            "snapshot": plan.snapshot_id,
             "levels": sorted({f.level for f in plan.files}), "overlapping": overlapping}
 
 
@@ -920,7 +938,6 @@ def _compact_step(table: _Table, operation: str, phase: str, full: bool) -> Paim
     the small commits in deletion-vector mode, every bucket read file by file (no merge) with
     exactly the live keys left once the vectors are applied."""
     from mergetree.paimon import compact
-    from mergetree.paimon.read import plan_read
     from mergetree.table.paimon.metadata import PaimonTable
 
     result = table.result(MERGETREE, operation, phase)
@@ -950,7 +967,7 @@ def _compact_step(table: _Table, operation: str, phase: str, full: bool) -> Paim
                             + (f", {marked:,} rows marked in deletion vectors" if phase == DV else "")
                             + f"; the top level: {len(top)} files, {groups} row groups of "
                               f"{sum(f.row_count for f in top) / max(groups, 1):,.0f} rows on average")
-        plan = plan_read(table.warehouse, table.identifier)
+        plan = _plan(table.warehouse, table.identifier)
         runs = [sum(1 for f in b.files if f.level == 0) + len({f.level for f in b.files if f.level > 0})
                 for b in plan.buckets]
         result.max_runs = max(runs, default=0)
@@ -960,7 +977,7 @@ def _compact_step(table: _Table, operation: str, phase: str, full: bool) -> Paim
             result.check = "wrong: level-0 files are left after the compaction"
         elif full and (len(levels) != 1 or sum(after.values()) != table.workload.rows_per_commit[0]):
             result.check = f"wrong: the base compacted into levels {levels}, {sum(after.values()):,} rows"
-        elif operation == COMPACT_DV and phase == DV and not all(plan.reads_files_alone(b) for b in plan.buckets):
+        elif operation == COMPACT_DV and phase == DV and not all(_reads_files_alone(b) for b in plan.buckets):
             result.check = "wrong: after the compaction some bucket still needs a merge (no deletion vectors?)"
         elif operation == COMPACT_DV and phase == DV and live != table.live_keys:
             result.check = f"wrong: {live:,} rows are live once the vectors are applied, expected {table.live_keys:,}"

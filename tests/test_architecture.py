@@ -138,6 +138,35 @@ def test_no_module_reaches_into_another_modules_private_names():
     assert not wrong, wrong
 
 
+# what reading, merging, planning a read, compacting and computing changes take: the engine's
+# (`mergetree.table`), which `mergetree.paimon` may only call through its entry points
+ENGINE_INTERNALS = ("mergetree._core", "mergetree.merge.", "mergetree.table.files", "mergetree.table.read",
+                    "mergetree.table.changes", "mergetree.table.compaction.dv", "mergetree.table.paimon.files",
+                    "mergetree.table.paimon.writer")
+FILE_FORMATS = ("pyarrow.parquet", "pyarrow.orc", "pyarrow.dataset")
+
+
+def test_one_engine_no_read_compaction_or_change_code_under_paimon():
+    """`mergetree.paimon` is Paimon's front door, not a second engine: it reads no data file,
+    merges nothing, plans no read and computes no change itself — it calls `Table` and the
+    engine's write and compaction entry points, which run every table of either format."""
+    mods = modules()
+    wrong = []
+    for name, path in mods.items():
+        if not name.startswith("mergetree.paimon"):
+            continue
+        for target, _ in imports_of(name, path, set(mods)):
+            if target.startswith(ENGINE_INTERNALS):
+                wrong.append(f"{name} imports {target}")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            wrong += [f"{name} imports {n}" for n in names if n.startswith(FILE_FORMATS)]
+    assert not wrong, wrong
+    assert {n for n in mods if n.startswith("mergetree.paimon.")} <= {
+        "mergetree.paimon.create", "mergetree.paimon.handle", "mergetree.paimon.info", "mergetree.paimon.write"}
+
+
 def test_every_public_module_declares_all():
     missing = []
     for name, path in modules().items():

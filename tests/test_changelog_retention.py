@@ -46,19 +46,15 @@ def _file_rows(directory: TableDirectory, rows: pa.Table, first_seq: int, kinds:
 def commit_with_changelog(table: Table, ids: list[int], value: str) -> Snapshot:
     """Upsert `ids` with `value` in one commit whose changelog file holds the same rows as +I."""
     directory = table.directory
-    store, storage = directory.store, directory.storage
+    store = directory.store
     latest = directory.latest_snapshot()
     live = directory.live_files(latest)
     first = max((e.file.max_seq for e in live.values()), default=-1) + 1
     rows = pa.table({"id": pa.array(sorted(ids), pa.int64()), "v": [value] * len(ids)})
     physical = _file_rows(directory, rows, first, [0] * len(ids))
-    bucket = directory.bucket_directory((), 0)
-    data = write_data_file(storage, bucket, physical, directory.schema, 0, directory.options)
-    written = write_data_file(storage, bucket, physical, directory.schema, 0, directory.options)
-    name = paths.changelog_file_name(bucket)
-    storage.write(name, storage.read(written.file_name))  # the same rows, under a changelog file's name
-    storage.delete(written.file_name)
-    changelog = dataclasses.replace(written, file_name=name)
+    data = write_data_file(directory.opener((), 0, 0), physical)
+    changelog = write_data_file(lambda: directory.open_file((), 0, 0, changelog=True), physical)
+    assert paths.is_changelog_file(changelog.file_name, ())  # the same rows, in a changelog file
     return store.commit(latest.id if latest else None, [FileEntry((), 0, data)], [], "APPEND",
                         directory.schema.schema_id, changelog=[FileEntry((), 0, changelog)])
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
@@ -26,9 +27,14 @@ import mergetree.paimon as mp
 from mergetree import CompactionConflictError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
 from mergetree.codec.binary_row import decode_row, encode_row
 from mergetree.codec.types import parse_type
-from mergetree.paimon.compact import commit_compaction, plan_compaction, rewrite_bucket
+from mergetree.paimon.handle import PaimonTableHandle
+from mergetree.table.compaction.runner import execute_unit, plan_units
+from mergetree.table.compaction.transaction import rewrite_transaction
+from mergetree.table.directory import TableDirectory
+from mergetree.table.files import DataFileMeta, remove_uncommitted
 from mergetree.table.paimon.metadata import PaimonTable
 from mergetree.table.paimon.options import check_options
+from mergetree.table.snapshots import FileEntry, Snapshot
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("region", pa.string()), ("amount", pa.decimal128(12, 2)), ("ts", pa.timestamp("us")),
@@ -210,11 +216,10 @@ def test_time_travel_filters_and_projection(tmp_path: Path) -> None:
         got = mp.read(str(wh), name, columns=["id", "region", "name", "v"], filter=f)
         assert got.schema.names == ["id", "region", "name", "v"]
         assert rows(got, key) == rows(want.select(["id", "region", "name", "v"]), key)
-    point = mp.plan_read if hasattr(mp, "plan_read") else None
-    assert point is None  # plan_read stays in mergetree.paimon.read, not the package's public face
-    from mergetree.paimon.read import plan_read
-    plan = plan_read(str(wh), name, filter=[("region", "=", "r1"), ("id", "=", 4)])
+    assert not hasattr(mp, "plan_read")  # planning is the engine's (`Table.plan`), not the package's public face
+    plan = PaimonTableHandle(str(wh), None, name).at().plan(filter=[("region", "=", "r1"), ("id", "=", 4)])
     assert plan.files_total > len(plan.files)  # partition and key statistics pruned files
+    assert plan.steps["partition"].files > 0 and plan.steps["min/max"].files > 0
 
 
 @needs_pypaimon
@@ -234,34 +239,37 @@ def test_compaction_by_the_universal_rules(tmp_path: Path) -> None:
 
 @needs_pypaimon
 def test_compaction_conflicts_and_rebases(tmp_path: Path) -> None:
+    """The engine's compaction run stepwise (plan, rewrite every bucket, commit) with another
+    commit in between: one that replaced its inputs makes the commit conflict, and nothing the
+    rewrite wrote is left behind; one that kept them (an append) is rebased upon."""
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
     commits = _commits(21, 4, 100, False, False)
     write_paimon(work, wh, name, commits, ["name", "id"], [], {"bucket": "2"})
     files_before = set(_data_files(wh))
 
     # a compaction whose inputs another compaction replaced: aborted, nothing left behind
-    job = plan_compaction(str(wh), name, full=True)
-    assert job is not None
-    changes, written = rewrite_all(job)
+    job = rewrite_all(str(wh), name, full=True)
+    assert job is not None and job.new_files
+    written = job.written
+    assert all(os.path.exists(p) for p in written) and not files_before & set(written)
     assert mp.compact(str(wh), name, full=True) is not None
     latest = PaimonTable.open(str(wh), name).latest_snapshot_id()
+    files_now = set(_data_files(wh))
     with pytest.raises(CompactionConflictError, match="replaced"):
-        try:
-            commit_compaction(job, changes, written)
-        except BaseException:
-            for p in written:
-                os.unlink(p) if os.path.exists(p) else None
-            raise
+        job.commit()
     assert PaimonTable.open(str(wh), name).latest_snapshot_id() == latest
+    assert not any(os.path.exists(p) for p in written)  # the lost rewrite's files are removed
+    assert set(_data_files(wh)) == files_now - set(written)
 
     # a compaction that lost the race to an append that kept its inputs: rebased on top of it
     write_paimon(work, wh, name, _commits(22, 5, 100, False, False), ["name", "id"], [], {"bucket": "2"})
-    job = plan_compaction(str(wh), name, full=True)
+    job = rewrite_all(str(wh), name, full=True)
     assert job is not None
-    changes, written = rewrite_all(job)
     extra = _commits(23, 1, 100, False, False)
     write_paimon(work, wh, name, extra, ["name", "id"], [], {"bucket": "2"})
-    commit_compaction(job, changes, written)
+    appended = PaimonTable.open(str(wh), name).latest_snapshot_id()
+    snapshot = job.commit()
+    assert snapshot is not None and snapshot.id == appended + 1 and snapshot.commit_kind == "COMPACT"
     expected = model("deduplicate", commits + _commits(22, 5, 100, False, False) + extra, ["name", "id"])
     assert rows(mp.read(str(wh), name), ["name", "id"]) == expected
     assert rows(pypaimon_read(wh, name, work), ["name", "id"]) == expected
@@ -300,10 +308,60 @@ def test_files_of_an_older_schema_are_mapped_by_field_id(tmp_path: Path) -> None
     assert rows(got, key) == [{k: r[k] for k in ("id", "name", "memo")} for r in rows(ours, key) if r["id"] < 30]
 
 
-def rewrite_all(job) -> tuple[list, list[str]]:
-    """Every bucket of a compaction job rewritten, uncommitted: (bucket changes, written paths)."""
-    written: list[str] = []
-    return [rewrite_bucket(job, bucket, plan, written) for bucket, plan in job.plans], written
+@dataclass
+class Rewritten:
+    """A compaction carried out by the engine's steps and not committed yet: every unit of
+    `plan_units` (one per bucket that needs it) executed by `execute_unit`, as the Spark job
+    runs them apart; `commit` is the driver's commit."""
+
+    directory: TableDirectory
+    base_id: int
+    adds: list[FileEntry]
+    deletes: list[FileEntry]
+    indexes: list[str]  # deletion-vector index files written (object names under the table)
+
+    @property
+    def new_files(self) -> list[DataFileMeta]:
+        """The data files the rewrite wrote (a file moved to another level is an input)."""
+        inputs = {e.file.file_name for e in self.deletes}
+        return [e.file for e in self.adds if e.file.file_name not in inputs]
+
+    @property
+    def written(self) -> list[str]:
+        """Where the new data files and index files are (local paths, or object locations)."""
+        return [m.origin.path for m in self.new_files] + [self.directory.store.table.full(i)
+                                                          for i in self.indexes]
+
+    def commit(self) -> Snapshot | None:
+        """Commit over the base snapshot as the engine commits a compaction (rebased over commits
+        that kept every input; one that replaced an input raises `CompactionConflictError`).  On
+        any failure the new data files are removed by the transaction, the index files as
+        `compact_dv` removes them."""
+        try:
+            with rewrite_transaction(self.directory, self.base_id) as rewrite:
+                rewrite.replace(self.deletes, self.adds)
+                return rewrite.commit()
+        except BaseException:
+            remove_uncommitted(self.directory.storage, self.indexes)
+            raise
+
+
+def rewrite_all(warehouse: object, name: str | None, full: bool = False,
+                storage_options: dict | None = None) -> Rewritten | None:
+    """Every bucket of a compaction of the table rewritten by the engine, uncommitted (None:
+    nothing to compact)."""
+    directory = PaimonTableHandle(warehouse, storage_options, name).at().directory
+    base, units = plan_units(directory, None, full)
+    if base is None or not units:
+        return None
+    adds: list[FileEntry] = []
+    deletes: list[FileEntry] = []
+    indexes: list[str] = []
+    for unit in units:
+        added, deleted = execute_unit(directory, unit, None, indexes)
+        adds += added
+        deletes += deleted
+    return Rewritten(directory, base.id, adds, deletes, indexes)
 
 
 def _data_files(wh: Path) -> list[str]:
@@ -518,7 +576,6 @@ def test_bucket_of_matches_paimon_and_prunes_point_reads(tmp_path: Path) -> None
     """Every row pypaimon wrote sits in the bucket `bucket_of` computes for its key (long and
     short strings, integers, decimals, timestamps, dates), so a point read opens one bucket."""
     from mergetree.codec.buckets import bucket_of
-    from mergetree.paimon.read import plan_read
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.k"
     schema = pa.schema([("s", pa.string()), ("i", pa.int32()), ("d", pa.decimal128(20, 3)),
                         ("t", pa.timestamp("us")), ("day", pa.date32()), ("v", pa.float64())])
@@ -542,8 +599,9 @@ def test_bucket_of_matches_paimon_and_prunes_point_reads(tmp_path: Path) -> None
     assert checked == 300
     for r in data.slice(0, 40).to_pylist():
         f = [(c, "=", r[c]) for c in key]
-        plan = plan_read(str(wh), name, filter=f)
+        plan = PaimonTableHandle(str(wh), None, name).at().plan(filter=f)
         assert len({b.bucket for b in plan.buckets}) == 1
+        assert plan.pruned_buckets == 4  # by Paimon's bucket function, before any statistics
         assert mp.read(str(wh), name, filter=f).to_pylist() == [r]
 
 
@@ -565,9 +623,9 @@ def test_orc_tables_read_and_compact(tmp_path: Path) -> None:
 
 @needs_pypaimon
 def test_key_filtered_reads_of_large_row_groups(tmp_path: Path) -> None:
-    """pypaimon writes one row group per file: key filters locate rows by the key column
-    (binary search for a numeric key, the filter otherwise) and stop decoding early; every
-    answer equals the filtered full read."""
+    """pypaimon writes one row group per file: a point read searches such a row group by its
+    key columns and decodes the rest only up to the last row found (`read.point`); every key
+    filter's answer equals the filtered full read."""
     wh, work = tmp_path / "wh", tmp_path / "work"
     rng = np.random.default_rng(5)
     n = 80_000
@@ -579,7 +637,7 @@ def test_key_filtered_reads_of_large_row_groups(tmp_path: Path) -> None:
     write_paimon(work, wh, "db.num", commits, ["id"], [], {"bucket": "1"})
     write_paimon(work, wh, "db.str", [t.drop_columns(["id"]).group_by("s").aggregate([("v", "max"), ("c", "max")])
                                       .rename_columns(["s", "v", "c"]) for t in commits], ["s"], [], {"bucket": "1"})
-    from mergetree.table.paimon.files import LARGE_ROW_GROUP
+    from mergetree.table.read.point import LARGE_ROW_GROUP
     assert max(f.row_count for f in PaimonTable.open(str(wh), "db.num").live_files(
         PaimonTable.open(str(wh), "db.num").resolve(None))) > LARGE_ROW_GROUP
     full = mp.read(str(wh), "db.num")
@@ -587,7 +645,10 @@ def test_key_filtered_reads_of_large_row_groups(tmp_path: Path) -> None:
     probes = [int(ids[0]), int(ids[-1]), int(np.sort(ids)[1234]), n * 2 + 5, -1]
     for k in probes:
         want = full.filter(pa.compute.equal(full.column("id"), k))
-        assert mp.read(str(wh), "db.num", filter=("id", "=", k)).sort_by("id").equals(want.sort_by("id"))
+        handle = PaimonTableHandle(str(wh), None, "db.num")
+        assert handle.read(filter=("id", "=", k)).sort_by("id").equals(want.sort_by("id"))
+        if want.num_rows:  # every file it opened searched by the key column
+            assert handle.last_read.point_files == handle.last_read.files_read > 0
     for f in [[("id", ">=", 1000), ("id", "<", 1200)], [("id", ">", 159_990)], [("id", "<=", 3)],
               ("id", "in", probes), [("id", ">", 50), ("id", "<", 40)], ("id", "=", 2.0)]:
         from mergetree.table import filters as flt
@@ -613,20 +674,59 @@ def test_errors_with_keyword_fields_survive_pickling() -> None:
 
 @needs_pypaimon
 def test_compaction_honours_compression_options(tmp_path: Path) -> None:
+    import dataclasses
+
     import pyarrow.parquet as pq
 
-    from mergetree.paimon.compact import compression_for
-    assert compression_for({}, 3) == ("zstd", 1)
-    assert compression_for({"file.compression": "none"}, 1) == (None, None)
-    assert compression_for({"file.compression": "zstd", "file.compression.per.level": "0:lz4,5:snappy"}, 5) == \
-        ("snappy", None)
-    with pytest.raises(UnsupportedPaimonFeatureError, match="file.compression"):
-        compression_for({"file.compression": "lzo"}, 1)
+    from mergetree.table.paimon.store import paimon_directory
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
     commits = _commits(81, 3, 60, False, False)
     write_paimon(work, wh, name, commits, ["name", "id"], [], {"bucket": "2", "file.compression": "snappy"})
+    t = PaimonTable.open(str(wh), name)
+    schema = t.schema()
+    plain = {k: v for k, v in schema.options.items() if not k.startswith("file.compression")}
+
+    def codecs(options: dict) -> list[str]:
+        """The codec the engine writes at levels 0..5 of the table under these options."""
+        directory = paimon_directory(t, dataclasses.replace(schema, options={**plain, **options}))
+        return [directory.options.codec_for(level) for level in range(6)]
+    assert codecs({}) == ["zstd"] * 6  # Paimon's default at every level (not mergetree's own 0:lz4)
+    assert codecs({"file.compression": "none"}) == ["none"] * 6
+    assert codecs({"file.compression": "snappy"}) == ["snappy"] * 6
+    assert codecs({"file.compression": "zstd", "file.compression.per.level": "0:lz4,5:snappy"}) == \
+        ["lz4", "zstd", "zstd", "zstd", "zstd", "snappy"]
+    # a codec mergetree does not write (Java's lzo), ORC without brotli, a zstd level that is no
+    # number: writes and compactions are refused by name, before anything is written
+    from mergetree.table.paimon.tables import commit_refusal
+    for bad, key in (({"file.compression": "lzo"}, "file.compression"),
+                     ({"file.compression.per.level": "0:lz4,3:lzo"}, "file.compression.per.level"),
+                     ({"file.format": "orc", "file.compression": "brotli"}, "file.compression"),
+                     ({"file.compression.zstd-level": "high"}, "file.compression.zstd-level")):
+        refused = dataclasses.replace(schema, options={**plain, **bad})
+        for kind in ("APPEND", "COMPACT"):
+            assert f"option {key!r}" in (commit_refusal(refused, kind, name) or "")
+
     assert mp.compact(str(wh), name, full=True) is not None
     t = PaimonTable.open(str(wh), name)
     for f in t.live_files(t.resolve(None)):
         assert pq.ParquetFile(f.path).metadata.row_group(0).column(0).compression == "SNAPPY"
     assert rows(pypaimon_read(wh, name, work), ["name", "id"]) == model("deduplicate", commits, ["name", "id"])
+
+    # the table altered to lzo: a compaction and a write are refused, nothing written; to zstd
+    # level 3: the files are zstd (pypaimon reads them)
+    more = _commits(82, 1, 60, False, False)
+    write_paimon(work, wh, name, more, ["name", "id"], [], {"bucket": "2", "file.compression": "snappy"})
+    _alter(wh, name, {"file.compression": "lzo"})
+    files = sorted(str(p) for p in Path(t.path).rglob("*"))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="'file.compression' = 'lzo'"):
+        mp.compact(str(wh), name, full=True)
+    with pytest.raises(UnsupportedPaimonFeatureError, match="'file.compression' = 'lzo'"):
+        mp.write(str(wh), name, more[0])
+    assert sorted(str(p) for p in Path(t.path).rglob("*")) == files
+    _alter(wh, name, {"file.compression": "zstd", "file.compression.zstd-level": "3"})
+    assert mp.compact(str(wh), name, full=True) is not None
+    t = PaimonTable.open(str(wh), name)
+    for f in t.live_files(t.resolve(None)):
+        assert pq.ParquetFile(f.path).metadata.row_group(0).column(0).compression == "ZSTD"
+    assert rows(pypaimon_read(wh, name, work), ["name", "id"]) == model("deduplicate", commits + more,
+                                                                        ["name", "id"])

@@ -146,10 +146,15 @@ def test_a_killed_engine_compaction_leaves_a_readable_table(tmp_path) -> None:
     ({"merge-engine": "first-row"}, True),
     ({"merge-engine": "partial-update"}, True),
     ({"sequence.field": "v"}, True),
-    ({"file-index.bloom-filter.columns": "v"}, False),
-    ({"file.format": "orc"}, False),
+    ({"file-index.bloom-filter.columns": "v"}, True),
+    ({"file.format": "orc"}, True),
+    ({"data-file.thin-mode": "true"}, True),
+    ({"data-file.path-directory": "data"}, True),
+    ({"changelog-producer": "input"}, True),
+    ({"changelog-producer": "lookup"}, False),
+    ({"changelog-producer": "full-compaction"}, False),
 ])
-def test_which_tables_the_engine_compacts_so_far(tmp_path, options, by_engine) -> None:
+def test_which_tables_the_engine_compacts(tmp_path, options, by_engine) -> None:
     from mergetree.paimon.create import create_table
     options = dict(options)
     engine = options.pop("merge-engine", "deduplicate")
@@ -161,26 +166,35 @@ def test_which_tables_the_engine_compacts_so_far(tmp_path, options, by_engine) -
 
 
 @needs_pypaimon
-def test_the_engine_refuses_what_it_does_not_do_yet_before_writing(tmp_path) -> None:
-    """Through the handle's engine view (`at`): a write and a compaction of a table the engine
-    does not write or compact yet (a file index Java consults) are refused before anything is
-    written; `mergetree.paimon` writes and compacts it."""
+def test_the_engine_refuses_what_java_would_do_more_for_before_writing(tmp_path) -> None:
+    """A compaction whose changelog Java's compaction would produce (``changelog-producer``
+    lookup), and an append table's compaction, are refused by name before anything is written;
+    the table stays as it was, readable by pypaimon."""
     from mergetree import UnsupportedPaimonFeatureError
     from mergetree.paimon.handle import PaimonTableHandle
     commits, model = _commits(9, 3, False)
     wh, work = tmp_path / "wh", tmp_path / "work"
     write_paimon(work, wh, TABLE, commits, ["p", "k"], partition_keys=["p"],
-                 options=dict(OPTIONS, **{"file-index.bloom-filter.columns": "v"}))
+                 options=dict(OPTIONS, **{"changelog-producer": "lookup"}))
     root = wh / "db.db" / "t"
     files = sorted(str(p) for p in root.rglob("*"))
     engine = PaimonTableHandle(wh, None, TABLE).at()
-    with pytest.raises(UnsupportedPaimonFeatureError, match="does not write to Paimon table db.t yet"):
-        engine.write(commits[0])
-    with pytest.raises(UnsupportedPaimonFeatureError, match="does not compact Paimon table db.t yet"):
+    with pytest.raises(UnsupportedPaimonFeatureError, match="cannot compact Paimon table db.t: option "
+                                                             "'changelog-producer' = 'lookup'"):
         engine.compact(full=True)
+    with pytest.raises(UnsupportedPaimonFeatureError, match="'changelog-producer' = 'lookup'"):
+        mp.compact(wh, TABLE, full=True)
+    with pytest.raises(UnsupportedPaimonFeatureError, match="'changelog-producer' = 'lookup'"):
+        engine.write(commits[0])
     assert sorted(str(p) for p in root.rglob("*")) == files
-    assert mp.compact(wh, TABLE, full=True) is not None
     assert _rows(mp.read(wh, TABLE)) == _model_rows(model) == _rows(pypaimon_read(wh, TABLE, work))
+    appended = [pa.table({"k": [1, 2], "v": ["a", "b"]}), pa.table({"k": [3], "v": ["c"]})]
+    write_paimon(work, wh, "db.a", appended, [], options={"bucket": "-1"})
+    root = wh / "db.db" / "a"
+    files = sorted(str(p) for p in root.rglob("*"))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="cannot compact Paimon table db.a: it is an append table"):
+        mp.compact(wh, "db.a", full=True)
+    assert sorted(str(p) for p in root.rglob("*")) == files
 
 
 @needs_pypaimon

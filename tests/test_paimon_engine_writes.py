@@ -5,6 +5,8 @@ their sequence numbers; its manifests have no shift), overwrites, and the same `
 mergetree's own tables.  Checked against a model, and by pypaimon reading what was written."""
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -380,3 +382,63 @@ def test_a_nan_partition_is_one_partition(tmp_path, paimon: bool) -> None:
     ranges = sorted((e.file.min_seq, e.file.max_seq) for e in files.live_files(files.latest_snapshot()).values()
                     if e.partition[0] != 1.0)
     assert ranges == [(0, 0), (1, 1)]
+
+
+@needs_pypaimon
+@pytest.mark.parametrize("options", [
+    {"file.format": "orc"},
+    {"data-file.thin-mode": "true"},
+    {"file-index.bloom-filter.columns": "v", "file-index.bloom-filter.v.items": "100",
+     "file-index.bitmap.columns": "v", "file-index.in-manifest-threshold": "64kb"},  # embedded in the manifest
+    {"file-index.bloom-filter.columns": "v", "file-index.in-manifest-threshold": "1b"},  # a `.index` file
+    {"data-file.path-directory": "data"},
+    {"data-file.external-paths.strategy": "entropy-inject"},
+    {"file.format": "orc", "data-file.thin-mode": "true", "data-file.path-directory": "data",
+     "deletion-vectors.enabled": "true"},
+], ids=["orc", "thin", "embedded-index", "index-file", "path-directory", "external", "orc-thin-dir-dv"])
+def test_every_file_layout_on_the_engine_in_one_process(tmp_path, options) -> None:
+    """Writes, deletes and compactions, one after the other in one process and through one
+    handle, of tables whose files the previous Paimon-only writer made (ORC, thin mode, file
+    indexes, external paths, a data-file directory): each new file is where its manifest entry
+    says, in the table's layout, and mergetree and pypaimon read the model after every step."""
+    from mergetree.paimon.handle import PaimonTableHandle
+    options = dict(options)
+    if "data-file.external-paths.strategy" in options:
+        options["data-file.external-paths"] = f"file://{tmp_path / 'ext1'},file://{tmp_path / 'ext2'}"
+    wh, name = _table(tmp_path, **options, **{"num-sorted-run.compaction-trigger": "2"})
+    engine = PaimonTableHandle(wh, None, name).at()
+    model: dict = {}
+    for step in range(5):
+        rows = _rows(range(step * 7, step * 7 + 40), p="ab"[step % 2], v=f"s{step}")
+        engine.write(rows)
+        model.update({(r["p"], r["id"]): r["v"] for r in rows.to_pylist()})
+        if step % 2:
+            gone = _rows(range(step * 7, step * 7 + 5), p="ab"[step % 2])
+            engine.delete(gone.select(["p", "id"]))
+            for r in gone.to_pylist():
+                model.pop((r["p"], r["id"]), None)
+        engine.compact(full=step == 4)
+        got = {(r["p"], r["id"]): r["v"] for r in engine.read().to_pylist()}
+        assert got == model
+    t = PaimonTable.open(wh, name)
+    files = t.live_files(t.resolve(None))
+    assert any(f.level > 0 for f in files)
+    for f in files:
+        assert os.path.exists(f.path), f.path
+        suffix = ".orc" if options.get("file.format") == "orc" else ".parquet"
+        assert f.file_name.endswith(suffix)
+        record = f.record["_FILE"]
+        if "data-file.path-directory" in options:
+            assert f.name is not None and f.name.startswith("data/")
+        if "data-file.external-paths" in options:
+            assert record["_EXTERNAL_PATH"] and not f.path.startswith(wh)
+        if options.get("file-index.in-manifest-threshold") == "1b":
+            assert record["_EXTRA_FILES"] == [f.file_name + ".index"]
+            assert os.path.exists(f.path + ".index")
+        elif "file-index.bloom-filter.columns" in options:
+            assert record["_EMBEDDED_FILE_INDEX"]
+        if options.get("data-file.thin-mode") == "true" and suffix == ".parquet":
+            assert not [c for c in pq.read_schema(f.path).names if c.startswith("_KEY_")]
+    (tmp_path / "work").mkdir()
+    expected = {(r["p"], r["id"]): r["v"] for r in pypaimon_read(tmp_path / "wh", name, tmp_path / "work").to_pylist()}
+    assert expected == model == _state(wh, name)

@@ -24,8 +24,11 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 import mergetree.paimon as mp
 from mergetree import SchemaMismatchError, UnsupportedPaimonFeatureError
 from mergetree.codec.types import evolve, parse_type
-from mergetree.paimon.read import _file_batches, _file_stats, _needed_columns, plan_read
+from mergetree.paimon.handle import PaimonTableHandle
+from mergetree.table.directory import TableDirectory
+from mergetree.table.files import DataFileMeta, read_data_file
 from mergetree.table.paimon.metadata import PaimonTable
+from mergetree.table.paimon.store import FileStats
 
 # -- the cast rules, value by value ---------------------------------------------------------
 
@@ -302,9 +305,10 @@ def model(history: list[tuple[int, list[dict]]], version: int) -> list[dict]:
                                                                       HISTORY["K"][version][0]])
 
 
-def _rows_of(plan, pf) -> list[dict]:
-    """A data file's rows as the read maps them (every column of the read schema)."""
-    return pa.Table.from_batches(list(_file_batches(plan, pf, _needed_columns(plan), None, 1024))).to_pylist()
+def _rows_of(directory: TableDirectory, meta: DataFileMeta) -> list[dict]:
+    """A data file's rows as the engine's read maps them (every column of the read schema's
+    file layout)."""
+    return pa.Table.from_batches(list(read_data_file(directory.storage, meta, None, batch_rows=1024))).to_pylist()
 
 
 def _schema_ids(wh: Path, name: str) -> dict[str, int]:
@@ -362,17 +366,22 @@ def test_seven_schema_versions_read_and_compact_like_the_model(tmp_path: Path) -
     # value statistics of files of older schemas (those of the compaction under schema 3:
     # pypaimon keeps none for a table with a nested column): by field id, only where the type
     # is unchanged since
-    plan = plan_read(str(wh), name)
-    old_files = [pf for pf in plan.files if pf.schema_id < latest.id and pf.record["_FILE"]["_VALUE_STATS_COLS"]]
+    engine = PaimonTableHandle(str(wh), None, name).at()
+    plan = engine.plan()
+    assert len(plan.files) == plan.files_total  # nothing pruned: every live file
+    old_files = [m for m in plan.files if m.origin.file.schema_id < latest.id
+                 and m.origin.file.record["_FILE"]["_VALUE_STATS_COLS"]]
     assert old_files
-    for pf in old_files:
-        stats = _file_stats(plan, pf)
-        same = {h[V - 1][0] for c, h in HISTORY.items() if h[pf.schema_id] is not None and h[V - 1] is not None
-                and h[pf.schema_id][1] == h[V - 1][1] and not h[V - 1][1].startswith("ROW")}
-        assert set(stats) == same, pf.schema_id  # renamed columns under their new names; retyped ones left out
+    for m in old_files:
+        schema_id = m.origin.file.schema_id
+        assert isinstance(m.stats, FileStats)  # what the engine's pruning consults
+        stats = dict(m.stats)
+        same = {h[V - 1][0] for c, h in HISTORY.items() if h[schema_id] is not None and h[V - 1] is not None
+                and h[schema_id][1] == h[V - 1][1] and not h[V - 1][1].startswith("ROW")}
+        assert set(stats) == same, schema_id  # renamed columns under their new names; retyped ones left out
         for column in ("memo", "seq_a"):
-            values = [r[column] for r in _rows_of(plan, pf) if r[column] is not None]
-            assert stats[column] == (min(values), max(values), pf.row_count - len(values))
+            values = [r[column] for r in _rows_of(engine.directory, m) if r[column] is not None]
+            assert stats[column] == (min(values), max(values), m.row_count - len(values))
 
     before = _schema_ids(wh, name)
     assert mp.compact(str(wh), name, full=True) is not None

@@ -15,14 +15,16 @@ from pathlib import Path
 import fastavro
 import pytest
 from paimon_fixtures import PAIMON_PYTHON, needs_pypaimon, pypaimon_read, rows, write_paimon
-from test_paimon import _commits, _key, _options, model, rewrite_all
+from test_paimon import _commits, _key, _options, model
 
 import mergetree.paimon as mp
 from mergetree.errors import CompactionConflictError, CorruptTableError, UnsupportedPaimonFeatureError
-from mergetree.paimon.compact import commit_compaction, entropy_directories, plan_compaction
-from mergetree.table.paimon.commit import remove_files
+from mergetree.paimon.handle import PaimonTableHandle
+from mergetree.table.compaction.runner import execute_unit, plan_units
+from mergetree.table.compaction.transaction import rewrite_transaction
 from mergetree.table.paimon.metadata import PaimonTable, external_location
 from mergetree.table.paimon.options import ExternalPaths, check_options, external_paths
+from mergetree.table.paimon.writer import entropy_directories
 
 NAME = "db.t"
 KEY = _key(True)
@@ -156,17 +158,30 @@ def test_outputs_of_a_failed_compaction_leave_the_external_roots(tmp_path: Path)
     roots = [tmp_path / "ext1", tmp_path / "ext2"]
     commits = _commits(47, 5, 100, True, True)
     write_paimon(work, wh, NAME, commits, KEY, ["region"], _external_options(roots, "entropy-inject"))
-    job = plan_compaction(str(wh), NAME, full=True)
-    assert job is not None
+    # a full compaction planned and carried out on the engine, bucket by bucket, not committed
+    directory = PaimonTableHandle(str(wh), None, NAME).at().directory
+    base, units = plan_units(directory, None, True)
+    assert base is not None and units
     before = set().union(*(_files(r) for r in roots))
-    changes, written = rewrite_all(job)
+    adds, deletes = [], []
+    for unit in units:
+        a, d = execute_unit(directory, unit, None, None)
+        adds += a
+        deletes += d
+    inputs = {e.file.file_name for e in deletes}
+    written = [e.file.origin.path for e in adds if e.file.file_name not in inputs]
     assert written and all(not p.startswith(str(wh)) for p in written)
     assert all(os.path.exists(p) for p in written)
+    assert set().union(*(_files(r) for r in roots)) - before == set(written)  # placed under the roots
     assert mp.compact(str(wh), NAME, full=True) is not None  # another compaction commits first
+    latest = PaimonTable.open(str(wh), NAME).latest_snapshot_id()
     with pytest.raises(CompactionConflictError):
-        commit_compaction(job, changes, written)
-    remove_files(job.table, written)  # what `compact` does on any failure
+        with rewrite_transaction(directory, base.id) as rewrite:
+            rewrite.replace(deletes, adds)
+            rewrite.commit()
+    # the failed commit removed its outputs from the external roots, and committed nothing
     assert not any(os.path.exists(p) for p in written)
+    assert PaimonTable.open(str(wh), NAME).latest_snapshot_id() == latest
     live = {f.path for f in _live(wh)}  # the inputs stay until Paimon's expiry removes them
     assert set().union(*(_files(r) for r in roots)) - before == live - before
     assert rows(mp.read(str(wh), NAME), KEY) == model("deduplicate", commits, KEY)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from paimon_fixtures import PAIMON_PYTHON, _ipc, needs_pypaimon, rows
-from test_paimon import _commits, _key, _options, model, rewrite_all
+from test_paimon import _commits, _key, _options, model
 
 import mergetree.paimon as mp
 from mergetree.errors import (
@@ -25,10 +25,12 @@ from mergetree.errors import (
     StorageAccessError,
     StorageError,
 )
-from mergetree.paimon.compact import commit_compaction, plan_compaction, rewrite_bucket
-from mergetree.paimon.read import plan_read, read_bucket
-from mergetree.table.paimon.commit import remove_files
+from mergetree.paimon.handle import PaimonTableHandle
+from mergetree.table.compaction.runner import execute_unit, plan_units
+from mergetree.table.compaction.transaction import rewrite_transaction
+from mergetree.table.directory import TableDirectory
 from mergetree.table.paimon.metadata import PaimonTable
+from mergetree.table.snapshots import FileEntry, Snapshot
 
 pytestmark = needs_pypaimon
 
@@ -109,6 +111,31 @@ def _odd(table: pa.Table) -> pa.Table:
     return table.set_column(table.schema.get_field_index("region"), "region", pa.array(regions, pa.string()))
 
 
+def _rewritten(directory: TableDirectory, full: bool) -> tuple[Snapshot, list[FileEntry], list[FileEntry], list[str]]:
+    """A compaction of every bucket planned and carried out on the engine, not committed:
+    (base snapshot, adds, deletes, where its new data files are: local paths or URIs)."""
+    base, units = plan_units(directory, None, full)
+    assert base is not None and units
+    adds: list[FileEntry] = []
+    deletes: list[FileEntry] = []
+    for unit in units:
+        a, d = execute_unit(directory, unit)
+        adds += a
+        deletes += d
+    inputs = {e.file.file_name for e in deletes}
+    return base, adds, deletes, [e.file.origin.path for e in adds if e.file.file_name not in inputs]
+
+
+def _commit(directory: TableDirectory, base: Snapshot, adds: list[FileEntry], deletes: list[FileEntry]) -> Snapshot:
+    """Commit a rewrite over `base` (rebased over commits that kept its inputs); a failure
+    removes its new files."""
+    with rewrite_transaction(directory, base.id) as rewrite:
+        rewrite.replace(deletes, adds)
+        snapshot = rewrite.commit()
+    assert snapshot is not None
+    return snapshot
+
+
 def _objects(server, prefix: str) -> dict[str, int]:
     client = server.client("s3", server.access_key_id, server.secret_access_key)
     out: dict[str, int] = {}
@@ -169,17 +196,22 @@ def test_reading_data_files_on_s3_makes_no_listing_and_no_head(s3_server, tables
     without a HEAD, and a table whose partition values every writer spells alike is read
     without a listing (the odd one's files are found by one)."""
     from mergetree.table.paimon import metadata
+    from mergetree.table.paimon import store as paimon_store
+    from mergetree.table.read import prepare_read, read_table
 
     for name, lists in (("db.t", 0), ("db.o", 1)):
-        metadata._live_cache.clear()  # the snapshot's files as a cold read finds them
-        plan = plan_read(tables["uri"], name, storage_options=s3_server.options())
-        storage = plan.table.storage
+        # the snapshot's files as a cold read finds them (the codec's and the engine's caches)
+        metadata._live_cache.clear()
+        paimon_store._live.clear()
+        directory = PaimonTableHandle(tables["uri"], s3_server.options(), name).at().directory
+        prepared = prepare_read(directory, None, None, None)
+        storage = directory.storage
         counts = storage.requests.reset()
         # LIST schema/ (and the odd table's files); GET LATEST, snapshot, schema, manifests; HEAD the next id
         assert counts["LIST"] == 1 + lists and counts["HEAD"] == 1, counts
-        batches = [b for bucket in plan.buckets for b in read_bucket(plan, bucket)]
+        out = read_table(directory, prepared, 1)
         counts = storage.requests.reset()
-        assert sum(b.num_rows for b in batches) == len(model("deduplicate", tables["commits"], KEY))
+        assert out.num_rows == len(model("deduplicate", tables["commits"], KEY))
         # (GETs: none when an earlier test of this worker read these files: footers and key columns
         # are cached by name and size)
         assert counts["HEAD"] == 0 and counts["LIST"] == 0, counts
@@ -195,13 +227,13 @@ def test_compaction_on_s3_rebases_on_a_lost_race_and_pypaimon_reads_it(s3_server
 
     # a full compaction planned and merged at snapshot 3; pypaimon appends snapshot 4 meanwhile:
     # the conditional create of snapshot-4 loses (412 from the server), the commit rebases to 5
-    job = plan_compaction(uri, name, full=True, storage_options=opts)
-    assert job is not None and int(job.snapshot["id"]) == 3
-    changes, written = rewrite_all(job)
+    directory = PaimonTableHandle(uri, opts, name).at().directory
+    base, adds, deletes, written = _rewritten(directory, True)
+    assert base.id == 3
     assert written and all(p.startswith(f"{uri}/db.db/t/") for p in written)
     driver.write(uri, name, commits[3:4], OPTIONS)
     driver.run()
-    assert commit_compaction(job, changes, written) == 5
+    assert _commit(directory, base, adds, deletes).id == 5
     t = PaimonTable.open(uri, name, opts)
     assert [t.snapshot(i)["commitKind"] for i in (4, 5)] == ["APPEND", "COMPACT"]
     assert t.latest_snapshot_id() == 5
@@ -209,17 +241,12 @@ def test_compaction_on_s3_rebases_on_a_lost_race_and_pypaimon_reads_it(s3_server
     assert rows(mp.read(uri, name, storage_options=opts), KEY) == expected
 
     # a compaction whose inputs another one replaced: refused, and its files removed from the server
-    stale = plan_compaction(uri, name, full=True, storage_options=opts)
-    assert stale is not None
-    stale_written: list[str] = []
-    stale_changes = [rewrite_bucket(stale, bucket, plan, stale_written) for bucket, plan in stale.plans]
+    directory = PaimonTableHandle(uri, opts, name).at().directory
+    stale, stale_adds, stale_deletes, stale_written = _rewritten(directory, True)
     assert mp.compact(uri, name, full=True, storage_options=opts) == 6
     with pytest.raises(CompactionConflictError, match="replaced"):
-        try:
-            commit_compaction(stale, stale_changes, stale_written)
-        except BaseException:
-            remove_files(stale.table, stale_written)
-            raise
+        _commit(directory, stale, stale_adds, stale_deletes)  # the transaction removes its files
+    assert PaimonTable.open(uri, name, opts).latest_snapshot_id() == 6  # nothing committed
     left = _objects(s3_server, uri[len("s3://lake/"):] + "/")
     assert stale_written and not [p for p in stale_written if p[len("s3://lake/"):] in left]
     assert mp.info(uri, name, storage_options=opts).max_sorted_runs == 1
@@ -299,12 +326,15 @@ def test_pickled_tables_carry_no_options(s3_server, tables) -> None:
     """A table pickled into a Spark task's plan is its path and name: never its credentials."""
     import pickle
 
-    plan = plan_read(tables["uri"], "db.t", storage_options=s3_server.options())
+    plan = PaimonTableHandle(tables["uri"], s3_server.options(), "db.t").at().plan()
+    assert plan.files and all(isinstance(m.origin.table, PaimonTable) for m in plan.files)
     payload = pickle.dumps(plan)
     assert s3_server.secret_access_key.encode() not in payload
     assert s3_server.access_key_id.encode() not in payload
     again = pickle.loads(payload)
-    assert again.table.path == plan.table.path and again.table.name == "db.t"
+    assert [m.file_name for m in again.files] == [m.file_name for m in plan.files]
+    for before, after in zip(plan.files, again.files):
+        assert after.origin.table.path == before.origin.table.path and after.origin.table.name == "db.t"
 
 
 def test_the_paimon_command_line_reaches_a_warehouse_on_s3(s3_server, tables) -> None:

@@ -688,8 +688,7 @@ def test_a_failure_after_the_commit_is_a_warning(tmp_path, monkeypatch):
 
     def broken(*args, **kwargs):
         raise CorruptTableError("a damaged file found while compacting", path="x")
-    monkeypatch.setattr(write_module, "run_compaction", broken)
-    monkeypatch.setattr(write_module, "compact_buckets", broken)  # the engine's, for the tables it compacts
+    monkeypatch.setattr(write_module, "compact_buckets", broken)  # the engine's compaction after the write
     with pytest.warns(CommittedWarning, match="committed snapshot"):
         result = mp.write(str(wh), "t.pk_table_scan_and_read_mor", {"f0": ["w"], "f1": [10], "f2": [0], "f3": [1.0]})
     assert result.snapshot is not None and result.compacted is None

@@ -1,9 +1,10 @@
 """Apache Paimon tables through Spark in a real local[2] session, on tables written by
 pypaimon: `spark.read.format("mergetree").option("paimon.warehouse", wh)` reads what
-`mergetree.paimon.read` and pypaimon read, one task per (partition, bucket), with pushdown,
-projection and time travel; `mergetree.spark.compact_paimon` compacts in one task per bucket
-and commits once (pypaimon reads the same rows back), and removes every file when a task fails;
-what mergetree cannot honour, and writes, are clear errors."""
+`mergetree.paimon.read` and pypaimon read, one task per (partition, bucket) of the engine's plan,
+with pushdown, projection and time travel; `mergetree.spark.compact_paimon` (the engine's
+distributed compaction) compacts in one task per bucket and commits once (pypaimon reads the
+same rows back), and removes every file when a task fails (each task journals its files,
+`mergetree.table.journal`); what mergetree cannot honour, and writes, are clear errors."""
 from __future__ import annotations
 
 import datetime as dt
@@ -18,8 +19,10 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import CorruptTableError, UnsupportedPaimonFeatureError
-from mergetree.paimon.read import plan_read
+from mergetree.paimon.handle import PaimonTableHandle
 from mergetree.table.paimon.metadata import PaimonTable
+from mergetree.table.read.model import BucketPlan, ReadPlan
+from mergetree.table.read.split import split_by_file
 
 pytestmark = needs_pypaimon
 
@@ -62,6 +65,22 @@ def load(spark, wh: Path, name: str, **options: str):
     return reader.load(name)
 
 
+def plan(wh: Path, name: str) -> ReadPlan:
+    """The engine's plan of a read of the table's latest snapshot."""
+    return PaimonTableHandle(str(wh), None, name).at().plan()
+
+
+def reads_files_alone(bucket: BucketPlan) -> bool:
+    """Whether each file of `bucket` is read on its own, its deletion vector applied (no merge):
+    every file resolved (deletion vectors on, above level 0, no retractions: compaction has
+    marked every replaced row), each a section of its own, so that the reader's split gives a
+    plan per file and nothing left to merge (`split_by_file`)."""
+    alone, merged = split_by_file(bucket)
+    return bool(bucket.files) and all(m.resolved for m in bucket.files) and \
+        all(len(section) == 1 and len(section[0]) == 1 for section in bucket.sections) and \
+        merged is None and [p.files for p in alone] == [[m] for m in bucket.files]
+
+
 def bucket_files(wh: Path, name: str) -> dict[tuple, int]:
     """Live data files per (partition, bucket) of the latest snapshot."""
     t = PaimonTable.open(str(wh), name)
@@ -86,7 +105,7 @@ def table(tmp_path_factory) -> tuple[Path, Path, str]:
 def test_read_equals_mergetree_and_pypaimon(spark, table) -> None:
     wh, work, name = table
     df = load(spark, wh, name)
-    pairs = {(b.partition, b.bucket) for b in plan_read(str(wh), name).buckets}
+    pairs = {(b.partition, b.bucket) for b in plan(wh, name).buckets}
     assert len(pairs) == 12 == len(bucket_files(wh, name))  # 3 regions x 4 buckets
     assert df.rdd.getNumPartitions() == len(pairs)  # one task per (partition, bucket)
     assert df.columns == SCHEMA.names
@@ -173,7 +192,8 @@ def test_deletion_vector_table_compacted_and_read_by_spark(spark, tmp_path) -> N
     assert mergetree.spark.compact_paimon(spark, str(wh), name) is not None
     t = PaimonTable.open(str(wh), name)
     assert t.deletion_files(t.latest_snapshot())  # the compaction marked replaced rows
-    assert all(plan_read(str(wh), name).reads_files_alone(b) for b in plan_read(str(wh), name).buckets)
+    buckets = plan(wh, name).buckets
+    assert len(buckets) == len(bucket_files(wh, name)) and all(reads_files_alone(b) for b in buckets)
     expected = rows(pypaimon_read(wh, name, work), KEY)
     state = {(r["region"], r["id"]): r for r in base.to_pylist()}
     for c in updates:
@@ -220,23 +240,69 @@ def test_unsupported_table_and_writes_are_clear_errors(spark, tmp_path) -> None:
         df.write.format("mergetree").mode("append").option("paimon.warehouse", str(wh)).save(name)
 
 
-def test_task_journal_names_every_written_path(tmp_path) -> None:
-    """What lets the driver remove the files of a task whose process died: each path is in the
-    task's journal before it is in the task's list, whichever way rewrite_bucket adds it."""
-    from mergetree.spark.jobs import _journaled, _JournaledPaths, _remove_journal
+def test_task_journal_names_every_created_file(tmp_path, monkeypatch) -> None:
+    """What lets the driver remove the files of a task whose process died (`table.journal`):
+    each file is in the attempt's journal object before it is created, each attempt has its own
+    journal, `journaled` reads every attempt's lines and `remove_journal` removes them all; a
+    data file (and its ``.index``) the engine writes inside `journaling` is named there."""
+    from mergetree.table.files import read_data_file
+    from mergetree.table.journal import Journal, creating, journaled, journaling, remove_journal
     from mergetree.table.objects import locate
-    store = locate(str(tmp_path))
-    written = _JournaledPaths(store, "journal/unit-0-a")
-    written.append("/x/data-1.parquet")
-    written += ["/x/data-2.parquet"]
-    written.extend(["/x/manifest-3"])
-    other = _JournaledPaths(store, "journal/unit-1-b")  # a second attempt, or another task
-    other.insert(0, "/y/data-4.parquet")
-    assert list(written) == ["/x/data-1.parquet", "/x/data-2.parquet", "/x/manifest-3"]
-    assert _journaled(store, "journal") == [*written, *other]
-    assert _journaled(store, "missing") == []
-    _remove_journal(store, "journal")
-    assert not (tmp_path / "journal").exists()
+    from mergetree.table.paimon.store import paimon_directory
+
+    store = locate(str(tmp_path / "t"))
+    written = Journal(store, "journal/unit-0-a")
+    with journaling(written):
+        creating(store, "bucket-0/data-1.parquet")
+        assert store.read("journal/unit-0-a") == b"bucket-0/data-1.parquet\n"  # in the store, before creation
+        creating(store, "bucket-0/data-2.parquet", "bucket-0/data-2.parquet.index")
+        creating(store)  # nothing: no line
+    creating(store, "bucket-0/data-3.parquet")  # outside `journaling`: no journal
+    assert written.lines == ["bucket-0/data-1.parquet", "bucket-0/data-2.parquet", "bucket-0/data-2.parquet.index"]
+    other = Journal(store, "journal/unit-1-b")  # a second attempt, or another task
+    elsewhere = locate(str(tmp_path / "external"))  # a file outside the table: named by its location
+    with journaling(other):
+        creating(elsewhere, "bucket-1/data-4.parquet")
+    assert other.lines == [elsewhere.describe("bucket-1/data-4.parquet")]
+    assert store.read("journal/unit-0-a").decode().splitlines() == written.lines  # each attempt its own object
+    assert journaled(store, "journal") == [*written.lines, *other.lines]
+    assert journaled(store, "missing") == []
+    remove_journal(store, "journal")
+    assert not (tmp_path / "t" / "journal").exists()
+    assert journaled(store, "journal") == []
+
+    # the engine: a Paimon table's new data file, its file index too large for the manifest
+    schema = pa.schema([("k", pa.int64()), ("name", pa.string())])
+    wh = tmp_path / "wh"
+    write_paimon(tmp_path / "work", wh, "db.j", [pa.table({"k": range(50), "name": [f"n{i}" for i in range(50)]},
+                                                         schema=schema)], ["k"],
+                 options={"bucket": "1", "file-index.bloom-filter.columns": "name",
+                          "file-index.in-manifest-threshold": "1 b"})
+    directory = paimon_directory(PaimonTable.open(str(wh), "db.j"))
+    (entry,) = directory.live_files(directory.latest_snapshot()).values()
+    table_path = Path(directory.path)
+    before = files_under(table_path)
+    recorded: list[str] = []
+    record = Journal.record
+
+    def record_before_creation(self, storage, names):
+        assert not [n for n in names if storage.exists(n)]  # journaled before the file exists
+        record(self, storage, names)
+        recorded.extend(names)
+    monkeypatch.setattr(Journal, "record", record_before_creation)
+    journal = Journal(directory.storage, ".mergetree-compact-0/unit-0-c")
+    with journaling(journal):
+        writer = directory.open_file(entry.partition, entry.bucket, 1)
+        for batch in read_data_file(directory.storage, entry.file):
+            writer.write(batch)
+        meta = writer.close()
+    new = files_under(table_path) - before
+    assert meta.file_name in journal.lines and f"{meta.file_name}.index" in journal.lines
+    assert new == {*journal.lines, ".mergetree-compact-0/unit-0-c"} and recorded == journal.lines
+    assert journaled(directory.storage, ".mergetree-compact-0") == journal.lines
+    directory.store.remove_journaled(journaled(directory.storage, ".mergetree-compact-0"))  # the driver's cleanup
+    remove_journal(directory.storage, ".mergetree-compact-0")
+    assert files_under(table_path) == before
 
 
 @needs_pypaimon

@@ -21,8 +21,7 @@ index files), so mergetree does not depend on pypaimon.  Options mergetree canno
 """
 from __future__ import annotations
 
-from .compact import compact
-from .handle import changes, read, scan
+from .handle import changes, compact, read, scan
 from .info import PaimonBucketInfo, PaimonInfo, PaimonSnapshotInfo, info
 from .write import PaimonWrite, delete, write
 

@@ -16,11 +16,10 @@ from ..table import Table
 from ..table.directory import TableDirectory
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
-from .compact import compact as paimon_compact
 from .info import PaimonInfo, info
 from .write import PaimonWrite, delete, write
 
-__all__ = ["PaimonTableHandle", "changes", "read", "scan"]
+__all__ = ["PaimonTableHandle", "changes", "compact", "read", "scan"]
 
 
 class PaimonTableHandle(Table):
@@ -120,9 +119,11 @@ class PaimonTableHandle(Table):
         return self._call(delete, keys)
 
     def compact(self, full: bool = False, progress: Any = None) -> int | None:  # type: ignore[override]
-        """Compact by Paimon's universal rules (``full``: every bucket into one sorted run);
-        the COMPACT snapshot's id, or None when there was nothing to do."""
-        return self._call(paimon_compact, full, progress)
+        """Compact by Paimon's universal rules (``full``: every bucket into one sorted run) on
+        the engine (`Table.compact`); the COMPACT snapshot's id, or None when there was nothing
+        to do."""
+        snapshot = self.at().compact(full, progress)
+        return None if snapshot is None else snapshot.id
 
     def plan_schema(self, snapshot: Any) -> pa.Schema:
         """The columns a read of `snapshot` sees (time travel: its schema's)."""
@@ -247,3 +248,15 @@ def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: An
     key, computed) or "changelog" (the table's changelog files as written, commit after
     commit).  The warehouse and `storage_options` are as `read`'s."""
     return PaimonTableHandle(warehouse, storage_options, table).changes(start, end, columns, filter, source=source)
+
+
+def compact(warehouse: Any, table: Any, full: bool = False, progress: Any = None,
+            storage_options: Mapping[str, object] | None = None) -> int | None:
+    """Compact a Paimon primary-key table: `Table.compact` of the table (Paimon's
+    universal-compaction rules, or everything into one sorted run per bucket with
+    ``full=True``; deletion-vector and first-row tables as Java's lookup compaction does).
+    Returns the id of the ``COMPACT`` snapshot committed, or None when there was nothing to do.
+    `progress(rows_done, rows_total)` is called as rows are merged.  The warehouse and
+    `storage_options` are as `read`'s; the commit needs the store's conditional create (a store
+    without one refuses before anything is written)."""
+    return PaimonTableHandle(warehouse, storage_options, table).compact(full, progress)

@@ -12,8 +12,8 @@ import pyarrow as pa
 
 from ..errors import UnsupportedPaimonFeatureError
 from ..table.compaction.planner import CompactionOptions, restored_levels
+from ..table.paimon.metadata import PaimonTable
 from ..table.snapshots import canonical_partition
-from .read import read_schema
 
 __all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "info"]
 
@@ -61,7 +61,10 @@ def info(warehouse: Any, table: Any, snapshot: Any = None,
          storage_options: Mapping[str, object] | None = None) -> PaimonInfo:
     """Describe a Paimon table at `snapshot` (default: the latest); `warehouse` and
     `storage_options` as `mergetree.paimon.read` takes them."""
-    t, snap, schema = read_schema(warehouse, table, snapshot, storage_options)
+    t = PaimonTable.open(warehouse, table, storage_options)
+    snap = t.resolve(snapshot)
+    # as Paimon, the latest uses the latest schema; time travel the one its snapshot was committed under
+    schema = t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
     unsupported = None
     try:
         schema.checked_options  # noqa: B018 (evaluated for its verdict)

@@ -9,44 +9,38 @@ from the Python workers; the driver plans and commits.  The options are never wr
 file, nor put in a task's name or result."""
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import heapq
 import json
-import os
 import pickle
-import posixpath
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidArgumentError, MergeTreeError, ObjectNotFoundError, StorageError
+from ..errors import InvalidArgumentError, MergeTreeError
 from ..merge import merge
 from ..merge.assemble import RowSelection
 from ..merge.join import JOINS, join_selections, joined_schema
 from ..organize.scheduler import run_once
-from ..paimon.compact import PaimonCompaction
-from ..paimon.compact import commit_compaction as commit_paimon_compaction
-from ..paimon.compact import plan_compaction as plan_paimon_compaction
-from ..paimon.compact import rewrite_bucket as rewrite_paimon_bucket
-from ..storage import LocalDiskStore, Store
 from ..table import Table
 from ..table import filters as flt
-from ..table.compaction.runner import execute_plan, plan_compaction
+from ..table.compaction.runner import execute_unit, plan_units
 from ..table.compaction.transaction import new_files, rewrite_transaction
+from ..table.directory import TableDirectory
 from ..table.files import read_data_file
+from ..table.journal import Journal, journaling, remove_journal
+from ..table.journal import journaled as read_journals
 from ..table.levers.curves import cluster_order, curve_keys, rank_boundaries, rank_ids
 from ..table.levers.optimize import layout_signature, marked, prepare_layout, rewrite_files, write_clustered
 from ..table.levers.optimize import optimize as optimize_locally
 from ..table.objects import locate
-from ..table.paimon.commit import remove_files as remove_paimon_files
 from ..table.paimon.metadata import PaimonTable
+from ..table.paimon.store import paimon_directory
 from ..table.read import BucketPlan, combine_buckets, plan_read, select_bucket
 from ..table.snapshots import FileEntry, Snapshot
 from ..table.workload.history import PassReport, record_rewrite
@@ -287,99 +281,155 @@ def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:
     return [c for c in on if c in partition_by] + orders[0]
 
 
-# -- distributed compaction ---------------------------------------------------------------
+# -- distributed compaction (mergetree's tables and Apache Paimon's) ---------------------------
+
+JOURNAL_PREFIX = ".mergetree-compact-"
+
 
 def compact(spark: Any, path: str, full: bool = False,
             storage_options: dict[str, Any] | None = None) -> Snapshot | None:
     """Compact a table with Spark: the driver plans every bucket's compaction, one task per
     bucket merges and rewrites its files (through `mapInArrow`), and the driver commits all
-    results in one snapshot.  Returns the snapshot, or None if nothing needed compaction.
-    `storage_options` as for `Table.open` (by default, those this process opened it with)."""
+    results in one snapshot (`distributed_compaction`).  Returns the snapshot, or None if
+    nothing needed compaction.  `storage_options` as for `Table.open` (by default, those this
+    process opened it with)."""
+    if not isinstance(full, bool):
+        raise InvalidArgumentError(f"full must be True or False, not {full!r}")
     storage_options = job_storage_options(path, storage_options)
     directory = open_table(path, storage_options).directory
     path = directory.path  # absolute, or the URI: what every task opens
-    base_id, plans = plan_compaction(directory, None, full)
-    if not plans or base_id is None:
-        return None
 
-    shipped = Shipped(spark, plans)
+    def reopen() -> TableDirectory:
+        return open_table(path, storage_options).directory
+    return distributed_compaction(spark, directory, reopen, full)
+
+
+def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False,
+                   storage_options: dict[str, Any] | None = None) -> int | None:
+    """Compact an Apache Paimon primary-key table with Spark, as `compact` compacts mergetree's
+    tables (`distributed_compaction`: Paimon's universal-compaction rules, or one sorted run per
+    bucket with `full=True`; deletion-vector tables as Java's lookup compaction does), committed
+    as one Paimon ``COMPACT`` snapshot published by the store's conditional create (a store
+    without one refuses before any task runs).  Returns its id, or None when there was nothing
+    to do.  The warehouse is a local directory or a URI (``s3://lake/warehouse``, ...) with
+    `storage_options` as `mergetree.paimon.compact` takes them (by default, those this process
+    opened the location with, else the environment's)."""
+    if not isinstance(full, bool):
+        raise InvalidArgumentError(f"full must be True or False, not {full!r}")
+    storage_options = job_storage_options(str(warehouse), storage_options)
+    opened = PaimonTable.open(warehouse, table, storage_options)
+    directory = paimon_directory(opened)
+    table_path, table_name, schema_id = opened.path, opened.name, directory.schema.schema_id
+
+    def reopen() -> TableDirectory:
+        # the table's store with the job's options, before any plan's file is read (a pickled
+        # Paimon table finds this store by its path)
+        task_table = PaimonTable(table_path, table_name, storage=locate(table_path, storage_options, "a Paimon table"))
+        return paimon_directory(task_table, task_table.schema(schema_id))
+    snapshot = distributed_compaction(spark, directory, reopen, full)
+    return None if snapshot is None else snapshot.id
+
+
+def distributed_compaction(spark: Any, directory: TableDirectory, reopen: Callable[[], TableDirectory],
+                           full: bool) -> Snapshot | None:
+    """The one distributed compaction, of any table's format: the driver plans every bucket
+    (`plan_units`, refusing before any task runs what the format does not let the engine
+    commit), one task per bucket carries out its unit (`execute_unit`, on the directory
+    `reopen` gives the task), the driver commits all of them in one snapshot.
+
+    Each task gets only its own bucket's unit.  If any task fails, every file any task wrote is
+    removed and the first task's error is raised on the driver (with the executor's traceback as
+    its cause); nothing is committed.  Tasks journal each new file before they create it
+    (`table.journal`, under a hidden prefix of the table), so files of a task whose process
+    died, or of a retried or speculative attempt, are removed too."""
+    base, units = plan_units(directory, None, full)
+    if base is None or not units:
+        return None
+    storage = directory.storage
+    prefix = f"{JOURNAL_PREFIX}{uuid.uuid4().hex}"
+    shipped = Shipped(spark, units)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        task_plans = shipped.value
-        task_directory = open_table(path, storage_options).directory
+        task_directory = reopen()
+        task_units = shipped.value
         for batch in batches:
             for i in batch.column("unit").to_pylist():
-                key, plan = task_plans[i]
-                adds, deletes = execute_plan(task_directory, key, plan)
-                yield pa.record_batch({"adds": [json.dumps([e.to_json("ADD") for e in adds])],
-                                       "deletes": [json.dumps([e.to_json("DELETE") for e in deletes])]})
+                unit = task_units[i]
+                journal = Journal(task_directory.storage, f"{prefix}/unit-{i}-{uuid.uuid4().hex}")
+                indexes: list[str] = []
+                try:
+                    with journaling(journal):
+                        adds, deletes = execute_unit(task_directory, unit, None, indexes)
+                    result: dict = {"adds": [e.to_json("ADD") for e in adds],
+                                    "deletes": [e.file.file_name for e in deletes],
+                                    "state": task_directory.store.task_state(indexes), "journal": journal.lines}
+                except Exception as exc:  # reported, not raised: the driver removes every task's files
+                    result = {"error": _portable(exc), "message": "".join(traceback.format_exception(exc)),
+                              "where": f"partition {unit.key[0]} bucket {unit.key[1]}", "journal": journal.lines}
+                yield pa.record_batch({"unit": pa.array([i], pa.int32()),
+                                       "result": pa.array([pickle.dumps(result)], pa.binary())})
 
+    journaled: list[str] = []
+    kept: list[str] = []
+    new_files: list[str] = []  # the results' new data files (not moved ones): what a published commit holds
     try:
-        results = unit_frame(spark, len(plans)).mapInArrow(run, "adds string, deletes string").collect()
-    finally:
-        shipped.release()
-    with rewrite_transaction(directory, base_id) as rewrite:
-        rewrite.replace([FileEntry.from_json(e) for r in results for e in json.loads(r["deletes"])],
-                        [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])])
-        return rewrite.commit()
-
-
-# -- distributed compaction of Paimon tables --------------------------------------------------
-
-JOURNAL_PREFIX = ".mergetree-compact-"
-
-
-class _JournaledPaths(list):
-    """The `written` list of one task attempt: every path `rewrite_bucket` adds (before it
-    creates the file) is first recorded in the attempt's journal, an object `name` of the
-    table's store holding the whole list (rewritten at each addition: an object store has no
-    append), so the driver can remove the file even if the task's process dies."""
-
-    def __init__(self, storage: Store, name: str) -> None:
-        super().__init__()
-        self.storage, self.journal = storage, name
-
-    def _record(self, paths: list[str]) -> None:
-        self.storage.write(self.journal, "".join(f"{p}\n" for p in paths).encode("utf-8"))
-
-    def append(self, path: str) -> None:
-        self._record([*self, path])
-        super().append(path)
-
-    def extend(self, paths: Iterable[str]) -> None:
-        paths = list(paths)
-        self._record([*self, *paths])
-        super().extend(paths)
-
-    def __iadd__(self, paths: Iterable[str]) -> _JournaledPaths:  # type: ignore[override,misc]
-        self.extend(paths)
-        return self
-
-    def insert(self, index: Any, path: str) -> None:
-        self._record([*self, path])
-        super().insert(index, path)
-
-
-def _journaled(storage: Store, journal: str) -> list[str]:
-    """Every path the tasks' journals under `journal` name (each task attempt writes its own)."""
-    paths: list[str] = []
-    for info in sorted(storage.list(f"{journal}/"), key=lambda i: i.path):
         try:
-            data = storage.read(info.path)
-        except ObjectNotFoundError:
-            continue
-        paths += [line for line in data.decode("utf-8").splitlines() if line.strip()]
-    return paths
+            rows = unit_frame(spark, len(units)).mapInArrow(run, "unit int, result binary").collect()
+        finally:
+            shipped.release()
+            journaled = list(dict.fromkeys(read_journals(storage, prefix)))  # every file any task attempt created
+        results = [pickle.loads(r["result"]) for r in sorted(rows, key=lambda r: r["unit"])]
+        failed = [r for r in results if "error" in r]
+        if failed:
+            first = failed[0]
+            try:
+                error = _unpickled_error(first["error"])
+            except Exception:  # a class the driver cannot import
+                error = None
+            described = directory.described
+            if error is None:
+                error = MergeTreeError(f"compacting {described} failed in a Spark task ({first['where']}): "
+                                       f"{first['message'].strip().splitlines()[-1]}")
+            # the executor's traceback, as the cause (exception notes need Python 3.11)
+            raise error from MergeTreeError(
+                f"in the Spark task compacting {first['where']} of {described} ({len(failed)} of {len(results)} "
+                f"tasks failed; every file they wrote was removed, nothing was committed):\n{first['message']}")
+        kept = [line for r in results for line in r["journal"]]
+        mine = set(kept)
+        directory.store.remove_journaled([line for line in journaled if line not in mine])  # other attempts'
+        live = directory.live_files(base)
+        shipped_adds = [FileEntry.from_json(e) for r in results for e in r["adds"]]
+        new_files = [e.file.file_name for e in shipped_adds if e.file.file_name not in live]
+        for r in results:
+            directory.store.adopt_task_state(r["state"])
+        adds = directory.received(shipped_adds, base)
+        deletes = [live[name] for r in results for name in r["deletes"]]
+        with rewrite_transaction(directory, base.id) as rewrite:
+            rewrite.replace(deletes, adds)
+            return rewrite.commit()
+    except BaseException:
+        _remove_task_files(directory, journaled, kept, new_files)
+        raise
+    finally:
+        remove_journal(storage, prefix)
 
 
-def _remove_journal(storage: Store, journal: str) -> None:
-    """Remove the journals (best effort: a journal left behind names files, it is no table file)."""
-    with contextlib.suppress(StorageError):
-        for info in list(storage.list(f"{journal}/")):
-            storage.delete(info.path)
-    if isinstance(storage, LocalDiskStore):  # a directory is no object: the local store leaves it
-        with contextlib.suppress(OSError):
-            os.rmdir(os.path.join(storage.root, journal))
+def _remove_task_files(directory: TableDirectory, journaled: list[str], kept: list[str],
+                       new_files: list[str]) -> None:
+    """After a failed job: every file the tasks journaled — unless the commit may have been
+    published all the same (it failed after publishing, or an object store's request went
+    unanswered): the kept results' files stay when the latest snapshot holds one of their new
+    data files, or when that cannot be told (the snapshot unreadable, or only files moved and
+    index files written): orphan cleanup decides then, a published file is never deleted."""
+    keep: set[str] = set()
+    if kept:
+        try:
+            live = directory.live_files(directory.latest_snapshot()) if new_files else None
+        except (MergeTreeError, OSError):
+            live = None
+        if live is None or any(name in live for name in new_files):
+            keep = set(kept)
+    directory.store.remove_journaled([line for line in journaled if line not in keep])
 
 
 def _portable(exc: BaseException) -> bytes | None:
@@ -406,123 +456,6 @@ def _unpickled_error(data: bytes | None) -> BaseException | None:
         value.args = args
         value.__dict__.update(attributes)
     return value if isinstance(value, BaseException) else None
-
-
-def _published(job: PaimonCompaction, written: list[str]) -> int | None:
-    """The id of a snapshot after the job's base that a manifest list in `written` made, if any:
-    then the commit happened (only the LATEST hint may have failed) and nothing may be removed."""
-    names = {posixpath.basename(p.replace(os.sep, "/")) for p in written}
-    base = int(job.snapshot["id"]) if job.snapshot is not None else 0
-    for sid in job.table.snapshot_ids():
-        if sid <= base:
-            continue
-        try:
-            snapshot = job.table.snapshot(sid)
-        except Exception:
-            continue
-        if snapshot.get("deltaManifestList") in names:
-            return sid
-    return None
-
-
-def compact_paimon(spark: Any, warehouse: str, table: str, full: bool = False,
-                   storage_options: dict[str, Any] | None = None) -> int | None:
-    """Compact an Apache Paimon primary-key table with Spark: the driver plans every bucket
-    (`mergetree.paimon.compact.plan_compaction`: Paimon's universal-compaction rules, or one
-    sorted run per bucket with `full=True`), one task per (partition, bucket) merges and
-    rewrites its files (`rewrite_bucket`), and the driver commits all of them as one Paimon
-    ``COMPACT`` snapshot, published by the store's conditional create (a store without one
-    refuses before any task runs).  Returns its id, or None when there was nothing to do.
-
-    The warehouse is a local directory or a URI (``s3://lake/warehouse``, ...) with
-    `storage_options` as `mergetree.paimon.compact` takes them (by default, those this process
-    opened the location with, else the environment's); the tasks read and write the store
-    themselves, with the options from the job's closure (the plans they get name the table by
-    path only).
-
-    Each task gets only its own bucket's plan (pickled).  If any task fails, every file any
-    task wrote is removed and the first task's error is raised on the driver (with the
-    executor's traceback as its cause); nothing is committed.  Tasks journal each new file's
-    path under a hidden prefix of the table, on its store, before they create the file, so files
-    of a task whose process died, or of a retried or speculative attempt, are removed too."""
-    if not isinstance(full, bool):
-        raise InvalidArgumentError(f"full must be True or False, not {full!r}")
-    storage_options = job_storage_options(str(warehouse), storage_options)
-    job = plan_paimon_compaction(warehouse, table, full, storage_options)
-    if job is None or not job.plans:
-        return None
-    storage = job.table.storage
-    storage.require_conditional_create()  # before any task writes: never a commit that could replace another's
-    table_path, table_name = job.table.path, job.table.name
-    # what a task needs: the snapshot, schema and its bucket's plan; a fresh PaimonTable (the
-    # driver's caches every live file of the snapshot), pickled as its path and name
-    task_job = dataclasses.replace(job, table=PaimonTable(table_path, table_name, storage=storage), plans=())
-    units = [(i, pickle.dumps((task_job, bucket, plan))) for i, (bucket, plan) in enumerate(job.plans)]
-    journal = f"{JOURNAL_PREFIX}{uuid.uuid4().hex}"
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # the table's store with the job's options, before the plans are unpickled (their table
-        # finds this store by its path)
-        task_storage = locate(table_path, storage_options, "a Paimon table")
-        for batch in batches:
-            for unit, payload in zip(batch.column("unit").to_pylist(), batch.column("payload").to_pylist()):
-                unit_job, bucket, plan = pickle.loads(payload)
-                unit_job = dataclasses.replace(unit_job, table=PaimonTable(table_path, table_name,
-                                                                           storage=task_storage))
-                written = _JournaledPaths(task_storage, f"{journal}/unit-{unit}-{uuid.uuid4().hex}")
-                try:
-                    change = rewrite_paimon_bucket(unit_job, bucket, plan, written)
-                    result: dict = {"change": change, "written": list(written)}
-                except Exception as exc:  # reported, not raised: the driver cleans up every task's files
-                    result = {"written": list(written), "error": _portable(exc),
-                              "message": "".join(traceback.format_exception(exc)),
-                              "where": f"partition {bucket.partition} bucket {bucket.bucket}"}
-                yield pa.record_batch({"unit": pa.array([unit], pa.int32()),
-                                       "result": pa.array([pickle.dumps(result)], pa.binary())})
-
-    written: list[str] = []
-    try:
-        try:
-            rdd = spark.sparkContext.parallelize(units, len(units))  # a task each
-            frame = spark.createDataFrame(rdd, "unit int, payload binary")
-            rows = frame.mapInArrow(run, "unit int, result binary").collect()
-        finally:
-            written += _journaled(storage, journal)  # every file any task attempt created
-        results = [pickle.loads(r["result"]) for r in sorted(rows, key=lambda r: r["unit"])]
-        written = list(dict.fromkeys(written + [p for r in results for p in r["written"]]))
-        failed = [r for r in results if "error" in r]
-        if failed:
-            first = failed[0]
-            try:
-                error = _unpickled_error(first["error"])
-            except Exception:  # a class the driver cannot import
-                error = None
-            if error is None:
-                error = MergeTreeError(f"compacting Paimon table {table} failed in a Spark task "
-                                       f"({first['where']}): {first['message'].strip().splitlines()[-1]}")
-            # the executor's traceback, as the cause (exception notes need Python 3.11)
-            raise error from MergeTreeError(
-                f"in the Spark task compacting {first['where']} of Paimon table {table} ({len(failed)} of "
-                f"{len(results)} tasks failed; every file they wrote was removed, nothing was committed):\n"
-                f"{first['message']}")
-        used = {p for r in results for p in r["written"]}
-        remove_paimon_files(job.table, [p for p in written if p not in used])  # attempts whose results were not kept
-        written = [p for p in written if p in used]
-        return commit_paimon_compaction(job, [r["change"] for r in results], written)
-    except BaseException as exc:
-        try:
-            committed = _published(job, written)
-        except Exception:
-            committed = None
-        if committed is not None:  # published; only the LATEST hint failed: the files are the table's
-            note = getattr(exc, "add_note", None)
-            if note is not None:
-                note(f"snapshot {committed} of Paimon table {table} was committed; its files were kept")
-        else:
-            remove_paimon_files(job.table, list(dict.fromkeys(written)))
-        raise
-    finally:
-        _remove_journal(storage, journal)
 
 
 # -- distributed optimize -------------------------------------------------------------------

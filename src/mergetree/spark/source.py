@@ -443,8 +443,8 @@ class MergetreeWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list) -> None:
         directory = self._open().directory
-        adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
         base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
+        adds = directory.received([FileEntry.from_json(e) for m in messages if m is not None for e in m.entries], base)
 
         def replace_all(latest: Snapshot | None) -> Change:
             return Change(adds, list(directory.live_files(latest).values()))
@@ -472,8 +472,8 @@ class PaimonWriter(MergetreeWriter):
     snapshot committed on the driver (renumbered after a lost race), then the touched buckets
     compacted as `mergetree.paimon.write` compacts them.  `mode("overwrite")` replaces the
     partitions the rows hold (the whole table when it is unpartitioned or
-    `dynamic-partition-overwrite` is false) in one OVERWRITE snapshot.  A table the engine does
-    not write yet (ORC, file indexes, external paths, thin mode) is refused before any task runs."""
+    `dynamic-partition-overwrite` is false) in one OVERWRITE snapshot.  A table mergetree may not
+    write as Java would (`table.paimon.tables.write_refusal`) is refused before any task runs."""
 
     def __init__(self, options: dict, spark_schema_: Any, overwrite: bool) -> None:
         self.warehouse, self.table = _paimon_table(options)
@@ -497,8 +497,8 @@ class PaimonWriter(MergetreeWriter):
 
     def commit(self, messages: list) -> None:
         directory = self._open().directory
-        adds = [FileEntry.from_json(e) for m in messages if m is not None for e in m.entries]
         base = directory.store.snapshot(self.base_id) if self.base_id is not None else None
+        adds = directory.received([FileEntry.from_json(e) for m in messages if m is not None for e in m.entries], base)
         try:
             snapshot, data_files = commit_spilled(directory, adds, base,
                                                   overwritten(directory, True) if self.overwrite else None)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ..errors import CommitConflictError, CompactionConflictError
 from .directory import TableDirectory
-from .files import DataFileMeta, DataFileWriter, read_data_file
+from .files import DataFileMeta, read_data_file
 from .schema import SEQUENCE_COLUMN
 from .snapshots import FileEntry, Snapshot
 
@@ -141,9 +141,8 @@ class Renumbering:
 def _renumbered_copy(directory: TableDirectory, entry: FileEntry, by: int) -> DataFileMeta:
     """A copy of an uncommitted level-0 file with every sequence number `by` higher, beside it."""
     meta = entry.file
-    where = meta.file_name.rpartition("/")[0]
-    writer = DataFileWriter(directory.storage, where, directory.schema, meta.level, directory.options,
-                            meta.sorted_by, directory.data_file_name(where))
+    writer = directory.open_file(entry.partition, entry.bucket, meta.level, meta.file_name.rpartition("/")[0],
+                                 meta.sorted_by)
     try:
         for batch in read_data_file(directory.storage, meta):
             at = batch.schema.get_field_index(SEQUENCE_COLUMN)

@@ -5,6 +5,7 @@ A table lives at a local path or an object-store URI; every file goes through it
 `mergetree.storage.Store` (`TableDirectory.storage`), resolved once when the table is opened."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -27,7 +28,7 @@ from ..errors import (
 )
 from ..storage import ObjectExistsError, Store
 from . import paths
-from .files import DataFileMeta, remove_uncommitted
+from .files import DataFileMeta, DataFileWriter, FileOpener
 from .objects import is_local, list_names, locate, storage_for, table_path
 from .options import TableOptions
 from .schema import TableSchema
@@ -59,8 +60,7 @@ class TableDirectory:
         return self.store.described
 
     def latest_snapshot(self) -> Snapshot | None:
-        latest = self.store.latest_id()
-        return None if latest is None else self.store.snapshot(latest)
+        return self.store.latest()
 
     def live_files(self, snapshot: Snapshot | None) -> dict[str, FileEntry]:
         return self.store.live_files(snapshot)
@@ -69,27 +69,42 @@ class TableDirectory:
         """Where a bucket's new files go (`beside`: the files a compaction of it rewrites)."""
         return self.store.bucket_directory(partition, bucket, beside)
 
-    def data_file_name(self, directory: str) -> str:
-        """A new data file's name in a bucket directory, as the table's format names them."""
-        return self.store.data_file_name(directory)
+    def open_file(self, partition: tuple, bucket: int, level: int, relative: str | None = None,
+                  sorted_by: Sequence[str] = (), changelog: bool = False,
+                  options: TableOptions | None = None) -> DataFileWriter:
+        """A new data file of a bucket (with `changelog`, a changelog file), named, placed and
+        written as the table's format does it; `relative`: the bucket directory (default: where
+        its new files go), `options`: the writer's (default: the table's; a changelog file's
+        writer builds no indexes)."""
+        where = relative if relative is not None else self.bucket_directory(partition, bucket)
+        return self.store.open_file(where, self.schema, None if changelog else (options or self.options),
+                                    partition, bucket, level, sorted_by, changelog)
+
+    def opener(self, partition: tuple, bucket: int, level: int, relative: str | None = None,
+               sorted_by: Sequence[str] = (), options: TableOptions | None = None) -> FileOpener:
+        """`open_file` for data files, as the rolling writers take it."""
+        return functools.partial(self.open_file, partition, bucket, level, relative, sorted_by, False, options)
+
+    def received(self, entries: Iterable[FileEntry], base: Snapshot | None) -> list[FileEntry]:
+        """Entries a Spark task shipped as JSON, of work planned on snapshot `base`, ready to
+        be read and committed here."""
+        return self.store.received(list(entries), base)
 
     def bucket_ids(self, rows: pa.Table) -> np.ndarray:
         """Each row's bucket (int32) as the table's format places rows."""
         return self.store.bucket_ids(rows, self.schema)
-
-    def changelog_file_name(self, directory: str) -> str:
-        """A new changelog file's name in a bucket directory, as the table's format names them."""
-        return self.store.changelog_file_name(directory)
 
     def is_changelog(self, relative: str) -> bool:
         return self.store.is_changelog(relative)
 
     def refuse_commit(self, kind: str) -> None:
         """Raise, before anything is written, when the table's format does not let the engine
-        commit a change of `kind` (`SnapshotStore.refuses`)."""
+        commit a change of `kind` (`SnapshotStore.refuses`), or its store cannot publish a
+        snapshot without possibly replacing another's (no conditional create)."""
         refusal = self.store.refuses(kind)
         if refusal is not None:
             raise (UnsupportedPaimonFeatureError if self.schema.paimon is not None else UnsupportedFormatError)(refusal)
+        self.storage.require_conditional_create()
 
     def unlink_owned(self, relative: str) -> None:
         """Delete a file of the table; a name the table cannot own is never deleted."""
@@ -102,8 +117,17 @@ class TableDirectory:
         `remove_uncommitted`).  On an object store, a commit that failed without an answer may
         have been published all the same: files the newest snapshot holds are kept (and
         nothing is deleted while the store cannot tell)."""
-        entries = list(entries)
-        if not entries:
+        self.discard_files([e.file for e in entries])
+
+    def remove_written(self, files: Iterable[DataFileMeta]) -> None:
+        """Delete new files no commit can have published (a write that failed before its
+        commit), with their sidecars, as cleanup (never raising)."""
+        self.store.remove_uncommitted(list(files))
+
+    def discard_files(self, files: Iterable[DataFileMeta]) -> None:
+        """`discard` of data files."""
+        files = list(files)
+        if not files:
             return
         keep: Collection[str] = ()
         if not is_local(self.storage):
@@ -111,10 +135,7 @@ class TableDirectory:
                 keep = self.live_files(self.latest_snapshot()).keys()
             except (MergeTreeError, OSError):
                 return
-        names = [relative for e in entries if e.file.file_name not in keep
-                 for relative in [e.file.file_name, *e.file.sidecars()]
-                 if self.store.owns(relative)]
-        remove_uncommitted(self.storage, names)
+        self.store.remove_uncommitted([m for m in files if m.file_name not in keep])
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")

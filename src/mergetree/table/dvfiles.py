@@ -20,6 +20,7 @@ from ..errors import CorruptTableError
 from ..storage import ObjectNotFoundError, StorageError, Store
 from . import paths
 from .filecache import FileCache
+from .journal import creating
 from .objects import is_local, table_path
 
 __all__ = ["DeletionVectorRef", "deleted_positions", "drop_deleted", "write_index_file"]
@@ -139,5 +140,6 @@ def write_index_file(storage: Store, bucket_directory: str, vectors: Mapping[str
         return {}
     data, ranges = encode_index_file({name: (int(p) for p in v) for name, v in vectors.items()})
     name = paths.deletion_vector_file_name(bucket_directory)
+    creating(storage, name)
     storage.write(name, data)
     return {r.data_file: DeletionVectorRef(name, r.offset, r.length, r.cardinality or 0) for r in ranges}

@@ -23,6 +23,7 @@ from .filecache import FileCache
 from .indexes import bloom
 from .indexes.bitmap import ColumnBitmap, build_bitmaps
 from .indexes.bloom import ColumnBloom
+from .journal import creating
 from .levers.preaggregates import write_preaggregate
 from .objects import StoredFile, is_local, source, table_path
 from .options import TableOptions
@@ -41,6 +42,7 @@ __all__ = [
     "ROW_GROUP_ROWS",
     "DataFileMeta",
     "DataFileWriter",
+    "FileOpener",
     "batch_rows_for",
     "build_file_indexes",
     "deleted_of",
@@ -56,7 +58,6 @@ __all__ = [
     "read_parquet",
     "read_rows_at",
     "read_run",
-    "remove_data_file",
     "source_of",
     "write_data_file",
     "write_rolled",
@@ -270,9 +271,14 @@ class DataFileWriter:
     an object store the file streams up as a multipart upload and appears, whole, at `close`."""
 
     def __init__(self, storage: Store, directory: str, schema: TableSchema, level: int,
-                 options: TableOptions | None = None, sorted_by: Sequence[str] = (), name: str | None = None) -> None:
+                 options: TableOptions | None = None, sorted_by: Sequence[str] = (), name: str | None = None,
+                 file_format: str = "parquet", stored_columns: Sequence[str] | None = None) -> None:
         self.storage, self.schema, self.level, self.options, self.sorted_by = storage, schema, level, options, sorted_by
         self.name = name or paths.data_file_name(directory)  # a changelog file is named by its writer
+        # "parquet" or "orc" (a Paimon table's `file.format`); `stored_columns`: the columns the
+        # file holds when not every column of the batches (a Paimon thin-mode file has no key copies)
+        self.file_format = file_format
+        self.stored_columns = list(stored_columns) if stored_columns is not None else None
         self.path = os.path.join(storage.root, self.name) if is_local(storage) else None  # type: ignore[attr-defined]
         self._sink: Any = None  # an object store's upload
         self.rows = 0
@@ -335,21 +341,33 @@ class DataFileWriter:
     def _target(self) -> Any:
         """Where the Parquet writer writes: the local path, or an object store's upload (which
         the writer does not close: `close` and `abort` do)."""
+        options = self.options
+        sidecars = [paths.sidecar_name(self.name, "bitmap")] if options is not None and options.bitmap_columns else []
+        sidecars += [paths.sidecar_name(self.name, f"agg-{m}") for m in (options.aggregate_models if options else {})]
+        creating(self.storage, self.name, *sidecars)
         if self.path is not None:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             return self.path
         self._sink = self.storage.open_output(self.name)
         return self._sink
 
-    def _open(self, sample: pa.Table) -> pq.ParquetWriter:
-        """The Parquet writer, set up from the file's first rows (which columns get a dictionary)."""
+    def _open(self, sample: pa.Table) -> Any:
+        """The Parquet (or ORC) writer, set up from the file's first rows (which columns get a
+        dictionary)."""
         target = self._target()
         options = self.options
+        if self.file_format == "orc":
+            from pyarrow import orc
+
+            codec = {"gzip": "zlib", "none": "uncompressed"}.get(self._codec(), self._codec())
+            return orc.ORCWriter(target, compression=codec, stripe_size=64 * 2**20)
         bloom_columns = {c: self.schema.schema.field(c).type for c in (options.bloom_columns if options else ())}
         # a Paimon table's files keep to the encodings every Paimon reader decodes
         delta = delta_columns(self.schema, sample.schema) if self.schema.paimon is None else []
+        codec = self._codec()
         return pq.ParquetWriter(
-            target, sample.schema, compression=self._codec(),
+            target, sample.schema, compression=codec,
+            compression_level=options.zstd_level if options is not None and codec == "zstd" else None,
             use_dictionary=dictionary_columns(self.schema, sample),
             column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED") or None,
             write_page_index=True, max_rows_per_page=self.page_rows,
@@ -360,11 +378,14 @@ class DataFileWriter:
         """Write the pending rows as row groups of exactly ROW_GROUP_ROWS rows (the last one of
         the file may be shorter): the bitmap index and row-group skipping count rows so."""
         pending = pa.Table.from_batches(self._pending)
+        stored = pending if self.stored_columns is None else pending.select(self.stored_columns)
         if self._writer is None:
-            self._writer = self._open(pending)
+            self._writer = self._open(stored)
         whole = pending.num_rows if final else pending.num_rows - pending.num_rows % self.row_group_rows
-        if whole:
-            self._writer.write_table(pending.slice(0, whole), row_group_size=self.row_group_rows)
+        if whole and self.file_format == "orc":
+            self._writer.write(stored.slice(0, whole))
+        elif whole:
+            self._writer.write_table(stored.slice(0, whole), row_group_size=self.row_group_rows)
         rest = pending.slice(whole)
         self._pending = rest.to_batches() if rest.num_rows else []
         self._pending_rows = rest.num_rows
@@ -374,8 +395,14 @@ class DataFileWriter:
         if self._pending_rows:
             self._write_row_groups(final=True)
         if self._writer is None:  # no rows: still a valid, empty file
-            empty = self.schema.file_schema if self.schema.has_primary_key else self.schema.schema
-            self._writer = pq.ParquetWriter(self._target(), empty, compression=self._codec())
+            empty = (self.schema.file_schema if self.schema.has_primary_key else self.schema.schema).empty_table()
+            if self.stored_columns is not None:
+                empty = empty.select(self.stored_columns)
+            if self.file_format == "orc":
+                self._writer = self._open(empty)
+                self._writer.write(empty)
+            else:
+                self._writer = pq.ParquetWriter(self._target(), empty.schema, compression=self._codec())
         self._writer.close()
         if self._sink is not None:
             size = self._sink.tell()
@@ -416,13 +443,16 @@ class DataFileWriter:
         remove_uncommitted(self.storage, [self.name, *sidecars])
 
 
-def write_data_file(storage: Store, directory: str, table: pa.Table, schema: TableSchema, level: int,
-                    options: TableOptions | None = None, sorted_by: Sequence[str] = (),
-                    name: str | None = None) -> DataFileMeta:
-    """Write one Parquet data file (already sorted by key for primary-key tables) with the
-    indexes and pre-aggregates `options` ask for (its sidecars are written first; a crash
+# opens one new data file of a bucket, named and placed as the table's format does it
+# (`TableDirectory.open_file`)
+FileOpener = Callable[[], DataFileWriter]
+
+
+def write_data_file(open_file: FileOpener, table: pa.Table) -> DataFileMeta:
+    """Write one data file (already sorted by key for primary-key tables) with the indexes and
+    pre-aggregates its writer's options ask for (its sidecars are written first; a crash
     leaves orphans that cleanup removes)."""
-    writer = DataFileWriter(storage, directory, schema, level, options, sorted_by, name)
+    writer = open_file()
     try:
         for batch in table.to_batches():
             writer.write(batch)
@@ -432,9 +462,8 @@ def write_data_file(storage: Store, directory: str, table: pa.Table, schema: Tab
         raise
 
 
-def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatch], schema: TableSchema, level: int,
-                 options: TableOptions, name_for: Callable[[str], str] | None = None,
-                 sorted_by: Sequence[str] = ()) -> Iterator[DataFileMeta]:
+def write_rolled(open_file: FileOpener, batches: Iterable[pa.RecordBatch], schema: TableSchema,
+                 options: TableOptions) -> Iterator[DataFileMeta]:
     """Stream sorted batches into files rolled at about `options.target_file_size` bytes (in
     memory): the memory is a batch and a row group, not a file.  A failure removes the file
     being written; the caller owns the ones yielded."""
@@ -442,8 +471,7 @@ def write_rolled(storage: Store, directory: str, batches: Iterable[pa.RecordBatc
     try:
         for batch in batches:
             if writer is None:
-                writer = DataFileWriter(storage, directory, schema, level, options, sorted_by,
-                                        name=None if name_for is None else name_for(directory))
+                writer = open_file()
             writer.write(batch)
             # a Paimon table's files are rolled at their size on disk, as Java's writers roll
             # them (its small-file rules compare those sizes); mergetree's own at their rows' size
@@ -494,35 +522,27 @@ def build_file_indexes(storage: Store, name: str, table: pa.Table, schema: Table
     return indexes
 
 
-def write_sorted_run(storage: Store, directory: str, table: pa.Table, schema: TableSchema, level: int,
-                     options: TableOptions, sorted_by: Sequence[str] = (),
-                     name_for: Callable[[str], str] | None = None) -> list[DataFileMeta]:
+def write_sorted_run(open_file: FileOpener, table: pa.Table, schema: TableSchema, options: TableOptions,
+                     discard: Callable[[list[DataFileMeta]], None]) -> list[DataFileMeta]:
     """Write a sorted table as files of about `options.target_file_size` bytes (in memory; a
-    Paimon table's on disk, as Java's writers roll them), named by `name_for` (default:
-    mergetree's names); a failure removes the files already written."""
+    Paimon table's on disk, as Java's writers roll them); a failure removes the files already
+    written (`discard`)."""
     if table.num_rows == 0:
         return []
     written: list[DataFileMeta] = []
     try:
         if schema.paimon is not None:
             batches = table.to_batches(max_chunksize=PAIMON_PAGE_ROWS)  # the roll is checked batch by batch
-            written.extend(write_rolled(storage, directory, batches, schema, level, options, name_for, sorted_by))
+            written.extend(write_rolled(open_file, batches, schema, options))
             return written
         bytes_per_row = max(table.nbytes / table.num_rows, 1.0)
         rows_per_file = max(int(options.target_file_size / bytes_per_row), 1)
         for start in range(0, table.num_rows, rows_per_file):
-            written.append(write_data_file(storage, directory, table.slice(start, rows_per_file), schema, level,
-                                           options, sorted_by, None if name_for is None else name_for(directory)))
+            written.append(write_data_file(open_file, table.slice(start, rows_per_file)))
     except BaseException:
-        for meta in written:
-            remove_data_file(storage, meta)
+        discard(written)
         raise
     return written
-
-
-def remove_data_file(storage: Store, meta: DataFileMeta) -> None:
-    """Delete an uncommitted data file and its sidecars."""
-    remove_uncommitted(storage, [meta.file_name, *meta.sidecars()])
 
 
 def remove_uncommitted(storage: Store, names: Iterable[str]) -> None:

@@ -475,6 +475,8 @@ class TableOptions:
     # (Paimon's `lookup-compact` = gentle: Java forces it every few commits of a long-running
     # writer, which a batch write is not)
     lookup_compact_gentle: bool = False
+    # the zstd level of data files (None: the writer's default, 1; Paimon's `file.compression.zstd-level`)
+    zstd_level: int | None = None
     # a later commit's rows are newer than every row before it in their bucket (mergetree's
     # writers renumber after a lost race); False where versions are ordered by sequence number
     # alone, as any Paimon writer may number them (a change is then read from the two states)

@@ -31,7 +31,7 @@ from . import paths
 from .buckets import bucket_ids
 from .dvfiles import write_index_file
 from .filecache import FileCache
-from .files import DataFileMeta
+from .files import DataFileMeta, DataFileWriter, remove_uncommitted
 from .objects import is_local, list_names, read_if_exists, table_path
 from .values import decode_value, encode_value
 
@@ -233,8 +233,32 @@ class SnapshotStore:
         """A bucket's directory (`beside`: files of the bucket, for a format that places new files by them)."""
         return paths.bucket_directory(self.partition_by, partition, bucket)
 
-    def data_file_name(self, directory: str) -> str:
-        return paths.data_file_name(directory)
+    def open_file(self, relative: str, schema: Any, options: Any, partition: tuple, bucket: int, level: int,
+                  sorted_by: Sequence[str] = (), changelog: bool = False) -> DataFileWriter:
+        """A new data file (a changelog file with `changelog`) in bucket directory `relative`."""
+        name = paths.changelog_file_name(relative) if changelog else paths.data_file_name(relative)
+        return DataFileWriter(self.storage, relative, schema, level, options, sorted_by, name)
+
+    def received(self, entries: Sequence[Any], base: Snapshot | None) -> list[Any]:
+        """Entries a Spark task shipped as JSON (of work planned on snapshot `base`), ready to be
+        read and committed here (every field is in the JSON)."""
+        return list(entries)
+
+    def task_state(self, indexes: Sequence[str]) -> Any:
+        """What a commit on the driver needs of the index files a task's store wrote (nothing:
+        a deletion-vector reference names its index file)."""
+        return None
+
+    def adopt_task_state(self, state: Any) -> None:
+        """Take over a task's `task_state`."""
+
+    def remove_uncommitted(self, files: Sequence[DataFileMeta]) -> None:
+        """Delete new files (and their sidecars) no snapshot references, as cleanup (never raising)."""
+        remove_uncommitted(self.storage, [n for m in files for n in [m.file_name, *m.sidecars()] if self.owns(n)])
+
+    def remove_journaled(self, lines: Sequence[str]) -> None:
+        """Delete the files a task's journal names (`table.journal`), as cleanup (never raising)."""
+        remove_uncommitted(self.storage, [n for n in lines if self.owns(n)])
 
     @property
     def described(self) -> str:
@@ -243,9 +267,6 @@ class SnapshotStore:
     def bucket_ids(self, rows: Any, schema: Any) -> Any:
         """Each row's bucket (an int32 array): Spark's ``pmod(hash(bucket key), buckets)``."""
         return bucket_ids(rows, list(schema.bucket_key), schema.buckets)
-
-    def changelog_file_name(self, directory: str) -> str:
-        return paths.changelog_file_name(directory)
 
     def is_changelog(self, relative: str) -> bool:
         return paths.is_changelog_file(relative, self.partition_by)
@@ -293,6 +314,11 @@ class SnapshotStore:
         """The newest snapshot's id; CorruptTableError if the LATEST hint shows that a newer
         snapshot was committed and its file is gone."""
         return self._latest_with_hint()[0]
+
+    def latest(self) -> Snapshot | None:
+        """The newest snapshot (None: none yet)."""
+        latest = self.latest_id()
+        return None if latest is None else self.snapshot(latest)
 
     def _latest_with_hint(self) -> tuple[int | None, int | None]:
         """(the newest snapshot's id, the LATEST hint read to find it)."""

@@ -460,8 +460,8 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
         clustering = options.clustering
         rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy, clustering.tree)))
     try:
-        files = write_sorted_run(directory.storage, relative, rows, ts, 0, options, sorted_by,
-                                 directory.data_file_name)
+        files = write_sorted_run(directory.opener(partition, bucket, 0, relative, sorted_by), rows, ts, options,
+                                 directory.remove_written)
     except BaseException:
         directory.discard(logged)
         raise

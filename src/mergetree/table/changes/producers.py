@@ -49,9 +49,7 @@ def changelog_for(directory: TableDirectory, base: Snapshot | None, adds: Sequen
 
 
 def _writer(directory: TableDirectory, partition: tuple, bucket: int) -> DataFileWriter:
-    relative = directory.bucket_directory(partition, bucket)
-    return DataFileWriter(directory.storage, relative, directory.schema, 0, None,
-                          name=directory.changelog_file_name(relative))
+    return directory.open_file(partition, bucket, 0, changelog=True)
 
 
 def _close(writer: DataFileWriter) -> DataFileMeta | None:

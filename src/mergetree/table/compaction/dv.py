@@ -62,7 +62,7 @@ from ..snapshots import FileEntry, Snapshot
 from .planner import CompactionOptions, restored_levels
 from .transaction import Progress, new_files, rewrite_transaction
 
-__all__ = ["DvPlan", "compact_dv", "plan_dv", "restored"]
+__all__ = ["DvPlan", "compact_dv", "execute_dv", "plan_dv", "plan_dv_buckets", "restored"]
 
 
 @dataclass(frozen=True)
@@ -118,15 +118,16 @@ def plan_dv(files: list[DataFileMeta], options: CompactionOptions, trigger: int 
     return everything
 
 
-def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress: Progress | None = None,
-               base: Snapshot | None = None) -> Snapshot | None:
-    """Compact the buckets in `only` (every bucket when None; then any unresolved file is
-    resolved, not only past the trigger) and commit once."""
+def plan_dv_buckets(directory: TableDirectory, only: set | None, full: bool, base: Snapshot | None = None
+                    ) -> tuple[Snapshot | None, list[tuple[tuple, DvPlan, tuple[DataFileMeta, ...]]]]:
+    """The base snapshot (`base`, default the latest) and, per bucket in `only` (every bucket
+    when None; then any unresolved file is resolved, not only past the trigger) that needs it,
+    its plan with the bucket's files (the others keep their vectors in its new index file)."""
     if not directory.schema.has_primary_key:
         raise InvalidArgumentError("deletion vectors need a primary-key table")
     base = base or directory.latest_snapshot()
     if base is None:
-        return None
+        return None, []
     options = directory.options.compaction
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for e in directory.live_files(base).values():
@@ -141,17 +142,24 @@ def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress
             continue
         plan = plan_dv(by_bucket[key], options, trigger, full)
         if plan is not None:
-            plans.append((key, plan))
-    if not plans:
+            plans.append((key, plan, tuple(by_bucket[key])))
+    directory.store.check_rewrite([f for _, plan, _ in plans for f in (*plan.pending, *plan.lookup)])
+    return base, plans
+
+
+def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress: Progress | None = None,
+               base: Snapshot | None = None) -> Snapshot | None:
+    """Compact the buckets in `only` (every bucket when None; then any unresolved file is
+    resolved, not only past the trigger) and commit once."""
+    base, plans = plan_dv_buckets(directory, only, full, base)
+    if base is None or not plans:
         return None
-    directory.store.check_rewrite([f for _, plan in plans for f in (*plan.pending, *plan.lookup)])
-    total = sum(f.row_count for _, p in plans for f in p.pending)
+    total = sum(f.row_count for _, p, _ in plans for f in p.pending)
     indexes: list[str] = []
     try:
         with rewrite_transaction(directory, base.id, total, progress) as rewrite:
-            for (partition, bucket), plan in plans:
-                adds, deletes = _execute(directory, partition, bucket, plan, rewrite.advance, indexes,
-                                         by_bucket[(partition, bucket)])
+            for (partition, bucket), plan, files in plans:
+                adds, deletes = execute_dv(directory, partition, bucket, plan, rewrite.advance, indexes, list(files))
                 rewrite.replace(deletes, adds)
             return rewrite.commit()
     except BaseException:
@@ -162,8 +170,8 @@ def compact_dv(directory: TableDirectory, only: set | None, full: bool, progress
         raise
 
 
-def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvPlan,
-             advance: Callable[[int], None], indexes: list[str],
+def execute_dv(directory: TableDirectory, partition: tuple, bucket: int, plan: DvPlan,
+               advance: Callable[[int], None] | None, indexes: list[str],
              files: list[DataFileMeta]) -> tuple[list[FileEntry], list[FileEntry]]:
     """Carry out one bucket's plan (`files`: the bucket's): (adds, deletes); the index file
     written is added to `indexes`."""
@@ -202,8 +210,8 @@ def _execute(directory: TableDirectory, partition: tuple, bucket: int, plan: DvP
     relative = directory.bucket_directory(partition, bucket, [*plan.pending, *plan.lookup])
     resolved = DeletionVectorRef()
     with new_files(directory) as adds:
-        for meta in write_rolled(storage, relative, merged if inputs else iter(()), ts, plan.level, options,
-                                 name_for=directory.data_file_name):
+        for meta in write_rolled(directory.opener(partition, bucket, plan.level, relative),
+                                 merged if inputs else iter(()), ts, options):
             adds.append(FileEntry(partition, bucket, meta.with_deletion_vector(resolved)))
         deletes = [FileEntry(partition, bucket, f) for f in plan.pending]
         for f in plan.moved:  # metadata only: the same file at the output level, resolved

@@ -1,7 +1,8 @@
 """Running compactions: merge the files the planner chose and commit the result.
 
-Split into steps so that the Spark job can run them apart: `plan_compaction` on the driver,
-`execute_plan` for one bucket in a task, the commit of a `rewrite_transaction` on the driver
+Split into steps so that the Spark job can run them apart: `plan_units` on the driver (one
+`CompactionUnit` per bucket: the universal rules' plan, or a deletion-vector table's),
+`execute_unit` for one bucket in a task, the commit of a `rewrite_transaction` on the driver
 again.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +23,7 @@ from ..retractions import as_merged
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
 from ..sequence_fields import ORDER_COLUMN, ranked
 from ..snapshots import FileEntry, Snapshot
-from .dv import compact_dv, restored
+from .dv import DvPlan, compact_dv, execute_dv, plan_dv_buckets, restored
 from .planner import (
     CompactionOptions,
     CompactionPlan,
@@ -37,8 +38,8 @@ from .planner import (
 )
 from .transaction import Progress, new_files, rewrite_transaction
 
-__all__ = ["BucketCompaction", "Progress", "bucket_levels", "compact_buckets", "execute_plan", "plan_compaction",
-           "rows_to_rewrite"]
+__all__ = ["BucketCompaction", "CompactionUnit", "Progress", "bucket_levels", "compact_buckets", "execute_plan",
+           "execute_unit", "plan_compaction", "plan_units", "rows_to_rewrite"]
 
 MAX_ROUNDS_AFTER_WRITE = 8
 BucketCompaction = tuple[tuple, CompactionPlan]  # ((partition, bucket), plan)
@@ -67,6 +68,48 @@ def compact_buckets(directory: TableDirectory, only: set | None, full: bool,
                 break
             snapshot = _compact_once(directory, stalled, full, progress, snapshot or base) or snapshot
     return snapshot
+
+
+@dataclass(frozen=True)
+class CompactionUnit:
+    """One bucket's share of a compaction, carried out alone (in a thread, or a Spark task):
+    the universal rules' plan, or a deletion-vector table's with the bucket's files (the
+    others keep their vectors in the bucket's new index file)."""
+
+    key: tuple  # (partition, bucket)
+    plan: CompactionPlan | DvPlan
+    files: tuple[DataFileMeta, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        """Input rows the unit merges."""
+        if isinstance(self.plan, DvPlan):
+            return sum(f.row_count for f in self.plan.pending)
+        return sum(f.row_count for g in self.plan.rewrites for f in g.files)
+
+
+def plan_units(directory: TableDirectory, only: set | None, full: bool,
+               base: Snapshot | None = None) -> tuple[Snapshot | None, list[CompactionUnit]]:
+    """The base snapshot and one unit per bucket that needs compacting (one round: after a
+    write, `compact_buckets` repeats while a bucket stalls)."""
+    directory.refuse_commit("COMPACT")
+    if directory.options.deletion_vectors:
+        base, found = plan_dv_buckets(directory, only, full, base)
+        return base, [CompactionUnit(key, plan, files) for key, plan, files in found]
+    base = base or directory.latest_snapshot()
+    base_id, plans = plan_compaction(directory, only, full, base)
+    return (base if base_id is not None else None), [CompactionUnit(key, plan) for key, plan in plans]
+
+
+def execute_unit(directory: TableDirectory, unit: CompactionUnit, advance: Callable[[int], None] | None = None,
+                 indexes: list[str] | None = None) -> tuple[list[FileEntry], list[FileEntry]]:
+    """Carry out one unit: (adds, deletes).  New data files are removed on failure; the
+    deletion-vector index files written go into `indexes` (the caller's to remove)."""
+    if isinstance(unit.plan, DvPlan):
+        partition, bucket = unit.key
+        return execute_dv(directory, partition, bucket, unit.plan, advance, [] if indexes is None else indexes,
+                          list(unit.files))
+    return execute_plan(directory, unit.key, unit.plan, advance)
 
 
 def bucket_levels(directory: TableDirectory, snapshot: Snapshot | None = None,
@@ -241,7 +284,6 @@ def _rewrite(directory: TableDirectory, partition: tuple, bucket: int, runs: lis
     if kept is not None and kept.num_rows:
         merged = _without_keys(merged, kept, ts.file_key)
     with new_files(directory) as out:
-        for meta in write_rolled(directory.storage, relative, merged, ts, level, options,
-                                 name_for=directory.data_file_name):
+        for meta in write_rolled(directory.opener(partition, bucket, level, relative), merged, ts, options):
             out.append(FileEntry(partition, bucket, meta))
     return out

@@ -128,7 +128,8 @@ def _cluster_resolved(directory: TableDirectory, options: TableOptions, f: flt.F
                 for start in range(0, rows.num_rows, step):
                     chunk = rows.slice(start, step)
                     chunk = chunk.take(sort_indices(chunk, [(k, "ascending") for k in ts.file_key], "at_end"))
-                    meta = write_data_file(directory.storage, relative, chunk, ts, 0, write_options)
+                    meta = write_data_file(directory.opener(partition, bucket, 0, relative, options=write_options),
+                                           chunk)
                     written.append(marked(FileEntry(partition, bucket, meta.with_deletion_vector(DeletionVectorRef())),
                                           mark))
             rewrite.replace([FileEntry(partition, bucket, m) for m in files], written)
@@ -250,7 +251,8 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket)
     if not options.sort_within:
-        files = write_sorted_run(directory.storage, relative, rows, ts, 0, options)
+        files = write_sorted_run(directory.opener(partition, bucket, 0, relative, options=options), rows, ts, options,
+                                 directory.remove_written)
         return [FileEntry(partition, bucket, m) for m in files]
     per_row = max(rows.nbytes / max(rows.num_rows, 1), 1.0)
     step = max(int(options.target_file_size / per_row), 1)
@@ -258,7 +260,8 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
         for start in range(0, rows.num_rows, step):
             chunk = rows.slice(start, step)
             chunk = chunk.take(sort_indices(chunk, [(c, "ascending") for c in options.sort_within], "at_start"))
-            meta = write_data_file(directory.storage, relative, chunk, ts, 0, options, options.sort_within)
+            opener = directory.opener(partition, bucket, 0, relative, options.sort_within, options)
+            meta = write_data_file(opener, chunk)
             out.append(FileEntry(partition, bucket, meta))
     return out
 
@@ -295,8 +298,8 @@ def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snaps
             read = meta if rewrite_file else meta.with_deletion_vector(None)
             rows = pa.Table.from_batches(list(read_run(directory.storage, [read])), schema=ts.file_schema)
             if rewrite_file:
-                new = write_data_file(directory.storage, directory.bucket_directory(entry.partition, entry.bucket),
-                                      rows, ts, meta.level, options, meta.sorted_by)
+                new = write_data_file(directory.opener(entry.partition, entry.bucket, meta.level,
+                                                       sorted_by=meta.sorted_by), rows)
                 if meta.resolved:
                     new = new.with_deletion_vector(DeletionVectorRef())
             else:

@@ -11,6 +11,7 @@ deletion vectors are unchanged and Java's conflict checks pass (`lsm_conflict`);
 `CompactionConflictError`, nothing committed.  Every writer of Paimon tables commits here."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime as dt
 import itertools
@@ -41,13 +42,34 @@ from ..files import DataFileMeta
 from ..objects import locate
 from .metadata import ADD, DELETION_VECTORS_INDEX, LATEST_HINT, MANIFEST_DIR, PaimonSchema, PaimonTable, identifier
 
-__all__ = ["COMMIT_TRIES", "FILE_SOURCE_APPEND", "FILE_SOURCE_COMPACT", "DeletionIndex", "IndexChange", "commit_files",
-           "data_file_record", "deletion_index", "has_value_stats", "lsm_conflict", "new_index_name", "remove_files",
-           "simple_stats"]
+__all__ = [
+    "COMMIT_TRIES",
+    "FILE_SOURCE_APPEND",
+    "FILE_SOURCE_COMPACT",
+    "PAIMON_FILE",
+    "DeletionIndex",
+    "IndexChange",
+    "commit_files",
+    "data_file_record",
+    "deletion_index",
+    "has_value_stats",
+    "lsm_conflict",
+    "new_index_name",
+    "paimon_extras",
+    "remove_files",
+    "simple_stats",
+]
 
 LONG_MAX = (1 << 63) - 1
 COMMIT_TRIES = 30
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1   # a data file's `_FILE_SOURCE`: a write's, a compaction's
+PAIMON_FILE = "paimon"  # the key of a new file's manifest extras in `DataFileMeta.indexes` (`writer`)
+
+
+def paimon_extras(meta: DataFileMeta) -> dict[str, Any]:
+    """What a new file's manifest entry records beyond the engine's metadata (`writer.PaimonFileWriter`):
+    ``external_path`` (None: in the table), ``embedded_index`` (base64, or None) and ``extra_files``."""
+    return dict(meta.indexes.get(PAIMON_FILE) or {})
 
 
 def has_value_stats(t: PaimonType) -> bool:
@@ -68,9 +90,10 @@ def simple_stats(bounds: Sequence[tuple[Any, Any, int]], types: Sequence[PaimonT
 
 def data_file_record(schema: PaimonSchema, meta: DataFileMeta, partition: bytes, bucket: int, total_buckets: int,
                      file_source: int) -> dict:
-    """The manifest entry (an ADD) of a data file the engine wrote (`table.files.DataFileWriter`
+    """The manifest entry (an ADD) of a data file the engine wrote (`writer.PaimonFileWriter`,
     in Paimon's layout under `schema`): its key range, sequence range, retractions and the
-    statistics Java keeps, under the table's stats modes, from the file's exact bounds."""
+    statistics Java keeps, under the table's stats modes, from the file's exact bounds; where it
+    is and its file index as its writer recorded them (`paimon_extras`)."""
     names = schema.names
     modes = dict(zip(names, stats_modes(schema.options, names)))
     stat_names = [f.name for f in schema.fields if has_value_stats(f.type) and modes[f.name].kind != "none"]
@@ -79,6 +102,8 @@ def data_file_record(schema: PaimonSchema, meta: DataFileMeta, partition: bytes,
         lo, hi, nulls = meta.stats.get(name, (None, None, 0))
         return lo, hi, nulls
     key_types = schema.key_types
+    extras = paimon_extras(meta)
+    embedded = extras.get("embedded_index")
     return {
         "_VERSION": 2, "_KIND": ADD, "_PARTITION": partition, "_BUCKET": bucket, "_TOTAL_BUCKETS": total_buckets,
         "_FILE": {
@@ -90,10 +115,12 @@ def data_file_record(schema: PaimonSchema, meta: DataFileMeta, partition: bytes,
             "_VALUE_STATS": simple_stats([exact(n) for n in stat_names], [schema.field(n).type for n in stat_names],
                                          [modes[n] for n in stat_names]),
             "_MIN_SEQUENCE_NUMBER": meta.min_seq, "_MAX_SEQUENCE_NUMBER": meta.max_seq,
-            "_SCHEMA_ID": schema.id, "_LEVEL": meta.level, "_EXTRA_FILES": [],
+            "_SCHEMA_ID": schema.id, "_LEVEL": meta.level, "_EXTRA_FILES": list(extras.get("extra_files") or ()),
             "_CREATION_TIME": dt.datetime.now(dt.timezone.utc), "_DELETE_ROW_COUNT": meta.delete_count,
-            "_EMBEDDED_FILE_INDEX": None, "_FILE_SOURCE": file_source, "_VALUE_STATS_COLS": stat_names,
-            "_EXTERNAL_PATH": None, "_FIRST_ROW_ID": None, "_WRITE_COLS": None, "_WRITE_COLS_SEQUENCES": None,
+            "_EMBEDDED_FILE_INDEX": None if embedded is None else base64.b64decode(embedded),
+            "_FILE_SOURCE": file_source, "_VALUE_STATS_COLS": stat_names,
+            "_EXTERNAL_PATH": extras.get("external_path"), "_FIRST_ROW_ID": None, "_WRITE_COLS": None,
+            "_WRITE_COLS_SEQUENCES": None,
         },
     }
 

@@ -2,9 +2,9 @@
 
 A data file's index is in its manifest entry (``_EMBEDDED_FILE_INDEX``) or in a
 ``<data file>.index`` file beside it (listed in ``_EXTRA_FILES``), whoever wrote it: Java's
-writers, or mergetree's (`compact.write_rolled`).  `may_match` answers whether a file can hold
-rows matching a simple filter; only a certain "no" skips a file, so an index can never change
-an answer.  Leaves it can judge:
+writers, or mergetree's (`build_file_index`, as `writer.PaimonFileWriter` writes a file).
+`may_match` answers whether a file can hold rows matching a simple filter; only a certain "no"
+skips a file, so an index can never change an answer.  Leaves it can judge:
 
 - Bloom filter: ``=`` and ``in`` (a value whose hash is absent is in no row);
 - bitmap: ``=``, ``in``, ``!=``, ``not in``, ``<``, ``<=``, ``>``, ``>=``, ``is null`` and
@@ -25,14 +25,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from ...codec.file_index import (
     BITMAP,
     BLOOM_FILTER,
+    DEFAULT_BLOOM_FPP,
+    DEFAULT_BLOOM_ITEMS,
     BitmapIndex,
     BloomFilter,
     MalformedIndex,
+    ValueTooLarge,
     bitmap_supported,
     bloom_supported,
+    encode_bitmap,
+    encode_bloom,
+    encode_container,
     hashes_of,
     keys_of,
     order_key,
@@ -40,12 +48,14 @@ from ...codec.file_index import (
 )
 from ...codec.file_index import head_length as container_head_length
 from ...codec.types import PaimonType, same_type
-from ...errors import CorruptTableError, StorageError
+from ...errors import CorruptTableError, InvalidArgumentError, StorageError, UnsupportedPaimonFeatureError
+from ..compaction.planner import parse_memory_size
 from ..filecache import FileCache
 from ..objects import StoredFile, locate
 from .metadata import PaimonFile, PaimonSchema, PaimonTable
+from .options import FileIndexSpec
 
-__all__ = ["FileIndex", "file_index", "indexed_columns", "may_match"]
+__all__ = ["FileIndex", "build_file_index", "file_index", "indexed_columns", "may_match"]
 
 _RANGE_OPS = {"<", "<=", ">", ">="}
 
@@ -263,3 +273,43 @@ def _float_of(t: PaimonType, key: int) -> float:
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
+
+
+def build_file_index(spec: FileIndexSpec, columns: Mapping[str, list[pa.Array]],
+                     schema: PaimonSchema) -> bytes | None:
+    """The file-index container of one data file (None: the table declares no index this
+    builds): each declared column's values, in the file's row order, through the codec's Bloom
+    filter or bitmap encoder with the column's options, as Java's writers build them."""
+    if not spec.columns:
+        return None
+    bodies: dict[str, dict[str, bytes | None]] = {}
+    for ic in spec.columns:
+        t = schema.field(ic.column).type
+        parts = columns.get(ic.column, [])
+        values = pa.chunked_array(parts, type=parts[0].type) if parts else pa.chunked_array([], type=t.arrow)
+        if ic.index_type == BLOOM_FILTER:
+            items = ic.number("items", DEFAULT_BLOOM_ITEMS, int)
+            fpp = ic.number("fpp", DEFAULT_BLOOM_FPP, float)
+            if items <= 0 or not 0 < fpp < 1:
+                raise UnsupportedPaimonFeatureError(
+                    f"Paimon's Bloom filter index on column {ic.column!r} needs items > 0 and 0 < fpp < 1 "
+                    f"(the table says items={items}, fpp={fpp})")
+            body = encode_bloom(values, t, items, fpp)
+        else:
+            version = ic.number("version", 2, int)
+            if version not in (1, 2):
+                raise UnsupportedPaimonFeatureError(
+                    f"Paimon option 'file-index.bitmap.{ic.column}.version' = {version}: Paimon has versions 1 and 2")
+            try:
+                block = parse_memory_size(ic.options.get("index-block-size", "16kb"),
+                                          f"file-index.bitmap.{ic.column}.index-block-size")
+            except InvalidArgumentError as exc:
+                raise UnsupportedPaimonFeatureError(f"Paimon {exc}") from None
+            try:
+                body = encode_bitmap(values, t, block, version)
+            except ValueTooLarge:
+                continue  # Java's writer fails on such a value; a file without this index is still right
+        bodies.setdefault(ic.column, {})[ic.index_type] = body
+    if not bodies:
+        return None
+    return encode_container(bodies)

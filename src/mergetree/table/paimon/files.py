@@ -32,34 +32,25 @@ from .file_indexes import indexed_columns
 from .file_indexes import may_match as file_index_may_match
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 
-__all__ = ["LARGE_ROW_GROUP", "KeyRange", "PaimonFileRef", "cached_keys", "check_evolvable", "file_layout",
-           "key_range_of",
-           "live_rows", "may_hold_retractions", "orc_column_names", "parquet_reader", "read_data_file", "row_span",
-           "thin_keys"]
-
-
-KeyRange = tuple[Any, bool, Any, bool]
-LARGE_ROW_GROUP = 65536  # rows: above this, a key-filtered read finds its rows by the key column first
+__all__ = ["PaimonFileRef", "check_evolvable", "file_layout", "live_rows", "may_hold_retractions", "orc_column_names",
+           "parquet_reader", "read_data_file", "thin_keys"]
 
 
 def read_data_file(path: str | StoredFile, columns: list[str] | None, row_filter: pc.Expression | None,
-                   batch_rows: int, key_columns: list[str] | None = None,
-                   key_range: KeyRange | None = None, use_threads: bool = False,
+                   batch_rows: int, use_threads: bool = False,
                    deleted: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
     """A Paimon data file's batches, by its format (the file name's extension, as Paimon
-    decides): Parquet a row group at a time, ORC a stripe at a time.  `row_filter` reads only
-    `key_columns` when given (see `_read_parquet_by_key`).  `deleted`: sorted row positions
-    of the file (its deletion vector) left out, before the filter.  `path` is a local path or
-    a file on an object store (`PaimonTable.source`)."""
+    decides): Parquet a row group at a time, ORC a stripe at a time.  `deleted`: sorted row
+    positions of the file (its deletion vector) left out, before `row_filter`.  `path` is a
+    local path or a file on an object store (`PaimonTable.source`)."""
     name = path.name if isinstance(path, StoredFile) else path
     thin = thin_keys(path, name, columns)
     if thin:
         yield from _thin_file(path, columns or [], thin, row_filter, batch_rows, use_threads, deleted)
         return
     if name.endswith(".parquet"):
-        if deleted is not None or (row_filter is not None and key_columns):
-            yield from _read_parquet_by_key(path, columns, row_filter, key_columns or [], batch_rows, key_range,
-                                            deleted, use_threads)
+        if deleted is not None:
+            yield from _read_parquet_live(path, columns, row_filter, batch_rows, deleted, use_threads)
         else:
             yield from read_parquet(path, columns, row_filter, None, batch_rows, use_threads)
         return
@@ -135,11 +126,6 @@ def live_rows(batch: pa.RecordBatch, first_row: int, deleted: np.ndarray | None)
     return batch.filter(pa.array(keep))
 
 
-# decoded key columns of large row groups, for repeated key lookups: (path, size, mtime, group) -> table
-# (an object store's file: (store, name, recorded size, group))
-_key_cache: FileCache[pa.Table] = FileCache(max_entries=4096, max_bytes=256 * 2**20, weight=lambda t: t.nbytes)
-
-
 def parquet_reader(path: str | StoredFile) -> pq.ParquetFile:
     """A Parquet file reader on the footer the fragment cache already parsed (an object
     store's file: its row groups' column chunks fetched by coalesced range requests)."""
@@ -148,103 +134,30 @@ def parquet_reader(path: str | StoredFile) -> pq.ParquetFile:
     return pq.ParquetFile(path, metadata=parquet_fragment(path).metadata, pre_buffer=False)
 
 
-def cached_keys(path: str | StoredFile, group: int, key_columns: list[str]) -> pa.Table:
-    def load() -> pa.Table:
-        return parquet_reader(path).read_row_group(group, columns=key_columns, use_threads=False).combine_chunks()
-    if isinstance(path, StoredFile):
-        return _key_cache.get_keyed((*path.key, group, tuple(key_columns)), load)
-    return _key_cache.get(path, load, group, tuple(key_columns))
-
-
-def row_span(keys: pa.Table, key_filter: pc.Expression, key_range: KeyRange | None) -> tuple[int, int]:
-    """[first, last) rows of a key-sorted row group that hold every row matching the filter."""
-    if key_range is not None and keys.num_columns == 1 and keys.column(0).null_count == 0:
-        values = keys.column(0).chunk(0) if keys.column(0).num_chunks == 1 else keys.column(0).combine_chunks()
-        if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
-            array = values.to_numpy()
-            lo, lo_inclusive, hi, hi_inclusive = key_range
-            first = 0 if lo is None else int(np.searchsorted(array, lo, "left" if lo_inclusive else "right"))
-            last = len(array) if hi is None else int(np.searchsorted(array, hi, "right" if hi_inclusive else "left"))
-            return first, max(first, last)
-    hits = np.flatnonzero(_evaluate(key_filter, keys))
-    return (int(hits[0]), int(hits[-1]) + 1) if len(hits) else (0, 0)
-
-
-def _read_parquet_by_key(path: str | StoredFile, columns: list[str] | None, key_filter: pc.Expression | None,
-                         key_columns: list[str], batch_rows: int, key_range: KeyRange | None = None,
-                         deleted: np.ndarray | None = None, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
-    """A key-filtered read of a file sorted by key whose row groups are large (Paimon's writers
-    make one per file): statistics cannot skip inside a row group, so the key columns are read
-    first (and kept in a cache for the next lookup), the matching rows located (by binary
-    search when the filter bounds a single numeric key), and the other columns decoded only up
-    to the last of them (decoding streams page by page; stopping early skips the rest).  With
-    `deleted` (a deletion vector's positions) every row group is read by position, the marked
-    rows left out before the filter."""
+def _read_parquet_live(path: str | StoredFile, columns: list[str] | None, row_filter: pc.Expression | None,
+                       batch_rows: int, deleted: np.ndarray, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
+    """A Parquet data file's rows but those its deletion vector marks (`deleted`, sorted
+    positions), read by position row group after row group (those the filter's statistics
+    rule out skipped), the marked rows left out before `row_filter`."""
     fragment = parquet_fragment(path)
     metadata = fragment.metadata
-    groups = list(range(metadata.num_row_groups)) if key_filter is None else \
-        [g.id for g in fragment.subset(filter=key_filter).row_groups]
+    groups = list(range(metadata.num_row_groups)) if row_filter is None else \
+        [g.id for g in fragment.subset(filter=row_filter).row_groups]
     if not groups:
         return
     reader = parquet_reader(path)
-    if deleted is None:
-        small = [g for g in groups if metadata.row_group(g).num_rows <= LARGE_ROW_GROUP]
-        if small:  # statistics already narrowed these to a few rows
-            yield from read_parquet(path, columns, key_filter, small, batch_rows)
-        groups = [g for g in groups if g not in small]
     offsets = np.concatenate([[0], np.cumsum([metadata.row_group(g).num_rows
                                               for g in range(metadata.num_row_groups)])])
-    step = batch_rows if key_filter is None else min(batch_rows, 8192)
     for g in groups:
-        first, last = 0, metadata.row_group(g).num_rows
-        if key_filter is not None and key_columns and last > LARGE_ROW_GROUP:
-            keys = cached_keys(path, g, key_columns + [SEQUENCE_COLUMN, KIND_COLUMN]).select(key_columns)
-            first, last = row_span(keys, key_filter, key_range)
-            if first >= last:
-                continue
-        start = 0
-        for batch in reader.iter_batches(batch_size=step, row_groups=[g], columns=columns, use_threads=use_threads):
-            end = start + batch.num_rows
-            if end > first:
-                lo = max(first, start)
-                part = live_rows(batch.slice(lo - start, min(end, last) - lo), int(offsets[g]) + lo, deleted)
-                if key_filter is not None:
-                    part = part.filter(key_filter)
-                if part.num_rows:
-                    yield part
-            start = end
-            if start >= last:
-                break
-
-
-def key_range_of(f: Any, column: str) -> KeyRange | None:
-    """(low, low inclusive, high, high inclusive) that a conjunction of comparisons puts on
-    `column`, or None when the filter is anything else."""
-    if f is None or isinstance(f, pc.Expression):
-        return None
-    lo, lo_inc, hi, hi_inc = None, True, None, True
-    for c in flt.conjuncts(f):
-        if not (isinstance(c, tuple) and len(c) == 3 and c[0] == column and c[1] in ("=", "<", "<=", ">", ">=")):
-            return None
-        _, op, v = c
-        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
-            return None
-        if op in ("=", ">", ">=") and (lo is None or v > lo or (v == lo and op == ">")):
-            lo, lo_inc = v, op != ">"
-        if op in ("=", "<", "<=") and (hi is None or v < hi or (v == hi and op == "<")):
-            hi, hi_inc = v, op != "<"
-    return lo, lo_inc, hi, hi_inc
-
-
-def _evaluate(expression: pc.Expression, table: pa.Table) -> pa.ChunkedArray | pa.Array:
-    """The boolean value of `expression` on every row of `table`."""
-    marked = table.append_column("__row__", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    kept = marked.filter(expression).column("__row__").to_numpy()
-    mask = np.zeros(table.num_rows, dtype=bool)
-    mask[kept] = True
-    return pa.array(mask)
-
-
+        start = int(offsets[g])
+        for batch in reader.iter_batches(batch_size=batch_rows, row_groups=[g], columns=columns,
+                                         use_threads=use_threads):
+            part = live_rows(batch, start, deleted)
+            start += batch.num_rows
+            if row_filter is not None:
+                part = part.filter(row_filter)
+            if part.num_rows:
+                yield part
 
 
 def file_layout(schema: PaimonSchema, required: bool = False) -> list[pa.Field]:
@@ -275,13 +188,12 @@ def check_evolvable(table: PaimonTable, old: PaimonSchema, now: PaimonSchema) ->
 
 
 def evolved_batches(table: PaimonTable, pf: PaimonFile, now: PaimonSchema, columns: list[str],
-                    key_filter: Any, batch_rows: int, deleted: np.ndarray | None) -> Iterator[pa.RecordBatch]:
+                    batch_rows: int, deleted: np.ndarray | None) -> Iterator[pa.RecordBatch]:
     """A file written under an older schema, read as Paimon's SchemaEvolutionUtil maps it:
     each column of the read schema `now` (`columns`: its file-layout names) found by field id
     among the file schema's columns (under the name it had then), a column added since read
     as nulls, a retyped one converted as Paimon's casts convert it (`types.evolve`; nested ROW
-    fields by id as well).  Key columns keep their types (Paimon refuses to retype them).
-    `key_filter` (normalized, over the `_KEY_` columns of `now`) is applied in the file."""
+    fields by id as well).  Key columns keep their types (Paimon refuses to retype them)."""
     old = table.schema(pf.schema_id)
     by_id = {f.id: f for f in old.fields}
     if [by_id.get(now.field(k).id) and by_id[now.field(k).id].name for k in now.trimmed_keys] != \
@@ -304,12 +216,8 @@ def evolved_batches(table: PaimonTable, pf: PaimonFile, now: PaimonSchema, colum
         elif now.field(c).id in by_id:
             befores[c] = by_id[now.field(c).id]
             sources[c] = befores[c].name
-    file_filter = None
-    if key_filter is not None:  # the key filter, over the file's own key names
-        back = {KEY_PREFIX + k: sources.get(KEY_PREFIX + k, KEY_PREFIX + k) for k in now.trimmed_keys}
-        file_filter = flt.to_expression(flt.rename(key_filter, back), pa.schema(file_layout(old)))
     types = {f.name: f.type for f in file_layout(now)}
-    for batch in read_data_file(table.source(pf), list(dict.fromkeys(sources.values())), file_filter, batch_rows,
+    for batch in read_data_file(table.source(pf), list(dict.fromkeys(sources.values())), None, batch_rows,
                                 deleted=deleted):
         arrays, fields = [], []
         for c in columns:
@@ -479,7 +387,7 @@ class PaimonFileRef:
         deleted = self.deleted_positions()
         try:
             if self.file.schema_id != self.schema.id:
-                stream = evolved_batches(self.table, self.file, self.schema, names, None, batch_rows, deleted)
+                stream = evolved_batches(self.table, self.file, self.schema, names, batch_rows, deleted)
             else:
                 stream = read_data_file(self.source(), names, None, batch_rows, deleted=deleted)
             for batch in stream:

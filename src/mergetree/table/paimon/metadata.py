@@ -46,8 +46,7 @@ from .options import PaimonOptions, check_options
 
 __all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",
            "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "bucket_directory_of", "external_location",
-           "identifier",
-           "partition_path"]
+           "identifier", "partition_path", "relative_bucket_path"]
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -77,8 +76,15 @@ def bucket_directory_of(schema: PaimonSchema, partition: Sequence[Any], bucket: 
     for f in files:
         if f.name is not None:
             return posixpath.dirname(f.name)
+    return relative_bucket_path(schema, partition, bucket)
+
+
+def relative_bucket_path(schema: PaimonSchema, partition: Sequence[Any], bucket: int) -> str:
+    """Paimon's relative bucket path, under the table or an external root:
+    ``[data-file.path-directory/][k=v/...]bucket-<n>``."""
     default = schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
-    return posixpath.join(partition_path(schema.partition_keys, partition, default), f"bucket-{bucket}")
+    directory = schema.options.get("data-file.path-directory", "").strip("/")
+    return posixpath.join(directory, partition_path(schema.partition_keys, partition, default), f"bucket-{bucket}")
 
 @dataclass(frozen=True)
 class PaimonSchema:
@@ -634,11 +640,12 @@ class PaimonTable:
                                     f"{deletion.range.data_file}", path=deletion.path)
         return found
 
-    def entry_file(self, entry: dict, schema: PaimonSchema) -> PaimonFile:
-        """The `PaimonFile` a manifest entry (an ADD) describes."""
-        return self._file(entry, schema)
+    def entry_file(self, entry: dict, schema: PaimonSchema, name: str | None = None) -> PaimonFile:
+        """The `PaimonFile` a manifest entry (an ADD) describes; `name`: its object path under
+        the table when the caller knows it (a file it just wrote), else found as readers find it."""
+        return self._file(entry, schema, name)
 
-    def _file(self, entry: dict, schema: PaimonSchema) -> PaimonFile:
+    def _file(self, entry: dict, schema: PaimonSchema, known: str | None = None) -> PaimonFile:
         f = entry["_FILE"]
         key_types = schema.key_types
         partition = decode_row(entry["_PARTITION"], schema.partition_types, "partition")
@@ -651,7 +658,7 @@ class PaimonTable:
         if external:
             name, path = None, external_location(external)
         else:
-            name = self._data_name(entry, schema, partition)
+            name = known if known is not None else self._data_name(entry, schema, partition)
             path = self.full(name)
         return PaimonFile(
             partition=partition, partition_bytes=entry["_PARTITION"], bucket=int(entry["_BUCKET"]),
@@ -664,22 +671,20 @@ class PaimonTable:
             schema_id=int(f["_SCHEMA_ID"]), path=path, key_stats=tuple(zip(lo, hi, nulls)), record=entry, name=name)
 
     def _data_name(self, entry: dict, schema: PaimonSchema, partition: tuple) -> str:
-        """A data file's object path under the table: ``[k=v/...]bucket-<n>/<file>``.  Locally
-        the file is checked to be there (a stat); on an object store a partition value every
-        writer spells alike is trusted (no request).  Otherwise — a value another writer may
-        format differently (floats, timestamps, characters some writers escape), or data
-        files under ``data-file.path-directory`` — the file is found by its (unique) name in
-        one listing of the table."""
+        """A data file's object path under the table: ``[dir/][k=v/...]bucket-<n>/<file>``
+        (``dir``: ``data-file.path-directory``).  Locally the file is checked to be there (a
+        stat); on an object store a partition value every writer spells alike is trusted (no
+        request).  Otherwise — a value another writer may format differently (floats,
+        timestamps, characters some writers escape) — the file is found by its (unique) name in
+        a listing of the table (listed again when a file is not in the last one)."""
         f = entry["_FILE"]
-        default = schema.options.get("partition.default-name", "__DEFAULT_PARTITION__")
-        directory = partition_path(schema.partition_keys, partition, default)
-        name = posixpath.join(directory, f"bucket-{entry['_BUCKET']}", f["_FILE_NAME"])
+        name = posixpath.join(relative_bucket_path(schema, partition, int(entry["_BUCKET"])), f["_FILE_NAME"])
         if self.is_local:
             if self.storage.exists(name):
                 return name
-        elif "data-file.path-directory" not in schema.options and all(_plain(v) for v in partition):
+        elif all(_plain(v) for v in partition):
             return name
-        if self._file_index is None:
+        if self._file_index is None or f["_FILE_NAME"] not in self._file_index:  # files come: list again
             self._file_index = {info.path.rpartition("/")[2]: info.path for info in self.storage.list("")
                                 if info.path.rpartition("/")[2].startswith("data-")}
         return self._file_index.get(f["_FILE_NAME"], name)

@@ -64,7 +64,7 @@ _HARMLESS_PREFIXES = (
     "write.", "read.batch-size", "stats.",
     "zorder.", "hilbert.", "clustering.", "visibility-callback.", "snapshot-expire.", "manifest.delete-file",
     "alter-column-null-to-not-null", "query-auth.", "deletion-vector.index-file", "deletion-vectors.bitmap64",
-    # duties of commits, not of reads (writes refuse them: `paimon.write.check_writable`)
+    # duties of commits, not of reads (writes refuse them: `tables.write_refusal`)
     "metadata.iceberg.", "lock.",
 )
 _REFUSED_WHEN_TRUE = {
@@ -145,7 +145,7 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
                  "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
                  "deletion-vectors.enabled", "deletion-vectors.merge-on-read", "index-file-in-data-file-dir",
-                 EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS}
+                 "data-file.path-directory", EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS}
         if key in known or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
             continue
         if key.startswith("scan."):

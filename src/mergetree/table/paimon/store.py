@@ -14,9 +14,9 @@ from __future__ import annotations
 import posixpath
 import re
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,8 @@ from ...storage import Store
 from ..changes.compute import PRODUCER_PROPERTY
 from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef
-from ..files import DataFileMeta
+from ..files import DataFileMeta, remove_uncommitted
+from ..journal import creating, is_location
 from ..schema import TableSchema
 from ..snapshots import FileEntry, Snapshot
 from .commit import (
@@ -53,10 +54,11 @@ from .metadata import (
     PaimonSchema,
     PaimonTable,
     bucket_directory_of,
-    partition_path,
+    relative_bucket_path,
 )
 from .options import is_true
-from .tables import engine_compacts, engine_writes, table_options, table_schema
+from .tables import commit_refusal, table_options, table_schema
+from .writer import ExternalRoots, PaimonFileWriter, external_roots, placed_files, with_origin
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
 
@@ -115,6 +117,8 @@ class FileStats(Mapping):
 _CACHED_SNAPSHOTS = 16
 _WRITTEN = re.compile(r"(data|changelog)-[0-9a-f-]{36}-\d+\.(parquet|orc)")  # what Paimon's writers name files
 _CHANGELOG = re.compile(r"changelog-[0-9a-f-]{36}-\d+\.(parquet|orc)")
+_INDEX_FILE = re.compile(r"index-[0-9a-f-]{36}-\d+")  # a deletion-vector index file
+_ENTROPY = re.compile(r"(.*)/[01]{4}/[01]{4}/[01]{4}/[01]{8}")
 _live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
 _live_lock = threading.Lock()
 
@@ -134,6 +138,7 @@ class PaimonSnapshotStore:
         self._lock = threading.Lock()
         # index files `write_deletion_vectors` wrote: object name -> (partition, bucket, entry)
         self._fresh_indexes: dict[str, tuple[bytes, int, dict]] = {}
+        self._roots: ExternalRoots | bool | None = False  # `data-file.external-paths`, when first needed
 
     # -- snapshots -----------------------------------------------------------------------
     def snapshot_ids(self) -> list[int]:
@@ -141,6 +146,12 @@ class PaimonSnapshotStore:
 
     def latest_id(self) -> int | None:
         return self.table.latest_snapshot_id()
+
+    def latest(self) -> Snapshot | None:
+        """The newest snapshot, its file read at once (`PaimonTable.latest_snapshot`: on an
+        object store the hint, the snapshot and a HEAD for the next id)."""
+        document = self.table.latest_snapshot()
+        return None if document is None else self._remember(document)
 
     def _remember(self, document: dict) -> Snapshot:
         with self._lock:
@@ -195,13 +206,81 @@ class PaimonSnapshotStore:
         files = [m.origin.file for m in beside if isinstance(m.origin, PaimonFileRef)]
         return bucket_directory_of(self.schema, partition, bucket, files)
 
-    def data_file_name(self, directory: str) -> str:
-        return f"{directory}/data-{uuid.uuid4()}-0.parquet"
+    def open_file(self, relative: str, schema: TableSchema, options: Any, partition: tuple, bucket: int, level: int,
+                  sorted_by: Sequence[str] = (), changelog: bool = False) -> PaimonFileWriter:
+        """A new data (or changelog) file of a bucket as Java's writers make it (`PaimonFileWriter`:
+        the table's format, thin mode, file index, external paths)."""
+        return PaimonFileWriter(self.table, self.schema, self._external_roots(), relative, schema, level, options,
+                                partition, bucket, sorted_by, changelog)
+
+    def _external_roots(self, quiet: bool = False) -> ExternalRoots | None:
+        """The table's external roots (None: none); `quiet`: None too when one cannot be
+        resolved (cleanup never raises)."""
+        if quiet:
+            try:
+                return self._external_roots()
+            except UnsupportedPaimonFeatureError:
+                return None
+        with self._lock:
+            if self._roots is False:
+                self._roots = external_roots(self.table, self.schema)
+                if self._roots is not None:
+                    self._roots.check()  # every root resolvable before anything is written
+            return self._roots  # type: ignore[return-value]
+
+    def received(self, entries: Sequence[FileEntry], base: Snapshot | None) -> list[FileEntry]:
+        """Entries a Spark task shipped as JSON, with their origins: a live file of `base` (moved,
+        or given a new deletion vector) keeps its Paimon entry; a new one gets the entry it will
+        have (a thin, ORC or externally placed file is read through it)."""
+        live = self.live_files(base)
+        out = []
+        for e in entries:
+            if e.file.origin is None:
+                known = live.get(e.file.file_name)
+                meta = replace(e.file, origin=known.file.origin) if known is not None else \
+                    with_origin(self.table, self.schema, e.file, e.partition, e.bucket)
+                e = FileEntry(e.partition, e.bucket, meta)
+            out.append(e)
+        return out
+
+    def task_state(self, indexes: Sequence[str]) -> dict[str, tuple[bytes, int, dict]]:
+        """The index manifest entries of the index files a task's store wrote (`indexes`)."""
+        with self._lock:
+            return {name: self._fresh_indexes[name] for name in indexes if name in self._fresh_indexes}
+
+    def adopt_task_state(self, state: Any) -> None:
+        if state:
+            with self._lock:
+                self._fresh_indexes.update(state)
+
+    def remove_journaled(self, lines: Sequence[str]) -> None:
+        """Delete the files a task's journal names: under the table, or at an external path."""
+        roots = self._external_roots(quiet=True)
+        inside = []
+        for line in lines:
+            if is_location(line):  # a file at an external path
+                found = roots.store_of(line) if roots is not None else None
+                if found is not None and self.owns(found[1].removesuffix(".index")):
+                    remove_uncommitted(found[0], [found[1]])
+            elif self.owns(line.removesuffix(".index")) or _INDEX_FILE.fullmatch(line.rpartition("/")[2]):
+                inside.append(line)
+        remove_uncommitted(self.storage, inside)
+
+    def remove_uncommitted(self, files: Sequence[DataFileMeta]) -> None:
+        """Delete new files no snapshot references — in the table, their extra files too; at an
+        external path, in its root's store — as cleanup: never raising (`files.remove_uncommitted`)."""
+        for storage, names in placed_files(self.table, self._external_roots(quiet=True), files):
+            remove_uncommitted(storage, [n for n in names if self.owns(n.removesuffix(".index"))])
 
     def owns(self, relative: str) -> bool:
         """Only data and changelog files in a bucket directory are ever deleted through here."""
         head, _, base = relative.rpartition("/")
-        return bool(_WRITTEN.fullmatch(base)) and head.rpartition("/")[2].startswith("bucket-")
+        directory = head.rpartition("/")[2]
+        # (an entropy-injected external file is four hash directories below its bucket's)
+        entropy = _ENTROPY.fullmatch(head)
+        if entropy is not None:
+            directory = entropy.group(1).rpartition("/")[2]
+        return bool(_WRITTEN.fullmatch(base)) and directory.startswith("bucket-")
 
     @property
     def described(self) -> str:
@@ -216,9 +295,6 @@ class PaimonSnapshotStore:
         types = [self.schema.field(c).type for c in opts.bucket_key]
         return buckets_of([rows.column(c) for c in opts.bucket_key], types, opts.buckets,
                           bucket_function(self.schema.options, types))
-
-    def changelog_file_name(self, directory: str) -> str:
-        return f"{directory}/changelog-{uuid.uuid4()}-0.parquet"
 
     def is_changelog(self, relative: str) -> bool:
         return bool(_CHANGELOG.fullmatch(relative.rpartition("/")[2]))
@@ -248,6 +324,7 @@ class PaimonSnapshotStore:
         if built is None:
             return {}
         where = self._index_object(partition, bucket, files, name)
+        creating(self.storage, where)
         self.storage.write(where, built.data)
         with self._lock:
             self._fresh_indexes[where] = (partition_bytes, bucket, built.entry)
@@ -313,16 +390,8 @@ class PaimonSnapshotStore:
             check_evolvable(self.table, self.table.schema(schema_id), self.schema)
 
     def refuses(self, kind: str) -> str | None:
-        """The engine writes the tables `engine_writes` accepts and compacts those
-        `engine_compacts` accepts; the rest go through `mergetree.paimon` (issue 36 brings them
-        here)."""
-        if kind == "COMPACT" and engine_compacts(self.schema):
-            return None
-        if kind in ("APPEND", "OVERWRITE") and engine_writes(self.schema):
-            return None
-        what = "write to" if kind in ("APPEND", "OVERWRITE") else "compact"
-        return (f"mergetree's engine does not {what} Paimon table {self.table.name} yet: write, delete and compact it "
-                f"through mergetree.paimon (Table.open(...).write/delete/compact, mergetree.spark.compact_paimon)")
+        """Why the engine may not commit a change of `kind` here as Java would (`commit_refusal`)."""
+        return commit_refusal(self.schema, kind, self.table.name)
 
     def commit(self, base_id: int | None, adds: list[FileEntry], deletes: list[FileEntry], kind: str,
                schema_id: int = 0, retries: int = 0, changelog: Sequence[FileEntry] = (),
@@ -345,9 +414,11 @@ class PaimonSnapshotStore:
                   if isinstance(e.file.origin, PaimonFileRef)}
         source = FILE_SOURCE_COMPACT if kind == "COMPACT" else FILE_SOURCE_APPEND
 
+        relevelled = {e.file.file_name for e in deletes}
+
         def record(e: FileEntry, file_source: int) -> dict:
             origin = e.file.origin
-            if isinstance(origin, PaimonFileRef):  # a live file at a new level
+            if isinstance(origin, PaimonFileRef) and e.file.file_name in relevelled:  # a live file at a new level
                 return dict(origin.file.record, _KIND=ADD, _FILE=dict(origin.file.record["_FILE"], _LEVEL=e.file.level))
             old = placed.get((e.partition, e.bucket))
             partition = old.partition_bytes if old is not None else \
@@ -435,9 +506,9 @@ class PaimonSnapshotStore:
                                          0 if deletion is None else deletion.range.offset,
                                          0 if deletion is None else deletion.range.length,
                                          pf.row_count if cardinality is None else cardinality)
+        # (a file at an external path: the name it would have in the table, as its writer named it)
         name = pf.name if pf.name is not None else posixpath.join(
-            partition_path(schema.partition_keys, pf.partition, opts.default_partition_name),
-            f"bucket-{pf.bucket}", pf.file_name)
+            relative_bucket_path(schema, pf.partition, pf.bucket), pf.file_name)
         # a recorded 0 retractions is not trusted but in a resolved file: pypaimon records 0 for
         # files holding -D rows (and a compaction may move such a file up a level unchanged), so
         # their kind column is read (an int8 column) and their retractions dropped

@@ -19,16 +19,21 @@ from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from .. import filters as flt
 from ..options import (
     CHANGELOG_PRODUCERS,
+    CODECS,
     KEY_CHANGELOG_PRODUCER,
+    KEY_COMPRESSION,
+    KEY_COMPRESSION_PER_LEVEL,
     KEY_QUERY_LOG,
     OPTIONS,
     TableOptions,
+    parse_codec,
+    parse_codec_levels,
 )
 from ..schema import TableSchema
 from .metadata import PaimonSchema
-from .options import external_paths, file_index_spec, is_true
+from .options import is_true
 
-__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "check_writable", "engine_compacts", "engine_writes",
+__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "check_writable", "commit_refusal", "engine_compacts",
            "table_options", "table_schema", "write_refusal"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
@@ -82,7 +87,33 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
         ignore_delete=opts.ignore_delete, level0_hidden=bool(key) and opts.skips_level0,
         row_kind_field=schema.options.get("rowkind.field") or None,
         lookup_compact_gentle=schema.options.get("lookup-compact", "radical").strip().lower() == "gentle",
+        zstd_level=_zstd_level(schema.options),
         deletion_vectors=opts.deletion_vectors, changelog_producer=opts.changelog_producer, commit_ordered=False)
+
+
+def _zstd_level(options: dict[str, str]) -> int | None:
+    """`file.compression.zstd-level` (Java's default, 1, is pyarrow's too); None when not a number
+    (a write refuses it: `write_refusal`)."""
+    try:
+        return int(options.get("file.compression.zstd-level", "1").strip())
+    except ValueError:
+        return None
+
+
+def _codec_refusal(opts: dict[str, str]) -> tuple[str, str] | None:
+    """Why mergetree cannot compress new files as the table says, or None."""
+    orc = opts.get("file.format", "parquet").strip().lower() == "orc"
+    for key, parse in ((KEY_COMPRESSION, parse_codec), (KEY_COMPRESSION_PER_LEVEL, parse_codec_levels)):
+        if key in opts:
+            try:
+                parsed = parse(opts[key], key)
+            except InvalidArgumentError:
+                return key, f"mergetree writes files compressed with {', '.join(CODECS)} only"
+            if orc and "brotli" in ([parsed] if isinstance(parsed, str) else list(parsed.values())):
+                return key, "ORC has no brotli"
+    if _zstd_level(opts) is None:
+        return "file.compression.zstd-level", "it is not an integer"
+    return None
 
 
 def table_options(schema: PaimonSchema) -> TableOptions:
@@ -136,27 +167,14 @@ def buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
     return {int(b) for b in buckets_of(columns, types, opts.buckets, function)}
 
 
-def _engine_files(schema: PaimonSchema) -> bool:
-    """Whether the engine's Parquet writer makes this table's data files as Java would: Parquet,
-    with their key copies, in the table's own directories, without file indexes (ORC, thin mode,
-    external paths, a data-file directory and file indexes are still `mergetree.paimon`'s)."""
-    options = schema.options
-    return (schema.checked_options.file_format == "parquet" and external_paths(options) is None
-            and not file_index_spec(options, {f.name: f.type for f in schema.fields}).columns
-            and not is_true(options.get("data-file.thin-mode", "false"))
-            and not options.get("data-file.path-directory"))
-
-
 def engine_compacts(schema: PaimonSchema) -> bool:
-    """Whether the engine's compaction — the one mergetree's own tables have: the same
-    universal rules, the loser tree, files written with a page index — compacts this table.
-    So far: primary-key tables — first-row and deletion-vector tables with Java's lookup
-    compaction (level 0 forced up; keys held above kept, or their rows marked deleted) —
-    without a changelog produced by compaction, whose files the engine writes (`_engine_files`);
-    the rest compact here (issue 36 brings them under the engine)."""
+    """Whether the engine compacts this table: a primary-key table — first-row and
+    deletion-vector tables with Java's lookup compaction (level 0 forced up; keys held above
+    kept, or their rows marked deleted) — without a changelog produced by compaction (Java's
+    ``lookup`` and ``full-compaction`` producers write it while compacting, which mergetree
+    does not).  An append table's compaction (merging small files) is not supported yet."""
     opts = schema.checked_options
-    return (bool(schema.primary_keys) and not opts.append and opts.changelog_producer in ("none", "input")
-            and _engine_files(schema))
+    return bool(schema.primary_keys) and not opts.append and opts.changelog_producer in ("none", "input")
 
 
 def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
@@ -178,6 +196,9 @@ def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
                                       "which mergetree does not do")
     if is_true(opts.get("sequence.snapshot-ordering", "false")):
         return "sequence.snapshot-ordering", "its files' sequence numbers are stamped with the commit's snapshot id"
+    codec = _codec_refusal(opts)
+    if codec is not None:
+        return codec
     options = schema.checked_options  # refuses what reads refuse: dynamic/postpone buckets, ...
     if options.append and options.buckets == -1:
         return None  # bucket-unaware: every file goes to bucket 0
@@ -192,19 +213,31 @@ def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
     return None
 
 
+def commit_refusal(schema: PaimonSchema, kind: str, name: str) -> str | None:
+    """Why the engine may not commit a change of `kind` (APPEND, OVERWRITE, COMPACT) to Paimon
+    table `name` as Java would (None: it may)."""
+    if kind == "COMPACT":
+        codec = _codec_refusal(schema.options)
+        if codec is not None:
+            key, why = codec
+            return f"cannot compact Paimon table {name}: option {key!r} = {schema.options.get(key)!r}: {why}"
+        if engine_compacts(schema):
+            return None
+        if not schema.primary_keys or schema.checked_options.append:
+            return (f"cannot compact Paimon table {name}: it is an append table, and mergetree compacts primary-key "
+                    f"tables (an append table's compaction, merging small files, is not supported yet)")
+        return (f"cannot compact Paimon table {name}: option 'changelog-producer' = "
+                f"{schema.options.get('changelog-producer')!r}: Paimon's compaction produces the changelog of such "
+                f"tables, which mergetree's does not; compact it with Paimon")
+    refusal = write_refusal(schema)
+    if refusal is None:
+        return None
+    key, why = refusal
+    return f"cannot write Paimon table {name}: option {key!r} = {schema.options.get(key)!r}: {why}"
+
+
 def check_writable(schema: PaimonSchema, name: str) -> None:
     """Refuse, naming the option, a table mergetree cannot write as Java would."""
-    refusal = write_refusal(schema)
+    refusal = commit_refusal(schema, "APPEND", name)
     if refusal is not None:
-        key, why = refusal
-        raise UnsupportedPaimonFeatureError(f"cannot write Paimon table {name}: option {key!r} = "
-                                            f"{schema.options.get(key)!r}: {why}")
-
-
-def engine_writes(schema: PaimonSchema) -> bool:
-    """Whether the engine's write path — the one mergetree's own tables have: the input
-    streamed through the write buffer, folded per bucket, level-0 files, a commit renumbered
-    after a lost race — writes this table: one mergetree may write at all, whose files the engine
-    writes (`_engine_files`); the rest are written by `mergetree.paimon` (issue 36 brings them
-    here)."""
-    return write_refusal(schema) is None and _engine_files(schema)
+        raise UnsupportedPaimonFeatureError(refusal)
