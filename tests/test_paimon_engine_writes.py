@@ -439,6 +439,13 @@ def test_every_file_layout_on_the_engine_in_one_process(tmp_path, options) -> No
             assert record["_EMBEDDED_FILE_INDEX"]
         if options.get("data-file.thin-mode") == "true" and suffix == ".parquet":
             assert not [c for c in pq.read_schema(f.path).names if c.startswith("_KEY_")]
+    # a point lookup searches the compacted Parquet files through their page index (a thin
+    # file's key copies are its key columns), and finds the model's row
+    key = next(iter(sorted(model)))
+    found = engine.read(filter=[("p", "=", key[0]), ("id", "=", key[1])])
+    assert found.to_pylist() == [{"p": key[0], "id": key[1], "v": model[key]}]
+    if options.get("file.format") != "orc":
+        assert engine.last_read.point_files >= 1
     (tmp_path / "work").mkdir()
     expected = {(r["p"], r["id"]): r["v"] for r in pypaimon_read(tmp_path / "wh", name, tmp_path / "work").to_pylist()}
     assert expected == model == _state(wh, name)

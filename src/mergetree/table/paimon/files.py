@@ -6,6 +6,7 @@ Paimon table carries to say where its file is and how it maps onto the read sche
 that need no mapping are read by the engine's own Parquet path."""
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -101,9 +102,22 @@ def orc_column_names(path: str | StoredFile) -> frozenset[str]:
 
 def _thin_file(path: str | StoredFile, columns: list[str], thin: dict[str, str], row_filter: pc.Expression | None,
                batch_rows: int, use_threads: bool, deleted: np.ndarray | None) -> Iterator[pa.RecordBatch]:
-    """A thin-mode file's batches with its key columns under their `_KEY_` names: read whole
-    (its deletion vector applied by position), then filtered."""
+    """A thin-mode file's batches with its key columns under their `_KEY_` names: the filter
+    pushed into the Parquet scan (statistics skip row groups) where it names no key copy, else
+    read whole (its deletion vector applied by position), then filtered."""
     stored = list(dict.fromkeys(thin.get(c, c) for c in columns))
+    name = path.name if isinstance(path, StoredFile) else path
+    if row_filter is not None and deleted is None and name.endswith(".parquet"):
+        pushed = read_parquet(path, stored, row_filter, None, batch_rows, use_threads)
+        try:
+            first = next(pushed, None)
+        except pa.ArrowInvalid:  # the filter names a key copy the file lacks (binding fails before any row)
+            pass
+        else:
+            for batch in itertools.chain([first] if first is not None else [], pushed):
+                if batch.num_rows:
+                    yield pa.RecordBatch.from_arrays([batch.column(thin.get(c, c)) for c in columns], names=columns)
+            return
     first_row = 0
     for batch in read_data_file(path, stored, None, batch_rows, use_threads=use_threads):
         live, first_row = live_rows(batch, first_row, deleted), first_row + batch.num_rows
@@ -363,6 +377,18 @@ class PaimonFileRef:
             return True
         try:
             return not thin_keys(self.source(), pf.file_name, [KEY_PREFIX + k for k in self.schema.trimmed_keys])
+        except (OSError, pa.ArrowException) as exc:
+            raise corrupt(self.table, pf, exc) from None
+
+    @cached_property
+    def thin(self) -> bool:
+        """Whether it is a thin-mode Parquet file of the read schema: plain but for its key
+        copies, which are its key columns (a point lookup's page index reads it under both names)."""
+        pf = self.file
+        if pf.schema_id != self.schema.id or not pf.file_name.endswith(".parquet") or not self.schema.primary_keys:
+            return False
+        try:
+            return bool(thin_keys(self.source(), pf.file_name, [KEY_PREFIX + k for k in self.schema.trimmed_keys]))
         except (OSError, pa.ArrowException) as exc:
             raise corrupt(self.table, pf, exc) from None
 

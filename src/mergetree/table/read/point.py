@@ -303,6 +303,9 @@ def _load_index(storage: Store, meta: DataFileMeta, key_column: str) -> _FileInd
                     or any(el.num_children for el in layout.schema[1:]):
                 return None  # nested columns: read normally
             columns = {el.name: i for i, el in enumerate(layout.schema[1:])}
+            if not any(name.startswith(KEY_PREFIX) for name in columns):
+                # a thin-mode Paimon file: its key copies are its key columns
+                columns.update({KEY_PREFIX + name: i for name, i in list(columns.items())})
             chunks = [c for group in layout.row_groups for c in group]
             if not chunks or any(c.offset_index is None or len(c.path) != 1 for c in chunks) \
                     or key_column not in columns:
@@ -403,7 +406,7 @@ def _file_rows(directory: TableDirectory, meta: DataFileMeta, keys: list[tuple],
     ts = directory.schema
     storage = directory.storage
     file_key = ts.file_key
-    if meta.origin is not None and not meta.origin.plain:
+    if meta.origin is not None and not meta.origin.plain and not meta.origin.thin:
         # checked before the cache: whether a Paimon file reads as it is depends on the read's
         # schema (time travel), and the cache is keyed by the file alone
         return None
