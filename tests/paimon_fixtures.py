@@ -18,6 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from mergetree.table.read.model import BucketPlan
+from mergetree.table.read.split import split_by_file
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = Path(__file__).resolve().parent / "paimon_tool.py"
 PAIMON_PYTHON = os.environ.get("MERGETREE_PAIMON_PYTHON") or str(ROOT / ".venv-paimon" / "bin" / "python")
@@ -152,3 +155,14 @@ def rows(table: pa.Table, key: Sequence[str]) -> list[dict]:
 
 if __name__ == "__main__":
     print(PAIMON_PYTHON, os.path.exists(PAIMON_PYTHON), file=sys.stderr)
+
+
+def reads_files_alone(bucket: BucketPlan) -> bool:
+    """Whether each file of `bucket` is read on its own, its deletion vector applied (no merge):
+    every file resolved (deletion vectors on, above level 0, no retractions: compaction has
+    marked every replaced row), each a section of its own, so that the reader's split gives a
+    plan per file and nothing left to merge (`split_by_file`)."""
+    alone, merged = split_by_file(bucket)
+    return bool(bucket.files) and all(m.resolved for m in bucket.files) and \
+        all(len(section) == 1 and len(section[0]) == 1 for section in bucket.sections) and \
+        merged is None and [p.files for p in alone] == [[m] for m in bucket.files]

@@ -24,21 +24,15 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
-from test_paimon import SCHEMA, T0, _commits, _options, model
+from paimon_fixtures import needs_pypaimon, pypaimon_read, reads_files_alone, rows, write_paimon
+from test_paimon import SCHEMA, T0, _commits, _options, model, rewrite_all
 
 import mergetree.paimon as mp
 from mergetree import CompactionConflictError, CorruptTableError
 from mergetree.codec.deletion_vectors import MAGIC_64
 from mergetree.paimon.handle import PaimonTableHandle
-from mergetree.table.compaction.runner import execute_unit, plan_units
-from mergetree.table.compaction.transaction import rewrite_transaction
-from mergetree.table.directory import TableDirectory
-from mergetree.table.files import remove_uncommitted
 from mergetree.table.paimon.metadata import PaimonTable
-from mergetree.table.read.model import BucketPlan
 from mergetree.table.read.topn import top_rows
-from mergetree.table.snapshots import FileEntry, Snapshot
 
 pytestmark = needs_pypaimon
 
@@ -111,53 +105,6 @@ def _engine(wh: Path, name: str) -> PaimonTableHandle:
     return PaimonTableHandle(str(wh), None, name)
 
 
-def _reads_files_alone(bucket: BucketPlan) -> bool:
-    """Whether the engine reads every file of a planned bucket on its own, its deletion vector
-    applied (no merge): every file resolved (a deletion-vector reference: above level 0,
-    without retractions) and a section of its own."""
-    return bool(bucket.files) and all(f.resolved for f in bucket.files) and \
-        all(len(section) == 1 and len(section[0]) == 1 for section in bucket.sections)
-
-
-def _rewritten(directory: TableDirectory) -> tuple[Snapshot, list[FileEntry], list[FileEntry], list[str]]:
-    """A compaction of every bucket planned and carried out on the engine, not committed:
-    (base snapshot, adds, deletes, deletion-vector index files written)."""
-    base, units = plan_units(directory, None, False)
-    assert base is not None and units
-    adds: list[FileEntry] = []
-    deletes: list[FileEntry] = []
-    indexes: list[str] = []
-    for unit in units:
-        a, d = execute_unit(directory, unit, None, indexes)
-        adds += a
-        deletes += d
-    return base, adds, deletes, indexes
-
-
-def _commit(directory: TableDirectory, base: Snapshot, adds: list[FileEntry], deletes: list[FileEntry],
-            indexes: list[str]) -> Snapshot:
-    """Commit a rewrite over `base`; on any failure its new data files are removed (the
-    transaction) and its index files too (as `Table.compact` does)."""
-    try:
-        with rewrite_transaction(directory, base.id) as rewrite:
-            rewrite.replace(deletes, adds)
-            snapshot = rewrite.commit()
-    except BaseException:
-        remove_uncommitted(directory.storage, indexes)
-        raise
-    assert snapshot is not None
-    return snapshot
-
-
-def _new_paths(directory: TableDirectory, adds: list[FileEntry], deletes: list[FileEntry],
-               indexes: list[str]) -> list[str]:
-    """Where the files a rewrite wrote are: its new data files (not the inputs it only moved or
-    gave a new vector) and its index files."""
-    inputs = {e.file.file_name for e in deletes}
-    table = directory.store.table  # type: ignore[attr-defined]
-    return [e.file.origin.path for e in adds if e.file.file_name not in inputs] + [table.full(n) for n in indexes]
-
-
 def _deletion_vectors(wh: Path, name: str) -> dict:
     t = PaimonTable.open(str(wh), name)
     return t.deletion_files(t.latest_snapshot())
@@ -175,7 +122,7 @@ def test_compaction_marks_replaced_rows_and_every_reader_agrees(tmp_path: Path, 
     assert len({f.level for f in files}) > 1  # and not into the top level: the vectors do the work
     table = _engine(wh, name).at()
     plan = table.plan()
-    assert plan.buckets and all(_reads_files_alone(b) for b in plan.buckets)  # no merge
+    assert plan.buckets and all(reads_files_alone(b) for b in plan.buckets)  # no merge
     assert rows(table.read(), KEY) == expected and table.last_read.rows_merged == 0
     marked = sum(d.range.cardinality for per in vectors.values() for d in per.values())
     assert sum(b.deleted_rows for b in mp.info(str(wh), name).buckets) == marked
@@ -373,15 +320,17 @@ def test_killed_compaction_leaves_the_committed_table(tmp_path: Path, dies_after
 def test_lost_race_rebases_the_index_manifest_or_conflicts(tmp_path: Path) -> None:
     wh, work, name, opts, base, more = _base_and_updates(tmp_path, 28)
     # an append commits between this compaction's rewrite and its commit: rebased on top of it
-    directory = _engine(wh, name).at().directory
-    planned, adds, deletes, indexes = _rewritten(directory)
-    assert indexes  # the bucket's vectors changed: a new index file, which the updated files name
-    assert any(e.file.deletion_vector is not None and e.file.deletion_vector.index in indexes for e in adds)
+    job = rewrite_all(wh, name)
+    assert job is not None
+    assert job.indexes  # the bucket's vectors changed: a new index file, which the updated files name
+    assert any(e.file.deletion_vector is not None and e.file.deletion_vector.index in job.indexes for e in job.adds)
     late = _commits(29, 2, 300, True, True)[1:]
     write_paimon(work, wh, name, late, KEY, [], opts)
-    committed = _commit(directory, planned, adds, deletes, indexes).id
+    snapshot = job.commit()
+    assert snapshot is not None
+    committed = snapshot.id
     t = PaimonTable.open(str(wh), name)
-    assert committed > planned.id + 1 and t.snapshot(committed - 1)["commitKind"] == "APPEND"
+    assert committed > job.base_id + 1 and t.snapshot(committed - 1)["commitKind"] == "APPEND"
     assert t.snapshot(committed)["commitKind"] == "COMPACT"
     assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base + more, KEY)
     assert rows(pypaimon_read(wh, name, work), KEY) == model("deduplicate", base + more, KEY)
@@ -389,16 +338,15 @@ def test_lost_race_rebases_the_index_manifest_or_conflicts(tmp_path: Path) -> No
     assert rows(mp.read(str(wh), name), KEY) == model("deduplicate", base + more + late, KEY)
     # two compactions of the same buckets: the second to commit is refused, its files removed
     write_paimon(work, wh, name, _commits(30, 3, 300, True, True)[1:], KEY, [], opts)
-    directory = _engine(wh, name).at().directory
-    stale, stale_adds, stale_deletes, stale_indexes = _rewritten(directory)
-    stale_written = _new_paths(directory, stale_adds, stale_deletes, stale_indexes)
-    assert stale_indexes and stale_written and all(os.path.exists(p) for p in stale_written)
+    stale = rewrite_all(wh, name)
+    assert stale is not None
+    assert stale.indexes and stale.written and all(os.path.exists(p) for p in stale.written)
     assert mp.compact(str(wh), name) is not None
     latest = t.latest_snapshot_id()
     with pytest.raises(CompactionConflictError):
-        _commit(directory, stale, stale_adds, stale_deletes, stale_indexes)
+        stale.commit()
     assert t.latest_snapshot_id() == latest
-    assert not [p for p in stale_written if os.path.exists(p)]
+    assert not [p for p in stale.written if os.path.exists(p)]
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

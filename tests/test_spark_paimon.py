@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
+from paimon_fixtures import needs_pypaimon, pypaimon_read, reads_files_alone, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import CorruptTableError, UnsupportedPaimonFeatureError
 from mergetree.paimon.handle import PaimonTableHandle
 from mergetree.table.paimon.metadata import PaimonTable
-from mergetree.table.read.model import BucketPlan, ReadPlan
-from mergetree.table.read.split import split_by_file
+from mergetree.table.read.model import ReadPlan
 
 pytestmark = needs_pypaimon
 
@@ -68,17 +67,6 @@ def load(spark, wh: Path, name: str, **options: str):
 def plan(wh: Path, name: str) -> ReadPlan:
     """The engine's plan of a read of the table's latest snapshot."""
     return PaimonTableHandle(str(wh), None, name).at().plan()
-
-
-def reads_files_alone(bucket: BucketPlan) -> bool:
-    """Whether each file of `bucket` is read on its own, its deletion vector applied (no merge):
-    every file resolved (deletion vectors on, above level 0, no retractions: compaction has
-    marked every replaced row), each a section of its own, so that the reader's split gives a
-    plan per file and nothing left to merge (`split_by_file`)."""
-    alone, merged = split_by_file(bucket)
-    return bool(bucket.files) and all(m.resolved for m in bucket.files) and \
-        all(len(section) == 1 and len(section[0]) == 1 for section in bucket.sections) and \
-        merged is None and [p.files for p in alone] == [[m] for m in bucket.files]
 
 
 def bucket_files(wh: Path, name: str) -> dict[tuple, int]:
