@@ -5,6 +5,8 @@ and the per-key values follow a dict model of the commits; changelog files (pypa
 ``changelog-producer = input``) read as written; bad inputs one clear error each."""
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import importlib
 import itertools
 import json
@@ -605,3 +607,56 @@ def test_diff_states_model() -> None:
         for g, e in zip(got, expected):
             assert g[0] == e[0] and g[2] == e[2] and same(g[1], e[1])
     check()
+
+
+@needs_pypaimon
+def test_consumers_are_paimons_consumer_files(dedup_table, tmp_path) -> None:
+    """A consumer of a Paimon table's changes is Java's ``consumer/consumer-<id>`` holding
+    ``{"nextSnapshot": n}`` — what Java's readers resume from and its snapshot expiry keeps —
+    and its time is the file's: a reader resumes where it stopped, moves only forward, is reset,
+    listed, dropped and expired by ``consumer.expiration-time`` as on mergetree's own tables."""
+    import os
+    import time
+
+    from mergetree.errors import ConsumerNotFoundError
+    from mergetree.table import consumers as consumer_rules
+    wh, snapshots, states, _ = dedup_table
+    copy = tmp_path / "wh"
+    shutil.copytree(wh, copy)
+    table = PaimonTableHandle(copy, None, TABLE)
+    root = Path(PaimonTable.open(copy, TABLE).path)
+    middle = snapshots[len(snapshots) // 2]
+    first = table.changes(0, middle, consumer_id="etl").read_all()
+    assert _apply({}, first, ["p", "k"]) == states[middle]
+    stored = json.loads((root / "consumer" / "consumer-etl").read_text())
+    assert stored == {"nextSnapshot": middle + 1}  # Java's Consumer, nothing else
+    rest = paimon.changes(copy, TABLE, None, consumer_id="etl").read_all()  # resumes where it stopped
+    assert _apply(states[middle], rest, ["p", "k"]) == states[snapshots[-1]]
+    assert table.consumer("etl").next_snapshot == snapshots[-1] + 1
+    assert table.changes(0, middle, consumer_id="etl").read_all().num_rows  # an older re-read ...
+    assert table.consumer("etl").next_snapshot == snapshots[-1] + 1  # ... never moves it back
+    # a consumer Java wrote (its JSON layout), listed and read beside mergetree's
+    (root / "consumer" / "consumer-flink").write_text('{\n  "nextSnapshot" : 3\n}')
+    assert [(c.id, c.next_snapshot) for c in table.consumers()] == [("etl", snapshots[-1] + 1), ("flink", 3)]
+    assert abs(table.consumer("flink").updated - time.time() * 1000) < 60_000  # the file's time
+    assert table.reset_consumer("flink", 2).next_snapshot == 2
+    assert json.loads((root / "consumer" / "consumer-flink").read_text()) == {"nextSnapshot": 2}
+    with pytest.raises(InvalidArgumentError, match="cannot move consumer"):
+        table.reset_consumer("flink", snapshots[-1] + 5)
+    table.drop_consumer("flink")
+    assert not (root / "consumer" / "consumer-flink").exists()
+    with pytest.raises(ConsumerNotFoundError, match="Paimon table db.t has no consumer 'flink'; its consumers: etl"):
+        table.consumer("flink")
+    # expiry by the file's modification time, as Java's ConsumerManager.expire
+    (root / "consumer" / "consumer-old").write_text('{"nextSnapshot": 1}')
+    hour_ago = time.time() - 3600
+    os.utime(root / "consumer" / "consumer-old", (hour_ago, hour_ago))
+    directory = table.at().directory
+    assert consumer_rules.expire(directory) == []  # no consumer.expiration-time: none expires
+    expiring = PaimonTableHandle(copy, None, TABLE)
+    expiring.directory = dataclasses.replace(directory, options=dataclasses.replace(
+        directory.options, consumer_expiration=dt.timedelta(minutes=30)))
+    assert consumer_rules.expire(expiring.directory) == ["old"]
+    assert [c.id for c in table.consumers()] == ["etl"]
+    with pytest.raises(InvalidArgumentError, match="consumer id"):
+        table.changes(0, consumer_id="../x")

@@ -1,11 +1,13 @@
-"""Apache Paimon primary-key tables, read, written and compacted from Python without a JVM.
+"""Apache Paimon tables, read, written and compacted from Python without a JVM, by the engine
+every mergetree table has (these are thin aliases of `Table.open` on the table).
 
 - `read(warehouse, "db.table", columns=None, filter=None, snapshot=None, order_by=None, limit=None)` -> `pa.Table`
 - `scan(...)` -> `pa.RecordBatchReader` (an Arrow C stream), bucket by bucket
 - `compact(warehouse, "db.table", full=False)` -> the committed snapshot id, or None
 - `info(warehouse, "db.table")` -> what the table holds (snapshots, buckets, sorted runs)
-- `changes(warehouse, "db.table", start, end=None, columns=None, filter=None, source="auto")` ->
-  `pa.RecordBatchReader` of what changed between two snapshots, with a ``_row_kind`` column
+- `changes(warehouse, "db.table", start, end=None, columns=None, filter=None, source="auto",
+  consumer_id=None)` -> `pa.RecordBatchReader` of what changed between two snapshots, with a
+  ``_row_kind`` column; a consumer records its progress in Paimon's ``consumer/consumer-<id>``
 - `write(warehouse, "db.table", data, row_kind_column=None)` / `delete(warehouse, "db.table", keys)`
   -> `PaimonWrite`: rows written into a fixed-bucket primary-key table as Java's batch writers
   write them (level-0 files, an APPEND snapshot, then a COMPACT one unless write-only)

@@ -1,7 +1,7 @@
 """`Table.open` on an Apache Paimon table: a `Table` whose calls are `mergetree.paimon`'s on
 that table (its own directory, or ``W/db.db/name`` of a filesystem-catalog warehouse; local or
 on an object store).  What mergetree does only for its own format so far (the data-organization
-loop, consumers, snapshot expiry, ...) raises `UnsupportedPaimonFeatureError` naming the call,
+loop, snapshot expiry, ...) raises `UnsupportedPaimonFeatureError` naming the call,
 never acts on the wrong files."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
 from ..table import Table
+from ..table.consumers import Consumer
 from ..table.directory import TableDirectory
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
@@ -76,7 +77,7 @@ class PaimonTableHandle(Table):
     def _not_yet(call: str) -> NoReturn:
         raise UnsupportedPaimonFeatureError(
             f"Table.{call} works on mergetree's own tables only so far; on an Apache Paimon table mergetree offers "
-            f"write, delete, read, scan, compact, changes and info (docs/PAIMON.md)")
+            f"write, delete, read, scan, compact, changes, consumers and info (docs/PAIMON.md)")
 
     # -- what the table is --------------------------------------------------------------
     @property
@@ -152,17 +153,17 @@ class PaimonTableHandle(Table):
     def changes(self, start: Any = None, end: Any = None, columns: str | list[str] | None = None,
                 filter: Any = None, per_commit: bool = False, consumer_id: str | None = None,
                 source: str = "auto") -> pa.RecordBatchReader:
-        """`Table.changes` of the table, in the schema its `end` snapshot is read with."""
-        if consumer_id is not None:
-            self._not_yet("changes(consumer_id=...)")
-        if start is None:
-            raise InvalidArgumentError("changes needs start (a snapshot id or a tag name)")
+        """`Table.changes` of the table, in the schema its `end` snapshot is read with; with
+        `consumer_id`, the consumer's progress is Paimon's consumer file (``consumer/consumer-<id>``),
+        which Java's snapshot expiry honours too."""
+        if start is None and consumer_id is None:
+            raise InvalidArgumentError("changes needs start (a snapshot id or a tag name) or a consumer_id to resume")
         try:
             reader = self.at(end or None)
         except SnapshotNotFoundError:  # named as the change asked it, by the engine's checks
             reader = self.at(None)
         try:
-            return reader.changes(start, end, columns, filter, per_commit, None, source)
+            return reader.changes(start, end, columns, filter, per_commit, consumer_id, source)
         finally:
             self.last_read = reader.last_read
 
@@ -194,17 +195,18 @@ class PaimonTableHandle(Table):
     def expire_snapshots(self, *args: Any, **kwargs: Any) -> Any:
         self._not_yet("expire_snapshots")
 
-    def consumers(self) -> Any:
-        self._not_yet("consumers")
+    # -- consumers: Paimon's (``consumer/consumer-<id>``), through the engine --------------
+    def consumers(self) -> list[Consumer]:
+        return self.at().consumers()
 
-    def consumer(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("consumer")
+    def consumer(self, consumer_id: str) -> Consumer:
+        return self.at().consumer(consumer_id)
 
-    def reset_consumer(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("reset_consumer")
+    def reset_consumer(self, consumer_id: str, next_snapshot: int) -> Consumer:
+        return self.at().reset_consumer(consumer_id, next_snapshot)
 
-    def drop_consumer(self, *args: Any, **kwargs: Any) -> None:
-        self._not_yet("drop_consumer")
+    def drop_consumer(self, consumer_id: str) -> None:
+        self.at().drop_consumer(consumer_id)
 
     def remove_orphan_files(self, *args: Any, **kwargs: Any) -> Any:
         self._not_yet("remove_orphan_files")
@@ -241,13 +243,16 @@ def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, sn
 
 
 def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: Any = None, filter: Any = None,
-            storage_options: Mapping[str, object] | None = None, source: str = "auto") -> pa.RecordBatchReader:
+            storage_options: Mapping[str, object] | None = None, source: str = "auto",
+            consumer_id: str | None = None) -> pa.RecordBatchReader:
     """What changed in a Paimon table from snapshot `start` to `end` (ids or tag names; `end`
     default the latest, `start` 0 before the first snapshot): `Table.changes` of the table,
     rows with ``_row_kind`` (+I, -U, +U, -D).  `source`: "auto", "delta" (the net change per
     key, computed) or "changelog" (the table's changelog files as written, commit after
-    commit).  The warehouse and `storage_options` are as `read`'s."""
-    return PaimonTableHandle(warehouse, storage_options, table).changes(start, end, columns, filter, source=source)
+    commit).  `consumer_id`: a Paimon consumer (``consumer/consumer-<id>``) that records how far it
+    read; `start` None resumes it.  The warehouse and `storage_options` are as `read`'s."""
+    return PaimonTableHandle(warehouse, storage_options, table).changes(start, end, columns, filter,
+                                                                         consumer_id=consumer_id, source=source)
 
 
 def compact(warehouse: Any, table: Any, full: bool = False, progress: Any = None,

@@ -1,7 +1,10 @@
 """Consumers: named readers of a table's changes, each with its progress (Paimon's consumers).
 
-A consumer (`consumer-id`) records the next snapshot it will read in `consumer/consumer-<id>.json`
-(`{"nextSnapshot": n, "updated": ms}`), written whole through the table's store.  While it is
+A consumer (`consumer-id`) records the next snapshot it will read in its file, written whole
+through the table's store: `consumer/consumer-<id>.json` (`{"nextSnapshot": n, "updated": ms}`) in
+mergetree's own format; in a Paimon table `consumer/consumer-<id>` (`{"nextSnapshot": n}`), where
+Java's readers and its snapshot expiry look, its time the file's (the table's store says which:
+`SnapshotStore.consumer_file`, `consumer_bytes`, `consumer_updated`).  While it is
 active, expiry keeps every snapshot and kept changelog from `nextSnapshot` on (and the files they
 use), so a reader that stops and resumes misses nothing.  A consumer that has not recorded its
 progress for `consumer.expiration-time` is expired (its file removed) and holds nothing back; with
@@ -26,7 +29,7 @@ from ..errors import ConsumerNotFoundError, CorruptTableError, InvalidArgumentEr
 from . import paths
 from .directory import TableDirectory
 from .objects import list_names, read_if_exists
-from .snapshots import encode_json, parse_json
+from .snapshots import parse_json
 
 __all__ = ["Consumer", "check_id", "consumers", "drop", "expire", "get", "min_next_snapshot", "record", "reset",
            "survey"]
@@ -40,11 +43,16 @@ class Consumer:
 
 
 def check_id(consumer_id: object) -> str:
-    """A consumer's file, or InvalidArgumentError saying what a consumer id may hold."""
+    """A consumer's id checked (letters, digits, '_', '.', '-'; 1 to 200), or InvalidArgumentError."""
     try:
-        return paths.consumer_file(consumer_id)  # type: ignore[arg-type]
+        paths.consumer_file(consumer_id)  # type: ignore[arg-type]
     except ValueError as exc:
         raise InvalidArgumentError(str(exc)) from None
+    return consumer_id  # type: ignore[return-value]
+
+
+def _file(directory: TableDirectory, consumer_id: str) -> str:
+    return directory.store.consumer_file(check_id(consumer_id))
 
 
 def _now_millis(now_millis: int | None) -> int:
@@ -58,14 +66,17 @@ def _check_position(next_snapshot: object) -> int:
     return next_snapshot
 
 
-def _parse(directory: TableDirectory, consumer_id: str, raw: bytes) -> Consumer:
-    relative = check_id(consumer_id)
+def _parse(directory: TableDirectory, consumer_id: str, raw: bytes) -> Consumer | None:
+    relative = _file(directory, consumer_id)
     document = parse_json(raw, directory.storage, relative, "consumer file")
-    next_snapshot, updated = document.get("nextSnapshot"), document.get("updated")
+    next_snapshot = document.get("nextSnapshot")
+    updated = directory.store.consumer_updated(relative, document)
+    if updated is None and not directory.store.consumer_time_in_file:
+        return None  # removed since it was read (its time is the file's)
     for name, value, least, what in (("nextSnapshot", next_snapshot, 1, "snapshot id"),
                                       ("updated", updated, 0, "time in milliseconds")):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise CorruptTableError(f"the consumer file {relative} of table {directory.path} is damaged: "
+            raise CorruptTableError(f"the consumer file {relative} of {directory.described} is damaged: "
                                     f"{name!r} is {value!r}, not a {what}; reset the consumer "
                                     f"(Table.reset_consumer) or drop it",
                                     path=f"{directory.path}/{relative}")
@@ -73,14 +84,14 @@ def _parse(directory: TableDirectory, consumer_id: str, raw: bytes) -> Consumer:
 
 
 def _read(directory: TableDirectory, consumer_id: str) -> Consumer | None:
-    raw = read_if_exists(directory.storage, check_id(consumer_id))
+    raw = read_if_exists(directory.storage, _file(directory, consumer_id))
     return None if raw is None else _parse(directory, consumer_id, raw)
 
 
 def _write(directory: TableDirectory, consumer: Consumer) -> Consumer:
     # whole or not at all: a temporary file renamed locally, one PUT on an object store
-    directory.storage.write(check_id(consumer.id), encode_json({"nextSnapshot": consumer.next_snapshot,
-                                                             "updated": consumer.updated}))
+    directory.storage.write(_file(directory, consumer.id),
+                            directory.store.consumer_bytes(consumer.next_snapshot, consumer.updated))
     return consumer
 
 
@@ -115,7 +126,7 @@ def reset(directory: TableDirectory, consumer_id: str, next_snapshot: int,
 
 def _ids(directory: TableDirectory) -> list[str]:
     names = list_names(directory.storage, paths.CONSUMER_DIR)
-    found = [paths.consumer_id_of(f"{paths.CONSUMER_DIR}/{name}") for name in names]
+    found = [directory.store.consumer_id_of(f"{paths.CONSUMER_DIR}/{name}") for name in names]
     return sorted(i for i in found if i is not None)
 
 
@@ -146,14 +157,14 @@ def get(directory: TableDirectory, consumer_id: str) -> Consumer:
     if consumer is None:
         known = _ids(directory)
         raise ConsumerNotFoundError(
-            f"the table {directory.path} has no consumer {consumer_id!r}; "
+            f"{directory.described} has no consumer {consumer_id!r}; "
             + (f"its consumers: {', '.join(known)}" if known else "it has no consumers"))
     return consumer
 
 
 def drop(directory: TableDirectory, consumer_id: str) -> None:
     """Remove a consumer (it no longer holds back expiry); ConsumerNotFoundError if there is none."""
-    relative = check_id(consumer_id)
+    relative = _file(directory, consumer_id)
     if read_if_exists(directory.storage, relative) is None:
         get(directory, consumer_id)  # raises, listing the known consumers
     directory.storage.delete(relative)
@@ -171,7 +182,7 @@ def expire(directory: TableDirectory, now_millis: int | None = None) -> list[str
         if consumer.updated < cutoff:
             latest = _read_quietly(directory, consumer.id)
             if latest is not None and latest.updated < cutoff:  # not advanced while we looked
-                directory.storage.delete(check_id(consumer.id))
+                directory.storage.delete(_file(directory, consumer.id))
                 removed.append(consumer.id)
     return removed
 

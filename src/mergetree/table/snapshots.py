@@ -285,6 +285,23 @@ class SnapshotStore:
         bucket's other files, keep the vectors they have)."""
         return write_index_file(self.storage, directory, vectors)
 
+    # -- consumers' files (the rules are `consumers`') -----------------------------------
+    def consumer_file(self, consumer_id: str) -> str:
+        """A consumer's file under the table (ValueError: an id the table cannot name a file by)."""
+        return paths.consumer_file(consumer_id)
+
+    def consumer_id_of(self, relative: str) -> str | None:
+        return paths.consumer_id_of(relative)
+
+    def consumer_bytes(self, next_snapshot: int, updated: int) -> bytes:
+        return encode_json({"nextSnapshot": next_snapshot, "updated": updated})
+
+    consumer_time_in_file = True
+
+    def consumer_updated(self, relative: str, document: dict) -> object:
+        """When the consumer last recorded its progress (milliseconds): its file says."""
+        return document.get("updated")
+
     def check_rewrite(self, files: Sequence[DataFileMeta]) -> None:
         """Refuse a rewrite of these files before anything is written (every file of
         mergetree's own format reads under the latest schema)."""

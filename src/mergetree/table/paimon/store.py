@@ -11,6 +11,7 @@ and, in a deletion-vector table, a `DeletionVectorRef` on every file above level
 retractions — a *resolved* file, read alone with its vector applied, as Paimon reads it."""
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import threading
@@ -27,6 +28,7 @@ from ...codec.buckets import bucket_function, buckets_of
 from ...codec.types import same_type
 from ...errors import CommitConflictError, UnsupportedPaimonFeatureError
 from ...storage import Store
+from .. import paths
 from ..changes.compute import PRODUCER_PROPERTY
 from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef
@@ -117,6 +119,7 @@ class FileStats(Mapping):
 _CACHED_SNAPSHOTS = 16
 _WRITTEN = re.compile(r"(data|changelog)-[0-9a-f-]{36}-\d+\.(parquet|orc)")  # what Paimon's writers name files
 _CHANGELOG = re.compile(r"changelog-[0-9a-f-]{36}-\d+\.(parquet|orc)")
+_CONSUMER = re.compile(r"consumer/consumer-([A-Za-z0-9_.-]{1,200})")
 _INDEX_FILE = re.compile(r"index-[0-9a-f-]{36}-\d+")  # a deletion-vector index file
 _ENTROPY = re.compile(r"(.*)/[01]{4}/[01]{4}/[01]{4}/[01]{8}")
 _live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
@@ -380,6 +383,31 @@ class PaimonSnapshotStore:
             table.storage.write(where, built.data)
             changes.append(IndexChange(partition_bytes, bucket, built.entry))
         return adds, deletes, changes, kept
+
+    # -- consumers' files, as Java's `ConsumerManager` keeps them --------------------------
+    def consumer_file(self, consumer_id: str) -> str:
+        """``consumer/consumer-<id>``, where Java's readers and its expiry look (the id checked
+        as mergetree's own tables check it)."""
+        paths.consumer_file(consumer_id)  # raises ValueError for an id no file may be named by
+        return f"{paths.CONSUMER_DIR}/consumer-{consumer_id}"
+
+    def consumer_id_of(self, relative: str) -> str | None:
+        match = _CONSUMER.fullmatch(relative)
+        return match.group(1) if match and match.group(1) not in (".", "..") else None
+
+    def consumer_bytes(self, next_snapshot: int, updated: int) -> bytes:
+        # Java's `Consumer` JSON holds the position alone; its expiry goes by the file's time
+        return json.dumps({"nextSnapshot": next_snapshot}).encode()
+
+    consumer_time_in_file = False
+
+    def consumer_updated(self, relative: str, document: dict) -> object:
+        """When the consumer last recorded its progress (milliseconds): the file's modification
+        time, as Java's `ConsumerManager.expire` reads it (None: the file is gone)."""
+        for info in self.storage.list(relative):
+            if info.path == relative:
+                return int(info.last_modified.timestamp() * 1000)
+        return None
 
     def check_rewrite(self, files: Sequence[DataFileMeta]) -> None:
         """Refuse, before anything is written, a compaction of files (rewritten or moved) of an
