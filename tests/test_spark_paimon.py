@@ -14,11 +14,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from paimon_fixtures import needs_pypaimon, pypaimon_read, reads_files_alone, rows, write_paimon
 
 import mergetree.paimon as mp
-from mergetree import CorruptTableError, UnsupportedPaimonFeatureError
+from mergetree import CorruptTableError, InvalidArgumentError, UnsupportedPaimonFeatureError
 from mergetree.paimon.handle import PaimonTableHandle
 from mergetree.table.paimon.metadata import PaimonTable
 from mergetree.table.read.model import ReadPlan
@@ -353,3 +354,75 @@ def test_spark_writes_a_paimon_table_through_the_engine(spark, tmp_path) -> None
     model.update({(r["region"], r["id"]): r for r in replacement.to_pylist()})
     expected = rows(pa.Table.from_pylist(list(model.values()), schema=schema), KEY)
     assert rows(mp.read(str(wh), name), KEY) == expected == rows(pypaimon_read(wh, name, work), KEY)
+
+
+def test_routed_write_gives_each_paimon_bucket_one_file_set(spark, tmp_path) -> None:
+    """`mergetree.spark.write(df, "db.t", **{"paimon.warehouse": wh})` routes rows by Paimon's
+    bucket function (computed in the tasks), so a DataFrame of 8 partitions writes one file per
+    (partition, bucket) touched — the data source alone writes one per task and bucket — and
+    every row lands in the bucket Java would put it in; pypaimon reads the model."""
+    import mergetree.spark
+    from mergetree.codec.buckets import buckets_of
+    mergetree.spark.register(spark)
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("name", pa.string()), ("v", pa.float64()),
+                        ("op", pa.string())])
+    name, wh, work = "db.r", tmp_path / "wh", tmp_path / "work"
+    first = pa.table({"id": [0], "region": ["r0"], "name": ["x"], "v": [0.0], "op": ["+I"]}, schema=schema)
+    write_paimon(work, wh, name, [first], KEY, ["region"], dict(OPTIONS, **{"write-only": "true"}))
+    known = PaimonTable.open(str(wh), name).latest_snapshot_id()
+    ids = list(range(1, 2001))
+    data = pa.table({"id": ids, "region": [f"r{i % 2}" for i in ids], "name": [f"n{i}" for i in ids],
+                     "v": [i / 7 for i in ids], "op": ["+I"] * len(ids)}, schema=schema)
+    df = spark.createDataFrame(data.to_pandas(), "id long, region string, name string, v double, op string") \
+        .repartition(8)
+    mergetree.spark.write(df, name, **{"paimon.warehouse": str(wh)})
+    t = PaimonTable.open(str(wh), name)
+    appended = t.snapshot(known + 1)
+    assert appended["commitKind"] == "APPEND" and t.latest_snapshot_id() == known + 1  # write-only
+    before = {g.file_name for g in t.live_files(t.snapshot(known))}
+    new = [f for f in t.live_files(appended) if f.file_name not in before]
+    touched = {(f.partition, f.bucket) for f in new}
+    assert len(touched) == 8 and len(new) == len(touched)  # 2 partitions x 4 buckets, one file each
+    types = [t.schema().field("id").type]
+    for f in new:
+        got = pq.read_table(f.path, columns=["id"]).column(0)
+        assert set(buckets_of([got], types, 4).tolist()) == {f.bucket}
+    model = {(r["region"], r["id"]): r for r in first.to_pylist() + data.to_pylist()}
+    expected = rows(pa.Table.from_pylist(list(model.values()), schema=schema), KEY)
+    assert rows(mp.read(str(wh), name), KEY) == expected == rows(pypaimon_read(wh, name, work), KEY)
+
+
+def test_bucket_join_of_paimon_tables_without_a_shuffle(spark, tmp_path) -> None:
+    """Two Paimon tables bucketed on the join key by Paimon's bucket function, with 2 and 4
+    buckets (one count divides the other: Paimon's function keeps ``bucket mod n`` too), join
+    bucket by bucket as mergetree's own tables do, equal to a join of what pypaimon reads; a
+    Paimon table and one of mergetree's own place rows differently and are refused (or joined
+    by Spark with ``fallback=True``)."""
+    import mergetree.spark
+    from mergetree import Table
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("name", pa.string()), ("v", pa.float64()),
+                        ("op", pa.string())])
+
+    def table(name: str, buckets: int, ids: list[int], tag: str) -> Path:
+        data = pa.table({"id": ids, "region": ["r"] * len(ids), "name": [f"{tag}{i}" for i in ids],
+                         "v": [i / 3 for i in ids], "op": ["+I"] * len(ids)}, schema=schema)
+        wh, _ = write(tmp_path / name, name, [data], {"bucket": str(buckets), "rowkind.field": "op",
+                                                       "bucket-key": "id"})
+        return wh
+    left_wh = table("db.a", 2, list(range(0, 300, 2)), "a")
+    right_wh = table("db.b", 4, list(range(0, 300, 3)), "b")
+    left_path, right_path = PaimonTable.open(str(left_wh), "db.a").path, PaimonTable.open(str(right_wh), "db.b").path
+    joined = mergetree.spark.bucket_join(spark, left_path, right_path, on=["region", "id"]).toArrow()
+    left, right = (pypaimon_read(wh, name, tmp_path / name / "work") for wh, name in ((left_wh, "db.a"),
+                                                                                    (right_wh, "db.b")))
+    expected = left.join(right, keys=["region", "id"], join_type="inner", right_suffix="_right")
+    key = ["region", "id"]
+    assert joined.num_rows == expected.num_rows == len(set(range(0, 300, 2)) & set(range(0, 300, 3)))
+    assert rows(joined, key) == rows(expected.select(joined.column_names), key)
+    own = str(tmp_path / "own")
+    Table.create(own, schema, primary_key=["region", "id"], partition_by=["region"], buckets=2, bucket_key=["id"])
+    Table.open(own).write(right)
+    with pytest.raises(InvalidArgumentError, match="place rows in buckets differently"):
+        mergetree.spark.bucket_join(spark, left_path, own, on=["region", "id"])
+    fallback = mergetree.spark.bucket_join(spark, left_path, own, on=["region", "id"], fallback=True).toArrow()
+    assert rows(fallback, key) == rows(joined, key)

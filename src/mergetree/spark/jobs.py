@@ -22,11 +22,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..codec.buckets import bucket_function
 from ..errors import InvalidArgumentError, MergeTreeError
 from ..merge import merge
 from ..merge.assemble import RowSelection
 from ..merge.join import JOINS, join_selections, joined_schema
 from ..organize.scheduler import run_once
+from ..paimon.handle import PaimonTableHandle
 from ..table import Table
 from ..table import filters as flt
 from ..table.compaction.runner import execute_unit, plan_units
@@ -141,8 +143,11 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     keys that repeat give every pairing, as in SQL); and one bucket count divides the other
     (n and k*n): a key in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n
     (``pmod(h, k*n) mod n == pmod(h, n)``), whose rows the task merges into one ordered side
-    with the loser tree.  Otherwise a clear error, or with `fallback=True` Spark's own join of
-    the two tables (the same columns as a bucket join returns).  `storage_options` open both
+    with the loser tree.  Both tables place rows by the same bucket function over the same key
+    types: two of mergetree's own tables (Spark's ``pmod(murmur3)``), or two Apache Paimon tables
+    (Paimon's bucket function, whose buckets divide the same way).  Otherwise a clear error, or
+    with `fallback=True` Spark's own join of the two tables (the same columns as a bucket join
+    returns).  `storage_options` open both
     tables (by default, each with those this process opened it with)."""
     on = [on] if isinstance(on, str) else list(on)
     if how not in JOINS:
@@ -151,7 +156,7 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
         raise InvalidArgumentError(f"tasks must be a positive integer, not {tasks!r}")
     left_options = job_storage_options(left_path, storage_options)
     right_options = job_storage_options(right_path, storage_options)
-    left, right = open_table(left_path, left_options), open_table(right_path, right_options)
+    left, right = _engine_table(left_path, left_options), _engine_table(right_path, right_options)
     left_path, right_path = left.path, right.path  # absolute, or the URIs: what every task opens
     for name in on:
         if name not in left.schema.names or name not in right.schema.names:
@@ -181,7 +186,7 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         plans, units, groups = shipped.value
-        sides = [open_table(left_path, left_options), open_table(right_path, right_options)]
+        sides = [_engine_table(left_path, left_options), _engine_table(right_path, right_options)]
         for batch in batches:
             for unit in (u for task in batch.column("unit").to_pylist() for u in groups[task]):
                 partition, i = units[unit]
@@ -239,6 +244,25 @@ def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[
     return select_bucket(table.directory, combine_buckets(present), table.schema.names)
 
 
+def _engine_table(path: str, storage_options: dict | None) -> Table:
+    """The engine's `Table` at `path`: mergetree's own, or an Apache Paimon table's (its latest
+    schema), whose buckets the engine plans and merge-reads alike."""
+    table = open_table(path, storage_options)
+    return table.at() if isinstance(table, PaimonTableHandle) else table
+
+
+def _bucketing(table: Table) -> tuple:
+    """How a table places rows in buckets: mergetree's own tables by Spark's
+    ``pmod(murmur3)``, a Paimon table by its bucket function over its bucket key's types
+    (equal placements are what a bucket join needs)."""
+    ts = table.table_schema
+    if ts.paimon is None:
+        return ("spark pmod(murmur3)",)
+    paimon = ts.paimon
+    types = [paimon.field(c).type for c in ts.bucket_key]
+    return (f"Paimon's {bucket_function(paimon.options, types)} bucket function", tuple(t.text for t in types))
+
+
 def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:
     """`on` in the order both tables' rows are sorted in within a (partition, bucket), or an
     InvalidArgumentError saying why a bucket join cannot work."""
@@ -254,6 +278,11 @@ def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:
     bucket_keys = [list(t.table_schema.bucket_key) for t in (left, right)]
     if bucket_keys[0] != bucket_keys[1]:
         raise InvalidArgumentError(f"the tables are bucketed on different keys ({bucket_keys[0]} vs {bucket_keys[1]})")
+    placements = [_bucketing(t) for t in (left, right)]
+    if placements[0] != placements[1]:
+        raise InvalidArgumentError(f"the tables place rows in buckets differently ({placements[0][0]} over "
+                                   f"{placements[0][1:] or 'its key'} vs {placements[1][0]} over "
+                                   f"{placements[1][1:] or 'its key'})")
     rest = [c for c in on if c not in partition_by]
     if not set(bucket_keys[0]) <= set(on):
         raise InvalidArgumentError(f"the bucket key {bucket_keys[0]} is not within the join key {on}")

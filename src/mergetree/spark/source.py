@@ -241,7 +241,10 @@ class MergetreeReader(DataSourceReader):
         return f"{type(self).__name__}({self.path!r}, snapshot={self.snapshot})"
 
     def _open(self) -> Table:
-        return open_table(self.path, self.storage_options)
+        # a Paimon table's own directory read by path: the engine's `Table` of it, as the
+        # warehouse form (`PaimonReader`) reads it
+        table = open_table(self.path, self.storage_options)
+        return table.at() if isinstance(table, PaimonTableHandle) else table
 
     def pushFilters(self, filters: list) -> Iterator:
         """Keep what mergetree can evaluate (it prunes with it and applies it exactly after

@@ -8,6 +8,10 @@ a range partitioner never splits one value between tasks, so all rows of a (part
 reach one task, which writes that bucket's files alone.  Files per commit: about the buckets
 touched (times the rolls at write-buffer-size), whatever the number of input partitions.
 
+An Apache Paimon table (``paimon.warehouse`` among `options`, `path` its "db.table") is routed
+by Paimon's own bucket function over its bucket key (`codec.buckets`, computed in the tasks by
+`mapInArrow`: exactly where Java places a row), so its buckets get one file set each too.
+
 A table on an object store takes its `storage_options` (or storage keys among `options`); they
 go to the data source as options, so the tasks and the commit open the same store.
 """
@@ -18,11 +22,13 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, TableNotFoundError
 from ..table.objects import is_uri, storage_options_for
-from .source import open_table, split_storage_options
+from ..table.paimon.metadata import PaimonTable
+from .source import PAIMON_WAREHOUSE, open_table, split_storage_options
 
 __all__ = ["write"]
 
 MODES = ("append", "overwrite")
+BUCKET_COLUMN = "__mergetree_bucket"
 
 
 def _names(value: Any) -> list[str]:
@@ -47,12 +53,24 @@ def write(df: Any, path: str, mode: str = "append", storage_options: Mapping[str
     """Write `df` into the mergetree table at `path` (created from the DataFrame's schema when
     there is none, with `options` as the data source takes them: primaryKey, partitionBy,
     buckets, bucketKey, mergeEngine, table options), one commit, one file set per bucket.
-    A table on an object store: `storage_options` as for `Table.open`."""
+    A table on an object store: `storage_options` as for `Table.open`.  With
+    ``paimon.warehouse`` among `options`, `path` names the Paimon table ("db.table") of that
+    warehouse, routed by Paimon's bucket function."""
     from pyspark.sql import functions as F
 
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     given, options = split_storage_options(options)
+    if PAIMON_WAREHOUSE in options:
+        warehouse = str(options[PAIMON_WAREHOUSE])
+        storage = job_storage_options(warehouse, {**(storage_options or {}), **given}
+                                      if (storage_options or given) else None)
+        routed = _routed_by_paimon_buckets(df, PaimonTable.open(warehouse, path, storage))
+        writer = routed.write.format("mergetree").mode(mode)
+        for key, value in {**(storage or {}), **options}.items():
+            writer = writer.option(key, str(value))
+        writer.save(path)
+        return
     storage = job_storage_options(path, {**(storage_options or {}), **given} if (storage_options or given) else None)
     lowered = {k.lower(): v for k, v in options.items()}
     try:
@@ -81,3 +99,43 @@ def write(df: Any, path: str, mode: str = "append", storage_options: Mapping[str
     for key, value in options.items():
         writer = writer.option(key, ",".join(value) if isinstance(value, (list, tuple)) else str(value))
     writer.save(path)
+
+
+def _routed_by_paimon_buckets(df: Any, table: PaimonTable) -> Any:
+    """`df` range-repartitioned on (partition columns, Paimon bucket): each task gets whole
+    buckets, so each bucket's rows make one file set.  The bucket is computed in the tasks by
+    the codec's bucket function (a column added by `mapInArrow`, dropped before the write)."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from ..codec.buckets import bucket_function, buckets_of
+    from ..table.paimon.tables import check_writable
+
+    schema = table.schema()
+    check_writable(schema, table.name)  # before any task runs
+    opts = schema.checked_options
+    key = list(opts.bucket_key)
+    partition_by = list(schema.partition_keys)
+    if opts.buckets < 2 or not key:
+        return df  # one bucket (or bucket-unaware): nothing to route
+    unknown = [c for c in key + partition_by if c not in df.columns]
+    if unknown:
+        raise InvalidArgumentError(f"the DataFrame lacks the table's bucket or partition columns {unknown}")
+    types = [schema.field(c).type for c in key]
+    function = bucket_function(schema.options, types)
+    buckets = opts.buckets
+
+    def with_bucket(batches: Any) -> Any:
+        for batch in batches:
+            ids = buckets_of([batch.column(c) for c in key], types, buckets, function)
+            yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
+
+    tasks = buckets if not partition_by else max(buckets, int(df.sparkSession.conf.get(
+        "spark.sql.shuffle.partitions", "200")))
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    # a new StructType: `add` would change the DataFrame's own (cached) schema in place
+    placed = df.mapInArrow(with_bucket,
+                           StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)]))
+    routed = placed.repartitionByRange(tasks, *[F.col(c) for c in partition_by], F.col(BUCKET_COLUMN))
+    return routed.drop(BUCKET_COLUMN)
