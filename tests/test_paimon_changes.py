@@ -660,3 +660,17 @@ def test_consumers_are_paimons_consumer_files(dedup_table, tmp_path) -> None:
     assert [c.id for c in table.consumers()] == ["etl"]
     with pytest.raises(InvalidArgumentError, match="consumer id"):
         table.changes(0, consumer_id="../x")
+    # an id Java allows that mergetree's own tables do not, listed and dropped like any
+    (root / "consumer" / "consumer-my job:1").write_text('{"nextSnapshot": 2}')
+    assert table.consumer("my job:1").next_snapshot == 2
+    table.drop_consumer("my job:1")
+    # Java's expiry keeps snapshots from a consumer's next one on, not the one before: a resumed
+    # reader then reads the commits as written, as Java's stream read does
+    as_written = table.changes(middle, source="changelog").read_all()
+    table.reset_consumer("etl", middle + 1)
+    for i in snapshots:
+        if 0 < i <= middle:
+            (root / "snapshot" / f"snapshot-{i}").unlink()
+    resumed = table.changes(consumer_id="etl").read_all()
+    assert resumed.num_rows and resumed.to_pylist() == as_written.to_pylist()
+    assert table.consumer("etl").next_snapshot == snapshots[-1] + 1

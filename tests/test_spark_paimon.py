@@ -426,3 +426,28 @@ def test_bucket_join_of_paimon_tables_without_a_shuffle(spark, tmp_path) -> None
         mergetree.spark.bucket_join(spark, left_path, own, on=["region", "id"])
     fallback = mergetree.spark.bucket_join(spark, left_path, own, on=["region", "id"], fallback=True).toArrow()
     assert rows(fallback, key) == rows(joined, key)
+
+
+def test_a_paimon_tables_own_directory_reads_and_writes_by_path(spark, tmp_path) -> None:
+    """`load(path)` and `save(path)` of a Paimon table's own directory are Paimon reads and
+    writes (tags, the snapshot's schema; the engine's write path), and `mergetree.spark.write`
+    routes rows to it by Paimon's bucket function; pypaimon reads what was written."""
+    import mergetree.spark
+    mergetree.spark.register(spark)
+    name = "db.p"
+    data = commits(12, 3, keys=60)
+    wh, work = write(tmp_path, name, data, tags={"v2": 2})
+    path = PaimonTable.open(str(wh), name).path
+    by_tag = spark.read.format("mergetree").option("snapshot", "v2").load(path).toArrow()
+    assert rows(by_tag, KEY) == rows(mp.read(str(wh), name, snapshot=2), KEY)
+    assert rows(spark.read.format("mergetree").load(path).toArrow(), KEY) == rows(mp.read(str(wh), name), KEY)
+    extra = pa.table({"id": [1000, 1001], "region": ["r0", "r1"], "name": ["x", "y"],
+                      "amount": [Decimal(1), Decimal(2)], "ts": [T0, T0], "v": [0.5, 0.25], "op": ["+I", "+I"]},
+                     schema=SCHEMA)
+    frame = spark.createDataFrame(extra.to_pandas(), load(spark, wh, name).schema)
+    frame.write.format("mergetree").mode("append").save(path)
+    more = extra.set_column(0, "id", pa.array([2000, 2001], pa.int64()))
+    mergetree.spark.write(spark.createDataFrame(more.to_pandas(), load(spark, wh, name).schema), path)
+    got = rows(mp.read(str(wh), name), KEY)
+    assert {(r["region"], r["id"]) for r in got} >= {("r0", 1000), ("r1", 1001), ("r0", 2000), ("r1", 2001)}
+    assert got == rows(pypaimon_read(wh, name, work), KEY)

@@ -260,7 +260,11 @@ def _bucketing(table: Table) -> tuple:
         return ("spark pmod(murmur3)",)
     paimon = ts.paimon
     types = [paimon.field(c).type for c in ts.bucket_key]
-    return (f"Paimon's {bucket_function(paimon.options, types)} bucket function", tuple(t.text for t in types))
+    # what the bucket hash depends on: the type (a decimal's and a timestamp's precision too:
+    # they change the binary row), not nullability or a string's length
+    hashed = tuple((t.root, t.precision if t.root in ("DECIMAL", "TIMESTAMP", "TIMESTAMP_LTZ", "TIME") else None,
+                    t.scale if t.root == "DECIMAL" else None) for t in types)
+    return (f"Paimon's {bucket_function(paimon.options, types)} bucket function", hashed)
 
 
 def _merge_join_key(left: Table, right: Table, on: list[str]) -> list[str]:

@@ -37,6 +37,7 @@ from pyspark.sql.datasource import (
 
 from ..errors import (
     InvalidArgumentError,
+    MergeTreeError,
     SchemaMismatchError,
     UnsupportedTypeError,
 )
@@ -153,7 +154,7 @@ class MergetreeDataSource(DataSource):
         return spark_ddl(table_schema)
 
     def reader(self, schema: Any) -> MergetreeReader | PaimonReader:
-        options = self._options()
+        options = _paimon_by_path(self._options())
         if PAIMON_WAREHOUSE in options:
             return PaimonReader(options, schema)
         from .streaming import READ_CHANGELOG, read_changelog_option
@@ -184,7 +185,7 @@ class MergetreeDataSource(DataSource):
         return MergetreeStreamWriter(options, schema, overwrite)
 
     def writer(self, schema: Any, overwrite: bool) -> MergetreeWriter:
-        options = self._options()
+        options = _paimon_by_path(self._options())
         if PAIMON_WAREHOUSE in options:
             return PaimonWriter(options, schema, overwrite)
         return MergetreeWriter(options, schema, overwrite)
@@ -241,10 +242,7 @@ class MergetreeReader(DataSourceReader):
         return f"{type(self).__name__}({self.path!r}, snapshot={self.snapshot})"
 
     def _open(self) -> Table:
-        # a Paimon table's own directory read by path: the engine's `Table` of it, as the
-        # warehouse form (`PaimonReader`) reads it
-        table = open_table(self.path, self.storage_options)
-        return table.at() if isinstance(table, PaimonTableHandle) else table
+        return open_table(self.path, self.storage_options)
 
     def pushFilters(self, filters: list) -> Iterator:
         """Keep what mergetree can evaluate (it prunes with it and applies it exactly after
@@ -309,14 +307,29 @@ class MergetreeReader(DataSourceReader):
 
 # -- Paimon reads -------------------------------------------------------------------------
 
-def _paimon_table(options: dict) -> tuple[str, str]:
-    """(warehouse, "db.table") of a Paimon read: the warehouse option, the table from load()
-    (or the option `table`)."""
+def _paimon_table(options: dict) -> tuple[str, str | None]:
+    """(warehouse, "db.table") of a Paimon read or write: the warehouse option, the table from
+    load() (or the option `table`); (the table's directory, None) for one read by path."""
     table = options.get("path") or options.get("table")
     if not table:
         raise InvalidArgumentError(f"a Paimon read names its table: .option({PAIMON_WAREHOUSE!r}, warehouse)"
                                    f".load('database.table')")
+    if table == options[PAIMON_WAREHOUSE]:
+        return table, None
     return options[PAIMON_WAREHOUSE], table
+
+
+def _paimon_by_path(options: dict) -> dict:
+    """A data source's options, a Paimon table named by its own directory (`load(path)`,
+    `save(path)`) made a Paimon read or write of that directory."""
+    path = options.get("path")
+    if PAIMON_WAREHOUSE in options or not path:
+        return options
+    try:
+        table = open_table(path, split_storage_options(options)[0] or None)
+    except MergeTreeError:
+        return options  # no table (a write creates one), or one the reader reports on
+    return {**options, PAIMON_WAREHOUSE: path} if isinstance(table, PaimonTableHandle) else options
 
 
 def _paimon_storage_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -384,8 +397,8 @@ class PaimonReader(MergetreeReader):
             (_paimon_columns(options) or schema.names)
         unknown = [c for c in self.columns if c not in schema.names]
         if unknown:
-            raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {self.table}; its columns: "
-                                       f"{schema.names}")
+            raise InvalidArgumentError(f"columns {unknown} are not in Paimon table {self.table or self.warehouse}; "
+                                       f"its columns: {schema.names}")
         self.requested: pa.Schema | None = None  # the Arrow types Spark expects, checked in partitions()
         if spark_schema_ is not None:
             from pyspark.sql.pandas.types import to_arrow_schema
@@ -409,8 +422,8 @@ class PaimonReader(MergetreeReader):
         if self.requested is not None and [f.type for f in produced] != [f.type for f in self.requested]:
             have = ", ".join(f"{f.name} {f.type}" for f in produced)
             want = ", ".join(f"{f.name} {f.type}" for f in self.requested)
-            raise SchemaMismatchError(f"Paimon table {self.table} reads as ({have}) in Spark's Arrow types, "
-                                      f"not the schema given ({want}); give a schema with these types or none")
+            raise SchemaMismatchError(f"Paimon table {self.table or self.warehouse} reads as ({have}) in Spark's Arrow "
+                                      f"types, not the schema given ({want}); give a schema with these types or none")
         return super().partitions()
 
 
@@ -484,7 +497,7 @@ class PaimonWriter(MergetreeWriter):
         self.storage_options = _paimon_storage_options(options) or {}
         self.overwrite = overwrite
         check_writable(PaimonTable.open(self.warehouse, self.table, self.storage_options or None).schema(),
-                       self.table)
+                       self.table or self.warehouse)
         directory = self._open().directory
         directory.refuse_commit("OVERWRITE" if overwrite else "APPEND")  # before any task writes
         directory.storage.require_conditional_create()

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidArgumentError, TableNotFoundError
+from ..paimon.handle import PaimonTableHandle
 from ..table.objects import is_uri, storage_options_for
 from ..table.paimon.metadata import PaimonTable
 from .source import PAIMON_WAREHOUSE, open_table, split_storage_options
@@ -55,23 +56,30 @@ def write(df: Any, path: str, mode: str = "append", storage_options: Mapping[str
     buckets, bucketKey, mergeEngine, table options), one commit, one file set per bucket.
     A table on an object store: `storage_options` as for `Table.open`.  With
     ``paimon.warehouse`` among `options`, `path` names the Paimon table ("db.table") of that
-    warehouse, routed by Paimon's bucket function."""
+    warehouse; a Paimon table's own directory is one too: routed by Paimon's bucket function."""
     from pyspark.sql import functions as F
 
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     given, options = split_storage_options(options)
+    storage = job_storage_options(path, {**(storage_options or {}), **given} if (storage_options or given) else None)
+    if PAIMON_WAREHOUSE not in options:
+        try:
+            if isinstance(open_table(path, storage), PaimonTableHandle):  # a Paimon table's own directory
+                options = {**options, PAIMON_WAREHOUSE: path}
+        except TableNotFoundError:
+            pass
     if PAIMON_WAREHOUSE in options:
         warehouse = str(options[PAIMON_WAREHOUSE])
         storage = job_storage_options(warehouse, {**(storage_options or {}), **given}
                                       if (storage_options or given) else None)
-        routed = _routed_by_paimon_buckets(df, PaimonTable.open(warehouse, path, storage))
+        table = PaimonTable.open(warehouse, None if warehouse == path else path, storage)
+        routed = _routed_by_paimon_buckets(df, table)
         writer = routed.write.format("mergetree").mode(mode)
         for key, value in {**(storage or {}), **options}.items():
             writer = writer.option(key, str(value))
         writer.save(path)
         return
-    storage = job_storage_options(path, {**(storage_options or {}), **given} if (storage_options or given) else None)
     lowered = {k.lower(): v for k, v in options.items()}
     try:
         ts = open_table(path, storage).table_schema

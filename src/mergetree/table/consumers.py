@@ -31,6 +31,8 @@ from .directory import TableDirectory
 from .objects import list_names, read_if_exists
 from .snapshots import parse_json
 
+CONSUMER_READ_TRIES = 5
+
 __all__ = ["Consumer", "check_id", "consumers", "drop", "expire", "get", "min_next_snapshot", "record", "reset",
            "survey"]
 
@@ -42,17 +44,22 @@ class Consumer:
     updated: int        # when it last recorded its progress, in milliseconds since the epoch
 
 
-def check_id(consumer_id: object) -> str:
-    """A consumer's id checked (letters, digits, '_', '.', '-'; 1 to 200), or InvalidArgumentError."""
+def check_id(consumer_id: object, directory: TableDirectory | None = None) -> str:
+    """A consumer's id checked, or InvalidArgumentError: as the table's store names consumer
+    files (mergetree's own: letters, digits, '_', '.', '-'; 1 to 200; a Paimon table's: any
+    name Java's may have)."""
     try:
-        paths.consumer_file(consumer_id)  # type: ignore[arg-type]
+        if directory is None:
+            paths.consumer_file(consumer_id)  # type: ignore[arg-type]
+        else:
+            directory.store.consumer_file(consumer_id)  # type: ignore[arg-type]
     except ValueError as exc:
         raise InvalidArgumentError(str(exc)) from None
     return consumer_id  # type: ignore[return-value]
 
 
 def _file(directory: TableDirectory, consumer_id: str) -> str:
-    return directory.store.consumer_file(check_id(consumer_id))
+    return directory.store.consumer_file(check_id(consumer_id, directory))
 
 
 def _now_millis(now_millis: int | None) -> int:
@@ -84,8 +91,18 @@ def _parse(directory: TableDirectory, consumer_id: str, raw: bytes) -> Consumer 
 
 
 def _read(directory: TableDirectory, consumer_id: str) -> Consumer | None:
-    raw = read_if_exists(directory.storage, _file(directory, consumer_id))
-    return None if raw is None else _parse(directory, consumer_id, raw)
+    relative = _file(directory, consumer_id)
+    for attempt in range(CONSUMER_READ_TRIES):
+        raw = read_if_exists(directory.storage, relative)
+        try:
+            return None if raw is None else _parse(directory, consumer_id, raw)
+        except CorruptTableError:
+            # a store whose writers rewrite a consumer file in place (Java's, on a filesystem)
+            # may be caught mid-write: read it again, as Java's `Consumer.fromPath` does
+            if directory.store.consumer_time_in_file or attempt == CONSUMER_READ_TRIES - 1:
+                raise
+            time.sleep(0.2)
+    return None
 
 
 def _write(directory: TableDirectory, consumer: Consumer) -> Consumer:

@@ -239,7 +239,9 @@ class Table:
         An append table's change is its added rows, +I.
 
         `consumer_id` names a consumer (`consumers()`): without `start`, the change starts where
-        it stopped (ConsumerNotFoundError if there is no such consumer); once the reader is read
+        it stopped (ConsumerNotFoundError if there is no such consumer; where the snapshot
+        before its next one expired — Java's expiry of a Paimon table keeps only from the next
+        one on — its commits are read as written, `source` "changelog"); once the reader is read
         to its end, the consumer records that it reads `end` + 1 next, and while it is active
         `expire_snapshots` keeps what its next change needs.
 
@@ -252,8 +254,12 @@ class Table:
             if consumer_id is None:
                 raise InvalidArgumentError("changes needs start (a snapshot id) or a consumer_id to resume")
             start = consumers.get(self.directory, consumer_id).next_snapshot - 1
+            if source == "auto" and start > 0 and start not in self.directory.store.snapshot_ids():
+                # the snapshot before the consumer's next expired (Java's expiry keeps snapshots
+                # from a consumer's next one on): its commits as written, as Java's stream read resumes
+                source = "changelog"
         elif consumer_id is not None:
-            consumers.check_id(consumer_id)
+            consumers.check_id(consumer_id, self.directory)
         plan = changes.plan_changes(self.directory, start, end, columns, filter, per_commit, source)
         self.last_read = plan.stats
 

@@ -119,7 +119,7 @@ class FileStats(Mapping):
 _CACHED_SNAPSHOTS = 16
 _WRITTEN = re.compile(r"(data|changelog)-[0-9a-f-]{36}-\d+\.(parquet|orc)")  # what Paimon's writers name files
 _CHANGELOG = re.compile(r"changelog-[0-9a-f-]{36}-\d+\.(parquet|orc)")
-_CONSUMER = re.compile(r"consumer/consumer-([A-Za-z0-9_.-]{1,200})")
+_CONSUMER = re.compile(r"consumer/consumer-([^/\x00-\x1f\x7f]{1,200})")
 _INDEX_FILE = re.compile(r"index-[0-9a-f-]{36}-\d+")  # a deletion-vector index file
 _ENTROPY = re.compile(r"(.*)/[01]{4}/[01]{4}/[01]{4}/[01]{8}")
 _live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
@@ -386,14 +386,16 @@ class PaimonSnapshotStore:
 
     # -- consumers' files, as Java's `ConsumerManager` keeps them --------------------------
     def consumer_file(self, consumer_id: str) -> str:
-        """``consumer/consumer-<id>``, where Java's readers and its expiry look (the id checked
-        as mergetree's own tables check it)."""
-        paths.consumer_file(consumer_id)  # raises ValueError for an id no file may be named by
+        """``consumer/consumer-<id>``, where Java's readers and its expiry look: any id a file
+        may be named by (Java takes any), but one with "/" or a control character."""
+        if not isinstance(consumer_id, str) or not consumer_id or len(consumer_id) > 200 \
+                or _CONSUMER.fullmatch(f"{paths.CONSUMER_DIR}/consumer-{consumer_id}") is None:
+            raise ValueError(f"consumer id {consumer_id!r}: use 1 to 200 characters, no '/' and no control characters")
         return f"{paths.CONSUMER_DIR}/consumer-{consumer_id}"
 
     def consumer_id_of(self, relative: str) -> str | None:
         match = _CONSUMER.fullmatch(relative)
-        return match.group(1) if match and match.group(1) not in (".", "..") else None
+        return match.group(1) if match else None
 
     def consumer_bytes(self, next_snapshot: int, updated: int) -> bytes:
         # Java's `Consumer` JSON holds the position alone; its expiry goes by the file's time
