@@ -639,7 +639,8 @@ def test_consumers_are_paimons_consumer_files(dedup_table, tmp_path) -> None:
     (root / "consumer" / "consumer-flink").write_text('{\n  "nextSnapshot" : 3\n}')
     assert [(c.id, c.next_snapshot) for c in table.consumers()] == [("etl", snapshots[-1] + 1), ("flink", 3)]
     assert abs(table.consumer("flink").updated - time.time() * 1000) < 60_000  # the file's time
-    assert table.reset_consumer("flink", 2).next_snapshot == 2
+    reset = table.reset_consumer("flink", 2)
+    assert reset.next_snapshot == 2 and reset.updated == table.consumer("flink").updated  # the file's time
     assert json.loads((root / "consumer" / "consumer-flink").read_text()) == {"nextSnapshot": 2}
     with pytest.raises(InvalidArgumentError, match="cannot move consumer"):
         table.reset_consumer("flink", snapshots[-1] + 5)

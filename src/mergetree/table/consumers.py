@@ -107,8 +107,12 @@ def _read(directory: TableDirectory, consumer_id: str) -> Consumer | None:
 
 def _write(directory: TableDirectory, consumer: Consumer) -> Consumer:
     # whole or not at all: a temporary file renamed locally, one PUT on an object store
-    directory.storage.write(_file(directory, consumer.id),
-                            directory.store.consumer_bytes(consumer.next_snapshot, consumer.updated))
+    relative = _file(directory, consumer.id)
+    directory.storage.write(relative, directory.store.consumer_bytes(consumer.next_snapshot, consumer.updated))
+    if not directory.store.consumer_time_in_file:  # its time is the file's: as a later read sees it
+        stored = directory.store.consumer_updated(relative, {})
+        if isinstance(stored, int):
+            consumer = Consumer(consumer.id, consumer.next_snapshot, stored)
     return consumer
 
 
