@@ -123,6 +123,7 @@ def plan_dv_buckets(directory: TableDirectory, only: set | None, full: bool, bas
     """The base snapshot (`base`, default the latest) and, per bucket in `only` (every bucket
     when None; then any unresolved file is resolved, not only past the trigger) that needs it,
     its plan with the bucket's files (the others keep their vectors in its new index file)."""
+    directory.refuse_commit("COMPACT")
     if not directory.schema.has_primary_key:
         raise InvalidArgumentError("deletion vectors need a primary-key table")
     base = base or directory.latest_snapshot()

@@ -53,9 +53,9 @@ def compact_buckets(directory: TableDirectory, only: set | None, full: bool,
     runs than the stop trigger, which is how writes stall instead of piling up runs.
     `base`: plan from this snapshot (the one a write just committed: no request to find the
     latest; if another commit came in between, the commit conflicts) instead of the latest.
-    A table with deletion vectors compacts as `dv.compact_dv` says.
+    A table with deletion vectors compacts as `dv.compact_dv` says.  (The planners refuse,
+    before anything is written, what the format does not let the engine commit.)
     """
-    directory.refuse_commit("COMPACT")
     if directory.options.deletion_vectors:  # resolves every bucket's new files in one round
         return compact_dv(directory, only, full, progress, base)
     snapshot = _compact_once(directory, only, full, progress, base)
@@ -92,7 +92,6 @@ def plan_units(directory: TableDirectory, only: set | None, full: bool,
                base: Snapshot | None = None) -> tuple[Snapshot | None, list[CompactionUnit]]:
     """The base snapshot and one unit per bucket that needs compacting (one round: after a
     write, `compact_buckets` repeats while a bucket stalls)."""
-    directory.refuse_commit("COMPACT")
     if directory.options.deletion_vectors:
         base, found = plan_dv_buckets(directory, only, full, base)
         return base, [CompactionUnit(key, plan, files) for key, plan, files in found]

@@ -369,28 +369,25 @@ class PaimonFileRef:
 
     @cached_property
     def plain(self) -> bool:
-        """Whether the engine's Parquet reader reads it as it is (a footer read, cached)."""
-        pf = self.file
-        if pf.schema_id != self.schema.id or not pf.file_name.endswith(".parquet"):
-            return False
-        if not self.schema.primary_keys:
-            return True
-        try:
-            return not thin_keys(self.source(), pf.file_name, [KEY_PREFIX + k for k in self.schema.trimmed_keys])
-        except (OSError, pa.ArrowException) as exc:
-            raise corrupt(self.table, pf, exc) from None
+        """Whether the engine's Parquet reader reads it as it is: a Parquet file of the read
+        schema with its key copies (a footer read, cached)."""
+        return self._current_parquet and not self.thin
 
     @cached_property
     def thin(self) -> bool:
         """Whether it is a thin-mode Parquet file of the read schema: plain but for its key
         copies, which are its key columns (a point lookup's page index reads it under both names)."""
-        pf = self.file
-        if pf.schema_id != self.schema.id or not pf.file_name.endswith(".parquet") or not self.schema.primary_keys:
+        if not self._current_parquet or not self.schema.primary_keys:
             return False
+        pf = self.file
         try:
             return bool(thin_keys(self.source(), pf.file_name, [KEY_PREFIX + k for k in self.schema.trimmed_keys]))
         except (OSError, pa.ArrowException) as exc:
             raise corrupt(self.table, pf, exc) from None
+
+    @property
+    def _current_parquet(self) -> bool:
+        return self.file.schema_id == self.schema.id and self.file.file_name.endswith(".parquet")
 
     # decoded once per file reference (a cached_property writes the instance's __dict__, which a
     # frozen dataclass allows)

@@ -157,8 +157,9 @@ class PaimonFileWriter(DataFileWriter):
         self.table_name = posixpath.join(relative, base)  # the engine's name for it
         if roots is not None:
             # (the name a live external file gets from its entry: `PaimonSnapshotStore.entry`)
-            self.table_name = posixpath.join(relative_bucket_path(paimon, partition, bucket), base)
-            target = roots.target(relative_bucket_path(paimon, partition, bucket), base)
+            bucket_path = relative_bucket_path(paimon, partition, bucket)
+            self.table_name = posixpath.join(bucket_path, base)
+            target = roots.target(bucket_path, base)
         else:
             target = _Target(table.storage, self.table_name, None)
         self.target = target
