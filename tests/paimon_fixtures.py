@@ -134,7 +134,8 @@ def write_paimon(workdir: Path, warehouse: Path, table: str, commits: Sequence[p
     return _run("write", str(path))
 
 
-def pypaimon_read(warehouse: Path, table: str, workdir: Path, snapshot: int | None = None) -> pa.Table:
+def pypaimon_read(warehouse: Path, table: str, workdir: Path, snapshot: int | str | None = None) -> pa.Table:
+    """pypaimon's read of the table (`snapshot`: an id or a tag's name; default the latest)."""
     out = workdir / f"read-{len(list(workdir.glob('read-*.arrow')))}.arrow"
     _run("read", str(warehouse), table, str(out), *([] if snapshot is None else [str(snapshot)]))
     with pa.OSFile(str(out), "rb") as f:

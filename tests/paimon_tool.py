@@ -132,8 +132,8 @@ def expire(warehouse: str, name: str, *ids: str) -> None:
 
 def read(warehouse: str, name: str, out: str, snapshot: str | None = None) -> None:
     table = _catalog(warehouse).get_table(name)
-    if snapshot is not None:
-        table = table.copy({"scan.snapshot-id": snapshot})
+    if snapshot is not None:  # an id, or a tag's name
+        table = table.copy({"scan.snapshot-id" if snapshot.isdigit() else "scan.tag-name": snapshot})
     builder = table.new_read_builder()
     started = time.perf_counter()
     result = builder.new_read().to_arrow(builder.new_scan().plan().splits())

@@ -101,7 +101,7 @@ def _spawn(script: str, *args: str, options: dict) -> subprocess.Popen:
 
 def _no_leftovers(table: Table) -> None:
     """Every object under the table is a snapshot, the schema, the hint, or referenced."""
-    referenced = referenced_files(table.directory, table.directory.store.snapshot_ids())
+    referenced = set(referenced_files(table.directory, table.directory.store.snapshot_ids()))
     names = {info.path for info in table.directory.storage.list("")}
     leftovers = {n for n in names - referenced
                  if not n.startswith(("snapshot/snapshot-", "schema/")) and n != "snapshot/LATEST"}

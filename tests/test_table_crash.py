@@ -104,7 +104,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path):
     before = table_state(table)
     removed = table.remove_orphan_files(older_than=dt.timedelta(0))
     assert table_state(Table.open(path)) == before
-    referenced = referenced_files(table.directory, table.directory.store.snapshot_ids())
+    referenced = set(referenced_files(table.directory, table.directory.store.snapshot_ids()))
     on_disk = table_files(path)
     leftovers = {p for p in on_disk - referenced
                  if not p.startswith(("snapshot/snapshot-", "schema/")) and p != "snapshot/LATEST"}

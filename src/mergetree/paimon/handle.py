@@ -5,6 +5,7 @@ loop, snapshot expiry, ...) raises `UnsupportedPaimonFeatureError` naming the ca
 never acts on the wrong files."""
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -14,7 +15,7 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
 from ..table import Table
 from ..table.consumers import Consumer
-from ..table.directory import TableDirectory
+from ..table.directory import TableDirectory, alter_options
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
 from .info import PaimonInfo, info
@@ -77,7 +78,8 @@ class PaimonTableHandle(Table):
     def _not_yet(call: str) -> NoReturn:
         raise UnsupportedPaimonFeatureError(
             f"Table.{call} works on mergetree's own tables only so far; on an Apache Paimon table mergetree offers "
-            f"write, delete, read, scan, compact, changes, consumers and info (docs/PAIMON.md)")
+            f"write, delete, read, scan, compact, changes, consumers, set_options, expire_snapshots, "
+            f"remove_orphan_files and info (docs/PAIMON.md)")
 
     # -- what the table is --------------------------------------------------------------
     @property
@@ -169,7 +171,12 @@ class PaimonTableHandle(Table):
 
     # -- what works on mergetree's own tables only so far --------------------------------
     def set_options(self, options: dict) -> None:
-        self._not_yet("set_options")
+        """Change the table's options as Java's ALTER TABLE SET / RESET does (a value of None
+        resets one): the next schema file, Java's rules for what may change; mergetree's own
+        options (the query log, the optimizer's) under the ``mergetree.`` prefix Java ignores."""
+        table = PaimonTable.open(self._location, self._name, self._storage_options)
+        self._directory = alter_options(paimon_directory(table), options)
+        self._table, self._fresh = table, True
 
     def aggregate(self, *args: Any, **kwargs: Any) -> Any:
         self._not_yet("aggregate")
@@ -192,8 +199,12 @@ class PaimonTableHandle(Table):
     def drop_aggregate(self, *args: Any, **kwargs: Any) -> None:
         self._not_yet("drop_aggregate")
 
-    def expire_snapshots(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("expire_snapshots")
+    def expire_snapshots(self, retain_last: int = 1, older_than: Any = None) -> list[int]:
+        """`Table.expire_snapshots` on the table as Paimon keeps it: snapshot files removed
+        oldest first, then the files only they used (data files at external paths too); what a
+        tag, a consumer (``consumer/consumer-<id>``) or a kept changelog (``changelog.*``
+        retention: ``changelog/changelog-<id>``) still needs stays; the EARLIEST hint follows."""
+        return self.at().expire_snapshots(retain_last, older_than)
 
     # -- consumers: Paimon's (``consumer/consumer-<id>``), through the engine --------------
     def consumers(self) -> list[Consumer]:
@@ -208,8 +219,11 @@ class PaimonTableHandle(Table):
     def drop_consumer(self, consumer_id: str) -> None:
         self.at().drop_consumer(consumer_id)
 
-    def remove_orphan_files(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("remove_orphan_files")
+    def remove_orphan_files(self, older_than: Any = dt.timedelta(hours=1)) -> list[str]:
+        """`Table.remove_orphan_files` on the table: only the kinds of file Paimon's writers make
+        (data, changelog, index, manifest and statistics files where Paimon puts them), never a
+        snapshot, schema, tag, consumer or kept changelog, nor anything else beside them."""
+        return self.at().remove_orphan_files(older_than)
 
     def __repr__(self) -> str:
         schema = self._table.schema()

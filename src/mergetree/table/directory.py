@@ -106,11 +106,6 @@ class TableDirectory:
             raise (UnsupportedPaimonFeatureError if self.schema.paimon is not None else UnsupportedFormatError)(refusal)
         self.storage.require_conditional_create()
 
-    def unlink_owned(self, relative: str) -> None:
-        """Delete a file of the table; a name the table cannot own is never deleted."""
-        if self.store.owns(relative):
-            self.storage.delete(relative)  # a file that is not there is not an error
-
     def discard(self, entries: Iterable[FileEntry]) -> None:
         """Delete the data files (and their sidecars) of an uncommitted (failed or lost)
         change, as cleanup: never raising, stopping at the first failing delete (see
@@ -275,6 +270,8 @@ def alter_options(directory: TableDirectory, changes: dict) -> TableDirectory:
     like a commit: if another change published that version first, raise CommitConflictError
     (reopen the table and try again).  Data files are not touched: new options apply to what
     is written from now on (`optimize` and `build_indexes` bring older files along)."""
+    if directory.schema.paimon is not None:  # Java's ALTER TABLE, by the Paimon table's store
+        return directory.store.alter_options(changes)  # type: ignore[attr-defined]
     storage = directory.storage
     latest = _latest_schema_id(storage)
     if latest != directory.schema.schema_id:

@@ -20,7 +20,7 @@ from .directory import TableDirectory, open_table, table_exists
 from .durations import seconds
 from .objects import is_local, is_uri, location_exists, storage_for
 from .options import TableOptions
-from .snapshots import FileEntry, Snapshot, SnapshotStore
+from .snapshots import Snapshot
 from .workload.history import HISTORY_DIR
 from .workload.logtables import damaged_data_files, describe
 from .workload.querylog import QUERY_LOG_DIR
@@ -42,45 +42,21 @@ def _check_latest_intact(directory: TableDirectory) -> None:
 
 
 def referenced_files(directory: TableDirectory, snapshot_ids: list[int],
-                     changelog_ids: Iterable[int] = ()) -> set[str]:
-    """Paths (relative to the table) of every manifest, data file, sidecar and deletion-vector
-    index file the snapshots use, with their changelog (manifest list, manifests, changelog
-    files); and the changelog of the expired snapshots `changelog_ids` whose changelog is kept."""
+                     changelog_ids: Iterable[int] = ()) -> dict[str, tuple[Store, str]]:
+    """Every file (name -> (store, object name): `SnapshotStore.used_files`) the snapshots use,
+    the snapshots the table's tags hold, and the changelog of the expired snapshots
+    `changelog_ids` whose changelog is kept."""
     store = directory.store
-    out: set[str] = set()
+    out: dict[str, tuple[Store, str]] = {}
     for i in snapshot_ids:
-        snap = store.snapshot(i)
-        for manifest_list in (snap.base_manifest_list, snap.delta_manifest_list):
-            _add_manifests(store, manifest_list, out)
-        for name, entry in store.live_files(snap).items():
-            _add_file(entry, name, out)
-        _add_changelog(store, snap, out)
+        out.update(store.used_files(store.snapshot(i)))
+    for tagged in store.tagged():
+        out.update(store.used_files(tagged))
     for i in changelog_ids:
         kept = store.retained_changelog(i)
         if kept is not None:  # removed since the listing: it references nothing any more
-            _add_changelog(store, kept, out)
+            out.update(store.used_files(kept, changelog_only=True))
     return out
-
-
-def _add_manifests(store: SnapshotStore, manifest_list: str, out: set[str]) -> list[str]:
-    if manifest_list:
-        out.add(f"{paths.MANIFEST_DIR}/{manifest_list}")
-    manifests = store.manifest_names(manifest_list)
-    out.update(f"{paths.MANIFEST_DIR}/{manifest}" for manifest in manifests)
-    return manifests
-
-
-def _add_file(entry: FileEntry, name: str, out: set[str]) -> None:
-    out.add(name)
-    out.update(entry.file.sidecars())
-    if entry.file.deletion_vector is not None and entry.file.deletion_vector.index is not None:
-        out.add(entry.file.deletion_vector.index)
-
-
-def _add_changelog(store: SnapshotStore, snap: Snapshot, out: set[str]) -> None:
-    for manifest in _add_manifests(store, snap.changelog_manifest_list, out):
-        for _, entry in store.read_manifest(manifest):  # a changelog manifest only adds
-            _add_file(entry, entry.file.file_name, out)
 
 
 def changelog_retention(options: TableOptions) -> bool:
@@ -153,18 +129,32 @@ def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: An
     before = referenced_files(directory, ids, kept_ids)
     keep_changelog = changelog_retention(directory.options)
     for i in candidates:  # oldest first: the table stays readable at every step
-        if keep_changelog and store.snapshot(i).changelog_manifest_list:
+        if keep_changelog and _has_changelog(directory, store.snapshot(i)):
             # the same document, kept before the snapshot goes (a crash in between leaves both)
-            storage.write(paths.retained_changelog_file(i), storage.read(paths.snapshot_file(i)))
-        storage.delete(paths.snapshot_file(i))
+            storage.write(store.retained_changelog_file(i), storage.read(store.snapshot_file(i)))
+        storage.delete(store.snapshot_file(i))
     live = store.snapshot_ids()
+    if candidates:
+        store.expired_to(live[0] if live else None)
     kept = [s for s in (store.retained_changelog(i) for i in store.retained_changelog_ids()) if s is not None]
     for i in expired_changelogs(directory.options, kept, live[-1] if live else None, now, needed):
-        storage.delete(paths.retained_changelog_file(i))
+        storage.delete(store.retained_changelog_file(i))
     after = referenced_files(directory, live, store.retained_changelog_ids())
-    for name in sorted(before - after):
-        directory.unlink_owned(name)
+    for name in sorted(before.keys() - after.keys()):
+        if store.may_be_orphan(name):  # only the kinds of file the table's writers make
+            where, relative = before[name]
+            where.delete(relative)  # a file that is not there is not an error
     return candidates
+
+
+def _has_changelog(directory: TableDirectory, snapshot: Snapshot) -> bool:
+    """Whether an expiring snapshot has a changelog to keep: changelog files, or in a Paimon
+    table without a changelog producer the rows an APPEND wrote (Java keeps those too)."""
+    if snapshot.changelog_manifest_list:
+        return True
+    return directory.schema.paimon is not None and snapshot.commit_kind != "COMPACT" \
+        and directory.options.changelog_producer == "none" and bool(snapshot.delta_manifest_list)
+
 
 
 def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]:
@@ -176,18 +166,14 @@ def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]
     store = directory.store
     referenced = referenced_files(directory, store.snapshot_ids(), store.retained_changelog_ids())
     cutoff = time.time() - age
-    partition_by = directory.schema.partition_by
     removed = []
     for relative, modified in _files_with_times(directory.storage):
-        if not paths.is_owned(relative, partition_by) or relative in referenced:
+        # only the table's own kinds of file, never the table itself (snapshots, schemas, ...)
+        if relative in referenced or not store.may_be_orphan(relative):
             continue
-        if (paths.snapshot_id_of(relative) is not None or relative.startswith(paths.SCHEMA_DIR + "/")
-                or paths.retained_changelog_id_of(relative) is not None
-                or paths.consumer_id_of(relative) is not None) and not paths.is_temporary(relative):
-            continue  # a published snapshot, schema, kept changelog or consumer is the table itself
         if modified is None or modified > cutoff:
             continue
-        directory.unlink_owned(relative)
+        directory.storage.delete(relative)
         removed.append(relative)
     return sorted(removed)
 

@@ -310,6 +310,63 @@ class SnapshotStore:
         """Why the engine may not commit a change of `kind` here (None: it may)."""
         return None
 
+    # -- housekeeping: the files a snapshot uses, and which of the table's may go --------
+    def snapshot_file(self, snapshot_id: int) -> str:
+        return paths.snapshot_file(snapshot_id)
+
+    def retained_changelog_file(self, snapshot_id: int) -> str:
+        return paths.retained_changelog_file(snapshot_id)
+
+    def tagged(self) -> list[Snapshot]:
+        """The snapshots tags hold (mergetree's own format has no tags)."""
+        return []
+
+    def used_files(self, snapshot: Snapshot, changelog_only: bool = False) -> dict[str, tuple[Store, str]]:
+        """Every file `snapshot` uses — manifest lists, manifests, data files with their
+        sidecars and deletion-vector index files, its changelog — as name -> (store, object
+        name); with `changelog_only`, what its changelog needs (kept after it expired)."""
+        out: dict[str, tuple[Store, str]] = {}
+
+        def add(name: str) -> None:
+            out[name] = (self.storage, name)
+
+        def manifests(manifest_list: str) -> list[str]:
+            if manifest_list:
+                add(f"{paths.MANIFEST_DIR}/{manifest_list}")
+            names = self.manifest_names(manifest_list)
+            for manifest in names:
+                add(f"{paths.MANIFEST_DIR}/{manifest}")
+            return names
+
+        def add_file(meta: DataFileMeta) -> None:
+            for name in (meta.file_name, *meta.sidecars()):
+                add(name)
+            if meta.deletion_vector is not None and meta.deletion_vector.index is not None:
+                add(meta.deletion_vector.index)
+
+        if not changelog_only:
+            manifests(snapshot.base_manifest_list)
+            manifests(snapshot.delta_manifest_list)
+            for entry in self.live_files(snapshot).values():
+                add_file(entry.file)
+        for manifest in manifests(snapshot.changelog_manifest_list):
+            for _, entry in self.read_manifest(manifest):  # a changelog manifest only adds
+                add_file(entry.file)
+        return out
+
+    def expired_to(self, earliest: int | None) -> None:
+        """Snapshots below `earliest` were expired (a format with an EARLIEST hint writes it)."""
+
+    def may_be_orphan(self, relative: str) -> bool:
+        """Could `relative` be a file of this table that no snapshot needs once none names it
+        (never a published snapshot, the schema, a kept changelog or a consumer)?"""
+        if not self.owns(relative):
+            return False
+        itself = (paths.snapshot_id_of(relative) is not None or relative.startswith(paths.SCHEMA_DIR + "/")
+                  or paths.retained_changelog_id_of(relative) is not None
+                  or paths.consumer_id_of(relative) is not None)
+        return not itself or paths.is_temporary(relative)
+
     def ensure_directories(self) -> None:
         """A local table's directories (an object store has no directories)."""
         if is_local(self.storage):

@@ -386,6 +386,16 @@ class PaimonTable:
     def schema_ids(self) -> list[int]:
         return _numbered(list_names(self.storage, SCHEMA_DIR), "schema-")
 
+    def schema_document(self, schema_id: int) -> dict:
+        """Schema file `schema_id` as Java wrote it (its JSON object, every field kept)."""
+        return self._read_json(f"{SCHEMA_DIR}/schema-{schema_id}", "schema")
+
+    def published_schema(self, schema: PaimonSchema) -> None:
+        """Take note of schema `schema`, just published by this process (the next latest)."""
+        self._schemas[schema.id] = schema
+        if self._schema_ids is not None:
+            self._schema_ids = sorted({*self._schema_ids, schema.id})
+
     def schema(self, schema_id: int | None = None) -> PaimonSchema:
         """Schema `schema_id` (default: the latest); a schema file never changes under its id."""
         if schema_id is not None and schema_id in self._schemas:
@@ -600,6 +610,21 @@ class PaimonTable:
                                             f"deletion vectors", path=path)
                 per_file[dv.data_file] = DeletionFile(index_name, where, int(e.get("_FILE_SIZE") or 0), dv, ranges)
         return out
+
+    def index_files(self, snapshot: dict) -> list[tuple[str | None, str]]:
+        """Every index file the snapshot's index manifest lists (deletion vectors, dynamic
+        buckets' hash indexes, ...): (object name under the table, or None when external; path)."""
+        name = snapshot.get("indexManifest")
+        if not name:
+            return []
+        schema = self.schema(int(snapshot["schemaId"]))
+        entries = [e for e in self.metadata_file(name, "index manifest").records if isinstance(e, dict)]
+
+        def key(e: dict) -> tuple:
+            return e.get("_PARTITION"), e.get("_BUCKET"), e.get("_FILE_NAME")
+
+        deleted = {key(e) for e in entries if e.get("_KIND") == DELETE}
+        return [self._index_location(e, schema) for e in entries if e.get("_KIND") == ADD and key(e) not in deleted]
 
     def _index_location(self, entry: dict, schema: PaimonSchema) -> tuple[str | None, str]:
         """An index file's object name under the table (None when external) and its path:

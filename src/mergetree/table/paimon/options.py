@@ -34,8 +34,13 @@ from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from ...merge import AGGREGATE_FUNCTIONS
 from ..compaction.planner import parse_memory_size
 
-__all__ = ["EXTERNAL_PATHS", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions", "check_options",
-           "external_paths", "file_index_spec", "is_true"]
+__all__ = ["EXTERNAL_PATHS", "MERGETREE_PREFIX", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions",
+           "check_option_change", "check_options", "external_paths", "file_index_spec", "is_true"]
+
+# mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
+# one prefix, which Java keeps in the schema and ignores; the engine checks their values
+# (`tables.table_options`)
+MERGETREE_PREFIX = "mergetree."
 
 ENGINES = {"deduplicate": "deduplicate", "first-row": "first-row", "partial-update": "partial-update",
            "aggregation": "aggregate"}
@@ -129,6 +134,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
 
     for key in sorted(opts):
         value = opts[key]
+        if key.startswith(MERGETREE_PREFIX):
+            continue
         if key in _REFUSED_WHEN_TRUE:
             what = _REFUSED_WHEN_TRUE[key]
             if what is not None and is_true(value):
@@ -140,6 +147,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         if key in ("metadata.stats-mode", "metadata.stats-keep-first-n-columns"):
             stats_modes(opts, [])  # checked: a write keeps statistics by them
             continue
+        if key == "changelog-producer" and value.strip().lower() not in ("none", "input", "full-compaction", "lookup"):
+            raise refuse(key, "Paimon's changelog producers are none, input, full-compaction and lookup")
         if key == "record-level.expire-time":
             raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
         known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
@@ -428,3 +437,45 @@ def file_index_spec(options: Mapping[str, str], types: Mapping[str, PaimonType])
     except InvalidArgumentError as exc:
         raise UnsupportedPaimonFeatureError(str(exc)) from None
     return FileIndexSpec(tuple(columns), threshold, tuple(not_built))
+
+
+# options Java refuses to change once set (``CoreOptions``' ``@Immutable`` ones, and ``path``)
+_IMMUTABLE = frozenset({
+    "type", "bucket-key", "bucket-function.type", "data-file.path-directory", "merge-engine",
+    "sequence.snapshot-ordering", "aggregation.remove-record-on-delete", "partial-update.remove-record-on-delete",
+    "partial-update.remove-record-on-sequence-group", "rowkind.field", "primary-key", "primary-key.nullable",
+    "partition", "dynamic-bucket.initial-buckets", "force-lookup", "row-tracking.enabled", "data-evolution.enabled",
+    "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field", "path",
+})
+
+
+def check_option_change(options: Mapping[str, str], key: str, value: str | None, has_snapshots: bool) -> None:
+    """Refuse (UnsupportedPaimonFeatureError, Java's reason) setting option `key` to `value` (None:
+    resetting it) in a table with `options`, as Java's ``SchemaManager`` refuses an ALTER TABLE
+    (most rules only once the table has snapshots).  ``bucket`` is refused whatever Java allows:
+    changing it needs the rescale mergetree does not do."""
+    old = options.get(key)
+    if value is not None and old == value:
+        return
+    if key == "type" or (has_snapshots and key in _IMMUTABLE):
+        raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} cannot be changed once the table has data "
+                                            f"(Java refuses it too)")
+    if key == "bucket":
+        raise UnsupportedPaimonFeatureError(
+            "Paimon option 'bucket' cannot be changed by mergetree: a new bucket count needs every partition "
+            "rewritten into it (Paimon's rescale); create a new table with the bucket count and copy the rows")
+    if not has_snapshots:
+        return
+    if key == "deletion-vectors.enabled" and not is_true(options.get("deletion-vectors.modifiable", "false")):
+        if is_true(old or "false") != is_true(value or "false"):
+            raise UnsupportedPaimonFeatureError(
+                "Paimon option 'deletion-vectors.enabled' cannot change on a table with data without a full "
+                "compaction (rows could be duplicated); set 'deletion-vectors.modifiable' = 'true' if you are sure, "
+                "as Java asks")
+    for flag in ("ignore-delete", "ignore-update-before"):
+        if key == flag and is_true(old or "false") and not is_true(value or "false"):
+            raise UnsupportedPaimonFeatureError(f"Paimon option {flag!r} cannot change from true to false "
+                                                f"(Java refuses it too)")
+    if key == "clustering.columns" and "pk-clustering-override" in options:
+        raise UnsupportedPaimonFeatureError("Paimon option 'clustering.columns' cannot change while "
+                                            "'pk-clustering-override' is set (Java refuses it too)")

@@ -15,6 +15,7 @@ import json
 import posixpath
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -25,8 +26,9 @@ import pyarrow as pa
 
 from ...codec.binary_row import encode_row
 from ...codec.buckets import bucket_function, buckets_of
+from ...codec.json_files import dumps
 from ...codec.types import same_type
-from ...errors import CommitConflictError, UnsupportedPaimonFeatureError
+from ...errors import CommitConflictError, InvalidArgumentError, ObjectExistsError, UnsupportedPaimonFeatureError
 from ...storage import Store
 from .. import paths
 from ..changes.compute import PRODUCER_PROPERTY
@@ -49,8 +51,12 @@ from .commit import (
 from .files import PaimonFileRef, check_evolvable
 from .metadata import (
     ADD,
+    CHANGELOG_DIR,
     DELETE,
     INDEX_DIR,
+    MANIFEST_DIR,
+    SCHEMA_DIR,
+    SNAPSHOT_DIR,
     DeletionFile,
     PaimonFile,
     PaimonSchema,
@@ -58,8 +64,8 @@ from .metadata import (
     bucket_directory_of,
     relative_bucket_path,
 )
-from .options import is_true
-from .tables import commit_refusal, table_options, table_schema
+from .options import check_option_change, file_index_spec, is_true
+from .tables import commit_refusal, option_name, table_options, table_schema
 from .writer import ExternalRoots, PaimonFileWriter, external_roots, placed_files, with_origin
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
@@ -121,6 +127,8 @@ _WRITTEN = re.compile(r"(data|changelog)-[0-9a-f-]{36}-\d+\.(parquet|orc)")  # w
 _CHANGELOG = re.compile(r"changelog-[0-9a-f-]{36}-\d+\.(parquet|orc)")
 _CONSUMER = re.compile(r"consumer/consumer-([^/\x00-\x1f\x7f]{1,200})")
 _INDEX_FILE = re.compile(r"index-[0-9a-f-]{36}-\d+")  # a deletion-vector index file
+_MANIFEST = re.compile(r"(manifest|manifest-list|index-manifest)-[0-9a-f-]{36}-\d+")
+_STATISTICS = re.compile(r"stat-[0-9a-f-]{36}-\d+")
 _ENTROPY = re.compile(r"(.*)/[01]{4}/[01]{4}/[01]{4}/[01]{8}")
 _live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
 _live_lock = threading.Lock()
@@ -188,7 +196,7 @@ class PaimonSnapshotStore:
         none is kept)."""
         if snapshot_id not in set(self.table.kept_changelog_ids()):
             return None
-        return self._marked(snapshot_of(self.table.commit(snapshot_id)))
+        return self._remember(self.table.commit(snapshot_id))
 
     def manifest_names(self, manifest_list: str) -> list[str]:
         return [str(meta["_FILE_NAME"]) for meta in self.table.manifest_list(manifest_list)]
@@ -201,6 +209,154 @@ class PaimonSnapshotStore:
 
     def latest_hint(self) -> int | None:
         return self.table.latest_snapshot_id()
+
+    # -- the schema ----------------------------------------------------------------------
+    def alter_options(self, changes: Mapping[str, Any]) -> TableDirectory:
+        """Publish the next schema with `changes` to the options (None resets one), as Java's
+        ALTER TABLE SET / RESET does: the same fields and keys, the options changed, by Java's
+        rules (`check_option_change`); mergetree's own options under `MERGETREE_PREFIX`
+        (`option_name`).  Checked first — a value either side could not use raises before
+        anything is written —, published by the store's conditional create: a concurrent change
+        raises CommitConflictError."""
+        if not isinstance(changes, Mapping):
+            raise InvalidArgumentError(f"options must be a dict of option names to values, not {changes!r}")
+        table, schema = self.table, self.schema
+        latest = max(table.schema_ids(), default=schema.id)
+        if latest != schema.id:
+            raise CommitConflictError(f"the options of {self.described} changed since it was opened (schema "
+                                      f"{latest}); reopen it")
+        document = table.schema_document(schema.id)
+        options = {str(k): str(v) for k, v in (document.get("options") or {}).items()}
+        has_snapshots = table.latest_snapshot_id() is not None
+        for key, value in changes.items():
+            if not isinstance(key, str) or not key:
+                raise InvalidArgumentError(f"option names are strings, not {key!r}")
+            name = option_name(key)
+            text = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+            check_option_change(options, name, text, has_snapshots)
+            if text is None:
+                options.pop(name, None)
+            else:
+                options[name] = text
+        fresh = {k: v for k, v in document.items() if k != "timeMillis"}
+        fresh.update(id=schema.id + 1, options=options)
+        fresh["timeMillis"] = int(time.time() * 1000)  # last, where Java's serializer puts it
+        altered = PaimonSchema.from_json(fresh)
+        table_schema(altered)  # Paimon's options checked as a read checks them, the file index as a write
+        file_index_spec(altered.options, {f.name: f.type for f in altered.fields})
+        table_options(altered)  # and mergetree's values
+        self.storage.require_conditional_create()
+        name = f"{SCHEMA_DIR}/schema-{altered.id}"
+        body = dumps(fresh)
+        try:
+            self.storage.create(name, body)
+        except ObjectExistsError:
+            if self.storage.read(name) != body:
+                raise CommitConflictError(f"another process changed the options of {self.described} at the same "
+                                          f"time; reopen it and try again") from None
+        table.published_schema(altered)
+        return paimon_directory(table, altered)
+
+    # -- housekeeping: the files a snapshot uses, and which of the table's may go --------
+    def snapshot_file(self, snapshot_id: int) -> str:
+        return PaimonTable.snapshot_name(snapshot_id)
+
+    def retained_changelog_file(self, snapshot_id: int) -> str:
+        return f"{CHANGELOG_DIR}/changelog-{snapshot_id}"
+
+    def tagged(self) -> list[Snapshot]:
+        """The snapshots the table's tags hold (their files stay while the tag does)."""
+        return [self.tag(name) for name in self.table.tags()]
+
+    def used_files(self, snapshot: Snapshot, changelog_only: bool = False) -> dict[str, tuple[Store, str]]:
+        """Every file `snapshot` uses — its manifest lists and manifests, its index manifest and
+        the index files it lists, its statistics file, its data files with their extra files
+        (one at an external path by that path, in its own store), its changelog — as name ->
+        (store, object name).  With `changelog_only`, what its changelog needs once it expired:
+        its changelog files, or without a changelog producer the files it appended, which are
+        its changelog (Java's expiry keeps those for a kept changelog too)."""
+        table, storage = self.table, self.storage
+        document = self._document(snapshot)
+        out: dict[str, tuple[Store, str]] = {}
+
+        def add(name: str) -> None:
+            out[name] = (storage, name)
+
+        def manifests(manifest_list: str) -> list[str]:
+            if not manifest_list:
+                return []
+            add(f"{MANIFEST_DIR}/{manifest_list}")
+            names = self.manifest_names(manifest_list)
+            for manifest in names:
+                add(f"{MANIFEST_DIR}/{manifest}")
+            return names
+
+        def add_file(pf: PaimonFile) -> None:
+            extras = list(pf.record["_FILE"].get("_EXTRA_FILES") or ())
+            if pf.name is not None:
+                directory = posixpath.dirname(pf.name)
+                for name in (pf.name, *(posixpath.join(directory, e) for e in extras)):
+                    add(name)
+                return
+            directory, _, base = pf.path.rpartition("/")
+            where = table.external_store(directory)
+            for name in (base, *extras):
+                out[f"{directory}/{name}"] = (where, name)
+
+        def changelog_of(manifest_list: str, adds_only: bool) -> None:
+            for manifest in manifests(manifest_list):
+                for kind, pf in table.manifest_file_entries(manifest, self.schema):
+                    if kind == ADD or not adds_only:
+                        add_file(pf)
+
+        if changelog_only:
+            if snapshot.changelog_manifest_list:
+                changelog_of(snapshot.changelog_manifest_list, False)
+            elif snapshot.commit_kind != "COMPACT":
+                changelog_of(snapshot.delta_manifest_list, True)
+            return out
+        manifests(snapshot.base_manifest_list)
+        manifests(snapshot.delta_manifest_list)
+        changelog_of(snapshot.changelog_manifest_list, False)
+        for entry in self.live_files(snapshot).values():
+            origin = entry.file.origin
+            if isinstance(origin, PaimonFileRef):
+                add_file(origin.file)
+        index = document.get("indexManifest")
+        if index:
+            add(f"{MANIFEST_DIR}/{index}")
+            for name, path in table.index_files(document):
+                if name is not None:
+                    add(name)
+                else:
+                    directory, _, base = path.rpartition("/")
+                    out[path] = (table.external_store(directory), base)
+        statistics = document.get("statistics")
+        if statistics:
+            add(f"statistics/{statistics}")
+        return out
+
+    def expired_to(self, earliest: int | None) -> None:
+        """Write the EARLIEST hint as Java's expiry does (readers start their search there)."""
+        if earliest is not None:
+            self.storage.write(f"{SNAPSHOT_DIR}/EARLIEST", str(earliest).encode())
+
+    def may_be_orphan(self, relative: str) -> bool:
+        """Could `relative` be a file Paimon's writers made that no snapshot needs once none names
+        it: a data, changelog or index file (or a data file's ``.index``) in a bucket directory,
+        a manifest, manifest list or index manifest, an index or statistics file; never a
+        snapshot, schema, hint, tag, consumer or kept changelog, nor anything mergetree's
+        writers would not name so (the query log beside the table, a user's files)."""
+        head, _, base = relative.rpartition("/")
+        if head == MANIFEST_DIR:
+            return bool(_MANIFEST.fullmatch(base))
+        if head == INDEX_DIR:
+            return bool(_INDEX_FILE.fullmatch(base))
+        if head == "statistics":
+            return bool(_STATISTICS.fullmatch(base))
+        if self.owns(relative.removesuffix(".index")):
+            return True
+        return bool(_INDEX_FILE.fullmatch(base)) and head.rpartition("/")[2].startswith("bucket-")
 
     # -- where data files go, and commits ------------------------------------------------
     def bucket_directory(self, partition: tuple, bucket: int, beside: Sequence[DataFileMeta] = ()) -> str:

@@ -31,14 +31,10 @@ from ..options import (
 )
 from ..schema import TableSchema
 from .metadata import PaimonSchema
-from .options import is_true
+from .options import MERGETREE_PREFIX, is_true
 
 __all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "check_writable", "commit_refusal", "engine_compacts",
-           "table_options", "table_schema", "write_refusal"]
-
-# mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
-# one prefix, which Java keeps in the schema and ignores
-MERGETREE_PREFIX = "mergetree."
+           "option_name", "table_options", "table_schema", "write_refusal"]
 
 # options both formats name alike and mean alike: read from the Paimon table as they are
 SHARED_OPTIONS = frozenset({
@@ -49,6 +45,19 @@ SHARED_OPTIONS = frozenset({
     "changelog.num-retained.max", "changelog.time-retained", "consumer.expiration-time",
     "lookup.cache-max-disk-size", "lookup.cache-file-retention",
 })
+
+
+# mergetree's names for what Paimon's writers build under the same name (the file index)
+_PAIMON_NAMED = frozenset({"file-index.bloom-filter.columns", "file-index.bitmap.columns"})
+
+
+def option_name(key: str) -> str:
+    """The name option `key` has in a Paimon table's schema: mergetree's own options (those not
+    shared with Paimon) under `MERGETREE_PREFIX`; Paimon's, shared ones and prefixed ones as
+    they are."""
+    if key.startswith(MERGETREE_PREFIX) or key in SHARED_OPTIONS or key in _PAIMON_NAMED or key not in OPTIONS:
+        return key
+    return MERGETREE_PREFIX + key
 
 
 def table_schema(schema: PaimonSchema) -> TableSchema:

@@ -1,0 +1,278 @@
+"""A Paimon table's services through the engine (issue 36: one engine for every table): options
+changed as Java's ALTER TABLE changes them (`Table.set_options`), snapshots expired as Paimon
+keeps a table (`Table.expire_snapshots`: tags, consumers, kept changelogs, external paths,
+deletion vectors, the EARLIEST hint) and orphan files removed by Paimon's kinds of file
+(`Table.remove_orphan_files`) — each checked against what the table held before, and by
+pypaimon's reads afterwards."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
+
+import mergetree.paimon as mp
+from mergetree import CommitConflictError, InvalidArgumentError, Table, UnsupportedPaimonFeatureError
+from mergetree.paimon.create import create_table
+from mergetree.storage import StorageError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("name", pa.string())])
+
+
+def batch(lo: int, hi: int, v: int) -> pa.Table:
+    ids = np.arange(lo, hi)
+    return pa.table({"id": ids, "v": np.full(len(ids), v), "name": [f"n{i % 7}" for i in ids]}, schema=SCHEMA)
+
+
+def files_of(root: Path) -> set[str]:
+    return {os.path.relpath(os.path.join(d, f), root).replace(os.sep, "/") for d, _, fs in os.walk(root) for f in fs}
+
+
+def schema_file(root: Path, schema_id: int) -> dict:
+    return json.loads((root / "schema" / f"schema-{schema_id}").read_text())
+
+
+def sorted_rows(table: pa.Table) -> list[dict]:
+    return rows(table.select(SCHEMA.names), ["id"])
+
+
+# -- options, as Java's ALTER TABLE changes them ---------------------------------------------
+
+@needs_pypaimon
+def test_set_options_publishes_the_next_schema_as_java_alters_a_table(tmp_path):
+    wh, root = tmp_path / "wh", tmp_path / "wh" / "db.db" / "t"
+    create_table(str(wh), "db.t", SCHEMA, primary_key="id", buckets=2, options={"write-only": "true"})
+    t = Table.open(root)
+    t.write(batch(0, 500, 1))
+    before = schema_file(root, 0)
+    t.set_options({"query-log.retention": "7d", "target-file-size": "64mb", "snapshot.num-retained.min": 3,
+                   "write-only": False})
+    after = schema_file(root, 1)
+    # the same fields and keys, in Java's layout; mergetree's own option under its prefix
+    assert list(after) == list(before)
+    assert {k: after[k] for k in ("fields", "highestFieldId", "partitionKeys", "primaryKeys")} == \
+        {k: before[k] for k in ("fields", "highestFieldId", "partitionKeys", "primaryKeys")}
+    assert after["id"] == 1 and after["timeMillis"] >= before["timeMillis"]
+    assert after["options"] == {**before["options"], "mergetree.query-log.retention": "7d",
+                                "target-file-size": "64mb", "snapshot.num-retained.min": "3", "write-only": "false"}
+    # the engine takes them at once, and a table opened afresh too
+    assert t.directory.options.query_log_retention == dt.timedelta(days=7)
+    reopened = Table.open(root)
+    assert reopened.directory.options.target_file_size == 64 * 2**20 and not reopened.directory.options.write_only
+    t.set_options({"target-file-size": None})  # reset, as Java's RESET
+    assert "target-file-size" not in schema_file(root, 2)["options"]
+    # written under the new schema, read by pypaimon and mergetree alike
+    t.write(batch(400, 600, 2))
+    expected = sorted_rows(pa.concat_tables([batch(0, 400, 1), batch(400, 600, 2)]))
+    assert sorted_rows(pypaimon_read(wh, "db.t", tmp_path)) == expected
+    assert sorted_rows(Table.open(root).read()) == expected
+
+
+@needs_pypaimon
+def test_options_pypaimon_alters_are_the_engines_too(tmp_path):
+    wh = tmp_path / "wh"
+    write_paimon(tmp_path / "w", wh, "db.t", [batch(0, 100, 1)], ["id"], options={"bucket": "2"},
+                 alter=[("set_option", "mergetree.query-log.retention", "3d"), "commit"])
+    t = Table.open(wh / "db.db" / "t")
+    assert t.directory.options.query_log_retention == dt.timedelta(days=3)
+    t.set_options({"query-log.retention": "5d"})
+    assert schema_file(wh / "db.db" / "t", 2)["options"]["mergetree.query-log.retention"] == "5d"
+    assert sorted_rows(pypaimon_read(wh, "db.t", tmp_path)) == sorted_rows(batch(0, 100, 1))
+
+
+@pytest.mark.parametrize("change, error, match", [
+    ({"bucket": "4"}, UnsupportedPaimonFeatureError, "rescale"),
+    ({"merge-engine": "first-row"}, UnsupportedPaimonFeatureError, "'merge-engine' cannot be changed"),
+    ({"bucket-key": "name"}, UnsupportedPaimonFeatureError, "'bucket-key' cannot be changed"),
+    ({"type": "format-table"}, UnsupportedPaimonFeatureError, "'type' cannot be changed"),
+    ({"deletion-vectors.enabled": "true"}, UnsupportedPaimonFeatureError, "deletion-vectors.modifiable"),
+    ({"ignore-delete": "false"}, UnsupportedPaimonFeatureError, "from true to false"),
+    ({"no-such.option": "1"}, UnsupportedPaimonFeatureError, "does not know this option"),
+    ({"query-log.retention": "soon"}, InvalidArgumentError, "query-log.retention"),
+    ({"file-index.bloom-filter.columns": "nope"}, UnsupportedPaimonFeatureError, "names column 'nope'"),
+    ({"changelog-producer": "sometimes"}, UnsupportedPaimonFeatureError, "changelog-producer"),
+    ({1: "x"}, InvalidArgumentError, "option names are strings"),
+])
+def test_a_change_java_or_mergetree_would_refuse_writes_nothing(tmp_path, change, error, match):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=2, options={"ignore-delete": "true"})
+    t = Table.open(root)
+    t.write(batch(0, 50, 1))
+    with pytest.raises(error, match=match):
+        t.set_options(change)
+    assert sorted(os.listdir(root / "schema")) == ["schema-0"]
+    assert Table.open(root).read().num_rows == 50
+
+
+def test_options_java_allows_before_the_first_commit_and_a_concurrent_change(tmp_path):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=2)
+    t = Table.open(root)
+    t.set_options({"deletion-vectors.enabled": "true"})  # no snapshot yet: Java allows it too
+    assert Table.open(root).directory.options.deletion_vectors
+    first, second = Table.open(root), Table.open(root)
+    first.set_options({"target-file-size": "32mb"})
+    with pytest.raises(CommitConflictError, match="changed since it was opened"):
+        second.directory.store.alter_options({"target-file-size": "16mb"})  # planned on schema 1
+    assert schema_file(root, 2)["options"]["target-file-size"] == "32mb"
+    with pytest.raises(InvalidArgumentError, match="a dict"):
+        first.set_options("target-file-size=1mb")
+
+
+# -- snapshot expiry ---------------------------------------------------------------------------
+
+def snapshots_read(t: Table, ids) -> dict[int | str, list[dict]]:
+    return {i: sorted_rows(t.read(snapshot=i)) for i in ids}
+
+
+@needs_pypaimon
+def test_expiry_keeps_what_tags_and_consumers_need_and_pypaimon_reads_the_rest(tmp_path):
+    """A pypaimon table with pypaimon's tags, written on by mergetree and compacted: expiry
+    removes the old snapshots and every file only they used; the tags, the consumer's
+    snapshots and the latest read as before, by mergetree and by pypaimon."""
+    wh, root = tmp_path / "wh", tmp_path / "wh" / "db.db" / "t"
+    write_paimon(tmp_path / "w", wh, "db.t", [batch(0, 300, 1), batch(200, 400, 2), batch(0, 50, 3)], ["id"],
+                 options={"bucket": "2"}, tags={"first": 1, "second": 2})
+    t = Table.open(root)
+    for v in range(4, 9):
+        t.write(batch(v * 40, v * 40 + 120, v))  # each followed by its compaction
+    t.compact(full=True)
+    t.write(batch(0, 10, 99))
+    ids = t.snapshots()
+    t.changes(start=ids[-5], end=ids[-4], consumer_id="reader").read_all()  # holds back what it reads next
+    next_snapshot = t.consumer("reader").next_snapshot
+    assert next_snapshot == ids[-4] + 1
+    before = snapshots_read(t, [*ids, "first", "second"])
+    on_disk = files_of(root)
+
+    expired = t.expire_snapshots(retain_last=2)
+    assert expired == [i for i in ids if i < next_snapshot - 1]
+    left = t.snapshots()
+    assert left == [i for i in ids if i not in expired]
+    assert (root / "snapshot" / "EARLIEST").read_text() == str(left[0])
+    assert snapshots_read(t, [*left, "first", "second"]) == {k: before[k] for k in [*left, "first", "second"]}
+    for tag in ("first", "second"):
+        assert sorted_rows(pypaimon_read(wh, "db.t", tmp_path, tag)) == before[tag]
+    assert sorted_rows(pypaimon_read(wh, "db.t", tmp_path)) == before[ids[-1]]
+    # every file expiry removed was one only the expired snapshots used; what stays is used
+    removed = on_disk - files_of(root)
+    assert removed and not any(f.startswith(("schema/", "tag/", "consumer/")) for f in removed)
+    assert {f"snapshot/snapshot-{i}" for i in expired} <= removed
+    assert not t.remove_orphan_files(older_than=0), "expiry left files nothing uses"
+
+
+def test_expiry_of_a_deletion_vector_table_with_external_paths(tmp_path):
+    root, ext = tmp_path / "t", tmp_path / "ext"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=2,
+                 options={"deletion-vectors.enabled": "true", "data-file.external-paths": f"file://{ext}",
+                          "data-file.external-paths.strategy": "round-robin"})
+    t = Table.open(root)
+    for v in range(6):
+        t.write(batch(v * 30, v * 30 + 100, v))
+    expected = sorted_rows(t.read())
+    inside, outside = files_of(root), files_of(ext)
+    assert outside and any(f.startswith("index/") for f in inside)
+    expired = t.expire_snapshots(retain_last=1)
+    assert expired and t.snapshots() == [max(expired) + 1]
+    assert sorted_rows(t.read()) == expected
+    # the expired snapshots' data files went from the external root, their index files from index/
+    assert outside - files_of(ext) and inside - files_of(root)
+    live = {os.path.basename(e.file.origin.file.path)
+            for e in t.directory.live_files(t.directory.latest_snapshot()).values()}
+    assert {os.path.basename(f) for f in files_of(ext)} >= live
+    assert len([f for f in files_of(root) if f.startswith("index/")]) >= 1
+    assert not t.remove_orphan_files(older_than=0)
+
+
+def test_expiry_keeps_an_expired_snapshots_changelog_when_the_table_retains_changelogs(tmp_path):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=1,
+                 options={"changelog-producer": "input", "changelog.num-retained.max": "10"})
+    t = Table.open(root)
+    for v in range(4):
+        t.write(batch(v * 10, v * 10 + 20, v))
+    appends = [i for i in t.snapshots() if t.directory.store.snapshot(i).changelog_manifest_list]
+    changes = {i: t.changes(start=i - 1, end=i, source="changelog").read_all().num_rows for i in appends}
+    expired = t.expire_snapshots(retain_last=1)
+    kept = sorted(int(n.split("-")[1]) for n in os.listdir(root / "changelog"))
+    assert kept == [i for i in appends if i in expired]
+    for i in kept:  # the kept changelog of an expired snapshot still reads, as written
+        assert t.changes(start=i - 1, end=i, source="changelog").read_all().num_rows == changes[i]
+
+
+@pytest.mark.parametrize("fail_at", range(0, 48, 3))
+def test_an_expiry_that_stops_anywhere_leaves_a_readable_table(tmp_path, monkeypatch, fail_at):
+    """Every delete of an expiry, and every one after it, fails from the `fail_at`-th on (a
+    crash there): the table reads as before at its latest snapshot and every snapshot left;
+    the next expiry and orphan removal finish the job."""
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=2, options={"deletion-vectors.enabled": "true"})
+    t = Table.open(root)
+    for v in range(5):
+        t.write(batch(v * 25, v * 25 + 60, v))
+    expected = sorted_rows(t.read())
+    storage = t.directory.storage
+    calls = {"n": 0}
+    real_delete = type(storage).delete
+
+    def failing_delete(self, relative):
+        calls["n"] += 1
+        if calls["n"] > fail_at:
+            raise StorageError(f"crashed before deleting {relative}", uri=str(root))
+        return real_delete(self, relative)
+
+    monkeypatch.setattr(type(storage), "delete", failing_delete)
+    try:
+        t.expire_snapshots(retain_last=1)
+    except StorageError:
+        pass
+    monkeypatch.undo()
+    t = Table.open(root)
+    assert sorted_rows(t.read()) == expected
+    for i in t.snapshots():
+        t.read(snapshot=i)
+    t.expire_snapshots(retain_last=1)
+    t.remove_orphan_files(older_than=0)
+    assert sorted_rows(Table.open(root).read()) == expected
+    assert len(t.snapshots()) == 1
+
+
+# -- orphan files ------------------------------------------------------------------------------
+
+def test_orphan_removal_deletes_only_paimons_kinds_of_file_nothing_uses(tmp_path):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=2)
+    t = Table.open(root)
+    for v in range(3):
+        t.write(batch(v * 10, v * 10 + 40, v))
+    expected = sorted_rows(t.read())
+    uuid = "0f0e0d0c-0b0a-0908-0706-050403020100"
+    debris = [f"bucket-0/data-{uuid}-0.parquet", f"bucket-1/changelog-{uuid}-0.orc",
+              f"bucket-0/data-{uuid}-1.parquet.index", f"manifest/manifest-{uuid}-0",
+              f"manifest/manifest-list-{uuid}-3", f"manifest/index-manifest-{uuid}-0",
+              f"index/index-{uuid}-0", f"statistics/stat-{uuid}-0"]
+    kept = ["bucket-0/notes.txt", "queries/bucket-0/data-x.parquet", f"elsewhere/data-{uuid}-0.parquet",
+            "manifest/README"]
+    for name in debris + kept:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"x")
+    # the table itself: a tag and a kept changelog (snapshot documents), a consumer, its hints
+    for name in ("tag/tag-old", "changelog/changelog-1"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes((root / "snapshot" / "snapshot-1").read_bytes())
+    (root / "consumer").mkdir()
+    (root / "consumer" / "consumer-me").write_text('{"nextSnapshot":2}')
+    kept += ["tag/tag-old", "changelog/changelog-1", "consumer/consumer-me", "snapshot/LATEST", "schema/schema-0",
+             *(f"snapshot/snapshot-{i}" for i in t.snapshots())]
+    assert t.remove_orphan_files(older_than=dt.timedelta(hours=1)) == []  # all too young
+    assert sorted(t.remove_orphan_files(older_than=0)) == sorted(debris)
+    left = files_of(root)
+    assert all(name in left for name in kept)
+    assert sorted_rows(Table.open(root).read()) == expected
+    mp.compact(str(root), None, full=True)  # the table goes on as before
+    assert sorted_rows(Table.open(root).read()) == expected
