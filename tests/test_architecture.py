@@ -164,7 +164,7 @@ def test_one_engine_no_read_compaction_or_change_code_under_paimon():
             wrong += [f"{name} imports {n}" for n in names if n.startswith(FILE_FORMATS)]
     assert not wrong, wrong
     assert {n for n in mods if n.startswith("mergetree.paimon.")} <= {
-        "mergetree.paimon.create", "mergetree.paimon.handle", "mergetree.paimon.info", "mergetree.paimon.write"}
+        "mergetree.paimon.handle", "mergetree.paimon.info", "mergetree.paimon.write"}
 
 
 def test_every_public_module_declares_all():

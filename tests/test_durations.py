@@ -17,7 +17,15 @@ from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, Table
 from mergetree.organize import build_report, replay
-from mergetree.table.durations import AGE_UNITS, MAX_SECONDS, parse_age, parse_since, seconds, since_moment
+from mergetree.table.durations import (
+    AGE_UNITS,
+    MAX_SECONDS,
+    java_duration,
+    parse_age,
+    parse_since,
+    seconds,
+    since_moment,
+)
 from mergetree.table.workload import querylog
 from mergetree.table.workload.advise import read_log
 
@@ -53,6 +61,23 @@ def test_a_moment_is_iso_8601(text, moment):
     assert parse_since(text) == moment
 
 
+@pytest.mark.parametrize(("text", "age"), [
+    ("1 day", dt.timedelta(days=1)), ("2 days", dt.timedelta(days=2)), ("30 min", dt.timedelta(minutes=30)),
+    ("1 hour", dt.timedelta(hours=1)), ("45 seconds", dt.timedelta(seconds=45)),
+    ("500 ms", dt.timedelta(milliseconds=500)), ("3 HOURS", dt.timedelta(hours=3)),
+])
+def test_an_age_in_javas_spelling(text, age):
+    """Paimon's duration options as Java writes them ('2 days', '30 min') read as they mean."""
+    assert parse_age(text) == age and parse_since(text) == age
+    assert java_duration(text, "x") == age
+
+
+def test_a_java_duration_without_a_unit_is_milliseconds():
+    assert java_duration("3600000", "x") == dt.timedelta(hours=1)
+    with pytest.raises(InvalidArgumentError, match="since"):
+        parse_since("3600000")  # mergetree's own arguments take no bare number of milliseconds
+
+
 def test_python_values():
     assert parse_since(None) is None and since_moment(None) is None
     assert parse_since(dt.timedelta(hours=2)) == dt.timedelta(hours=2)
@@ -62,7 +87,7 @@ def test_python_values():
     assert seconds(dt.timedelta(minutes=2), "x") == 120 and seconds(3, "x") == 3.0 and seconds(0, "x") == 0
 
 
-@pytest.mark.parametrize("bad", ["-1d", "30", "1y", "", "d", "1e3d", "1 day", "yesterday", "2024-13-01", "inf",
+@pytest.mark.parametrize("bad", ["-1d", "30", "1y", "", "d", "1e3d", "1 parsec", "yesterday", "2024-13-01", "inf",
                                  "nan", "99999999999999999999w", 30, 1.5, True, dt.timedelta(seconds=-1), [1]])
 def test_bad_since_is_refused_naming_the_argument(bad):
     with pytest.raises(InvalidArgumentError, match="since"):

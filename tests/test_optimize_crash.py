@@ -85,7 +85,7 @@ def test_sigkill_mid_optimize_leaves_a_committed_state(tmp_path):
     table = Table.open(path)
     removed = table.remove_orphan_files(older_than=dt.timedelta(0))
     assert removed, "no kill ever left debris: the test proves nothing"
-    referenced = referenced_files(table.directory, table.directory.store.snapshot_ids())
+    referenced = set(referenced_files(table.directory, table.directory.store.snapshot_ids()))
     on_disk = table_files(path)
     assert {p for p in on_disk - referenced if not p.startswith(("snapshot/", "schema/"))} == set()
     assert canonical(table.read()).equals(expected)

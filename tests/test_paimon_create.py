@@ -18,7 +18,7 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 import mergetree.paimon as mp
 from mergetree import InvalidArgumentError, TableExistsError, UnsupportedPaimonFeatureError, UnsupportedTypeError
 from mergetree.codec.json_files import dumps
-from mergetree.paimon.create import create_table
+from mergetree.table.paimon.create import create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("name", pa.string()), ("cnt", pa.int64())])
 

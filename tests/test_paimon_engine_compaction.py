@@ -155,7 +155,7 @@ def test_a_killed_engine_compaction_leaves_a_readable_table(tmp_path) -> None:
     ({"changelog-producer": "full-compaction"}, False),
 ])
 def test_which_tables_the_engine_compacts(tmp_path, options, by_engine) -> None:
-    from mergetree.paimon.create import create_table
+    from mergetree.table.paimon.create import create_table
     options = dict(options)
     engine = options.pop("merge-engine", "deduplicate")
     engine = {"aggregation": "aggregate"}.get(engine, engine)

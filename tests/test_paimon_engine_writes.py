@@ -17,8 +17,8 @@ from mergetree import InvalidArgumentError, SchemaMismatchError, Table
 from mergetree.codec.buckets import buckets_of
 from mergetree.codec.types import parse_field
 from mergetree.merge import RowKind
-from mergetree.paimon.create import create_table
 from mergetree.table.commit import next_sequences
+from mergetree.table.paimon.create import create_table
 from mergetree.table.paimon.metadata import PaimonTable
 from mergetree.table.paimon.store import paimon_directory
 from mergetree.table.write import commit_write, conformed, spill

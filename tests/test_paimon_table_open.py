@@ -50,8 +50,16 @@ def test_a_pypaimon_table_opened_as_a_table(tmp_path):
     assert _by_id(pypaimon_read(wh, "db.t", work)) == expected
     with pytest.raises(UnsupportedPaimonFeatureError, match="Table.optimize .* write, delete, read"):
         t.optimize()
-    with pytest.raises(UnsupportedPaimonFeatureError, match="Table.advise"):
-        t.advise()
+    # the query log and the advisor: logged reads of the pypaimon table, advised on
+    assert t.advise().queries == 0  # logging is off unless asked for
+    t.set_options({"query-log.enabled": True})
+    for i in range(6):
+        t.read(filter=[("cnt", ">=", i)])
+    advice = t.advise()
+    assert advice.queries == 6 and advice.replayed == 6
+    assert Table.open(wh / "db.db" / "t" / "queries").read().num_rows == 6  # a Paimon table of its own
+    assert _by_id(pypaimon_read(wh, "db.t", work)) == expected  # pypaimon reads past mergetree's options
+    assert t.expire_queries("1s").rows == 0
 
 
 def test_a_java_table_at_a_path_of_its_own(tmp_path):

@@ -18,8 +18,8 @@ from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
 from mergetree import CommitConflictError, InvalidArgumentError, Table, UnsupportedPaimonFeatureError
-from mergetree.paimon.create import create_table
 from mergetree.storage import StorageError
+from mergetree.table.paimon.create import create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("name", pa.string())])
 
@@ -97,6 +97,10 @@ def test_options_pypaimon_alters_are_the_engines_too(tmp_path):
     ({"file-index.bloom-filter.columns": "nope"}, UnsupportedPaimonFeatureError, "names column 'nope'"),
     ({"changelog-producer": "sometimes"}, UnsupportedPaimonFeatureError, "changelog-producer"),
     ({1: "x"}, InvalidArgumentError, "option names are strings"),
+    ({"path": "/elsewhere"}, UnsupportedPaimonFeatureError, "'path' cannot be changed"),
+    ({"snapshot.num-retained.min": "x"}, UnsupportedPaimonFeatureError, "not a whole number"),
+    ({"snapshot.time-retained": "banana"}, UnsupportedPaimonFeatureError, "snapshot.time-retained"),
+    ({"changelog.num-retained.max": "0"}, UnsupportedPaimonFeatureError, "at least 1"),
 ])
 def test_a_change_java_or_mergetree_would_refuse_writes_nothing(tmp_path, change, error, match):
     root = tmp_path / "t"
@@ -107,6 +111,18 @@ def test_a_change_java_or_mergetree_would_refuse_writes_nothing(tmp_path, change
         t.set_options(change)
     assert sorted(os.listdir(root / "schema")) == ["schema-0"]
     assert Table.open(root).read().num_rows == 50
+
+
+def test_option_values_as_java_writes_and_reads_them(tmp_path):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=1,
+                 options={"ignore-delete": "true", "changelog.time-retained": "2 days"})
+    t = Table.open(root)
+    t.write(batch(0, 10, 1))
+    assert t.directory.options.changelog_time_retained == dt.timedelta(days=2)  # Java's spelling, read
+    t.set_options({"snapshot.time-retained": dt.timedelta(minutes=30), "ignore-delete": None})  # a reset is allowed
+    options = schema_file(root, 1)["options"]
+    assert options["snapshot.time-retained"] == "1800000 ms" and "ignore-delete" not in options
 
 
 def test_options_java_allows_before_the_first_commit_and_a_concurrent_change(tmp_path):
@@ -189,20 +205,35 @@ def test_expiry_of_a_deletion_vector_table_with_external_paths(tmp_path):
     assert not t.remove_orphan_files(older_than=0)
 
 
-def test_expiry_keeps_an_expired_snapshots_changelog_when_the_table_retains_changelogs(tmp_path):
+def test_expiry_keeps_every_expired_snapshots_changelog_when_java_would(tmp_path):
+    """Java keeps an expired snapshot's changelog (``changelog/changelog-<id>``, every id, with
+    the EARLIEST/LATEST hints) only when the changelog's retention reaches further than the
+    snapshots' (``changelog.num-retained.min`` 20 against ``snapshot.num-retained.min``'s 10)."""
     root = tmp_path / "t"
     create_table(str(root), None, SCHEMA, primary_key="id", buckets=1,
-                 options={"changelog-producer": "input", "changelog.num-retained.max": "10"})
+                 options={"changelog-producer": "input", "changelog.num-retained.min": "20"})
     t = Table.open(root)
     for v in range(4):
         t.write(batch(v * 10, v * 10 + 20, v))
     appends = [i for i in t.snapshots() if t.directory.store.snapshot(i).changelog_manifest_list]
-    changes = {i: t.changes(start=i - 1, end=i, source="changelog").read_all().num_rows for i in appends}
+    changes = {i: t.changes(start=i - 1, end=i, source="changelog").read_all() for i in appends}
     expired = t.expire_snapshots(retain_last=1)
-    kept = sorted(int(n.split("-")[1]) for n in os.listdir(root / "changelog"))
-    assert kept == [i for i in appends if i in expired]
-    for i in kept:  # the kept changelog of an expired snapshot still reads, as written
-        assert t.changes(start=i - 1, end=i, source="changelog").read_all().num_rows == changes[i]
+    kept = sorted(int(n.split("-")[1]) for n in os.listdir(root / "changelog") if n.startswith("changelog-"))
+    assert kept == expired and len(expired) == len(t.snapshots()) + len(expired) - 1
+    assert (root / "changelog" / "EARLIEST").read_text() == str(kept[0])
+    assert (root / "changelog" / "LATEST").read_text() == str(kept[-1])
+    for i in appends:  # the kept changelog of an expired snapshot still reads, as written
+        if i in expired:
+            assert t.changes(start=i - 1, end=i, source="changelog").read_all() == changes[i]
+    assert not t.remove_orphan_files(older_than=0)
+    # retention no further than the snapshots': nothing kept, as Java
+    other = tmp_path / "u"
+    create_table(str(other), None, SCHEMA, primary_key="id", buckets=1,
+                 options={"changelog-producer": "input", "changelog.num-retained.max": "10"})
+    u = Table.open(other)
+    for v in range(3):
+        u.write(batch(v * 10, v * 10 + 20, v))
+    assert u.expire_snapshots(retain_last=1) and not (other / "changelog").exists()
 
 
 @pytest.mark.parametrize("fail_at", range(0, 48, 3))
@@ -276,3 +307,50 @@ def test_orphan_removal_deletes_only_paimons_kinds_of_file_nothing_uses(tmp_path
     assert sorted_rows(Table.open(root).read()) == expected
     mp.compact(str(root), None, full=True)  # the table goes on as before
     assert sorted_rows(Table.open(root).read()) == expected
+
+
+def test_a_table_with_branches_is_not_cleaned_and_kept_changelogs_stay_without_retention(tmp_path):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=1,
+                 options={"changelog-producer": "input", "changelog.num-retained.min": "30"})
+    t = Table.open(root)
+    for v in range(4):
+        t.write(batch(v * 10, v * 10 + 20, v))
+    kept = t.expire_snapshots(retain_last=2)
+    assert sorted(int(n.split("-")[1]) for n in os.listdir(root / "changelog") if n.startswith("changelog-")) == kept
+    # no retention reaching further than the snapshots' any more: Java leaves kept changelogs alone
+    t.set_options({"changelog.num-retained.min": None})
+    t.write(batch(100, 110, 9))
+    t.expire_snapshots(retain_last=1)
+    assert all((root / "changelog" / f"changelog-{i}").exists() for i in kept)
+    # a branch's files are beside the main branch's: nothing is cleaned, nothing is deleted
+    (root / "branch" / "branch-b" / "schema").mkdir(parents=True)
+    (root / "branch" / "branch-b" / "schema" / "schema-0").write_bytes((root / "schema" / "schema-0").read_bytes())
+    before = files_of(root)
+    for clean in (lambda: t.expire_snapshots(retain_last=1), lambda: t.remove_orphan_files(older_than=0)):
+        with pytest.raises(UnsupportedPaimonFeatureError, match="has branches \\(b\\)"):
+            clean()
+    assert files_of(root) == before
+
+
+def test_orphans_are_only_looked_for_in_the_tables_own_bucket_directories(tmp_path):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA.append(pa.field("p", pa.string())), primary_key=["p", "id"],
+                 partition_by="p", buckets=1, options={"mergetree.query-log.enabled": "true"})
+    t = Table.open(root)
+    t.write(batch(0, 30, 1).append_column("p", pa.array(["a", "b", "c"] * 10)))
+    t.read(filter=("id", "=", 3))
+    from mergetree.table.workload import querylog
+    querylog.flush()
+    log_files = {f for f in files_of(root) if f.startswith("queries/")}
+    assert any("/data-" in f for f in log_files)  # the log is a Paimon table of its own beside the data
+    uuid = "0f0e0d0c-0b0a-0908-0706-050403020100"
+    debris = [f"p=a/bucket-0/data-{uuid}-0.parquet"]
+    kept = [f"p=a/x/bucket-0/data-{uuid}-0.parquet", f"bucket-0/data-{uuid}-0.parquet",
+            f"q=a/bucket-0/data-{uuid}-0.parquet", f"p=a/bucket-x/data-{uuid}-0.parquet"]
+    for name in debris + kept:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"x")
+    assert t.remove_orphan_files(older_than=0) == debris
+    assert log_files <= files_of(root) and all(name in files_of(root) for name in kept)
+    assert len(querylog.read_rows(t.path)) == 1

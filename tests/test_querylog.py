@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from mergetree import Table
 from mergetree.table import filters as flt
+from mergetree.table.paimon.store import clear_caches, open_directory
 from mergetree.table.workload import querylog
 from mergetree.table.workload.history import HISTORY_DIR, PassReport, history, record_pass
 from mergetree.table.workload.logtables import DamagedLogWarning
@@ -79,7 +80,7 @@ def test_the_log_is_written_in_the_background(tmp_path):
     rows = 0
     while time.monotonic() < deadline and rows == 0:  # no flush() here: the writer thread does it
         time.sleep(0.05)
-        if os.path.exists(os.path.join(log, "snapshot", "snapshot-1.json")):
+        if os.path.exists(os.path.join(log, "snapshot", "snapshot-1")):  # a Paimon append table
             rows = Table.open(log).read().num_rows
     assert rows == 1
 
@@ -236,15 +237,15 @@ def logged_table(path, commits: int = 4, per_commit: int = 5) -> Table:
 
 def damage_log(t: Table, how: str) -> str:
     """Damage the second data file (or the newest metadata) of the table's log; what was hit."""
-    log = Table.open(querylog.log_path(t.path))
+    log = open_directory(querylog.log_path(t.path))  # a Paimon append table
     snapshot = log.latest_snapshot()
-    names = sorted(e.file.file_name for e in log.directory.live_files(snapshot).values())
+    names = sorted(e.file.file_name for e in log.live_files(snapshot).values())
     if how == "snapshot":
-        relative = f"snapshot/snapshot-{snapshot.id}.json"
+        relative = log.store.snapshot_file(snapshot.id)
     elif how == "manifest":
-        relative = "manifest/" + log.directory.store.manifest_names(snapshot.delta_manifest_list)[0]
+        relative = "manifest/" + log.store.manifest_names(snapshot.delta_manifest_list)[0]
     elif how == "schema":
-        relative = "schema/schema-0.json"
+        relative = "schema/schema-0"
     else:
         relative = names[1]
     path = os.path.join(log.path, relative)
@@ -258,6 +259,7 @@ def damage_log(t: Table, how: str) -> str:
         open(path, "wb").write(raw[:middle - 32] + b"\xff" * 64 + raw[middle + 32:])
     else:
         open(path, "wb").write(b"{not what was here")
+    clear_caches()  # damaged under this process, which trusts a Paimon file's name: read afresh
     return relative
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from mergetree import InvalidArgumentError, Table
-from mergetree.table.directory import open_table
+from mergetree.table.paimon.store import open_directory
 from mergetree.table.workload import querylog, retention
 from mergetree.table.workload.advise import read_log
 
@@ -42,7 +42,7 @@ def ages(t: Table) -> list[float]:
 
 
 def live_files(t: Table) -> set[str]:
-    d = open_table(querylog.log_path(t.path), check=False)
+    d = open_directory(querylog.log_path(t.path))
     return set(d.live_files(d.latest_snapshot()))
 
 

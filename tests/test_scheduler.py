@@ -148,7 +148,7 @@ def test_a_writer_in_another_process_and_kills_mid_pass_lose_nothing(tmp_path):
     assert not any(pending(table.directory).values())
     assert {r.status for r in run_once(path)} == {"nothing"}
     table.remove_orphan_files(older_than=dt.timedelta(0))
-    referenced = referenced_files(table.directory, table.directory.store.snapshot_ids())
+    referenced = set(referenced_files(table.directory, table.directory.store.snapshot_ids()))
     leftovers = {p for p in table_files(path) - referenced if not p.startswith(("snapshot/", "schema/"))
                  and not p.startswith("optimizer/")}
     assert leftovers == set()

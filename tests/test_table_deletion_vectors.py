@@ -217,7 +217,7 @@ def test_housekeeping_keeps_live_index_files_and_removes_old_ones(tmp_path):
     t.expire_snapshots(retain_last=1)
     left = {p for p in table_files(t.path) if p.endswith(".dv")}
     assert len(left) == 1 and left < indexes
-    assert left <= referenced_files(t.directory, t.directory.store.snapshot_ids())
+    assert left <= set(referenced_files(t.directory, t.directory.store.snapshot_ids()))
     assert Table.open(t.path).read().sort_by("id") == before
 
 
@@ -249,7 +249,7 @@ def test_sigkill_mid_compaction_loses_nothing(tmp_path):
     before = table_state(table)
     table.remove_orphan_files(older_than=dt.timedelta(0))
     assert table_state(Table.open(path)) == before
-    referenced = referenced_files(table.directory, table.directory.store.snapshot_ids())
+    referenced = set(referenced_files(table.directory, table.directory.store.snapshot_ids()))
     leftovers = {p for p in table_files(path) - referenced
                  if not p.startswith(("snapshot/snapshot-", "schema/")) and p != "snapshot/LATEST"}
     assert not leftovers, leftovers

@@ -11,8 +11,10 @@ kind as read, or `blank` from the row type — and writes the records with its s
 and codec, so a table keeps its own format and its writer's field set."""
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import io
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, cast
 
@@ -240,8 +242,35 @@ def _fit_arrow(record: Mapping[str, Any], fields: list[pa.Field], known: tuple[F
     return out
 
 
+# writer schema (by identity: a template's schema is one object for all its records) ->
+# (the schema, it resolved, it parsed by fastavro); a few tables' templates at a time
+_RESOLVED: dict[int, tuple[dict, dict, Any]] = {}
+_RESOLVED_LOCK = threading.Lock()
+
+
+def _resolved_and_parsed(writer_schema: dict) -> tuple[dict, Any]:
+    """`_resolved` and fastavro's parse of it, once per template schema (each cost more than
+    fitting the records of a small manifest)."""
+    with _RESOLVED_LOCK:
+        hit = _RESOLVED.get(id(writer_schema))
+    if hit is not None and hit[0] is writer_schema:
+        return hit[1], hit[2]
+    resolved = _resolve(writer_schema)
+    parsed = fastavro.parse_schema(copy.deepcopy(resolved))
+    with _RESOLVED_LOCK:
+        _RESOLVED[id(writer_schema)] = (writer_schema, resolved, parsed)
+        while len(_RESOLVED) > 64:
+            _RESOLVED.pop(next(iter(_RESOLVED)))
+    return resolved, parsed
+
+
 def _resolved(writer_schema: dict) -> dict:
-    """An Avro schema with its named types written out where they are used."""
+    """An Avro schema with its named types written out where they are used (do not change it:
+    it is shared)."""
+    return _resolved_and_parsed(writer_schema)[0]
+
+
+def _resolve(writer_schema: dict) -> dict:
     names: dict[str, Any] = {}
 
     def resolve(t: Any) -> Any:
@@ -272,7 +301,7 @@ def write_metadata(storage: Store, name: str, template: MetadataFile, records: l
         if problem is not None:
             raise InvalidArgumentError(f"{kind} record {i} for {name}: {problem}")
     if template.format == "avro":
-        parsed = fastavro.parse_schema(_resolved(template.schema))
+        parsed = _resolved_and_parsed(template.schema)[1]
         with storage.open_output(name) as out:
             fastavro.writer(out, parsed, rows, codec=template.codec)
             return int(out.tell())

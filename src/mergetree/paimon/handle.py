@@ -79,7 +79,7 @@ class PaimonTableHandle(Table):
         raise UnsupportedPaimonFeatureError(
             f"Table.{call} works on mergetree's own tables only so far; on an Apache Paimon table mergetree offers "
             f"write, delete, read, scan, compact, changes, consumers, set_options, expire_snapshots, "
-            f"remove_orphan_files and info (docs/PAIMON.md)")
+            f"remove_orphan_files, advise, expire_queries and info (docs/PAIMON.md)")
 
     # -- what the table is --------------------------------------------------------------
     @property
@@ -181,11 +181,16 @@ class PaimonTableHandle(Table):
     def aggregate(self, *args: Any, **kwargs: Any) -> Any:
         self._not_yet("aggregate")
 
-    def advise(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("advise")
+    def advise(self, since: Any = None, apply: bool = False, sample_rows: int = 200_000) -> Any:
+        """`Table.advise` on the table, from its query log (a Paimon append table of its own at
+        ``<table>/queries``, written while ``mergetree.query-log.enabled`` is true); `apply`
+        writes the advice into the table's options (``mergetree.``-prefixed where they are
+        mergetree's own), as `set_options` does."""
+        return self.at().advise(since, apply, sample_rows)
 
-    def expire_queries(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("expire_queries")
+    def expire_queries(self, retention: Any = None) -> Any:
+        """`Table.expire_queries` on the table's query log."""
+        return self.at().expire_queries(retention)
 
     def optimize(self, *args: Any, **kwargs: Any) -> Any:
         self._not_yet("optimize")

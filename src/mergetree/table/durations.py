@@ -20,12 +20,23 @@ from typing import Any
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["AGE_UNITS", "MAX_SECONDS", "parse_age", "parse_since", "seconds", "since_moment"]
+__all__ = ["AGE_UNITS", "MAX_SECONDS", "java_duration", "parse_age", "parse_since", "seconds", "since_moment"]
 
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 MAX_SECONDS = dt.timedelta.max.total_seconds()  # every duration is representable as a timedelta
-_AGE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([smhdw])\s*", re.IGNORECASE)
+_AGE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zµ]+)\s*", re.IGNORECASE)
 _AGE_FORMS = "an age is a number and a unit (s, m, h, d, w), like 30d or 1.5h"
+# the unit names Java's duration options take too (Paimon's and Flink's `TimeUtils`), in seconds
+_UNIT_NAMES = {
+    **{name: 1e-9 for name in ("ns", "nano", "nanos", "nanosecond", "nanoseconds")},
+    **{name: 1e-6 for name in ("µs", "micro", "micros", "microsecond", "microseconds")},
+    **{name: 1e-3 for name in ("ms", "milli", "millis", "millisecond", "milliseconds")},
+    **{name: 1 for name in ("s", "sec", "secs", "second", "seconds")},
+    **{name: 60 for name in ("m", "min", "mins", "minute", "minutes")},
+    **{name: 3600 for name in ("h", "hour", "hours")},
+    **{name: 86_400 for name in ("d", "day", "days")},
+    "w": 604_800,
+}
 
 
 def seconds(value: Any, name: str, *, positive: bool = False, maximum: float = MAX_SECONDS) -> float:
@@ -49,11 +60,13 @@ def seconds(value: Any, name: str, *, positive: bool = False, maximum: float = M
 
 
 def parse_age(text: str, name: str = "since") -> dt.timedelta:
-    """'30d', '12h', '90m', '2w', '45s', '1.5h' -> a timedelta."""
+    """'30d', '12h', '90m', '2w', '45s', '1.5h' -> a timedelta; Java's spellings too ('2 days',
+    '30 min', '1 h', '500 ms'), as Paimon's options hold them."""
     match = _AGE.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
+    unit = _UNIT_NAMES.get(match.group(2).lower()) if match is not None else None
+    if match is None or unit is None:
         raise InvalidArgumentError(f"{name}: {_AGE_FORMS}, not {text!r}")
-    number = float(match.group(1)) * AGE_UNITS[match.group(2).lower()]
+    number = float(match.group(1)) * unit
     if number > MAX_SECONDS:
         raise InvalidArgumentError(f"{name}: the age {text!r} is too large (at most {MAX_SECONDS / 86_400:,.0f}d)")
     return dt.timedelta(seconds=number)
@@ -100,3 +113,11 @@ def since_moment(value: Any, name: str = "since", now: dt.datetime | None = None
         return now - since
     except OverflowError:
         return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+def java_duration(text: str, name: str) -> dt.timedelta:
+    """A duration option as Java reads it (``TimeUtils.parseDuration``): a number with a unit
+    ('1 h', '2 days', '30min'), or a bare number of milliseconds."""
+    if isinstance(text, str) and text.strip().isdigit():
+        return dt.timedelta(milliseconds=int(text.strip()))
+    return parse_age(text, name)

@@ -589,6 +589,13 @@ def deleted_of(storage: Store, meta: DataFileMeta) -> np.ndarray | None:
     return deleted_positions(storage, meta.file_name, meta.deletion_vector) if meta.deleted_rows else None
 
 
+def read_data_table(storage: Store, meta: DataFileMeta, columns: list[str] | None = None) -> pa.Table | None:
+    """A data file's rows whole (its deleted rows left out), in any format the engine reads;
+    None when none is left."""
+    batches = list(read_data_file(storage, meta, columns))
+    return pa.Table.from_batches(batches) if batches else None
+
+
 def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None = None,
                    row_filter: pc.Expression | None = None,
                    row_groups: Collection[int] | None = None,

@@ -12,14 +12,16 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import CorruptTableError, InvalidArgumentError, MergeTreeError
+from ..errors import CorruptTableError, InvalidArgumentError, MergeTreeError, UnsupportedPaimonFeatureError
 from ..storage import Store
 from . import consumers, paths
 from .commit import Change, commit_with_rebase
-from .directory import TableDirectory, open_table, table_exists
+from .directory import TableDirectory, table_exists
 from .durations import seconds
+from .formats import is_paimon_table
 from .objects import is_local, is_uri, location_exists, storage_for
 from .options import TableOptions
+from .paimon.store import open_directory
 from .snapshots import Snapshot
 from .workload.history import HISTORY_DIR
 from .workload.logtables import damaged_data_files, describe
@@ -35,7 +37,11 @@ LOGS = {QUERY_LOG_DIR: "query log", HISTORY_DIR: "optimizer history"}
 
 def _check_latest_intact(directory: TableDirectory) -> None:
     """Cleanup of a table whose newest snapshot is damaged or lost would delete that
-    snapshot's files: refuse (CorruptTableError) until it is repaired."""
+    snapshot's files: refuse (CorruptTableError) until it is repaired; and a table whose
+    format says the engine cannot tell what its files are used by (`cleanup_refusal`)."""
+    refusal = directory.store.cleanup_refusal()
+    if refusal is not None:
+        raise UnsupportedPaimonFeatureError(refusal)
     latest = directory.latest_snapshot()
     if latest is not None:
         directory.live_files(latest)
@@ -127,9 +133,9 @@ def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: An
     if not candidates and not kept_ids:
         return []
     before = referenced_files(directory, ids, kept_ids)
-    keep_changelog = changelog_retention(directory.options)
+    keep_changelog, rules = store.changelog_retention(directory.options)
     for i in candidates:  # oldest first: the table stays readable at every step
-        if keep_changelog and _has_changelog(directory, store.snapshot(i)):
+        if keep_changelog and store.keeps_changelog_of(store.snapshot(i)):
             # the same document, kept before the snapshot goes (a crash in between leaves both)
             storage.write(store.retained_changelog_file(i), storage.read(store.snapshot_file(i)))
         storage.delete(store.snapshot_file(i))
@@ -137,8 +143,11 @@ def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: An
     if candidates:
         store.expired_to(live[0] if live else None)
     kept = [s for s in (store.retained_changelog(i) for i in store.retained_changelog_ids()) if s is not None]
-    for i in expired_changelogs(directory.options, kept, live[-1] if live else None, now, needed):
+    gone = [] if rules is None else expired_changelogs(rules, kept, live[-1] if live else None, now, needed)
+    for i in gone:
         storage.delete(store.retained_changelog_file(i))
+    if gone or (keep_changelog and candidates):
+        store.kept_changelogs_changed()
     after = referenced_files(directory, live, store.retained_changelog_ids())
     for name in sorted(before.keys() - after.keys()):
         if store.may_be_orphan(name):  # only the kinds of file the table's writers make
@@ -146,14 +155,6 @@ def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: An
             where.delete(relative)  # a file that is not there is not an error
     return candidates
 
-
-def _has_changelog(directory: TableDirectory, snapshot: Snapshot) -> bool:
-    """Whether an expiring snapshot has a changelog to keep: changelog files, or in a Paimon
-    table without a changelog producer the rows an APPEND wrote (Java keeps those too)."""
-    if snapshot.changelog_manifest_list:
-        return True
-    return directory.schema.paimon is not None and snapshot.commit_kind != "COMPACT" \
-        and directory.options.changelog_producer == "none" and bool(snapshot.delta_manifest_list)
 
 
 
@@ -224,16 +225,16 @@ def _set_aside_damaged_snapshots(directory: TableDirectory, prefix: str = "") ->
     ids = store.snapshot_ids()
     hint = store.latest_hint()
     if hint is not None:  # snapshot files the hint knows of that are gone
-        done += [f"{prefix}{paths.snapshot_file(i)} (missing)" for i in range(max(ids, default=0) + 1, hint + 1)]
+        done += [f"{prefix}{store.snapshot_file(i)} (missing)" for i in range(max(ids, default=0) + 1, hint + 1)]
     for snapshot_id in reversed(ids):
         try:
             store.live_files(store.snapshot(snapshot_id))
             intact = snapshot_id
             break
         except CorruptTableError:
-            relative = paths.snapshot_file(snapshot_id)
+            relative = store.snapshot_file(snapshot_id)
             _move(directory.storage, relative,
-                  f"{paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/snapshot-{snapshot_id}.json.{int(time.time())}")
+                  f"{paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/{relative.rpartition('/')[2]}.{int(time.time())}")
             done.append(f"{prefix}{relative} (damaged: moved to {prefix}{paths.SNAPSHOT_DIR}/{DAMAGED_DIR}/)")
     store.write_latest_hint(intact)
     return done
@@ -243,7 +244,7 @@ def is_log(path: str) -> bool:
     """Is `path` a table's query log or optimizer history (`<table>/queries`, `<table>/optimizer`)?"""
     path = _normal(path)
     parent, _, name = path.rpartition("/") if is_uri(path) else (os.path.dirname(path), "", os.path.basename(path))
-    return name in LOGS and bool(parent) and table_exists(parent)
+    return name in LOGS and bool(parent) and (table_exists(parent) or is_paimon_table(storage_for(parent)))
 
 
 def _normal(path: str) -> str:
@@ -263,7 +264,7 @@ def repair_log(path: str) -> list[str]:
     if not location_exists(path):
         return []
     try:
-        directory = open_table(path, check=False)
+        directory = open_directory(path)
     except MergeTreeError as exc:
         aside = f"{path}.damaged-{int(time.time())}"
         _move_location(path, aside)

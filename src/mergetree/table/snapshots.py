@@ -357,6 +357,24 @@ class SnapshotStore:
     def expired_to(self, earliest: int | None) -> None:
         """Snapshots below `earliest` were expired (a format with an EARLIEST hint writes it)."""
 
+    def cleanup_refusal(self) -> str | None:
+        """Why expiry and orphan removal may not run here (None: they may)."""
+        return None
+
+    def changelog_retention(self, options: Any) -> tuple[bool, Any]:
+        """(whether an expiring snapshot's changelog is kept, the options whose `changelog_*`
+        values expire the kept ones — None: they stay): kept when any `changelog.*` option is set."""
+        kept = (options.changelog_retained_min is not None or options.changelog_retained_max is not None
+                or options.changelog_time_retained is not None)
+        return kept, options
+
+    def keeps_changelog_of(self, snapshot: Snapshot) -> bool:
+        """Whether an expiring snapshot leaves a kept changelog (one with changelog files)."""
+        return bool(snapshot.changelog_manifest_list)
+
+    def kept_changelogs_changed(self) -> None:
+        """The kept changelogs changed (a format with hints for them writes them)."""
+
     def may_be_orphan(self, relative: str) -> bool:
         """Could `relative` be a file of this table that no snapshot needs once none names it
         (never a published snapshot, the schema, a kept changelog or a consumer)?"""

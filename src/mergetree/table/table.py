@@ -23,6 +23,7 @@ from .levers import optimize
 from .levers.aggregate import aggregate
 from .levers.preaggregates import normalize_measures
 from .options import TableOptions, aggregate_model_options
+from .paimon.store import open_directory
 from .read import ReadStats
 from .schema import TableSchema
 from .snapshots import Snapshot
@@ -76,7 +77,7 @@ class Table:
         snapshot; the changes those snapshots committed are lost.  Then drop what is damaged
         in the table's query log and optimizer history (`path` may be one of those itself).
         Returns what was done, a line per file."""
-        return housekeeping.repair(open_table(locate(path, storage_options), check=False))
+        return housekeeping.repair(open_directory(locate(path, storage_options)))
 
     # -- what the table is --------------------------------------------------------------
     @property

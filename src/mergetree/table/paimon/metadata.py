@@ -45,8 +45,8 @@ from ..objects import source as stored_source
 from .options import PaimonOptions, check_options
 
 __all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",
-           "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "bucket_directory_of", "external_location",
-           "identifier", "partition_path", "relative_bucket_path"]
+           "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "bucket_directory_of", "clear_caches",
+           "external_location", "identifier", "partition_path", "relative_bucket_path"]
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -141,6 +141,8 @@ def table_store(warehouse: Any, table: Any, storage_options: Mapping[str, object
     as Paimon's filesystem catalog keeps it) and the table's name; `table` None: `warehouse`
     is the table's own directory, named by its last part.  `warehouse`: a local directory (or
     Paimon's ``file:/path``) or a URI with `mergetree.storage`'s `storage_options`."""
+    if isinstance(warehouse, Store) and table is None:  # the table's own store, opened already
+        return warehouse, table_path(warehouse).rstrip("/").replace(os.sep, "/").rpartition("/")[2]
     if isinstance(warehouse, bytes) or not isinstance(warehouse, (str, os.PathLike)):
         raise InvalidArgumentError(f"warehouse must be a directory path or a URI, not {warehouse!r}")
     if table is not None and (not isinstance(table, str) or table.count(".") != 1 or not all(table.split("."))):
@@ -231,6 +233,15 @@ LATEST_HINT = f"{SNAPSHOT_DIR}/LATEST"
 # old and new): such a file's place follows from its manifest entry, no request needed
 _PLAIN_TEXT = re.compile(r"[A-Za-z0-9_.\-]+")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def clear_caches() -> None:
+    """Forget the decoded metadata of every Paimon table this process holds (Paimon never
+    rewrites a metadata file under its name, so the caches trust names; after files were
+    replaced or damaged by hand, a reader starts afresh)."""
+    _metadata_cache.clear()
+    with _live_lock:
+        _live_cache.clear()
 
 
 def _numbered(names: list[str], prefix: str) -> list[int]:

@@ -22,6 +22,7 @@ Compaction adds: no changelog producer that compaction must feed (``lookup``,
 """
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,9 +34,11 @@ from ...codec.types import PaimonType
 from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from ...merge import AGGREGATE_FUNCTIONS
 from ..compaction.planner import parse_memory_size
+from ..durations import java_duration
 
 __all__ = ["EXTERNAL_PATHS", "MERGETREE_PREFIX", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions",
-           "check_option_change", "check_options", "external_paths", "file_index_spec", "is_true"]
+           "Retention", "check_option_change", "check_options", "external_paths", "file_index_spec", "is_true",
+           "retention"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
 # one prefix, which Java keeps in the schema and ignores; the engine checks their values
@@ -445,7 +448,8 @@ _IMMUTABLE = frozenset({
     "sequence.snapshot-ordering", "aggregation.remove-record-on-delete", "partial-update.remove-record-on-delete",
     "partial-update.remove-record-on-sequence-group", "rowkind.field", "primary-key", "primary-key.nullable",
     "partition", "dynamic-bucket.initial-buckets", "force-lookup", "row-tracking.enabled", "data-evolution.enabled",
-    "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field", "path",
+    "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field", "blob-view-field",
+    "pk-clustering-override",
 })
 
 
@@ -457,7 +461,7 @@ def check_option_change(options: Mapping[str, str], key: str, value: str | None,
     old = options.get(key)
     if value is not None and old == value:
         return
-    if key == "type" or (has_snapshots and key in _IMMUTABLE):
+    if key in ("type", "path") or (has_snapshots and key in _IMMUTABLE):
         raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} cannot be changed once the table has data "
                                             f"(Java refuses it too)")
     if key == "bucket":
@@ -472,10 +476,60 @@ def check_option_change(options: Mapping[str, str], key: str, value: str | None,
                 "Paimon option 'deletion-vectors.enabled' cannot change on a table with data without a full "
                 "compaction (rows could be duplicated); set 'deletion-vectors.modifiable' = 'true' if you are sure, "
                 "as Java asks")
-    for flag in ("ignore-delete", "ignore-update-before"):
-        if key == flag and is_true(old or "false") and not is_true(value or "false"):
+    for flag in ("ignore-delete", "ignore-update-before"):  # (a reset is not checked, as Java)
+        if key == flag and value is not None and is_true(old or "false") and not is_true(value):
             raise UnsupportedPaimonFeatureError(f"Paimon option {flag!r} cannot change from true to false "
                                                 f"(Java refuses it too)")
     if key == "clustering.columns" and "pk-clustering-override" in options:
         raise UnsupportedPaimonFeatureError("Paimon option 'clustering.columns' cannot change while "
                                             "'pk-clustering-override' is set (Java refuses it too)")
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What Java's expiry keeps (``ExpireConfig``): snapshots by ``snapshot.num-retained.min``
+    (10), ``.max`` (unbounded) and ``snapshot.time-retained`` (1 h); the changelogs of expired
+    snapshots by ``changelog.*``, which default to the snapshots' values; the changelog is kept
+    apart ("decoupled") only when one of those reaches further than the snapshots' own."""
+
+    changelog_min: int
+    changelog_max: int | None
+    changelog_age: dt.timedelta
+    decoupled: bool
+
+
+def retention(options: Mapping[str, str]) -> Retention:
+    """The table's retention as Java reads its options; a value Java could not read either is
+    refused naming the option (expiry must not guess what to keep)."""
+    def number(key: str, default: int | None) -> int | None:
+        text = options.get(key)
+        if text is None:
+            return default
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} is not a whole number") from None
+        if value < 1:
+            raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} must be at least 1")
+        return value
+
+    def duration(key: str, default: dt.timedelta) -> dt.timedelta:
+        text = options.get(key)
+        if text is None:
+            return default
+        try:
+            return java_duration(text, f"Paimon option {key!r}")
+        except InvalidArgumentError as exc:
+            raise UnsupportedPaimonFeatureError(str(exc)) from None
+
+    snapshot_min = number("snapshot.num-retained.min", 10)
+    snapshot_max = number("snapshot.num-retained.max", None)
+    snapshot_age = duration("snapshot.time-retained", dt.timedelta(hours=1))
+    changelog_min = number("changelog.num-retained.min", snapshot_min)
+    changelog_max = number("changelog.num-retained.max", snapshot_max)
+    changelog_age = duration("changelog.time-retained", snapshot_age)
+    assert snapshot_min is not None and changelog_min is not None
+    unbounded = 2**31 - 1  # Java's Integer.MAX_VALUE, the maximum's default
+    decoupled = ((changelog_max or unbounded) > (snapshot_max or unbounded) or changelog_min > snapshot_min
+                 or changelog_age > snapshot_age)
+    return Retention(changelog_min, changelog_max, changelog_age, decoupled)

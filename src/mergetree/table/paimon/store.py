@@ -11,6 +11,8 @@ and, in a deletion-vector table, a `DeletionVectorRef` on every file above level
 retractions — a *resolved* file, read alone with its vector applied, as Paimon reads it."""
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 import posixpath
 import re
@@ -32,10 +34,12 @@ from ...errors import CommitConflictError, InvalidArgumentError, ObjectExistsErr
 from ...storage import Store
 from .. import paths
 from ..changes.compute import PRODUCER_PROPERTY
-from ..directory import TableDirectory
+from ..directory import TableDirectory, open_table
 from ..dvfiles import DeletionVectorRef
 from ..files import DataFileMeta, remove_uncommitted
+from ..formats import is_paimon_table
 from ..journal import creating, is_location
+from ..objects import list_names, storage_for
 from ..schema import TableSchema
 from ..snapshots import FileEntry, Snapshot
 from .commit import (
@@ -54,6 +58,7 @@ from .metadata import (
     CHANGELOG_DIR,
     DELETE,
     INDEX_DIR,
+    LATEST_HINT,
     MANIFEST_DIR,
     SCHEMA_DIR,
     SNAPSHOT_DIR,
@@ -64,11 +69,12 @@ from .metadata import (
     bucket_directory_of,
     relative_bucket_path,
 )
-from .options import check_option_change, file_index_spec, is_true
+from .metadata import clear_caches as clear_metadata_caches
+from .options import check_option_change, file_index_spec, is_true, retention
 from .tables import commit_refusal, option_name, table_options, table_schema
 from .writer import ExternalRoots, PaimonFileWriter, external_roots, placed_files, with_origin
 
-__all__ = ["FileStats", "PaimonSnapshotStore", "paimon_directory", "snapshot_of"]
+__all__ = ["FileStats", "PaimonSnapshotStore", "clear_caches", "open_directory", "paimon_directory", "snapshot_of"]
 
 
 def snapshot_of(document: dict) -> Snapshot:
@@ -226,14 +232,15 @@ class PaimonSnapshotStore:
             raise CommitConflictError(f"the options of {self.described} changed since it was opened (schema "
                                       f"{latest}); reopen it")
         document = table.schema_document(schema.id)
-        options = {str(k): str(v) for k, v in (document.get("options") or {}).items()}
+        before = {str(k): str(v) for k, v in (document.get("options") or {}).items()}
+        options = dict(before)
         has_snapshots = table.latest_snapshot_id() is not None
         for key, value in changes.items():
             if not isinstance(key, str) or not key:
                 raise InvalidArgumentError(f"option names are strings, not {key!r}")
             name = option_name(key)
-            text = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
-            check_option_change(options, name, text, has_snapshots)
+            text = _option_text(value)
+            check_option_change(before, name, text, has_snapshots)  # as Java: against the options before
             if text is None:
                 options.pop(name, None)
             else:
@@ -244,6 +251,7 @@ class PaimonSnapshotStore:
         altered = PaimonSchema.from_json(fresh)
         table_schema(altered)  # Paimon's options checked as a read checks them, the file index as a write
         file_index_spec(altered.options, {f.name: f.type for f in altered.fields})
+        retention(altered.options)  # and what expiry keeps, as Java reads it
         table_options(altered)  # and mergetree's values
         self.storage.require_conditional_create()
         name = f"{SCHEMA_DIR}/schema-{altered.id}"
@@ -336,10 +344,53 @@ class PaimonSnapshotStore:
             add(f"statistics/{statistics}")
         return out
 
+    def write_latest_hint(self, snapshot_id: int | None) -> None:
+        """Point the LATEST hint at `snapshot_id` (`repair` after setting damaged snapshots aside)."""
+        if snapshot_id is None:
+            self.storage.delete(LATEST_HINT)
+        else:
+            self.storage.write(LATEST_HINT, str(snapshot_id).encode())
+
     def expired_to(self, earliest: int | None) -> None:
         """Write the EARLIEST hint as Java's expiry does (readers start their search there)."""
         if earliest is not None:
             self.storage.write(f"{SNAPSHOT_DIR}/EARLIEST", str(earliest).encode())
+
+    def cleanup_refusal(self) -> str | None:
+        """Why expiry and orphan removal may not run here: a table with branches, whose files
+        live beside the main branch's (Java's cleaning walks every branch; mergetree reads the
+        main one only)."""
+        branches = [n for n in list_names(self.storage, "branch") if n.startswith("branch-")]
+        if branches:
+            return (f"{self.described} has branches ({', '.join(sorted(b[len('branch-'):] for b in branches))}): "
+                    f"their files are beside the main branch's and mergetree reads the main branch only, so it "
+                    f"cannot tell what they use; expire snapshots and remove orphan files with Paimon")
+        return None
+
+    def changelog_retention(self, options: Any) -> tuple[bool, Any]:
+        """Java's rule (`options.retention`): an expiring snapshot's changelog is kept when the
+        table's changelog retention reaches further than its snapshots'; the kept ones expire by
+        ``changelog.*`` with the snapshots' values as defaults, and only then (Java leaves them
+        alone otherwise)."""
+        rules = retention(self.schema.options)
+        if not rules.decoupled:
+            return False, None
+        return True, dataclasses.replace(options, changelog_retained_min=rules.changelog_min,
+                                         changelog_retained_max=rules.changelog_max,
+                                         changelog_time_retained=rules.changelog_age)
+
+    def keeps_changelog_of(self, snapshot: Snapshot) -> bool:
+        """Every expiring snapshot leaves a kept changelog, as Java's (its ids have no gaps)."""
+        return True
+
+    def kept_changelogs_changed(self) -> None:
+        """Write the kept changelogs' EARLIEST and LATEST hints as Java's ``ChangelogManager``."""
+        ids = self.table.kept_changelog_ids()
+        for hint, value in (("EARLIEST", ids[0] if ids else None), ("LATEST", ids[-1] if ids else None)):
+            if value is None:
+                self.storage.delete(f"{CHANGELOG_DIR}/{hint}")
+            else:
+                self.storage.write(f"{CHANGELOG_DIR}/{hint}", str(value).encode())
 
     def may_be_orphan(self, relative: str) -> bool:
         """Could `relative` be a file Paimon's writers made that no snapshot needs once none names
@@ -348,15 +399,30 @@ class PaimonSnapshotStore:
         snapshot, schema, hint, tag, consumer or kept changelog, nor anything mergetree's
         writers would not name so (the query log beside the table, a user's files)."""
         head, _, base = relative.rpartition("/")
+        if "://" in relative or relative.startswith("/"):  # a file at an external path (expiry's)
+            return self.owns(relative.removesuffix(".index"))
         if head == MANIFEST_DIR:
             return bool(_MANIFEST.fullmatch(base))
         if head == INDEX_DIR:
             return bool(_INDEX_FILE.fullmatch(base))
         if head == "statistics":
             return bool(_STATISTICS.fullmatch(base))
-        if self.owns(relative.removesuffix(".index")):
-            return True
-        return bool(_INDEX_FILE.fullmatch(base)) and head.rpartition("/")[2].startswith("bucket-")
+        if not self._bucket_directory(head):
+            return False
+        return bool(_WRITTEN.fullmatch(base.removesuffix(".index")) or _INDEX_FILE.fullmatch(base))
+
+    def _bucket_directory(self, head: str) -> bool:
+        """Is `head` one of the table's bucket directories: ``[<data-file.path-directory>/]``
+        one ``key=value`` per partition key, in order, then ``bucket-<n>``?"""
+        parts = head.split("/")
+        prefix = [p for p in self.schema.options.get("data-file.path-directory", "").split("/") if p]
+        if parts[:len(prefix)] != prefix:
+            return False
+        parts = parts[len(prefix):]
+        keys = self.partition_by
+        if len(parts) != len(keys) + 1 or not re.fullmatch(r"bucket-\d+", parts[-1]):
+            return False
+        return all(part.startswith(f"{key}=") for part, key in zip(parts, keys))
 
     # -- where data files go, and commits ------------------------------------------------
     def bucket_directory(self, partition: tuple, bucket: int, beside: Sequence[DataFileMeta] = ()) -> str:
@@ -589,7 +655,10 @@ class PaimonSnapshotStore:
         `CompactionConflictError` and removes the metadata written; the data files are the
         caller's."""
         table, schema = self.table, self.schema
-        refusal = self.refuses(kind)
+        # an append table's files merged as they are (the optimizer, the query log's own
+        # compaction) are a COMPACT Java commits too; compaction by Paimon's rules is not planned
+        rewrite = kind == "COMPACT" and schema.checked_options.append
+        refusal = commit_refusal(schema, "APPEND" if rewrite else kind, table.name)
         if refusal is None and not all(isinstance(e.file.origin, PaimonFileRef) for e in deletes):
             refusal = (f"this change to Paimon table {table.name} names files without their Paimon entries (a plan "
                        f"shipped elsewhere?); compact it with mergetree.spark.compact_paimon")
@@ -704,6 +773,38 @@ class PaimonSnapshotStore:
                             pf.max_seq, retractions, FileStats(table, pf, schema),  # type: ignore[arg-type]
                             deletion_vector=resolved, origin=PaimonFileRef(table, pf, schema, deletion))
         return FileEntry(pf.partition, pf.bucket, meta)
+
+
+def _option_text(value: Any) -> str | None:
+    """An option's value as Java's options hold it (None: reset): booleans lower-case, a
+    duration in milliseconds."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dt.timedelta):
+        return f"{round(value.total_seconds() * 1000)} ms"
+    return str(value)
+
+
+def clear_caches() -> None:
+    """Forget the decoded metadata and live files of every Paimon table (`metadata.clear_caches`)."""
+    clear_metadata_caches()
+    with _live_lock:
+        _live.clear()
+
+
+def open_directory(location: str | Store, check: bool = False) -> TableDirectory:
+    """The engine's `TableDirectory` of the table at `location`, whichever format it is in:
+    a Paimon table (``schema/schema-<id>``) or one of mergetree's own (TableNotFoundError: none)."""
+    storage = location if isinstance(location, Store) else storage_for(location)
+    if not is_paimon_table(storage):
+        return open_table(storage, check)
+    table = PaimonTable.open(storage, None)
+    directory = paimon_directory(table)
+    if check:
+        directory.latest_snapshot()
+    return directory
 
 
 def paimon_directory(table: PaimonTable, schema: PaimonSchema | None = None) -> TableDirectory:

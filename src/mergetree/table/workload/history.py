@@ -13,8 +13,8 @@ import pyarrow as pa
 
 from ...errors import MergeTreeError
 from ...merge import RowKind
-from ..directory import TableDirectory, open_or_create
-from ..schema import TableSchema
+from ..directory import TableDirectory
+from ..paimon.create import open_or_create
 from ..snapshots import FileEntry, Snapshot
 from ..write import write_rows
 from .logtables import read_rows
@@ -55,9 +55,8 @@ class PassReport:
 
 
 def _history_table(table_path: str) -> TableDirectory:
-    return open_or_create(os.path.join(table_path, HISTORY_DIR),
-                          TableSchema.create(HISTORY_SCHEMA, None, None, 1, None, "deduplicate",
-                                             {"query-log.enabled": "false"}))
+    return open_or_create(os.path.join(table_path, HISTORY_DIR), HISTORY_SCHEMA,
+                          {"mergetree.query-log.enabled": "false"})
 
 
 def record_pass(report: PassReport) -> None:

@@ -14,9 +14,10 @@ import pyarrow as pa
 
 from ...errors import CorruptTableError, MergeTreeError
 from .. import filters as flt
-from ..directory import TableDirectory, open_table
+from ..directory import TableDirectory
 from ..files import read_data_file
 from ..objects import location_exists
+from ..paimon.store import open_directory
 from ..read import BucketPlan, PreparedRead, prepare_read, read_bucket
 from ..snapshots import FileEntry, Snapshot
 
@@ -31,7 +32,7 @@ def describe(exc: BaseException, root: str) -> str:
     """A damage error as one short line: whitespace folded, the table's path and the recovery
     advice meant for tables that hold data left out ("data file bucket-0/... is missing")."""
     text = " ".join(str(exc).split()).split("; ")[0]
-    return text.replace(f" of table {root}", "")
+    return text.replace(f" of table {root}", "").replace(root.rstrip("/\\") + ("/" if "://" in root else os.sep), "")
 
 
 def intact_snapshot(directory: TableDirectory) -> tuple[Snapshot | None, list[str]]:
@@ -102,7 +103,7 @@ def read_rows(path: str, schema: pa.Schema, what: str, columns: list[str] | None
     if not location_exists(path):
         return empty
     try:
-        directory = open_table(path, check=False)
+        directory = open_directory(path)
     except MergeTreeError as exc:
         _warn(what, path, describe(exc, path), f"the whole {what} is left out")
         return empty

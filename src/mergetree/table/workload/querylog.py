@@ -41,9 +41,9 @@ import pyarrow as pa
 from ...errors import CommitConflictError, CorruptTableError, InvalidArgumentError, MergeTreeError
 from ...merge import RowKind
 from .. import filters as flt
-from ..directory import TableDirectory, open_or_create
+from ..directory import TableDirectory
 from ..levers.optimize import rewrite_files
-from ..schema import TableSchema
+from ..paimon.create import open_or_create
 from ..values import decode_value, encode_value
 from ..write import write_rows
 from .logtables import read_rows as read_log_table
@@ -58,7 +58,7 @@ MAX_BUFFERED = 5_000          # records per table that wake the writer at once
 COMPACT_FILES = 16            # the log's level-0 files that make the writer compact it
 MAX_FILTER_JSON = 64 * 1024   # a larger filter (a huge IN list) is logged by shape only, not replayable
 # write-only: the writer thread compacts the log itself, every COMPACT_FILES flushes, not inline
-LOG_OPTIONS = {"query-log.enabled": "false", "target-file-size": "16 mb", "write-only": "true"}
+LOG_OPTIONS = {"mergetree.query-log.enabled": "false", "target-file-size": "16 mb", "write-only": "true"}
 
 # What a predicate does, as the advisor needs it: equality-like predicates favour Bloom filters,
 # ranges favour clustering and bitmaps.
@@ -313,7 +313,7 @@ def read_rows(table_path: str, columns: Sequence[str] | None = None, filter: flt
 
 
 def _open_or_create(path: str) -> TableDirectory:
-    return open_or_create(path, TableSchema.create(LOG_SCHEMA, None, None, 1, None, "deduplicate", LOG_OPTIONS))
+    return open_or_create(path, LOG_SCHEMA, LOG_OPTIONS)
 
 
 def _report(path: str, exc: BaseException) -> None:

@@ -29,11 +29,12 @@ import pyarrow.compute as pc
 from ...errors import CommitConflictError, InvalidArgumentError
 from ...merge import RowKind
 from ..commit import COMMIT_RETRIES, Change, backoff, commit_with_rebase, next_sequences
-from ..directory import TableDirectory, open_table
+from ..directory import TableDirectory
 from ..durations import parse_age, seconds
 from ..files import read_data_file
 from ..housekeeping import expire_snapshots, remove_orphan_files
 from ..objects import location_exists
+from ..paimon.store import open_directory
 from ..snapshots import FileEntry, Snapshot
 from ..write import conformed, spill
 from .querylog import LOG_SCHEMA, log_path
@@ -76,7 +77,7 @@ def expire(table_path: str, retention: Any = None, *, now: dt.datetime | None = 
     in one atomic commit, and delete the files no snapshot of the log younger than
     SNAPSHOT_GRACE still uses.  Returns what was removed (nothing when there is no log)."""
     if retention is None:
-        age = open_table(table_path, check=False).options.query_log_retention
+        age = open_directory(table_path).options.query_log_retention
     else:
         age = retention_of(retention)
     out = Expired()
@@ -92,7 +93,7 @@ def expire(table_path: str, retention: Any = None, *, now: dt.datetime | None = 
     path = log_path(table_path)
     if not location_exists(path):
         return out
-    directory = open_table(path, check=False)
+    directory = open_directory(path)
     _remove_old_records(directory, out.cutoff, out)
     out.snapshots = expire_snapshots(directory, 1, SNAPSHOT_GRACE)
     out.deleted = remove_orphan_files(directory, ORPHAN_GRACE)

@@ -32,10 +32,9 @@ import pyarrow.compute as pc
 
 from ....errors import InvalidArgumentError, MergeTreeError
 from ...directory import TableDirectory
-from ...files import DataFileMeta
+from ...files import DataFileMeta, read_data_table
 from ...levers.curves import check_clusterable
 from ...levers.qdtree import QdTree, build_qdtree, query_box
-from ...objects import read_parquet_table, source
 from ...options import AggregateModel, TableOptions
 from .rules import (
     AS_NOW,
@@ -199,8 +198,10 @@ def files_after_rewrite(directory: TableDirectory, metas: Sequence[DataFileMeta]
     largest = max(metas, key=lambda m: m.row_count)
     if largest.row_count == 0:
         return 1
-    largest_rows = read_parquet_table(source(directory.storage, largest.file_name, largest.file_size))
-    per_row = largest_rows.nbytes / largest.row_count
+    largest_rows = read_data_table(directory.storage, largest)
+    if largest_rows is None:
+        return 1
+    per_row = largest_rows.nbytes / max(largest_rows.num_rows, 1)
     total_rows = sum(m.row_count for m in metas)
     return max(1, math.ceil(total_rows * per_row / max(target_file_size, 1)))
 
@@ -210,7 +211,9 @@ def aggregation_ratio(directory: TableDirectory, metas: Sequence[DataFileMeta], 
     """Groups per row when grouping real files by `group_by` (the largest `files` files)."""
     rows = groups = 0
     for meta in sorted(metas, key=lambda m: (-m.row_count, m.file_name))[:files]:
-        data = read_parquet_table(source(directory.storage, meta.file_name, meta.file_size), columns=list(group_by))
+        data = read_data_table(directory.storage, meta, list(group_by))
+        if data is None:
+            continue
         rows += data.num_rows
         groups += data.group_by(list(group_by)).aggregate([]).num_rows if group_by else min(1, data.num_rows)
     return groups / rows if rows else 1.0

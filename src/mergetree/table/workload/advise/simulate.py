@@ -41,9 +41,8 @@ import pyarrow.compute as pc
 from ....errors import UnsupportedTypeError
 from ... import filters as flt
 from ...directory import TableDirectory
-from ...files import DataFileMeta
+from ...files import DataFileMeta, read_data_table
 from ...levers.curves import cluster_order
-from ...objects import read_parquet_table, source
 from ...type_policy import integer_counts
 
 __all__ = ["KEY_BYTES", "SAMPLE_ROWS", "ColumnKeys", "IndexSpec", "Sample", "SimulatedLayout", "column_keys",
@@ -213,7 +212,9 @@ def draw_sample(directory: TableDirectory, metas: Sequence[DataFileMeta], column
                 else np.arange(meta.row_count))
         if not len(take) or not kept:
             continue
-        data = read_parquet_table(source(directory.storage, meta.file_name, meta.file_size), columns=kept)
+        data = read_data_table(directory.storage, meta, kept)
+        if data is None:
+            continue
         take = take[take < data.num_rows]
         indices = pa.array(take)
         parts.append(pa.table([_plain_column(data.column(c), types[c]).take(indices) for c in kept],

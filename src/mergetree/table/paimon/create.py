@@ -13,20 +13,23 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..codec.json_files import dumps, schema_json
-from ..codec.types import NoPaimonType, paimon_fields, parse_field
-from ..errors import (
+from ...codec.json_files import dumps, schema_json
+from ...codec.types import NoPaimonType, paimon_fields, parse_field
+from ...errors import (
     InvalidArgumentError,
     ObjectExistsError,
     TableExistsError,
+    TableNotFoundError,
     UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
-from ..table.objects import table_path
-from ..table.paimon.metadata import SCHEMA_DIR, PaimonTable, table_store
-from ..table.paimon.options import ENGINES, check_options, file_index_spec
+from ..directory import TableDirectory
+from ..objects import table_path
+from .metadata import SCHEMA_DIR, PaimonTable, table_store
+from .options import ENGINES, check_options, file_index_spec
+from .store import open_directory
 
-__all__ = ["create_table"]
+__all__ = ["create_table", "open_or_create"]
 
 # mergetree's engine names -> Paimon's `merge-engine`
 _PAIMON_ENGINES = {mine: paimon for paimon, mine in ENGINES.items()}
@@ -57,8 +60,9 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
         raise UnsupportedPaimonFeatureError(
             f"partition columns {[c for c in partitions if c not in keys]} are not in the primary key {keys}: "
             f"that is a cross-partition table, which mergetree cannot write; add them to the primary key")
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
-        raise InvalidArgumentError(f"buckets must be a positive bucket count, not {buckets!r}")
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or not (buckets >= 1 or (buckets == -1 and not keys)):
+        raise InvalidArgumentError(f"buckets must be a positive bucket count (or -1: an append table without "
+                                   f"buckets), not {buckets!r}")
     engine = merge_engine if merge_engine in ENGINES else _PAIMON_ENGINES.get(merge_engine)
     if engine is None:
         raise InvalidArgumentError(f"merge_engine must be one of {sorted(_PAIMON_ENGINES)}, not {merge_engine!r}")
@@ -91,3 +95,19 @@ def _names(value: Any, what: str) -> list[str]:
     if not all(isinstance(c, str) and c for c in out) or len(set(out)) != len(out):
         raise InvalidArgumentError(f"{what} must be distinct column names, not {value!r}")
     return out
+
+
+def open_or_create(path: str, schema: pa.Schema, options: Mapping[str, object], tries: int = 200) -> TableDirectory:
+    """The side table at `path` (a query log, an optimizer history: an append table without
+    buckets), opened as it is — of either format — or created as a Paimon table by whichever
+    writer comes first; one that finds another mid-creation waits for it rather than fail."""
+    for _ in range(tries):
+        try:
+            return open_directory(path)
+        except TableNotFoundError:
+            pass
+        try:
+            create_table(path, None, schema, buckets=-1, options=options)
+        except TableExistsError:
+            time.sleep(0.01)  # another writer is creating it: its schema appears in a moment
+    return open_directory(path)
