@@ -354,3 +354,95 @@ def test_orphans_are_only_looked_for_in_the_tables_own_bucket_directories(tmp_pa
     assert t.remove_orphan_files(older_than=0) == debris
     assert log_files <= files_of(root) and all(name in files_of(root) for name in kept)
     assert len(querylog.read_rows(t.path)) == 1
+
+
+# -- the data-organization loop on a table pypaimon wrote (issue 36, item 4) --------------------
+
+@needs_pypaimon
+def test_the_advisor_loop_on_a_pypaimon_append_table(tmp_path):
+    """Log, advise (applied), optimize, replay, report, the optimizer daemon: on an append table
+    pypaimon wrote; the laid-out files are at the top level (Java's incremental clustering's
+    mark), the filtered reads read a fraction of the bytes, and pypaimon reads the same rows."""
+    from mergetree.organize import build_report, render_html, replay, run_once
+    from mergetree.table.workload.history import history
+
+    wh, root = tmp_path / "wh", tmp_path / "wh" / "db.db" / "t"
+    rng = np.random.default_rng(5)
+    n = 25_000
+
+    def part(i: int) -> pa.Table:
+        return pa.table({"id": np.arange(i * n, (i + 1) * n), "a": rng.integers(0, 10**6, n), "b": rng.normal(size=n)})
+
+    write_paimon(tmp_path / "w", wh, "db.t", [part(i) for i in range(4)], [],
+                 options={"bucket": "-1", "target-file-size": "160kb"})
+    t = Table.open(root)
+    expected = sorted_ids(pypaimon_read(wh, "db.t", tmp_path))
+    t.set_options({"query-log.enabled": True})
+    lows = rng.integers(0, 10**6 - 20_000, 40)
+    for low in lows:
+        t.read(filter=[("a", ">=", int(low)), ("a", "<", int(low) + 20_000)], columns=["id"])
+    bytes_before = t.last_read.bytes_total
+    advice = t.advise(apply=True)
+    assert advice.queries == 40
+    distribution = next(lever for lever in advice.levers if lever.lever == "distribution")
+    assert distribution.recommended == ["linear(a)"], advice.explain()
+    options = json.loads(sorted((root / "schema").iterdir(), key=lambda p: int(p.name.split("-")[1]))[-1].read_text())
+    assert options["options"]["mergetree.clustering.columns"] == "a"  # mergetree's own, where Java ignores it
+    predicted = replay(t.path, layout="linear:a")
+    snapshot = t.optimize()
+    assert snapshot is not None
+    live = t.directory.live_files(t.directory.latest_snapshot()).values()
+    assert {e.file.level for e in live} == {t.directory.store.clustered_level(t.directory.options)} and len(live) > 3
+    after = replay(t.path)
+    scanned = sum(q.bytes for q in after.queries)
+    assert scanned < 0.3 * bytes_before * len(after.queries)
+    assert sum(q.bytes for q in predicted.queries) < 0.3 * sum(q.baseline_bytes or 0 for q in predicted.queries)
+    # the same rows for mergetree and pypaimon
+    assert sorted_ids(t.read()) == expected == sorted_ids(pypaimon_read(wh, "db.t", tmp_path))
+    # new data waits at level 0 for the daemon's major pass, which lays it out too
+    t.write(part(9))
+    t.set_options({"optimize.major-threshold": "1kb"})
+    reports = run_once(t.path)
+    assert [r.tier for r in reports if r.status == "committed"] == ["major"]
+    assert {e.file.level for e in t.directory.live_files(t.directory.latest_snapshot()).values()} == {
+        t.directory.store.clustered_level(t.directory.options)}
+    passes = history(t.path).to_pylist()
+    assert [p["tier"] for p in passes] == ["optimize", "major"] and passes[0]["layout"] == "linear(a)"
+    page = render_html(build_report(t.path))
+    assert "linear(a)" in page and "40" in page
+    # a new layout: the laid-out files go back to level 0 (nothing rewritten) to be laid out again
+    t.set_options({"clustering.columns": "b"})
+    assert {e.file.level for e in t.directory.live_files(t.directory.latest_snapshot()).values()} == {0}
+    assert sorted_ids(pypaimon_read(wh, "db.t", tmp_path)) == sorted_ids(t.read())
+
+
+def sorted_ids(table: pa.Table) -> list[int]:
+    return sorted(table.column("id").to_pylist())
+
+
+def test_a_paimon_primary_key_table_is_optimized_by_a_full_compaction_only(tmp_path):
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=1,
+                 options={"write-only": "true", "deletion-vectors.enabled": "true"})
+    t = Table.open(root)
+    for v in range(3):
+        t.write(batch(v * 10, v * 10 + 30, v))
+    with pytest.raises(InvalidArgumentError, match="primary-key table"):
+        t.optimize(order=["v"])
+    assert t.optimize() is not None and t.info().max_sorted_runs == 1
+    assert sorted_rows(t.read()) == sorted_rows(pa.concat_tables([batch(0, 10, 0), batch(10, 20, 1), batch(20, 50, 2)]))
+
+
+def test_partition_directories_are_escaped_as_java_escapes_them_and_cleaned_there(tmp_path):
+    """Java escapes a partition key and value alike (``p:q=a}`` is ``p%3Aq=a%7D``): new files
+    go where Java looks for them, and cleanup finds debris there."""
+    root = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("p:q", pa.string())])
+    create_table(str(root), None, schema, primary_key=["p:q", "id"], partition_by="p:q", buckets=1)
+    t = Table.open(root)
+    t.write(pa.table({"id": [1, 2], "p:q": ["a}", "b"]}, schema=schema))
+    assert {d for d in os.listdir(root) if "=" in d} == {"p%3Aq=a%7D", "p%3Aq=b"}
+    debris = "p%3Aq=a%7D/bucket-0/data-0f0e0d0c-0b0a-0908-0706-050403020100-0.parquet"
+    (root / debris).write_bytes(b"x")
+    assert t.remove_orphan_files(older_than=0) == [debris]
+    assert sorted(t.read().column("p:q").to_pylist()) == ["a}", "b"]

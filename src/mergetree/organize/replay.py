@@ -162,7 +162,7 @@ def replay(path: str, since: dt.timedelta | dt.datetime | None = None, limit: in
     now; with `layout` ('hilbert:a,b') on that layout simulated from a sample of the rows (drawn
     with `seed`), with the table's indexes plus `bloom` and `bitmap` columns, next to the current
     files simulated on the same sample."""
-    table = Table.open(path)
+    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
     queries = read_log(table.path, since)
     if limit is not None:
         queries = replay_sample(queries, limit)

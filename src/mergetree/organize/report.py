@@ -191,7 +191,7 @@ def live_rows(directory: TableDirectory, snapshot: Snapshot | None) -> int:
 
 def build_report(path: str, since: dt.timedelta | dt.datetime | None = None) -> Report:
     """Gather what the page shows (the advice is computed now, nothing is applied)."""
-    table = Table.open(path)
+    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
     directory = table.directory
     options = directory.options
     snapshot = table.latest_snapshot()

@@ -289,7 +289,7 @@ def plan_tasks(path: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: A
     with no task.  An append table's tasks are its pending groups (T1); a primary-key table's
     are its compaction, when the planner picks any bucket, and its index build, when a live
     file lacks a declared index (T5)."""
-    table = Table.open(path)
+    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
     directory = table.directory
     tasks: list[Task] = []
     if table.table_schema.has_primary_key:
@@ -336,7 +336,7 @@ def table_limit(table: Table, default: int) -> int:
 def _run_task(task: Task, rewrite: Rewrite, compact: Callable[[Table], Snapshot | None] | None,
               progress: Progress | None) -> PassReport:
     try:
-        table = Table.open(task.table)  # the table as it is now: an earlier task of it may have committed
+        table = Table.open(task.table).at()  # the table as it is now: an earlier task of it may have committed
         work: Callable[[], Snapshot | None]
         if task.whole_table and task.tier == "minor":
             def work() -> Snapshot | None:
@@ -406,7 +406,7 @@ def run_once(path: str, progress: Progress | None = None, rewrite: Rewrite = loc
     task_limit(max_tasks, "max_tasks")
     _task_bytes(max_task_bytes)
     since = parse_since(since, "since")
-    table = Table.open(path)
+    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
     tasks, reports = plan_tasks(table.path, max_task_bytes, since, advice)
     per_table = {table.path: min(max_tasks, table_limit(table, max_tasks))}
     return reports + run_tasks(tasks, max_tasks, per_table, rewrite, compact, progress)
@@ -456,7 +456,7 @@ def run_daemon(paths: Sequence[str], interval: float | dt.timedelta = 60.0, once
         per_table: dict[str, int] = {}
         for path in paths:
             try:
-                table = Table.open(path)
+                table = Table.open(path).at()  # the engine's view (a Paimon table's too)
                 found, nothing = plan_tasks(table.path, max_task_bytes, since, advised.get(table.path))
                 per_table[table.path] = table_limit(table, max_tasks_per_table)
             except MergeTreeError as exc:

@@ -973,7 +973,7 @@ def import_sql(path: str | os.PathLike, sql_file: str | os.PathLike, dialect: st
     if not isinstance(max_statement_chars, int) or isinstance(max_statement_chars, bool) or max_statement_chars < 1:
         raise InvalidArgumentError(f"max_statement_chars must be a positive number of characters, "
                                    f"not {max_statement_chars!r}")
-    table = Table.open(path)
+    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
     name = table_name or os.path.basename(os.path.normpath(table.path))
     extractor = _Extractor(table.schema, name, dialect)
     try:

@@ -15,7 +15,7 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
 from ..table import Table
 from ..table.consumers import Consumer
-from ..table.directory import TableDirectory, alter_options
+from ..table.directory import TableDirectory
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
 from .info import PaimonInfo, info
@@ -79,7 +79,7 @@ class PaimonTableHandle(Table):
         raise UnsupportedPaimonFeatureError(
             f"Table.{call} works on mergetree's own tables only so far; on an Apache Paimon table mergetree offers "
             f"write, delete, read, scan, compact, changes, consumers, set_options, expire_snapshots, "
-            f"remove_orphan_files, advise, expire_queries and info (docs/PAIMON.md)")
+            f"remove_orphan_files, advise, expire_queries, optimize and info (docs/PAIMON.md)")
 
     # -- what the table is --------------------------------------------------------------
     @property
@@ -92,7 +92,8 @@ class PaimonTableHandle(Table):
 
     @property
     def table_schema(self) -> Any:
-        self._not_yet("table_schema")
+        """The engine's view of the table's latest schema (`TableSchema`): its key as its files hold it."""
+        return self.at().table_schema
 
     @property
     def options(self) -> Any:
@@ -175,7 +176,9 @@ class PaimonTableHandle(Table):
         resets one): the next schema file, Java's rules for what may change; mergetree's own
         options (the query log, the optimizer's) under the ``mergetree.`` prefix Java ignores."""
         table = PaimonTable.open(self._location, self._name, self._storage_options)
-        self._directory = alter_options(paimon_directory(table), options)
+        engine = Table(paimon_directory(table))
+        engine.set_options(options)
+        self._directory = engine.directory
         self._table, self._fresh = table, True
 
     def aggregate(self, *args: Any, **kwargs: Any) -> Any:
@@ -192,8 +195,12 @@ class PaimonTableHandle(Table):
         """`Table.expire_queries` on the table's query log."""
         return self.at().expire_queries(retention)
 
-    def optimize(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("optimize")
+    def optimize(self, order: Any = None, strategy: Any = None, filter: Any = None, target_file_size: Any = None,
+                 sort_within: Any = None, progress: Any = None) -> Any:
+        """`Table.optimize` on the table: an append table's files laid out by the order (its
+        layout under mergetree's own options), written at the top level, where Java's incremental
+        clustering keeps what it clustered; a primary-key table compacted in full."""
+        return self.at().optimize(order, strategy, filter, target_file_size, sort_within, progress)
 
     def build_indexes(self, *args: Any, **kwargs: Any) -> Any:
         self._not_yet("build_indexes")

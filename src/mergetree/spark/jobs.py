@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..codec.buckets import bucket_function
-from ..errors import InvalidArgumentError, MergeTreeError
+from ..errors import InvalidArgumentError, MergeTreeError, UnsupportedPaimonFeatureError
 from ..merge import merge
 from ..merge.assemble import RowSelection
 from ..merge.join import JOINS, join_selections, joined_schema
@@ -549,6 +549,10 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
     the new files are marked as laid out for it (a "major" pass of the background optimizer)."""
     if not groups:
         return None
+    if directory.schema.paimon is not None:  # its laid-out files are the top level's, its files the store's
+        raise UnsupportedPaimonFeatureError(
+            f"the Spark optimizer does not lay out Paimon tables yet: optimize {directory.described} with "
+            f"Table.optimize or the optimizer daemon (mergetree optimize-daemon), which do")
     clustering = options.clustering
     columns = list(clustering.columns) if clustering is not None else []
     boundaries = _sample_boundaries(directory, [f for _, _, files in groups for f in files], columns)

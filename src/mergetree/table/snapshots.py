@@ -357,6 +357,11 @@ class SnapshotStore:
     def expired_to(self, earliest: int | None) -> None:
         """Snapshots below `earliest` were expired (a format with an EARLIEST hint writes it)."""
 
+    def clustered_level(self, options: Any) -> int:
+        """The level the optimizer writes files it laid out at (mergetree's own format marks
+        them in their manifest entries instead: level 0)."""
+        return 0
+
     def cleanup_refusal(self) -> str | None:
         """Why expiry and orphan removal may not run here (None: they may)."""
         return None

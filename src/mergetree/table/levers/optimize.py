@@ -35,8 +35,8 @@ from ..snapshots import FileEntry, Snapshot
 from .curves import MAX_COLUMNS
 from .qdtree import layout_order
 
-__all__ = ["build_indexes", "layout_signature", "marked", "missing_indexes", "optimize", "optimized_tier", "pending",
-           "prepare_layout", "rewrite_files", "write_clustered"]
+__all__ = ["build_indexes", "demote_clustered", "layout_signature", "marked", "missing_indexes", "optimize",
+           "optimized_tier", "pending", "prepare_layout", "rewrite_files", "write_clustered"]
 
 
 def prepare_layout(directory: TableDirectory, order, strategy: str | None, target_file_size: int | None,
@@ -54,7 +54,7 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
         raise InvalidArgumentError(f"target_file_size must be a positive number of bytes, not {target_file_size!r}")
     if ts.has_primary_key:
         key_order = columns == ts.primary_key[:len(columns)] and strategy in (None, "linear")
-        if within or (columns and not key_order and not directory.options.deletion_vectors):
+        if within or (columns and not key_order and (not directory.options.deletion_vectors or ts.paimon is not None)):
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
         if key_order and (columns or directory.options.clustering is None):
             return directory, None
@@ -74,6 +74,7 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
                     or current.clustering.strategy != changes.get(KEY_CLUSTERING_STRATEGY)
                     or (within and current.sort_within != within)):
         directory = alter_options(directory, changes)
+        demote_clustered(directory)
     options = directory.options
     if options.clustering is None and not options.sort_within:
         raise InvalidArgumentError("this table has no layout yet: pass order=[columns] (and a strategy) or "
@@ -137,6 +138,25 @@ def _cluster_resolved(directory: TableDirectory, options: TableOptions, f: flt.F
         return rewrite.commit()
 
 
+def demote_clustered(directory: TableDirectory) -> Snapshot | None:
+    """After the layout changed: a Paimon append table's clustered files (above level 0: the
+    only mark a Paimon file has) move back to level 0 in one commit, so the optimizer lays them
+    out again for the new layout, and so would Java's incremental clustering; nothing is
+    rewritten.  A table of mergetree's own format marks the layout in each file: nothing to do."""
+    if directory.schema.paimon is None or directory.schema.has_primary_key:
+        return None
+    base = directory.latest_snapshot()
+    if base is None:
+        return None
+    clustered = [e for e in directory.live_files(base).values() if e.file.level > 0]
+    if not clustered:
+        return None
+    with rewrite_transaction(directory, base.id, 0, None) as rewrite:
+        for e in clustered:
+            rewrite.replace([e], [FileEntry(e.partition, e.bucket, e.file.with_level(0))])
+        return rewrite.commit()
+
+
 def layout_signature(options: TableOptions) -> str:
     """What an optimized file was laid out for: a file whose mark differs (or has none) is
     not yet optimized for the table's current layout."""
@@ -153,6 +173,8 @@ def layout_signature(options: TableOptions) -> str:
 def optimized_tier(meta: DataFileMeta, options: TableOptions) -> str | None:
     """"major" for a file laid out for the current layout, "minor" for a file only merged
     with its small neighbours, None for a file as written."""
+    if meta.origin is not None:  # a Paimon file: its level says, as Java's incremental clustering keeps it
+        return "major" if meta.level > 0 else None
     mark = meta.indexes.get("optimized")
     if not isinstance(mark, dict):
         return None
@@ -216,10 +238,12 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
     the table's clustering and in-file sort, "minor" only merges them into files of the target
     size.  The new files carry the tier (and the layout) they were written for."""
     mark = {"tier": tier, "layout": layout_signature(options)} if tier == "major" else {"tier": tier}
+    level = directory.store.clustered_level(options) if tier == "major" else 0
     total = sum(m.row_count for files in groups.values() for m in files)
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for partition, bucket, files, rows in _group_rows(directory, groups):
             clustering = options.clustering if tier == "major" else None
+            disk = sum(m.file_size for m in files) / max(sum(m.row_count for m in files), 1)
             with new_files(directory) as written:
                 if clustering is not None and clustering.tree is not None:
                     # a qd-tree's leaves are its files: each is described by the cuts on its path
@@ -227,13 +251,14 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
                     for leaf in np.unique(leaves):
                         described = {**mark, "leaf": clustering.tree.describe(int(leaf))}
                         written += [marked(e, described) for e in write_clustered(
-                            directory, options, partition, bucket, rows.filter(pa.array(leaves == leaf)))]
+                            directory, options, partition, bucket, rows.filter(pa.array(leaves == leaf)), level,
+                            disk)]
                 else:
                     if clustering is not None:
                         rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy)))
                     written += [marked(e, mark) for e in write_clustered(
                         directory, options if tier == "major" else replace(options, sort_within=()), partition, bucket,
-                        rows)]
+                        rows, level, disk)]
             rewrite.replace([FileEntry(partition, bucket, m) for m in files], written)
             rewrite.advance(sum(m.row_count for m in files))
         return rewrite.commit()
@@ -245,22 +270,26 @@ def marked(entry: FileEntry, mark: dict) -> FileEntry:
 
 
 def write_clustered(directory: TableDirectory, options, partition: tuple, bucket: int,
-                     rows: pa.Table) -> list[FileEntry]:
-    """Cut clustered rows into files of about the target size; each file's rows sorted by
-    `sort_within` when the table asks for it."""
+                    rows: pa.Table, level: int = 0, disk_bytes_per_row: float | None = None) -> list[FileEntry]:
+    """Cut clustered rows into files of about the target size, at `level` (a Paimon table's
+    clustered files are above level 0: `clustered_level`); each file's rows sorted by
+    `sort_within` when the table asks for it.  A Paimon table's files are cut at their size on
+    disk, as Java's writers roll them, estimated from `disk_bytes_per_row` (the input files'):
+    its writer can only roll at a whole row group, too coarse for a layout's files."""
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket)
-    if not options.sort_within:
-        files = write_sorted_run(directory.opener(partition, bucket, 0, relative, options=options), rows, ts, options,
-                                 directory.remove_written)
+    if not options.sort_within and (ts.paimon is None or not disk_bytes_per_row):
+        files = write_sorted_run(directory.opener(partition, bucket, level, relative, options=options), rows, ts,
+                                 options, directory.remove_written)
         return [FileEntry(partition, bucket, m) for m in files]
-    per_row = max(rows.nbytes / max(rows.num_rows, 1), 1.0)
+    per_row = max(disk_bytes_per_row or rows.nbytes / max(rows.num_rows, 1), 1.0)
     step = max(int(options.target_file_size / per_row), 1)
     with new_files(directory) as out:
         for start in range(0, rows.num_rows, step):
             chunk = rows.slice(start, step)
-            chunk = chunk.take(sort_indices(chunk, [(c, "ascending") for c in options.sort_within], "at_start"))
-            opener = directory.opener(partition, bucket, 0, relative, options.sort_within, options)
+            if options.sort_within:
+                chunk = chunk.take(sort_indices(chunk, [(c, "ascending") for c in options.sort_within], "at_start"))
+            opener = directory.opener(partition, bucket, level, relative, options.sort_within, options)
             meta = write_data_file(opener, chunk)
             out.append(FileEntry(partition, bucket, meta))
     return out

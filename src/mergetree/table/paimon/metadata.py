@@ -46,15 +46,21 @@ from .options import PaimonOptions, check_options
 
 __all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",
            "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "bucket_directory_of", "clear_caches",
-           "external_location", "identifier", "partition_path", "relative_bucket_path"]
+           "escape_path_name", "external_location", "identifier", "partition_path", "relative_bucket_path"]
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 KIND_COLUMN = "_VALUE_KIND"
 ADD, DELETE = 0, 1
 
-# Paimon (like Hive) escapes these characters of partition values in directory names as %XX
-_ESCAPED = {chr(c) for c in range(0x20)} | set('"#%\'*/:=?\\\x7f{[]^')
+# Paimon (like Hive) escapes these characters of partition keys and values in directory names
+# as %XX (Java's `PartitionPathUtils.CHAR_TO_ESCAPE`)
+_ESCAPED = {chr(c) for c in range(0x20)} | set('"#%\'*/:=?\\\x7f{}[]^')
+
+
+def escape_path_name(text: str) -> str:
+    """A partition key or value as Java's ``escapePathName`` writes it in a directory name."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
 
 
 def partition_path(keys: Sequence[str], values: Sequence[Any], default_name: str) -> str:
@@ -63,7 +69,7 @@ def partition_path(keys: Sequence[str], values: Sequence[Any], default_name: str
         text = default_name if v is None or v == "" else (v.isoformat() if hasattr(v, "isoformat") else str(v))
         if isinstance(v, bool):
             text = "true" if v else "false"
-        parts.append(f"{k}={''.join(f'%{ord(c):02X}' if c in _ESCAPED else c for c in text)}")
+        parts.append(f"{escape_path_name(k)}={escape_path_name(text)}")
     return "/".join(parts)
 
 

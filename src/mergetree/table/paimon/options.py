@@ -23,6 +23,7 @@ Compaction adds: no changelog producer that compaction must feed (``lookup``,
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -505,10 +506,9 @@ def retention(options: Mapping[str, str]) -> Retention:
         text = options.get(key)
         if text is None:
             return default
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} is not a whole number") from None
+        if not re.fullmatch(r"\s*[+-]?\d{1,10}\s*", text):  # what Java's Integer.parseInt takes
+            raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} is not a whole number")
+        value = int(text.strip())
         if value < 1:
             raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} must be at least 1")
         return value

@@ -67,6 +67,7 @@ from .metadata import (
     PaimonSchema,
     PaimonTable,
     bucket_directory_of,
+    escape_path_name,
     relative_bucket_path,
 )
 from .metadata import clear_caches as clear_metadata_caches
@@ -356,6 +357,11 @@ class PaimonSnapshotStore:
         if earliest is not None:
             self.storage.write(f"{SNAPSHOT_DIR}/EARLIEST", str(earliest).encode())
 
+    def clustered_level(self, options: Any) -> int:
+        """The top level, where Java's incremental clustering puts what it clustered (an append
+        table's levels mean nothing else): a file above level 0 is laid out."""
+        return max(1, options.compaction.num_levels - 1)
+
     def cleanup_refusal(self) -> str | None:
         """Why expiry and orphan removal may not run here: a table with branches, whose files
         live beside the main branch's (Java's cleaning walks every branch; mergetree reads the
@@ -422,7 +428,7 @@ class PaimonSnapshotStore:
         keys = self.partition_by
         if len(parts) != len(keys) + 1 or not re.fullmatch(r"bucket-\d+", parts[-1]):
             return False
-        return all(part.startswith(f"{key}=") for part, key in zip(parts, keys))
+        return all(part.startswith(f"{escape_path_name(key)}=") for part, key in zip(parts, keys))
 
     # -- where data files go, and commits ------------------------------------------------
     def bucket_directory(self, partition: tuple, bucket: int, beside: Sequence[DataFileMeta] = ()) -> str:

@@ -14,6 +14,7 @@ import pyarrow as pa
 from ...errors import MergeTreeError
 from ...merge import RowKind
 from ..directory import TableDirectory
+from ..levers.optimize import layout_signature
 from ..paimon.create import open_or_create
 from ..snapshots import FileEntry, Snapshot
 from ..write import write_rows
@@ -83,6 +84,8 @@ def record_rewrite(directory: TableDirectory, snapshot: Snapshot, tier: str = "o
             (added if kind == "ADD" else removed).append(entry)
     marks = [e.file.indexes.get("optimized") for e in added]
     layouts = sorted({str(m.get("layout", "")) for m in marks if isinstance(m, dict) and m.get("tier") == "major"})
+    if not layouts and any(e.file.origin is not None and e.file.level > 0 for e in added):
+        layouts = [layout_signature(directory.options)]  # a Paimon file's only mark is its level
     report = PassReport(directory.path, tier, "committed", groups=len({(e.partition, e.bucket) for e in removed}),
                         files_in=len(removed), files_out=len(added), rows=sum(e.file.row_count for e in removed),
                         bytes_in=sum(e.file.file_size for e in removed),
