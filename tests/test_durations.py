@@ -72,8 +72,17 @@ def test_an_age_in_javas_spelling(text, age):
     assert java_duration(text, "x") == age
 
 
+@pytest.mark.parametrize("text", ["5 mins", "2w", "1.5 h", "1_0", "5\xa0min", "\uff15 min", ".5d", "1 parsec", "",
+                                  "99999999999999999999 ms"])
+def test_a_java_duration_is_what_java_reads_and_nothing_more(text):
+    """Java's `TimeUtils.parseDuration`: whole ASCII digits, Java's unit labels, no weeks."""
+    with pytest.raises(InvalidArgumentError, match="whole number and a unit|too long"):
+        java_duration(text, "x")
+
+
 def test_a_java_duration_without_a_unit_is_milliseconds():
     assert java_duration("3600000", "x") == dt.timedelta(hours=1)
+    assert java_duration(" 5 s ", "x") == dt.timedelta(seconds=5) and parse_age("30 mins") == dt.timedelta(minutes=30)
     with pytest.raises(InvalidArgumentError, match="since"):
         parse_since("3600000")  # mergetree's own arguments take no bare number of milliseconds
 

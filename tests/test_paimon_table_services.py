@@ -101,6 +101,10 @@ def test_options_pypaimon_alters_are_the_engines_too(tmp_path):
     ({"snapshot.num-retained.min": "x"}, UnsupportedPaimonFeatureError, "not a whole number"),
     ({"snapshot.time-retained": "banana"}, UnsupportedPaimonFeatureError, "snapshot.time-retained"),
     ({"changelog.num-retained.max": "0"}, UnsupportedPaimonFeatureError, "at least 1"),
+    ({"snapshot.num-retained.min": " 5"}, UnsupportedPaimonFeatureError, "whole number Java reads"),
+    ({"snapshot.num-retained.max": "9999999999"}, UnsupportedPaimonFeatureError, "whole number Java reads"),
+    ({"snapshot.time-retained": "5 mins"}, UnsupportedPaimonFeatureError, "snapshot.time-retained"),
+    ({"changelog.time-retained": "2w"}, UnsupportedPaimonFeatureError, "changelog.time-retained"),
 ])
 def test_a_change_java_or_mergetree_would_refuse_writes_nothing(tmp_path, change, error, match):
     root = tmp_path / "t"
@@ -364,6 +368,7 @@ def test_the_advisor_loop_on_a_pypaimon_append_table(tmp_path):
     pypaimon wrote; the laid-out files are at the top level (Java's incremental clustering's
     mark), the filtered reads read a fraction of the bytes, and pypaimon reads the same rows."""
     from mergetree.organize import build_report, render_html, replay, run_once
+    from mergetree.table.levers.optimize import pending
     from mergetree.table.workload.history import history
 
     wh, root = tmp_path / "wh", tmp_path / "wh" / "db.db" / "t"
@@ -393,6 +398,7 @@ def test_the_advisor_loop_on_a_pypaimon_append_table(tmp_path):
     assert snapshot is not None
     live = t.directory.live_files(t.directory.latest_snapshot()).values()
     assert {e.file.level for e in live} == {t.directory.store.clustered_level(t.directory.options)} and len(live) > 3
+    assert list(t.at().info().sorted_runs.values()) == [len(live)] and t.info().buckets[0].sorted_runs == len(live)
     after = replay(t.path)
     scanned = sum(q.bytes for q in after.queries)
     assert scanned < 0.3 * bytes_before * len(after.queries)
@@ -410,10 +416,23 @@ def test_the_advisor_loop_on_a_pypaimon_append_table(tmp_path):
     assert [p["tier"] for p in passes] == ["optimize", "major"] and passes[0]["layout"] == "linear(a)"
     page = render_html(build_report(t.path))
     assert "linear(a)" in page and "40" in page
-    # a new layout: the laid-out files go back to level 0 (nothing rewritten) to be laid out again
-    t.set_options({"clustering.columns": "b"})
-    assert {e.file.level for e in t.directory.live_files(t.directory.latest_snapshot()).values()} == {0}
-    assert sorted_ids(pypaimon_read(wh, "db.t", tmp_path)) == sorted_ids(t.read())
+    expected = sorted(expected + list(range(9 * n, 10 * n)))
+    assert sorted_ids(t.read()) == expected == sorted_ids(pypaimon_read(wh, "db.t", tmp_path))
+    # a new layout: every file was laid out for the one its schema held, so all wait again; the
+    # next major pass lays them out (each file's own schema says which layout it has, as Java reads it)
+    t.set_options({"clustering.columns": "b", "clustering.strategy": "linear"})
+    waiting = pending(t.directory)["major"]
+    assert sum(len(files) for files in waiting.values()) == len(t.directory.live_files(t.directory.latest_snapshot()))
+    assert [r.tier for r in run_once(t.path) if r.status == "committed"] == ["major"]
+    assert not any(pending(t.directory).values())
+    assert history(t.path).to_pylist()[-1]["layout"] == "linear(b)"
+    assert sorted_ids(t.read()) == expected == sorted_ids(pypaimon_read(wh, "db.t", tmp_path))
+    # a bucketed append table keeps its files in the order they were written: not laid out
+    write_paimon(tmp_path / "w", wh, "db.b", [part(0)], [], options={"bucket": "2", "bucket-key": "id"})
+    bucketed = Table.open(wh / "db.db" / "b")
+    with pytest.raises(UnsupportedPaimonFeatureError, match="append table with fixed buckets"):
+        bucketed.optimize(order=["a"])
+    assert not any(pending(bucketed.at().directory).values())
 
 
 def sorted_ids(table: pa.Table) -> list[int]:
@@ -446,3 +465,33 @@ def test_partition_directories_are_escaped_as_java_escapes_them_and_cleaned_ther
     (root / debris).write_bytes(b"x")
     assert t.remove_orphan_files(older_than=0) == [debris]
     assert sorted(t.read().column("p:q").to_pylist()) == ["a}", "b"]
+
+
+def test_the_engines_scan_a_paimon_table_by_its_path_and_their_reads_are_logged(tmp_path):
+    """Polars, DuckDB and DataFusion on a Paimon table opened by path (as any table), with
+    pushdown, each read in the table's query log under the engine's name (issue 36, item 6)."""
+    import duckdb
+    import polars as pl
+    from datafusion import SessionContext
+
+    import mergetree.datafusion as mdf
+    import mergetree.duckdb as mdd
+    import mergetree.polars as mpl
+    from mergetree.table.workload import querylog
+
+    root = tmp_path / "t"
+    create_table(str(root), None, SCHEMA, primary_key="id", buckets=2, options={"mergetree.query-log.enabled": "true"})
+    t = Table.open(root)
+    t.write(batch(0, 1000, 1))
+    t.write(batch(0, 100, 2))
+    assert mpl.scan_table(str(root)).filter(pl.col("id") < 10).select("v").collect()["v"].to_list() == [2] * 10
+    con = duckdb.connect()
+    mdd.register(con, "t", str(root))
+    assert con.sql("select sum(v) from t where id >= 900").fetchall() == [(100,)]
+    ctx = SessionContext()
+    mdf.register(ctx, "t", str(root))
+    assert mdf.sql(ctx, "select count(*) as n from t where v = 2").column("n").to_pylist() == [100]
+    rows = querylog.read_rows(str(root)).to_pylist()
+    assert [(r["source"], r["filter_columns"]) for r in rows] == [("polars", ["id"]), ("duckdb", ["id"]),
+                                                                   ("datafusion", ["v"])]
+    assert all(r["bytes_scanned"] <= r["bytes_total"] for r in rows)

@@ -64,7 +64,7 @@ class TableSource(ScanSource):
         else:
             raise InvalidArgumentError(f"expected a mergetree Table or a table path, not {path_or_table!r}")
         if snapshot is None:
-            latest = table.latest_snapshot()
+            latest = table.at().latest_snapshot()  # the engine's view: a Paimon table opened by path too
             snapshot = None if latest is None else latest.id
         elif isinstance(snapshot, bool) or not isinstance(snapshot, int):
             raise InvalidArgumentError(f"snapshot must be a snapshot id (an int) or None, not {snapshot!r}")

@@ -83,11 +83,16 @@ def info(warehouse: Any, table: Any, snapshot: Any = None,
         by_bucket.setdefault((canonical_partition(f.partition), f.bucket), []).append(f)
     buckets = []
     for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
-        levels = restored_levels(files, compaction)[0]
-        num_levels = levels.num_levels
+        if schema.primary_keys:
+            levels = restored_levels(files, compaction)[0]
+            runs = levels.number_of_sorted_runs()
+            per_level = [len(levels.files_at(i)) for i in range(levels.num_levels)]
+        else:  # an append table's files are runs each; its top level is what clustering laid out
+            runs, per_level = len(files), [0] * max(compaction.num_levels, max(f.level for f in files) + 1)
+            for f in files:
+                per_level[f.level] += 1
         marked = deletions.get((files[0].partition_bytes, bucket), {})
-        buckets.append(PaimonBucketInfo(partition, bucket, levels.number_of_sorted_runs(),
-                                        tuple(len(levels.files_at(i)) for i in range(num_levels)),
+        buckets.append(PaimonBucketInfo(partition, bucket, runs, tuple(per_level),
                                         sum(f.row_count for f in files), sum(f.file_size for f in files),
                                         sum(marked[f.file_name].range.cardinality or 0 for f in files
                                             if f.file_name in marked)))

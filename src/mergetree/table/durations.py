@@ -32,7 +32,7 @@ _UNIT_NAMES = {
     **{name: 1e-6 for name in ("µs", "micro", "micros", "microsecond", "microseconds")},
     **{name: 1e-3 for name in ("ms", "milli", "millis", "millisecond", "milliseconds")},
     **{name: 1 for name in ("s", "sec", "secs", "second", "seconds")},
-    **{name: 60 for name in ("m", "min", "minute", "minutes")},
+    **{name: 60 for name in ("m", "min", "mins", "minute", "minutes")},
     **{name: 3600 for name in ("h", "hour", "hours")},
     **{name: 86_400 for name in ("d", "day", "days")},
     "w": 604_800,
@@ -115,7 +115,9 @@ def since_moment(value: Any, name: str = "since", now: dt.datetime | None = None
         return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
 
 
-_JAVA_DURATION = re.compile(r"\s*(\d+)\s*([a-zµ]*)\s*", re.IGNORECASE)
+# Java's `String.trim` (every char up to ' '), ASCII digits, then a unit label (`TimeUtils`)
+_JAVA_DURATION = re.compile(r"[\x00-\x20]*([0-9]+)[\x00-\x20]*([^\x00-\x20]*)[\x00-\x20]*")
+_JAVA_UNITS = {label for label in _UNIT_NAMES if label not in ("w", "mins")}
 
 
 def java_duration(text: str, name: str) -> dt.timedelta:
@@ -123,8 +125,9 @@ def java_duration(text: str, name: str) -> dt.timedelta:
     with one of Java's unit labels ('1 h', '2 days', '30min'; no weeks, no fractions), or a bare
     number of milliseconds; anything else is refused, since Java's writers would fail on it."""
     match = _JAVA_DURATION.fullmatch(text) if isinstance(text, str) else None
-    unit = None if match is None else (1e-3 if not match.group(2) else _UNIT_NAMES.get(match.group(2).lower()))
-    if match is None or unit is None or match.group(2).lower() == "w":
+    label = "" if match is None else match.group(2).lower()
+    unit = None if match is None else (1e-3 if not label else _UNIT_NAMES.get(label) if label in _JAVA_UNITS else None)
+    if match is None or unit is None or int(match.group(1)) >= 2**63:
         raise InvalidArgumentError(f"{name}: Java reads a whole number and a unit (ms, s, min, h, d, or their "
                                    f"names), like 30 min or 2 days, not {text!r}")
     seconds = int(match.group(1)) * unit

@@ -10,6 +10,7 @@ from .compaction.runner import bucket_levels
 from .consumers import Consumer
 from .directory import TableDirectory
 from .files import DataFileMeta
+from .snapshots import Snapshot
 
 __all__ = ["ColumnClustering", "TableInfo", "clustering_depth", "table_info"]
 
@@ -102,5 +103,16 @@ def table_info(directory: TableDirectory) -> TableInfo:
         sum(m.file_size for m in live), clustering.columns if clustering else (),
         clustering.strategy if clustering else None, options.sort_within,
         [clustering_depth(live, c) for c in measured], coverage, options.bloom_columns, options.bitmap_columns,
-        models, {key: levels.number_of_sorted_runs() for key, levels in bucket_levels(directory, snapshot).items()},
+        models, _sorted_runs(directory, snapshot),
         *consumers.survey(directory), directory.store.retained_changelog_ids())
+
+
+def _sorted_runs(directory: TableDirectory, snapshot: Snapshot | None) -> dict[tuple, int]:
+    """Per (partition, bucket), its sorted runs: an append table's files are runs each (their
+    levels hold no key order: a Paimon table's top level is what clustering laid out)."""
+    if directory.schema.has_primary_key:
+        return {key: levels.number_of_sorted_runs() for key, levels in bucket_levels(directory, snapshot).items()}
+    runs: dict[tuple, int] = {}
+    for e in directory.live_files(snapshot).values():
+        runs[(e.partition, e.bucket)] = runs.get((e.partition, e.bucket), 0) + 1
+    return runs

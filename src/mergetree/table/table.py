@@ -80,8 +80,9 @@ class Table:
         return housekeeping.repair(open_directory(locate(path, storage_options)))
 
     def at(self, snapshot: Any = None) -> Table:
-        """The engine's `Table` over this table as a read of `snapshot` sees it: itself (an Apache
-        Paimon table's `Table.open` answer has a front of its own, whose `at` is the engine's)."""
+        """The engine's `Table` whose reads of `snapshot` see it as its schema says (not pinned to
+        it): itself, every snapshot reading under the latest schema (an Apache Paimon table's
+        `Table.open` answer has a front of its own, whose `at` is the engine's)."""
         return self
 
     # -- what the table is --------------------------------------------------------------
@@ -111,10 +112,7 @@ class Table:
         """Change table options (a value of None removes one); checked like options at create,
         stored as a new schema version.  They apply to what is written from now on; `optimize`
         and `build_indexes` bring existing files along."""
-        before = optimize.layout_signature(self.directory.options)
         self.directory = alter_options(self.directory, options)
-        if optimize.layout_signature(self.directory.options) != before:
-            optimize.demote_clustered(self.directory)  # a Paimon table's laid-out files: laid out again
 
     def snapshots(self) -> list[Snapshot]:
         store = self.directory.store

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from ...merge.arrow_input import sort_indices
 from .. import filters as flt
 from ..compaction.runner import compact_buckets
@@ -35,8 +35,21 @@ from ..snapshots import FileEntry, Snapshot
 from .curves import MAX_COLUMNS
 from .qdtree import layout_order
 
-__all__ = ["build_indexes", "demote_clustered", "layout_signature", "marked", "missing_indexes", "optimize",
+__all__ = ["build_indexes", "layout_refusal", "layout_signature", "marked", "missing_indexes", "optimize",
            "optimized_tier", "pending", "prepare_layout", "rewrite_files", "write_clustered"]
+
+
+def layout_refusal(directory: TableDirectory) -> str | None:
+    """Why the optimizer may not rewrite this table's files (None: it may): a Paimon append
+    table with fixed buckets, whose readers and compaction keep each bucket's files in the
+    order of their sequence numbers (Java clusters such a table only with
+    ``bucket-append-ordered`` off, which mergetree does not do yet)."""
+    ts = directory.schema
+    if ts.paimon is not None and not ts.has_primary_key and ts.buckets > 0:
+        return (f"{directory.described} is an append table with fixed buckets: its files are kept in the order "
+                f"they were written, which a layout would change; mergetree lays out append tables without "
+                f"buckets ('bucket' = '-1')")
+    return None
 
 
 def prepare_layout(directory: TableDirectory, order, strategy: str | None, target_file_size: int | None,
@@ -45,6 +58,9 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
     the (possibly re-optioned) directory and the options to rewrite with, or None for a
     primary-key table, whose optimize is a full compaction (its files are ordered by its key)."""
     ts = directory.schema
+    refusal = layout_refusal(directory)
+    if refusal is not None:
+        raise UnsupportedPaimonFeatureError(refusal)
     columns = column_names(order, "order")
     within = column_names(sort_within, "sort_within")
     if strategy is not None and strategy not in CLUSTERING_STRATEGIES:
@@ -74,7 +90,6 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
                     or current.clustering.strategy != changes.get(KEY_CLUSTERING_STRATEGY)
                     or (within and current.sort_within != within)):
         directory = alter_options(directory, changes)
-        demote_clustered(directory)
     options = directory.options
     if options.clustering is None and not options.sort_within:
         raise InvalidArgumentError("this table has no layout yet: pass order=[columns] (and a strategy) or "
@@ -138,25 +153,6 @@ def _cluster_resolved(directory: TableDirectory, options: TableOptions, f: flt.F
         return rewrite.commit()
 
 
-def demote_clustered(directory: TableDirectory) -> Snapshot | None:
-    """After the layout changed: a Paimon append table's clustered files (above level 0: the
-    only mark a Paimon file has) move back to level 0 in one commit, so the optimizer lays them
-    out again for the new layout, and so would Java's incremental clustering; nothing is
-    rewritten.  A table of mergetree's own format marks the layout in each file: nothing to do."""
-    if directory.schema.paimon is None or directory.schema.has_primary_key:
-        return None
-    base = directory.latest_snapshot()
-    if base is None:
-        return None
-    clustered = [e for e in directory.live_files(base).values() if e.file.level > 0]
-    if not clustered:
-        return None
-    with rewrite_transaction(directory, base.id, 0, None) as rewrite:
-        for e in clustered:
-            rewrite.replace([e], [FileEntry(e.partition, e.bucket, e.file.with_level(0))])
-        return rewrite.commit()
-
-
 def layout_signature(options: TableOptions) -> str:
     """What an optimized file was laid out for: a file whose mark differs (or has none) is
     not yet optimized for the table's current layout."""
@@ -173,8 +169,12 @@ def layout_signature(options: TableOptions) -> str:
 def optimized_tier(meta: DataFileMeta, options: TableOptions) -> str | None:
     """"major" for a file laid out for the current layout, "minor" for a file only merged
     with its small neighbours, None for a file as written."""
-    if meta.origin is not None:  # a Paimon file: its level says, as Java's incremental clustering keeps it
-        return "major" if meta.level > 0 else None
+    if meta.origin is not None:  # a Paimon file: above level 0 (Java's incremental clustering's mark), laid
+        # out for the layout of the schema it was written under, as Java reads a file's own schema
+        if meta.level == 0:
+            return None
+        written = meta.origin.written_options()
+        return "major" if written is not None and layout_signature(written) == layout_signature(options) else None
     mark = meta.indexes.get("optimized")
     if not isinstance(mark, dict):
         return None
@@ -191,7 +191,7 @@ def pending(directory: TableDirectory) -> dict[str, dict[tuple, list[DataFileMet
     options = directory.options
     snapshot = directory.latest_snapshot()
     out: dict[str, dict[tuple, list[DataFileMeta]]] = {"minor": {}, "major": {}}
-    if snapshot is None or directory.schema.has_primary_key:
+    if snapshot is None or directory.schema.has_primary_key or layout_refusal(directory) is not None:
         return out
     groups: dict[tuple, list[DataFileMeta]] = defaultdict(list)
     for entry in directory.live_files(snapshot).values():
@@ -243,7 +243,9 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for partition, bucket, files, rows in _group_rows(directory, groups):
             clustering = options.clustering if tier == "major" else None
-            disk = sum(m.file_size for m in files) / max(sum(m.row_count for m in files), 1)
+            # a Paimon table's files are cut at their size on disk (mergetree's own at their rows')
+            disk = sum(m.file_size for m in files) / max(sum(m.row_count for m in files), 1) \
+                if directory.schema.paimon is not None else None
             with new_files(directory) as written:
                 if clustering is not None and clustering.tree is not None:
                     # a qd-tree's leaves are its files: each is described by the cuts on its path

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from ...codec.types import PaimonField, evolve, same_type
 from ...errors import (
     CorruptTableError,
+    MergeTreeError,
     ObjectNotFoundError,
     SchemaMismatchError,
     StorageError,
@@ -32,6 +33,7 @@ from ..objects import StoredFile
 from .file_indexes import indexed_columns
 from .file_indexes import may_match as file_index_may_match
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
+from .tables import table_options
 
 __all__ = ["PaimonFileRef", "check_evolvable", "file_layout", "live_rows", "may_hold_retractions", "orc_column_names",
            "parquet_reader", "read_data_file", "thin_keys"]
@@ -306,6 +308,15 @@ class PaimonFileRef:
 
     def source(self) -> str | StoredFile:
         return self.table.source(self.file)
+
+    def written_options(self) -> Any:
+        """The engine's options of the schema the file was written under — the layout it was
+        laid out for, as Java's incremental clustering reads a file's own schema —, or None
+        when they no longer parse."""
+        try:
+            return table_options(self.table.schema(self.file.schema_id))
+        except MergeTreeError:
+            return None
 
     @cached_property
     def planned_delete_count(self) -> int:

@@ -506,9 +506,10 @@ def retention(options: Mapping[str, str]) -> Retention:
         text = options.get(key)
         if text is None:
             return default
-        if not re.fullmatch(r"\s*[+-]?\d{1,10}\s*", text):  # what Java's Integer.parseInt takes
-            raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} is not a whole number")
-        value = int(text.strip())
+        # what Java's Integer.parseInt takes: no spaces, ASCII digits, a 32-bit value
+        if not re.fullmatch(r"[+-]?[0-9]+", text) or not -(2**31) <= int(text) < 2**31:
+            raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} is not a whole number Java reads")
+        value = int(text)
         if value < 1:
             raise UnsupportedPaimonFeatureError(f"Paimon option {key!r} = {text!r} must be at least 1")
         return value

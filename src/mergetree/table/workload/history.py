@@ -84,8 +84,9 @@ def record_rewrite(directory: TableDirectory, snapshot: Snapshot, tier: str = "o
             (added if kind == "ADD" else removed).append(entry)
     marks = [e.file.indexes.get("optimized") for e in added]
     layouts = sorted({str(m.get("layout", "")) for m in marks if isinstance(m, dict) and m.get("tier") == "major"})
-    if not layouts and any(e.file.origin is not None and e.file.level > 0 for e in added):
-        layouts = [layout_signature(directory.options)]  # a Paimon file's only mark is its level
+    if not layouts:  # a Paimon file laid out: above level 0, for the layout of the schema it was written under
+        written = [e.file.origin.written_options() for e in added if e.file.origin is not None and e.file.level > 0]
+        layouts = sorted({layout_signature(w) for w in written if w is not None})
     report = PassReport(directory.path, tier, "committed", groups=len({(e.partition, e.bucket) for e in removed}),
                         files_in=len(removed), files_out=len(added), rows=sum(e.file.row_count for e in removed),
                         bytes_in=sum(e.file.file_size for e in removed),
