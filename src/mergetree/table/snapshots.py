@@ -35,8 +35,8 @@ from .files import DataFileMeta, DataFileWriter, remove_uncommitted
 from .objects import is_local, list_names, read_if_exists, table_path
 from .values import decode_value, encode_value
 
-__all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "canonical_partition", "check_format_version",
-           "encode_json", "parse_json", "read_json"]
+__all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "add_manifests", "canonical_partition",
+           "check_format_version", "encode_json", "parse_json", "read_json"]
 
 # The newest table format this code reads (and every older one).  Each metadata file is written
 # with the oldest version that can describe it, so older mergetree versions keep reading a table
@@ -207,6 +207,17 @@ CACHED_MANIFESTS = 1024  # parsed manifests a store keeps (a manifest holds up t
 CACHED_SNAPSHOTS = 64  # parsed snapshots an object store's reader keeps
 
 
+def add_manifests(store: Any, manifest_list: str, out: dict[str, tuple[Store, str]]) -> list[str]:
+    """Put a manifest list and the manifests it names into `out` (name -> (store, object name):
+    both formats keep them in ``manifest/``); the manifests' names."""
+    if not manifest_list:
+        return []
+    names = store.manifest_names(manifest_list)
+    for name in (manifest_list, *names):
+        out[f"{paths.MANIFEST_DIR}/{name}"] = (store.storage, f"{paths.MANIFEST_DIR}/{name}")
+    return names
+
+
 class SnapshotStore:
     """Reads and commits the snapshots of one table, through its store."""
 
@@ -331,12 +342,7 @@ class SnapshotStore:
             out[name] = (self.storage, name)
 
         def manifests(manifest_list: str) -> list[str]:
-            if manifest_list:
-                add(f"{paths.MANIFEST_DIR}/{manifest_list}")
-            names = self.manifest_names(manifest_list)
-            for manifest in names:
-                add(f"{paths.MANIFEST_DIR}/{manifest}")
-            return names
+            return add_manifests(self, manifest_list, out)
 
         def add_file(meta: DataFileMeta) -> None:
             for name in (meta.file_name, *meta.sidecars()):

@@ -41,7 +41,7 @@ from ..formats import is_paimon_table
 from ..journal import creating, is_location
 from ..objects import list_names, storage_for
 from ..schema import TableSchema
-from ..snapshots import FileEntry, Snapshot
+from ..snapshots import FileEntry, Snapshot, add_manifests
 from .commit import (
     FILE_SOURCE_APPEND,
     FILE_SOURCE_COMPACT,
@@ -292,13 +292,7 @@ class PaimonSnapshotStore:
             out[name] = (storage, name)
 
         def manifests(manifest_list: str) -> list[str]:
-            if not manifest_list:
-                return []
-            add(f"{MANIFEST_DIR}/{manifest_list}")
-            names = self.manifest_names(manifest_list)
-            for manifest in names:
-                add(f"{MANIFEST_DIR}/{manifest}")
-            return names
+            return add_manifests(self, manifest_list, out)
 
         def add_file(pf: PaimonFile) -> None:
             extras = list(pf.record["_FILE"].get("_EXTRA_FILES") or ())
