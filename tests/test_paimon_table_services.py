@@ -470,9 +470,9 @@ def test_partition_directories_are_escaped_as_java_escapes_them_and_cleaned_ther
 def test_the_engines_scan_a_paimon_table_by_its_path_and_their_reads_are_logged(tmp_path):
     """Polars, DuckDB and DataFusion on a Paimon table opened by path (as any table), with
     pushdown, each read in the table's query log under the engine's name (issue 36, item 6)."""
-    import duckdb
-    import polars as pl
-    from datafusion import SessionContext
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    SessionContext = pytest.importorskip("datafusion").SessionContext
 
     import mergetree.datafusion as mdf
     import mergetree.duckdb as mdd
