@@ -27,7 +27,7 @@ from .workload.history import HISTORY_DIR
 from .workload.logtables import damaged_data_files, describe
 from .workload.querylog import QUERY_LOG_DIR
 
-__all__ = ["DAMAGED_DIR", "LOGS", "changelog_retention", "expire_snapshots", "expired_changelogs", "is_log",
+__all__ = ["DAMAGED_DIR", "LOGS", "expire_snapshots", "expired_changelogs", "is_log",
            "referenced_files", "remove_orphan_files", "repair", "repair_log", "seconds"]
 
 DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/; a log's data files)
@@ -65,12 +65,6 @@ def referenced_files(directory: TableDirectory, snapshot_ids: list[int],
     return out
 
 
-def changelog_retention(options: TableOptions) -> bool:
-    """Is an expired snapshot's changelog kept (any `changelog.*` retention option set)?"""
-    return (options.changelog_retained_min is not None or options.changelog_retained_max is not None
-            or options.changelog_time_retained is not None)
-
-
 def expired_changelogs(options: TableOptions, kept: list[Snapshot], latest: int | None, now_millis: int,
                        needed: int | None) -> list[int]:
     """Which kept changelogs (ascending) to remove, by Paimon's rule (ExpireChangelogImpl): counted
@@ -83,7 +77,7 @@ def expired_changelogs(options: TableOptions, kept: list[Snapshot], latest: int 
     every kept changelog goes."""
     if latest is None:
         return []
-    retained = changelog_retention(options)
+    retained = options.retains_changelog
     low = options.changelog_retained_min or 1
     high = options.changelog_retained_max
     age = options.changelog_time_retained

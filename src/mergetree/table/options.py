@@ -482,6 +482,12 @@ class TableOptions:
     # alone, as any Paimon writer may number them (a change is then read from the two states)
     commit_ordered: bool = True
 
+    @property
+    def retains_changelog(self) -> bool:
+        """Is an expired snapshot's changelog kept (any `changelog.*` retention option set)?"""
+        return (self.changelog_retained_min is not None or self.changelog_retained_max is not None
+                or self.changelog_time_retained is not None)
+
     def codec_for(self, level: int) -> str:
         """The Parquet codec of a data file written at `level`."""
         return self.compression_per_level.get(level, self.compression)

@@ -375,9 +375,7 @@ class SnapshotStore:
     def changelog_retention(self, options: Any) -> tuple[bool, Any]:
         """(whether an expiring snapshot's changelog is kept, the options whose `changelog_*`
         values expire the kept ones — None: they stay): kept when any `changelog.*` option is set."""
-        kept = (options.changelog_retained_min is not None or options.changelog_retained_max is not None
-                or options.changelog_time_retained is not None)
-        return kept, options
+        return options.retains_changelog, options
 
     def keeps_changelog_of(self, snapshot: Snapshot) -> bool:
         """Whether an expiring snapshot leaves a kept changelog (one with changelog files)."""

@@ -26,7 +26,7 @@ from ...errors import (
 from ..directory import TableDirectory
 from ..objects import table_path
 from .metadata import SCHEMA_DIR, PaimonTable, table_store
-from .options import ENGINES, check_options, file_index_spec
+from .options import ENGINES, check_options, file_index_spec, option_text
 from .store import open_directory
 
 __all__ = ["create_table", "open_or_create"]
@@ -75,7 +75,9 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     if keys:
         written["merge-engine"] = engine
     for k, v in (options or {}).items():
-        written[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+        text = option_text(v)
+        if text is not None:
+            written[str(k)] = text
     check_options(written, names, keys, partitions)  # what a write into it would refuse, refused now
     parsed = [parse_field(f) for f in paimon]  # every column reads back (nested types through the codec too)
     file_index_spec(written, {f.name: f.type for f in parsed})

@@ -39,7 +39,7 @@ from ..durations import java_duration
 
 __all__ = ["EXTERNAL_PATHS", "MERGETREE_PREFIX", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions",
            "Retention", "check_option_change", "check_options", "external_paths", "file_index_spec", "is_true",
-           "retention"]
+           "option_text", "retention"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
 # one prefix, which Java keeps in the schema and ignores; the engine checks their values
@@ -452,6 +452,18 @@ _IMMUTABLE = frozenset({
     "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field", "blob-view-field",
     "pk-clustering-override",
 })
+
+
+def option_text(value: Any) -> str | None:
+    """An option's value as Java's options hold it (None: reset): booleans lower-case, a
+    duration in milliseconds."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dt.timedelta):
+        return f"{round(value.total_seconds() * 1000)} ms"
+    return str(value)
 
 
 def check_option_change(options: Mapping[str, str], key: str, value: str | None, has_snapshots: bool) -> None:

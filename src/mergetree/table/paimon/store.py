@@ -12,7 +12,6 @@ retractions — a *resolved* file, read alone with its vector applied, as Paimon
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import posixpath
 import re
@@ -71,7 +70,7 @@ from .metadata import (
     relative_bucket_path,
 )
 from .metadata import clear_caches as clear_metadata_caches
-from .options import check_option_change, file_index_spec, is_true, retention
+from .options import check_option_change, file_index_spec, is_true, option_text, retention
 from .tables import commit_refusal, option_name, table_options, table_schema
 from .writer import ExternalRoots, PaimonFileWriter, external_roots, placed_files, with_origin
 
@@ -240,7 +239,7 @@ class PaimonSnapshotStore:
             if not isinstance(key, str) or not key:
                 raise InvalidArgumentError(f"option names are strings, not {key!r}")
             name = option_name(key)
-            text = _option_text(value)
+            text = option_text(value)
             check_option_change(before, name, text, has_snapshots)  # as Java: against the options before
             if text is None:
                 options.pop(name, None)
@@ -339,17 +338,21 @@ class PaimonSnapshotStore:
             add(f"statistics/{statistics}")
         return out
 
+    def _hint(self, relative: str, snapshot_id: int | None) -> None:
+        """Write a hint file as Java does (the id as text), or remove it when there is no id."""
+        if snapshot_id is None:
+            self.storage.delete(relative)
+        else:
+            self.storage.write(relative, str(snapshot_id).encode())
+
     def write_latest_hint(self, snapshot_id: int | None) -> None:
         """Point the LATEST hint at `snapshot_id` (`repair` after setting damaged snapshots aside)."""
-        if snapshot_id is None:
-            self.storage.delete(LATEST_HINT)
-        else:
-            self.storage.write(LATEST_HINT, str(snapshot_id).encode())
+        self._hint(LATEST_HINT, snapshot_id)
 
     def expired_to(self, earliest: int | None) -> None:
         """Write the EARLIEST hint as Java's expiry does (readers start their search there)."""
         if earliest is not None:
-            self.storage.write(f"{SNAPSHOT_DIR}/EARLIEST", str(earliest).encode())
+            self._hint(f"{SNAPSHOT_DIR}/EARLIEST", earliest)
 
     def clustered_level(self, options: Any) -> int:
         """The top level, where Java's incremental clustering puts what it clustered (an append
@@ -386,11 +389,8 @@ class PaimonSnapshotStore:
     def kept_changelogs_changed(self) -> None:
         """Write the kept changelogs' EARLIEST and LATEST hints as Java's ``ChangelogManager``."""
         ids = self.table.kept_changelog_ids()
-        for hint, value in (("EARLIEST", ids[0] if ids else None), ("LATEST", ids[-1] if ids else None)):
-            if value is None:
-                self.storage.delete(f"{CHANGELOG_DIR}/{hint}")
-            else:
-                self.storage.write(f"{CHANGELOG_DIR}/{hint}", str(value).encode())
+        self._hint(f"{CHANGELOG_DIR}/EARLIEST", ids[0] if ids else None)
+        self._hint(f"{CHANGELOG_DIR}/LATEST", ids[-1] if ids else None)
 
     def may_be_orphan(self, relative: str) -> bool:
         """Could `relative` be a file Paimon's writers made that no snapshot needs once none names
@@ -775,18 +775,6 @@ class PaimonSnapshotStore:
         return FileEntry(pf.partition, pf.bucket, meta)
 
 
-def _option_text(value: Any) -> str | None:
-    """An option's value as Java's options hold it (None: reset): booleans lower-case, a
-    duration in milliseconds."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, dt.timedelta):
-        return f"{round(value.total_seconds() * 1000)} ms"
-    return str(value)
-
-
 def clear_caches() -> None:
     """Forget the decoded metadata and live files of every Paimon table (`metadata.clear_caches`)."""
     clear_metadata_caches()
@@ -794,17 +782,14 @@ def clear_caches() -> None:
         _live.clear()
 
 
-def open_directory(location: str | Store, check: bool = False) -> TableDirectory:
+def open_directory(location: str | Store) -> TableDirectory:
     """The engine's `TableDirectory` of the table at `location`, whichever format it is in:
-    a Paimon table (``schema/schema-<id>``) or one of mergetree's own (TableNotFoundError: none)."""
+    a Paimon table (``schema/schema-<id>``) or one of mergetree's own (TableNotFoundError: none);
+    its latest snapshot is not read (a damaged one is for the caller to find)."""
     storage = location if isinstance(location, Store) else storage_for(location)
     if not is_paimon_table(storage):
-        return open_table(storage, check)
-    table = PaimonTable.open(storage, None)
-    directory = paimon_directory(table)
-    if check:
-        directory.latest_snapshot()
-    return directory
+        return open_table(storage, check=False)
+    return paimon_directory(PaimonTable.open(storage, None))
 
 
 def paimon_directory(table: PaimonTable, schema: PaimonSchema | None = None) -> TableDirectory:

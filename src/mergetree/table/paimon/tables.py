@@ -128,6 +128,10 @@ def _codec_refusal(opts: dict[str, str]) -> tuple[str, str] | None:
 def table_options(schema: PaimonSchema) -> TableOptions:
     """The engine's options of a Paimon table, parsed once per schema (everything they depend
     on: id, options, columns, keys; every read opens the table again)."""
+    with _lock:  # the same schema object asked again (each file of a plan's schema): no key to build
+        hit = _by_identity.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
     key = (schema.id, tuple(sorted(schema.options.items())), tuple((f.id, f.name, f.type.text) for f in schema.fields),
            tuple(schema.primary_keys), tuple(schema.partition_keys))
     with _lock:
@@ -138,10 +142,15 @@ def table_options(schema: PaimonSchema) -> TableOptions:
             _options[key] = found
             while len(_options) > 256:
                 _options.pop(next(iter(_options)))
+    with _lock:
+        _by_identity[id(schema)] = (schema, found)
+        while len(_by_identity) > 256:
+            _by_identity.pop(next(iter(_by_identity)))
     return found
 
 
 _options: dict[tuple, TableOptions] = {}
+_by_identity: dict[int, tuple[PaimonSchema, TableOptions]] = {}  # the schema kept: its id is not reused
 _lock = threading.Lock()
 
 
