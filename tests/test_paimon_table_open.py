@@ -1,8 +1,7 @@
 """`Table.open` on Apache Paimon tables: a table pypaimon made (``W/db.db/name``), one Java
 made (at a path of its own), on local disk and on the S3 server; write, delete, read, scan,
 compact, changes and info through `Table` as `mergetree.paimon` does them, pypaimon reading the
-result; what works on mergetree's own tables only is refused by name; mergetree's own tables open
-as before."""
+result; mergetree's own tables open as before."""
 from __future__ import annotations
 
 import shutil
@@ -10,11 +9,10 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
-from mergetree import Table, UnsupportedPaimonFeatureError
+from mergetree import Table
 
 JAVA = Path(__file__).resolve().parent / "data" / "java_paimon"
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("cnt", pa.int64())])
@@ -48,8 +46,7 @@ def test_a_pypaimon_table_opened_as_a_table(tmp_path):
     t.compact(full=True)
     assert t.info().max_sorted_runs == 1 and _by_id(t.read()) == expected
     assert _by_id(pypaimon_read(wh, "db.t", work)) == expected
-    with pytest.raises(UnsupportedPaimonFeatureError, match="Table.build_indexes .* write, delete, read"):
-        t.build_indexes()
+    assert t.build_indexes() is None  # no lever declared: nothing to build
     assert t.optimize() is None  # a primary-key table's optimize is a full compaction: it is one run already
     # the query log and the advisor: logged reads of the pypaimon table, advised on
     assert t.advise().queries == 0  # logging is off unless asked for

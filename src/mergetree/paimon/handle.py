@@ -8,11 +8,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any
 
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
+from ..errors import InvalidArgumentError, SnapshotNotFoundError
 from ..table import Table
 from ..table.consumers import Consumer
 from ..table.directory import TableDirectory
@@ -73,13 +73,6 @@ class PaimonTableHandle(Table):
 
     def _call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         return function(self._location, self._name, *args, storage_options=self._storage_options, **kwargs)
-
-    @staticmethod
-    def _not_yet(call: str) -> NoReturn:
-        raise UnsupportedPaimonFeatureError(
-            f"Table.{call} works on mergetree's own tables only so far; on an Apache Paimon table mergetree offers "
-            f"write, delete, read, scan, compact, changes, consumers, set_options, expire_snapshots, "
-            f"remove_orphan_files, advise, expire_queries, optimize and info (docs/PAIMON.md)")
 
     # -- what the table is --------------------------------------------------------------
     @property
@@ -175,14 +168,16 @@ class PaimonTableHandle(Table):
         """Change the table's options as Java's ALTER TABLE SET / RESET does (a value of None
         resets one): the next schema file, Java's rules for what may change; mergetree's own
         options (the query log, the optimizer's) under the ``mergetree.`` prefix Java ignores."""
-        table = PaimonTable.open(self._location, self._name, self._storage_options)
-        engine = Table(paimon_directory(table))
-        engine.set_options(options)
-        self._directory = engine.directory
-        self._table, self._fresh = table, True
+        self._engine_change(lambda engine: engine.set_options(options))
 
-    def aggregate(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("aggregate")
+    def aggregate(self, group_by: Any, measures: dict, filter: Any = None, snapshot: Any = None) -> pa.Table:
+        """`Table.aggregate` on the table: answered from the files' pre-aggregates (their extra
+        files) where a model covers the query, from a scan elsewhere."""
+        reader = self.at(snapshot)
+        try:
+            return reader.aggregate(group_by, measures, filter, snapshot)
+        finally:
+            self.last_read = reader.last_read
 
     def advise(self, since: Any = None, apply: bool = False, sample_rows: int = 200_000) -> Any:
         """`Table.advise` on the table, from its query log (a Paimon append table of its own at
@@ -202,14 +197,28 @@ class PaimonTableHandle(Table):
         clustering keeps what it clustered; a primary-key table compacted in full."""
         return self.at().optimize(order, strategy, filter, target_file_size, sort_within, progress)
 
-    def build_indexes(self, *args: Any, **kwargs: Any) -> Any:
-        self._not_yet("build_indexes")
+    def build_indexes(self, progress: Any = None) -> Any:
+        """`Table.build_indexes` on the table: files without the Parquet Bloom filters or the file
+        index its options declare rewritten, the others given their missing pre-aggregates as
+        extra files; one commit."""
+        return self.at().build_indexes(progress)
 
-    def add_aggregate(self, *args: Any, **kwargs: Any) -> None:
-        self._not_yet("add_aggregate")
+    def add_aggregate(self, name: str, group_by: Any, measures: dict, build: bool = True) -> None:
+        """`Table.add_aggregate`: the model in the table's options (``mergetree.aggregate.*``),
+        its per-file results extra files of their data files."""
+        self._engine_change(lambda engine: engine.add_aggregate(name, group_by, measures, build))
 
-    def drop_aggregate(self, *args: Any, **kwargs: Any) -> None:
-        self._not_yet("drop_aggregate")
+    def drop_aggregate(self, name: str) -> None:
+        """`Table.drop_aggregate`: the model out of the table's options."""
+        self._engine_change(lambda engine: engine.drop_aggregate(name))
+
+    def _engine_change(self, change: Any) -> None:
+        """Run `change` on the engine's `Table` of the latest schema, then read the table afresh."""
+        table = PaimonTable.open(self._location, self._name, self._storage_options)
+        engine = Table(paimon_directory(table))
+        change(engine)
+        self._directory = engine.directory
+        self._table, self._fresh = table, True
 
     def expire_snapshots(self, retain_last: int = 1, older_than: Any = None) -> list[int]:
         """`Table.expire_snapshots` on the table as Paimon keeps it: snapshot files removed

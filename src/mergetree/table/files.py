@@ -24,7 +24,7 @@ from .indexes import bloom
 from .indexes.bitmap import ColumnBitmap, build_bitmaps
 from .indexes.bloom import ColumnBloom
 from .journal import creating
-from .levers.preaggregates import write_preaggregate
+from .levers.preaggregates import sidecar_of, write_preaggregate
 from .objects import StoredFile, is_local, source, table_path
 from .options import TableOptions
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
@@ -204,20 +204,53 @@ class DataFileMeta:
     def with_deletion_vector(self, ref: DeletionVectorRef | None) -> DataFileMeta:
         return replace(self, deletion_vector=ref)
 
+    # What a file has of each lever.  A Paimon file's come from the file itself and its manifest
+    # entry, through its origin: its Parquet footer (Bloom filters, sorting columns), its file
+    # index, its extra files (pre-aggregates); mergetree's own from `indexes`.
     def sidecars(self) -> list[str]:
-        """The files beside this data file that belong to it."""
+        """The files beside this data file that belong to it (a Paimon file's are its extra
+        files, which its entry lists)."""
+        if self.origin is not None:
+            return []
         indexed = any(b.get("indexed", True) for b in self.indexes.get("bitmap", {}).values())
         out = [paths.sidecar_name(self.file_name, "bitmap")] if indexed else []
         return out + [paths.sidecar_name(self.file_name, f"agg-{name}") for name in self.indexes.get("preagg", {})]
 
+    def bloom_columns(self) -> frozenset[str]:
+        """The columns it was written with Bloom filters for (a Paimon file: the columns its
+        schema asked Parquet's writer for — a writer may leave a filter out where the
+        column's dictionary says as much, and the file is no less indexed)."""
+        if self.origin is not None:
+            return self.origin.bloom_declared()
+        return frozenset(self.indexes.get("bloom", {}))
+
     def blooms(self) -> dict[str, ColumnBloom]:
+        """Its Bloom filters by column: Parquet's own, in the file."""
+        if self.origin is not None:
+            return self.origin.parquet_blooms()
         return {c: ColumnBloom.from_json(d) for c, d in self.indexes.get("bloom", {}).items()}
 
     def bitmaps(self) -> dict[str, ColumnBitmap]:
+        """Its bitmap sidecar's columns (a Paimon file's bitmaps are in its file index: `may_match`)."""
         return {c: ColumnBitmap.from_json(d) for c, d in self.indexes.get("bitmap", {}).items()}
+
+    def bitmap_columns(self) -> frozenset[str]:
+        """The columns a bitmap index covers (or records as too varied to index)."""
+        if self.origin is not None:
+            return self.origin.file_index_columns("bitmap")
+        return frozenset(self.indexes.get("bitmap", {}))
+
+    def preaggregates(self) -> dict[str, dict[str, Any]]:
+        """Its pre-aggregates by model name, as `write_preaggregate` described them."""
+        if self.origin is not None:
+            return self.origin.preaggregates()
+        return dict(self.indexes.get("preagg", {}))
 
     @property
     def sorted_by(self) -> tuple[str, ...]:
+        """The order of the rows inside the file, when it has one."""
+        if self.origin is not None:
+            return self.origin.sorted_by
         return tuple(self.indexes.get("sorted_by", ()))
 
     def with_indexes(self, indexes: dict[str, Any]) -> DataFileMeta:
@@ -284,8 +317,11 @@ class DataFileWriter:
         self.rows = 0
         self.bytes = 0
         self._writer: pq.ParquetWriter | None = None
+        # a Paimon table's bitmaps are its file index, which its writer builds (no sidecar)
+        self.signed = schema.paimon is not None
+        self.bitmap_sidecar = options is not None and bool(options.bitmap_columns) and not self.signed
         self._kept: list[pa.RecordBatch] | None = (
-            [] if options is not None and (options.bitmap_columns or options.aggregate_models) else None)
+            [] if options is not None and (self.bitmap_sidecar or options.aggregate_models) else None)
         self._bounds: dict[str, tuple[list, list, int]] = {}
         self._first_key: tuple = ()
         self._last_key: tuple = ()
@@ -341,15 +377,20 @@ class DataFileWriter:
     def _target(self) -> Any:
         """Where the Parquet writer writes: the local path, or an object store's upload (which
         the writer does not close: `close` and `abort` do)."""
-        options = self.options
-        sidecars = [paths.sidecar_name(self.name, "bitmap")] if options is not None and options.bitmap_columns else []
-        sidecars += [paths.sidecar_name(self.name, f"agg-{m}") for m in (options.aggregate_models if options else {})]
-        creating(self.storage, self.name, *sidecars)
+        creating(self.storage, self.name, *self.sidecar_names())
         if self.path is not None:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             return self.path
         self._sink = self.storage.open_output(self.name)
         return self._sink
+
+    def sidecar_names(self) -> list[str]:
+        """The files its options add beside it (a bitmap sidecar, pre-aggregates)."""
+        options = self.options
+        if options is None:
+            return []
+        out = [paths.sidecar_name(self.name, "bitmap")] if self.bitmap_sidecar else []
+        return out + [sidecar_of(self.name, m, self.signed) for m in options.aggregate_models.values()]
 
     def _open(self, sample: pa.Table) -> Any:
         """The Parquet (or ORC) writer, set up from the file's first rows (which columns get a
@@ -365,12 +406,15 @@ class DataFileWriter:
         # a Paimon table's files keep to the encodings every Paimon reader decodes
         delta = delta_columns(self.schema, sample.schema) if self.schema.paimon is None else []
         codec = self._codec()
+        # rows sorted inside the file (`sort_within`) say so in the footer, for every reader
+        sorting = pq.SortingColumn.from_ordering(sample.schema, [(c, "ascending") for c in self.sorted_by],
+                                                 "at_start") if self.sorted_by else None
         return pq.ParquetWriter(
             target, sample.schema, compression=codec,
             compression_level=options.zstd_level if options is not None and codec == "zstd" else None,
             use_dictionary=dictionary_columns(self.schema, sample),
             column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED") or None,
-            write_page_index=True, max_rows_per_page=self.page_rows,
+            write_page_index=True, max_rows_per_page=self.page_rows, sorting_columns=sorting,
             bloom_filter_options=bloom.write_options(bloom_columns, self.row_group_rows, options.bloom_fpp)
             if bloom_columns and options else None)
 
@@ -437,10 +481,7 @@ class DataFileWriter:
                 pass
         if self._sink is not None:
             self._sink.abort()  # never completed: nothing appears
-        models = self.options.aggregate_models if self.options is not None else {}
-        sidecars = [paths.sidecar_name(self.name, "bitmap")] + [paths.sidecar_name(self.name, f"agg-{m}")
-                                                                 for m in models]
-        remove_uncommitted(self.storage, [self.name, *sidecars])
+        remove_uncommitted(self.storage, [self.name, *self.sidecar_names()])
 
 
 # opens one new data file of a bucket, named and placed as the table's format does it
@@ -490,6 +531,14 @@ def write_rolled(open_file: FileOpener, batches: Iterable[pa.RecordBatch], schem
         raise
 
 
+def rows_of(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    """Batches read from data files as one table of `schema`'s columns.  A Paimon file's columns
+    may say NOT NULL where the schema does not (its key copies), or the other way round: the
+    batches' own schema is kept, and `schema` gives only an empty table's."""
+    batches = list(batches)
+    return pa.Table.from_batches(batches) if batches else schema.empty_table()
+
+
 def final_rows(table: pa.Table, schema: TableSchema) -> pa.Table:
     """A data file's rows as a read sees them when nothing overlaps the file: retractions
     dropped, table columns only."""
@@ -504,18 +553,19 @@ def build_file_indexes(storage: Store, name: str, table: pa.Table, schema: Table
     """The Bloom filter description, bitmap index and pre-aggregates of a data file written
     with Bloom filters for `options.bloom_columns` (sidecars are written here)."""
     indexes: dict[str, Any] = {}
-    if options.bloom_columns:
+    if options.bloom_columns and schema.paimon is None:  # a Paimon file's footer is read when probed
         described = bloom.describe(source(storage, name, size), list(options.bloom_columns))
         indexes["bloom"] = {c: b.to_json() for c, b in described.items()}
-    if options.bitmap_columns:
+    if options.bitmap_columns and schema.paimon is None:  # a Paimon table's are in its file index
         built = build_bitmaps(table, options.bitmap_columns, options.bitmap_max_values,
                               source(storage, paths.sidecar_name(name, "bitmap")))
         if built:
             indexes["bitmap"] = {c: b.to_json() for c, b in built.items()}
     if options.aggregate_models:
         rows = final_rows(table, schema)
+        signed = schema.paimon is not None
         indexes["preagg"] = {
-            model.name: write_preaggregate(rows, model, source(storage, paths.sidecar_name(name, f"agg-{model.name}")))
+            model.name: write_preaggregate(rows, model, source(storage, sidecar_of(name, model, signed)), signed)
             for model in options.aggregate_models.values()}
     if sorted_by:
         indexes["sorted_by"] = list(sorted_by)

@@ -10,6 +10,7 @@ from .compaction.runner import bucket_levels
 from .consumers import Consumer
 from .directory import TableDirectory
 from .files import DataFileMeta
+from .levers.preaggregates import model_signature
 from .snapshots import Snapshot
 
 __all__ = ["ColumnClustering", "TableInfo", "clustering_depth", "table_info"]
@@ -84,14 +85,14 @@ def table_info(directory: TableDirectory) -> TableInfo:
     measured += [c for c in options.sort_within if c not in measured]
     coverage: dict[str, tuple[int, int]] = {}
     if options.bloom_columns:
-        coverage["bloom"] = (sum(set(options.bloom_columns) <= set(m.indexes.get("bloom", {})) for m in live),
-                             len(live))
+        coverage["bloom"] = (sum(set(options.bloom_columns) <= m.bloom_columns() for m in live), len(live))
     if options.bitmap_columns:
-        coverage["bitmap"] = (sum(set(options.bitmap_columns) <= set(m.indexes.get("bitmap", {})) for m in live),
-                              len(live))
+        coverage["bitmap"] = (sum(set(options.bitmap_columns) <= m.bitmap_columns() for m in live), len(live))
     models = {}
     for name, model in options.aggregate_models.items():
-        built = [m.indexes["preagg"][name] for m in live if name in m.indexes.get("preagg", {})]
+        signature = model_signature(model)
+        built = [b for m in live for b in [m.preaggregates().get(name)]
+                 if b is not None and b.get("signature", signature) == signature]
         coverage[f"pre-aggregate {name}"] = (len(built), len(live))
         source = sum(b.get("source_rows", 0) for b in built)
         models[name] = {"group_by": list(model.group_by),

@@ -56,6 +56,7 @@ __all__ = [
     "aggregate_model_options",
     "aggregate_option",
     "describe_options",
+    "is_model_key",
     "parse_codec",
     "parse_codec_levels",
     "resolve_options",
@@ -326,6 +327,12 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
 _AGGREGATE_KEY = re.compile(r"fields\.(.+)\.aggregate-function")
 # aggregate.<name>.group-by / aggregate.<name>.measures: a pre-aggregate model
 _MODEL_KEY = re.compile(r"aggregate\.([A-Za-z0-9_-]+)\.(group-by|measures)")
+
+
+def is_model_key(key: str) -> bool:
+    """Whether `key` declares part of a pre-aggregate model (``aggregate.<name>.group-by`` or
+    ``.measures``)."""
+    return _MODEL_KEY.fullmatch(key) is not None
 MEASURE_FUNCTIONS = ("sum", "count", "min", "max")
 
 

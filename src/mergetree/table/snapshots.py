@@ -22,7 +22,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import CommitConflictError, CorruptTableError, SnapshotNotFoundError, UnsupportedFormatError
@@ -31,7 +31,7 @@ from . import paths
 from .buckets import bucket_ids
 from .dvfiles import write_index_file
 from .filecache import FileCache
-from .files import DataFileMeta, DataFileWriter, remove_uncommitted
+from .files import DataFileMeta, DataFileWriter, build_file_indexes, remove_uncommitted
 from .objects import is_local, list_names, read_if_exists, table_path
 from .values import decode_value, encode_value
 
@@ -362,6 +362,18 @@ class SnapshotStore:
 
     def expired_to(self, earliest: int | None) -> None:
         """Snapshots below `earliest` were expired (a format with an EARLIEST hint writes it)."""
+
+    def native_options(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Option changes in the engine's names (`options.KEY_*`) as this format names them."""
+        return changes
+
+    def with_side_data(self, entry: FileEntry, rows: Any, schema: Any, options: Any) -> FileEntry:
+        """The entry of a live file given the bitmap sidecar and pre-aggregates `options` declare,
+        built from its rows (every row, in file order) — the file itself unchanged."""
+        meta = entry.file
+        indexes = build_file_indexes(self.storage, meta.file_name, rows, schema, replace(options, bloom_columns=()),
+                                     meta.sorted_by)
+        return FileEntry(entry.partition, entry.bucket, meta.with_indexes({**meta.indexes, **indexes}))
 
     def clustered_level(self, options: Any) -> int:
         """The level the optimizer writes files it laid out at (mergetree's own format marks

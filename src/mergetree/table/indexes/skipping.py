@@ -34,6 +34,7 @@ class FileDecision:
     keep: bool
     removed_by: str | None = None
     row_groups: frozenset[int] | None = None
+    row_group_count: int = 0  # the file's row groups, when `row_groups` names some
 
 
 _KEEP_ALL = FileDecision(True)
@@ -47,38 +48,40 @@ def decide(storage: Store, meta: DataFileMeta, f: flt.Filter, use_indexes: bool 
         return FileDecision(False, "min/max")
     if use_indexes and meta.origin is not None and not meta.origin.may_match(f):
         return FileDecision(False, "file-index")  # a Paimon file's own index (Bloom filters, bitmaps)
-    if not use_indexes or not meta.indexes:
+    if not use_indexes or (meta.origin is None and not meta.indexes):
         return _KEEP_ALL
-    groups = _row_group_count(meta)
+    # a Paimon file's Bloom filters are Parquet's own, described from its footer on first use
+    # (only a filter with = or IN on a column its schema gave filters asks)
+    counted = [0]
     row_groups: frozenset[int] | None = None
     for step, probe in (("bloom", _bloom_leaf), ("bitmap", _bitmap_leaf)):
-        found = _evaluate(f, lambda leaf, probe=probe: probe(storage, meta, leaf), groups)
+        found = _evaluate(f, lambda leaf, probe=probe: probe(storage, meta, leaf, counted))
         if found is not None:
             if not found:
                 return FileDecision(False, step)
             row_groups = found if row_groups is None else row_groups & found
             if not row_groups:
                 return FileDecision(False, step)
-    return FileDecision(True, None, row_groups)
+    return FileDecision(True, None, row_groups, counted[0] if row_groups is not None else 0)
 
 
 def _row_group_count(meta: DataFileMeta) -> int:
     return max((meta.row_count + ROW_GROUP_ROWS - 1) // ROW_GROUP_ROWS, 1)
 
 
-def _evaluate(f: flt.Filter, leaf_groups, groups: int) -> frozenset[int] | None:
+def _evaluate(f: flt.Filter, leaf_groups) -> frozenset[int] | None:
     """The row groups that may hold matching rows by one index (None: it cannot tell)."""
     if f[0] == "and" and len(f) == 2:
         out: frozenset[int] | None = None
         for part in f[1]:
-            found = _evaluate(part, leaf_groups, groups)
+            found = _evaluate(part, leaf_groups)
             if found is not None:
                 out = found if out is None else out & found
         return out
     if f[0] == "or" and len(f) == 2:
         union: set[int] = set()
         for part in f[1]:
-            found = _evaluate(part, leaf_groups, groups)
+            found = _evaluate(part, leaf_groups)
             if found is None:
                 return None
             union |= found
@@ -86,17 +89,20 @@ def _evaluate(f: flt.Filter, leaf_groups, groups: int) -> frozenset[int] | None:
     return leaf_groups(f)
 
 
-def _bloom_leaf(storage: Store, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
+def _bloom_leaf(storage: Store, meta: DataFileMeta, leaf: tuple, counted: list[int]) -> frozenset[int] | None:
     column, op, value = leaf
     if op not in ("=", "in"):
         return None
-    described = meta.indexes.get("bloom", {}).get(column)
+    if meta.origin is not None:
+        described = meta.blooms().get(column)
+    else:
+        stored = meta.indexes.get("bloom", {}).get(column)
+        described = None if stored is None else bloom.ColumnBloom.from_json(stored)
     if described is None:
         return None
+    counted[0] = max(len(described.filters), 1)
     values = [value] if op == "=" else list(value)
-    found = bloom.row_groups_that_may_contain(source_of(storage, meta),
-                                              bloom.ColumnBloom.from_json(described), values)
-    return frozenset(found)
+    return frozenset(bloom.row_groups_that_may_contain(source_of(storage, meta), described, values))
 
 
 def _accepts(op: str, value: Any):
@@ -123,11 +129,12 @@ def _accepts(op: str, value: Any):
     return test
 
 
-def _bitmap_leaf(storage: Store, meta: DataFileMeta, leaf: tuple) -> frozenset[int] | None:
+def _bitmap_leaf(storage: Store, meta: DataFileMeta, leaf: tuple, counted: list[int]) -> frozenset[int] | None:
     column, op, value = leaf
-    described = meta.indexes.get("bitmap", {}).get(column)
+    described = meta.indexes.get("bitmap", {}).get(column) if meta.origin is None else None
     if described is None or not described.get("indexed", True):
         return None
+    counted[0] = _row_group_count(meta)
     test = _accepts(op, value)
     listed = described.get("values")
     if listed is not None and not any(test(v) for v in meta.bitmaps()[column].values or ()):

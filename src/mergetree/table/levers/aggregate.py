@@ -14,7 +14,7 @@ from .. import filters as flt
 from .. import paths
 from ..directory import TableDirectory
 from ..files import DataFileMeta
-from ..objects import source
+from ..objects import StoredFile, source
 from ..options import AggregateModel
 from ..read import BucketPlan, ReadPlan, ReadStats, file_filter, plan_read, read_bucket
 from .preaggregates import (
@@ -22,12 +22,13 @@ from .preaggregates import (
     combine_partials,
     covers,
     measure_name,
+    model_signature,
     normalize_measures,
     partial_aggregate,
     read_partial,
 )
 
-__all__ = ["aggregate", "choose_model"]
+__all__ = ["aggregate", "choose_model", "stored_preaggregate"]
 
 
 def choose_model(directory: TableDirectory, group_by: Sequence[str], measures: Measures,
@@ -52,6 +53,18 @@ def _units(directory: TableDirectory, bucket: BucketPlan) -> list[tuple[list, Da
     return out
 
 
+def stored_preaggregate(directory: TableDirectory, meta: DataFileMeta,
+                        model: AggregateModel) -> tuple[str | StoredFile, dict[str, Any]] | None:
+    """Where a file's pre-aggregate of `model` is, and what its entry says of it; None when it
+    has none, or one built for another definition of the model (never read: stale)."""
+    described = meta.preaggregates().get(model.name)
+    if described is None or described.get("signature", model_signature(model)) != model_signature(model):
+        return None
+    if meta.origin is not None:
+        return meta.origin.extra_source(described["file"]), described
+    return source(directory.storage, paths.sidecar_name(meta.file_name, f"agg-{model.name}")), described
+
+
 def aggregate(directory: TableDirectory, group_by: Any, measures: Mapping[str, Any], filter: flt.Filter,
               snapshot: Any, use_preaggregates: bool = True) -> tuple[pa.Table, ReadPlan, ReadStats]:
     """The grouped aggregates, the plan, and what the read did."""
@@ -72,11 +85,10 @@ def aggregate(directory: TableDirectory, group_by: Any, measures: Mapping[str, A
     for bucket in plan.buckets:
         for section, final in _units(directory, bucket):
             # a pre-aggregate counts every row of its file: not one whose deletion vector removed some
-            if model is not None and final is not None and not final.deleted_rows \
-                    and model.name in final.indexes.get("preagg", {}):
-                sidecar = source(directory.storage, paths.sidecar_name(final.file_name, f"agg-{model.name}"))
-                partials.append(read_partial(sidecar, final.indexes["preagg"][model.name], partial_names, expression,
-                                             sorted(flt.columns_of(f) or ())))
+            stored = stored_preaggregate(directory, final, model) if model is not None and final is not None \
+                and not final.deleted_rows else None
+            if stored is not None and final is not None:
+                partials.append(read_partial(*stored, partial_names, expression, sorted(flt.columns_of(f) or ())))
                 plan.steps["pre-aggregate"].add([final])
                 stats.used_preaggregates += 1
                 continue

@@ -20,7 +20,7 @@ from ..compaction.runner import compact_buckets
 from ..compaction.transaction import Progress, new_files, rewrite_transaction
 from ..directory import TableDirectory, alter_options
 from ..dvfiles import DeletionVectorRef
-from ..files import DataFileMeta, build_file_indexes, read_run, write_data_file, write_sorted_run
+from ..files import DataFileMeta, read_run, rows_of, write_data_file, write_sorted_run
 from ..options import (
     CLUSTERING_STRATEGIES,
     KEY_CLUSTERING_COLUMNS,
@@ -33,6 +33,7 @@ from ..read import plan_read
 from ..schema import column_names
 from ..snapshots import FileEntry, Snapshot
 from .curves import MAX_COLUMNS
+from .preaggregates import model_signature
 from .qdtree import layout_order
 
 __all__ = ["build_indexes", "layout_refusal", "layout_signature", "marked", "missing_indexes", "optimize",
@@ -227,8 +228,7 @@ def _group_rows(directory: TableDirectory, groups: dict[tuple, list[DataFileMeta
         if not files:
             continue
         files = sorted(files, key=lambda m: m.file_name)
-        yield partition, bucket, files, pa.Table.from_batches(list(read_run(directory.storage, files)),
-                                                              schema=directory.schema.file_schema)
+        yield partition, bucket, files, rows_of(read_run(directory.storage, files), directory.schema.file_schema)
 
 
 def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapshot,
@@ -298,45 +298,53 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
 
 
 def missing_indexes(meta: DataFileMeta, options) -> tuple[bool, bool]:
-    """(needs a rewrite for Bloom filters, needs sidecars) for one file under these options."""
-    blooms = set(meta.indexes.get("bloom", {}))
-    rewrite = not set(options.bloom_columns) <= blooms
+    """(needs a rewrite, needs side data) for one file under these options: a rewrite for a
+    missing Bloom filter (Parquet keeps it inside the file) and, in a Paimon table, a missing
+    bitmap (its file index is built with the file); side data for a missing bitmap sidecar or a
+    pre-aggregate missing or built for another definition of its model."""
+    rewrite = not set(options.bloom_columns) <= meta.bloom_columns()
     # a bitmap column with too many values is recorded as such: it is not retried
-    sidecars = not set(options.bitmap_columns) <= set(meta.indexes.get("bitmap", {})) or \
-        not set(options.aggregate_models) <= set(meta.indexes.get("preagg", {}))
-    return rewrite, sidecars
+    bitmaps = not set(options.bitmap_columns) <= meta.bitmap_columns()
+    stored = meta.preaggregates()
+    preaggregates = any(name not in stored or stored[name].get("signature", signature) != signature
+                        for name, signature in ((n, model_signature(m)) for n, m in options.aggregate_models.items()))
+    if meta.origin is not None:
+        return rewrite or bitmaps, preaggregates
+    return rewrite, bitmaps or preaggregates
 
 
 def build_indexes(directory: TableDirectory, progress: Progress | None) -> Snapshot | None:
     """Give every live file the Bloom filters, bitmap indexes and pre-aggregates the options
-    declare: files missing a Bloom filter are rewritten (Parquet stores it inside the file),
-    the others only get new sidecars and manifest entries."""
+    declare: files missing a Bloom filter (or, in a Paimon table, a file index) are rewritten,
+    the others only get their new side files (mergetree's sidecars, a Paimon file's extra
+    files) in new manifest entries."""
     ts = directory.schema
     options = directory.options
     base = directory.latest_snapshot()
     if base is None:
         return None
     todo = [(e, *missing_indexes(e.file, options)) for e in directory.live_files(base).values()]
-    todo = [(e, rewrite, sidecars) for e, rewrite, sidecars in todo if rewrite or sidecars]
+    todo = [(e, rewrite, side) for e, rewrite, side in todo if rewrite or side]
     if not todo:
         return None
     total = sum(e.file.row_count for e, _, _ in todo)
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for entry, rewrite_file, _ in todo:
             meta = entry.file
-            # a rewrite drops the rows a deletion vector removed (and the file stays resolved); a
-            # sidecar indexes the file as it is, row positions included
-            read = meta if rewrite_file else meta.with_deletion_vector(None)
-            rows = pa.Table.from_batches(list(read_run(directory.storage, [read])), schema=ts.file_schema)
+            # a rewrite drops the rows a deletion vector removed (and the file stays resolved); side
+            # data indexes the file as it is, row positions included
+            read = meta if rewrite_file else meta.every_row()
+            rows = rows_of(read_run(directory.storage, [read]), ts.file_schema)
             if rewrite_file:
                 new = write_data_file(directory.opener(entry.partition, entry.bucket, meta.level,
                                                        sorted_by=meta.sorted_by), rows)
                 if meta.resolved:
                     new = new.with_deletion_vector(DeletionVectorRef())
+                if not ts.has_primary_key:  # an append table's files keep their place in its order
+                    new = replace(new, min_seq=meta.min_seq, max_seq=meta.max_seq)
+                written = FileEntry(entry.partition, entry.bucket, new)
             else:
-                indexes = build_file_indexes(directory.storage, meta.file_name, rows, ts,
-                                             replace(options, bloom_columns=()), meta.sorted_by)
-                new = meta.with_indexes({**meta.indexes, **indexes})
-            rewrite.replace([entry], [FileEntry(entry.partition, entry.bucket, new)])
+                written = directory.store.with_side_data(entry, rows, ts, options)
+            rewrite.replace([entry], [written])
             rewrite.advance(meta.row_count)
         return rewrite.commit()

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,8 +36,8 @@ from ..objects import StoredFile, read_parquet_table, write_parquet
 from ..options import MEASURE_FUNCTIONS, AggregateModel
 from ..type_policy import require
 
-__all__ = ["Measures", "combine_partials", "covers", "measure_name", "normalize_measures", "partial_aggregate",
-           "write_preaggregate"]
+__all__ = ["Measures", "combine_partials", "covers", "measure_name", "model_signature", "normalize_measures",
+           "partial_aggregate", "sidecar_of", "write_preaggregate"]
 
 INLINE_MAX_BYTES = 4096  # a partial up to this size (IPC stream) is also kept in the manifest
 
@@ -153,14 +155,35 @@ def covers(model: AggregateModel, group_by: Sequence[str], measures: Measures, f
     return set(group_by) <= set(model.group_by) and set(measures) <= set(model.measures)
 
 
-def write_preaggregate(rows: pa.Table, model: AggregateModel, path: str | StoredFile) -> dict[str, Any]:
-    """Write one data file's pre-aggregate; returns what the manifest keeps of it."""
+def model_signature(model: AggregateModel) -> str:
+    """A short digest of what a model computes (its grouping and measures, not its name): a
+    sidecar named by it is never read for a model redefined under the same name."""
+    text = json.dumps([list(model.group_by), [list(m) for m in model.measures]])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def sidecar_of(data_file: str, model: AggregateModel, signed: bool) -> str:
+    """The pre-aggregate file of `data_file` for `model`: ``<file>.agg-<name>-<signature>.parquet``
+    beside a Paimon table's file (`signed`: listed as one of its extra files, which Paimon's
+    readers ignore, its orphan cleaning keeps and its expiry deletes with the file), else
+    mergetree's own sidecar name."""
+    if signed:
+        return f"{data_file}.agg-{model.name}-{model_signature(model)}.parquet"
+    return f"{data_file[:-len('.parquet')]}.agg-{model.name}.parquet"
+
+
+def write_preaggregate(rows: pa.Table, model: AggregateModel, path: str | StoredFile,
+                       signed: bool = False) -> dict[str, Any]:
+    """Write one data file's pre-aggregate; returns what the manifest keeps of it (with
+    `signed`, the model's signature: `sidecar_of`)."""
     try:
         partial = partial_aggregate(rows, model.group_by, model.measures)
     except (pa.ArrowException, KeyError) as exc:
         raise SchemaMismatchError(f"pre-aggregate {model.name!r} cannot be built: {exc}") from None
     write_parquet(partial, path)
     described: dict[str, Any] = {"rows": partial.num_rows, "source_rows": rows.num_rows}
+    if signed:
+        described["signature"] = model_signature(model)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, partial.schema) as writer:
         writer.write_table(partial)

@@ -55,7 +55,7 @@ from ..objects import StoredFile, locate
 from .metadata import PaimonFile, PaimonSchema, PaimonTable
 from .options import FileIndexSpec
 
-__all__ = ["FileIndex", "build_file_index", "file_index", "indexed_columns", "may_match"]
+__all__ = ["FileIndex", "build_file_index", "file_beside", "file_index", "indexed_columns", "may_match"]
 
 _RANGE_OPS = {"<", "<=", ">", ">="}
 
@@ -80,8 +80,9 @@ _decoded: FileCache[Any] = FileCache(max_entries=4096, max_bytes=128 * 2**20,
 _heads: FileCache[tuple] = FileCache(max_entries=4096)
 
 
-def _index_file(table: PaimonTable, pf: PaimonFile, name: str) -> StoredFile:
-    """The `.index` file `name` beside data file `pf`."""
+def file_beside(table: PaimonTable, pf: PaimonFile, name: str) -> StoredFile:
+    """Extra file `name` of data file `pf` (its `.index` file, a pre-aggregate), which Paimon
+    keeps beside the data file, wherever that is."""
     if pf.name is not None:
         directory = posixpath.dirname(pf.name)
         return StoredFile(table.storage, f"{directory}/{name}" if directory else name)
@@ -111,7 +112,7 @@ def file_index(table: PaimonTable, pf: PaimonFile, schema: PaimonSchema) -> File
             def fetch(start: int, length: int) -> bytes:
                 return bytes(blob[start:start + length])
         else:
-            stored = _index_file(table, pf, extra[0])
+            stored = file_beside(table, pf, extra[0])
             where = f"file index {stored}"
 
             def load_head() -> tuple:

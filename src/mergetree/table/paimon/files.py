@@ -20,17 +20,20 @@ import pyarrow.parquet as pq
 from ...codec.types import PaimonField, evolve, same_type
 from ...errors import (
     CorruptTableError,
+    InvalidArgumentError,
     MergeTreeError,
     ObjectNotFoundError,
     SchemaMismatchError,
     StorageError,
     UnsupportedPaimonFeatureError,
+    UnsupportedTypeError,
 )
 from .. import filters as flt
 from ..filecache import FileCache
 from ..files import parquet_fragment, read_parquet
+from ..indexes.bloom import ColumnBloom, describe
 from ..objects import StoredFile
-from .file_indexes import indexed_columns
+from .file_indexes import file_beside, file_index, indexed_columns
 from .file_indexes import may_match as file_index_may_match
 from .metadata import KEY_PREFIX, KIND_COLUMN, SEQUENCE_COLUMN, DeletionFile, PaimonFile, PaimonSchema, PaimonTable
 from .tables import table_options
@@ -88,6 +91,9 @@ def thin_keys(path: str | StoredFile, name: str, columns: list[str] | None) -> d
         names = orc_column_names(path)
     return {c: c[len(KEY_PREFIX):] for c in keys if c not in names and c[len(KEY_PREFIX):] in names}
 
+
+# Parquet Bloom filter descriptions of Paimon files, by file and columns (footers parsed once)
+_blooms: FileCache[dict[str, ColumnBloom]] = FileCache(max_entries=4096)
 
 # an ORC file's column names, by file: its footer is read once, not at every read of the file
 _orc_names: FileCache[frozenset[str]] = FileCache(max_entries=1024)
@@ -371,6 +377,94 @@ class PaimonFileRef:
         if not (flt.columns_of(f) or set()) & indexed_columns(self.schema.options):
             return True
         return file_index_may_match(self.table, self.file, self.schema, f)
+
+    # -- what the file has of each lever (`DataFileMeta.blooms` and the others) -----------
+    def _current_names(self) -> dict[str, str]:
+        """The file's column names -> the read schema's, for columns of the same type."""
+        pf = self.file
+        written = self.schema if pf.schema_id == self.schema.id else self.table.schema(pf.schema_id)
+        by_id = {f.id: f for f in written.fields}
+        return {by_id[f.id].name: f.name for f in self.schema.fields
+                if f.id in by_id and same_type(by_id[f.id].type, f.type)}
+
+    def parquet_blooms(self) -> dict[str, ColumnBloom]:
+        """Parquet's own Bloom filters in the file, by read column: the columns its schema asked
+        them for (`tables.parquet_blooms`), described from its footer once."""
+        return self._blooms
+
+    def bloom_declared(self) -> frozenset[str]:
+        """The read columns its schema asked Parquet's writer to give Bloom filters."""
+        written = self.written_options()
+        if not self.file.file_name.endswith(".parquet") or written is None or not written.bloom_columns:
+            return frozenset()
+        names = self._current_names()
+        return frozenset(names[c] for c in written.bloom_columns if c in names)
+
+    @cached_property
+    def _blooms(self) -> dict[str, ColumnBloom]:
+        declared = self.bloom_declared()
+        if not declared:
+            return {}
+        names = self._current_names()
+        columns = [c for c in names if names[c] in declared]
+        source = self.source()
+        try:
+            if isinstance(source, StoredFile):
+                found = _blooms.get_keyed((*source.key, *columns), lambda: describe(source, columns))
+            else:
+                found = _blooms.get(source, lambda: describe(source, columns), *columns)
+        except (SchemaMismatchError, UnsupportedTypeError, InvalidArgumentError):
+            # a column stored in a way no filter is probed for
+            return {}
+        return {names[c]: b for c, b in found.items() if any(length for _, length in b.filters)}
+
+    def file_index_columns(self, index_type: str) -> frozenset[str]:
+        """The read columns the file's own Paimon file index covers with `index_type`
+        ("bitmap", "bloom-filter"): read from its entry, or its index file's head."""
+        written = self.schema if self.file.schema_id == self.schema.id else self.table.schema(self.file.schema_id)
+        index = file_index(self.table, self.file, written)
+        if index is None:
+            return frozenset()
+        names = self._current_names()
+        return frozenset(names[c] for c, kinds in index.loaders.items() if index_type in kinds and c in names)
+
+    def preaggregates(self) -> dict[str, dict[str, Any]]:
+        """Its pre-aggregates by model name, from its extra files
+        (``<file>.agg-<name>-<signature>.parquet``: `preaggregates.sidecar_of`)."""
+        prefix, out = self.file.file_name + ".agg-", {}
+        for extra in self.file.record["_FILE"].get("_EXTRA_FILES") or ():
+            middle = extra[len(prefix):-len(".parquet")] if extra.startswith(prefix) and extra.endswith(".parquet") \
+                else ""
+            name, _, signature = middle.rpartition("-")
+            if name and len(signature) == 12:
+                out[name] = {"signature": signature, "file": extra}
+        return out
+
+    def extra_source(self, name: str) -> StoredFile:
+        """Where its extra file `name` is (beside it)."""
+        return file_beside(self.table, self.file, name)
+
+    @cached_property
+    def sorted_by(self) -> tuple[str, ...]:
+        """The columns its rows are sorted by (ascending, nulls first), as its Parquet footer's
+        sorting columns say — the same in every row group — in read names; () if none."""
+        if not self.file.file_name.endswith(".parquet"):
+            return ()
+        try:
+            metadata = parquet_fragment(self.source()).metadata
+        except (OSError, pa.ArrowException) as exc:
+            raise corrupt(self.table, self.file, exc) from None
+        orders = {metadata.row_group(i).sorting_columns for i in range(metadata.num_row_groups)}
+        if len(orders) != 1:
+            return ()
+        names = self._current_names()
+        out = []
+        for column in next(iter(orders)):
+            path = metadata.schema.column(column.column_index).path
+            if column.descending or not column.nulls_first or path not in names:
+                return ()
+            out.append(names[path])
+        return tuple(out)
 
     def deleted_positions(self) -> np.ndarray | None:
         """The rows its deletion vector marks, sorted (None: none); decoded once."""

@@ -11,6 +11,7 @@ and, in a deletion-vector table, a `DeletionVectorRef` on every file above level
 retractions — a *resolved* file, read alone with its vector applied, as Paimon reads it."""
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import posixpath
@@ -35,20 +36,24 @@ from .. import paths
 from ..changes.compute import PRODUCER_PROPERTY
 from ..directory import TableDirectory, open_table
 from ..dvfiles import DeletionVectorRef
-from ..files import DataFileMeta, remove_uncommitted
+from ..files import DataFileMeta, final_rows, remove_uncommitted
 from ..formats import is_paimon_table
 from ..journal import creating, is_location
+from ..levers.preaggregates import model_signature, sidecar_of, write_preaggregate
 from ..objects import list_names, storage_for
+from ..options import KEY_BLOOM_COLUMNS
 from ..schema import TableSchema
 from ..snapshots import FileEntry, Snapshot, add_manifests
 from .commit import (
     FILE_SOURCE_APPEND,
     FILE_SOURCE_COMPACT,
+    PAIMON_FILE,
     IndexChange,
     commit_files,
     data_file_record,
     deletion_index,
     new_index_name,
+    paimon_extras,
     remove_files,
 )
 from .files import PaimonFileRef, check_evolvable
@@ -71,7 +76,14 @@ from .metadata import (
 )
 from .metadata import clear_caches as clear_metadata_caches
 from .options import check_option_change, file_index_spec, is_true, option_text, retention
-from .tables import commit_refusal, option_name, table_options, table_schema
+from .tables import (
+    bloom_option_changes,
+    check_parquet_options,
+    commit_refusal,
+    option_name,
+    table_options,
+    table_schema,
+)
 from .writer import ExternalRoots, PaimonFileWriter, external_roots, placed_files, with_origin
 
 __all__ = ["FileStats", "PaimonSnapshotStore", "clear_caches", "open_directory", "paimon_directory", "snapshot_of"]
@@ -138,6 +150,11 @@ _STATISTICS = re.compile(r"stat-[0-9a-f-]{36}-\d+")
 _ENTROPY = re.compile(r"(.*)/[01]{4}/[01]{4}/[01]{4}/[01]{8}")
 _live: OrderedDict[tuple, dict[str, FileEntry]] = OrderedDict()
 _live_lock = threading.Lock()
+
+
+# what an extra file of a data file adds to its name: its file index, or a pre-aggregate
+# (`preaggregates.sidecar_of`)
+_EXTRA_SUFFIX = re.compile(r"(\.index|\.agg-[A-Za-z0-9_-]+-[0-9a-f]{12}\.parquet)$")
 
 
 class PaimonSnapshotStore:
@@ -252,6 +269,7 @@ class PaimonSnapshotStore:
         table_schema(altered)  # Paimon's options checked as a read checks them, the file index as a write
         file_index_spec(altered.options, {f.name: f.type for f in altered.fields})
         retention(altered.options)  # and what expiry keeps, as Java reads it
+        check_parquet_options({k: v for k, v in altered.options.items() if k.startswith("parquet.")})
         table_options(altered)  # and mergetree's values
         self.storage.require_conditional_create()
         name = f"{SCHEMA_DIR}/schema-{altered.id}"
@@ -354,6 +372,53 @@ class PaimonSnapshotStore:
         if earliest is not None:
             self._hint(f"{SNAPSHOT_DIR}/EARLIEST", earliest)
 
+    def native_options(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Option changes in the engine's names as a Paimon table names them: Bloom filter
+        columns (`KEY_BLOOM_COLUMNS`, which Paimon's name means its file index) become Parquet's
+        own filters, ``parquet.bloom.filter.enabled#<column>``, which Java's writers write too
+        (`bloom_option_changes`); the rest keep their names (`option_name` prefixes mergetree's)."""
+        orc = self.schema.options.get("file.format", "parquet").strip().lower() != "parquet"
+        if KEY_BLOOM_COLUMNS not in changes or orc:  # ORC has no Parquet filters: Paimon's file index then
+            return changes
+        out = {k: v for k, v in changes.items() if k != KEY_BLOOM_COLUMNS}
+        out.update(bloom_option_changes(self.schema.options, changes[KEY_BLOOM_COLUMNS]))
+        return out
+
+    def with_side_data(self, entry: FileEntry, rows: Any, schema: Any, options: Any) -> FileEntry:
+        """The entry of a live file with the pre-aggregates `options` declare written beside it
+        and listed as its extra files (a pre-aggregate of an older definition of a model
+        dropped from the list), the file unchanged: Paimon's readers ignore such files, its
+        orphan cleaning keeps them and its expiry deletes them with the file.  (Its bitmaps are
+        its file index, built with the file: `missing_indexes` asks a rewrite for them.)"""
+        meta = entry.file
+        origin = meta.origin
+        record = origin.file.record["_FILE"]
+        models = options.aggregate_models
+        stored = meta.preaggregates()
+        missing = [m for m in models.values() if stored.get(m.name, {}).get("signature") != model_signature(m)]
+        # a declared model's pre-aggregate of an older definition leaves the list; a listed file is
+        # never written again (readers may be reading it)
+        stale = {stored[m.name]["file"] for m in missing if m.name in stored}
+        extras = [e for e in record.get("_EXTRA_FILES") or () if e not in stale]
+        rows = final_rows(rows, schema)
+        written: list[str] = []
+        try:
+            for model in missing:
+                name = posixpath.basename(sidecar_of(origin.file.file_name, model, True))
+                target = origin.extra_source(name)
+                creating(target.storage, target.name)
+                written.append(target.name)
+                write_preaggregate(rows, model, target, True)
+                extras.append(name)
+        except BaseException:
+            if written:
+                remove_uncommitted(origin.extra_source(posixpath.basename(written[0])).storage, written)
+            raise
+        embedded = record.get("_EMBEDDED_FILE_INDEX")
+        listed = {"external_path": record.get("_EXTERNAL_PATH"), "extra_files": extras,
+                  "embedded_index": None if embedded is None else base64.b64encode(embedded).decode("ascii")}
+        return FileEntry(entry.partition, entry.bucket, meta.with_indexes({**meta.indexes, PAIMON_FILE: listed}))
+
     def clustered_level(self, options: Any) -> int:
         """The top level, where Java's incremental clustering puts what it clustered (an append
         table's levels mean nothing else): a file above level 0 is laid out."""
@@ -400,7 +465,7 @@ class PaimonSnapshotStore:
         writers would not name so (the query log beside the table, a user's files)."""
         head, _, base = relative.rpartition("/")
         if "://" in relative or relative.startswith("/"):  # a file at an external path (expiry's)
-            return self.owns(relative.removesuffix(".index"))
+            return self.owns(_EXTRA_SUFFIX.sub("", relative))
         if head == MANIFEST_DIR:
             return bool(_MANIFEST.fullmatch(base))
         if head == INDEX_DIR:
@@ -409,7 +474,7 @@ class PaimonSnapshotStore:
             return bool(_STATISTICS.fullmatch(base))
         if not self._bucket_directory(head):
             return False
-        return bool(_WRITTEN.fullmatch(base.removesuffix(".index")) or _INDEX_FILE.fullmatch(base))
+        return bool(_WRITTEN.fullmatch(_EXTRA_SUFFIX.sub("", base)) or _INDEX_FILE.fullmatch(base))
 
     def _bucket_directory(self, head: str) -> bool:
         """Is `head` one of the table's bucket directories: ``[<data-file.path-directory>/]``
@@ -572,18 +637,22 @@ class PaimonSnapshotStore:
         vectors, the bucket's remaining vectors in a new index file (none left: no entry)."""
         table, schema = self.table, self.schema
         levels = {e.file.file_name: e.file.level for e in deletes}
-        same = {e.file.file_name for e in adds if isinstance(e.file.origin, PaimonFileRef)
-                and levels.get(e.file.file_name) == e.file.level}
+        relisted_names = {e.file.file_name for e in adds if isinstance(e.file.origin, PaimonFileRef)
+                          and levels.get(e.file.file_name) == e.file.level}
+        # a live file at its level keeps its entry, but one whose extra files changed, which is
+        # listed again (DELETE, then ADD); either way its deletion vector stays
+        same = {e.file.file_name for e in adds if e.file.file_name in relisted_names and not paimon_extras(e.file)}
         fresh = {}
         for e in adds:
             ref = e.file.deletion_vector
             if ref is not None and ref.index in self._fresh_indexes:
                 fresh[(e.partition, e.bucket)] = self._fresh_indexes[ref.index]
-        kept = [e.file.origin.file.record for e in deletes if e.file.file_name in same]  # must stay live
+        kept = [relisted(e.file) for e in adds if e.file.file_name in same]  # must stay live
         adds = [e for e in adds if e.file.file_name not in same]
         deletes = [e for e in deletes if e.file.file_name not in same]
         old = table.deletion_files(base) if base is not None else {}
-        gone = {(e.file.origin.file.partition_bytes, e.bucket, e.file.origin.file.file_name) for e in deletes}
+        gone = {(e.file.origin.file.partition_bytes, e.bucket, e.file.origin.file.file_name) for e in deletes
+                if e.file.file_name not in relisted_names}
         changes: list[IndexChange] = []
         for partition_bytes, bucket, entry in fresh.values():
             changes.append(IndexChange(partition_bytes, bucket, entry))
@@ -673,8 +742,8 @@ class PaimonSnapshotStore:
 
         def record(e: FileEntry, file_source: int) -> dict:
             origin = e.file.origin
-            if isinstance(origin, PaimonFileRef) and e.file.file_name in relevelled:  # a live file at a new level
-                return dict(origin.file.record, _KIND=ADD, _FILE=dict(origin.file.record["_FILE"], _LEVEL=e.file.level))
+            if isinstance(origin, PaimonFileRef) and e.file.file_name in relevelled:  # a live file, listed again
+                return relisted(e.file)
             old = placed.get((e.partition, e.bucket))
             partition = old.partition_bytes if old is not None else \
                 encode_row(list(e.partition), schema.partition_types)
@@ -773,6 +842,19 @@ class PaimonSnapshotStore:
                             pf.max_seq, retractions, FileStats(table, pf, schema),  # type: ignore[arg-type]
                             deletion_vector=resolved, origin=PaimonFileRef(table, pf, schema, deletion))
         return FileEntry(pf.partition, pf.bucket, meta)
+
+
+def relisted(meta: DataFileMeta) -> dict:
+    """The manifest entry (an ADD) of a live Paimon file listed again: its own entry at the
+    level `meta` has, with the extra files and embedded index `meta` lists (`with_side_data`)."""
+    record = meta.origin.file.record
+    listed = paimon_extras(meta)
+    fields = dict(record["_FILE"], _LEVEL=meta.level)
+    if listed:
+        embedded = listed.get("embedded_index")
+        fields.update(_EXTRA_FILES=list(listed.get("extra_files") or ()),
+                      _EMBEDDED_FILE_INDEX=None if embedded is None else base64.b64decode(embedded))
+    return dict(record, _KIND=ADD, _FILE=fields)
 
 
 def clear_caches() -> None:

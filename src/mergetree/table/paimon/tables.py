@@ -17,6 +17,7 @@ import pyarrow as pa
 from ...codec.buckets import bucket_function, buckets_of
 from ...errors import InvalidArgumentError, UnsupportedPaimonFeatureError
 from .. import filters as flt
+from ..indexes.bloom import bloom_supported
 from ..options import (
     CHANGELOG_PRODUCERS,
     CODECS,
@@ -26,6 +27,7 @@ from ..options import (
     KEY_QUERY_LOG,
     OPTIONS,
     TableOptions,
+    is_model_key,
     parse_codec,
     parse_codec_levels,
 )
@@ -33,8 +35,9 @@ from ..schema import TableSchema
 from .metadata import PaimonSchema
 from .options import MERGETREE_PREFIX, is_true
 
-__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "buckets_for", "check_writable", "commit_refusal", "engine_compacts",
-           "option_name", "table_options", "table_schema", "write_refusal"]
+__all__ = ["MERGETREE_PREFIX", "SHARED_OPTIONS", "bitmap_columns", "bloom_option_changes", "buckets_for",
+           "check_parquet_options", "check_writable", "commit_refusal", "engine_compacts", "option_name",
+           "parquet_blooms", "table_options", "table_schema", "write_refusal"]
 
 # options both formats name alike and mean alike: read from the Paimon table as they are
 SHARED_OPTIONS = frozenset({
@@ -55,9 +58,11 @@ def option_name(key: str) -> str:
     """The name option `key` has in a Paimon table's schema: mergetree's own options (those not
     shared with Paimon) under `MERGETREE_PREFIX`; Paimon's, shared ones and prefixed ones as
     they are."""
-    if key.startswith(MERGETREE_PREFIX) or key in SHARED_OPTIONS or key in _PAIMON_NAMED or key not in OPTIONS:
+    if key.startswith(MERGETREE_PREFIX) or key in SHARED_OPTIONS or key in _PAIMON_NAMED:
         return key
-    return MERGETREE_PREFIX + key
+    if key in OPTIONS or is_model_key(key):  # (a pre-aggregate model's keys are mergetree's own too)
+        return MERGETREE_PREFIX + key
+    return key
 
 
 def table_schema(schema: PaimonSchema) -> TableSchema:
@@ -88,8 +93,10 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
     shared.setdefault(KEY_QUERY_LOG, "false")
     key = tuple(schema.trimmed_keys) if schema.primary_keys else ()
     parsed = TableOptions.parse(shared, names, opts.engine if key else "deduplicate", key)
+    blooms, fpp = parquet_blooms(schema)
     return dataclasses.replace(
-        parsed, aggregations=dict(opts.aggregations),
+        parsed, aggregations=dict(opts.aggregations), bloom_columns=blooms, bloom_fpp=fpp,
+        bitmap_columns=bitmap_columns(schema),
         # Paimon's files are zstd at every level unless the table says otherwise
         compression_per_level=parsed.compression_per_level if "file.compression.per.level" in shared else {},
         sequence_fields=tuple(opts.sequence_fields), sequence_descending=opts.sequence_descending,
@@ -98,6 +105,76 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
         lookup_compact_gentle=schema.options.get("lookup-compact", "radical").strip().lower() == "gentle",
         zstd_level=_zstd_level(schema.options),
         deletion_vectors=opts.deletion_vectors, changelog_producer=opts.changelog_producer, commit_ordered=False)
+
+
+PARQUET_BLOOM = "parquet.bloom.filter.enabled"
+PARQUET_BLOOM_FPP = "parquet.bloom.filter.fpp"
+DEFAULT_PARQUET_BLOOM_FPP = 0.01  # parquet-mr's ParquetProperties.DEFAULT_BLOOM_FILTER_FPP
+
+
+def parquet_blooms(schema: PaimonSchema) -> tuple[tuple[str, ...], float]:
+    """The columns whose Parquet files carry Parquet's own Bloom filters, as Java's Parquet
+    writer reads the table's ``parquet.*`` options (Hadoop's ``getBoolean``: "true" or
+    "false", anything else the default): ``parquet.bloom.filter.enabled#<column>``, else
+    ``parquet.bloom.filter.enabled`` for every column; with the smallest false-positive
+    probability they ask for (``parquet.bloom.filter.fpp[#<column>]``, 0.01 by default).  Only
+    top-level columns of a type whose filters mergetree can probe (`bloom.bloom_supported`)."""
+    if schema.options.get("file.format", "parquet").strip().lower() != "parquet":
+        return (), DEFAULT_PARQUET_BLOOM_FPP  # an ORC table's Bloom filters are Paimon's file index
+    opts = {k.strip(): v for k, v in schema.options.items() if k.strip().lower().startswith("parquet.")}
+
+    def flag(key: str, default: bool) -> bool:
+        value = str(opts.get(key, "")).strip().lower()
+        return default if value not in ("true", "false") else value == "true"
+    every = flag(PARQUET_BLOOM, False)
+    columns = tuple(f.name for f in schema.arrow_schema
+                    if flag(f"{PARQUET_BLOOM}#{f.name}", every) and bloom_supported(f.type))
+    fpps = [_fpp(opts.get(f"{PARQUET_BLOOM_FPP}#{c}", opts.get(PARQUET_BLOOM_FPP))) for c in columns]
+    return columns, min(fpps, default=DEFAULT_PARQUET_BLOOM_FPP)
+
+
+def _fpp(text: str | None) -> float:
+    try:
+        value = float(str(text).strip()) if text is not None else DEFAULT_PARQUET_BLOOM_FPP
+    except ValueError:
+        return DEFAULT_PARQUET_BLOOM_FPP  # refused where it is set (`check_parquet_options`)
+    return value if 0.0 < value < 1.0 else DEFAULT_PARQUET_BLOOM_FPP
+
+
+def check_parquet_options(options: dict[str, str]) -> None:
+    """Refuse Parquet Bloom filter options Java's writer would fail on or ignore: a flag that is
+    not true or false, a probability outside (0, 1)."""
+    for key, value in options.items():
+        base = key.split("#", 1)[0].strip()
+        if base == PARQUET_BLOOM and value.strip().lower() not in ("true", "false"):
+            raise InvalidArgumentError(f"Paimon option {key!r} must be true or false, not {value!r}")
+        if base == PARQUET_BLOOM_FPP:
+            try:
+                fpp = float(value.strip())
+            except ValueError:
+                fpp = -1.0
+            if not 0.0 < fpp < 1.0:
+                raise InvalidArgumentError(f"Paimon option {key!r} must be a probability between 0 and 1 "
+                                           f"(exclusive), not {value!r}")
+
+
+def bloom_option_changes(options: dict[str, str], columns: str | None) -> dict[str, str | None]:
+    """The changes to a Paimon table's options that give exactly `columns` (comma-separated;
+    None: none) Parquet's own Bloom filters, as Java's writers read them: one
+    ``parquet.bloom.filter.enabled#<column>`` each (and no table-wide flag left on)."""
+    wanted = [c.strip() for c in (columns or "").split(",") if c.strip()]
+    changes: dict[str, str | None] = {k: None for k in options
+                                      if k.split("#", 1)[0].strip() == PARQUET_BLOOM and
+                                      k.partition("#")[2].strip() not in wanted}
+    changes.update({f"{PARQUET_BLOOM}#{c}": "true" for c in wanted})
+    return changes
+
+
+def bitmap_columns(schema: PaimonSchema) -> tuple[str, ...]:
+    """The columns with a bitmap in Paimon's file index (``file-index.bitmap.columns``): the
+    table's writers build those indexes (`file_indexes.build_file_index`), no sidecar."""
+    text = schema.options.get("file-index.bitmap.columns", "")
+    return tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
 
 
 def _zstd_level(options: dict[str, str]) -> int | None:

@@ -195,6 +195,8 @@ class PaimonFileWriter(DataFileWriter):
             extras["extra_files"] = [posixpath.basename(self._index_name)]
         elif blob is not None:
             extras["embedded_index"] = base64.b64encode(blob).decode("ascii")
+        # pre-aggregates beside it, listed as extra files: Java keeps and expires them with the file
+        extras["extra_files"] += [posixpath.basename(n) for n in self.sidecar_names()]
         meta = replace(meta, file_name=self.table_name, indexes={**meta.indexes, PAIMON_FILE: extras})
         return with_origin(self.table, self.paimon, meta, self.partition, self.bucket)
 

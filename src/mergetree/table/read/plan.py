@@ -66,6 +66,7 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
     key_filter = flt.restrict(f, key_columns) if ts.has_primary_key else f
     partition_filter = flt.restrict(f, set(ts.partition_by))
     partitions_seen, partitions_kept = set(), set()
+    group_counts: dict[str, int] = {}  # file name -> its row groups, where an index chose some
     for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         partitions_seen.add(partition)
         if not flt.may_match(partition_filter, {c: (v, v, int(v is None)) for c, v in zip(ts.partition_by, partition)},
@@ -86,6 +87,7 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
                 continue
             if verdict.row_groups is not None:
                 row_groups[m.file_name] = verdict.row_groups
+                group_counts[m.file_name] = verdict.row_group_count
             kept.append(m)
         sections = sections_of(kept) if ts.has_primary_key else ([[[m] for m in kept]] if kept else [])
         final = []
@@ -100,13 +102,13 @@ def plan_read(directory: TableDirectory, f: flt.Filter, snapshot: Any, order_by:
                 if verdict.row_groups is not None:
                     previous = row_groups.get(m.file_name)
                     row_groups[m.file_name] = verdict.row_groups if previous is None else previous & verdict.row_groups
+                    group_counts[m.file_name] = verdict.row_group_count
             final.append(section)
         if final:
             plan.buckets.append(BucketPlan(partition, bucket, final, row_groups))
     plan.pruned_partitions = len(partitions_seen - partitions_kept)
-    plan.row_groups_skipped = sum(
-        max((m.row_count + 8191) // 8192, 1) - len(b.row_groups[m.file_name])
-        for b in plan.buckets for m in b.files if m.file_name in b.row_groups)
+    plan.row_groups_skipped = sum(group_counts[m.file_name] - len(b.row_groups[m.file_name])
+                                  for b in plan.buckets for m in b.files if m.file_name in b.row_groups)
     if order_by and limit is not None and f is None:
         plan_top_n(directory, plan, order_by, limit)
     plan.requests = requests_since(requests_before, root.requests.counts())

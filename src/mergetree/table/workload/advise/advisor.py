@@ -324,11 +324,12 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     pre = preaggregate_rule(w, inputs.known, options.aggregate_models,
                             lambda group_by: aggregation_ratio(directory, metas, group_by))
     advice.levers += [lever for lever in (sort, pre.lever) if lever is not None]
-    advice.options = options_to_apply(layout=layout.new, tree=layout.tree,
-                                      bloom=(options.bloom_columns, indexes.bloom),
-                                      bitmap=(options.bitmap_columns, indexes.bitmap),
-                                      sort=(options.sort_within, sort.recommended if sort else options.sort_within),
-                                      models=(options.aggregate_models, pre.models))
+    # in the table's own option names (a Paimon table's Bloom filters are Parquet's, by column)
+    advice.options = directory.store.native_options(options_to_apply(
+        layout=layout.new, tree=layout.tree, bloom=(options.bloom_columns, indexes.bloom),
+        bitmap=(options.bitmap_columns, indexes.bitmap),
+        sort=(options.sort_within, sort.recommended if sort else options.sort_within),
+        models=(options.aggregate_models, pre.models)))
     final = layout.chosen.with_indexes(IndexSpec(frozenset(indexes.bloom), frozenset(indexes.bitmap),
                                                  options.bloom_fpp))
     # measured once per grouping (reading real files): P1 measured the new models' already
