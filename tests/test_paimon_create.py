@@ -178,3 +178,47 @@ def test_two_creators_of_one_table_one_wins(tmp_path):
     fields = json.loads((tmp_path / "db.db" / "t" / "schema" / "schema-0").read_text())["fields"]
     assert fields[-1]["name"] == f"c{winners[0]}"
     assert [p.name for p in Path(tmp_path / "db.db" / "t").iterdir()] == ["schema"]
+
+
+# -- Table.create(..., format="paimon") ------------------------------------------------------
+
+@needs_pypaimon
+def test_table_create_makes_a_paimon_table_in_a_catalog_or_at_a_path(tmp_path):
+    from mergetree import Table
+    wh = tmp_path / "wh"
+    t = Table.create(wh / "db.db" / "t", SCHEMA, primary_key=["p", "id"], partition_by="p", buckets=3,
+                     bucket_key="id", merge_engine="deduplicate", format="paimon",
+                     options={"optimize.minor-min-files": 4, "target-file-size": "8mb", "query-log.retention": "3d",
+                              "parquet.bloom.filter.enabled#name": True})
+    options = json.loads((wh / "db.db" / "t" / "schema" / "schema-0").read_text())["options"]
+    # every option a reader needs, explicitly; mergetree's own under its prefix
+    assert options == {"bucket": "3", "file.format": "parquet", "merge-engine": "deduplicate", "bucket-key": "id",
+                       "mergetree.query-log.enabled": "true", "mergetree.optimize.minor-min-files": "4",
+                       "target-file-size": "8mb", "mergetree.query-log.retention": "3d",
+                       "parquet.bloom.filter.enabled#name": "true"}
+    assert t.options.bloom_columns == ("name",) and t.options.target_file_size == 8 * 2**20
+    rows = [{"id": i, "p": f"p{i % 2}", "name": f"n{i}", "cnt": i} for i in range(50)]
+    first = t.write(pa.Table.from_pylist(rows, SCHEMA))
+    assert first.id == 1 and t.latest_snapshot().id >= 1
+    t.delete(pa.table({"id": pa.array([3], pa.int64()), "p": ["p1"]}))
+    model = sorted((r for r in rows if r["id"] != 3), key=lambda r: (r["p"], r["id"]))
+
+    def ordered(table: pa.Table) -> list[dict]:
+        return sorted(table.select(SCHEMA.names).to_pylist(), key=lambda r: (r["p"], r["id"]))
+    assert ordered(t.read()) == model
+    assert ordered(pypaimon_read(wh, "db.t", tmp_path)) == model  # another engine reads it
+    # the query log is on, as on every table mergetree makes
+    t.read(filter=[("name", "=", "n7")])
+    assert t.advise().queries == 2  # both reads
+    # a table at a path of its own; refusals before anything is written
+    at_path = Table.create(tmp_path / "plain", SCHEMA, format="paimon", buckets=-1)
+    at_path.write(pa.Table.from_pylist(rows[:5], SCHEMA))
+    assert at_path.read().num_rows == 5
+    for kwargs, error in (({"options": {"no-such-option": "1"}}, UnsupportedPaimonFeatureError),
+                          ({"options": {"query-log.retention": "soon"}}, InvalidArgumentError),
+                          ({"format": "delta"}, InvalidArgumentError),
+                          ({"primary_key": "id", "partition_by": "p"}, UnsupportedPaimonFeatureError)):
+        where = tmp_path / f"bad-{len(list(tmp_path.iterdir()))}"
+        with pytest.raises(error):
+            Table.create(where, SCHEMA, **{"format": "paimon", **kwargs})
+        assert not where.exists() or not any(where.rglob("*"))

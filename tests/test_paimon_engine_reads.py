@@ -152,7 +152,7 @@ def test_time_travel_lookups_then_latest_lookups_each_read_their_own_schema(tmp_
                                for f in latest_schema["fields"] if f["name"] != "e"]
     (path / "schema" / "schema-2").write_text(json.dumps(latest_schema))
     t = Table.open(str(path))
-    for snapshot in t.snapshots():  # under schema 0, then under schema 1
+    for snapshot in (s.id for s in t.snapshots()):  # under schema 0, then under schema 1
         before = t.read(snapshot=snapshot)
         keys = [k for k in ("key0", "key1", "key2", "key_2") if k in before.column_names]
         for row in before.select(keys).to_pylist():
@@ -232,7 +232,7 @@ def test_an_engine_source_pinned_to_an_older_schemas_snapshot() -> None:
 
     path = JAVA / "parquet" / "pk_table_with_alter_table.db" / "pk_table_with_alter_table"
     t = Table.open(str(path))
-    for snapshot in t.snapshots():
+    for snapshot in (s.id for s in t.snapshots()):
         source = PaimonSource(str(path), None, snapshot)  # type: ignore[arg-type]
         scanned = source.scan(source.schema.names, None, None, "test").read_all()
         assert scanned.schema.names == source.schema.names

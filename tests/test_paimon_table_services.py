@@ -163,7 +163,7 @@ def test_expiry_keeps_what_tags_and_consumers_need_and_pypaimon_reads_the_rest(t
         t.write(batch(v * 40, v * 40 + 120, v))  # each followed by its compaction
     t.compact(full=True)
     t.write(batch(0, 10, 99))
-    ids = t.snapshots()
+    ids = [s.id for s in t.snapshots()]
     t.changes(start=ids[-5], end=ids[-4], consumer_id="reader").read_all()  # holds back what it reads next
     next_snapshot = t.consumer("reader").next_snapshot
     assert next_snapshot == ids[-4] + 1
@@ -172,7 +172,7 @@ def test_expiry_keeps_what_tags_and_consumers_need_and_pypaimon_reads_the_rest(t
 
     expired = t.expire_snapshots(retain_last=2)
     assert expired == [i for i in ids if i < next_snapshot - 1]
-    left = t.snapshots()
+    left = [s.id for s in t.snapshots()]
     assert left == [i for i in ids if i not in expired]
     assert (root / "snapshot" / "EARLIEST").read_text() == str(left[0])
     assert snapshots_read(t, [*left, "first", "second"]) == {k: before[k] for k in [*left, "first", "second"]}
@@ -198,7 +198,7 @@ def test_expiry_of_a_deletion_vector_table_with_external_paths(tmp_path):
     inside, outside = files_of(root), files_of(ext)
     assert outside and any(f.startswith("index/") for f in inside)
     expired = t.expire_snapshots(retain_last=1)
-    assert expired and t.snapshots() == [max(expired) + 1]
+    assert expired and [s.id for s in t.snapshots()] == [max(expired) + 1]
     assert sorted_rows(t.read()) == expected
     # the expired snapshots' data files went from the external root, their index files from index/
     assert outside - files_of(ext) and inside - files_of(root)
@@ -219,7 +219,7 @@ def test_expiry_keeps_every_expired_snapshots_changelog_when_java_would(tmp_path
     t = Table.open(root)
     for v in range(4):
         t.write(batch(v * 10, v * 10 + 20, v))
-    appends = [i for i in t.snapshots() if t.directory.store.snapshot(i).changelog_manifest_list]
+    appends = [s.id for s in t.snapshots() if s.changelog_manifest_list]
     changes = {i: t.changes(start=i - 1, end=i, source="changelog").read_all() for i in appends}
     expired = t.expire_snapshots(retain_last=1)
     kept = sorted(int(n.split("-")[1]) for n in os.listdir(root / "changelog") if n.startswith("changelog-"))
@@ -270,7 +270,7 @@ def test_an_expiry_that_stops_anywhere_leaves_a_readable_table(tmp_path, monkeyp
     t = Table.open(root)
     assert sorted_rows(t.read()) == expected
     for i in t.snapshots():
-        t.read(snapshot=i)
+        t.read(snapshot=i.id)
     t.expire_snapshots(retain_last=1)
     t.remove_orphan_files(older_than=0)
     assert sorted_rows(Table.open(root).read()) == expected
@@ -303,7 +303,7 @@ def test_orphan_removal_deletes_only_paimons_kinds_of_file_nothing_uses(tmp_path
     (root / "consumer").mkdir()
     (root / "consumer" / "consumer-me").write_text('{"nextSnapshot":2}')
     kept += ["tag/tag-old", "changelog/changelog-1", "consumer/consumer-me", "snapshot/LATEST", "schema/schema-0",
-             *(f"snapshot/snapshot-{i}" for i in t.snapshots())]
+             *(f"snapshot/snapshot-{s.id}" for s in t.snapshots())]
     assert t.remove_orphan_files(older_than=dt.timedelta(hours=1)) == []  # all too young
     assert sorted(t.remove_orphan_files(older_than=0)) == sorted(debris)
     left = files_of(root)
@@ -398,7 +398,7 @@ def test_the_advisor_loop_on_a_pypaimon_append_table(tmp_path):
     assert snapshot is not None
     live = t.directory.live_files(t.directory.latest_snapshot()).values()
     assert {e.file.level for e in live} == {t.directory.store.clustered_level(t.directory.options)} and len(live) > 3
-    assert list(t.at().info().sorted_runs.values()) == [len(live)] and t.info().buckets[0].sorted_runs == len(live)
+    assert list(t.at().info().sorted_runs.values()) == [len(live)] and t.info().max_sorted_runs == len(live)
     after = replay(t.path)
     scanned = sum(q.bytes for q in after.queries)
     assert scanned < 0.3 * bytes_before * len(after.queries)

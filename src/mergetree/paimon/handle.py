@@ -1,8 +1,7 @@
-"""`Table.open` on an Apache Paimon table: a `Table` whose calls are `mergetree.paimon`'s on
-that table (its own directory, or ``W/db.db/name`` of a filesystem-catalog warehouse; local or
-on an object store).  What mergetree does only for its own format so far (the data-organization
-loop, snapshot expiry, ...) raises `UnsupportedPaimonFeatureError` naming the call,
-never acts on the wrong files."""
+"""`Table.open` on an Apache Paimon table: a `Table` of the engine every table has, over the
+table's store (its own directory, or ``W/db.db/name`` of a filesystem-catalog warehouse; local
+or on an object store), that reads each time under the table's latest schema (time travel under
+its snapshot's), as Paimon's readers do; its calls return what `Table`'s return."""
 from __future__ import annotations
 
 import datetime as dt
@@ -18,7 +17,6 @@ from ..table.consumers import Consumer
 from ..table.directory import TableDirectory
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
-from .info import PaimonInfo, info
 from .write import PaimonWrite, delete, write
 
 __all__ = ["PaimonTableHandle", "changes", "compact", "read", "scan"]
@@ -88,39 +86,29 @@ class PaimonTableHandle(Table):
         """The engine's view of the table's latest schema (`TableSchema`): its key as its files hold it."""
         return self.at().table_schema
 
-    @property
-    def options(self) -> Any:
-        """The Paimon table's options, as its latest schema holds them."""
-        return dict(self._table.schema().options)
-
-    def info(self) -> PaimonInfo:  # type: ignore[override]
-        return self._call(info)
-
-    def snapshots(self) -> list[int]:  # type: ignore[override]
-        """The ids of the table's snapshots."""
-        return list(self._table.snapshot_ids())
-
-    def latest_snapshot(self) -> int | None:  # type: ignore[override]
-        """The id of the latest snapshot (None: the table has none)."""
-        return self._table.latest_snapshot_id()
+    def info(self) -> Any:
+        """`Table.info` of the table under its latest schema (`mergetree.paimon.info` describes
+        it in Paimon's terms: snapshots, tags, files per level)."""
+        return self.at().info()
 
     # -- writing, reading, compacting ---------------------------------------------------
-    def write(self, data: Any, row_kind_column: str | None = None,  # type: ignore[override]
-              overwrite: Any = False) -> PaimonWrite:
-        """Write rows as `mergetree.paimon.write` does: level-0 files, an APPEND (or, with
-        `overwrite`, OVERWRITE) snapshot, then (unless write-only) a COMPACT one; the result
-        says whether they are visible yet."""
-        return self._call(write, data, row_kind_column, overwrite=overwrite)
+    def write(self, data: Any, row_kind_column: str | None = None, overwrite: Any = False) -> Any:
+        """`Table.write` as Java's batch writers write (`mergetree.paimon.write`): level-0 files,
+        an APPEND (or, with `overwrite`, OVERWRITE) snapshot — the one returned —, then (unless
+        write-only) a COMPACT one."""
+        return self._snapshot(self._call(write, data, row_kind_column, overwrite=overwrite))
 
-    def delete(self, keys: Any) -> PaimonWrite:  # type: ignore[override]
-        return self._call(delete, keys)
+    def delete(self, keys: Any) -> Any:
+        return self._snapshot(self._call(delete, keys))
 
-    def compact(self, full: bool = False, progress: Any = None) -> int | None:  # type: ignore[override]
+    def _snapshot(self, written: PaimonWrite) -> Any:
+        self._fresh = False  # the next read opens the table again: the write changed it
+        return None if written.snapshot is None else self.at().directory.store.snapshot(written.snapshot)
+
+    def compact(self, full: bool = False, progress: Any = None) -> Any:
         """Compact by Paimon's universal rules (``full``: every bucket into one sorted run) on
-        the engine (`Table.compact`); the COMPACT snapshot's id, or None when there was nothing
-        to do."""
-        snapshot = self.at().compact(full, progress)
-        return None if snapshot is None else snapshot.id
+        the engine (`Table.compact`): the COMPACT snapshot, or None when there was nothing to do."""
+        return self.at().compact(full, progress)
 
     def plan_schema(self, snapshot: Any) -> pa.Schema:
         """The columns a read of `snapshot` sees (time travel: its schema's)."""
@@ -163,7 +151,7 @@ class PaimonTableHandle(Table):
         finally:
             self.last_read = reader.last_read
 
-    # -- what works on mergetree's own tables only so far --------------------------------
+    # -- options and the organize levers: the engine's, on the latest schema --------------
     def set_options(self, options: dict) -> None:
         """Change the table's options as Java's ALTER TABLE SET / RESET does (a value of None
         resets one): the next schema file, Java's rules for what may change; mergetree's own
@@ -299,4 +287,5 @@ def compact(warehouse: Any, table: Any, full: bool = False, progress: Any = None
     `progress(rows_done, rows_total)` is called as rows are merged.  The warehouse and
     `storage_options` are as `read`'s; the commit needs the store's conditional create (a store
     without one refuses before anything is written)."""
-    return PaimonTableHandle(warehouse, storage_options, table).compact(full, progress)
+    done = PaimonTableHandle(warehouse, storage_options, table).compact(full, progress)
+    return None if done is None else done.id

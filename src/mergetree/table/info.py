@@ -56,6 +56,11 @@ class TableInfo:
     # expired snapshots whose changelog is kept (`changelog.*` retention): their ids, ascending
     kept_changelogs: list[int] = field(default_factory=list)
 
+    @property
+    def max_sorted_runs(self) -> int:
+        """The most sorted runs a read of one bucket merges."""
+        return max(self.sorted_runs.values(), default=0)
+
 
 def clustering_depth(files: list[DataFileMeta], column: str) -> ColumnClustering:
     """The average number of files whose statistics range holds a value of `column`, over

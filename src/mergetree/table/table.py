@@ -23,6 +23,7 @@ from .levers import optimize
 from .levers.aggregate import aggregate
 from .levers.preaggregates import normalize_measures
 from .options import TableOptions, aggregate_model_options
+from .paimon.create import create_directory
 from .paimon.store import open_directory
 from .read import ReadStats
 from .schema import TableSchema
@@ -33,6 +34,10 @@ from .workload.retention import Expired, expire
 
 __all__ = ["Table"]
 
+
+# the formats `Table.create` makes: Apache Paimon's, and mergetree's own (until it is migrated)
+FORMATS = ("paimon", "mergetree")
+DEFAULT_FORMAT = os.environ.get("MERGETREE_CREATE_FORMAT", "mergetree")  # (while the suite moves over)
 
 class Table:
     """A table directory.  Create one with `Table.create`, open one with `Table.open`."""
@@ -45,12 +50,26 @@ class Table:
     # -- creating and opening ---------------------------------------------------------
     @classmethod
     def create(cls, path: str | os.PathLike, schema: pa.Schema, primary_key=None, partition_by=None,
-               buckets: int = 1, bucket_key=None, merge_engine: str = "deduplicate",
-               options: dict | None = None, storage_options: dict | None = None) -> Table:
+               buckets: int | None = None, bucket_key=None, merge_engine: str = "deduplicate",
+               options: dict | None = None, storage_options: dict | None = None,
+               format: str = DEFAULT_FORMAT) -> Table:
         """Create a table in a new or empty directory, or under an empty object-store prefix
         (`s3://bucket/prefix`, `gs://`, `az://`, `abfss://`; `storage_options` as in
         docs/STORAGE.md: credentials, endpoint, region — used, never stored).  Everything is
-        checked first: a bad argument or option raises before anything is written."""
+        checked first: a bad argument or option raises before anything is written.
+
+        `format`: "paimon" makes an Apache Paimon table every Paimon engine reads (``W/db.db/name``
+        is table ``db.name`` of warehouse ``W``; docs/PAIMON.md), "mergetree" one of mergetree's
+        own format.  `buckets` None: one bucket, but a Paimon append table without a bucket key
+        has none (``bucket`` -1, Paimon's default for append tables)."""
+        if format not in FORMATS:
+            raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+        if buckets is None:
+            buckets = -1 if format == "paimon" and not primary_key and not bucket_key else 1
+        if format == "paimon":
+            create_directory(path, schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options,
+                             storage_options)
+            return cls.open(path, storage_options=storage_options)
         ts = TableSchema.create(schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options)
         return cls(create_table(locate(path, storage_options), ts))
 

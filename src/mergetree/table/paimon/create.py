@@ -25,11 +25,13 @@ from ...errors import (
 )
 from ..directory import TableDirectory
 from ..objects import table_path
-from .metadata import SCHEMA_DIR, PaimonTable, table_store
+from ..options import KEY_QUERY_LOG
+from .metadata import SCHEMA_DIR, PaimonSchema, PaimonTable, table_store
 from .options import ENGINES, check_options, file_index_spec, option_text
-from .store import open_directory
+from .store import open_directory, paimon_directory
+from .tables import check_parquet_options, option_name, table_options, table_schema
 
-__all__ = ["create_table", "open_or_create"]
+__all__ = ["create_directory", "create_table", "open_or_create"]
 
 # mergetree's engine names -> Paimon's `merge-engine`
 _PAIMON_ENGINES = {mine: paimon for paimon, mine in ENGINES.items()}
@@ -81,13 +83,40 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     check_options(written, names, keys, partitions)  # what a write into it would refuse, refused now
     parsed = [parse_field(f) for f in paimon]  # every column reads back (nested types through the codec too)
     file_index_spec(written, {f.name: f.type for f in parsed})
-    body = dumps(schema_json(0, paimon, highest, partitions, keys, written, int(time.time() * 1000)))
+    document = schema_json(0, paimon, highest, partitions, keys, written, int(time.time() * 1000))
+    planned = PaimonSchema.from_json(document)
+    table_schema(planned)  # as a read will take it,
+    table_options(planned)  # with mergetree's own options (``mergetree.``-prefixed) parsed as the engine's
+    check_parquet_options({k: v for k, v in written.items() if k.startswith("parquet.")})
+    body = dumps(document)
     store, name = table_store(warehouse, table, storage_options)
     try:
         store.create(f"{SCHEMA_DIR}/schema-0", body)
     except ObjectExistsError:
         raise TableExistsError(f"a Paimon table is already at {table_path(store)}") from None
     return PaimonTable("", name, store, [0])
+
+
+def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, partition_by: Any = None,
+                     buckets: int = 1, bucket_key: Any = None, merge_engine: str = "deduplicate",
+                     options: Mapping[str, object] | None = None,
+                     storage_options: Mapping[str, object] | None = None) -> TableDirectory:
+    """`Table.create` of a Paimon table: at `path` (``W/db.db/name`` is table ``db.name`` of
+    warehouse ``W``'s filesystem catalog, the same directory), with the engine's arguments
+    (`bucket_key` as ``bucket-key``) and options in the engine's names, mergetree's own under
+    the ``mergetree.`` prefix Java keeps and ignores (`option_name`) — the query log on, as on
+    every table mergetree makes."""
+    engine_options: dict[str, object] = {KEY_QUERY_LOG: True}
+    for key, value in (options or {}).items():
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"option names are strings, not {key!r}")
+        engine_options[key] = value
+    written = {option_name(k): v for k, v in engine_options.items() if option_text(v) is not None}
+    if bucket_key is not None:
+        written["bucket-key"] = ",".join(_names(bucket_key, "bucket_key"))
+    table = create_table(path, None, schema, _names(primary_key, "primary_key"), _names(partition_by, "partition_by"),
+                         buckets, merge_engine, written, storage_options)
+    return paimon_directory(table)
 
 
 def _names(value: Any, what: str) -> list[str]:
