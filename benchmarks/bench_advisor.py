@@ -457,12 +457,12 @@ def ssb_history(path: str, repeat: int = 3) -> int:
 
 
 def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = None, advise_runs: int = 3,
-            repeat: int = 3, progress: bool | None = None) -> SsbReport:
+            repeat: int = 3, progress: bool | None = None, table_format: str = "mergetree") -> SsbReport:
     """SSB end to end: generate the flattened lineorder at `scale`, write its raw Parquet (DuckDB's
     reference) and an unorganized table of `files` appends, import the 13 queries as a history,
     run each (bytes before), advise `advise_runs` times on the same log (the same advice each
     time?), apply, optimize, run each again (bytes after), every answer checked against DuckDB's
-    on the raw Parquet."""
+    on the raw Parquet.  `table_format`: the table's ("paimon": an Apache Paimon append table)."""
     import duckdb
     import pyarrow.parquet as pq
 
@@ -482,7 +482,7 @@ def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = 
             path = os.path.join(root, "lineorder")
             table = Table.create(path, data.schema, options={
                 "target-file-size": str(math.ceil(data.nbytes / files)), "write-only": "true",
-                "query-log.enabled": "true"})
+                "query-log.enabled": "true"}, format=table_format)
             per = math.ceil(data.num_rows / files)
             for start in range(0, data.num_rows, per):
                 table.write(data.slice(start, per))
@@ -576,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=lq.DEFAULT_QUERIES)
     parser.add_argument("--budget", type=float, help="seconds of queries run per measurement")
     parser.add_argument("--no-fixed", action="store_true", help="skip the fixed layouts")
+    parser.add_argument("--format", choices=("mergetree", "paimon"), default="mergetree",
+                        help="SSB: the table's format")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     report: AdvisorReport | SsbReport
@@ -584,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
                                    not args.no_fixed)
         print(format_advisor_results(report))
     else:
-        report = run_ssb(SSB_QUICK_SCALE if args.quick else args.scale, args.files)
+        report = run_ssb(SSB_QUICK_SCALE if args.quick else args.scale, args.files, table_format=args.format)
         print(format_ssb_results(report))
     print(f"advisor workload took {report.seconds:.0f}s")
     if args.json:

@@ -217,8 +217,33 @@ def test_table_create_makes_a_paimon_table_in_a_catalog_or_at_a_path(tmp_path):
     for kwargs, error in (({"options": {"no-such-option": "1"}}, UnsupportedPaimonFeatureError),
                           ({"options": {"query-log.retention": "soon"}}, InvalidArgumentError),
                           ({"format": "delta"}, InvalidArgumentError),
-                          ({"primary_key": "id", "partition_by": "p"}, UnsupportedPaimonFeatureError)):
+                          ({"primary_key": "id", "partition_by": "p"}, InvalidArgumentError)):
         where = tmp_path / f"bad-{len(list(tmp_path.iterdir()))}"
         with pytest.raises(error):
             Table.create(where, SCHEMA, **{"format": "paimon", **kwargs})
         assert not where.exists() or not any(where.rglob("*"))
+
+
+def test_table_create_checks_like_every_table_and_never_lands_on_anothers_files(tmp_path):
+    from mergetree import Table, TableExistsError
+    cases = [({"options": ["write-buffer-size"]}, InvalidArgumentError, "dict"),
+             ({"partition_by": 5}, InvalidArgumentError, "partition_by"),
+             ({"options": {"write-buffer-sise": "1 mb"}}, InvalidArgumentError, "did you mean 'write-buffer-size'"),
+             ({"options": {"write-only": "yes"}}, InvalidArgumentError, "'true' or 'false'"),
+             ({"merge_engine": "aggregate", "primary_key": "id", "options": {"fields.cnt.aggregate-function": "summ"}},
+              InvalidArgumentError, "did you mean 'sum'"),
+             ({"buckets": "2"}, InvalidArgumentError, "buckets")]
+    for i, (kwargs, error, message) in enumerate(cases):
+        where = tmp_path / f"bad{i}"
+        with pytest.raises(error, match=message):
+            Table.create(where, SCHEMA, format="paimon", **kwargs)
+        assert not where.exists()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(TableExistsError, match="already holds files"):
+        Table.create(foreign, SCHEMA, format="paimon")
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+    Table.create(tmp_path / "t", SCHEMA, format="paimon")
+    with pytest.raises(TableExistsError, match="already"):
+        Table.create(tmp_path / "t", SCHEMA, format="paimon")

@@ -34,7 +34,8 @@ from .options import TableOptions
 from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot, SnapshotStore, encode_json, read_json
 
-__all__ = ["TableDirectory", "alter_options", "as_path", "create_table", "locate", "open_or_create", "open_table"]
+__all__ = ["TableDirectory", "alter_options", "as_path", "check_empty", "create_table", "locate", "open_or_create",
+           "open_table"]
 
 
 @dataclass(frozen=True)
@@ -159,24 +160,33 @@ def _as_storage(location: str | Store) -> Store:
     return location if isinstance(location, Store) else storage_for(location)
 
 
+def check_empty(storage: Store) -> None:
+    """Refuse to create a table where anything is already (TableExistsError): a table (of either
+    format), or files of someone else's.  On an object store this is the first request: a
+    missing bucket or bad credentials are reported here, before anything is written."""
+    path = table_path(storage)
+    if is_local(storage):
+        if os.path.exists(path):
+            if not os.path.isdir(path):
+                raise TableExistsError(f"{path} is a file, not a directory")
+            names = os.listdir(path)
+            if paths.SCHEMA_DIR in names:
+                raise TableExistsError(f"a table already exists at {path}")
+            if names:
+                raise _not_empty(path)
+        return
+    first = next(iter(storage.list("")), None)
+    if first is not None:
+        if first.path.startswith(paths.SCHEMA_DIR + "/"):
+            raise TableExistsError(f"a table already exists at {path}")
+        raise _not_empty(path)
+
+
 def create_table(location: str | Store, ts: TableSchema) -> TableDirectory:
     """Publish a new table's schema file in a new or empty directory (or object-store prefix)."""
     storage = _as_storage(location)
     path = table_path(storage)
-    if is_local(storage):
-        if os.path.exists(os.path.join(path, paths.SCHEMA_FILE)):
-            raise TableExistsError(f"a table already exists at {path}")
-        if os.path.exists(path):
-            if not os.path.isdir(path):
-                raise TableExistsError(f"{path} is a file, not a directory")
-            if os.listdir(path):
-                raise _not_empty(path)
-    else:  # the first request: a missing bucket or bad credentials are reported here, nothing written
-        first = next(iter(storage.list("")), None)
-        if first is not None:
-            if first.path.startswith(paths.SCHEMA_DIR + "/"):
-                raise TableExistsError(f"a table already exists at {path}")
-            raise _not_empty(path)
+    check_empty(storage)
     storage.require_conditional_create()
     try:
         storage.create(paths.SCHEMA_FILE, encode_json(ts.to_json()))  # exclusive: two creators cannot both win

@@ -56,6 +56,7 @@ __all__ = [
     "aggregate_model_options",
     "aggregate_option",
     "describe_options",
+    "is_engine_option",
     "is_model_key",
     "parse_codec",
     "parse_codec_levels",
@@ -327,6 +328,12 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
 _AGGREGATE_KEY = re.compile(r"fields\.(.+)\.aggregate-function")
 # aggregate.<name>.group-by / aggregate.<name>.measures: a pre-aggregate model
 _MODEL_KEY = re.compile(r"aggregate\.([A-Za-z0-9_-]+)\.(group-by|measures)")
+
+
+def is_engine_option(key: str) -> bool:
+    """Whether `key` is one of the engine's option names (a fixed one, a pre-aggregate model's,
+    an aggregate table's ``fields.<column>.aggregate-function``)."""
+    return key in OPTIONS or is_model_key(key) or _AGGREGATE_KEY.fullmatch(key) is not None
 
 
 def is_model_key(key: str) -> bool:

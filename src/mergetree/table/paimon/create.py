@@ -7,6 +7,7 @@ before anything is written; the schema file is created with the store's conditio
 two creators never both succeed."""
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,11 +24,12 @@ from ...errors import (
     UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
-from ..directory import TableDirectory
+from ..directory import TableDirectory, check_empty
 from ..objects import table_path
-from ..options import KEY_QUERY_LOG
+from ..options import KEY_QUERY_LOG, OPTIONS, is_engine_option
+from ..schema import TableSchema
 from .metadata import SCHEMA_DIR, PaimonSchema, PaimonTable, table_store
-from .options import ENGINES, check_options, file_index_spec, option_text
+from .options import ENGINES, check_options, file_index_spec, is_known_option, known_options, option_text
 from .store import open_directory, paimon_directory
 from .tables import check_parquet_options, option_name, table_options, table_schema
 
@@ -90,6 +92,7 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     check_parquet_options({k: v for k, v in written.items() if k.startswith("parquet.")})
     body = dumps(document)
     store, name = table_store(warehouse, table, storage_options)
+    check_empty(store)  # never a table over another's files
     try:
         store.create(f"{SCHEMA_DIR}/schema-0", body)
     except ObjectExistsError:
@@ -106,11 +109,23 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
     (`bucket_key` as ``bucket-key``) and options in the engine's names, mergetree's own under
     the ``mergetree.`` prefix Java keeps and ignores (`option_name`) — the query log on, as on
     every table mergetree makes."""
+    if options is not None and not isinstance(options, Mapping):
+        raise InvalidArgumentError(f"options must be a dict of option names to values, not {options!r}")
     engine_options: dict[str, object] = {KEY_QUERY_LOG: True}
     for key, value in (options or {}).items():
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError(f"option names are strings, not {key!r}")
+        if not is_engine_option(key) and not is_known_option(key):  # a misspelt name is the caller's mistake
+            close = difflib.get_close_matches(key, [*OPTIONS, *known_options()], n=1)
+            if close:
+                raise InvalidArgumentError(f"unknown table option {key!r}; did you mean {close[0]!r}?")
         engine_options[key] = value
+    # the arguments and the engine's own options, checked as for every table (the same errors)
+    own: Any = {k: v for k, v in (options or {}).items() if is_engine_option(k)}  # values as the caller gave them
+    TableSchema.create(schema, primary_key, partition_by, 1 if buckets == -1 else buckets, bucket_key, merge_engine,
+                       own)
+    if buckets == 1 and not primary_key and not bucket_key:
+        buckets = -1  # one bucket of an append table: Paimon's bucket-unaware table (a bucket needs a key)
     written = {option_name(k): v for k, v in engine_options.items() if option_text(v) is not None}
     if bucket_key is not None:
         written["bucket-key"] = ",".join(_names(bucket_key, "bucket_key"))

@@ -38,8 +38,8 @@ from ..compaction.planner import parse_memory_size
 from ..durations import java_duration
 
 __all__ = ["EXTERNAL_PATHS", "MERGETREE_PREFIX", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions",
-           "Retention", "check_option_change", "check_options", "external_paths", "file_index_spec", "is_true",
-           "option_text", "retention"]
+           "Retention", "check_option_change", "check_options", "external_paths", "file_index_spec",
+           "is_known_option", "is_true", "known_options", "option_text", "retention"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
 # one prefix, which Java keeps in the schema and ignores; the engine checks their values
@@ -155,11 +155,7 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
             raise refuse(key, "Paimon's changelog producers are none, input, full-compaction and lookup")
         if key == "record-level.expire-time":
             raise refuse(key, "record-level expiry changes what a read returns and is not supported by mergetree")
-        known = {"bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
-                 "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
-                 "deletion-vectors.enabled", "deletion-vectors.merge-on-read", "index-file-in-data-file-dir",
-                 "data-file.path-directory", EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS}
-        if key in known or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
+        if key in _KNOWN_KEYS or key in _HARMLESS_KEYS or key.startswith(_HARMLESS_PREFIXES):
             continue
         if key.startswith("scan."):
             raise refuse(key, "a table-level scan setting changes which snapshot or rows a read sees; "
@@ -273,6 +269,27 @@ def _append_options(opts: dict[str, str], buckets: int, columns: list[str], refu
 
 EXTERNAL_PATHS = "data-file.external-paths"
 STRATEGY, SPECIFIC_FS, WEIGHTS = (f"{EXTERNAL_PATHS}.{s}" for s in ("strategy", "specific-fs", "weights"))
+
+
+_KNOWN_KEYS = frozenset({
+    "bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
+    "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
+    "deletion-vectors.enabled", "deletion-vectors.merge-on-read", "index-file-in-data-file-dir",
+    "data-file.path-directory", EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS})
+
+
+def known_options() -> list[str]:
+    """The Paimon option names mergetree knows by name (honoured, harmless or refused), for
+    suggestions when a name is misspelt."""
+    return sorted({*_KNOWN_KEYS, *_HARMLESS_KEYS, *_REFUSED_WHEN_TRUE})
+
+
+def is_known_option(key: str) -> bool:
+    """Whether mergetree knows Paimon option `key` (to honour, to ignore or to refuse)."""
+    return key.startswith(MERGETREE_PREFIX) or key in _KNOWN_KEYS or key in _HARMLESS_KEYS \
+        or key.startswith(_HARMLESS_PREFIXES) or key in _REFUSED_WHEN_TRUE or key.startswith(("fields.", "scan.")) \
+        or key in ("metadata.stats-mode", "metadata.stats-keep-first-n-columns", "changelog-producer",
+                   "record-level.expire-time")
 STRATEGIES = ("none", "round-robin", "specific-fs", "entropy-inject", "weight-robin")
 
 
