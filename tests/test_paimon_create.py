@@ -247,3 +247,35 @@ def test_table_create_checks_like_every_table_and_never_lands_on_anothers_files(
     Table.create(tmp_path / "t", SCHEMA, format="paimon")
     with pytest.raises(TableExistsError, match="already"):
         Table.create(tmp_path / "t", SCHEMA, format="paimon")
+
+
+def test_table_create_options_given_one_way_and_the_table_seen_fresh(tmp_path):
+    from mergetree import Table
+    # a list of columns is Java's comma-separated text; the arguments' options only as arguments
+    t = Table.create(tmp_path / "t", SCHEMA, format="paimon", options={"file-index.bitmap.columns": ["p", "name"]})
+    assert json.loads((tmp_path / "t" / "schema" / "schema-0").read_text())["options"][
+        "file-index.bitmap.columns"] == "p,name"
+    assert t.options.bitmap_columns == ("p", "name")
+    for kwargs, message in (({"options": {"bucket": "8"}, "buckets": 2}, "argument buckets"),
+                            ({"options": {"merge-engine": "first-row"}, "primary_key": "id"}, "argument merge_engine"),
+                            ({"buckets": -1, "bucket_key": "id"}, "bucket key"),
+                            ({"options": {"tag.automatic-creation": "process-time"}}, "tag.automatic-creation")):
+        where = tmp_path / f"bad-{message.split()[-1]}"
+        with pytest.raises((InvalidArgumentError, UnsupportedPaimonFeatureError), match=message):
+            Table.create(where, SCHEMA, format="paimon", **kwargs)
+        assert not where.exists() or not any(p.is_file() for p in where.rglob("*"))
+    # a creator that died after making directories leaves nothing that blocks the next
+    (tmp_path / "half" / "schema").mkdir(parents=True)
+    Table.create(tmp_path / "half", SCHEMA, format="paimon").write(pa.Table.from_pylist(
+        [{"id": 1, "p": "a", "name": "x", "cnt": 1}], SCHEMA))
+    # what the handle says follows what its own calls changed
+    t.write(pa.Table.from_pylist([{"id": i, "p": "a", "name": f"n{i}", "cnt": i} for i in range(20)], SCHEMA))
+    t.optimize(order=["cnt"])
+    assert t.options.clustering is not None and t.options.clustering.columns == ("cnt",)
+    assert t.directory.options.clustering is not None
+    agg = Table.create(tmp_path / "agg", SCHEMA, format="paimon", primary_key="id", merge_engine="aggregate",
+                       options={"fields.cnt.aggregate-function": "sum"})
+    agg.write(pa.Table.from_pylist([{"id": 1, "p": "a", "name": "x", "cnt": 5}], SCHEMA))
+    with pytest.raises(InvalidArgumentError, match="aggregate table"):
+        agg.delete({"id": [1]})
+    assert agg.read().to_pylist()[0]["cnt"] == 5

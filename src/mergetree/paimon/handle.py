@@ -17,7 +17,7 @@ from ..table.consumers import Consumer
 from ..table.directory import TableDirectory
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
-from .write import PaimonWrite, delete, write
+from .write import written_snapshot
 
 __all__ = ["PaimonTableHandle", "changes", "compact", "read", "scan"]
 
@@ -57,6 +57,8 @@ class PaimonTableHandle(Table):
         travel the schema its snapshot was committed under."""
         table = self._table if self._fresh else PaimonTable.open(self._location, self._name, self._storage_options)
         self._fresh = False
+        if snapshot is None:
+            self._table, self._directory = table, None  # what `directory` and `options` see from now on
         schema = None
         if snapshot is not None and not isinstance(snapshot, bool) and isinstance(snapshot, (int, str)):
             document = table.resolve(snapshot)
@@ -92,18 +94,27 @@ class PaimonTableHandle(Table):
         return self.at().info()
 
     # -- writing, reading, compacting ---------------------------------------------------
+    @property
+    def options(self) -> Any:
+        """The engine's options of the table's latest schema (`TableOptions`)."""
+        return self.at().options
+
     def write(self, data: Any, row_kind_column: str | None = None, overwrite: Any = False) -> Any:
         """`Table.write` as Java's batch writers write (`mergetree.paimon.write`): level-0 files,
         an APPEND (or, with `overwrite`, OVERWRITE) snapshot — the one returned —, then (unless
         write-only) a COMPACT one."""
-        return self._snapshot(self._call(write, data, row_kind_column, overwrite=overwrite))
+        self._fresh = False  # the next call opens the table again: the write changes it
+        return self._call(written_snapshot, data, row_kind_column, overwrite=overwrite)
 
     def delete(self, keys: Any) -> Any:
-        return self._snapshot(self._call(delete, keys))
-
-    def _snapshot(self, written: PaimonWrite) -> Any:
-        self._fresh = False  # the next read opens the table again: the write changed it
-        return None if written.snapshot is None else self.at().directory.store.snapshot(written.snapshot)
+        """`Table.delete`: ``-D`` rows by key, refused where they would change nothing (an
+        aggregate table folds a key-only delete into its aggregates)."""
+        if self.at().table_schema.merge_engine == "aggregate":
+            raise InvalidArgumentError(
+                "an aggregate table folds a delete into its aggregates (a key-only delete would retract nothing); "
+                "write compensating values instead")
+        self._fresh = False
+        return self._call(written_snapshot, keys, None, delete_kind=True)
 
     def compact(self, full: bool = False, progress: Any = None) -> Any:
         """Compact by Paimon's universal rules (``full``: every bucket into one sorted run) on
@@ -172,7 +183,7 @@ class PaimonTableHandle(Table):
         ``<table>/queries``, written while ``mergetree.query-log.enabled`` is true); `apply`
         writes the advice into the table's options (``mergetree.``-prefixed where they are
         mergetree's own), as `set_options` does."""
-        return self.at().advise(since, apply, sample_rows)
+        return self._changing(lambda engine: engine.advise(since, apply, sample_rows))
 
     def expire_queries(self, retention: Any = None) -> Any:
         """`Table.expire_queries` on the table's query log."""
@@ -183,13 +194,14 @@ class PaimonTableHandle(Table):
         """`Table.optimize` on the table: an append table's files laid out by the order (its
         layout under mergetree's own options), written at the top level, where Java's incremental
         clustering keeps what it clustered; a primary-key table compacted in full."""
-        return self.at().optimize(order, strategy, filter, target_file_size, sort_within, progress)
+        return self._changing(lambda engine: engine.optimize(order, strategy, filter, target_file_size, sort_within,
+                                                             progress))
 
     def build_indexes(self, progress: Any = None) -> Any:
         """`Table.build_indexes` on the table: files without the Parquet Bloom filters or the file
         index its options declare rewritten, the others given their missing pre-aggregates as
         extra files; one commit."""
-        return self.at().build_indexes(progress)
+        return self._changing(lambda engine: engine.build_indexes(progress))
 
     def add_aggregate(self, name: str, group_by: Any, measures: dict, build: bool = True) -> None:
         """`Table.add_aggregate`: the model in the table's options (``mergetree.aggregate.*``),
@@ -207,6 +219,14 @@ class PaimonTableHandle(Table):
         change(engine)
         self._directory = engine.directory
         self._table, self._fresh = table, True
+
+    def _changing(self, call: Any) -> Any:
+        """`call` on the engine's `Table` of the latest schema, which it may alter (a layout
+        stored, advice applied): the next call reads the table afresh."""
+        try:
+            return call(self.at())
+        finally:
+            self._fresh, self._directory = False, None
 
     def expire_snapshots(self, retain_last: int = 1, older_than: Any = None) -> list[int]:
         """`Table.expire_snapshots` on the table as Paimon keeps it: snapshot files removed

@@ -40,17 +40,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CommittedWarning, CompactionConflictError, InvalidArgumentError
+from ..errors import CommittedWarning, CompactionConflictError, InvalidArgumentError, MergeTreeError
 from ..merge import RowKind
 from ..table.compaction.runner import compact_buckets
 from ..table.paimon.metadata import PaimonSchema, PaimonTable
 from ..table.paimon.options import is_true
 from ..table.paimon.store import paimon_directory
 from ..table.paimon.tables import check_writable
-from ..table.snapshots import canonical_partition
+from ..table.snapshots import Snapshot, canonical_partition
 from ..table.write import write_rows
 
-__all__ = ["PaimonWrite", "compact_after_write", "delete", "write"]
+__all__ = ["PaimonWrite", "compact_after_write", "delete", "write", "written_snapshot"]
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,29 @@ class PaimonWrite:
 def _visible(t: PaimonTable, schema: PaimonSchema, touched: set[tuple]) -> bool:
     if not schema.checked_options.skips_level0:
         return True
-    return not any(f.level == 0 and (canonical_partition(f.partition), f.bucket) in touched
-                   for f in t.live_files(t.resolve(None)))
+    try:
+        return not any(f.level == 0 and (canonical_partition(f.partition), f.bucket) in touched
+                       for f in t.live_files(t.resolve(None)))
+    except (MergeTreeError, OSError):  # committed: a failing look afterwards is no failed write
+        return False
 
 
 def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, delete_kind: bool,
            storage_options: Mapping[str, object] | None, overwrite: Any = False) -> PaimonWrite:
+    return _written(warehouse, table, data, row_kind_column, delete_kind, storage_options, overwrite)[0]
+
+
+def written_snapshot(warehouse: Any, table: Any, data: Any, row_kind_column: str | None = None,
+                     delete_kind: bool = False, storage_options: Mapping[str, object] | None = None,
+                     overwrite: Any = False) -> Snapshot | None:
+    """`write` (or with `delete_kind`, `delete`), returning the APPEND (or OVERWRITE) snapshot
+    the write committed, as `Table.write` returns it (None: no rows) — never read again after
+    the commit, so no failure then can look like a failed write."""
+    return _written(warehouse, table, data, row_kind_column, delete_kind, storage_options, overwrite)[1]
+
+
+def _written(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, delete_kind: bool,
+             storage_options: Mapping[str, object] | None, overwrite: Any) -> tuple[PaimonWrite, Snapshot | None]:
     if row_kind_column is not None and not isinstance(row_kind_column, str):
         raise InvalidArgumentError(f"row_kind_column must be a column name, not {row_kind_column!r}")
     t = PaimonTable.open(warehouse, table, storage_options)
@@ -86,10 +103,10 @@ def _write(warehouse: Any, table: Any, data: Any, row_kind_column: str | None, d
                          row_kind_column, overwrite, compact=False)
     sid = None if written.snapshot is None else written.snapshot.id
     if sid is None:
-        return PaimonWrite(None, None, 0, True)
+        return PaimonWrite(None, None, 0, True), None
     touched = set(written.touched)
     compacted = compact_after_write(t, schema, touched, sid)
-    return PaimonWrite(sid, compacted, written.rows, _visible(t, schema, touched))
+    return PaimonWrite(sid, compacted, written.rows, _visible(t, schema, touched)), written.snapshot
 
 
 def compact_after_write(t: PaimonTable, schema: PaimonSchema, touched: set[tuple], sid: int) -> int | None:

@@ -34,8 +34,8 @@ from .options import TableOptions
 from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot, SnapshotStore, encode_json, read_json
 
-__all__ = ["TableDirectory", "alter_options", "as_path", "check_empty", "create_table", "locate", "open_or_create",
-           "open_table"]
+__all__ = ["TableDirectory", "alter_options", "as_path", "check_empty", "create_table", "locate",
+           "lost_to_other_format", "open_or_create", "open_table"]
 
 
 @dataclass(frozen=True)
@@ -162,24 +162,33 @@ def _as_storage(location: str | Store) -> Store:
 
 def check_empty(storage: Store) -> None:
     """Refuse to create a table where anything is already (TableExistsError): a table (of either
-    format), or files of someone else's.  On an object store this is the first request: a
+    format), or files of someone else's; empty directories count for nothing (a creator that
+    died before its schema file left some).  On an object store this is the first request: a
     missing bucket or bad credentials are reported here, before anything is written."""
     path = table_path(storage)
     if is_local(storage):
-        if os.path.exists(path):
-            if not os.path.isdir(path):
-                raise TableExistsError(f"{path} is a file, not a directory")
-            names = os.listdir(path)
-            if paths.SCHEMA_DIR in names:
-                raise TableExistsError(f"a table already exists at {path}")
-            if names:
-                raise _not_empty(path)
-        return
-    first = next(iter(storage.list("")), None)
-    if first is not None:
-        if first.path.startswith(paths.SCHEMA_DIR + "/"):
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise TableExistsError(f"{path} is a file, not a directory")
+        if next((f for _, _, names in os.walk(path) for f in names), None) is None:
+            return
+        schema_dir = os.path.join(path, paths.SCHEMA_DIR)
+        if os.path.isdir(schema_dir) and os.listdir(schema_dir):
             raise TableExistsError(f"a table already exists at {path}")
         raise _not_empty(path)
+    if next(iter(storage.list(paths.SCHEMA_DIR + "/")), None) is not None:
+        raise TableExistsError(f"a table already exists at {path}")
+    if next(iter(storage.list("")), None) is not None:
+        raise _not_empty(path)
+
+
+def lost_to_other_format(storage: Store, mine: str) -> None:
+    """After creating schema file `mine`: if a creator of the other format published its own
+    first schema file meanwhile (exclusive creates guard one name only), withdraw `mine` and
+    raise TableExistsError — never two tables in one place."""
+    other = paths.SCHEMA_FILE if mine != paths.SCHEMA_FILE else f"{paths.SCHEMA_DIR}/schema-0"
+    if storage.exists(other):
+        storage.delete(mine)
+        raise TableExistsError(f"another table was created at {table_path(storage)} at the same time")
 
 
 def create_table(location: str | Store, ts: TableSchema) -> TableDirectory:
@@ -192,6 +201,7 @@ def create_table(location: str | Store, ts: TableSchema) -> TableDirectory:
         storage.create(paths.SCHEMA_FILE, encode_json(ts.to_json()))  # exclusive: two creators cannot both win
     except ObjectExistsError:
         raise TableExistsError(f"a table already exists at {path}") from None
+    lost_to_other_format(storage, paths.SCHEMA_FILE)
     directory = TableDirectory.load(storage, ts)
     directory.store.ensure_directories()
     return directory

@@ -24,14 +24,14 @@ from ...errors import (
     UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
-from ..directory import TableDirectory, check_empty
+from ..directory import TableDirectory, check_empty, lost_to_other_format
 from ..objects import table_path
 from ..options import KEY_QUERY_LOG, OPTIONS, is_engine_option
 from ..schema import TableSchema
 from .metadata import SCHEMA_DIR, PaimonSchema, PaimonTable, table_store
 from .options import ENGINES, check_options, file_index_spec, is_known_option, known_options, option_text
 from .store import open_directory, paimon_directory
-from .tables import check_parquet_options, option_name, table_options, table_schema
+from .tables import check_parquet_options, option_name, table_options, table_schema, write_refusal
 
 __all__ = ["create_directory", "create_table", "open_or_create"]
 
@@ -42,14 +42,14 @@ _PAIMON_ENGINES = {mine: paimon for paimon, mine in ENGINES.items()}
 def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_key: Sequence[str] = (),
                  partition_by: Sequence[str] = (), buckets: int = 1, merge_engine: str = "deduplicate",
                  options: Mapping[str, object] | None = None,
-                 storage_options: Mapping[str, object] | None = None) -> PaimonTable:
+                 storage_options: Mapping[str, object] | None = None, writable: bool = False) -> PaimonTable:
     """Create Paimon table `table` ("database.table") of the filesystem-catalog `warehouse`, or
     with `table` None a table at `warehouse` itself, and open it.  Primary-key columns become
     NOT NULL (as Java normalizes them); partition columns must be key columns (a table whose key
     leaves one out is a cross-partition table, which mergetree cannot write).  Raises
     TableExistsError when a table is there already, UnsupportedTypeError for a column Paimon has
-    no type for, UnsupportedPaimonFeatureError for options mergetree could not honour; nothing
-    is written then."""
+    no type for, UnsupportedPaimonFeatureError for options mergetree could not honour (with
+    `writable`, could not write by); nothing is written then."""
     if not isinstance(schema, pa.Schema) or not len(schema):
         raise InvalidArgumentError(f"schema must be a non-empty pyarrow.Schema, not {schema!r}")
     names = schema.names
@@ -90,6 +90,9 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     table_schema(planned)  # as a read will take it,
     table_options(planned)  # with mergetree's own options (``mergetree.``-prefixed) parsed as the engine's
     check_parquet_options({k: v for k, v in written.items() if k.startswith("parquet.")})
+    refusal = write_refusal(planned) if writable else None
+    if refusal is not None:  # a table `Table.create` makes, mergetree can write
+        raise UnsupportedPaimonFeatureError(f"Paimon option {refusal[0]!r}: {refusal[1]}")
     body = dumps(document)
     store, name = table_store(warehouse, table, storage_options)
     check_empty(store)  # never a table over another's files
@@ -97,7 +100,12 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
         store.create(f"{SCHEMA_DIR}/schema-0", body)
     except ObjectExistsError:
         raise TableExistsError(f"a Paimon table is already at {table_path(store)}") from None
+    lost_to_other_format(store, f"{SCHEMA_DIR}/schema-0")
     return PaimonTable("", name, store, [0])
+
+
+# options Table.create takes as its arguments
+_ARGUMENTS = {"bucket": "buckets", "bucket-key": "bucket_key", "merge-engine": "merge_engine"}
 
 
 def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, partition_by: Any = None,
@@ -115,22 +123,29 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
     for key, value in (options or {}).items():
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError(f"option names are strings, not {key!r}")
+        argument = _ARGUMENTS.get(key)
+        if argument is not None:  # one way to say it: the argument, never an option contradicting it
+            raise InvalidArgumentError(f"give {key!r} as Table.create's argument {argument}=..., not as an option")
         if not is_engine_option(key) and not is_known_option(key):  # a misspelt name is the caller's mistake
             close = difflib.get_close_matches(key, [*OPTIONS, *known_options()], n=1)
             if close:
                 raise InvalidArgumentError(f"unknown table option {key!r}; did you mean {close[0]!r}?")
-        engine_options[key] = value
+        # a list of columns as the engine's options take it: comma-separated, as Java reads them
+        engine_options[key] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
     # the arguments and the engine's own options, checked as for every table (the same errors)
     own: Any = {k: v for k, v in (options or {}).items() if is_engine_option(k)}  # values as the caller gave them
     TableSchema.create(schema, primary_key, partition_by, 1 if buckets == -1 else buckets, bucket_key, merge_engine,
                        own)
+    if buckets == -1 and bucket_key:
+        raise InvalidArgumentError("a bucket key places rows in buckets: give buckets >= 1 with it, or no bucket_key "
+                                   "for an append table without buckets")
     if buckets == 1 and not primary_key and not bucket_key:
         buckets = -1  # one bucket of an append table: Paimon's bucket-unaware table (a bucket needs a key)
     written = {option_name(k): v for k, v in engine_options.items() if option_text(v) is not None}
     if bucket_key is not None:
         written["bucket-key"] = ",".join(_names(bucket_key, "bucket_key"))
     table = create_table(path, None, schema, _names(primary_key, "primary_key"), _names(partition_by, "partition_by"),
-                         buckets, merge_engine, written, storage_options)
+                         buckets, merge_engine, written, storage_options, writable=True)
     return paimon_directory(table)
 
 
