@@ -486,6 +486,9 @@ def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = 
             per = math.ceil(data.num_rows / files)
             for start in range(0, data.num_rows, per):
                 table.write(data.slice(start, per))
+            if table_format == "paimon":  # a Paimon table's target is the files' size on disk, as Java rolls them
+                on_disk = table.plan().bytes_total
+                table.set_options({"target-file-size": str(math.ceil(on_disk / files))})
             rows = data.num_rows
             del data
             reference = duckdb.connect()
