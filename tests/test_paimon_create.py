@@ -279,3 +279,15 @@ def test_table_create_options_given_one_way_and_the_table_seen_fresh(tmp_path):
     with pytest.raises(InvalidArgumentError, match="aggregate table"):
         agg.delete({"id": [1]})
     assert agg.read().to_pylist()[0]["cnt"] == 5
+
+
+@pytest.mark.parametrize("table_format", ["paimon", "mergetree"])
+def test_timestamps_of_another_zone_are_written_as_the_same_instants(tmp_path, table_format):
+    from mergetree import SchemaMismatchError, Table
+    schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC"))])
+    t = Table.create(tmp_path / "t", schema, primary_key="id", format=table_format)
+    paris = pa.array([dt.datetime(2024, 5, 4, 12, 0, tzinfo=dt.timezone.utc)], pa.timestamp("ms", tz="Europe/Paris"))
+    t.write(pa.table({"id": [1], "at": paris}))
+    assert t.read().column("at").to_pylist() == [dt.datetime(2024, 5, 4, 12, 0, tzinfo=dt.timezone.utc)]
+    with pytest.raises(SchemaMismatchError, match="'at'"):  # a wall clock has no zone to guess
+        t.write(pa.table({"id": [2], "at": pa.array([dt.datetime(2024, 5, 4, 12, 0)], pa.timestamp("ms"))}))

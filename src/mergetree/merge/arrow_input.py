@@ -90,9 +90,9 @@ def is_implicit_cast(source: pa.DataType, target: pa.DataType) -> bool:
     Only within one kind of value, and only where pyarrow's safe cast then checks that
     every value survives exactly: integers to integers, floats or decimals (overflow and
     float precision checked), floats to wider floats, decimals to decimals (rescaling
-    checked), strings to strings, binaries to binaries, dates and same-zone timestamps,
-    times and durations between units (overflow and truncation checked), and so on inside
-    lists and structs.  Never a string into a number, a number into a string, or a float
+    checked), strings to strings, binaries to binaries, dates, timestamps of one zone or
+    between zones (an instant stays itself), times and durations between units (overflow and
+    truncation checked), and so on inside lists and structs.  Never a string into a number, a number into a string, or a float
     into an integer: those need the caller's explicit cast."""
     t = pa.types
     if source == target or t.is_null(source):
@@ -114,7 +114,9 @@ def is_implicit_cast(source: pa.DataType, target: pa.DataType) -> bool:
     if t.is_date(source):
         return t.is_date(target)
     if t.is_timestamp(source):
-        return t.is_timestamp(target) and source.tz == target.tz
+        # the same instants whatever zone labels them (a Paimon table's TIMESTAMP_LTZ is UTC); a
+        # zone-less timestamp is a wall clock, which no zone may be guessed for
+        return t.is_timestamp(target) and (source.tz == target.tz or None not in (source.tz, target.tz))
     if t.is_time(source):
         return t.is_time(target)
     if t.is_duration(source):
