@@ -92,8 +92,8 @@ def is_implicit_cast(source: pa.DataType, target: pa.DataType) -> bool:
     float precision checked), floats to wider floats, decimals to decimals (rescaling
     checked), strings to strings, binaries to binaries, dates, timestamps of one zone or
     between zones (an instant stays itself), times and durations between units (overflow and
-    truncation checked), and so on inside lists and structs.  Never a string into a number, a number into a string, or a float
-    into an integer: those need the caller's explicit cast."""
+    truncation checked), and so on inside lists and structs.  Never a string into a number, a
+    number into a string, or a float into an integer: those need the caller's explicit cast."""
     t = pa.types
     if source == target or t.is_null(source):
         return True
