@@ -73,7 +73,7 @@ def test_bloom_options_give_parquet_filters_that_skip_files_and_never_change_an_
         assert steps["bloom"].files == 5
     got = t.read(filter=[("id", "in", [3, 4, 99_999])])
     assert by_id(got) == by_id(whole.filter(pc.is_in(whole["id"], pa.array([3, 4]))))
-    # the filters are only ever a skip: a read without indexes gives the same rows
+    # the filters are only ever a skip: a read that probes them gives the model's rows
     assert by_id(t.read(filter=[("id", "=", 5)])) == by_id(whole.filter(pc.equal(whole["id"], 5)))
 
 

@@ -17,6 +17,7 @@ from ..table.consumers import Consumer
 from ..table.directory import TableDirectory
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
+from ..table.write import check_deletable
 from .write import written_snapshot
 
 __all__ = ["PaimonTableHandle", "changes", "compact", "read", "scan"]
@@ -107,12 +108,8 @@ class PaimonTableHandle(Table):
         return self._call(written_snapshot, data, row_kind_column, overwrite=overwrite)
 
     def delete(self, keys: Any) -> Any:
-        """`Table.delete`: ``-D`` rows by key, refused where they would change nothing (an
-        aggregate table folds a key-only delete into its aggregates)."""
-        if self.at().table_schema.merge_engine == "aggregate":
-            raise InvalidArgumentError(
-                "an aggregate table folds a delete into its aggregates (a key-only delete would retract nothing); "
-                "write compensating values instead")
+        """`Table.delete`: ``-D`` rows by key, refused as `Table.delete` refuses them."""
+        check_deletable(self.at().table_schema)
         self._fresh = False
         return self._call(written_snapshot, keys, None, delete_kind=True)
 
@@ -167,7 +164,7 @@ class PaimonTableHandle(Table):
         """Change the table's options as Java's ALTER TABLE SET / RESET does (a value of None
         resets one): the next schema file, Java's rules for what may change; mergetree's own
         options (the query log, the optimizer's) under the ``mergetree.`` prefix Java ignores."""
-        self._engine_change(lambda engine: engine.set_options(options))
+        self._changing(lambda engine: engine.set_options(options))
 
     def aggregate(self, group_by: Any, measures: dict, filter: Any = None, snapshot: Any = None) -> pa.Table:
         """`Table.aggregate` on the table: answered from the files' pre-aggregates (their extra
@@ -206,19 +203,11 @@ class PaimonTableHandle(Table):
     def add_aggregate(self, name: str, group_by: Any, measures: dict, build: bool = True) -> None:
         """`Table.add_aggregate`: the model in the table's options (``mergetree.aggregate.*``),
         its per-file results extra files of their data files."""
-        self._engine_change(lambda engine: engine.add_aggregate(name, group_by, measures, build))
+        self._changing(lambda engine: engine.add_aggregate(name, group_by, measures, build))
 
     def drop_aggregate(self, name: str) -> None:
         """`Table.drop_aggregate`: the model out of the table's options."""
-        self._engine_change(lambda engine: engine.drop_aggregate(name))
-
-    def _engine_change(self, change: Any) -> None:
-        """Run `change` on the engine's `Table` of the latest schema, then read the table afresh."""
-        table = PaimonTable.open(self._location, self._name, self._storage_options)
-        engine = Table(paimon_directory(table))
-        change(engine)
-        self._directory = engine.directory
-        self._table, self._fresh = table, True
+        self._changing(lambda engine: engine.drop_aggregate(name))
 
     def _changing(self, call: Any) -> Any:
         """`call` on the engine's `Table` of the latest schema, which it may alter (a layout

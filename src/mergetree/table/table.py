@@ -168,15 +168,7 @@ class Table:
 
     def delete(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key (`keys` holds at least the primary-key columns)."""
-        ts = self.directory.schema
-        if not ts.has_primary_key:
-            raise InvalidArgumentError("an append table has no keys to delete by")
-        if ts.merge_engine == "first-row":
-            raise InvalidArgumentError("a first-row table keeps the first version of a key; it cannot delete")
-        if ts.merge_engine == "aggregate":
-            raise InvalidArgumentError(
-                "an aggregate table folds a delete into its aggregates (a key-only delete would "
-                "retract nothing); write compensating values instead")
+        write.check_deletable(self.directory.schema)
         return write.write_rows(self.directory, keys, RowKind.DELETE).snapshot
 
     def compact(self, full: bool = False, progress: Progress | None = None) -> Snapshot | None:

@@ -686,6 +686,20 @@ class Written(NamedTuple):
     rows: int
 
 
+def check_deletable(ts: TableSchema) -> None:
+    """Refuse a delete by key where it would be refused or change nothing: an append table has
+    no keys, a first-row table keeps a key's first version for good, an aggregate table folds a
+    key-only delete into its aggregates (retracting nothing)."""
+    if not ts.has_primary_key:
+        raise InvalidArgumentError("an append table has no keys to delete by")
+    if ts.merge_engine == "first-row":
+        raise InvalidArgumentError("a first-row table keeps the first version of a key; it cannot delete")
+    if ts.merge_engine == "aggregate":
+        raise InvalidArgumentError(
+            "an aggregate table folds a delete into its aggregates (a key-only delete would "
+            "retract nothing); write compensating values instead")
+
+
 def write_rows(directory: TableDirectory, data: Any, kind: RowKind, row_kind_column: str | None = None,
                overwrite: Any = False, compact: bool = True) -> Written:
     """Write rows (upserts, or deletes by key with `RowKind.DELETE`) from any input, a stream

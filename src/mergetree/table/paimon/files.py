@@ -379,11 +379,15 @@ class PaimonFileRef:
         return file_index_may_match(self.table, self.file, self.schema, f)
 
     # -- what the file has of each lever (`DataFileMeta.blooms` and the others) -----------
+    @cached_property
+    def _written_schema(self) -> PaimonSchema:
+        """The schema the file was written under."""
+        pf = self.file
+        return self.schema if pf.schema_id == self.schema.id else self.table.schema(pf.schema_id)
+
     def _current_names(self) -> dict[str, str]:
         """The file's column names -> the read schema's, for columns of the same type."""
-        pf = self.file
-        written = self.schema if pf.schema_id == self.schema.id else self.table.schema(pf.schema_id)
-        by_id = {f.id: f for f in written.fields}
+        by_id = {f.id: f for f in self._written_schema.fields}
         return {by_id[f.id].name: f.name for f in self.schema.fields
                 if f.id in by_id and same_type(by_id[f.id].type, f.type)}
 
@@ -421,8 +425,7 @@ class PaimonFileRef:
     def file_index_columns(self, index_type: str) -> frozenset[str]:
         """The read columns the file's own Paimon file index covers with `index_type`
         ("bitmap", "bloom-filter"): read from its entry, or its index file's head."""
-        written = self.schema if self.file.schema_id == self.schema.id else self.table.schema(self.file.schema_id)
-        index = file_index(self.table, self.file, written)
+        index = file_index(self.table, self.file, self._written_schema)
         if index is None:
             return frozenset()
         names = self._current_names()
