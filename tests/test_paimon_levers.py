@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
-from mergetree import InvalidArgumentError, Table
+from mergetree import InvalidArgumentError, Table, UnsupportedTypeError
 from mergetree.table.options import KEY_BLOOM_COLUMNS
 from mergetree.table.paimon.create import create_table
 
@@ -121,6 +121,13 @@ def test_bloom_filter_columns_in_the_engines_names_become_parquets_options(tmp_p
                 {"parquet.bloom.filter.fpp": "x"}):
         with pytest.raises(InvalidArgumentError, match="parquet.bloom.filter"):
             t.set_options(bad)
+    # a misspelt column (Java would ignore it silently) and a type with no use for one are refused
+    with pytest.raises(InvalidArgumentError, match="'idd'.*did you mean 'id'"):
+        t.set_options({"parquet.bloom.filter.enabled#idd": "true"})
+    with pytest.raises(UnsupportedTypeError, match="'flag'.*two values"):
+        Table.create(str(tmp_path / "b"), SCHEMA.append(pa.field("flag", pa.bool_())), format="paimon",
+                     options={"parquet.bloom.filter.enabled#flag": "true"})
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").rglob("*"))
     # Paimon's own name keeps Paimon's meaning: its file index, not Parquet's filters
     t.set_options({"file-index.bloom-filter.columns": "v"})
     assert latest_schema(root)["options"]["file-index.bloom-filter.columns"] == "v"

@@ -468,7 +468,7 @@ _NO_PAIMON_TYPE = {
               "decimal128(20, 0)",
     "time64": "Paimon's TIME holds milliseconds at most; cast to time32[ms]",
     "null": "a column of only nulls has no Paimon type; give it the type its values will have",
-    "duration": "Paimon has no duration type; store it as int64",
+    "duration": "Paimon has no duration type; cast it to int64 (a count of its units)",
 }
 
 
@@ -498,7 +498,8 @@ def paimon_type(dtype: pa.DataType, nullable: bool = True, next_id: list[int] | 
         return f"BINARY({dtype.byte_width}){suffix}"
     if t.is_decimal(dtype):
         if dtype.precision > 38:
-            raise NoPaimonType(f"Paimon's DECIMAL holds 38 digits at most, not {dtype.precision}")
+            raise NoPaimonType(f"Paimon's DECIMAL holds 38 digits at most, not {dtype.precision}; cast to a "
+                               f"decimal128 that holds the values, or to a string")
         return f"DECIMAL({dtype.precision}, {dtype.scale}){suffix}"
     if t.is_timestamp(dtype):
         precision = {"s": 0, "ms": 3, "us": 6, "ns": 9}[dtype.unit]

@@ -121,7 +121,8 @@ def is_implicit_cast(source: pa.DataType, target: pa.DataType) -> bool:
         return t.is_time(target)
     if t.is_duration(source):
         return t.is_duration(target)
-    if (t.is_list(source) or t.is_large_list(source)) and (t.is_list(target) or t.is_large_list(target)):
+    if (t.is_list(source) or t.is_large_list(source) or t.is_fixed_size_list(source)) and (
+            t.is_list(target) or t.is_large_list(target)):
         return is_implicit_cast(source.value_type, target.value_type)
     if t.is_struct(source) and t.is_struct(target):
         names = [source.field(i).name for i in range(source.num_fields)]

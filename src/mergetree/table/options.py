@@ -378,7 +378,8 @@ def _options_as_strings(options: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def resolve_options(options: Mapping[str, Any] | None, schema: pa.Schema, merge_engine: str,
-                    primary_key: tuple[str, ...], base: Mapping[str, str] | None = None) -> dict[str, str]:
+                    primary_key: tuple[str, ...], base: Mapping[str, str] | None = None,
+                    table_format: str = "mergetree") -> dict[str, str]:
     """Check options for a new table (or changes to an existing table's `base` options, where
     None removes a key); returns every option as stored (defaults filled in)."""
     stored = dict(base) if base is not None else \
@@ -391,7 +392,7 @@ def resolve_options(options: Mapping[str, Any] | None, schema: pa.Schema, merge_
                 stored[key] = spec.default
         else:
             stored[key] = value
-    TableOptions.parse(stored, schema, merge_engine, primary_key)  # raises on anything wrong
+    TableOptions.parse(stored, schema, merge_engine, primary_key, table_format)  # raises on anything wrong
     return stored
 
 
@@ -508,7 +509,7 @@ class TableOptions:
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], schema: pa.Schema, merge_engine: str,
-              primary_key: tuple[str, ...] | set[str]) -> TableOptions:
+              primary_key: tuple[str, ...] | set[str], table_format: str = "mergetree") -> TableOptions:
         values: dict[str, Any] = {}
         aggregations: dict[str, str] = {}
         models: dict[str, dict[str, str]] = {}
@@ -547,10 +548,10 @@ class TableOptions:
                 if column not in schema.names:
                     raise InvalidArgumentError(f"option {key!r} names column {column!r}, which the schema lacks")
         for column in values.get(KEY_BLOOM_COLUMNS, ()):
-            require(column, schema.field(column).type, "bloom")
+            require(column, schema.field(column).type, "bloom", table_format)
             check_bloom_column(column, schema.field(column).type)
         for column in values.get(KEY_BITMAP_COLUMNS, ()):
-            require(column, schema.field(column).type, "bitmap")
+            require(column, schema.field(column).type, "bitmap", table_format)
         for key in (KEY_CLUSTERING_COLUMNS, KEY_SORT_WITHIN):
             for column in values.get(key, ()):
                 require(column, schema.field(column).type, "order")

@@ -53,11 +53,13 @@ class TableSchema:
     @classmethod
     def create(cls, schema: pa.Schema, primary_key=None, partition_by=None, buckets: int = 1,
                bucket_key=None, merge_engine: str = "deduplicate",
-               options: dict[str, str] | None = None) -> TableSchema:
-        """Check everything about a new table before anything is written."""
+               options: dict[str, str] | None = None, table_format: str = "mergetree") -> TableSchema:
+        """Check everything about a new table before anything is written (the type policy's
+        rules for a table of `table_format`)."""
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
-        schema = stored_schema(schema)  # the types the files give back; refuses what no table can store
+        # the types the files give back; refuses what such a table cannot store
+        schema = stored_schema(schema, table_format)
         pk = column_names(primary_key, "primary_key")
         parts = column_names(partition_by, "partition_by")
         bkey = column_names(bucket_key, "bucket_key")
@@ -95,8 +97,8 @@ class TableSchema:
             raise InvalidArgumentError("merge engines need a primary key")
         if buckets > 1 and not bkey:
             raise InvalidArgumentError("an append table with several buckets needs a bucket_key")
-        _check_column_types(schema, pk, parts, bkey if buckets > 1 else ())
-        opts = resolve_options(options, schema, merge_engine, pk)
+        _check_column_types(schema, pk, parts, bkey if buckets > 1 else (), table_format)
+        opts = resolve_options(options, schema, merge_engine, pk, table_format=table_format)
         fields = [f.with_nullable(False) if f.name in pk else f for f in schema]
         return cls(pa.schema(fields), pk, parts, buckets, bkey, merge_engine, opts)
 
@@ -173,14 +175,16 @@ def column_names(value: Any, role: str) -> tuple[str, ...]:
 
 
 def _check_column_types(schema: pa.Schema, primary_key: tuple[str, ...], partition_by: tuple[str, ...],
-                        hashed: tuple[str, ...]) -> None:
+                        hashed: tuple[str, ...], table_format: str) -> None:
     """Keys must be orderable, partition values storable, bucket columns hashable like Spark
-    (the type policy's rules; the core's comparators and Spark's hash agree with it)."""
+    (Paimon's hash on a Paimon table): the type policy's rules; the core's comparators and the
+    bucket hashes agree with it."""
     for name in primary_key:
-        require(name, schema.field(name).type, "key")
+        require(name, schema.field(name).type, "key", table_format)
         plan_key_column(name, schema.field(name).type)
     for name in partition_by:
-        require(name, schema.field(name).type, "partition")
+        require(name, schema.field(name).type, "partition", table_format)
     for name in hashed:
-        require(name, schema.field(name).type, "bucket")
-        check_hashable(name, schema.field(name).type)
+        require(name, schema.field(name).type, "bucket", table_format)
+        if table_format == "mergetree":
+            check_hashable(name, schema.field(name).type)

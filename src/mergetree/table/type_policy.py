@@ -3,9 +3,13 @@ stored type supports.  One table (`FAMILIES`), used by every path that depends o
 type, by the docs (`policy_markdown`, pasted into docs/FORMAT.md and checked by a test) and by
 the type-matrix test, which runs every operation on every example type listed here.
 
-Input is normalized once on the way in: `Table.create` stores `stored_type(t)` for each column
-and writes cast to it, so every later path (reads, filters, Top-N, optimize, indexes, the
-advisor, Spark, Paimon) sees only stored types.  The stored type is what Parquet gives back
+Input is normalized once on the way in: `Table.create` stores `stored_type(t, format=...)` for
+each column and writes cast to it, so every later path (reads, filters, Top-N, optimize, indexes,
+the advisor, Spark) sees only stored types.  A Paimon table stores what Paimon's schema can say
+(`codec.types.paimon_type`: unsigned integers one size up, large and fixed-size variants as the
+plain ones, a zoned timestamp as UTC) and refuses the rest by name (uint64, time64, durations,
+decimal256, null); a few capabilities differ there too (`TypeFamily.paimon_cannot`: Paimon's
+bucket hash takes times, its bitmap file index takes no bytes or decimals).  The stored type is what Parquet gives back
 (date64 -> date32, time32[s] -> time32[ms], timestamp[s] -> timestamp[ms]) or the plain type
 behind an encoding or a width Arrow's kernels lack (string_view -> string, dictionary<v> -> v,
 decimal32/64 -> decimal128, float16 -> float32).  What a type cannot do is refused up front
@@ -18,16 +22,19 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ..codec.types import NoPaimonType, paimon_type, parse_type
 from ..errors import UnsupportedTypeError
 
-__all__ = ["CAPABILITIES", "FAMILIES", "INPUT_EXAMPLES", "TypeFamily", "family_of", "integer_counts", "policy_markdown",
-           "require", "stored_schema", "stored_type", "supports", "why_not"]
+__all__ = ["CAPABILITIES", "FAMILIES", "FORMATS", "INPUT_EXAMPLES", "TypeFamily", "family_of", "integer_counts",
+           "policy_markdown", "require", "storable", "stored_schema", "stored_type", "supports", "why_not"]
+
+FORMATS = ("mergetree", "paimon")  # the table formats `Table.create` makes
 
 # what a column of a type can be used for; `require(column, type, capability)` enforces it
 CAPABILITIES: dict[str, str] = {
     "key": "primary keys (ordered by the merge core)",
     "partition": "partitioning",
-    "bucket": "bucketing (Spark's bucket hash)",
+    "bucket": "bucketing (Spark's bucket hash; Paimon's on Paimon tables)",
     "filter_eq": "filters with = != IN NOT IN",
     "filter_range": "filters with < <= > >=",
     "order": "ordering (Top-N order_by, clustering with linear/zorder/hilbert/qdtree, sort_within)",
@@ -42,19 +49,25 @@ CAPABILITIES: dict[str, str] = {
 _NESTED = "nested values have no order or equality here (their filters are 'is null' and 'is not null')"
 _NO_SPARK_TIME = "Spark has no time-of-day type, so there is no Spark bucket hash for it"
 _NULL = "an all-null column has no values; only 'is null' / 'is not null' apply"
+_NO_PAIMON_BITMAP = "Paimon's bitmap file index (which Java's readers consult) takes no {}; use a Bloom filter"
 
 
 @dataclass(frozen=True)
 class TypeFamily:
-    """A kind of stored type and what it supports; `cannot` gives each unsupported capability's reason."""
+    """A kind of stored type and what it supports; `cannot` gives each unsupported capability's
+    reason, `paimon_cannot` (None: the same) what a Paimon table's column of it cannot do."""
 
     name: str
     matches: Callable[[pa.DataType], bool]
     examples: tuple[pa.DataType, ...]
     cannot: dict[str, str] = field(default_factory=dict)
+    paimon_cannot: dict[str, str] | None = None
 
-    def supports(self, capability: str) -> bool:
-        return capability not in self.cannot
+    def cannot_on(self, table_format: str = "mergetree") -> dict[str, str]:
+        return self.cannot if table_format != "paimon" or self.paimon_cannot is None else self.paimon_cannot
+
+    def supports(self, capability: str, table_format: str = "mergetree") -> bool:
+        return capability not in self.cannot_on(table_format)
 
 
 def _all_but(*keep: str, why: str) -> dict[str, str]:
@@ -75,10 +88,11 @@ FAMILIES: tuple[TypeFamily, ...] = (
     TypeFamily("string", lambda t: _t.is_string(t) or _t.is_large_string(t), (pa.string(), pa.large_string()),
                {"measure_sum": "sum needs numbers"}),
     TypeFamily("binary", lambda t: _t.is_binary(t) or _t.is_large_binary(t) or _t.is_fixed_size_binary(t),
-               (pa.binary(), pa.large_binary(), pa.binary(16)), {"measure_sum": "sum needs numbers"}),
+               (pa.binary(), pa.large_binary(), pa.binary(16)), {"measure_sum": "sum needs numbers"},
+               {"measure_sum": "sum needs numbers", "bitmap": _NO_PAIMON_BITMAP.format("bytes")}),
     TypeFamily("date", _t.is_date32, (pa.date32(),), {"measure_sum": "sum needs numbers"}),
     TypeFamily("time", lambda t: _t.is_time(t) and t.unit != "ns", (pa.time32("ms"), pa.time64("us")), {
-        "bucket": _NO_SPARK_TIME, "measure_sum": "sum needs numbers"}),
+        "bucket": _NO_SPARK_TIME, "measure_sum": "sum needs numbers"}, {"measure_sum": "sum needs numbers"}),
     TypeFamily("time64[ns]", _t.is_time64, (pa.time64("ns"),), {
         "bucket": _NO_SPARK_TIME, "measure_sum": "sum needs numbers",
         "bloom": "pyarrow gives time64[ns] values as datetime.time, which drops the nanoseconds, so a lookup "
@@ -90,7 +104,8 @@ FAMILIES: tuple[TypeFamily, ...] = (
         "bucket": "Spark has no duration type, so there is no Spark bucket hash for it",
         "bloom": "Parquet stores a duration as a bare INT64, so its values cannot be told from plain integers",
         "measure_sum": "sum needs numbers"}),
-    TypeFamily("decimal128", _t.is_decimal128, (pa.decimal128(12, 2), pa.decimal128(38, 10))),
+    TypeFamily("decimal128", _t.is_decimal128, (pa.decimal128(12, 2), pa.decimal128(38, 10)), {},
+               {"bitmap": _NO_PAIMON_BITMAP.format("decimals")}),
     TypeFamily("decimal256", _t.is_decimal256, (pa.decimal256(50, 4),), {
         "key": "the merge core compares decimals of up to 128 bits; use decimal128 (38 digits)",
         "bucket": "Spark's decimals hold at most 38 digits"}),
@@ -130,12 +145,19 @@ def _refusal(dtype: pa.DataType) -> str | None:
     return None
 
 
-def stored_type(dtype: pa.DataType, column: str = "") -> pa.DataType:
-    """The type a column of `dtype` is stored and read back as; UnsupportedTypeError (naming
-    `column`) for a type no table can store."""
+def stored_type(dtype: pa.DataType, column: str = "", table_format: str = "mergetree") -> pa.DataType:
+    """The type a column of `dtype` is stored and read back as in a table of `table_format`;
+    UnsupportedTypeError (naming `column`) for a type such a table cannot store."""
     why = _refusal(dtype)
     if why is not None:
         raise UnsupportedTypeError(f"column {column!r} has type {dtype}: {why}")
+    if table_format == "paimon":
+        try:
+            return parse_type(paimon_type(dtype)).arrow  # what Paimon's schema says, read back
+        except NoPaimonType as exc:
+            raise UnsupportedTypeError(f"column {column!r} has type {dtype}: {exc}") from None
+    if table_format != "mergetree":
+        raise ValueError(f"unknown table format {table_format!r}")
     if _t.is_dictionary(dtype):
         return stored_type(dtype.value_type, column)
     if _t.is_string_view(dtype):
@@ -170,9 +192,19 @@ def _stored_field(f: pa.Field, column: str) -> pa.Field:
     return f.with_type(stored_type(f.type, f"{column}.{f.name}"))
 
 
-def stored_schema(schema: pa.Schema) -> pa.Schema:
+def stored_schema(schema: pa.Schema, table_format: str = "mergetree") -> pa.Schema:
     """`schema` with every column's stored type (names, nullability and metadata kept)."""
-    return pa.schema([f.with_type(stored_type(f.type, f.name)) for f in schema], metadata=schema.metadata)
+    return pa.schema([f.with_type(stored_type(f.type, f.name, table_format)) for f in schema],
+                     metadata=schema.metadata)
+
+
+def storable(dtype: pa.DataType, table_format: str = "mergetree") -> bool:
+    """Whether a table of `table_format` can store a column of `dtype`."""
+    try:
+        stored_type(dtype, "", table_format)
+    except UnsupportedTypeError:
+        return False
+    return True
 
 
 def integer_counts(arr: pa.Array) -> pa.Array:
@@ -183,36 +215,52 @@ def integer_counts(arr: pa.Array) -> pa.Array:
     return arr.view(pa.int32() if arr.type.bit_width == 32 else pa.int64())
 
 
-def why_not(dtype: pa.DataType, capability: str) -> str | None:
-    """None if a type (as stored) supports `capability`, else the reason it does not."""
+def why_not(dtype: pa.DataType, capability: str, table_format: str = "mergetree") -> str | None:
+    """None if a type (as stored in a table of `table_format`) supports `capability`, else the
+    reason it does not."""
     if capability not in CAPABILITIES:
         raise ValueError(f"unknown capability {capability!r}")
-    return family_of(stored_type(dtype)).cannot.get(capability)
+    return family_of(stored_type(dtype, "", table_format)).cannot_on(table_format).get(capability)
 
 
-def supports(dtype: pa.DataType, capability: str) -> bool:
-    return why_not(dtype, capability) is None
+def supports(dtype: pa.DataType, capability: str, table_format: str = "mergetree") -> bool:
+    return why_not(dtype, capability, table_format) is None
 
 
-def require(column: str, dtype: pa.DataType, capability: str) -> None:
+def require(column: str, dtype: pa.DataType, capability: str, table_format: str = "mergetree") -> None:
     """Raise UnsupportedTypeError naming the column, its type and the reason unless it supports `capability`."""
-    why = why_not(dtype, capability)
+    why = why_not(dtype, capability, table_format)
     if why is not None:
         raise UnsupportedTypeError(
             f"column {column!r} has type {dtype}, which does not support {CAPABILITIES[capability]}: {why}")
 
 
 def policy_markdown() -> str:
-    """The policy as the Markdown table in docs/FORMAT.md."""
+    """The policy as the Markdown tables in docs/FORMAT.md."""
     short = {"key": "key", "partition": "partition", "bucket": "bucket", "filter_eq": "= IN", "filter_range": "< >",
              "order": "order", "minmax": "min/max", "bloom": "Bloom", "bitmap": "bitmap",
              "measure_sum": "sum", "measure_minmax": "min/max measure"}
+
+    def mark(family: TypeFamily, capability: str) -> str:
+        here, there = family.supports(capability), family.supports(capability, "paimon")
+        text = "yes" if here else "no"
+        return text if here == there else f"{text} (Paimon: {'yes' if there else 'no'})"
+
+    def on_paimon(dtype: pa.DataType) -> str:
+        try:
+            return f"`{stored_type(dtype, '', 'paimon')}`"
+        except UnsupportedTypeError as exc:
+            return "refused: " + str(exc).split(": ", 1)[1]
+
     lines = ["| family | stored types | " + " | ".join(short[c] for c in CAPABILITIES) + " |",
              "|---|---|" + "---|" * len(CAPABILITIES)]
     for family in FAMILIES:
         examples = ", ".join(f"`{t}`" for t in family.examples)
-        marks = " | ".join("yes" if family.supports(c) else "no" for c in CAPABILITIES)
+        marks = " | ".join(mark(family, c) for c in CAPABILITIES)
         lines.append(f"| {family.name} | {examples} | {marks} |")
-    lines += ["", "| input type | stored as |", "|---|---|"]
-    lines += [f"| `{t}` | `{stored_type(t)}` |" for t in INPUT_EXAMPLES]
+    lines += ["", "| input type | stored as | in a Paimon table |", "|---|---|---|"]
+    lines += [f"| `{t}` | `{stored_type(t)}` | {on_paimon(t)} |" for t in INPUT_EXAMPLES]
+    lines += ["", "| stored type | in a Paimon table |", "|---|---|"]
+    lines += [f"| `{t}` | {on_paimon(t)} |" for family in FAMILIES for t in family.examples
+              if not storable(t, "paimon") or stored_type(t, "", "paimon") != t]
     return "\n".join(lines)

@@ -89,7 +89,7 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     planned = PaimonSchema.from_json(document)
     table_schema(planned)  # as a read will take it,
     table_options(planned)  # with mergetree's own options (``mergetree.``-prefixed) parsed as the engine's
-    check_parquet_options({k: v for k, v in written.items() if k.startswith("parquet.")})
+    check_parquet_options({k: v for k, v in written.items() if k.startswith("parquet.")}, planned.arrow_schema)
     refusal = write_refusal(planned) if writable else None
     if refusal is not None:  # a table `Table.create` makes, mergetree can write
         raise UnsupportedPaimonFeatureError(f"Paimon option {refusal[0]!r}: {refusal[1]}")
@@ -135,7 +135,7 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
     # the arguments and the engine's own options, checked as for every table (the same errors)
     own: Any = {k: v for k, v in (options or {}).items() if is_engine_option(k)}  # values as the caller gave them
     TableSchema.create(schema, primary_key, partition_by, 1 if buckets == -1 else buckets, bucket_key, merge_engine,
-                       own)
+                       own, table_format="paimon")
     if buckets == -1 and bucket_key:
         raise InvalidArgumentError("a bucket key places rows in buckets: give buckets >= 1 with it, or no bucket_key "
                                    "for an append table without buckets")

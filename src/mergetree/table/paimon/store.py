@@ -269,7 +269,9 @@ class PaimonSnapshotStore:
         table_schema(altered)  # Paimon's options checked as a read checks them, the file index as a write
         file_index_spec(altered.options, {f.name: f.type for f in altered.fields})
         retention(altered.options)  # and what expiry keeps, as Java reads it
-        check_parquet_options({k: v for k, v in altered.options.items() if k.startswith("parquet.")})
+        changed = {option_name(k) for k in changes}  # a foreign table's old junk does not block a change
+        check_parquet_options({k: v for k, v in altered.options.items() if k.startswith("parquet.") and k in changed},
+                              altered.arrow_schema)
         table_options(altered)  # and mergetree's values
         self.storage.require_conditional_create()
         name = f"{SCHEMA_DIR}/schema-{altered.id}"

@@ -7,6 +7,7 @@ reads).  Also the buckets a filter can reach, by Paimon's bucket function."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import itertools
 import math
 import threading
@@ -32,6 +33,7 @@ from ..options import (
     parse_codec_levels,
 )
 from ..schema import TableSchema
+from ..type_policy import require
 from .metadata import PaimonSchema
 from .options import MERGETREE_PREFIX, is_true
 
@@ -141,13 +143,21 @@ def _fpp(text: str | None) -> float:
     return value if 0.0 < value < 1.0 else DEFAULT_PARQUET_BLOOM_FPP
 
 
-def check_parquet_options(options: dict[str, str]) -> None:
+def check_parquet_options(options: dict[str, str], schema: pa.Schema) -> None:
     """Refuse Parquet Bloom filter options Java's writer would fail on or ignore: a flag that is
-    not true or false, a probability outside (0, 1)."""
+    not true or false, a probability outside (0, 1), a filter asked for a column `schema` lacks
+    (a misspelt name, which Java ignores silently) or of a type the type policy gives none."""
     for key, value in options.items():
-        base = key.split("#", 1)[0].strip()
+        base, _, column = (part.strip() for part in key.partition("#"))
         if base == PARQUET_BLOOM and value.strip().lower() not in ("true", "false"):
             raise InvalidArgumentError(f"Paimon option {key!r} must be true or false, not {value!r}")
+        if base == PARQUET_BLOOM and column and value.strip().lower() == "true":
+            if column not in schema.names:
+                close = difflib.get_close_matches(column, schema.names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise InvalidArgumentError(f"Paimon option {key!r} names column {column!r}, which the table "
+                                           f"lacks{hint}")
+            require(column, schema.field(column).type, "bloom", "paimon")
         if base == PARQUET_BLOOM_FPP:
             try:
                 fpp = float(value.strip())
