@@ -25,7 +25,7 @@ from mergetree.table.directory import TableDirectory
 from mergetree.table.files import read_data_file, write_data_file
 from mergetree.table.options import TableOptions
 from mergetree.table.schema import KIND_COLUMN, SEQUENCE_COLUMN
-from mergetree.table.snapshots import FileEntry, Snapshot
+from mergetree.table.snapshots import FileEntry, Snapshot, changelog_snapshot
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 HOUR_MS = 3_600_000
@@ -62,7 +62,7 @@ def commit_with_changelog(table: Table, ids: list[int], value: str) -> Snapshot:
 def changelog_files(table: Table, snapshot_id: int) -> list[str]:
     """The changelog files of commit `snapshot_id` (live or kept), each checked to read back."""
     store = table.directory.store
-    snap = store.changelog_snapshot(snapshot_id)
+    snap, _ = changelog_snapshot(store, snapshot_id)
     out = []
     for manifest in store.manifest_names(snap.changelog_manifest_list):
         for _, entry in store.read_manifest(manifest):
@@ -98,6 +98,7 @@ def kept(table: Table) -> list[int]:
 
 
 # -- the tests ---------------------------------------------------------------------------------
+@pytest.mark.private_format
 def test_changelog_outlives_its_snapshot(tmp_path):
     table = make(str(tmp_path / "t"), 4, {"changelog.num-retained.max": "10"})
     before = {i: changelog_files(table, i) for i in (1, 2, 3, 4)}
@@ -114,7 +115,7 @@ def test_changelog_outlives_its_snapshot(tmp_path):
             store.snapshot(i)
         with pytest.raises(SnapshotNotFoundError):
             table.read(snapshot=i)
-        kept_snapshot = store.changelog_snapshot(i)
+        kept_snapshot, _ = changelog_snapshot(store, i)
         assert kept_snapshot.id == i and kept_snapshot.commit_kind == "APPEND"
         assert changelog_files(table, i) == before[i]  # still there, still readable
     assert not old_data & data_files(table)  # data files only the expired snapshots used are gone
@@ -123,18 +124,20 @@ def test_changelog_outlives_its_snapshot(tmp_path):
     assert info.kept_changelogs == [1, 2, 3, 4]
 
 
+@pytest.mark.private_format
 def test_without_retention_the_changelog_goes_with_its_snapshot(tmp_path):
     table = make(str(tmp_path / "t"), 3)
     files = changelog_files(table, 1) + changelog_files(table, 2)
     assert table.expire_snapshots(retain_last=1) == [1, 2]
     assert kept(table) == []
     with pytest.raises(SnapshotNotFoundError):
-        table.directory.store.changelog_snapshot(1)
+        changelog_snapshot(table.directory.store, 1)
     on_disk = files_on_disk(table.path)
     assert not set(files) & on_disk
     changelog_files(table, 3)  # the live snapshot's changelog stays
 
 
+@pytest.mark.private_format
 def test_kept_changelogs_go_when_retention_is_switched_off(tmp_path):
     table = make(str(tmp_path / "t"), 3, {"changelog.num-retained.max": "10"})
     table.expire_snapshots(retain_last=1)
@@ -146,6 +149,7 @@ def test_kept_changelogs_go_when_retention_is_switched_off(tmp_path):
     assert not set(files) & files_on_disk(table.path)
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize(("options", "kept_now", "kept_later"), [
     # Paimon's rule, counted from the newest snapshot (8; 1..7 expired with changelog):
     # k goes when k <= 8 - max, or k <= 8 - min and older than time-retained
@@ -173,6 +177,7 @@ def test_kept_changelogs_expire_by_min_max_and_time(tmp_path, options, kept_now,
             assert changelog_files(table, i) == files[i]
 
 
+@pytest.mark.private_format
 def test_a_consumer_holds_kept_changelogs(tmp_path):
     table = make(str(tmp_path / "t"), 6, {"changelog.time-retained": "1h"})
     now = int(time.time() * 1000)
@@ -188,6 +193,7 @@ def test_a_consumer_holds_kept_changelogs(tmp_path):
     assert kept(table) == []
 
 
+@pytest.mark.private_format
 def test_a_consumer_beyond_max_still_holds(tmp_path):
     table = make(str(tmp_path / "t"), 6, {"changelog.num-retained.max": "2"})
     table.reset_consumer("slow", 3)  # holds 3 and 2, the snapshot its next change is computed against
@@ -199,6 +205,7 @@ def test_a_consumer_beyond_max_still_holds(tmp_path):
     assert kept(table) == []  # 4 <= 6 - 2: over max, and the consumer is past it
 
 
+@pytest.mark.private_format
 def test_orphan_cleanup_keeps_changelog_files(tmp_path):
     table = make(str(tmp_path / "t"), 4, {"changelog.num-retained.max": "10"})
     table.expire_snapshots(retain_last=2)
@@ -217,6 +224,7 @@ def test_orphan_cleanup_keeps_changelog_files(tmp_path):
     assert wanted <= referenced
 
 
+@pytest.mark.private_format
 def test_a_damaged_kept_changelog_stops_cleanup(tmp_path):
     table = make(str(tmp_path / "t"), 3, {"changelog.num-retained.max": "10"})
     table.expire_snapshots(retain_last=1)
@@ -229,6 +237,7 @@ def test_a_damaged_kept_changelog_stops_cleanup(tmp_path):
     assert table.info().kept_changelogs == [1, 2]
 
 
+@pytest.mark.private_format
 def test_cli_info_shows_the_kept_range(tmp_path):
     path = str(tmp_path / "t")
     table = make(path, 4, {"changelog.num-retained.max": "10"})
@@ -319,6 +328,7 @@ def check_after_crash(table: Table) -> None:
     assert all(i in ids or i in kept(table) for i in range(follower.next_snapshot, latest + 1))
 
 
+@pytest.mark.private_format
 def test_sigkill_during_expiry_keeps_changelogs_and_consumers(tmp_path):
     path = str(tmp_path / "t")
     table = make(path, 1, {"changelog.num-retained.max": "8"})

@@ -296,3 +296,20 @@ def test_build_indexes_keeps_an_append_files_place_and_ends_on_orc(tmp_path):
     assert t.directory.store.native_options({KEY_BLOOM_COLUMNS: "id"}) == {KEY_BLOOM_COLUMNS: "id"}
     t.set_options({"parquet.bloom.filter.enabled#id": "true"})
     assert t.directory.options.bloom_columns == () and t.build_indexes() is None
+
+
+def test_build_indexes_back_fills_paimons_bloom_file_index(tmp_path):
+    """Bloom filters declared in Paimon's file index after files were written: `build_indexes`
+    rewrites those files with it (as Java's `rewrite_file_index`), and a probe skips on it."""
+    root = tmp_path / "t"
+    t = Table.create(str(root), SCHEMA, format="paimon")
+    t.write(data(0, 2000))
+    t.set_options({"file-index.bloom-filter.columns": "v"})
+    t = Table.open(root)
+    assert t.build_indexes() is not None
+    t = Table.open(root)
+    live = live_entries(t)
+    assert live and all("v" in e.file.origin.file_index_columns("bloom-filter") for e in live)
+    assert t.build_indexes() is None  # nothing left to build
+    assert by_id(t.read(filter=("v", "=", 3 * 1001))) == by_id(data(1001, 1002))
+    assert t.plan(("v", "=", 3 * 1001 + 1)).files == []  # inside min/max, absent: the file index says so

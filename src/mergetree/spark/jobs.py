@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..codec.buckets import bucket_function
-from ..errors import InvalidArgumentError, MergeTreeError, UnsupportedPaimonFeatureError
+from ..errors import InvalidArgumentError, MergeTreeError
 from ..merge import merge
 from ..merge.assemble import RowSelection
 from ..merge.join import JOINS, join_selections, joined_schema
@@ -549,10 +549,6 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
     the new files are marked as laid out for it (a "major" pass of the background optimizer)."""
     if not groups:
         return None
-    if directory.schema.paimon is not None:  # its laid-out files are the top level's, its files the store's
-        raise UnsupportedPaimonFeatureError(
-            f"the Spark optimizer does not lay out Paimon tables yet: optimize {directory.described} with "
-            f"Table.optimize or the optimizer daemon (mergetree optimize-daemon), which do")
     clustering = options.clustering
     columns = list(clustering.columns) if clustering is not None else []
     boundaries = _sample_boundaries(directory, [f for _, _, files in groups for f in files], columns)
@@ -562,6 +558,11 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
         splitters.append(_splitters(directory, files, columns, clustering, boundaries, ranges))
     units = [(g, i) for g, (_, _, files) in enumerate(groups) for i in range(len(files))]
     mark = {"tier": "major", "layout": layout_signature(options)}  # as the background optimizer marks it
+    # as `rewrite_files` writes them: at the level that says "laid out" (a Paimon table's top
+    # level), a Paimon table's files cut at their size on disk, estimated from the files replaced
+    level = directory.store.clustered_level(options)
+    disks = [sum(f.file_size for f in files) / max(sum(f.row_count for f in files), 1)
+             if directory.schema.paimon is not None else None for _, _, files in groups]
     if clustering is not None and clustering.tree is not None:
         raise InvalidArgumentError("a qdtree layout is rewritten by Table.optimize or the optimizer daemon "
                                    "(mergetree optimize-daemon); the Spark job lays out curves and linear orders")
@@ -570,10 +571,10 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
 
     def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task_groups, task_splitters, task_boundaries = shipped.value
+        storage = open_table(path, storage_options).directory.storage
         for batch in batches:
             for g, i in zip(batch.column("group").to_pylist(), batch.column("unit").to_pylist()):
                 meta = task_groups[g][2][i]
-                storage = locate(path, storage_options or None)
                 pieces = list(read_data_file(storage, meta))
                 # the file's own nullability may differ from the schema's (a column Spark called not null)
                 rows = pa.Table.from_batches(pieces).cast(file_schema) if pieces else file_schema.empty_table()
@@ -603,7 +604,8 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
                 else:
                     order_ = np.argsort(rows.column(_KEY).to_numpy(), kind="stable")
                 rows = rows.take(pa.array(order_)).drop_columns([_KEY])
-                entries += [marked(e, mark) for e in write_clustered(task_directory, options, partition, bucket, rows)]
+                entries += [marked(e, mark) for e in write_clustered(task_directory, options, partition, bucket, rows,
+                                                                     level, disks[g])]
         yield pa.record_batch({"adds": [json.dumps([e.to_json("ADD") for e in entries])]})
 
     tasks = spark.sparkContext.parallelize(units, max(1, min(len(units), 64)))
@@ -614,9 +616,9 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
         results = shuffled.mapInArrow(written, "adds string").collect()
     finally:
         shipped.release()
+    adds = directory.received([FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])], base)
     with rewrite_transaction(directory, base.id) as rewrite:
-        rewrite.replace([FileEntry(partition, bucket, f) for partition, bucket, files in groups for f in files],
-                        [FileEntry.from_json(e) for r in results for e in json.loads(r["adds"])])
+        rewrite.replace([FileEntry(partition, bucket, f) for partition, bucket, files in groups for f in files], adds)
         return rewrite.commit()
 
 

@@ -43,7 +43,7 @@ from ..table.changes import SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, plan_cha
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.directory import TableDirectory
 from ..table.read import BucketPlan, read_bucket
-from ..table.snapshots import FileEntry, Snapshot, SnapshotStore
+from ..table.snapshots import FileEntry, Snapshot, SnapshotStore, changelog_snapshot
 from ..table.write import commit_write
 from .tables import FilesMessage, open_or_create, open_table, split_storage_options, write_task
 from .types import spark_ddl, spark_schema, to_spark_batch
@@ -426,7 +426,7 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _snapshot_rows(self, store: SnapshotStore, snapshot_id: int) -> int:
         """Rows commit `snapshot_id` wrote (a compaction: none), counted once per query."""
         if snapshot_id not in self._rows:
-            snapshot = store.changelog_snapshot(snapshot_id)
+            snapshot, _ = changelog_snapshot(store, snapshot_id)
             if snapshot.commit_kind == "COMPACT":
                 rows = 0
             elif snapshot.commit_kind == "APPEND":

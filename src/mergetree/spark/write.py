@@ -2,8 +2,10 @@
 
 Spark's own writer task (and mergetree's data-source writer before this) writes a file for
 every bucket it holds rows of, so a job of P tasks into B buckets leaves up to P x B small
-files per commit.  `write` first routes the rows with Spark's ``pmod(hash(bucket key), n)`` —
-mergetree's bucket ids bit for bit — by range-repartitioning on (partition columns, bucket id):
+files per commit.  `write` first creates the table when there is none (in the driver, as the data
+source would), then routes the rows by its bucket function by range-repartitioning on
+(partition columns, bucket id) — Paimon's for a Paimon table (below), Spark's
+``pmod(hash(bucket key), n)`` (the older format's bucket ids, bit for bit) otherwise:
 a range partitioner never splits one value between tasks, so all rows of a (partition, bucket)
 reach one task, which writes that bucket's files alone.  Files per commit: about the buckets
 touched (times the rolls at write-buffer-size), whatever the number of input partitions.
@@ -25,6 +27,7 @@ from ..paimon.handle import PaimonTableHandle
 from ..table.objects import is_uri, storage_options_for
 from ..table.paimon.metadata import PaimonTable
 from .source import PAIMON_WAREHOUSE, open_table, split_storage_options
+from .tables import open_or_create
 
 __all__ = ["write"]
 
@@ -65,10 +68,14 @@ def write(df: Any, path: str, mode: str = "append", storage_options: Mapping[str
     storage = job_storage_options(path, {**(storage_options or {}), **given} if (storage_options or given) else None)
     if PAIMON_WAREHOUSE not in options:
         try:
-            if isinstance(open_table(path, storage), PaimonTableHandle):  # a Paimon table's own directory
-                options = {**options, PAIMON_WAREHOUSE: path}
-        except TableNotFoundError:
-            pass
+            found = open_table(path, storage)
+        except TableNotFoundError:  # made now, as the data source would make it, to route rows by its buckets
+            from pyspark.sql.pandas.types import to_arrow_schema
+            found = open_or_create(path, storage, to_arrow_schema(df.schema, timezone="UTC"), {
+                k.lower(): ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+                for k, v in options.items()})
+        if isinstance(found, PaimonTableHandle):  # a Paimon table's own directory
+            options = {**options, PAIMON_WAREHOUSE: path}
     if PAIMON_WAREHOUSE in options:
         warehouse = str(options[PAIMON_WAREHOUSE])
         storage = job_storage_options(warehouse, {**(storage_options or {}), **given}

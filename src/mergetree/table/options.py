@@ -496,6 +496,9 @@ class TableOptions:
     # writers renumber after a lost race); False where versions are ordered by sequence number
     # alone, as any Paimon writer may number them (a change is then read from the two states)
     commit_ordered: bool = True
+    # a Paimon table's Bloom filters in Paimon's file index (``file-index.bloom-filter.columns``;
+    # `bloom_columns` are Parquet's own there): built with each file, back-filled by `build_indexes`
+    file_index_blooms: tuple[str, ...] = ()
 
     @property
     def retains_changelog(self) -> bool:

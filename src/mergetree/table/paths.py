@@ -44,6 +44,7 @@ __all__ = [
     "sidecar_name",
     "snapshot_file",
     "snapshot_id_of",
+    "temporary_final",
     "temporary_name",
 ]
 
@@ -79,7 +80,7 @@ _TEMPORARY = re.compile(rf"(.+)\.(?:{_HEX}|\d+)\.tmp")
 _STORE_TEMPORARY = re.compile(rf"((?:.*/)?)\.([^/]+)\.tmp-{_HEX}")
 
 
-def _temporary_final(name: str) -> str | None:
+def temporary_final(name: str) -> str | None:
     """The name a temporary file was to be published under, or None if it is not one."""
     temporary = _TEMPORARY.fullmatch(name)
     if temporary:
@@ -218,7 +219,7 @@ def consumer_id_of(name: str) -> str | None:
 
 def is_owned(name: str, partition_by: Sequence[str]) -> bool:
     """Could mergetree have written `name` (relative to the table, '/'-separated)?"""
-    final = _temporary_final(name)
+    final = temporary_final(name)
     if final is not None:
         name = final
         if name == LATEST_HINT:
@@ -235,4 +236,4 @@ def is_owned(name: str, partition_by: Sequence[str]) -> bool:
 
 
 def is_temporary(name: str) -> bool:
-    return _temporary_final(name) is not None
+    return temporary_final(name) is not None

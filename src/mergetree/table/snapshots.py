@@ -36,7 +36,7 @@ from .objects import is_local, list_names, read_if_exists, table_path
 from .values import decode_value, encode_value
 
 __all__ = ["FORMAT_VERSION", "FileEntry", "Snapshot", "SnapshotStore", "add_manifests", "canonical_partition",
-           "check_format_version", "encode_json", "parse_json", "read_json"]
+           "changelog_snapshot", "check_format_version", "encode_json", "parse_json", "read_json"]
 
 # The newest table format this code reads (and every older one).  Each metadata file is written
 # with the oldest version that can describe it, so older mergetree versions keep reading a table
@@ -549,17 +549,6 @@ class SnapshotStore:
             raise CorruptTableError(f"the kept changelog {relative} of table {self.root} is damaged: {exc}",
                                     path=self._path(relative)) from None
 
-    def changelog_snapshot(self, snapshot_id: int) -> Snapshot:
-        """Snapshot `snapshot_id` for reading its changelog: the snapshot itself, or once it
-        expired, its kept metadata; SnapshotNotFoundError when neither exists."""
-        try:
-            return self.snapshot(snapshot_id)
-        except SnapshotNotFoundError:
-            kept = self.retained_changelog(snapshot_id)
-            if kept is None:
-                raise
-            return kept
-
     def manifest_names(self, manifest_list: str) -> list[str]:
         if not manifest_list:
             return []
@@ -706,3 +695,16 @@ class SnapshotStore:
             return self.storage.read(relative) == data
         except ObjectNotFoundError:
             return False
+
+
+def changelog_snapshot(store: Any, snapshot_id: int) -> tuple[Snapshot, bool]:
+    """Commit `snapshot_id` for reading its change, from either format's store: its snapshot
+    (True), or once it expired, the metadata kept for its changelog (False);
+    SnapshotNotFoundError when neither exists."""
+    try:
+        return store.snapshot(snapshot_id), True
+    except SnapshotNotFoundError:
+        kept = store.retained_changelog(snapshot_id)
+        if kept is None:
+            raise
+        return kept, False

@@ -39,7 +39,7 @@ from ..objects import table_path
 from ..read import BucketPlan, ReadStats, columns_for, file_filter, read_bucket
 from ..read.plan import sections_of
 from ..schema import KIND_COLUMN, SEQUENCE_COLUMN
-from ..snapshots import Snapshot
+from ..snapshots import Snapshot, changelog_snapshot
 
 __all__ = ["PRODUCER_PROPERTY", "SNAPSHOT_ID_COLUMN", "SOURCES", "ChangePlan", "ChangeUnit", "CommitFiles",
            "change_of_files", "plan_changes", "read_changes", "read_in_commit_order", "read_units", "snapshot_range"]
@@ -136,15 +136,11 @@ def snapshot_range(directory: TableDirectory, start: Any, end: Any) -> tuple[int
 
 def _commit(directory: TableDirectory, snapshot_id: int) -> tuple[Snapshot, bool]:
     """A commit's snapshot and whether it is whole (False: only its kept changelog metadata)."""
-    store = directory.store
     try:
-        return store.snapshot(snapshot_id), True
+        return changelog_snapshot(directory.store, snapshot_id)
     except SnapshotNotFoundError:
-        kept = store.retained_changelog(snapshot_id)
-        if kept is None:
-            raise SnapshotNotFoundError(f"snapshot {snapshot_id} expired and no changelog of it is kept; "
-                                        f"{_existing(directory)}") from None
-        return kept, False
+        raise SnapshotNotFoundError(f"snapshot {snapshot_id} expired and no changelog of it is kept; "
+                                    f"{_existing(directory)}") from None
 
 
 def _entries(directory: TableDirectory, manifest_list: str) -> list:

@@ -300,7 +300,7 @@ def write_clustered(directory: TableDirectory, options, partition: tuple, bucket
 def missing_indexes(meta: DataFileMeta, options) -> tuple[bool, bool]:
     """(needs a rewrite, needs side data) for one file under these options: a rewrite for a
     missing Bloom filter (Parquet keeps it inside the file) and, in a Paimon table, a missing
-    bitmap (its file index is built with the file); side data for a missing bitmap sidecar or a
+    bitmap or Bloom filter of its file index (built with the file); side data for a missing bitmap sidecar or a
     pre-aggregate missing or built for another definition of its model."""
     rewrite = not set(options.bloom_columns) <= meta.bloom_columns()
     # a bitmap column with too many values is recorded as such: it is not retried
@@ -308,8 +308,9 @@ def missing_indexes(meta: DataFileMeta, options) -> tuple[bool, bool]:
     stored = meta.preaggregates()
     preaggregates = any(name not in stored or stored[name].get("signature", signature) != signature
                         for name, signature in ((n, model_signature(m)) for n, m in options.aggregate_models.items()))
-    if meta.origin is not None:
-        return rewrite or bitmaps, preaggregates
+    if meta.origin is not None:  # a Paimon file: its file index is built with it
+        blooms = not set(options.file_index_blooms) <= meta.origin.file_index_columns("bloom-filter")
+        return rewrite or bitmaps or blooms, preaggregates
     return rewrite, bitmaps or preaggregates
 
 

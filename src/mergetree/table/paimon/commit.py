@@ -243,7 +243,7 @@ def _write_index_manifest(t: PaimonTable, base: dict | None, changes: list[Index
 def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, adds: list[dict], deletes: list[dict],
                  written: list[str], kind: str, index_changes: list[IndexChange] | None = None,
                  check: Callable[[dict], None] | None = None, changelog: list[dict] | None = None,
-                 kept: Sequence[dict] = ()) -> int:
+                 kept: Sequence[dict] = (), properties: Mapping[str, str] | None = None) -> int:
     """Commit manifest entries as a snapshot of `kind` (APPEND, COMPACT) on top of
     `snapshot` (None: the table's first), as Paimon commits on a filesystem; its id.  A
     lost race is retried on the newer snapshot when every deleted file is still live, the
@@ -256,10 +256,12 @@ def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, ad
     index_files = {(c.partition, c.bucket): _bucket_index_name(before, c.partition, c.bucket) for c in index_changes}
     list_template, manifest_template = _templates(t, snapshot, schema)
     entries = deletes + adds
-    manifest_name = f"manifest-{uuid.uuid4()}-0"
-    written.append(t.manifest_path(manifest_name))
-    size = write_metadata(t.storage, f"{MANIFEST_DIR}/{manifest_name}", manifest_template, entries, "manifest")
-    delta_meta = _manifest_meta(manifest_name, size, adds, deletes, schema)
+    delta_metas = []  # an empty commit (a stream's batch without rows, which records its batch id) has none
+    if entries:
+        manifest_name = f"manifest-{uuid.uuid4()}-0"
+        written.append(t.manifest_path(manifest_name))
+        size = write_metadata(t.storage, f"{MANIFEST_DIR}/{manifest_name}", manifest_template, entries, "manifest")
+        delta_metas.append(_manifest_meta(manifest_name, size, adds, deletes, schema))
     delta_change = sum(e["_FILE"]["_ROW_COUNT"] for e in adds) - sum(e["_FILE"]["_ROW_COUNT"] for e in deletes)
     changelog_meta = None
     if changelog:  # the changelog files (`changelog-producer` input): a manifest of their own
@@ -298,11 +300,11 @@ def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, ad
                     for m in t.manifest_list(n)]
         written += [t.manifest_path(base_list), t.manifest_path(delta_list)]
         base_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{base_list}", list_template, previous, "manifest list")
-        delta_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{delta_list}", list_template, [delta_meta],
+        delta_size = write_metadata(t.storage, f"{MANIFEST_DIR}/{delta_list}", list_template, delta_metas,
                                     "manifest list")
         new_id = int(base["id"]) + 1 if base is not None else 1
         document = _snapshot_json(base, new_id, schema.id, base_list, base_size, delta_list, delta_size,
-                                  delta_change, user, kind)
+                                  delta_change, user, kind, properties)
         if changelog_meta is not None:
             changelog_list = f"manifest-list-{unique}-2"
             written.append(t.manifest_path(changelog_list))
@@ -376,12 +378,14 @@ def lsm_conflict(t: PaimonTable, base: dict, adds: list[dict], deletes: list[dic
 
 
 def _snapshot_json(base: dict | None, new_id: int, schema_id: int, base_list: str, base_size: int, delta_list: str,
-                   delta_size: int, delta_change: int, user: str, kind: str = "COMPACT") -> dict:
+                   delta_size: int, delta_change: int, user: str, kind: str = "COMPACT",
+                   properties: Mapping[str, str] | None = None) -> dict:
     """The next snapshot's fields in Java's order (`codec.json_files.snapshot_json`): what
     carries over from `base` (statistics, a UUID when the table's snapshots have one, ...)
-    and this commit's; a batch commit's identifier is Long.MAX_VALUE."""
+    and this commit's, its `properties` too (a commit's own, as Java's committable gives them:
+    never carried over); a batch commit's identifier is Long.MAX_VALUE."""
     base = base or {}
-    carried = {k: v for k, v in base.items() if k in ("version", "statistics", "properties", "nextRowId")}
+    carried = {k: v for k, v in base.items() if k in ("version", "statistics", "nextRowId")}
     fields = {
         **carried, "version": base.get("version", 3), "id": new_id, "schemaId": schema_id,
         "baseManifestList": base_list, "baseManifestListSize": base_size,
@@ -391,6 +395,8 @@ def _snapshot_json(base: dict | None, new_id: int, schema_id: int, base_list: st
         "totalRecordCount": int(base.get("totalRecordCount") or 0) + delta_change,
         "deltaRecordCount": delta_change, "changelogRecordCount": 0,
     }
+    if properties:
+        fields["properties"] = {str(k): str(v) for k, v in properties.items()}
     if "uuid" in base:
         fields["uuid"] = str(uuid.uuid4())
     if "writerVersion" in base:

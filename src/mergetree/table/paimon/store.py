@@ -157,6 +157,11 @@ _live_lock = threading.Lock()
 _EXTRA_SUFFIX = re.compile(r"(\.index|\.agg-[A-Za-z0-9_-]+-[0-9a-f]{12}\.parquet)$")
 
 
+# the table's own directories, a crashed write's temporary file in any of which is debris
+_METADATA_DIRS = frozenset({SNAPSHOT_DIR, SCHEMA_DIR, MANIFEST_DIR, INDEX_DIR, CHANGELOG_DIR, "statistics", "tag",
+                            "consumer"})
+
+
 class PaimonSnapshotStore:
     """`SnapshotStore` over a Paimon table: its snapshots and live files as the engine's, where
     new files go and what they are named, and the engine's commits (the writes and compactions
@@ -462,12 +467,16 @@ class PaimonSnapshotStore:
     def may_be_orphan(self, relative: str) -> bool:
         """Could `relative` be a file Paimon's writers made that no snapshot needs once none names
         it: a data, changelog or index file (or a data file's ``.index``) in a bucket directory,
-        a manifest, manifest list or index manifest, an index or statistics file; never a
-        snapshot, schema, hint, tag, consumer or kept changelog, nor anything mergetree's
-        writers would not name so (the query log beside the table, a user's files)."""
+        a manifest, manifest list or index manifest, an index or statistics file, or the
+        temporary file of a write into the table's directories a crash left; never a snapshot,
+        schema, hint, tag, consumer or kept changelog, nor anything mergetree's writers would not
+        name so (the query log beside the table, a user's files)."""
         head, _, base = relative.rpartition("/")
         if "://" in relative or relative.startswith("/"):  # a file at an external path (expiry's)
             return self.owns(_EXTRA_SUFFIX.sub("", relative))
+        final = paths.temporary_final(relative)
+        if final is not None:  # a write a crash interrupted: debris, whatever it was to become
+            return final.rpartition("/")[0] in _METADATA_DIRS or self.may_be_orphan(final)
         if head == MANIFEST_DIR:
             return bool(_MANIFEST.fullmatch(base))
         if head == INDEX_DIR:
@@ -766,6 +775,10 @@ class PaimonSnapshotStore:
                 remove_files(table, written)
                 raise
 
+        # the commit's properties as the snapshot keeps them (a stream's batch id), but the
+        # changelog's producer: `_marked` names it by the table's rules, never a writer's word
+        own = {k: v for k, v in (properties or {}).items() if k != PRODUCER_PROPERTY} or None
+
         def moved(newer: dict) -> None:
             # a write or overwrite is redone by the engine on the newer snapshot (renumbered,
             # its deletes read again), never committed on one it was not made for
@@ -774,7 +787,8 @@ class PaimonSnapshotStore:
             new_id = commit_files(table, base, schema, [record(e, source) for e in adds],
                                   [dict(e.file.origin.file.record, _KIND=DELETE) for e in deletes], written, kind,
                                   index or None, check=None if kind == "COMPACT" else moved,
-                                  changelog=[record(e, FILE_SOURCE_APPEND) for e in changelog] or None, kept=kept)
+                                  changelog=[record(e, FILE_SOURCE_APPEND) for e in changelog] or None, kept=kept,
+                                  properties=own)
         except BaseException:
             remove_files(table, written)
             raise

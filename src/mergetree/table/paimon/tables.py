@@ -98,7 +98,7 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
     blooms, fpp = parquet_blooms(schema)
     return dataclasses.replace(
         parsed, aggregations=dict(opts.aggregations), bloom_columns=blooms, bloom_fpp=fpp,
-        bitmap_columns=bitmap_columns(schema),
+        bitmap_columns=bitmap_columns(schema), file_index_blooms=file_index_columns(schema, "bloom-filter"),
         # Paimon's files are zstd at every level unless the table says otherwise
         compression_per_level=parsed.compression_per_level if "file.compression.per.level" in shared else {},
         sequence_fields=tuple(opts.sequence_fields), sequence_descending=opts.sequence_descending,
@@ -183,8 +183,14 @@ def bloom_option_changes(options: dict[str, str], columns: str | None) -> dict[s
 def bitmap_columns(schema: PaimonSchema) -> tuple[str, ...]:
     """The columns with a bitmap in Paimon's file index (``file-index.bitmap.columns``): the
     table's writers build those indexes (`file_indexes.build_file_index`), no sidecar."""
-    text = schema.options.get("file-index.bitmap.columns", "")
-    return tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
+    return file_index_columns(schema, "bitmap")
+
+
+def file_index_columns(schema: PaimonSchema, index_type: str) -> tuple[str, ...]:
+    """The columns ``file-index.<index_type>.columns`` gives an index of that type in Paimon's
+    file index (a nested column's ``name[key]`` entries left out: not built here)."""
+    text = schema.options.get(f"file-index.{index_type}.columns", "")
+    return tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip() and not c.strip().endswith("]")))
 
 
 def _zstd_level(options: dict[str, str]) -> int | None:
