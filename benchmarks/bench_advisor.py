@@ -457,7 +457,7 @@ def ssb_history(path: str, repeat: int = 3) -> int:
 
 
 def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = None, advise_runs: int = 3,
-            repeat: int = 3, progress: bool | None = None, table_format: str = "mergetree") -> SsbReport:
+            repeat: int = 3, progress: bool | None = None, table_format: str = "paimon") -> SsbReport:
     """SSB end to end: generate the flattened lineorder at `scale`, write its raw Parquet (DuckDB's
     reference) and an unorganized table of `files` appends, import the 13 queries as a history,
     run each (bytes before), advise `advise_runs` times on the same log (the same advice each
@@ -579,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=lq.DEFAULT_QUERIES)
     parser.add_argument("--budget", type=float, help="seconds of queries run per measurement")
     parser.add_argument("--no-fixed", action="store_true", help="skip the fixed layouts")
-    parser.add_argument("--format", choices=("mergetree", "paimon"), default="mergetree",
+    parser.add_argument("--format", choices=("mergetree", "paimon"), default="paimon",
                         help="SSB: the table's format")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)

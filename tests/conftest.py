@@ -10,6 +10,20 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_SOURCE_TREE = (REPO_ROOT / "Makefile").exists()
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "private_format: a test of mergetree's own table format (its files, or semantics Paimon's "
+                   "format does not share): `Table.create` makes tables of that format in it, and in the "
+                   "processes it starts. Issue 37 migrates the format away and deletes these tests.")
+
+
+@pytest.fixture(autouse=True)
+def _private_format(request, monkeypatch):
+    """Tables of mergetree's own format for a test marked `private_format` (Paimon's otherwise)."""
+    if request.node.get_closest_marker("private_format") is not None:
+        monkeypatch.setenv("MERGETREE_CREATE_FORMAT", "mergetree")
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The run's local[2] SparkSession (started once, about 5 s)."""

@@ -21,6 +21,7 @@ def per_commit(table: Table, start: int = 0) -> dict[int, list[str]]:
     return {c: sorted(rows) for c, rows in out.items()}
 
 
+@pytest.mark.private_format
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(engine=st.sampled_from(ENGINES), composite=st.booleans(), dv=st.booleans(),
        ops=st.lists(operation, min_size=1, max_size=5))
@@ -84,6 +85,7 @@ def test_a_source_says_where_the_change_comes_from(tmp_path):
         [(1, "a", "-U"), (1, "c", "+U")]
 
 
+@pytest.mark.private_format
 def test_a_lost_race_looks_the_previous_rows_up_again(tmp_path):
     """A write that prepared its files on snapshot 1 commits after another write changed the
     key: its -U row is the other write's row, not the one of snapshot 1."""
@@ -109,6 +111,7 @@ def test_a_lost_race_looks_the_previous_rows_up_again(tmp_path):
     assert on_disk == names
 
 
+@pytest.mark.private_format
 def test_changelog_outlives_its_snapshot(tmp_path):
     table = Table.create(tmp_path, pa.schema([("k", pa.int64()), ("v", pa.int64())]), primary_key=["k"],
                          options={"changelog-producer": "lookup", "write-only": "true"})
@@ -133,6 +136,7 @@ cdc_rows = st.lists(st.tuples(st.integers(0, 6), st.one_of(st.none(), st.integer
                               st.sampled_from(["+I", "-U", "+U", "-D"])), min_size=1, max_size=10)
 
 
+@pytest.mark.private_format
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(engine=st.sampled_from(["deduplicate", "partial-update", "first-row"]), buckets=st.sampled_from([1, 2]),
        writes=st.lists(cdc_rows, min_size=1, max_size=4))
@@ -157,6 +161,7 @@ def test_an_input_changelog_is_every_row_as_written(tmp_path_factory, engine, bu
     assert got == expected
 
 
+@pytest.mark.private_format
 def test_racing_lookup_writers_publish_exact_changes(tmp_path):
     """Two writers on the same keys at once (they lose commit races to each other): every
     commit's changelog applied to the snapshot before it gives the snapshot (exact -U rows)."""
@@ -185,6 +190,7 @@ def test_racing_lookup_writers_publish_exact_changes(tmp_path):
         assert apply(state(table, c - 1), rows, ["k"]) == state(table, c)
 
 
+@pytest.mark.private_format
 def test_a_lookup_write_that_changes_nothing_has_no_changelog_and_no_change(tmp_path):
     table = Table.create(tmp_path, pa.schema([("k", pa.int64()), ("v", pa.int64())]), primary_key=["k"],
                          options={"changelog-producer": "lookup", "write-only": "true"})

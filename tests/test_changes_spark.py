@@ -10,6 +10,7 @@ from test_changes import apply, state
 from mergetree import Table
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("producer", ["lookup", "input"])
 def test_a_spark_append_publishes_its_changelog(spark, tmp_path, producer):
     import mergetree.spark

@@ -30,6 +30,7 @@ def write_twice_and_compact(table: Table) -> tuple[list, list]:
     return before, codecs(table)
 
 
+@pytest.mark.private_format
 def test_primary_key_tables_write_level_0_in_lz4_and_compact_into_zstd(tmp_path):
     t = Table.create(str(tmp_path / "t"), SCHEMA, primary_key="id", options={"write-only": "true"})
     before, after = write_twice_and_compact(t)
@@ -99,6 +100,7 @@ def test_dictionary_pages_only_where_values_repeat(tmp_path):
     assert t.read().sort_by("id").to_pylist() == rows.to_pylist()
 
 
+@pytest.mark.private_format
 def test_ordered_integer_columns_are_delta_encoded(tmp_path):
     """Integer-like key columns, their value copies and the sequence number (ascending within a
     file) are written DELTA_BINARY_PACKED; string keys and the other columns are not; reads

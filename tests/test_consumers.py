@@ -69,6 +69,7 @@ def test_the_oldest_of_several_consumers_counts(tmp_path):
     assert as_state(table.read(snapshot=ids[1])) == model[ids[1]]
 
 
+@pytest.mark.private_format
 def test_an_idle_consumer_expires_and_holds_nothing(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 4, {"consumer.expiration-time": "1h"})
     ids = [s.id for s in table.snapshots()]
@@ -90,6 +91,7 @@ def test_consumers_never_expire_without_the_option(tmp_path):
     assert table.consumer("old").next_snapshot == ids[0]
 
 
+@pytest.mark.private_format
 def test_record_moves_forward_only_and_refreshes_the_time(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 3)
     d = table.directory
@@ -123,6 +125,7 @@ def test_an_empty_table_takes_a_consumer_at_the_first_commit(tmp_path):
     assert table.reset_consumer("c", 1).next_snapshot == 1
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("bad", ["", "a/b", "../x", "..", ".", "a b", "x" * 201, "é", 5, None])
 def test_bad_consumer_ids(tmp_path, bad):
     table, _ = table_with_commits(str(tmp_path / "t"), 1)
@@ -147,6 +150,7 @@ def test_unknown_consumer_is_one_clear_error(tmp_path):
     assert isinstance(ConsumerNotFoundError("x"), LookupError)
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("content", [b"", b"{not json", b"[1]", b'{"nextSnapshot": "3", "updated": 0}',
                                      b'{"nextSnapshot": 0, "updated": 0}', b'{"updated": 5}',
                                      b'{"nextSnapshot": 2, "updated": true}'])
@@ -173,6 +177,7 @@ def test_a_damaged_consumer_file(tmp_path, content):
     assert table.consumers() == []
 
 
+@pytest.mark.private_format
 def test_consumer_files_are_whole_json(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 2)
     table.reset_consumer("c", 2)

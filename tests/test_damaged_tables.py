@@ -52,6 +52,7 @@ def all_files(root: str) -> set[str]:
     return table_files(root)
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("how", DAMAGES)
 @pytest.mark.parametrize("kind", ["schema", "snapshot", "manifest list", "base manifest list", "manifest",
                                   "data file"])
@@ -100,6 +101,7 @@ def test_every_read_names_the_damaged_file(tmp_path, kind, how):
             assert not lost, lost
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("how", DAMAGES)
 def test_a_damaged_latest_snapshot_hides_no_older_one(tmp_path, how):
     t, files = build(tmp_path)
@@ -125,6 +127,7 @@ def test_a_damaged_latest_snapshot_hides_no_older_one(tmp_path, how):
     assert repaired.latest_snapshot().id == 3 and repaired.read().num_rows == 5
 
 
+@pytest.mark.private_format
 def test_a_damaged_manifest_can_be_repaired_to_the_previous_snapshot(tmp_path):
     t, files = build(tmp_path)
     expected = t.read(snapshot=2).sort_by("id")
@@ -133,6 +136,7 @@ def test_a_damaged_manifest_can_be_repaired_to_the_previous_snapshot(tmp_path):
     assert Table.open(t.path).read().sort_by("id").equals(expected)
 
 
+@pytest.mark.private_format
 def test_a_newer_format_version_is_refused_clearly(tmp_path):
     t, files = build(tmp_path)
     path = os.path.join(t.path, files["snapshot"])

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,6 +80,7 @@ def reference(table: Table, partition: tuple, bucket: int, files: list, columns:
     return rows.filter(pc.is_in(rows.column(first), value_set=keys.cast(rows.schema.field(first).type)))
 
 
+@pytest.mark.private_format
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(engine=st.sampled_from(ENGINES), key=st.sampled_from(sorted(KEYS)), dv=st.booleans(), write_only=st.booleans(),
        ops=st.lists(operation, min_size=1, max_size=6),
@@ -132,6 +134,7 @@ def test_changes_are_the_same_with_and_without_lookup_files(tmp_path, monkeypatc
         assert rows.equals(table.changes(a, b).read_all()), (a, b)
 
 
+@pytest.mark.private_format
 def test_lookup_changelogs_are_the_same_with_and_without_lookup_files(tmp_path, monkeypatch):
     monkeypatch.setenv("MERGETREE_LOOKUP_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(lookup_cache(), "small_file_bytes", 0)  # every file a lookup file

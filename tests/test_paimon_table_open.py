@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
@@ -72,6 +73,7 @@ def test_a_java_table_at_a_path_of_its_own(tmp_path):
     assert [r for r in after.to_pylist() if r["f0"] == "Zed"] == [{"f0": "Zed", "f1": 10, "f2": 0, "f3": 9.5}]
 
 
+@pytest.mark.private_format
 def test_mergetree_tables_still_open_as_their_own(tmp_path):
     t = Table.create(tmp_path / "own", SCHEMA, primary_key="id")
     t.write({"id": [1], "name": ["a"], "cnt": [1]})

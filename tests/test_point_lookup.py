@@ -65,6 +65,7 @@ def _key_columns(kind: str, k: int) -> dict:
     return {"k": k % 4, "s": f"s{k // 4}"}
 
 
+@pytest.mark.private_format
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(scenarios())
@@ -125,6 +126,7 @@ def _table(path, **kwargs) -> Table:
     return Table.create(path, schema, primary_key="id", options={"write-only": "true"}, **kwargs)
 
 
+@pytest.mark.private_format
 def test_a_lookup_decodes_only_the_pages_of_its_key(tmp_path):
     t = _table(str(tmp_path / "t"))
     n = 50_000
@@ -248,6 +250,7 @@ def test_a_damaged_page_index_is_a_corrupt_table_error(tmp_path):
         t.read(filter=("id", "=", 5))
 
 
+@pytest.mark.private_format
 def test_a_renumbered_file_gives_its_shifted_sequence_numbers(tmp_path):
     from mergetree.table.files import read_data_file
 

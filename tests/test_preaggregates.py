@@ -48,6 +48,7 @@ def manifest_entries(t: Table) -> list[dict]:
     return [e.file.indexes["preagg"]["by_cat"] for e in t.directory.live_files(t.directory.latest_snapshot()).values()]
 
 
+@pytest.mark.private_format
 def test_small_partials_live_in_the_manifest_and_answer_without_data_files(tmp_path):
     t = make_table(tmp_path / "t", groups_per_file=10)
     entries = manifest_entries(t)
@@ -63,6 +64,7 @@ def test_small_partials_live_in_the_manifest_and_answer_without_data_files(tmp_p
     assert filtered.column("cat").to_pylist() == ["c00001", "c00007"]
 
 
+@pytest.mark.private_format
 def test_large_partials_are_read_from_their_sidecars(tmp_path):
     t = make_table(tmp_path / "t", groups_per_file=1_500)  # ~1,100 groups per file: far above the inline limit
     entries = manifest_entries(t)
@@ -75,6 +77,7 @@ def test_large_partials_are_read_from_their_sidecars(tmp_path):
                want)
 
 
+@pytest.mark.private_format
 def test_a_missing_sidecar_is_named(tmp_path):
     t = make_table(tmp_path / "t", groups_per_file=1_500)
     victim = sorted(glob.glob(str(tmp_path / "t" / "**" / "*.agg-by_cat.parquet"), recursive=True))[0]
@@ -83,6 +86,7 @@ def test_a_missing_sidecar_is_named(tmp_path):
         t.aggregate("cat", {"amount": "sum"})
 
 
+@pytest.mark.private_format
 def test_a_damaged_manifest_copy_is_named(tmp_path):
     make_table(tmp_path / "t", groups_per_file=10)
     damaged = 0

@@ -109,6 +109,7 @@ def test_the_advisor_takes_a_qdtree_only_when_it_beats_the_curves(table):
     assert next(x for x in seeded.levers if x.lever == "distribution").recommended[0].startswith("hilbert")
 
 
+@pytest.mark.private_format
 def test_a_table_laid_out_by_its_qdtree(tmp_path):
     rows = data(60_000, seed=4)
     t = Table.create(str(tmp_path / "t"), SCHEMA, options={

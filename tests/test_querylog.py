@@ -119,7 +119,7 @@ def test_logging_is_off_when_disabled(tmp_path, monkeypatch):
     u.set_options({"query-log.enabled": "false"})
     u.read()
     assert logged(tmp_path / "u") == []
-    u.set_options({"query-log.enabled": None})
+    u.set_options({"query-log.enabled": "true"})
     u.read()
     assert len(logged(tmp_path / "u")) == 1
 

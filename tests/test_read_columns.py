@@ -5,6 +5,7 @@ model's."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from mergetree import Table
 from mergetree.table.files import DataFileMeta
@@ -49,6 +50,7 @@ def test_one_run_is_always_ordered():
     assert ordered_by_file([])
 
 
+@pytest.mark.private_format
 def test_reads_without_retractions_and_with_them(tmp_path):
     """Write-only commits (a run each): first plain upserts (no kind column is read), then a
     commit with deletes (it is), in every engine that has versions to order."""

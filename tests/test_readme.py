@@ -97,7 +97,7 @@ PRINTS = {
     "|     0|  2|  0| v2|": "merge_sorted_runs",                      # the newest run's row per key
     "|  7|107|  v1|": "merge_buckets",                                # run 1's new version of id 7
     "[{'id': 2, 'city': 'Lima'}]": "s3://lake/visits",                # a point lookup on S3
-    "{'GET': 2}": "plan(filter=(\"id\", \"=\", 2)).requests",          # and what planning it again asked
+    "{'GET': 2, 'HEAD': 1}": "plan(filter=(\"id\", \"=\", 2)).requests",          # and what planning it again asked
 }
 
 

@@ -141,6 +141,7 @@ def test_a_primary_key_optimize_is_recorded_and_live_rows_are_what_a_read_return
     assert "5,500" in page and f"{report.stored_rows:,} stored" in page
 
 
+@pytest.mark.private_format
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["write", "delete", "compact"]), st.integers(0, 60), st.integers(1, 40)),
                 min_size=1, max_size=6),

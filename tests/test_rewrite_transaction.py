@@ -121,6 +121,7 @@ def test_compaction_failing_mid_rewrite_leaves_the_table_as_it_was(tmp_path, mon
     assert t.directory.latest_snapshot().id == snapshot and canonical(t.read()).equals(expected)
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("strategy", ["zorder", "qdtree"])
 def test_optimize_failing_mid_rewrite_leaves_the_table_as_it_was(tmp_path, monkeypatch, strategy):
     t = append_table(str(tmp_path / "t"))
@@ -156,6 +157,7 @@ def test_an_index_build_failing_mid_way_leaves_the_table_as_it_was(tmp_path, mon
     assert t.directory.latest_snapshot().id == snapshot and canonical(t.read()).equals(expected)
 
 
+@pytest.mark.private_format
 def test_a_rewrite_losing_its_inputs_to_a_concurrent_commit_removes_its_files(tmp_path, monkeypatch):
     """A real race: just before the optimizer's commit, a compaction of the same files commits."""
     t = primary_key_table(str(tmp_path / "t"))
@@ -191,6 +193,7 @@ def test_progress_runs_from_zero_to_every_input_row(tmp_path):
     assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
 
 
+@pytest.mark.private_format
 def test_optimize_checks_its_filter_before_storing_a_layout_and_keeps_a_stored_one_visible(tmp_path, monkeypatch):
     t = append_table(str(tmp_path / "t"))
     with pytest.raises(InvalidArgumentError, match="nope"):

@@ -53,6 +53,7 @@ events_st = st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers(-5, 5), K
                      min_size=1, max_size=4)
 
 
+@pytest.mark.private_format
 @settings(max_examples=40, deadline=None)
 @given(commits=events_st, engine=st.sampled_from(["deduplicate", "first-row", "aggregate"]))
 def test_change_rows_apply_like_the_model(tmp_path_factory, commits, engine):
@@ -80,6 +81,7 @@ def test_debezium_op_column_by_name(tmp_path):
         table.write({"k": [1], "v": [1]}, row_kind_column="op")
 
 
+@pytest.mark.private_format
 def test_an_append_table_takes_inserts_only(tmp_path):
     table = Table.create(tmp_path / "t", SCHEMA)
     table.write(pa.table({"k": [1], "v": [1], "_row_kind": ["+I"]}))

@@ -287,6 +287,7 @@ def _snapshot_create(uri: str, snapshot_id: int):
     return lambda r: r.method == "PUT" and r.key == name
 
 
+@pytest.mark.private_format
 def test_the_server_gone_before_the_snapshot_create(s3_server, proxy):
     uri = _uri()
     table = _through(proxy, s3_server, uri, buckets=2, options=TABLE_OPTIONS)
@@ -309,6 +310,7 @@ def test_the_server_gone_before_the_snapshot_create(s3_server, proxy):
     assert appends(direct) == 2 and table_state(direct) == model(range(0, 5, 4))
 
 
+@pytest.mark.private_format
 def test_the_server_gone_as_the_snapshot_is_created_and_back_for_the_cleanup(s3_server, proxy):
     """The snapshot's create reaches the server, its answer is lost and the server is gone for
     the create's retries, then back: the commit's outcome was unknown to the writer, so it
@@ -334,6 +336,7 @@ def test_the_server_gone_as_the_snapshot_is_created_and_back_for_the_cleanup(s3_
     assert table_state(direct) == model(range(0, 5, 4))  # and readable: no file of it deleted
 
 
+@pytest.mark.private_format
 def test_a_lost_answer_to_the_snapshot_create_is_the_writers_own_commit(s3_server, proxy):
     uri = _uri()
     table = _through(proxy, s3_server, uri, buckets=2, options=TABLE_OPTIONS)
@@ -350,6 +353,7 @@ def test_a_lost_answer_to_the_snapshot_create_is_the_writers_own_commit(s3_serve
     assert table_state(direct) == model(range(0, 5, 4))
 
 
+@pytest.mark.private_format
 def test_a_failing_latest_hint_does_not_fail_a_published_commit(s3_server, proxy):
     """The LATEST hint is written after the snapshot is published: throttled past its retries,
     the commit still stands (the write returns it) and keeps its files."""
@@ -396,6 +400,7 @@ COMPACTOR = textwrap.dedent("""
 """)
 
 
+@pytest.mark.private_format
 def test_two_writer_processes_and_a_compactor_land_every_write_exactly_once(s3_server, proxy, tmp_path):
     uri = _uri()
     direct = s3_server.options()
@@ -475,6 +480,7 @@ def test_throttled_requests_are_retried_with_backoff_and_the_table_answers_as_us
         assert again and again[0].status is not None and again[0].status < 500, r
 
 
+@pytest.mark.private_format
 def test_throttling_without_end_fails_bounded_with_a_clear_error(s3_server, proxy):
     uri = _uri()
     Table.create(uri, SCHEMA, primary_key="id", buckets=2, options=TABLE_OPTIONS,

@@ -55,6 +55,7 @@ def test_create_refuses_a_non_empty_foreign_directory(tmp_path):
         Table.create(str(empty), SCHEMA, primary_key="id")
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_cleanup_never_deletes_foreign_files_whatever_the_age(tmp_path, partitioned):
     schema = SCHEMA.append(pa.field("p", pa.string()))
@@ -94,6 +95,7 @@ def test_cli_orphan_cleanup_keeps_foreign_files(tmp_path):
     assert (tmp_path / "t" / "report.csv").read_text() == "keep"
 
 
+@pytest.mark.private_format
 def test_a_manifest_naming_a_foreign_path_is_damage_not_a_deletion(tmp_path):
     t = make(tmp_path)
     t.write(pa.table({"id": [1], "city": ["a"], "visits": [1]}))
@@ -232,6 +234,7 @@ def test_unorderable_primary_key_fails_at_create(tmp_path):
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.private_format
 def test_read_and_plan_check_their_arguments(tmp_path):
     t = make(tmp_path, buckets=2)
     t.write(pa.table({"id": [1, 2], "city": ["a", "b"], "visits": [1, 2]}))
@@ -294,6 +297,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mergetree", *args], capture_output=True, text=True)
 
 
+@pytest.mark.private_format
 def test_cli_errors_are_one_line_with_a_non_zero_status(tmp_path):
     t = make(tmp_path)
     t.write(pa.table({"id": [1, 2, 3], "city": ["a", None, "c"], "visits": [1, 2, 3]}))

@@ -48,6 +48,7 @@ def tiers(t: Table) -> list:
                   t.directory.live_files(t.latest_snapshot()).values())
 
 
+@pytest.mark.private_format
 def test_minor_then_major_then_nothing(tmp_path):
     t = make(tmp_path / "t", **{"optimize.major-threshold": "10 mb"})
     for seed in range(6):

@@ -289,6 +289,7 @@ def test_a_query_whose_filter_was_not_kept_reads_every_file(tmp_path):
     assert reads == {name: e.file.file_size * (2 if e.partition == ("hot",) else 1) for name, e in live.items()}
 
 
+@pytest.mark.private_format
 def test_all_pending_buckets_of_a_partition_are_one_commit_unless_capped(tmp_path):
     t = make(tmp_path / "t", partitions=("x",), writes=3, buckets=3)
     expected = reference(t)
@@ -330,6 +331,7 @@ def test_the_limits_hold_and_reads_answer_the_same(tmp_path, max_tasks, per_tabl
         assert len(history(t.path)) == 3
 
 
+@pytest.mark.private_format
 def test_concurrent_tasks_on_one_table_both_commit(tmp_path):
     t = make(tmp_path / "t", partitions=("x", "y"))
     expected = reference(t)
@@ -373,6 +375,7 @@ def test_a_daemon_round_orders_the_tasks_of_all_tables_together(tmp_path):
                               ("second", [("cold",)])]
 
 
+@pytest.mark.private_format
 def test_a_primary_key_tables_compaction_and_index_build_are_tasks(tmp_path):
     schema = pa.schema([("id", pa.int64()), ("a", pa.int64())])
     t = Table.create(str(tmp_path / "pk"), schema, primary_key="id", options={"write-only": "true"})
@@ -393,6 +396,7 @@ def test_a_primary_key_tables_compaction_and_index_build_are_tasks(tmp_path):
     assert {r.status for r in run_once(t.path)} == {"nothing"}
 
 
+@pytest.mark.private_format
 def test_a_tables_own_limit_replaces_the_daemons(tmp_path):
     with pytest.raises(InvalidArgumentError, match="optimize.max-concurrent-tasks"):
         make(tmp_path / "bad", options={"optimize.max-concurrent-tasks": "0"})

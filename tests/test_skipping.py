@@ -130,6 +130,7 @@ def _check_random_table(data, primary_key: bool, directory: str) -> None:
         assert got.equals(want), (group_by, measures, agg_filter)
 
 
+@pytest.mark.private_format
 def test_indexes_really_skip(tmp_path):
     """The test above proves nothing if nothing is ever skipped: here each index removes files."""
     rng = np.random.default_rng(1)
@@ -155,6 +156,7 @@ def test_indexes_really_skip(tmp_path):
     assert top.column("id").to_pylist() == sorted(t.read().column("id").to_pylist())[-3:][::-1]
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("strategy", ["linear", "zorder", "hilbert"])
 def test_optimize_keeps_every_row_and_stores_the_layout(tmp_path, strategy):
     rng = np.random.default_rng(2)
@@ -193,6 +195,7 @@ def test_primary_key_tables_refuse_other_columns_clearly(tmp_path):
     assert t.read().num_rows == 2
 
 
+@pytest.mark.private_format
 def test_filters_on_bitmap_ranges_and_nulls_read_only_matching_row_groups(tmp_path):
     rng = np.random.default_rng(3)
     n = 40_000  # several 8K-row groups per file

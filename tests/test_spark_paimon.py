@@ -392,6 +392,7 @@ def test_routed_write_gives_each_paimon_bucket_one_file_set(spark, tmp_path) -> 
     assert rows(mp.read(str(wh), name), KEY) == expected == rows(pypaimon_read(wh, name, work), KEY)
 
 
+@pytest.mark.private_format
 def test_bucket_join_of_paimon_tables_without_a_shuffle(spark, tmp_path) -> None:
     """Two Paimon tables bucketed on the join key by Paimon's bucket function, with 2 and 4
     buckets (one count divides the other: Paimon's function keeps ``bucket mod n`` too), join

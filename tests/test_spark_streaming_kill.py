@@ -49,6 +49,7 @@ def wait_for(proc: subprocess.Popen, line: str, timeout: float) -> None:
     raise AssertionError(f"the driver did not print {line!r} in {timeout} s")
 
 
+@pytest.mark.private_format
 def test_driver_killed_mid_batch_and_restarted_commits_each_batch_once(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("no java on PATH: the real-Spark checks need a JVM")

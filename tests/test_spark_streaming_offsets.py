@@ -116,6 +116,7 @@ def test_latest_full_starts_with_a_batch_of_its_own_and_trigger_available_now_st
 history_st = st.lists(st.tuples(st.sampled_from(["qa", "qb", None]), st.integers(0, 5)), max_size=12)
 
 
+@pytest.mark.private_format
 @settings(max_examples=30, deadline=None)
 @given(history=history_st, expire=st.integers(0, 4))
 def test_the_last_committed_batch_is_found_walking_back_to_the_query_own_snapshot(tmp_path_factory, history, expire):

@@ -260,13 +260,19 @@ def test_a_write_that_loses_the_race_lands_after_the_winner(tmp_path_factory, en
                 other.write(pa.Table.from_pylist(winner, schema=ENGINE_SCHEMA))
     snapshot = table.write(stream())
     assert [r for c in chunks for r in c] == second
-    assert snapshot is not None and snapshot.commit_retries >= 1
+    assert snapshot is not None
+    if table.table_schema.paimon is None:  # mergetree's own snapshots count the retries (Paimon's have no field)
+        assert snapshot.commit_retries >= 1
+    else:  # the winner committed in between: the stream's commit is after it
+        assert snapshot.id == 3
     got = {r["k"]: r for r in table.read().to_pylist()}
-    assert got == engine_model(engine, [first, winner, second])
+    if not table.options.level0_hidden:  # (a Paimon first-row table's reads see rows once compacted)
+        assert got == engine_model(engine, [first, winner, second])
     table.compact(full=True)  # compaction sees the renumbered sequences too
     assert {r["k"]: r for r in table.read().to_pylist()} == engine_model(engine, [first, winner, second])
 
 
+@pytest.mark.private_format
 def test_a_renumbered_manifest_says_format_version_2(tmp_path):
     path = str(tmp_path / "t")
     table = small_table(path)
@@ -303,6 +309,7 @@ def test_signed_zeros_and_nans_are_keys_as_the_merge_orders_them(tmp_path, engin
     assert shown(table.read().to_pylist()) == expected
 
 
+@pytest.mark.private_format
 def test_data_files_have_whole_row_groups_whatever_the_batches(tmp_path):
     """Bitmap indexes and row-group skipping count 8192 rows per row group: a file written
     from odd-sized batches still has them (a partial-update fold hands over such batches)."""
@@ -322,6 +329,7 @@ def test_data_files_have_whole_row_groups_whatever_the_batches(tmp_path):
     assert got == sorted([int(k) for k in keys if k % 50 == 7] + [5])
 
 
+@pytest.mark.private_format
 def test_append_table_writes_are_not_renumbered(tmp_path):
     """An append table has no versions to order: its manifests stay format version 1."""
     path = str(tmp_path / "t")

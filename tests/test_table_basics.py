@@ -69,6 +69,7 @@ def test_safe_casts_and_pandas_and_streams_are_accepted(tmp_path):
     assert t.read().column("id").to_pylist() == [1, 2, 3, 4]
 
 
+@pytest.mark.private_format
 def test_append_table_keeps_every_row(tmp_path):
     t = make(tmp_path, buckets=3, bucket_key="region")
     t.write(pa.table({"id": [1, 1, 2], "region": ["a", "b", "a"], "amount": [1.0, 2.0, 3.0]}))
@@ -80,6 +81,7 @@ def test_append_table_keeps_every_row(tmp_path):
     assert t.compact(full=True) is None  # nothing to merge in an append table
 
 
+@pytest.mark.private_format
 def test_bucket_pruning_equality_and_in(tmp_path):
     t = make(tmp_path, primary_key="id", buckets=8, options={"write-only": "true"})
     ids = list(range(400))
@@ -148,6 +150,7 @@ def test_metadata_round_trips_exotic_key_values(tmp_path):
     assert t.read(filter=("k", "=", Decimal("1.50"))).column("b").to_pylist() == [b"\x00\xff"]
 
 
+@pytest.mark.private_format
 def test_key_columns_survive_folding_deletes(tmp_path):
     """Regression: a key deleted twice in one batch used to be folded into a row whose table
     key column was null, so the file's key statistics missed it, a key-range read pruned the
@@ -187,6 +190,7 @@ def test_a_lowered_trigger_after_a_full_compaction_keeps_every_call_working(tmp_
     assert got["v"][5] == "w3"
 
 
+@pytest.mark.private_format
 def test_a_failure_after_a_commit_is_a_warning_not_an_error(tmp_path, monkeypatch):
     """A write whose rows are committed reports success even when the compaction after it
     fails: raising would make a caller retry and write the rows twice."""

@@ -37,7 +37,7 @@ class DeletionVectorMachine(TableMachine):
                 trigger=st.integers(2, 5), write_only=st.booleans(),
                 file_size=st.sampled_from(["2 kb", "1 mb"]))
     def create(self, engine, buckets, partitioned, trigger, write_only, file_size, deletion_vectors=True):
-        super().create(engine, buckets, partitioned, trigger, write_only, file_size, True)
+        super().create(engine, buckets, partitioned, trigger, write_only, file_size, True, "mergetree", False)
         self.dv = True
 
     ACTIONS = TableMachine.ACTIONS + ["compact", "top_n", "toggle", "cluster"]
@@ -83,6 +83,8 @@ class DeletionVectorMachine(TableMachine):
 
 DeletionVectorMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=30, deadline=None,
                                                    suppress_health_check=[HealthCheck.too_slow])
+# mergetree's own deletion vectors (level 0 merged on read); Paimon's are in test_table_model
+DeletionVectorMachine.TestCase.pytestmark = [pytest.mark.private_format]
 test_deletion_vector_model = DeletionVectorMachine.TestCase
 
 
@@ -91,6 +93,7 @@ def _table(path, engine="deduplicate", **options):
                         options={**DV, "write-only": "true", **options})
 
 
+@pytest.mark.private_format
 def test_compacted_files_are_read_alone_and_value_filters_skip_them(tmp_path):
     t = _table(tmp_path / "t", **{"target-file-size": "4 kb"})
     t.write(pa.table({"id": range(2000), "a": range(2000), "b": ["x"] * 2000}, schema=SCHEMA))
@@ -111,6 +114,7 @@ def test_compacted_files_are_read_alone_and_value_filters_skip_them(tmp_path):
     assert t.read().num_rows == 2000
 
 
+@pytest.mark.private_format
 @pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregate", "first-row"])
 def test_every_engine_reads_the_same_with_and_without(tmp_path, engine):
     extra = {"fields.a.aggregate-function": "sum"} if engine == "aggregate" else {}
@@ -131,6 +135,7 @@ def test_every_engine_reads_the_same_with_and_without(tmp_path, engine):
     assert any(m.deleted_rows for m in with_dv.plan().files)
 
 
+@pytest.mark.private_format
 def test_option_checks(tmp_path):
     with pytest.raises(InvalidArgumentError, match="needs a primary-key table"):
         Table.create(str(tmp_path / "a"), SCHEMA, options=DV)
@@ -145,6 +150,7 @@ def test_option_checks(tmp_path):
     assert not os.path.exists(tmp_path / "a") or not os.listdir(tmp_path / "a")
 
 
+@pytest.mark.private_format
 def test_switched_on_for_a_table_with_history(tmp_path):
     """Files written before the option are unresolved: merged on read until a compaction
     folds them; switching it off again leaves a table every read still sees whole."""
@@ -169,6 +175,7 @@ def test_switched_on_for_a_table_with_history(tmp_path):
     assert Table.open(t.path).read().sort_by("id").to_pylist() == want
 
 
+@pytest.mark.private_format
 def test_sections_of_reads_a_resolved_file_alone_only_when_nothing_unresolved_meets_it(tmp_path):
     t = _table(tmp_path / "t")
     t.write(pa.table({"id": range(0, 100), "a": range(100), "b": ["x"] * 100}, schema=SCHEMA))
@@ -203,6 +210,7 @@ def test_damaged_or_missing_index_file_is_a_corrupt_table_error_naming_it(tmp_pa
     assert index in str(info.value)
 
 
+@pytest.mark.private_format
 def test_housekeeping_keeps_live_index_files_and_removes_old_ones(tmp_path):
     t = _table(tmp_path / "t")
     t.write(pa.table({"id": range(100), "a": range(100), "b": ["x"] * 100}, schema=SCHEMA))
@@ -221,6 +229,7 @@ def test_housekeeping_keeps_live_index_files_and_removes_old_ones(tmp_path):
     assert Table.open(t.path).read().sort_by("id") == before
 
 
+@pytest.mark.private_format
 def test_a_concurrent_compaction_that_changed_a_vector_conflicts(tmp_path):
     t = _table(tmp_path / "t")
     t.write(pa.table({"id": range(100), "a": range(100), "b": ["x"] * 100}, schema=SCHEMA))
@@ -237,6 +246,7 @@ def test_a_concurrent_compaction_that_changed_a_vector_conflicts(tmp_path):
     assert t.read().num_rows == 100
 
 
+@pytest.mark.private_format
 def test_sigkill_mid_compaction_loses_nothing(tmp_path):
     path = str(tmp_path / "t")
     Table.create(path, pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string())]),
@@ -255,6 +265,7 @@ def test_sigkill_mid_compaction_loses_nothing(tmp_path):
     assert not leftovers, leftovers
 
 
+@pytest.mark.private_format
 def test_indexes_built_on_resolved_files_stay_exact(tmp_path):
     """A bitmap sidecar indexes the file as it is (positions of deleted rows included); a file
     rewritten for its Bloom filter drops its deleted rows and stays resolved."""
@@ -277,6 +288,7 @@ def test_indexes_built_on_resolved_files_stay_exact(tmp_path):
     assert t.read(filter=("b", "=", "y")).num_rows == 3
 
 
+@pytest.mark.private_format
 def test_clustering_on_a_non_key_column_advised_and_laid_out(tmp_path):
     """Paimon's pk-clustering-override: with deletion vectors the advisor may cluster a primary-
     key table on another column, `optimize` lays the resolved files out along it (each file still
@@ -364,6 +376,7 @@ def test_a_deletion_vector_table_on_s3_answers_as_a_local_one(s3_server, tmp_pat
     assert apply(remote) == expected
 
 
+@pytest.mark.private_format
 def test_a_key_lookup_reads_only_the_row_groups_that_may_hold_the_keys(tmp_path):
     from mergetree.table.files import key_row_groups
     t = _table(tmp_path / "t", engine="partial-update")

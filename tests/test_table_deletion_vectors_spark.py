@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from mergetree import Table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
 
 
+@pytest.mark.private_format
 def test_resolved_files_are_read_by_a_task_each(spark, tmp_path):
     import mergetree.spark
     mergetree.spark.register(spark)
@@ -40,6 +42,7 @@ def test_resolved_files_are_read_by_a_task_each(spark, tmp_path):
     assert len(want) == 500 + 2 - len({7, 19_999} & set(updated.tolist()))
 
 
+@pytest.mark.private_format
 def test_spark_optimize_clusters_a_deletion_vector_table_on_the_driver(spark, tmp_path):
     """The Spark optimize job of a deletion-vector table with clustering on a value column is
     the local clustered rewrite (every file still sorted by key), and its reads stay exact."""

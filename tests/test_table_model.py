@@ -1,5 +1,10 @@
 """A state machine drives a table through random writes, upserts, deletes, compactions,
-reopens, filtered reads and time travel, checking every read against a dict model."""
+reopens, filtered reads and time travel, checking every read against a dict model — on Paimon
+tables (what `Table.create` makes) and on mergetree's own format.  Where Paimon's semantics
+differ, the model follows them: a partial-update table refuses deletes (Paimon refuses
+retractions there), and where a batch read leaves level 0 out (deletion vectors without
+``deletion-vectors.merge-on-read``, and first-row) a read sees the rows compaction has resolved:
+exactly the model after a full compaction, an unknown mix after a partial one (not checked)."""
 from __future__ import annotations
 
 import datetime
@@ -7,7 +12,8 @@ import shutil
 import tempfile
 
 import pyarrow as pa
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -24,22 +30,33 @@ class TableMachine(RuleBasedStateMachine):
     @initialize(engine=st.sampled_from(["deduplicate", "partial-update", "first-row", "aggregate"]),
                 buckets=st.sampled_from([1, 1, 3]), partitioned=st.booleans(),
                 trigger=st.integers(2, 5), write_only=st.booleans(),
-                file_size=st.sampled_from(["2 kb", "1 mb"]), deletion_vectors=st.booleans())
-    def create(self, engine, buckets, partitioned, trigger, write_only, file_size, deletion_vectors):
+                file_size=st.sampled_from(["2 kb", "1 mb"]), deletion_vectors=st.booleans(),
+                table_format=st.sampled_from(["paimon", "mergetree"]), merge_on_read=st.booleans())
+    def create(self, engine, buckets, partitioned, trigger, write_only, file_size, deletion_vectors, table_format,
+               merge_on_read):
         self.dir = tempfile.mkdtemp(prefix="mergetree-model-")
         self.engine = engine
         self.partitioned = partitioned
+        paimon = table_format == "paimon"
+        # a Paimon batch read leaves level 0 out here: only compaction makes rows visible, so
+        # the table compacts only when told (what a read sees is then known after a full one)
+        self.hides_level0 = paimon and (not merge_on_read if deletion_vectors else engine == "first-row")
+        self.deletes = engine in ("deduplicate", "partial-update") and not (paimon and engine == "partial-update")
         pk = ["id", "p"] if partitioned else ["id"]
         self.table = Table.create(self.dir, SCHEMA if partitioned else SCHEMA.remove(1), primary_key=pk,
                                   partition_by=["p"] if partitioned else None, buckets=buckets,
-                                  merge_engine=engine, options={
+                                  merge_engine=engine, format=table_format, options={
                                       **({"fields.a.aggregate-function": "sum"} if engine == "aggregate" else {}),
                                       "num-sorted-run.compaction-trigger": str(trigger),
-                                      "write-only": str(write_only).lower(), "target-file-size": file_size,
+                                      "write-only": str(write_only or self.hides_level0).lower(),
+                                      "target-file-size": file_size,
                                       # reads must be the same with deletion vectors on and off
-                                      **({"deletion-vectors.enabled": "true"} if deletion_vectors else {})})
+                                      **({"deletion-vectors.enabled": "true"} if deletion_vectors else {}),
+                                      **({"deletion-vectors.merge-on-read": "true"}
+                                         if paimon and deletion_vectors and merge_on_read else {})})
         self.model: dict[tuple, dict] = {}
-        self.history: dict[int, dict] = {}
+        self.visible: dict[tuple, dict] | None = {}  # what a read sees (None: not known)
+        self.history: dict[int, dict | None] = {}
 
     def teardown(self):
         shutil.rmtree(getattr(self, "dir", ""), ignore_errors=True)
@@ -62,15 +79,22 @@ class TableMachine(RuleBasedStateMachine):
             self.model[k] = {**row, "a": a, "b": row["b"] if row["b"] is not None else old["b"]}
         # first-row keeps the first version
 
-    def remember(self, snapshot):
+    def remember(self, snapshot, resolved: bool | None = None):
+        """Record what reads of the new snapshot see; `resolved`: a compaction that resolved
+        level 0 (True: all of it, False: perhaps part)."""
+        if not self.hides_level0 or resolved:
+            self.visible = {k: dict(v) for k, v in self.model.items()}
+        elif resolved is False:
+            self.visible = None
+        seen = None if self.visible is None else {k: dict(v) for k, v in self.visible.items()}
         if snapshot is not None:
-            self.history[snapshot.id] = {k: dict(v) for k, v in self.model.items()}
+            self.history[snapshot.id] = seen
         latest = self.table.latest_snapshot()
         if latest is not None and latest.id not in self.history:  # a compaction after the write
-            self.history[latest.id] = {k: dict(v) for k, v in self.model.items()}
+            self.history[latest.id] = seen
 
     def expected(self, model=None, keep=lambda r: True):
-        rows = [self.shape(r) for r in (model if model is not None else self.model).values() if keep(r)]
+        rows = [self.shape(r) for r in (model if model is not None else self.visible).values() if keep(r)]
         return sorted(rows, key=lambda r: (r.get("p", ""), r["id"]))
 
     def actual(self, table: pa.Table):
@@ -107,7 +131,7 @@ class TableMachine(RuleBasedStateMachine):
         self.write(rows)
 
     def delete(self, data):
-        if self.engine in ("first-row", "aggregate"):
+        if not self.deletes:
             return
         keys = data.draw(st.lists(st.tuples(IDS, PARTS), min_size=1, max_size=10))
         rows = [{"id": i, "p": p} for i, p in keys]
@@ -120,7 +144,7 @@ class TableMachine(RuleBasedStateMachine):
 
     def compact(self, data):
         full = data.draw(st.booleans(), label="full")
-        self.remember(self.table.compact(full=full))
+        self.remember(self.table.compact(full=full), resolved=full)
 
     def expire(self, data):
         """Expire old snapshots and remove orphans: nothing a live snapshot needs may go."""
@@ -136,32 +160,41 @@ class TableMachine(RuleBasedStateMachine):
     def read_range(self, data):
         low, width = data.draw(IDS), data.draw(st.integers(0, 10))
         got = self.table.read(filter=[("id", ">=", low), ("id", "<", low + width)])
-        assert self.actual(got) == self.expected(keep=lambda r: low <= r["id"] < low + width)
+        if self.visible is not None:
+            assert self.actual(got) == self.expected(keep=lambda r: low <= r["id"] < low + width)
 
     def read_value_filter(self, data):
         ids, value = data.draw(st.lists(IDS, min_size=1, max_size=4)), data.draw(st.integers(-5, 5))
         # a filter on a non-key column must see the merged value, not an older version
         got = self.table.read(filter=("or", [("id", "in", ids), ("a", "=", value)]))
-        assert self.actual(got) == self.expected(keep=lambda r: r["id"] in ids or r["a"] == value)
+        if self.visible is not None:
+            assert self.actual(got) == self.expected(keep=lambda r: r["id"] in ids or r["a"] == value)
 
     def time_travel(self, data):
         if not self.history:
             return
         snapshot_id = data.draw(st.sampled_from(sorted(self.history)))
         got = self.table.read(snapshot=snapshot_id)
-        assert self.actual(got) == self.expected(self.history[snapshot_id])
+        seen = self.history[snapshot_id]
+        if seen is not None:
+            assert self.actual(got) == self.expected(seen)
 
     @invariant()
     def reads_equal_model(self):
         if hasattr(self, "table"):
-            assert self.actual(self.table.read()) == self.expected()
+            got = self.table.read()
+            if self.visible is not None:
+                assert self.actual(got) == self.expected()
 
 
-TableMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=30, deadline=None,
+# no "explain" phase: its tracing slows a failing case's shrinking of file-writing steps tenfold
+TableMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None,
+                                          phases=[p for p in Phase if p is not Phase.explain],
                                           suppress_health_check=[HealthCheck.too_slow])
 test_table_model = TableMachine.TestCase
 
 
+@pytest.mark.private_format
 def test_partial_update_retraction_is_not_folded_above_older_data(tmp_path):
     """Found by this state machine in CI (seed 128117343171470070898480685835852974021): a
     compaction of only the newer runs folded [-D, +I(b=null)] into a plain row, and the next

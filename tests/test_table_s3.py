@@ -57,6 +57,7 @@ def _apply(t: Table) -> list:
     return out
 
 
+@pytest.mark.private_format
 def test_a_table_on_s3_answers_as_a_local_one(s3_server, tmp_path):
     local = Table.create(tmp_path / "t", SCHEMA, primary_key=["id"], buckets=2, options=OPTIONS)
     uri = _uri()
@@ -154,6 +155,7 @@ def test_a_secret_is_in_no_file_message_or_repr(s3_server, capsys):
     assert secret not in captured.out + captured.err
 
 
+@pytest.mark.private_format
 def test_requests_per_operation(s3_server):
     uri = _uri()
     t = Table.create(uri, SCHEMA, primary_key=["id"], buckets=1, storage_options=s3_server.options())
@@ -200,6 +202,7 @@ def test_a_lagging_hint_still_finds_the_newest_snapshot(s3_server):
     assert t.read().num_rows == 30
 
 
+@pytest.mark.private_format
 def test_query_log_and_repair_on_s3(s3_server, monkeypatch):
     from mergetree.table.workload import querylog
 

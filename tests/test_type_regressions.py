@@ -84,6 +84,7 @@ def test_dictionary_top_n(tmp_path):
     assert top == sorted(data.column("c").cast(pa.string()).to_pylist(), reverse=True)[:4]
 
 
+@pytest.mark.private_format
 def test_duration_key_first_write_and_statistics(tmp_path):
     t, data = _table(tmp_path, pa.duration("ms"), primary_key="c")
     want = pc.min_max(pc.unique(data.column("c").cast(pa.int64()))).as_py()

@@ -37,7 +37,9 @@ __all__ = ["Table"]
 
 # the formats `Table.create` makes: Apache Paimon's, and mergetree's own (until it is migrated)
 FORMATS = ("paimon", "mergetree")
-DEFAULT_FORMAT = os.environ.get("MERGETREE_CREATE_FORMAT", "mergetree")  # (while the suite moves over)
+# where `format` is not given: the environment's choice (a pipeline or test suite that still makes
+# tables of mergetree's own format until they are migrated), else Paimon's
+FORMAT_ENVIRONMENT = "MERGETREE_CREATE_FORMAT"
 
 class Table:
     """A table directory.  Create one with `Table.create`, open one with `Table.open`."""
@@ -52,20 +54,29 @@ class Table:
     def create(cls, path: str | os.PathLike, schema: pa.Schema, primary_key=None, partition_by=None,
                buckets: int | None = None, bucket_key=None, merge_engine: str = "deduplicate",
                options: dict | None = None, storage_options: dict | None = None,
-               format: str = DEFAULT_FORMAT) -> Table:
+               format: str | None = None) -> Table:
         """Create a table in a new or empty directory, or under an empty object-store prefix
         (`s3://bucket/prefix`, `gs://`, `az://`, `abfss://`; `storage_options` as in
         docs/STORAGE.md: credentials, endpoint, region — used, never stored).  Everything is
         checked first: a bad argument or option raises before anything is written.
 
-        `format`: "paimon" makes an Apache Paimon table every Paimon engine reads (``W/db.db/name``
-        is table ``db.name`` of warehouse ``W``; docs/PAIMON.md), "mergetree" one of mergetree's
-        own format.  `buckets` None: one bucket, but a Paimon append table without a bucket key
-        has none (``bucket`` -1, Paimon's default for append tables)."""
+        `format`: "paimon" (the default) makes an Apache Paimon table every Paimon engine reads
+        (``W/db.db/name`` is table ``db.name`` of warehouse ``W``; docs/PAIMON.md), "mergetree"
+        one of mergetree's own format (also the default where the environment variable
+        ``MERGETREE_CREATE_FORMAT`` says "mergetree").  `buckets` None: one bucket; a Paimon
+        append table of one bucket without a bucket key has none (``bucket`` -1, Paimon's default
+        for append tables: Java asks a bucketed one for a bucket key)."""
+        if format is None:
+            format = os.environ.get(FORMAT_ENVIRONMENT) or "paimon"
+            if format not in FORMATS:
+                raise InvalidArgumentError(f"the environment's {FORMAT_ENVIRONMENT} must be one of "
+                                           f"{', '.join(FORMATS)}, not {format!r}")
         if format not in FORMATS:
             raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
         if buckets is None:
-            buckets = -1 if format == "paimon" and not primary_key and not bucket_key else 1
+            buckets = 1
+        if format == "paimon" and buckets == 1 and not primary_key and not bucket_key:
+            buckets = -1  # one bucket of an append table is Paimon's unbucketed table (Java wants a bucket key)
         if format == "paimon":
             create_directory(path, schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options,
                              storage_options)
