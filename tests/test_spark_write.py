@@ -79,3 +79,23 @@ def test_bad_mode_and_missing_columns(spark, tmp_path) -> None:
                  primary_key="id", buckets=2)
     with pytest.raises(InvalidArgumentError, match="lacks"):
         mergetree.spark.write(spark.range(5).selectExpr("id as other"), str(tmp_path / "u"))
+
+
+def test_the_data_source_makes_a_paimon_table_unless_told_the_format(spark, tmp_path) -> None:
+    """A write into a new path makes a Paimon table; `tableFormat` = mergetree the older format
+    (the option reaches Spark's Python workers, where the data source creates the table)."""
+    import mergetree.spark
+    from mergetree.paimon.handle import PaimonTableHandle
+    mergetree.spark.register(spark)
+    frame = _frame(spark, 0, 100, 2, "f")
+    for table_format in (None, "paimon", "mergetree"):
+        path = str(tmp_path / str(table_format))
+        writer = frame.write.format("mergetree").mode("append").option("primaryKey", "id")
+        if table_format is not None:
+            writer = writer.option("tableFormat", table_format)
+        writer.save(path)
+        table = Table.open(path)
+        assert isinstance(table, PaimonTableHandle) == (table_format != "mergetree"), table_format
+        assert table.read().num_rows == 100 and "tableFormat" not in str(table.options)
+    with pytest.raises(Exception, match="format must be one of"):
+        frame.write.format("mergetree").mode("append").option("tableFormat", "delta").save(str(tmp_path / "bad"))

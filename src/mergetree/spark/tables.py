@@ -40,7 +40,7 @@ def open_table(path: str, storage_options: Mapping[str, Any] | None) -> Table:
 # Each task numbers its rows from base + task * TASK_SEQUENCE_SPAN, so the sequence numbers of
 # tasks writing the same bucket never collide.
 TASK_SEQUENCE_SPAN = 1 << 32
-CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine"}
+CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine", "tableformat"}
 
 
 def names_option(text: str | None) -> list[str] | None:
@@ -51,8 +51,8 @@ def names_option(text: str | None) -> list[str] | None:
 def open_or_create(path: str, storage_options: Mapping[str, Any] | None, arrow_schema: pa.Schema,
                    options: Mapping[str, Any]) -> Table:
     """The table at `path`, created from `arrow_schema` and the data source's `options`
-    (`primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine` and table options;
-    lower-case keys) where there is none."""
+    (`primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine`, `tableFormat` — paimon,
+    the default, or mergetree — and table options; lower-case keys) where there is none."""
     try:
         return open_table(path, storage_options)
     except TableNotFoundError:
@@ -63,7 +63,8 @@ def open_or_create(path: str, storage_options: Mapping[str, Any] | None, arrow_s
             path, arrow_schema, primary_key=names_option(options.get("primarykey")),
             partition_by=names_option(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
             bucket_key=names_option(options.get("bucketkey")), merge_engine=options.get("mergeengine", "deduplicate"),
-            options=table_options, storage_options=dict(storage_options) if storage_options else None)
+            options=table_options, format=options.get("tableformat"),
+            storage_options=dict(storage_options) if storage_options else None)
     except TableExistsError as exists:  # another writer created it meanwhile (its schema is the table's),
         try:                            # or the location holds other files
             return open_table(path, storage_options)
