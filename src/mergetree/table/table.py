@@ -28,6 +28,7 @@ from .paimon.store import open_directory
 from .read import ReadStats
 from .schema import TableSchema
 from .snapshots import Snapshot
+from .type_policy import FORMATS
 from .workload import history, querylog
 from .workload.advise import Advice, advise
 from .workload.retention import Expired, expire
@@ -35,8 +36,6 @@ from .workload.retention import Expired, expire
 __all__ = ["Table"]
 
 
-# the formats `Table.create` makes: Apache Paimon's, and mergetree's own (until it is migrated)
-FORMATS = ("paimon", "mergetree")
 # where `format` is not given: the environment's choice (a pipeline or test suite that still makes
 # tables of mergetree's own format until they are migrated), else Paimon's
 FORMAT_ENVIRONMENT = "MERGETREE_CREATE_FORMAT"
@@ -66,13 +65,12 @@ class Table:
         ``MERGETREE_CREATE_FORMAT`` says "mergetree").  `buckets` None: one bucket; a Paimon
         append table of one bucket without a bucket key has none (``bucket`` -1, Paimon's default
         for append tables: Java asks a bucketed one for a bucket key)."""
+        given = format is not None
         if format is None:
-            format = os.environ.get(FORMAT_ENVIRONMENT) or "paimon"
-            if format not in FORMATS:
-                raise InvalidArgumentError(f"the environment's {FORMAT_ENVIRONMENT} must be one of "
-                                           f"{', '.join(FORMATS)}, not {format!r}")
+            format = os.environ.get(FORMAT_ENVIRONMENT) or FORMATS[0]
         if format not in FORMATS:
-            raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+            where = "format" if given else f"the environment's {FORMAT_ENVIRONMENT}"
+            raise InvalidArgumentError(f"{where} must be one of {', '.join(FORMATS)}, not {format!r}")
         if buckets is None:
             buckets = 1
         if format == "paimon" and buckets == 1 and not primary_key and not bucket_key:

@@ -28,7 +28,7 @@ from ..errors import UnsupportedTypeError
 __all__ = ["CAPABILITIES", "FAMILIES", "FORMATS", "INPUT_EXAMPLES", "TypeFamily", "family_of", "integer_counts",
            "policy_markdown", "require", "storable", "stored_schema", "stored_type", "supports", "why_not"]
 
-FORMATS = ("mergetree", "paimon")  # the table formats `Table.create` makes
+FORMATS = ("paimon", "mergetree")  # the table formats `Table.create` makes (Paimon's by default)
 
 # what a column of a type can be used for; `require(column, type, capability)` enforces it
 CAPABILITIES: dict[str, str] = {
@@ -55,16 +55,19 @@ _NO_PAIMON_BITMAP = "Paimon's bitmap file index (which Java's readers consult) t
 @dataclass(frozen=True)
 class TypeFamily:
     """A kind of stored type and what it supports; `cannot` gives each unsupported capability's
-    reason, `paimon_cannot` (None: the same) what a Paimon table's column of it cannot do."""
+    reason; on a Paimon table `paimon_cannot` adds refusals and `paimon_can` lifts some."""
 
     name: str
     matches: Callable[[pa.DataType], bool]
     examples: tuple[pa.DataType, ...]
     cannot: dict[str, str] = field(default_factory=dict)
-    paimon_cannot: dict[str, str] | None = None
+    paimon_cannot: dict[str, str] = field(default_factory=dict)
+    paimon_can: tuple[str, ...] = ()
 
     def cannot_on(self, table_format: str = "mergetree") -> dict[str, str]:
-        return self.cannot if table_format != "paimon" or self.paimon_cannot is None else self.paimon_cannot
+        if table_format != "paimon":
+            return self.cannot
+        return {c: why for c, why in {**self.cannot, **self.paimon_cannot}.items() if c not in self.paimon_can}
 
     def supports(self, capability: str, table_format: str = "mergetree") -> bool:
         return capability not in self.cannot_on(table_format)
@@ -89,10 +92,10 @@ FAMILIES: tuple[TypeFamily, ...] = (
                {"measure_sum": "sum needs numbers"}),
     TypeFamily("binary", lambda t: _t.is_binary(t) or _t.is_large_binary(t) or _t.is_fixed_size_binary(t),
                (pa.binary(), pa.large_binary(), pa.binary(16)), {"measure_sum": "sum needs numbers"},
-               {"measure_sum": "sum needs numbers", "bitmap": _NO_PAIMON_BITMAP.format("bytes")}),
+               {"bitmap": _NO_PAIMON_BITMAP.format("bytes")}),
     TypeFamily("date", _t.is_date32, (pa.date32(),), {"measure_sum": "sum needs numbers"}),
     TypeFamily("time", lambda t: _t.is_time(t) and t.unit != "ns", (pa.time32("ms"), pa.time64("us")), {
-        "bucket": _NO_SPARK_TIME, "measure_sum": "sum needs numbers"}, {"measure_sum": "sum needs numbers"}),
+        "bucket": _NO_SPARK_TIME, "measure_sum": "sum needs numbers"}, paimon_can=("bucket",)),
     TypeFamily("time64[ns]", _t.is_time64, (pa.time64("ns"),), {
         "bucket": _NO_SPARK_TIME, "measure_sum": "sum needs numbers",
         "bloom": "pyarrow gives time64[ns] values as datetime.time, which drops the nanoseconds, so a lookup "
