@@ -11,6 +11,8 @@ CORE_SOURCES := $(wildcard _core/*.pyx _core/*.pxd _core/*.pxi) setup.py pyproje
 
 PAIMON_VENV := .venv-paimon
 PAIMON_STAMP := $(PAIMON_VENV)/.deps-installed
+PAIMON_JAVA_VENV := .venv-paimon-java
+PAIMON_JAVA_STAMP := $(PAIMON_JAVA_VENV)/.deps-installed
 
 .PHONY: demo demo-spark test lint bench build venv paimon-env wheel clean asv fuzz-checked
 
@@ -23,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 
 venv: $(STAMP)
 
-# pypaimon in an environment of its own (it pins pyarrow below 20): the tests and the Paimon
+# pypaimon in an environment of its own (its pins clash with ours): the tests and the Paimon
 # benchmark write real Paimon tables with it and read them back with it
 $(PAIMON_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(PAIMON_VENV)
@@ -31,7 +33,15 @@ $(PAIMON_STAMP): pyproject.toml Makefile
 	set -f; $(PAIMON_VENV)/bin/python -m pip install -q $$($(PYTHON) scripts/requirements.py --only paimon-fixtures)
 	touch $(PAIMON_STAMP)
 
-paimon-env: $(PAIMON_STAMP)
+# Apache Paimon's Java code (pypaimon 0.2.0's bundled jar, over py4j) in another: the tests check
+# mergetree's tables against Java's reader, writer, compaction, expiry and orphan cleaning
+$(PAIMON_JAVA_STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(PAIMON_JAVA_VENV)
+	$(PAIMON_JAVA_VENV)/bin/python -m pip install -q --upgrade pip
+	set -f; $(PAIMON_JAVA_VENV)/bin/python -m pip install -q $$($(PYTHON) scripts/requirements.py --only paimon-java-fixtures)
+	touch $(PAIMON_JAVA_STAMP)
+
+paimon-env: $(PAIMON_STAMP) $(PAIMON_JAVA_STAMP)
 
 $(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .

@@ -1,11 +1,14 @@
 """Real Paimon tables for the tests, written by pypaimon in its own interpreter (`make
-paimon-env` builds it in .venv-paimon; MERGETREE_PAIMON_PYTHON points elsewhere)."""
+paimon-env` builds it in .venv-paimon; MERGETREE_PAIMON_PYTHON points elsewhere), and read,
+written, compacted, expired and cleaned by Apache Paimon's Java code (0.9.0, through pypaimon
+0.2.0's py4j bridge in .venv-paimon-java; MERGETREE_PAIMON_JAVA_PYTHON points elsewhere)."""
 from __future__ import annotations
 
 import atexit
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,10 +26,36 @@ from mergetree.table.read.split import split_by_file
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = Path(__file__).resolve().parent / "paimon_tool.py"
+JAVA_TOOL = Path(__file__).resolve().parent / "paimon_java_tool.py"
 PAIMON_PYTHON = os.environ.get("MERGETREE_PAIMON_PYTHON") or str(ROOT / ".venv-paimon" / "bin" / "python")
+JAVA_PAIMON_PYTHON = (os.environ.get("MERGETREE_PAIMON_JAVA_PYTHON") or
+                      str(ROOT / ".venv-paimon-java" / "bin" / "python"))
 
 needs_pypaimon = pytest.mark.skipif(not os.path.exists(PAIMON_PYTHON),
                                     reason=f"no pypaimon interpreter at {PAIMON_PYTHON} (make paimon-env)")
+
+
+def _hadoop_jars() -> str | None:
+    """Hadoop's client jars, which Paimon's Java bundle needs beside it: pyspark's."""
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    return str(jars / "*") if any(jars.glob("hadoop-client-api-*.jar")) else None
+
+
+def _java_missing() -> str | None:
+    if not os.path.exists(JAVA_PAIMON_PYTHON):
+        return f"no Java Paimon interpreter at {JAVA_PAIMON_PYTHON} (make paimon-env)"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java"
+    if _hadoop_jars() is None:
+        return "no pyspark, whose Hadoop jars Paimon's Java bundle needs"
+    return None
+
+
+needs_java_paimon = pytest.mark.skipif(_java_missing() is not None, reason=str(_java_missing()))
 
 
 def _ipc(path: Path, table: pa.Table) -> str:
@@ -41,11 +70,13 @@ TIMEOUT = 600  # seconds for one command
 
 
 class _Tool:
-    """One `paimon_tool.py serve` process per test process (each xdist worker its own), started
-    on first use: a fresh interpreter per command paid ~1.5 s (more on a busy machine) of
-    pypaimon's import each time, hundreds of times a run.  Commands run one at a time."""
+    """One `paimon_tool.py serve` (or `paimon_java_tool.py serve`) process per test process (each
+    xdist worker its own), started on first use: a fresh interpreter per command paid ~1.5 s
+    (more on a busy machine) of pypaimon's import each time, hundreds of times a run — and a JVM
+    start for Java's.  Commands run one at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, python: str, script: Path, name: str, env: dict[str, str] | None = None) -> None:
+        self.python, self.script, self.name, self.env = python, script, name, env
         self.lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
         self.pid = 0  # the test process that started it (a forked child starts its own)
@@ -55,8 +86,9 @@ class _Tool:
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None or self.pid != os.getpid():
             self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: pypaimon's warnings never block it
-            self.proc = subprocess.Popen([PAIMON_PYTHON, str(TOOL), "serve"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self.stderr)
+            env = None if self.env is None else {**os.environ, **self.env}
+            self.proc = subprocess.Popen([self.python, str(self.script), "serve"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.stderr, env=env)
             self.pid, self.pending = os.getpid(), b""
         return self.proc
 
@@ -77,13 +109,13 @@ class _Tool:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 self.stop()
-                raise RuntimeError(f"pypaimon failed ({what}): no answer in {TIMEOUT} s")
+                raise RuntimeError(f"{self.name} failed ({what}): no answer in {TIMEOUT} s")
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 proc.wait()
                 tail = self._stderr_tail()
                 self.proc = None
-                raise RuntimeError(f"pypaimon failed ({what}): its process exited ({proc.returncode}):\n{tail}")
+                raise RuntimeError(f"{self.name} failed ({what}): its process exited ({proc.returncode}):\n{tail}")
             self.pending += chunk
 
     def run(self, *args: str) -> dict:
@@ -93,7 +125,7 @@ class _Tool:
             proc.stdin.flush()
             answer = self._answer(proc, " ".join(args[:1]))
         if "error" in answer:
-            raise RuntimeError(f"pypaimon failed ({' '.join(args[:1])}):\n{answer['error'][-4000:]}")
+            raise RuntimeError(f"{self.name} failed ({' '.join(args[:1])}):\n{answer['error'][-4000:]}")
         return json.loads(answer["out"].strip().splitlines()[-1])
 
     def stop(self) -> None:
@@ -103,8 +135,13 @@ class _Tool:
         self.proc = None
 
 
-_TOOL = _Tool()
+_TOOL = _Tool(PAIMON_PYTHON, TOOL, "pypaimon")
 atexit.register(_TOOL.stop)
+# Java's Arrow needs java.nio opened to it (Java 17); Hadoop's classes come from pyspark
+_JAVA_TOOL = _Tool(JAVA_PAIMON_PYTHON, JAVA_TOOL, "Java Paimon",
+                   {"_PYPAIMON_HADOOP_CLASSPATH": _hadoop_jars() or "",
+                    "_PYPAIMON_JVM_ARGS": "--add-opens=java.base/java.nio=ALL-UNNAMED -Xmx1g"})
+atexit.register(_JAVA_TOOL.stop)
 
 
 def _run(*args: str) -> dict:
@@ -140,6 +177,40 @@ def pypaimon_read(warehouse: Path, table: str, workdir: Path, snapshot: int | st
     _run("read", str(warehouse), table, str(out), *([] if snapshot is None else [str(snapshot)]))
     with pa.OSFile(str(out), "rb") as f:
         return pa.ipc.open_file(f).read_all()
+
+
+def java_read(warehouse: Path, table: str, workdir: Path, snapshot: int | str | None = None,
+              equal: dict | None = None) -> pa.Table:
+    """Java Paimon's batch read of the table (`snapshot`: an id or a tag's name; default the latest;
+    `equal`: column -> value, pushed down, so that Java's statistics and file indexes prune)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / f"java-read-{len(list(workdir.glob('java-read-*.arrow')))}.arrow"
+    _JAVA_TOOL.run("read", str(warehouse), table, str(out), "" if snapshot is None else str(snapshot),
+                   json.dumps(list((equal or {}).items())))
+    with pa.OSFile(str(out), "rb") as f:
+        return pa.ipc.open_file(f).read_all()
+
+
+def java_write(warehouse: Path, table: str, workdir: Path, data: pa.Table, overwrite: bool = False) -> dict:
+    """One commit of `data` by Java Paimon's batch writer (an INSERT OVERWRITE of the table if asked)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = _ipc(workdir / f"java-write-{len(list(workdir.glob('java-write-*.arrow')))}.arrow", data)
+    return _JAVA_TOOL.run("write", str(warehouse), table, path, "overwrite" if overwrite else "append")
+
+
+def java_compact(warehouse: Path, table: str) -> dict:
+    """Java Paimon's full compaction of every bucket that holds files, in one commit."""
+    return _JAVA_TOOL.run("compact", str(warehouse), table)
+
+
+def java_expire(warehouse: Path, table: str, retain: int) -> dict:
+    """Java Paimon's snapshot expiry, keeping the newest `retain` snapshots."""
+    return _JAVA_TOOL.run("expire", str(warehouse), table, str(retain))
+
+
+def java_orphans(warehouse: Path, table: str) -> list[str]:
+    """Java Paimon's orphan cleaning (every unreferenced file, however new): the names it deleted."""
+    return _JAVA_TOOL.run("orphans", str(warehouse), table)["deleted"]
 
 
 def expire_keeping_changelog(warehouse: Path, table: str, ids: Sequence[int]) -> dict:

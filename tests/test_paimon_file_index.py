@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
-from mergetree import CorruptTableError, UnsupportedPaimonFeatureError, _bloom
+from mergetree import CorruptTableError, Table, UnsupportedPaimonFeatureError, _bloom
 from mergetree.codec import file_index as fi
 from mergetree.codec.types import parse_type
 from mergetree.table import filters as flt
@@ -239,6 +239,8 @@ def test_a_value_longer_than_a_bitmap_block_leaves_the_file_without_that_index(t
     with pytest.raises(fi.ValueTooLarge, match="index-block-size"):
         fi.encode_bitmap(pa.array(["x" * 100]), parse_type("STRING"), block_size=64)
     path = _copy_java(tmp_path, "append_with_bitmap")
+    # version 2's blocks (version 1, mergetree's default, has none and takes any value)
+    Table.open(path).set_options({"file-index.bitmap.f0.version": "2"})
     mp.write(path, None, pa.table({"f0": ["y" * 20000, "z"], "f1": pa.array([5, 6], pa.int32()),
                                    "f2": pa.array([7, 8], pa.int32()), "f3": [1.0, 2.0]}))
     _t, files = _files(path)

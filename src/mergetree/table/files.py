@@ -415,6 +415,7 @@ class DataFileWriter:
             use_dictionary=dictionary_columns(self.schema, sample),
             column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED") or None,
             write_page_index=True, max_rows_per_page=self.page_rows, sorting_columns=sorting,
+            store_decimal_as_integer=self.schema.paimon is not None,
             bloom_filter_options=bloom.write_options(bloom_columns, self.row_group_rows, options.bloom_fpp)
             if bloom_columns and options else None)
 

@@ -58,6 +58,10 @@ from .options import FileIndexSpec
 __all__ = ["FileIndex", "build_file_index", "file_beside", "file_index", "indexed_columns", "may_match"]
 
 _RANGE_OPS = {"<", "<=", ">", ">="}
+# Java writes bitmap version 2 from Paimon 1.1 on, which Paimon 0.9 and 1.0 cannot read ("your
+# plugin version is lower than 2"); version 1 every Java reader reads, so mergetree writes it
+# unless the table asks for 2 (`file-index.bitmap.<column>.version`)
+DEFAULT_BITMAP_VERSION = 1
 
 
 @dataclass
@@ -297,7 +301,7 @@ def build_file_index(spec: FileIndexSpec, columns: Mapping[str, list[pa.Array]],
                     f"(the table says items={items}, fpp={fpp})")
             body = encode_bloom(values, t, items, fpp)
         else:
-            version = ic.number("version", 2, int)
+            version = ic.number("version", DEFAULT_BITMAP_VERSION, int)
             if version not in (1, 2):
                 raise UnsupportedPaimonFeatureError(
                     f"Paimon option 'file-index.bitmap.{ic.column}.version' = {version}: Paimon has versions 1 and 2")
