@@ -1,6 +1,7 @@
 """What a Paimon table holds: its schema and options, snapshots and tags, and per (partition,
-bucket) the files by level and the sorted runs a read must merge — and whether mergetree
-can read it (the first option it cannot honour, if any)."""
+bucket) the files by level and the sorted runs a read must merge — the engine's survey
+(`table.info.bucket_infos`, what `Table.info` counts too) — and whether mergetree can read it
+(the first option it cannot honour, if any)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -11,11 +12,14 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import UnsupportedPaimonFeatureError
-from ..table.compaction.planner import CompactionOptions, restored_levels
+from ..table.info import BucketInfo, bucket_infos
 from ..table.paimon.metadata import PaimonTable
-from ..table.snapshots import canonical_partition
+from ..table.paimon.store import paimon_directory
 
 __all__ = ["PaimonBucketInfo", "PaimonInfo", "PaimonSnapshotInfo", "info"]
+
+# one (partition, bucket): the engine's own survey of it
+PaimonBucketInfo = BucketInfo
 
 
 @dataclass(frozen=True)
@@ -25,17 +29,6 @@ class PaimonSnapshotInfo:
     time: dt.datetime
     total_record_count: int
     delta_record_count: int
-
-
-@dataclass(frozen=True)
-class PaimonBucketInfo:
-    partition: tuple
-    bucket: int
-    sorted_runs: int
-    files_per_level: tuple[int, ...]
-    rows: int
-    bytes: int
-    deleted_rows: int = 0       # rows its deletion vectors mark (replaced by newer versions)
 
 
 @dataclass(frozen=True)
@@ -49,7 +42,7 @@ class PaimonInfo:
     snapshot_id: int | None
     snapshots: tuple[PaimonSnapshotInfo, ...]
     tags: tuple[str, ...]
-    buckets: tuple[PaimonBucketInfo, ...]
+    buckets: tuple[BucketInfo, ...]   # none where mergetree cannot read the table (`unsupported`)
     unsupported: str | None     # why mergetree cannot read it, or None
 
     @property
@@ -66,36 +59,20 @@ def info(warehouse: Any, table: Any, snapshot: Any = None,
     # as Paimon, the latest uses the latest schema; time travel the one its snapshot was committed under
     schema = t.schema(None if snap is None or snapshot is None else int(snap["schemaId"]))
     unsupported = None
+    buckets: list[BucketInfo] = []
     try:
-        schema.checked_options  # noqa: B018 (evaluated for its verdict)
+        directory = paimon_directory(t, schema)
     except UnsupportedPaimonFeatureError as exc:
         unsupported = str(exc)
+    else:
+        store = directory.store
+        buckets = bucket_infos(directory, None if snap is None else store.snapshot(int(snap["id"])))
     snapshots = []
     for sid in t.snapshot_ids():
         s = t.snapshot(sid)
         snapshots.append(PaimonSnapshotInfo(sid, str(s.get("commitKind")),
                                             dt.datetime.fromtimestamp(int(s.get("timeMillis", 0)) / 1000),
                                             int(s.get("totalRecordCount") or 0), int(s.get("deltaRecordCount") or 0)))
-    compaction = CompactionOptions.from_options(schema.options)
-    deletions = t.deletion_files(snap) if unsupported is None and schema.checked_options.deletion_vectors else {}
-    by_bucket: dict[tuple, list] = {}
-    for f in t.live_files(snap):
-        by_bucket.setdefault((canonical_partition(f.partition), f.bucket), []).append(f)
-    buckets = []
-    for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
-        if schema.primary_keys:
-            levels = restored_levels(files, compaction)[0]
-            runs = levels.number_of_sorted_runs()
-            per_level = [len(levels.files_at(i)) for i in range(levels.num_levels)]
-        else:  # an append table's files are runs each; its top level is what clustering laid out
-            runs, per_level = len(files), [0] * max(compaction.num_levels, max(f.level for f in files) + 1)
-            for f in files:
-                per_level[f.level] += 1
-        marked = deletions.get((files[0].partition_bytes, bucket), {})
-        buckets.append(PaimonBucketInfo(partition, bucket, runs, tuple(per_level),
-                                        sum(f.row_count for f in files), sum(f.file_size for f in files),
-                                        sum(marked[f.file_name].range.cardinality or 0 for f in files
-                                            if f.file_name in marked)))
     return PaimonInfo(t.name, t.path, schema.arrow_schema, schema.primary_keys, schema.partition_keys,
                       dict(schema.options), None if snap is None else int(snap["id"]), tuple(snapshots),
                       tuple(t.tags()), tuple(buckets), unsupported)

@@ -13,7 +13,21 @@ from .files import DataFileMeta
 from .levers.preaggregates import model_signature
 from .snapshots import Snapshot
 
-__all__ = ["ColumnClustering", "TableInfo", "clustering_depth", "table_info"]
+__all__ = ["BucketInfo", "ColumnClustering", "TableInfo", "bucket_infos", "clustering_depth", "table_info"]
+
+
+@dataclass(frozen=True)
+class BucketInfo:
+    """One (partition, bucket) of a table: the sorted runs a read of it merges, its files per
+    LSM level, rows (as stored: every version), bytes, and the rows its deletion vectors mark."""
+
+    partition: tuple
+    bucket: int
+    sorted_runs: int
+    files_per_level: tuple[int, ...]
+    rows: int
+    bytes: int
+    deleted_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,12 +127,31 @@ def table_info(directory: TableDirectory) -> TableInfo:
         *consumers.survey(directory), directory.store.retained_changelog_ids())
 
 
-def _sorted_runs(directory: TableDirectory, snapshot: Snapshot | None) -> dict[tuple, int]:
-    """Per (partition, bucket), its sorted runs: an append table's files are runs each (their
-    levels hold no key order: a Paimon table's top level is what clustering laid out)."""
-    if directory.schema.has_primary_key:
-        return {key: levels.number_of_sorted_runs() for key, levels in bucket_levels(directory, snapshot).items()}
-    runs: dict[tuple, int] = {}
+def bucket_infos(directory: TableDirectory, snapshot: Snapshot | None = None) -> list[BucketInfo]:
+    """Every (partition, bucket) holding files at `snapshot` (default: the latest), in order of
+    partition and bucket: a primary-key table's files by the LSM levels compaction sees; an
+    append table's files are runs each (their levels hold no key order: a Paimon table's top
+    level is what clustering laid out)."""
+    snapshot = snapshot if snapshot is not None else directory.latest_snapshot()
+    by_bucket: dict[tuple, list[DataFileMeta]] = {}
     for e in directory.live_files(snapshot).values():
-        runs[(e.partition, e.bucket)] = runs.get((e.partition, e.bucket), 0) + 1
-    return runs
+        by_bucket.setdefault((e.partition, e.bucket), []).append(e.file)
+    levels = bucket_levels(directory, snapshot) if directory.schema.has_primary_key else {}
+    num_levels = directory.options.compaction.num_levels
+    out = []
+    for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):
+        found = levels.get((partition, bucket))
+        if found is not None:
+            runs, per_level = found.number_of_sorted_runs(), [len(found.files_at(i)) for i in range(found.num_levels)]
+        else:
+            runs, per_level = len(files), [0] * max(num_levels, max(m.level for m in files) + 1)
+            for m in files:
+                per_level[m.level] += 1
+        out.append(BucketInfo(partition, bucket, runs, tuple(per_level), sum(m.row_count for m in files),
+                              sum(m.file_size for m in files), sum(m.deleted_rows for m in files)))
+    return out
+
+
+def _sorted_runs(directory: TableDirectory, snapshot: Snapshot | None) -> dict[tuple, int]:
+    """Per (partition, bucket), the sorted runs a read of it merges."""
+    return {(b.partition, b.bucket): b.sorted_runs for b in bucket_infos(directory, snapshot)}
