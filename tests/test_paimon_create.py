@@ -195,7 +195,10 @@ def test_table_create_makes_a_paimon_table_in_a_catalog_or_at_a_path(tmp_path):
     assert options == {"bucket": "3", "file.format": "parquet", "merge-engine": "deduplicate", "bucket-key": "id",
                        "mergetree.query-log.enabled": "true", "mergetree.optimize.minor-min-files": "4",
                        "target-file-size": "8mb", "mergetree.query-log.retention": "3d",
-                       "parquet.bloom.filter.enabled#name": "true"}
+                       "parquet.bloom.filter.enabled#name": "true",
+                       # level 0 in LZ4, as on every primary-key table, written out for Java's writers too
+                       "file.compression.per.level": "0:lz4"}
+    assert t.options.codec_for(0) == "lz4" and t.options.codec_for(1) == "zstd"
     assert t.options.bloom_columns == ("name",) and t.options.target_file_size == 8 * 2**20
     rows = [{"id": i, "p": f"p{i % 2}", "name": f"n{i}", "cnt": i} for i in range(50)]
     first = t.write(pa.Table.from_pylist(rows, SCHEMA))

@@ -376,7 +376,7 @@ def lookup_state(directory: TableDirectory, files: Sequence[DataFileMeta], colum
             runs.append(pa.concat_tables(found) if len(found) > 1 else found[0])
         if not any(r.num_rows for r in runs):
             continue
-        retractions = any(m.delete_count for run in section for m in run)
+        retractions = any(m.holds_retractions for run in section for m in run)
         if len(runs) == 1:  # one sorted run: its rows are final, only retractions go
             rows = runs[0]
             if retractions:

@@ -37,6 +37,9 @@ from .type_policy import require, why_not
 __all__ = [
     "CLUSTERING_STRATEGIES",
     "CODECS",
+    "DEFAULT_PRIMARY_KEY_LEVELS",
+    "JAVA_BITMAP_V2",
+    "JAVA_DELTA_ENCODING",
     "KEY_BITMAP_COLUMNS",
     "KEY_BLOOM_COLUMNS",
     "KEY_CLUSTERING_COLUMNS",
@@ -44,6 +47,7 @@ __all__ = [
     "KEY_COMPRESSION",
     "KEY_COMPRESSION_PER_LEVEL",
     "KEY_DELETION_VECTORS",
+    "KEY_JAVA_READER_VERSION",
     "KEY_QUERY_LOG_RETENTION",
     "KEY_SORT_WITHIN",
     "MEASURE_FUNCTIONS",
@@ -137,6 +141,26 @@ def _parse_age(text: str, key: str) -> dt.timedelta:
     return age
 
 
+# the Java (Apache Paimon) versions that read newer encodings: a bitmap file index of version 2
+# from 1.1 (`BitmapFileIndex`'s VERSION_2), DELTA_BINARY_PACKED pages from 1.2 (its vectorized
+# Parquet reader's `VectorizedDeltaBinaryPackedReader`); 0.9 is the oldest tested here
+OLDEST_JAVA_READER = (0, 9)
+JAVA_BITMAP_V2 = (1, 1)
+JAVA_DELTA_ENCODING = (1, 2)
+
+
+def _parse_java_version(text: str, key: str) -> tuple[int, int]:
+    """A Paimon release as major.minor (a patch number is allowed and ignored): 0.9 or later."""
+    match = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", text)
+    if match is None:
+        raise InvalidArgumentError(f"option {key!r} must be a Paimon version such as '0.9' or '1.2', got {text!r}")
+    version = (int(match.group(1)), int(match.group(2)))
+    if version < OLDEST_JAVA_READER:
+        raise InvalidArgumentError(f"option {key!r} must be {'.'.join(map(str, OLDEST_JAVA_READER))} or later "
+                                   f"(no older Paimon reader is supported), got {text!r}")
+    return version
+
+
 def _parse_producer(text: str, key: str) -> str:
     value = text.strip().lower()
     if value not in CHANGELOG_PRODUCERS:
@@ -202,6 +226,7 @@ KEY_CLUSTERING_STRATEGY = "clustering.strategy"
 KEY_SORT_WITHIN = "sort-within.columns"
 KEY_QDTREE = "clustering.qdtree"
 KEY_QUERY_LOG = "query-log.enabled"
+KEY_JAVA_READER_VERSION = "java-reader-version"
 KEY_QUERY_LOG_RETENTION = "query-log.retention"
 # a month of queries: the advisor reads the whole log unless told `since`, and four of the seed's
 # weekly analyses see the same workload, while a pattern gone for a month stops steering the layout
@@ -313,6 +338,12 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "unset: unlimited"),
     OptionSpec(KEY_LOOKUP_RETENTION, None, _parse_age,
                "a local lookup file unused for this long (default 1h) is removed"),
+    # no stored default: Paimon tables mergetree made before it keep their files' encodings
+    OptionSpec(KEY_JAVA_READER_VERSION, None, _parse_java_version,
+               "Paimon tables: the oldest Apache Paimon (Java) release that must read the data files mergetree "
+               "writes (default 0.9: encodings every release decodes); 1.1 adds version-2 bitmap file indexes, "
+               "1.2 DELTA_BINARY_PACKED pages for the sorted integer key and sequence columns (smaller files, "
+               "faster reads of the key). pypaimon and pypaimon-rust read every choice"),
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),
@@ -499,6 +530,8 @@ class TableOptions:
     # a Paimon table's Bloom filters in Paimon's file index (``file-index.bloom-filter.columns``;
     # `bloom_columns` are Parquet's own there): built with each file, back-filled by `build_indexes`
     file_index_blooms: tuple[str, ...] = ()
+    # a Paimon table's oldest Java reader (major, minor): which encodings its files may use
+    java_reader_version: tuple[int, int] = OLDEST_JAVA_READER
 
     @property
     def retains_changelog(self) -> bool:
@@ -583,6 +616,9 @@ class TableOptions:
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
         if values.get(KEY_DELETION_VECTORS):
             _check_deletion_vectors(schema, primary_key)
+        if KEY_JAVA_READER_VERSION in values and table_format != "paimon":
+            raise InvalidArgumentError(f"option {KEY_JAVA_READER_VERSION!r} is for Paimon tables (Java readers "
+                                       f"never read a table of mergetree's own format)")
         if values.get(KEY_CHANGELOG_PRODUCER) == "lookup" and not primary_key:
             raise InvalidArgumentError(f"option {KEY_CHANGELOG_PRODUCER!r} = 'lookup' needs a primary-key table: an "
                                        f"append table's rows have no previous values ('input' keeps its rows)")
@@ -620,7 +656,8 @@ class TableOptions:
                    changelog_time_retained=merged.get(KEY_CHANGELOG_TIME_RETAINED),
                    consumer_expiration=merged.get(KEY_CONSUMER_EXPIRATION),
                    lookup_cache_max_disk_size=merged.get(KEY_LOOKUP_MAX_DISK),
-                   lookup_cache_file_retention=merged.get(KEY_LOOKUP_RETENTION, dt.timedelta(hours=1)))
+                   lookup_cache_file_retention=merged.get(KEY_LOOKUP_RETENTION, dt.timedelta(hours=1)),
+                   java_reader_version=merged.get(KEY_JAVA_READER_VERSION, OLDEST_JAVA_READER))
 
 
 def _check_deletion_vectors(schema: pa.Schema, primary_key: tuple[str, ...] | set[str]) -> None:

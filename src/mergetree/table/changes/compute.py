@@ -410,7 +410,7 @@ class _UnitReader:
             return False
         ends = [self.plan.end] + ([self.plan.start] if self.plan.start else [])
         files = [m for sid in ends for m in self._files_at(sid)] + [m for c in self.unit.commits for m in c.files]
-        return any(m.delete_count for m in files)
+        return any(m.holds_retractions for m in files)
 
     def _state_differences(self) -> Iterator[pa.Table]:
         """The change as the difference of the touched keys' visible rows at its two ends (per

@@ -26,7 +26,13 @@ from ...errors import (
 )
 from ..directory import TableDirectory, check_empty, lost_to_other_format
 from ..objects import table_path
-from ..options import KEY_QUERY_LOG, OPTIONS, is_engine_option
+from ..options import (
+    DEFAULT_PRIMARY_KEY_LEVELS,
+    KEY_COMPRESSION_PER_LEVEL,
+    KEY_QUERY_LOG,
+    OPTIONS,
+    is_engine_option,
+)
 from ..schema import TableSchema
 from .metadata import SCHEMA_DIR, PaimonSchema, PaimonTable, table_store
 from .options import ENGINES, check_options, file_index_spec, is_known_option, known_options, option_text
@@ -141,6 +147,11 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
                                    "for an append table without buckets")
     if buckets == 1 and not primary_key and not bucket_key:
         buckets = -1  # one bucket of an append table: Paimon's bucket-unaware table (a bucket needs a key)
+    if primary_key and KEY_COMPRESSION_PER_LEVEL not in engine_options:
+        # level 0 in LZ4, as on every primary-key table mergetree makes (its sorted runs are merged
+        # on every read until compaction rewrites them), written out so that Java's writers do the same
+        engine_options[KEY_COMPRESSION_PER_LEVEL] = ",".join(f"{level}:{codec}" for level, codec in
+                                                             DEFAULT_PRIMARY_KEY_LEVELS.items())
     written = {option_name(k): v for k, v in engine_options.items() if option_text(v) is not None}
     if bucket_key is not None:
         written["bucket-key"] = ",".join(_names(bucket_key, "bucket_key"))

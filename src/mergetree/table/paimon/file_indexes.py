@@ -60,7 +60,8 @@ __all__ = ["FileIndex", "build_file_index", "file_beside", "file_index", "indexe
 _RANGE_OPS = {"<", "<=", ">", ">="}
 # Java writes bitmap version 2 from Paimon 1.1 on, which Paimon 0.9 and 1.0 cannot read ("your
 # plugin version is lower than 2"); version 1 every Java reader reads, so mergetree writes it
-# unless the table asks for 2 (`file-index.bitmap.<column>.version`)
+# unless the table asks for 2 (`file-index.bitmap.<column>.version`, or readers from Java 1.1
+# on: `mergetree.java-reader-version`)
 DEFAULT_BITMAP_VERSION = 1
 
 
@@ -281,10 +282,11 @@ def _is_nan(value: Any) -> bool:
 
 
 def build_file_index(spec: FileIndexSpec, columns: Mapping[str, list[pa.Array]],
-                     schema: PaimonSchema) -> bytes | None:
+                     schema: PaimonSchema, bitmap_version: int = DEFAULT_BITMAP_VERSION) -> bytes | None:
     """The file-index container of one data file (None: the table declares no index this
     builds): each declared column's values, in the file's row order, through the codec's Bloom
-    filter or bitmap encoder with the column's options, as Java's writers build them."""
+    filter or bitmap encoder with the column's options, as Java's writers build them (a bitmap
+    in `bitmap_version` unless its column's ``version`` option says)."""
     if not spec.columns:
         return None
     bodies: dict[str, dict[str, bytes | None]] = {}
@@ -301,7 +303,7 @@ def build_file_index(spec: FileIndexSpec, columns: Mapping[str, list[pa.Array]],
                     f"(the table says items={items}, fpp={fpp})")
             body = encode_bloom(values, t, items, fpp)
         else:
-            version = ic.number("version", DEFAULT_BITMAP_VERSION, int)
+            version = ic.number("version", bitmap_version, int)
             if version not in (1, 2):
                 raise UnsupportedPaimonFeatureError(
                     f"Paimon option 'file-index.bitmap.{ic.column}.version' = {version}: Paimon has versions 1 and 2")

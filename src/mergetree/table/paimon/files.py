@@ -335,6 +335,14 @@ class PaimonFileRef:
             return pf.delete_count
         return pf.row_count if may_hold_retractions(self.table, pf) else 0
 
+    @cached_property
+    def holds_retractions(self) -> bool:
+        """Whether the file may hold retractions, for a read to decide if its kind column
+        matters: the manifest's count where it says some, else the footer's statistics of the
+        kind column (a count of 0 is not proof: pypaimon records 0 for files of -D rows, and
+        Java's compaction may move such a file up a level unchanged)."""
+        return self.file.delete_count > 0 or may_hold_retractions(self.table, self.file)
+
     @property
     def path(self) -> str:
         return self.file.path

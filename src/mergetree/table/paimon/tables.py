@@ -69,7 +69,21 @@ def option_name(key: str) -> str:
 
 def table_schema(schema: PaimonSchema) -> TableSchema:
     """The engine's view of a Paimon schema (its options checked: an option mergetree cannot
-    honour raises `UnsupportedPaimonFeatureError` naming it)."""
+    honour raises `UnsupportedPaimonFeatureError` naming it), built once per schema object (a
+    local table's schema objects are shared by every opening: `metadata._schema_cache`)."""
+    with _lock:
+        hit = _schemas_by_identity.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    found = _table_schema(schema)
+    with _lock:
+        _schemas_by_identity[id(schema)] = (schema, found)
+        while len(_schemas_by_identity) > 256:
+            _schemas_by_identity.pop(next(iter(_schemas_by_identity)))
+    return found
+
+
+def _table_schema(schema: PaimonSchema) -> TableSchema:
     opts = schema.checked_options
     key = tuple(schema.trimmed_keys) if schema.primary_keys else ()
     return TableSchema(schema.arrow_schema, key, tuple(schema.partition_keys), opts.buckets, tuple(opts.bucket_key),
@@ -94,7 +108,7 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
     # the query log of a Paimon table comes with its place beside the table (a later step)
     shared.setdefault(KEY_QUERY_LOG, "false")
     key = tuple(schema.trimmed_keys) if schema.primary_keys else ()
-    parsed = TableOptions.parse(shared, names, opts.engine if key else "deduplicate", key)
+    parsed = TableOptions.parse(shared, names, opts.engine if key else "deduplicate", key, "paimon")
     blooms, fpp = parquet_blooms(schema)
     return dataclasses.replace(
         parsed, aggregations=dict(opts.aggregations), bloom_columns=blooms, bloom_fpp=fpp,
@@ -244,6 +258,7 @@ def table_options(schema: PaimonSchema) -> TableOptions:
 
 _options: dict[tuple, TableOptions] = {}
 _by_identity: dict[int, tuple[PaimonSchema, TableOptions]] = {}  # the schema kept: its id is not reused
+_schemas_by_identity: dict[int, tuple[PaimonSchema, TableSchema]] = {}
 _lock = threading.Lock()
 
 

@@ -33,7 +33,7 @@ from ...storage import Store
 from ..files import DataFileMeta, DataFileWriter, remove_uncommitted
 from ..journal import creating
 from ..objects import locate
-from ..options import TableOptions
+from ..options import JAVA_BITMAP_V2, TableOptions
 from ..schema import TableSchema
 from .commit import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, PAIMON_FILE, data_file_record, paimon_extras
 from .file_indexes import build_file_index
@@ -182,7 +182,9 @@ class PaimonFileWriter(DataFileWriter):
     def close(self) -> DataFileMeta:
         meta = super().close()
         extras: dict[str, Any] = {"external_path": self.target.external, "embedded_index": None, "extra_files": []}
-        blob = build_file_index(self.index_spec, self.indexed, self.paimon)
+        blob = build_file_index(self.index_spec, self.indexed, self.paimon,
+                                2 if self.options is not None and self.options.java_reader_version >= JAVA_BITMAP_V2
+                                else 1)
         if blob is not None and len(blob) > self.index_spec.in_manifest_threshold:
             # too large for the manifest: `<data file>.index` beside the data file, listed as its extra file
             self._index_name = self.target.name + ".index"

@@ -126,8 +126,8 @@ def _select_section(directory: TableDirectory, section: list[list[DataFileMeta]]
     values = [n for n in names if n not in primary_key]
     if len(section) > 1:  # the merge orders versions by the sequence fields too
         values += [c for c in options.sequence_fields if c not in values and c not in primary_key]
-    # the manifest counts each file's retractions: without any, the kind column changes nothing
-    kinds = [KIND_COLUMN] if any(m.delete_count for run in section for m in run) else []
+    # each file says whether it may hold retractions: without any, the kind column changes nothing
+    kinds = [KIND_COLUMN] if any(m.holds_retractions for run in section for m in run) else []
     if len(section) == 1:  # one sorted run: rows are final; only retractions go
         for batch in read_run(directory.storage, section[0], columns=ts.file_key + kinds + values,
                               row_filter=key_filter, row_groups=row_groups):

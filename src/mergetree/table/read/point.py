@@ -101,7 +101,7 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
     types = {f.name: f.type for f in file_schema}
     for bucket in read.plan.buckets:
         for section in bucket.sections:
-            kinds = any(m.delete_count for run in section for m in run)
+            kinds = any(m.holds_retractions for run in section for m in run)
             merged = len(section) > 1
             columns = ts.file_key + ([SEQUENCE_COLUMN] if merged else []) + ([KIND_COLUMN] if kinds else []) + values
             if merged and ts.merge_engine == "deduplicate" and len(keys) == 1:
