@@ -415,3 +415,27 @@ def test_a_pypaimon_file_of_deletes_recorded_as_none_is_not_moved_up(tmp_path: P
         assert rows(mp.read(str(wh), "db.t"), ["id"]) == expected, full
         if dv or full:  # pypaimon's own reader returns a lone level-0 file's -D rows as rows
             assert rows(pypaimon_read(wh, "db.t", work), ["id"]) == expected, full
+
+
+def test_a_read_needs_the_kind_column_only_of_files_that_may_hold_retractions(tmp_path: Path) -> None:
+    """A Paimon file's recorded 0 retractions is checked against its footer's statistics of
+    the kind column (pypaimon records 0 for a file of -D rows): a file of +I rows alone is read
+    without its kind column, a file holding -D rows recorded as none still has them applied —
+    also moved above level 0 with its count, as Java's compaction may move a file unchanged."""
+    from mergetree import Table
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    first = pa.table({"id": pa.array([0, 1, 2], pa.int64()), "v": [1.0, 2.0, 3.0], "op": ["+I", "+I", "+I"]})
+    second = pa.table({"id": pa.array([1, 3], pa.int64()), "v": [5.0, 6.0], "op": ["-D", "+I"]})
+    write_paimon(work, wh, "db.t", [first, second], ["id"], [], {"bucket": "1", "rowkind.field": "op",
+                                                                   "write-only": "true"})
+    expected = [{"id": 0, "v": 1.0, "op": "+I"}, {"id": 2, "v": 3.0, "op": "+I"}, {"id": 3, "v": 6.0, "op": "+I"}]
+    table = Table.open(wh / "db.db" / "t")
+    files = sorted(table.plan().files, key=lambda m: m.max_seq)
+    assert [m.origin.file.delete_count for m in files] == [0, 0]  # as pypaimon records them
+    assert [m.holds_retractions for m in files] == [False, True]
+    assert rows(table.read(), ["id"]) == expected
+    # the file of deletes alone at a level above 0, its count still 0: still applied
+    store = table.at().directory
+    snapshot = store.latest_snapshot()
+    lone = [e for e in store.live_files(snapshot).values() if e.file.max_seq == files[1].max_seq]
+    assert len(lone) == 1 and lone[0].file.with_level(3).holds_retractions

@@ -5,6 +5,7 @@ reader sees the rows of a model after every step."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import decimal
 import random
 from pathlib import Path
@@ -249,3 +250,47 @@ def test_javas_orphan_cleaning_keeps_side_data_and_javas_compaction_and_expiry_d
     assert _sorted(java_read(wh, "db.t", work).to_pylist()) == _sorted(state.values())
     Table.open(path).build_indexes()
     assert aggregate_matches() > 0
+
+
+def test_java_reader_version_chooses_the_encodings_files_may_use(tmp_path: Path):
+    """By default a table's files keep to what Java 0.9 decodes (no delta encodings, version-1
+    bitmaps: Java 0.9 reads them, as the tests above show); `java-reader-version` 1.2 lets
+    them use delta-encoded keys and version-2 bitmaps, which mergetree and pypaimon read the
+    same; the option is checked, and refused on a table of mergetree's own format."""
+    import pyarrow.parquet as pq
+    from paimon_fixtures import PAIMON_PYTHON, pypaimon_read
+
+    from mergetree import InvalidArgumentError
+    from mergetree.codec import file_index as fi
+    from mergetree.table.paimon.metadata import PaimonTable
+
+    rng = random.Random(2)
+    rows = list({r["id"]: r for r in _rows(rng, 300, keys=1000)}.values())
+    (tmp_path / "work").mkdir()
+    encodings, bitmaps = {}, {}
+    for version in (None, "1.2"):
+        wh = tmp_path / f"wh-{version}"
+        options = {"file-index.bitmap.columns": "p", "file-index.in-manifest-threshold": "10mb"}
+        if version:
+            options["java-reader-version"] = version
+        table = Table.create(wh / "db.db" / "t", SCHEMA, primary_key=["id"], buckets=1, options=options)
+        table.write(_table(rows))
+        [meta] = table.plan().files
+        column = pq.ParquetFile(wh / "db.db" / "t" / meta.file_name).metadata.row_group(0).column(0)
+        encodings[version] = set(column.encodings)
+        opened = PaimonTable.open(wh, "db.t")
+        [live] = opened.live_files(opened.latest_snapshot())
+        blob = fi.decode_container(live.record["_FILE"]["_EMBEDDED_FILE_INDEX"])
+        bitmaps[version] = blob["p"]["bitmap"][0]  # the body's first byte is its version
+        assert _sorted(Table.open(wh / "db.db" / "t").read().to_pylist()) == _sorted(rows)
+        if os.path.exists(PAIMON_PYTHON):
+            assert _sorted(pypaimon_read(wh, "db.t", tmp_path / "work").to_pylist()) == _sorted(rows)
+    assert "DELTA_BINARY_PACKED" not in encodings[None] and "DELTA_BINARY_PACKED" in encodings["1.2"]
+    assert (bitmaps[None], bitmaps["1.2"]) == (1, 2)
+    assert _sorted(java_read(tmp_path / "wh-None", "db.t", tmp_path / "work").to_pylist()) == _sorted(rows)
+    for bad in ("0.8", "one", "2"):
+        with pytest.raises(InvalidArgumentError, match="java-reader-version"):
+            Table.create(tmp_path / f"bad-{bad}", SCHEMA, primary_key=["id"], options={"java-reader-version": bad})
+    with pytest.raises(InvalidArgumentError, match="for Paimon tables"):
+        Table.create(tmp_path / "own", SCHEMA, primary_key=["id"], format="mergetree",
+                     options={"java-reader-version": "1.2"})
