@@ -58,7 +58,7 @@ from .merge import (
     kinds_of,
     merge,
 )
-from .table import Table
+from .table import Table, set_workload_warehouse
 from .table import formats as _formats
 
 
@@ -121,4 +121,5 @@ __all__ = [
     "join_sorted",
     "kinds_of",
     "merge",
+    "set_workload_warehouse",
 ]

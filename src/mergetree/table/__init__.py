@@ -11,6 +11,7 @@ from .read import BucketPlan, ReadPlan
 from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot
 from .table import Table
+from .workload.places import set_workload_warehouse
 
 __all__ = ["OPTIONS", "BucketPlan", "ChangePlan", "ChangeUnit", "Consumer", "DataFileMeta", "FileEntry", "ReadPlan",
-           "Snapshot", "Table", "TableOptions", "TableSchema"]
+           "Snapshot", "Table", "TableOptions", "TableSchema", "set_workload_warehouse"]

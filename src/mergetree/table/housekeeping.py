@@ -25,6 +25,7 @@ from .paimon.store import open_directory
 from .snapshots import Snapshot
 from .workload.history import HISTORY_DIR
 from .workload.logtables import damaged_data_files, describe
+from .workload.places import side_table
 from .workload.querylog import QUERY_LOG_DIR
 
 __all__ = ["DAMAGED_DIR", "LOGS", "expire_snapshots", "expired_changelogs", "is_log",
@@ -245,7 +246,7 @@ def _normal(path: str) -> str:
     return path.rstrip("/") if is_uri(path) else os.path.abspath(path)
 
 
-def repair_log(path: str) -> list[str]:
+def repair_log(path: str, what: str | None = None) -> list[str]:
     """Repair a table's query log or optimizer history (`<table>/queries`, `<table>/optimizer`),
     data the table can lose without losing itself, by dropping what is damaged: damaged
     snapshots at the top of its history are set aside (as `repair` does for a table), its data
@@ -254,7 +255,7 @@ def repair_log(path: str) -> list[str]:
     with the next record).  Returns a line per file dealt with, paths relative to the table."""
     path = _normal(path)
     name = path.rpartition("/")[2] if is_uri(path) else os.path.basename(path)
-    what = LOGS.get(name, "log")
+    what = what or LOGS.get(name, "log")
     if not location_exists(path):
         return []
     try:
@@ -297,8 +298,8 @@ def repair(directory: TableDirectory) -> list[str]:
     if is_log(directory.path):
         return repair_log(directory.path)
     done = _set_aside_damaged_snapshots(directory)
-    for name in LOGS:
-        done += repair_log(f"{directory.path}/{name}" if is_uri(directory.path) else os.path.join(directory.path, name))
+    for name, what in LOGS.items():
+        done += repair_log(side_table(directory.path, name), what)
     return done
 
 

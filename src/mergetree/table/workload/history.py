@@ -1,12 +1,12 @@
 """The history of layout changes: one row per pass of the background optimizer (tier minor or
 major) and per `Table.optimize` (tier "optimize"): files in and out, bytes, the snapshot it
-committed, the layout it applied.  Kept as an append table at `<table>/optimizer/` so the
-report can show scanned bytes before and after every change of the data's layout."""
+committed, the layout it applied.  Kept as an append table at `<table>/optimizer/` (or in the
+workload warehouse: `places`) so the report can show scanned bytes before and after every
+change of the data's layout."""
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from dataclasses import asdict, dataclass
 
 import pyarrow as pa
@@ -19,6 +19,7 @@ from ..paimon.create import open_or_create
 from ..snapshots import FileEntry, Snapshot
 from ..write import write_rows
 from .logtables import read_rows
+from .places import side_table
 
 __all__ = ["HISTORY_DIR", "HISTORY_SCHEMA", "PassReport", "history", "record_pass", "record_rewrite"]
 
@@ -56,7 +57,7 @@ class PassReport:
 
 
 def _history_table(table_path: str) -> TableDirectory:
-    return open_or_create(os.path.join(table_path, HISTORY_DIR), HISTORY_SCHEMA,
+    return open_or_create(side_table(table_path, HISTORY_DIR), HISTORY_SCHEMA,
                           {"mergetree.query-log.enabled": "false"})
 
 
@@ -103,5 +104,5 @@ def record_rewrite(directory: TableDirectory, snapshot: Snapshot, tier: str = "o
 def history(table_path: str) -> pa.Table:
     """Every pass recorded for the table, oldest first (empty when none ran)."""
     # the history can be lost without losing the table: a damaged part is left out with a warning
-    rows = read_rows(os.path.join(table_path, HISTORY_DIR), HISTORY_SCHEMA, "optimizer history")
+    rows = read_rows(side_table(table_path, HISTORY_DIR), HISTORY_SCHEMA, "optimizer history")
     return rows.sort_by("ts")

@@ -47,6 +47,7 @@ from ..paimon.create import open_or_create
 from ..values import decode_value, encode_value
 from ..write import write_rows
 from .logtables import read_rows as read_log_table
+from .places import keeps_own_log, routed, side_table
 
 __all__ = ["LOG_SCHEMA", "PREDICATE_KINDS", "QUERY_LOG_DIR", "QueryRecord", "append_rows", "filter_from_json",
            "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "read_rows",
@@ -95,12 +96,17 @@ _log = logging.getLogger("mergetree.querylog")
 
 
 def log_path(table_path: str) -> str:
-    """Where a table's query log lives."""
-    return os.path.join(table_path, QUERY_LOG_DIR)
+    """Where a table's query log lives: beside it, or in the workload warehouse (`places`)."""
+    return side_table(table_path, QUERY_LOG_DIR)
 
 
 def logging_enabled(directory: TableDirectory) -> bool:
-    return directory.options.query_log and os.environ.get("MERGETREE_QUERY_LOG", "1") not in ("0", "false", "off")
+    """Are the table's reads logged: as its ``query-log.enabled`` says, or — a table that says
+    nothing of a log (a Paimon table mergetree did not make) — when there is a workload
+    warehouse to log them in; never with ``MERGETREE_QUERY_LOG=0``."""
+    if os.environ.get("MERGETREE_QUERY_LOG", "1") in ("0", "false", "off"):
+        return False
+    return directory.options.query_log if keeps_own_log(directory) else routed(directory)
 
 
 @contextlib.contextmanager
