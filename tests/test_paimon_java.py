@@ -5,8 +5,8 @@ reader sees the rows of a model after every step."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import decimal
+import os
 import random
 from pathlib import Path
 

@@ -190,11 +190,14 @@ def estimate_ndv(sample: Sample) -> dict[str, float]:
 
 
 def files_after_rewrite(directory: TableDirectory, metas: Sequence[DataFileMeta], target_file_size: int) -> int:
-    """How many files a rewrite would write: files are rolled at the target size *in memory*
-    (Arrow), so the rows' in-memory size is measured on the largest file, not taken from the
-    compressed Parquet sizes."""
+    """How many files a rewrite would write: mergetree's own files are rolled at the target size
+    *in memory* (Arrow), so the rows' in-memory size is measured on the largest file, not taken
+    from the compressed Parquet sizes; a Paimon table's are rolled at their size on disk, as
+    Java's writers roll them, so its files' sizes say."""
     if not metas:
         return 1
+    if directory.schema.paimon is not None:
+        return max(1, math.ceil(sum(m.file_size for m in metas) / max(target_file_size, 1)))
     largest = max(metas, key=lambda m: m.row_count)
     if largest.row_count == 0:
         return 1
