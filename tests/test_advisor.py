@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from file_targets import rewrites_into
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from strategies import KEY_TYPES
@@ -53,12 +54,8 @@ def write(path, options=None, primary_key=None) -> Table:
     per = ROWS // FILES
     for i in range(FILES):
         t.write(data.slice(i * per, per))
-    if t.table_schema.paimon is not None and "target-file-size" not in (options or {}):
-        # a Paimon table's writer rolls files at their size on disk: a rewrite writes FILES files too
-        on_disk = sum(m.file_size for m in t.plan().files)
-        t.set_options({"target-file-size": str(int(on_disk / FILES * 1.05))})
-        t = Table.open(str(path))
-    return t
+    # a rewrite writes FILES files too (a Paimon table's writer rolls files at their size on disk)
+    return t if "target-file-size" in (options or {}) else rewrites_into(t, FILES)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+from file_targets import rewrites_into
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,7 +87,7 @@ def table(tmp_path_factory):
         "target-file-size": str(int(rows.nbytes / 50 * 1.05)), "write-only": "true", "query-log.enabled": "false"})
     for i in range(50):
         t.write(rows.slice(i * 2000, 2000))
-    return t
+    return rewrites_into(t, 50)
 
 
 def metas(t):
@@ -106,7 +107,9 @@ def test_the_advisor_takes_a_qdtree_only_when_it_beats_the_curves(table):
         uniform.append(q([("a", ">=", low), ("a", "<", low + 10**7)]) if i % 2 else
                        q([("b", ">=", float(rng.normal())), ("b", "<", 0.5)]))
     seeded = advise_workload(table.directory, uniform, metas(table), sample_rows=50_000)
-    assert next(x for x in seeded.levers if x.lever == "distribution").recommended[0].startswith("hilbert")
+    # (which curve depends on how many files the rewrite writes: Hilbert and Z-order read within
+    # the 10% a change of curve needs here)
+    assert next(x for x in seeded.levers if x.lever == "distribution").recommended[0].startswith(("hilbert", "zorder"))
 
 
 @pytest.mark.private_format
@@ -116,6 +119,7 @@ def test_a_table_laid_out_by_its_qdtree(tmp_path):
         "target-file-size": str(int(rows.nbytes / 30 * 1.05)), "write-only": "true", "query-log.enabled": "false"})
     for i in range(30):
         t.write(rows.slice(i * 2000, 2000))
+    t = rewrites_into(t, 30)
     advice = advise_workload(t.directory, [q(TEMPLATES[i % 4]) for i in range(200)], metas(t), sample_rows=30_000)
     assert advice.options["clustering.strategy"] == "qdtree"
     before = {i: len(t.plan(TEMPLATES[i]).files) for i in range(4)}
