@@ -294,3 +294,34 @@ def test_java_reader_version_chooses_the_encodings_files_may_use(tmp_path: Path)
     with pytest.raises(InvalidArgumentError, match="for Paimon tables"):
         Table.create(tmp_path / "own", SCHEMA, primary_key=["id"], format="mergetree",
                      options={"java-reader-version": "1.2"})
+
+
+def test_java_reads_what_the_optimizer_laid_out(tmp_path: Path):
+    """The organize loop's rewrites are Paimon's too: an append table laid out by `optimize`
+    (files at the top level, the in-file sort in the footer, bitmaps in the file index) and a
+    deletion-vector primary-key table compacted by it read in Java as the model says, Java's
+    filtered reads pruning by what the layout wrote."""
+    wh, work = tmp_path / "wh", tmp_path / "work"
+    rng = random.Random(9)
+    events = Table.create(wh / "db.db" / "events", SCHEMA, partition_by=["p"], options={
+        "target-file-size": "32kb", "file-index.bitmap.columns": "name"})
+    state: list[dict] = []
+    for _ in range(5):
+        rows = _rows(rng, 400, keys=50_000)
+        events.write(_table(rows))
+        state += rows
+    events.optimize(order=["cnt", "id"], strategy="zorder")
+    events = Table.open(wh / "db.db" / "events")
+    assert all(m.level > 0 for m in events.plan().files)
+    assert _sorted(java_read(wh, "db.events", work).to_pylist()) == _sorted(state)
+    assert _sorted(java_read(wh, "db.events", work, equal={"cnt": 4}).to_pylist()) == \
+        _sorted(r for r in state if r["cnt"] == 4)
+    orders = Table.create(wh / "db.db" / "orders", SCHEMA, primary_key=["id"], buckets=2,
+                          options={"deletion-vectors.enabled": True})
+    model: dict = {}
+    for _ in range(4):
+        rows = _rows(rng, 200)
+        orders.write(_table(rows))
+        _fold(model, rows, "deduplicate", ("id",))
+    orders.optimize()
+    assert _sorted(java_read(wh, "db.orders", work).to_pylist()) == _sorted(model.values())
