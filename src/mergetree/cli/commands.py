@@ -14,8 +14,7 @@ import pyarrow.csv as pacsv
 
 from ..errors import InvalidArgumentError
 from ..table import Table, housekeeping
-from ..table.compaction.runner import bucket_levels
-from ..table.info import TableInfo
+from ..table.info import TableInfo, bucket_infos
 from ..table.objects import is_uri
 from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
@@ -94,17 +93,15 @@ def info(args: argparse.Namespace) -> int:
     if len(rows) > 1:
         out.print(text_table(rows, right_aligned={0, 3, 4, 5}))
     out.print("\nbuckets (sorted runs: each level-0 file, then each non-empty level):")
-    levels_by_bucket = bucket_levels(table.directory)
+    buckets = bucket_infos(table.directory)
     # a file may sit above the configured levels (Java's rule: the highest level in use + 1)
-    num_levels = max([table.options.compaction.num_levels, *(lv.num_levels for lv in levels_by_bucket.values())])
+    num_levels = max([table.options.compaction.num_levels, *(len(b.files_per_level) for b in buckets)])
     header = ["partition", "bucket", "runs"] + [f"L{i}" for i in range(num_levels)] + ["rows", "MiB"]
     rows = [header]
-    for (partition, bucket), levels in sorted(levels_by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        files = list(levels.all_files())
-        per_level = [len(levels.files_at(i)) if i < levels.num_levels else 0 for i in range(num_levels)]
-        rows.append([",".join(map(str, partition)) or "-", str(bucket), str(levels.number_of_sorted_runs())]
-                    + [str(n) if n else "." for n in per_level]
-                    + [f"{sum(f.row_count for f in files):,}", f"{sum(f.file_size for f in files) / 2**20:.1f}"])
+    for b in buckets:
+        per_level = [*b.files_per_level, *[0] * (num_levels - len(b.files_per_level))]
+        rows.append([",".join(map(str, b.partition)) or "-", str(b.bucket), str(b.sorted_runs)]
+                    + [str(n) if n else "." for n in per_level] + [f"{b.rows:,}", f"{b.bytes / 2**20:.1f}"])
     out.print(text_table(rows, right_aligned=set(range(1, len(header)))) if len(rows) > 1 else "  (empty)")
     summary = table.info()
     _print_organization(summary)

@@ -188,6 +188,12 @@ class DataFileMeta:
     origin: Any = field(default=None, hash=False, compare=False, repr=False)
 
     @property
+    def key_ordered(self) -> bool:
+        """Are its rows in key order?  Every file's are but a Paimon `pk-clustering-override`
+        table's above level 0, sorted by the clustering columns (read alone, never merged)."""
+        return self.origin is None or self.origin.key_ordered
+
+    @property
     def holds_retractions(self) -> bool:
         """Whether the file may hold retraction rows (-U, -D), so that a read needs its kind
         column: its count says (a Paimon file whose count its writer may have left at 0, which

@@ -131,12 +131,14 @@ def bucket_infos(directory: TableDirectory, snapshot: Snapshot | None = None) ->
     """Every (partition, bucket) holding files at `snapshot` (default: the latest), in order of
     partition and bucket: a primary-key table's files by the LSM levels compaction sees; an
     append table's files are runs each (their levels hold no key order: a Paimon table's top
-    level is what clustering laid out)."""
+    level is what clustering laid out; a pk-clustering-override table's level-1 files are too)."""
     snapshot = snapshot if snapshot is not None else directory.latest_snapshot()
     by_bucket: dict[tuple, list[DataFileMeta]] = {}
     for e in directory.live_files(snapshot).values():
         by_bucket.setdefault((e.partition, e.bucket), []).append(e.file)
-    levels = bucket_levels(directory, snapshot) if directory.schema.has_primary_key else {}
+    # (a pk-clustering-override table's level-1 files overlap in key range: each a run of its own)
+    levels = bucket_levels(directory, snapshot) if directory.schema.has_primary_key and \
+        not directory.options.pk_clustering else {}
     num_levels = directory.options.compaction.num_levels
     out = []
     for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (repr(kv[0][0]), kv[0][1])):

@@ -532,6 +532,9 @@ class TableOptions:
     file_index_blooms: tuple[str, ...] = ()
     # a Paimon table's oldest Java reader (major, minor): which encodings its files may use
     java_reader_version: tuple[int, int] = OLDEST_JAVA_READER
+    # a Paimon table's `pk-clustering-override` columns: compaction writes the files above level 0
+    # sorted by them (not by the key), all at level 1, read alone with their deletion vectors
+    pk_clustering: tuple[str, ...] = ()
 
     @property
     def retains_changelog(self) -> bool:

@@ -485,7 +485,8 @@ class _UnitReader:
     def _key_ordered(self, state: pa.Table) -> pa.Table:
         """A state in key order: with deletion vectors, resolved files are sections of their own
         whose key ranges may overlap, and a read hands them out one after another."""
-        if not self.directory.options.deletion_vectors or state.num_rows < 2:
+        options = self.directory.options  # (a pk-clustering-override table's level-1 files too)
+        if not (options.deletion_vectors or options.pk_clustering) or state.num_rows < 2:
             return state
         return state.take(sort_indices(state, [(k, "ascending") for k in self.ts.primary_key], "at_end"))
 

@@ -40,10 +40,12 @@ import pyarrow as pa
 
 from ...errors import InvalidArgumentError
 from ...merge import merge
+from ...merge.arrow_input import sort_indices
 from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef
 from ..files import (
     POSITION_COLUMN,
+    READ_BATCH_ROWS,
     DataFileMeta,
     batch_rows_for,
     deleted_of,
@@ -118,6 +120,25 @@ def plan_dv(files: list[DataFileMeta], options: CompactionOptions, trigger: int 
     return everything
 
 
+def plan_clustered(files: list[DataFileMeta], trigger: int | None, full: bool) -> DvPlan | None:
+    """What to do in one bucket of a `pk-clustering-override` table (Java's
+    `ClusteringCompactManager`): its level-0 files merged and resolved against the level-1
+    files their keys meet, the merged rows written as level-1 files sorted by the clustering
+    columns; `full` rewrites the bucket whole into such files (a bucket of one clean file is
+    left as it is).  Level-1 files overlap in key range: they are no sorted run, so the universal
+    rules do not apply (`trigger`: only with at least this many level-0 files)."""
+    if full:
+        if not files or (len(files) == 1 and files[0].resolved and files[0].level == 1
+                         and not files[0].deleted_rows and not _planned_retractions(files[0])):
+            return None
+        return DvPlan(tuple(files), (), 1, True)
+    pending = [f for f in files if not f.resolved]
+    if not pending or (trigger is not None and len(pending) < trigger):
+        return None
+    lookup = tuple(f for f in files if f.resolved and _meets(f, pending))
+    return DvPlan(tuple(pending), lookup, 1, False)
+
+
 def plan_dv_buckets(directory: TableDirectory, only: set | None, full: bool, base: Snapshot | None = None
                     ) -> tuple[Snapshot | None, list[tuple[tuple, DvPlan, tuple[DataFileMeta, ...]]]]:
     """The base snapshot (`base`, default the latest) and, per bucket in `only` (every bucket
@@ -141,7 +162,8 @@ def plan_dv_buckets(directory: TableDirectory, only: set | None, full: bool, bas
     for key in sorted(by_bucket, key=lambda k: (str(k[0]), k[1])):
         if only is not None and key not in only:
             continue
-        plan = plan_dv(by_bucket[key], options, trigger, full)
+        plan = plan_clustered(by_bucket[key], trigger, full) if directory.options.pk_clustering else \
+            plan_dv(by_bucket[key], options, trigger, full)
         if plan is not None:
             plans.append((key, plan, tuple(by_bucket[key])))
     directory.store.check_rewrite([f for _, plan, _ in plans for f in (*plan.pending, *plan.lookup)])
@@ -179,16 +201,29 @@ def execute_dv(directory: TableDirectory, partition: tuple, bucket: int, plan: D
     ts = directory.schema
     options = directory.options
     storage = directory.storage
-    runs = [list(run.files) for run in restored_levels(plan.pending, directory.options.compaction)[0].sorted_runs()]
+    clustered = options.pk_clustering
+    # a clustered table's resolved files hold no key twice between them but are not in key
+    # order: their live rows are one run once sorted by key
+    unsorted = [f for f in plan.pending if not f.key_ordered] if clustered else []
+    ordered = [f for f in plan.pending if f not in unsorted]
+    runs = [list(run.files) for run in restored_levels(ordered, directory.options.compaction)[0].sorted_runs()]
     found: dict[str, np.ndarray] = {}
     lookup_runs: list[Iterator[pa.RecordBatch]] = []
-    if plan.lookup:
+    if unsorted:
+        lookup_runs.append(_in_key_order(ts, [b for f in unsorted for b in read_run(storage, [f])]))
+    # a clustered first-row table keeps its old rows where they are and drops the new versions
+    # of their keys (Java's `ClusteringKeyIndex`): nothing is marked deleted, nothing moved
+    keep_old = bool(clustered) and ts.merge_engine == "first-row" and bool(plan.lookup)
+    if plan.lookup and not keep_old:
         found = _find_replaced(directory, plan)
     # deduplicate: the newest version is the whole answer, so a replaced row's values are not
     # needed, only its position; the other engines fold the old row into the new one (and so
     # does deduplicate where the old row may win: sequence fields, or ignored deletes)
     old_values = ts.merge_engine != "deduplicate" or bool(options.sequence_fields) or options.ignore_delete
-    if found and old_values:
+    if found and old_values and clustered:
+        lookup_runs.append(_in_key_order(ts, [b for meta in plan.lookup if meta.file_name in found
+                                              for b in _rows_at(directory, [meta], found)]))
+    elif found and old_values:
         by_level: dict[int, list[DataFileMeta]] = defaultdict(list)
         for meta in plan.lookup:
             if meta.file_name in found:
@@ -208,6 +243,11 @@ def execute_dv(directory: TableDirectory, partition: tuple, bucket: int, plan: D
     if sequence == ORDER_COLUMN:
         layout = ts.file_schema.names
         merged = (batch.select(layout) for batch in merged)
+    if clustered:  # written sorted by the clustering columns (then the key), as Java's clustered files
+        batches = list(merged)
+        if keep_old:
+            batches = _without_keys(batches, _live_keys(directory, plan.lookup), ts.file_key)
+        merged = _in_order(batches, [*clustered, *ts.file_key])
     relative = directory.bucket_directory(partition, bucket, [*plan.pending, *plan.lookup])
     resolved = DeletionVectorRef()
     with new_files(directory) as adds:
@@ -262,16 +302,53 @@ def _find_replaced(directory: TableDirectory, plan: DvPlan) -> dict[str, np.ndar
             continue
         if integer:
             present = table.column(0).to_numpy()
+            order = None if meta.key_ordered else np.argsort(present, kind="stable")  # a clustered file
+            if order is not None:
+                present = present[order]
             at = np.searchsorted(present, wanted)
             hit = at[at < len(present)]
             hit = hit[present[hit] == wanted[at < len(present)]]
-            positions = table.column(POSITION_COLUMN).to_numpy()[hit]
+            positions = table.column(POSITION_COLUMN).to_numpy()[hit if order is None else order[hit]]
         else:
             positions = table.join(wanted, keys=key, join_type="inner", use_threads=False) \
                 .column(POSITION_COLUMN).to_numpy()
         if len(positions):
             out[meta.file_name] = np.sort(positions)
     return out
+
+
+def _live_keys(directory: TableDirectory, files: tuple[DataFileMeta, ...]) -> pa.Table:
+    """The keys of these files' live rows (their deletion vectors applied)."""
+    key = directory.schema.file_key
+    pieces = [pa.Table.from_batches([b]) for meta in files for b in read_run(directory.storage, [meta], columns=key)]
+    return pa.concat_tables(pieces, promote_options="default") if pieces else pa.table({k: [] for k in key})
+
+
+def _without_keys(batches: list[pa.RecordBatch], keys: pa.Table, columns: list[str]) -> list[pa.RecordBatch]:
+    """The rows of `batches` whose key `keys` does not hold."""
+    batches = [b for b in batches if b.num_rows]
+    if not batches or not keys.num_rows:
+        return batches
+    rows = pa.Table.from_batches(batches)
+    keys = keys.cast(rows.select(columns).schema)
+    kept = rows.join(keys.group_by(columns).aggregate([]), keys=columns, join_type="left anti", use_threads=False)
+    return kept.select(rows.column_names).cast(rows.schema).to_batches()  # (a join drops NOT NULL)
+
+
+def _in_key_order(ts, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Rows of files that hold no key twice between them, as one sorted run."""
+    return _in_order(batches, ts.file_key)
+
+
+def _in_order(batches: list[pa.RecordBatch], columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The rows of `batches` sorted by `columns` (nulls first, as the merge orders keys), in
+    batches of the read size (a bucket's rows in memory: Java sorts them in an external buffer)."""
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return iter(())
+    table = pa.Table.from_batches(batches)
+    table = table.take(sort_indices(table, [(c, "ascending") for c in columns], "at_start"))
+    return iter(table.combine_chunks().to_batches(max_chunksize=READ_BATCH_ROWS))
 
 
 def _rows_at(directory: TableDirectory, files: list[DataFileMeta], found: dict[str, np.ndarray]

@@ -56,7 +56,7 @@ def compact_buckets(directory: TableDirectory, only: set | None, full: bool,
     A table with deletion vectors compacts as `dv.compact_dv` says.  (The planners refuse,
     before anything is written, what the format does not let the engine commit.)
     """
-    if directory.options.deletion_vectors:  # resolves every bucket's new files in one round
+    if resolves(directory):  # resolves every bucket's new files in one round
         return compact_dv(directory, only, full, progress, base)
     snapshot = _compact_once(directory, only, full, progress, base)
     if only is not None:
@@ -88,11 +88,17 @@ class CompactionUnit:
         return sum(f.row_count for g in self.plan.rewrites for f in g.files)
 
 
+def resolves(directory: TableDirectory) -> bool:
+    """Does the table's compaction resolve files (`dv.compact_dv`): deletion vectors, or a
+    pk-clustering-override table (whose first-row files need none)?"""
+    return directory.options.deletion_vectors or bool(directory.options.pk_clustering)
+
+
 def plan_units(directory: TableDirectory, only: set | None, full: bool,
                base: Snapshot | None = None) -> tuple[Snapshot | None, list[CompactionUnit]]:
     """The base snapshot and one unit per bucket that needs compacting (one round: after a
     write, `compact_buckets` repeats while a bucket stalls)."""
-    if directory.options.deletion_vectors:
+    if resolves(directory):
         base, found = plan_dv_buckets(directory, only, full, base)
         return base, [CompactionUnit(key, plan, files) for key, plan, files in found]
     base = base or directory.latest_snapshot()

@@ -40,6 +40,7 @@ from ...errors import (
 )
 from ..files import DataFileMeta
 from ..objects import locate
+from ..values import decode_value
 from .metadata import ADD, DELETION_VECTORS_INDEX, LATEST_HINT, MANIFEST_DIR, PaimonSchema, PaimonTable, identifier
 
 __all__ = [
@@ -104,13 +105,22 @@ def data_file_record(schema: PaimonSchema, meta: DataFileMeta, partition: bytes,
     key_types = schema.key_types
     extras = paimon_extras(meta)
     embedded = extras.get("embedded_index")
+    min_key, max_key = list(meta.min_key), list(meta.max_key)
+    clustering = schema.clustering_columns if meta.level > 0 else ()
+    if clustering:  # a clustered file: its first and last rows' clustering values, as Java records them
+        bounds = extras.get("clustering_bounds")
+        if not bounds:
+            raise InvalidArgumentError(f"data file {meta.file_name} of a 'pk-clustering-override' table above level "
+                                       f"0 was not written sorted by {list(clustering)}")
+        key_types = [schema.field(c).type for c in clustering]
+        min_key, max_key = [decode_value(v) for v in bounds[0]], [decode_value(v) for v in bounds[1]]
     return {
         "_VERSION": 2, "_KIND": ADD, "_PARTITION": partition, "_BUCKET": bucket, "_TOTAL_BUCKETS": total_buckets,
         "_FILE": {
             "_FILE_NAME": posixpath.basename(meta.file_name), "_FILE_SIZE": meta.file_size,
-            "_ROW_COUNT": meta.row_count, "_MIN_KEY": encode_row(list(meta.min_key), key_types),
-            "_MAX_KEY": encode_row(list(meta.max_key), key_types),
-            "_KEY_STATS": simple_stats([exact(k) for k in schema.trimmed_keys], key_types,
+            "_ROW_COUNT": meta.row_count, "_MIN_KEY": encode_row(min_key, key_types),
+            "_MAX_KEY": encode_row(max_key, key_types),
+            "_KEY_STATS": simple_stats([exact(k) for k in schema.trimmed_keys], schema.key_types,
                                        stats_modes(schema.options, schema.key_columns)),
             "_VALUE_STATS": simple_stats([exact(n) for n in stat_names], [schema.field(n).type for n in stat_names],
                                          [modes[n] for n in stat_names]),

@@ -35,7 +35,17 @@ from ..options import (
 )
 from ..schema import TableSchema
 from .metadata import SCHEMA_DIR, PaimonSchema, PaimonTable, table_store
-from .options import ENGINES, check_options, file_index_spec, is_known_option, known_options, option_text
+from .options import (
+    CLUSTERING_COLUMNS,
+    ENGINES,
+    PK_CLUSTERING,
+    check_options,
+    file_index_spec,
+    is_known_option,
+    is_true,
+    known_options,
+    option_text,
+)
 from .store import open_directory, paimon_directory
 from .tables import check_parquet_options, option_name, table_options, table_schema, write_refusal
 
@@ -126,7 +136,14 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
     if options is not None and not isinstance(options, Mapping):
         raise InvalidArgumentError(f"options must be a dict of option names to values, not {options!r}")
     engine_options: dict[str, object] = {KEY_QUERY_LOG: True}
-    for key, value in (options or {}).items():
+    options = dict(options or {})
+    # Paimon's `pk-clustering-override` sorts the files above level 0 by Paimon's own
+    # `clustering.columns` (fixed at create, as Java's), not by mergetree's layout option of that name
+    paimon_own: dict[str, object] = {}
+    if is_true(option_text(options.get(PK_CLUSTERING)) or "false") and CLUSTERING_COLUMNS in options:
+        value = options.pop(CLUSTERING_COLUMNS)
+        paimon_own[CLUSTERING_COLUMNS] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+    for key, value in options.items():
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError(f"option names are strings, not {key!r}")
         argument = _ARGUMENTS.get(key)
@@ -153,6 +170,7 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
         engine_options[KEY_COMPRESSION_PER_LEVEL] = ",".join(f"{level}:{codec}" for level, codec in
                                                              DEFAULT_PRIMARY_KEY_LEVELS.items())
     written = {option_name(k): v for k, v in engine_options.items() if option_text(v) is not None}
+    written.update(paimon_own)
     if bucket_key is not None:
         written["bucket-key"] = ",".join(_names(bucket_key, "bucket_key"))
     table = create_table(path, None, schema, _names(primary_key, "primary_key"), _names(partition_by, "partition_by"),

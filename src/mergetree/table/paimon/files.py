@@ -335,6 +335,11 @@ class PaimonFileRef:
             return pf.delete_count
         return pf.row_count if may_hold_retractions(self.table, pf) else 0
 
+    @property
+    def key_ordered(self) -> bool:
+        """Are its rows in key order (not a clustered file: `PaimonSchema.clustering_columns`)?"""
+        return not (self.file.level > 0 and self.schema.clustering_columns)
+
     @cached_property
     def holds_retractions(self) -> bool:
         """Whether the file may hold retractions, for a read to decide if its kind column

@@ -42,7 +42,7 @@ from ...storage import LocalDiskStore, ObjectNotFoundError, Store
 from ..filecache import FileCache
 from ..objects import StoredFile, list_names, locate, read_if_exists, storage_options_for, table_path
 from ..objects import source as stored_source
-from .options import PaimonOptions, check_options
+from .options import CLUSTERING_COLUMNS, PK_CLUSTERING, PaimonOptions, check_options
 
 __all__ = ["ADD", "DELETE", "DELETION_VECTORS_INDEX", "KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "DeletionFile",
            "MetadataFile", "PaimonFile", "PaimonSchema", "PaimonTable", "bucket_directory_of", "clear_caches",
@@ -132,6 +132,14 @@ class PaimonSchema:
     @property
     def partition_types(self) -> list[PaimonType]:
         return [self.field(k).type for k in self.partition_keys]
+
+    @cached_property
+    def clustering_columns(self) -> tuple[str, ...]:
+        """A `pk-clustering-override` table's clustering columns (empty otherwise): the files
+        above level 0 are sorted by them, and their manifest's min/max key hold their values."""
+        if not self.primary_keys or self.options.get(PK_CLUSTERING, "false").strip().lower() != "true":
+            return ()
+        return tuple(c.strip() for c in (self.options.get(CLUSTERING_COLUMNS) or "").split(",") if c.strip())
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
@@ -702,6 +710,20 @@ class PaimonTable:
         hi = decode_row(stats["_MAX_VALUES"], key_types, "key statistic")
         nulls = stats.get("_NULL_COUNTS") or [None] * len(key_types)
         delete_count = f.get("_DELETE_ROW_COUNT")
+        level = int(f["_LEVEL"])
+        clustering = schema.clustering_columns if level > 0 else ()
+        if clustering:
+            # a clustered file (Java's `KeyValueClusteringFileWriter`): its min/max key are its
+            # first and last rows' clustering values; its key bounds are its key statistics
+            decode_row(f["_MIN_KEY"], [schema.field(c).type for c in clustering], "clustering key")
+            if any(v is None for v in (*lo, *hi)):
+                raise CorruptTableError(f"Paimon data file {f['_FILE_NAME']} of table {self.name} is sorted by "
+                                        f"{list(clustering)} and its key statistics are missing: its keys cannot "
+                                        f"be bounded", path=self.full(""))
+            min_key, max_key = tuple(lo), tuple(hi)
+        else:
+            min_key = decode_row(f["_MIN_KEY"], key_types, "key")
+            max_key = decode_row(f["_MAX_KEY"], key_types, "key")
         external = f.get("_EXTERNAL_PATH")
         if external:
             name, path = None, external_location(external)
@@ -710,9 +732,8 @@ class PaimonTable:
             path = self.full(name)
         return PaimonFile(
             partition=partition, partition_bytes=entry["_PARTITION"], bucket=int(entry["_BUCKET"]),
-            total_buckets=int(entry["_TOTAL_BUCKETS"]), file_name=f["_FILE_NAME"], level=int(f["_LEVEL"]),
-            row_count=int(f["_ROW_COUNT"]), file_size=int(f["_FILE_SIZE"]),
-            min_key=decode_row(f["_MIN_KEY"], key_types, "key"), max_key=decode_row(f["_MAX_KEY"], key_types, "key"),
+            total_buckets=int(entry["_TOTAL_BUCKETS"]), file_name=f["_FILE_NAME"], level=level,
+            row_count=int(f["_ROW_COUNT"]), file_size=int(f["_FILE_SIZE"]), min_key=min_key, max_key=max_key,
             min_seq=int(f["_MIN_SEQUENCE_NUMBER"]), max_seq=int(f["_MAX_SEQUENCE_NUMBER"]),
             # unknown (old writers): assume there may be retractions, as Paimon does
             delete_count=int(f["_ROW_COUNT"]) if delete_count is None else int(delete_count),

@@ -106,6 +106,9 @@ class PaimonOptions:
     deletion_vectors: bool = False           # replaced rows marked per file: level > 0 files read alone
     deletion_vectors_merge_on_read: bool = False  # level-0 files visible to batch reads (merged)
     append: bool = False                     # no primary key: rows as written, nothing merged
+    # `pk-clustering-override` (Java 1.4): the columns (Paimon's `clustering.columns`) that the
+    # files above level 0 are sorted by instead of the key; empty: the key, as in every table
+    pk_clustering: tuple[str, ...] = ()
 
     @property
     def sequence_field(self) -> str | None:
@@ -235,11 +238,49 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     if opts.get("manifest.format", "avro").strip().lower() not in ("avro", "orc"):
         raise refuse("manifest.format", "mergetree reads and writes Avro and ORC manifests, the formats Paimon's "
                                         "writers use")
+    deletion_vectors = is_true(opts.get("deletion-vectors.enabled", "false"))
+    merge_on_read = is_true(opts.get("deletion-vectors.merge-on-read", "false"))
+    changelog = opts.get("changelog-producer", "none").strip().lower()
+    clustering = _pk_clustering(opts, columns, primary_keys, engine, sequence, deletion_vectors, merge_on_read,
+                                changelog, refuse)
     return PaimonOptions(buckets, bucket_key, engine, sequence, ignore_delete, aggregations, fmt,
-                         opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
-                         opts.get("changelog-producer", "none").strip().lower(), opts, order == "descending",
-                         is_true(opts.get("deletion-vectors.enabled", "false")),
-                         is_true(opts.get("deletion-vectors.merge-on-read", "false")))
+                         opts.get("partition.default-name", "__DEFAULT_PARTITION__"), changelog, opts,
+                         order == "descending", deletion_vectors, merge_on_read, pk_clustering=clustering)
+
+
+def _pk_clustering(opts: Mapping[str, str], columns: list[str], primary_keys: list[str], engine: str,
+                   sequence: tuple[str, ...], deletion_vectors: bool, merge_on_read: bool, changelog: str,
+                   refuse) -> tuple[str, ...]:
+    """The clustering columns of a `pk-clustering-override` table (empty without it), by Java's
+    rules (`SchemaValidation.validatePkClusteringOverride`) and mergetree's: its files above
+    level 0 are sorted by these columns and read alone (with their deletion vectors, which a
+    first-row table needs none of: it never writes a key twice), so level 0 is never merged
+    with them on read."""
+    if not is_true(opts.get(PK_CLUSTERING, "false")):
+        return ()
+    columns_text = opts.get(CLUSTERING_COLUMNS) or ""
+    clustering = tuple(c.strip() for c in columns_text.split(",") if c.strip())
+    if not clustering:
+        raise refuse(PK_CLUSTERING, f"needs {CLUSTERING_COLUMNS!r}, the columns the files are sorted by")
+    unknown = [c for c in clustering if c not in columns]
+    if unknown:
+        raise refuse(CLUSTERING_COLUMNS, f"names columns the table lacks: {unknown}")
+    if len(set(clustering)) != len(clustering):
+        raise refuse(CLUSTERING_COLUMNS, "names a column twice")
+    if engine not in ("deduplicate", "first-row"):
+        raise refuse(PK_CLUSTERING, f"Java allows it with the deduplicate and first-row merge engines only, not "
+                                    f"{opts.get('merge-engine')!r}")
+    if sequence:
+        raise refuse(PK_CLUSTERING, "Java does not allow it with 'sequence.field'")
+    if changelog not in ("none", "input"):
+        raise refuse(PK_CLUSTERING, f"Java does not allow it with changelog-producer {changelog!r}")
+    if not deletion_vectors and engine != "first-row":  # (first-row writes no key twice: no vectors needed)
+        raise refuse(PK_CLUSTERING, "Java needs 'deletion-vectors.enabled' with it (but for first-row tables)")
+    if merge_on_read:
+        raise refuse("deletion-vectors.merge-on-read", f"the files of a {PK_CLUSTERING!r} table above level 0 are "
+                                                       f"not in key order, so level 0 cannot be merged with them on "
+                                                       f"read")
+    return clustering
 
 
 def _append_options(opts: dict[str, str], buckets: int, columns: list[str], refuse) -> PaimonOptions:
@@ -267,6 +308,8 @@ def _append_options(opts: dict[str, str], buckets: int, columns: list[str], refu
                          opts.get("changelog-producer", "none").strip().lower(), opts, append=True)
 
 
+PK_CLUSTERING = "pk-clustering-override"
+CLUSTERING_COLUMNS = "clustering.columns"
 EXTERNAL_PATHS = "data-file.external-paths"
 STRATEGY, SPECIFIC_FS, WEIGHTS = (f"{EXTERNAL_PATHS}.{s}" for s in ("strategy", "specific-fs", "weights"))
 
@@ -275,7 +318,7 @@ _KNOWN_KEYS = frozenset({
     "bucket", "bucket-key", "merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-delete",
     "partial-update.ignore-delete", "file.format", "manifest.format", "partition.default-name",
     "deletion-vectors.enabled", "deletion-vectors.merge-on-read", "index-file-in-data-file-dir",
-    "data-file.path-directory", EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS})
+    "data-file.path-directory", EXTERNAL_PATHS, STRATEGY, SPECIFIC_FS, WEIGHTS, PK_CLUSTERING})
 
 
 def known_options() -> list[str]:

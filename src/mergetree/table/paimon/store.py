@@ -75,7 +75,7 @@ from .metadata import (
     relative_bucket_path,
 )
 from .metadata import clear_caches as clear_metadata_caches
-from .options import check_option_change, file_index_spec, is_true, option_text, retention
+from .options import CLUSTERING_COLUMNS, check_option_change, file_index_spec, is_true, option_text, retention
 from .tables import (
     bloom_option_changes,
     check_parquet_options,
@@ -260,7 +260,8 @@ class PaimonSnapshotStore:
         for key, value in changes.items():
             if not isinstance(key, str) or not key:
                 raise InvalidArgumentError(f"option names are strings, not {key!r}")
-            name = option_name(key)
+            # (a pk-clustering-override table's `clustering.columns` is Paimon's, fixed at create)
+            name = key if key == CLUSTERING_COLUMNS and schema.clustering_columns else option_name(key)
             text = option_text(value)
             check_option_change(before, name, text, has_snapshots)  # as Java: against the options before
             if text is None:
@@ -840,7 +841,8 @@ class PaimonSnapshotStore:
                 f"Paimon table {table.name} was rescaled: file {pf.file_name} belongs to {pf.total_buckets} "
                 f"buckets, the table has {opts.buckets} (option 'bucket'); rewrite it with Paimon first")
         resolved = None
-        if opts.deletion_vectors and pf.level > 0 and pf.delete_count == 0:
+        # (a pk-clustering-override table's level-1 files are read alone too, vectors or none)
+        if (opts.deletion_vectors or opts.pk_clustering) and pf.level > 0 and pf.delete_count == 0:
             cardinality = 0 if deletion is None else deletion.range.cardinality
             resolved = DeletionVectorRef(None if deletion is None else deletion.path,
                                          0 if deletion is None else deletion.range.offset,

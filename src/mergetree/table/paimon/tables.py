@@ -120,7 +120,8 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
         row_kind_field=schema.options.get("rowkind.field") or None,
         lookup_compact_gentle=schema.options.get("lookup-compact", "radical").strip().lower() == "gentle",
         zstd_level=_zstd_level(schema.options),
-        deletion_vectors=opts.deletion_vectors, changelog_producer=opts.changelog_producer, commit_ordered=False)
+        deletion_vectors=opts.deletion_vectors, changelog_producer=opts.changelog_producer, commit_ordered=False,
+        pk_clustering=opts.pk_clustering)
 
 
 PARQUET_BLOOM = "parquet.bloom.filter.enabled"

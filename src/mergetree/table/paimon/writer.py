@@ -35,6 +35,7 @@ from ..journal import creating
 from ..objects import locate
 from ..options import JAVA_BITMAP_V2, TableOptions
 from ..schema import TableSchema
+from ..values import encode_value
 from .commit import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, PAIMON_FILE, data_file_record, paimon_extras
 from .file_indexes import build_file_index
 from .files import PaimonFileRef
@@ -172,12 +173,22 @@ class PaimonFileWriter(DataFileWriter):
             file_index_spec(paimon.options, {f.name: f.type for f in paimon.fields})
         self.indexed: dict[str, list[pa.Array]] = {c.column: [] for c in self.index_spec.columns}
         self._index_name: str | None = None
+        # a `pk-clustering-override` table's file above level 0 is sorted by the clustering
+        # columns: its manifest's min/max key are its first and last rows' values of them
+        self.clustering = paimon.clustering_columns if level > 0 and not changelog else ()
+        self._clustering_bounds: list[list[Any]] = []
 
     def write(self, batch: pa.RecordBatch) -> None:
         super().write(batch)
         for column, parts in self.indexed.items():
             if batch.num_rows:
                 parts.append(batch.column(column))
+        if self.clustering and batch.num_rows:
+            ends = batch.select(list(self.clustering))
+            last = [v for v in ends.slice(batch.num_rows - 1, 1).to_pylist()[0].values()]
+            if not self._clustering_bounds:
+                self._clustering_bounds = [list(ends.slice(0, 1).to_pylist()[0].values()), last]
+            self._clustering_bounds[1] = last
 
     def close(self) -> DataFileMeta:
         meta = super().close()
@@ -199,6 +210,12 @@ class PaimonFileWriter(DataFileWriter):
             extras["embedded_index"] = base64.b64encode(blob).decode("ascii")
         # pre-aggregates beside it, listed as extra files: Java keeps and expires them with the file
         extras["extra_files"] += [posixpath.basename(n) for n in self.sidecar_names()]
+        if self.clustering:
+            # the engine bounds its keys by their statistics (its rows are not in key order)
+            extras["clustering_bounds"] = [[encode_value(v) for v in row] for row in self._clustering_bounds]
+            names = [n[len(KEY_PREFIX):] if n.startswith(KEY_PREFIX) else n for n in self.schema.file_key]
+            meta = replace(meta, min_key=tuple(meta.stats[n][0] for n in names),
+                           max_key=tuple(meta.stats[n][1] for n in names))
         meta = replace(meta, file_name=self.table_name, indexes={**meta.indexes, PAIMON_FILE: extras})
         return with_origin(self.table, self.paimon, meta, self.partition, self.bucket)
 

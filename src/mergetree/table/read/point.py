@@ -86,6 +86,8 @@ def read_points(directory: TableDirectory, read: PreparedRead) -> pa.Table | Non
     keys = lookup_keys(directory, read)
     if keys is None:
         return None
+    if not all(m.key_ordered for b in read.plan.buckets for section in b.sections for run in section for m in run):
+        return None  # a file sorted by other columns: no binary search by key through its pages
     ts = directory.schema
     primary_key = set(ts.primary_key)
     # a filter of = and IN on key columns alone holds for exactly the rows found: no filter after,
