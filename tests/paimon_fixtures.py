@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+import tool_protocol
 
 from mergetree.table.read.model import BucketPlan
 from mergetree.table.read.split import split_by_file
@@ -64,8 +65,8 @@ def _ipc(path: Path, table: pa.Table) -> str:
     return str(path)
 
 
-# `paimon_tool.py serve`'s answer lines start with this (paimon_tool.ANSWER: that module imports pypaimon)
-ANSWER = b"@@paimon-tool-answer@@ "
+# the tools' answer lines start with this (tool_protocol.ANSWER)
+ANSWER = tool_protocol.ANSWER.encode()
 TIMEOUT = 600  # seconds for one command
 
 

@@ -18,18 +18,13 @@ the tests point it at pyspark's jars.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import sys
 import tempfile
-import traceback
 
 import pyarrow as pa
 from pypaimon.py4j import Catalog
 from pypaimon.py4j.java_gateway import get_gateway
-
-ANSWER = "@@paimon-tool-answer@@ "  # as paimon_tool's
+from tool_protocol import main
 
 
 def _table(warehouse: str, name: str):
@@ -139,22 +134,5 @@ def orphans(warehouse: str, name: str) -> None:
 COMMANDS = {"read": read, "write": write, "compact": compact, "expire": expire, "orphans": orphans}
 
 
-def serve() -> None:
-    """As paimon_tool's serve: one JVM (py4j's gateway) for every command of a test process."""
-    answers = sys.stdout
-    for line in sys.stdin:
-        printed = io.StringIO()
-        try:
-            command, *args = json.loads(line)
-            with contextlib.redirect_stdout(printed):
-                COMMANDS[command](*args)
-            answer = {"out": printed.getvalue()}
-        except Exception:
-            answer = {"error": printed.getvalue() + traceback.format_exc()}
-        answers.write(ANSWER + json.dumps(answer) + "\n")
-        answers.flush()
-
-
 if __name__ == "__main__":
-    command, *args = sys.argv[1:]
-    serve() if command == "serve" else COMMANDS[command](*args)
+    main(COMMANDS)

@@ -4,7 +4,7 @@ so the tests write and read real Paimon tables the way Paimon's users do.
     python paimon_tool.py write SPEC.json   create the table if needed, then one commit per IPC file
     python paimon_tool.py read WH TABLE OUT.arrow [SNAPSHOT]   pypaimon's read, as an Arrow IPC file
     python paimon_tool.py serve   the commands above, one JSON list [command, *args] per stdin line
-        (see `serve`: the tests pay pypaimon's import once per process, not once per command)
+        (see `tool_protocol.serve`: the tests pay pypaimon's import once per process, not once per command)
     python paimon_tool.py expire WH TABLE ID...   expire snapshots, keeping their changelog: each
         snapshot's metadata committed as ``changelog/changelog-<id>`` (pypaimon's ChangelogManager,
         what Paimon's expiry does when changelog retention outlasts snapshots), its snapshot file
@@ -22,12 +22,9 @@ as Arrow IPC (stable across versions).
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,6 +32,7 @@ from pypaimon import CatalogFactory, Schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from paimon_driver import commit  # the benchmark's pypaimon side: one way to commit
+from tool_protocol import main
 
 
 def _catalog(warehouse: str):
@@ -144,29 +142,7 @@ def read(warehouse: str, name: str, out: str, snapshot: str | None = None) -> No
 
 
 COMMANDS = {"write": write, "read": read, "expire": expire}
-# starts each answer line of `serve`: anything else on stdout (a library's print) is not an answer
-ANSWER = "@@paimon-tool-answer@@ "
-
-
-def serve() -> None:
-    """Many commands in one interpreter: importing pypaimon takes ~1.5 s and the tests run
-    hundreds of commands.  Each stdin line is a JSON list [command, *args]; each answer is one
-    stdout line, ANSWER + JSON {"out": what the command printed} or {"error": its traceback}.
-    Every command opens its own catalog, so nothing of one command's tables is reused by the next."""
-    answers = sys.stdout
-    for line in sys.stdin:
-        printed = io.StringIO()
-        try:
-            command, *args = json.loads(line)
-            with contextlib.redirect_stdout(printed):
-                COMMANDS[command](*args)
-            answer = {"out": printed.getvalue()}
-        except Exception:
-            answer = {"error": printed.getvalue() + traceback.format_exc()}
-        answers.write(ANSWER + json.dumps(answer) + "\n")
-        answers.flush()
 
 
 if __name__ == "__main__":
-    command, *args = sys.argv[1:]
-    serve() if command == "serve" else COMMANDS[command](*args)
+    main(COMMANDS)
