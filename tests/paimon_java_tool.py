@@ -126,7 +126,9 @@ def orphans(warehouse: str, name: str) -> None:
     jvm = get_gateway().jvm
     j_table = _table(warehouse, name)._j_table
     # every unreferenced file counts, however new: "older than" tomorrow
-    tomorrow = jvm.java.time.LocalDateTime.now().plusDays(1).withNano(0).toString().replace("T", " ")
+    # (LocalDateTime's own text drops zero seconds, which Java's parser then refuses)
+    tomorrow = jvm.java.time.LocalDateTime.now().plusDays(1).format(
+        jvm.java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss"))
     deleted = jvm.org.apache.paimon.operation.OrphanFilesClean(j_table).olderThan(tomorrow).clean()
     print(json.dumps({"deleted": sorted(str(p.getName()) for p in deleted)}))
 
