@@ -97,6 +97,16 @@ def _warnings_on_one_line(command: str) -> Iterator[None]:
         yield
 
 
+class _InOrder(argparse.Action):
+    """Options of several kinds gathered into one list of (kind, value), in the order given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        gathered = list(getattr(namespace, self.dest, None) or [])
+        gathered.append(((option_string or "").lstrip("-"), values))
+        setattr(namespace, self.dest, gathered)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mergetree", description="Primary-key LSM tables on Parquet, merged by a six-state loser tree.",
@@ -170,6 +180,21 @@ def build_parser() -> argparse.ArgumentParser:
                 commands.build_indexes)
     add_table_path(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("alter", "change the table's columns in one schema change, as Paimon's ALTER TABLE "
+                         "(the changes apply in the order given)", commands.alter)
+    add_table_path(p)
+    p.set_defaults(changes=[])
+    for flag, metavar, what in (
+            ("add", "NAME:TYPE", "add a nullable column of a Paimon type (BIGINT, STRING, 'DECIMAL(10, 2)'); "
+                                 "a dotted NAME adds a nested field"),
+            ("rename", "OLD:NEW", "rename a column"), ("drop", "NAME", "drop a column"),
+            ("retype", "NAME:TYPE", "change a column's type as Paimon's casts allow"),
+            ("nullable", "NAME", "let a column hold nulls"),
+            ("required", "NAME", "make a column NOT NULL (only where the table allows it)"),
+            ("comment", "NAME:TEXT", "set a column's comment"),
+            ("move", "NAME:WHERE", "move a column: first, last, after=COL or before=COL")):
+        p.add_argument(f"--{flag}", action=_InOrder, dest="changes", metavar=metavar, help=what + "; repeatable")
 
     p = command("expire", "expire old snapshots (and optionally orphan files)", commands.expire)
     add_table_path(p)

@@ -19,7 +19,8 @@ from ..table.objects import is_uri
 from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
-__all__ = ["build_indexes", "changes", "compact", "expire", "info", "optimize", "parse_filter", "read", "repair"]
+__all__ = ["alter", "build_indexes", "changes", "compact", "expire", "info", "optimize", "parse_filter", "read",
+           "repair"]
 
 _FILTER = re.compile(
     r"""\s*(?P<column>`[^`]+`|"[^"]+"|[^\s=!<>]+)\s*
@@ -247,6 +248,60 @@ def build_indexes(args: argparse.Namespace) -> int:
     with progress("build indexes", "rows", enabled=not args.no_progress) as update:
         snapshot = table.build_indexes(progress=update)
     out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "every file has its indexes")
+    return 0
+
+
+def _column_path(text: str, schema: pa.Schema) -> str | tuple[str, ...]:
+    """A column named on the command line: a top-level name, else a dotted path to a nested field."""
+    name = text.strip()
+    return name if name in schema.names or "." not in name else tuple(name.split("."))
+
+
+def _split(text: str, what: str, sep: str = ":") -> tuple[str, str]:
+    head, found, tail = text.partition(sep)
+    if not found or not head.strip() or not tail.strip():
+        raise InvalidArgumentError(f"--{what} takes {'NAME:TYPE' if what != 'rename' else 'OLD:NEW'}, not {text!r}")
+    return head.strip(), tail.strip()
+
+
+def alter(args: argparse.Namespace) -> int:
+    """The table's columns changed in one schema change (the changes in the order given)."""
+    table = open_table(args)
+    schema = table.schema
+    if not args.changes:
+        raise InvalidArgumentError("name a change: --add, --rename, --drop, --retype, --nullable, --required, "
+                                   "--comment or --move")
+    update = table.update_schema()
+    for kind, text in args.changes:
+        if kind == "add":
+            name, type_text = _split(text, kind)
+            update.add_column(_column_path(name, schema), type_text)
+        elif kind == "rename":
+            old, new = _split(text, kind)
+            update.rename_column(_column_path(old, schema), new)
+        elif kind == "drop":
+            update.drop_column(_column_path(text, schema))
+        elif kind == "retype":
+            name, type_text = _split(text, kind)
+            update.update_column(_column_path(name, schema), field_type=type_text)
+        elif kind in ("nullable", "required"):
+            update.update_column(_column_path(text, schema), required=kind == "required")
+        elif kind == "comment":
+            name, doc = _split(text, kind)
+            update.update_column(_column_path(name, schema), doc=doc)
+        else:  # move NAME:first|last|after=COL|before=COL
+            name, where = _split(text, kind)
+            place, _, other = where.partition("=")
+            if place not in ("first", "last", "after", "before") or (place in ("after", "before")) != bool(other):
+                raise InvalidArgumentError(f"--move takes NAME:first, NAME:last, NAME:after=COL or NAME:before=COL, "
+                                           f"not {text!r}")
+            update.move_column(name, first=place == "first", last=place == "last",
+                               after=other if place == "after" else None, before=other if place == "before" else None)
+    update.commit()
+    out_console.print(f"schema of {table.path} changed ({len(args.changes)} change(s)):")
+    ts = table.table_schema
+    out_console.print(text_table([["column", "type", "nullable"]] + [[f.name, str(f.type), str(f.nullable)]
+                                                                      for f in ts.schema]))
     return 0
 
 

@@ -14,9 +14,10 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError, SnapshotNotFoundError
 from ..table import Table
 from ..table.consumers import Consumer
-from ..table.directory import TableDirectory
+from ..table.directory import TableDirectory, alter_schema
 from ..table.paimon.metadata import PaimonTable
 from ..table.paimon.store import paimon_directory
+from ..table.schema_update import SchemaUpdate
 from ..table.write import check_deletable
 from .write import written_snapshot
 
@@ -100,12 +101,23 @@ class PaimonTableHandle(Table):
         """The engine's options of the table's latest schema (`TableOptions`)."""
         return self.at().options
 
-    def write(self, data: Any, row_kind_column: str | None = None, overwrite: Any = False) -> Any:
+    def write(self, data: Any, row_kind_column: str | None = None, overwrite: Any = False,
+              evolve: bool = False) -> Any:
         """`Table.write` as Java's batch writers write (`mergetree.paimon.write`): level-0 files,
         an APPEND (or, with `overwrite`, OVERWRITE) snapshot — the one returned —, then (unless
-        write-only) a COMPACT one."""
+        write-only) a COMPACT one; with `evolve`, the data's new columns added first."""
+        if row_kind_column is not None and not isinstance(row_kind_column, str):
+            raise InvalidArgumentError(f"row_kind_column must be a column name, not {row_kind_column!r}")
+        data = self._evolved(data, evolve, row_kind_column)
         self._fresh = False  # the next call opens the table again: the write changes it
         return self._call(written_snapshot, data, row_kind_column, overwrite=overwrite)
+
+    def update_schema(self) -> SchemaUpdate:
+        """`Table.update_schema` on the table: Java's ALTER TABLE of its columns, the next
+        schema file; later calls read under it."""
+        def publish(changes: list) -> None:
+            self._changing(lambda engine: alter_schema(engine.directory, changes))
+        return SchemaUpdate(publish)
 
     def delete(self, keys: Any) -> Any:
         """`Table.delete`: ``-D`` rows by key, refused as `Table.delete` refuses them."""

@@ -34,7 +34,7 @@ from .options import TableOptions
 from .schema import TableSchema
 from .snapshots import FileEntry, Snapshot, SnapshotStore, encode_json, read_json
 
-__all__ = ["TableDirectory", "alter_options", "as_path", "check_empty", "create_table", "locate",
+__all__ = ["TableDirectory", "alter_options", "alter_schema", "as_path", "check_empty", "create_table", "locate",
            "lost_to_other_format", "open_or_create", "open_table"]
 
 
@@ -307,4 +307,14 @@ def alter_options(directory: TableDirectory, changes: dict) -> TableDirectory:
         raise CommitConflictError("another process changed the table's options at the same time; reopen the "
                                   "table and try again") from None
     return TableDirectory.load(storage, ts)
+
+
+def alter_schema(directory: TableDirectory, changes: list) -> TableDirectory:
+    """Publish the next schema version with `changes` (`SchemaUpdate`'s) to the columns, by
+    the Paimon table's store as Java applies them; exclusive like `alter_options`."""
+    if directory.schema.paimon is None:
+        raise UnsupportedFormatError(
+            f"table {directory.path} is in mergetree's older format, whose columns cannot change; copy it into "
+            f"a table made by Table.create (Paimon's format), which can")
+    return directory.store.alter_schema(changes)  # type: ignore[attr-defined]
 

@@ -12,12 +12,12 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError
-from ..merge import RowKind
+from ..merge import ROW_KIND_COLUMN, RowKind
 from . import changes, consumers, durations, formats, housekeeping, read, write
 from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
 from .consumers import Consumer
-from .directory import TableDirectory, alter_options, create_table, locate, open_table
+from .directory import TableDirectory, alter_options, alter_schema, create_table, locate, open_table
 from .info import TableInfo, table_info
 from .levers import optimize
 from .levers.aggregate import aggregate
@@ -27,6 +27,7 @@ from .paimon.create import create_directory
 from .paimon.store import open_directory
 from .read import ReadStats
 from .schema import TableSchema
+from .schema_update import SchemaUpdate
 from .snapshots import Snapshot
 from .type_policy import FORMATS
 from .workload import history, querylog
@@ -142,6 +143,16 @@ class Table:
         and `build_indexes` bring existing files along."""
         self.directory = alter_options(self.directory, options)
 
+    def update_schema(self) -> SchemaUpdate:
+        """Change the table's columns in one schema change, as Paimon's ALTER TABLE does:
+        ``with table.update_schema() as update: update.add_column(...)`` (and `rename_column`,
+        `drop_column`, `update_column`, `move_column`); published when the block ends, refused
+        whole — nothing written — where Paimon's rules refuse a change.  Files written before
+        are read by field id under the new schema (docs/PAIMON.md, "Schema evolution")."""
+        def publish(changes: list) -> None:
+            self.directory = alter_schema(self.directory, changes)
+        return SchemaUpdate(publish)
+
     def snapshots(self) -> list[Snapshot]:
         store = self.directory.store
         return [store.snapshot(i) for i in store.snapshot_ids()]
@@ -150,7 +161,8 @@ class Table:
         return self.directory.latest_snapshot()
 
     # -- writing ----------------------------------------------------------------------
-    def write(self, data: Any, row_kind_column: str | None = None, overwrite: Any = False) -> Snapshot | None:
+    def write(self, data: Any, row_kind_column: str | None = None, overwrite: Any = False,
+              evolve: bool = False) -> Snapshot | None:
         """Upsert rows: a pa.Table, RecordBatch, RecordBatchReader, any Arrow stream
         (`__arrow_c_stream__`), an iterator of RecordBatches/Tables, a pandas DataFrame, a dict
         of columns or a list of row dicts.  Streams are consumed batch by batch through the
@@ -170,10 +182,28 @@ class Table:
 
         `overwrite`: True replaces the partitions the data holds (the whole table when it is
         unpartitioned), a partition (``{"dt": "2024-05-01"}``, some or all partition columns)
-        replaces that partition — every row must be in it —, in one OVERWRITE snapshot."""
+        replaces that partition — every row must be in it —, in one OVERWRITE snapshot.
+
+        `evolve`: columns the data has and the table lacks are added first (nullable, last, with
+        the data's types; one schema change, as `update_schema` makes it), instead of refused."""
         if row_kind_column is not None and not isinstance(row_kind_column, str):
             raise InvalidArgumentError(f"row_kind_column must be a column name, not {row_kind_column!r}")
+        data = self._evolved(data, evolve, row_kind_column)
         return write.write_rows(self.directory, data, RowKind.INSERT, row_kind_column, overwrite).snapshot
+
+    def _evolved(self, data: Any, evolve: Any, row_kind_column: str | None) -> Any:
+        """`data` (re-wrapped where its schema had to be looked at), the table's schema given
+        the columns it lacks first when `evolve`."""
+        if not isinstance(evolve, bool):
+            raise InvalidArgumentError(f"evolve must be True or False, not {evolve!r}")
+        if not evolve:
+            return data
+        data, added = write.new_columns(data, self.schema, {row_kind_column or ROW_KIND_COLUMN})
+        if added:
+            with self.update_schema() as update:
+                for field in added:
+                    update.add_column(field.name, field.type)
+        return data
 
     def delete(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key (`keys` holds at least the primary-key columns)."""

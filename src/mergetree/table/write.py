@@ -4,6 +4,7 @@ merge engine, write level-0 files, commit.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,8 +36,8 @@ from .sequence_fields import ORDER_COLUMN, ranked
 from .snapshots import FileEntry, Snapshot, canonical_partition
 
 __all__ = ["BucketKey", "Written", "check_columns", "commit_spilled", "commit_write", "conform", "conformed",
-           "flush_buckets", "input_pieces", "key_image", "occurrence", "overwritten", "spill", "split_by_bucket",
-           "write_buffers", "write_rows"]
+           "flush_buckets", "input_pieces", "key_image", "new_columns", "occurrence", "overwritten", "spill",
+           "split_by_bucket", "write_buffers", "write_rows"]
 
 BucketKey = tuple[tuple, int]  # (partition values, bucket)
 
@@ -103,6 +104,43 @@ def input_pieces(data: Any, schema: pa.Schema) -> Iterator[pa.Table]:
             raise InvalidArgumentError(f"reading the input failed after {index} batch(es): {exc}") from None
         index += 1
         yield _in_memory(item, schema)
+
+
+def new_columns(data: Any, schema: pa.Schema, ignored: set[str]) -> tuple[Any, list[pa.Field]]:
+    """The columns `data` has that `schema` lacks (outside `ignored`), as the data types them,
+    and the data to write in its place: a stream re-wrapped once its schema is read, an
+    iterator with its first item put back."""
+    def schema_of(item: Any) -> pa.Schema:
+        if isinstance(item, (pa.Table, pa.RecordBatch)):
+            return item.schema
+        try:
+            if type(item).__module__.split(".")[0] == "pandas" and hasattr(item, "columns"):
+                return pa.Schema.from_pandas(item, preserve_index=False)
+            if isinstance(item, dict):
+                return pa.table(item).schema
+            if isinstance(item, list) and item and all(isinstance(row, dict) for row in item):
+                return pa.Table.from_pylist(item).schema
+        except _BAD_DATA as exc:
+            raise SchemaMismatchError(f"the data's columns cannot be typed: {exc}") from None
+        return pa.schema([])  # nothing to add; the write names what is wrong with it
+
+    if not _is_stream(data):
+        found = schema_of(data)
+    elif isinstance(data, pa.RecordBatchReader) or not isinstance(data, (Iterator, list, tuple)):
+        try:
+            data = data if isinstance(data, pa.RecordBatchReader) else pa.RecordBatchReader.from_stream(data)
+        except _BAD_DATA as exc:
+            raise InvalidArgumentError(f"cannot read the Arrow stream: {exc}") from None
+        found = data.schema
+    elif isinstance(data, (list, tuple)):
+        found = schema_of(data[0])
+    else:
+        first = next(data, None)
+        if first is None:
+            return iter(()), []
+        data = itertools.chain([first], data)
+        found = schema_of(first)
+    return data, [f for f in found if f.name not in schema.names and f.name not in ignored]
 
 
 def _known(schema: pa.Schema, names: list[str]) -> pa.Schema:

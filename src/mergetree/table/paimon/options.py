@@ -64,6 +64,8 @@ _HARMLESS_KEYS = {
     "metastore.partitioned-table", "metastore.tag-to-partition", "auto-create", "fields.default-value",
     "partition.legacy-name", "write-manifest-cache", "file.format.per.level",
     "file.compression.per.level", "sink.watermark-time-zone", "bucket-function.type",
+    # what a schema change may do, which `schema_changes` applies as Java does
+    "add-column-before-partition", "disable-explicit-type-casting",
 }
 _HARMLESS_PREFIXES = (
     "snapshot.", "changelog.", "tag.", "consumer.", "consumer-id", "compaction.", "num-sorted-run.",

@@ -76,6 +76,7 @@ from .metadata import (
 )
 from .metadata import clear_caches as clear_metadata_caches
 from .options import CLUSTERING_COLUMNS, check_option_change, file_index_spec, is_true, option_text, retention
+from .schema_changes import SchemaChange, apply_changes
 from .tables import (
     bloom_option_changes,
     check_parquet_options,
@@ -270,13 +271,34 @@ class PaimonSnapshotStore:
                 options[name] = text
         fresh = {k: v for k, v in document.items() if k != "timeMillis"}
         fresh.update(id=schema.id + 1, options=options)
+        return self._publish_schema(fresh, {option_name(k) for k in changes}, "options")
+
+    def alter_schema(self, changes: Sequence[SchemaChange]) -> TableDirectory:
+        """Publish the next schema with `changes` to its columns applied as Java applies them
+        (`schema_changes.apply_changes`: Java's rules, old files read by field id), in one
+        schema file; checked first, published by the store's conditional create as
+        `alter_options` publishes (a concurrent change raises CommitConflictError)."""
+        table, schema = self.table, self.schema
+        latest = max(table.schema_ids(), default=schema.id)
+        if latest != schema.id:
+            raise CommitConflictError(f"the schema of {self.described} changed since it was opened (schema "
+                                      f"{latest}); reopen it")
+        fresh = apply_changes(table.schema_document(schema.id), changes)
+        return self._publish_schema(fresh, set(), "schema")
+
+    def _publish_schema(self, fresh: dict, changed_options: set[str], what: str) -> TableDirectory:
+        """Check the next schema document `fresh` as every reader and writer will take it, then
+        create its file (an object store's retry that finds its own first attempt is done)."""
+        table = self.table
+        fresh = {k: v for k, v in fresh.items() if k != "timeMillis"}
         fresh["timeMillis"] = int(time.time() * 1000)  # last, where Java's serializer puts it
         altered = PaimonSchema.from_json(fresh)
         table_schema(altered)  # Paimon's options checked as a read checks them, the file index as a write
         file_index_spec(altered.options, {f.name: f.type for f in altered.fields})
         retention(altered.options)  # and what expiry keeps, as Java reads it
-        changed = {option_name(k) for k in changes}  # a foreign table's old junk does not block a change
-        check_parquet_options({k: v for k, v in altered.options.items() if k.startswith("parquet.") and k in changed},
+        # (a foreign table's old junk does not block a change)
+        check_parquet_options({k: v for k, v in altered.options.items()
+                               if k.startswith("parquet.") and (k in changed_options or what == "schema")},
                               altered.arrow_schema)
         table_options(altered)  # and mergetree's values
         self.storage.require_conditional_create()
@@ -286,7 +308,7 @@ class PaimonSnapshotStore:
             self.storage.create(name, body)
         except ObjectExistsError:
             if self.storage.read(name) != body:
-                raise CommitConflictError(f"another process changed the options of {self.described} at the same "
+                raise CommitConflictError(f"another process changed the {what} of {self.described} at the same "
                                           f"time; reopen it and try again") from None
         table.published_schema(altered)
         return paimon_directory(table, altered)
