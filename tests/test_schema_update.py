@@ -2,7 +2,7 @@
 `alter`): each change against a row model, Java's rules refused with nothing written, old files
 read by field id, options that name a renamed column following it; pypaimon and Java Paimon
 read the evolved tables and pypaimon writes into them; a state machine over writes, schema
-changes and compactions."""
+changes, compactions, tags and expiry."""
 from __future__ import annotations
 
 import json
@@ -358,8 +358,9 @@ def test_java_paimon_reads_an_evolved_table(tmp_path):
 # -- the state machine ----------------------------------------------------------------------------
 
 class Evolution(RuleBasedStateMachine):
-    """Writes, column changes and compactions in any order; the table always reads as the model
-    (rows keyed by id, columns in the schema's order)."""
+    """Writes, column changes, compactions, tags and snapshot expiry in any order; the table
+    always reads as the model (rows keyed by id, columns in the schema's order), and every tag
+    as the model did when it was made."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -370,6 +371,8 @@ class Evolution(RuleBasedStateMachine):
         self.columns: list[str] = ["id", "c0"]
         self.types: dict[str, pa.DataType] = {"id": pa.int32(), "c0": pa.int32()}
         self.rows: dict[int, dict] = {}
+        self.tagged: dict[str, tuple[list[str], list[dict]]] = {}
+        self.at_commit: tuple[list[str], list[dict]] = ([], [])
         self.counter = 1
 
     @property
@@ -383,6 +386,13 @@ class Evolution(RuleBasedStateMachine):
         self.table.write(pa.table(data, schema=schema))
         for i, k in enumerate(keys):
             self.rows[k] = {c: data[c][i] for c in self.columns}
+        self.committed()
+
+    def committed(self) -> None:
+        """A snapshot was committed: it reads under the schema of now, as the model is now (a
+        tag made later reads that way too, whatever the schema changes since: Paimon's time
+        travel reads a snapshot under the schema it was committed with)."""
+        self.at_commit = (list(self.columns), [dict(self.rows[k]) for k in sorted(self.rows)])
 
     @rule(after=st.booleans())
     def add(self, after):
@@ -432,7 +442,27 @@ class Evolution(RuleBasedStateMachine):
 
     @rule(full=st.booleans())
     def compact(self, full):
-        self.table.compact(full=full)
+        if self.table.compact(full=full) is not None:
+            self.committed()
+
+    @precondition(lambda self: self.table.latest_snapshot() is not None and len(self.tagged) < 3)
+    @rule()
+    def tag(self):
+        name = f"tag{self.counter}"
+        self.counter += 1
+        self.table.create_tag(name)
+        self.tagged[name] = self.at_commit
+
+    @precondition(lambda self: bool(self.tagged))
+    @rule(data=st.data())
+    def untag(self, data):
+        name = data.draw(st.sampled_from(sorted(self.tagged)))
+        self.table.delete_tag(name)
+        del self.tagged[name]
+
+    @rule(retain=st.integers(1, 3))
+    def expire(self, retain):
+        self.table.expire_snapshots(retain_last=retain)
 
     @invariant()
     def reads_as_the_model(self):
@@ -441,6 +471,10 @@ class Evolution(RuleBasedStateMachine):
         assert sorted(got.to_pylist(), key=lambda r: r["id"]) == [self.rows[k] for k in sorted(self.rows)]
         reopened = mt.Table.open(Path(self.dir) / "t")
         assert reopened.schema.names == self.columns and reopened.read().num_rows == len(self.rows)
+        for name, (columns, rows) in self.tagged.items():  # a tag reads as then, under its schema then
+            old = reopened.read(snapshot=name)
+            assert old.schema.names == columns
+            assert sorted(old.to_pylist(), key=lambda r: r["id"]) == rows
 
     def teardown(self) -> None:
         import shutil
@@ -448,7 +482,7 @@ class Evolution(RuleBasedStateMachine):
 
 
 TestEvolution = Evolution.TestCase
-TestEvolution.settings = settings(max_examples=12, stateful_step_count=10, deadline=None,
+TestEvolution.settings = settings(max_examples=25, stateful_step_count=12, deadline=None,
                                   suppress_health_check=[HealthCheck.too_slow])
 
 

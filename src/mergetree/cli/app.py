@@ -146,16 +146,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_non_negative_int, default=20,
                    help="rows to show (0: only the count); with --order-by, a Top-N read of that many rows")
     p.add_argument("--order-by", metavar="COL[:desc],...", help="order the rows (nulls last)")
-    p.add_argument("--snapshot", type=int, help="read this snapshot id (time travel; default: the latest)")
+    p.add_argument("--snapshot", type=commands.snapshot_arg, metavar="ID|TAG|TIME",
+                   help="time travel: a snapshot id, a tag, or a point in time (ISO 8601, e.g. 2024-05-01T12:00; "
+                        "the newest snapshot at or before it); default: the latest")
     p.add_argument("--explain", action="store_true",
                    help="print what each pruning step removed and how many files the read touched")
 
     p = command("changes", "what commits changed: per key +I, -U/+U (old/new row), -D (see docs/CHANGES.md)",
                 commands.changes)
     add_table_path(p)
-    p.add_argument("--from", dest="start", type=_non_negative_int, required=True, metavar="N",
-                   help="the snapshot the change starts after (0: before the first commit)")
-    p.add_argument("--to", dest="end", type=_non_negative_int, metavar="M", help="the last commit (default: latest)")
+    p.add_argument("--from", dest="start", type=commands.snapshot_arg, required=True, metavar="N|TAG|TIME",
+                   help="the snapshot the change starts after (0: before the first commit; a tag or an ISO 8601 time "
+                        "names one)")
+    p.add_argument("--to", dest="end", type=commands.snapshot_arg, metavar="M|TAG|TIME",
+                   help="the last commit (default: latest)")
     p.add_argument("--columns", help="comma-separated columns (keys always come too; default: all)")
     p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
                    help="the change of the rows that pass (docs/CHANGES.md); repeat for AND")
@@ -195,6 +199,14 @@ def build_parser() -> argparse.ArgumentParser:
             ("comment", "NAME:TEXT", "set a column's comment"),
             ("move", "NAME:WHERE", "move a column: first, last, after=COL or before=COL")):
         p.add_argument(f"--{flag}", action=_InOrder, dest="changes", metavar=metavar, help=what + "; repeatable")
+
+    p = command("tag", "tag a snapshot (kept by expiry until the tag is deleted), delete a tag, or list the tags",
+                commands.tag)
+    add_table_path(p)
+    p.add_argument("name", nargs="?", help="the tag to create (none given: list the table's tags)")
+    p.add_argument("--snapshot", type=commands.snapshot_arg, metavar="ID|TAG|TIME",
+                   help="the snapshot to tag (default: the latest)")
+    p.add_argument("--delete", metavar="NAME", help="delete this tag instead")
 
     p = command("expire", "expire old snapshots (and optionally orphan files)", commands.expire)
     add_table_path(p)

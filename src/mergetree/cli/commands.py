@@ -20,7 +20,7 @@ from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
 __all__ = ["alter", "build_indexes", "changes", "compact", "expire", "info", "optimize", "parse_filter", "read",
-           "repair"]
+           "repair", "snapshot_arg", "tag"]
 
 _FILTER = re.compile(
     r"""\s*(?P<column>`[^`]+`|"[^"]+"|[^\s=!<>]+)\s*
@@ -225,9 +225,38 @@ def changes(args: argparse.Namespace) -> int:
     if args.limit:
         out_console.print(arrow_preview(result, args.limit))
     end = args.end if args.end is not None else (table.directory.store.latest_id() or 0)
-    out_console.print(f"{_rows(rows)} changed by snapshots {args.start + 1}..{end}" if end > args.start
-                      else _rows(rows))
+    if isinstance(args.start, int) and isinstance(end, int) and end > args.start:
+        out_console.print(f"{_rows(rows)} changed by snapshots {args.start + 1}..{end}")
+    else:
+        out_console.print(f"{_rows(rows)} changed" + (f" from {args.start} to {end}" if args.start != end else ""))
     return 0
+
+
+def tag(args: argparse.Namespace) -> int:
+    """Create a tag (of --snapshot, default the latest), delete one, or list the table's tags."""
+    table = open_table(args)
+    if args.delete:
+        if args.snapshot is not None:
+            raise InvalidArgumentError("--delete takes no --snapshot")
+        table.delete_tag(args.delete)
+        out_console.print(f"deleted tag {args.delete!r}")
+        return 0
+    if args.name:
+        tagged = table.create_tag(args.name, args.snapshot)
+        out_console.print(f"tagged snapshot {tagged.id} as {args.name!r}")
+        return 0
+    rows = [["tag", "snapshot", "committed", "rows"]]
+    for name, snap in table.tags().items():
+        when = dt.datetime.fromtimestamp(snap.time_millis / 1000).isoformat(sep=" ", timespec="seconds")
+        rows.append([name, str(snap.id), when, f"{snap.total_record_count:,}"])
+    out_console.print(text_table(rows, right_aligned={1, 3}) if len(rows) > 1 else "no tags")
+    return 0
+
+
+def snapshot_arg(text: str) -> int | str:
+    """A --snapshot: an id, else a tag name or an ISO 8601 point in time (the table tells which)."""
+    value = text.strip()
+    return int(value) if value.isdigit() else value
 
 
 def optimize(args: argparse.Namespace) -> int:

@@ -62,7 +62,7 @@ class PaimonTableHandle(Table):
         if snapshot is None:
             self._table, self._directory = table, None  # what `directory` and `options` see from now on
         schema = None
-        if snapshot is not None and not isinstance(snapshot, bool) and isinstance(snapshot, (int, str)):
+        if snapshot is not None and not isinstance(snapshot, bool) and isinstance(snapshot, (int, str, dt.datetime)):
             document = table.resolve(snapshot)
             if document is not None:
                 schema = table.schema(int(document["schemaId"]))
@@ -235,6 +235,16 @@ class PaimonTableHandle(Table):
         tag, a consumer (``consumer/consumer-<id>``) or a kept changelog (``changelog.*``
         retention: ``changelog/changelog-<id>``) still needs stays; the EARLIEST hint follows."""
         return self.at().expire_snapshots(retain_last, older_than)
+
+    # -- tags: Paimon's (``tag/tag-<name>``), through the engine ---------------------------
+    def create_tag(self, name: str, snapshot: Any = None) -> Any:
+        return self._changing(lambda engine: engine.create_tag(name, snapshot))
+
+    def delete_tag(self, name: str) -> None:
+        self._changing(lambda engine: engine.delete_tag(name))
+
+    def tags(self) -> dict:
+        return self.at().tags()
 
     # -- consumers: Paimon's (``consumer/consumer-<id>``), through the engine --------------
     def consumers(self) -> list[Consumer]:

@@ -12,7 +12,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import CorruptTableError, InvalidArgumentError, MergeTreeError, UnsupportedPaimonFeatureError
+from ..errors import (
+    CorruptTableError,
+    InvalidArgumentError,
+    MergeTreeError,
+    SnapshotNotFoundError,
+    UnsupportedFormatError,
+    UnsupportedPaimonFeatureError,
+)
 from ..storage import Store
 from . import consumers, paths
 from .commit import Change, commit_with_rebase
@@ -28,8 +35,8 @@ from .workload.logtables import damaged_data_files, describe
 from .workload.places import side_table
 from .workload.querylog import QUERY_LOG_DIR
 
-__all__ = ["DAMAGED_DIR", "LOGS", "expire_snapshots", "expired_changelogs", "is_log",
-           "referenced_files", "remove_orphan_files", "repair", "repair_log", "seconds"]
+__all__ = ["DAMAGED_DIR", "LOGS", "create_tag", "delete_tag", "expire_snapshots", "expired_changelogs", "is_log",
+           "referenced_files", "remove_orphan_files", "repair", "repair_log", "seconds", "tags"]
 
 DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/; a log's data files)
 # the append tables a table keeps beside its data, which it can lose without losing itself
@@ -143,12 +150,58 @@ def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: An
         storage.delete(store.retained_changelog_file(i))
     if gone or (keep_changelog and candidates):
         store.kept_changelogs_changed()
-    after = referenced_files(directory, live, store.retained_changelog_ids())
+    _delete_unreferenced(directory, before, referenced_files(directory, live, store.retained_changelog_ids()))
+    return candidates
+
+
+def _delete_unreferenced(directory: TableDirectory, before: dict[str, tuple[Store, str]],
+                         after: dict[str, tuple[Store, str]]) -> None:
+    """Delete the files referenced `before` and no longer `after` (only the kinds of file the
+    table's writers make)."""
+    store = directory.store
     for name in sorted(before.keys() - after.keys()):
-        if store.may_be_orphan(name):  # only the kinds of file the table's writers make
+        if store.may_be_orphan(name):
             where, relative = before[name]
             where.delete(relative)  # a file that is not there is not an error
-    return candidates
+
+
+def _tags_store(directory: TableDirectory) -> Any:
+    if directory.schema.paimon is None:
+        raise UnsupportedFormatError(f"table {directory.path} is in mergetree's older format, which has no tags")
+    return directory.store
+
+
+def tags(directory: TableDirectory) -> dict[str, Snapshot]:
+    """The table's tags, by name, and the snapshot each holds."""
+    if directory.schema.paimon is None:
+        return {}
+    store = _tags_store(directory)
+    return {name: store.tag(name) for name in store.tag_names()}
+
+
+def create_tag(directory: TableDirectory, name: str, snapshot: Snapshot | None) -> Snapshot:
+    """Tag `snapshot` (None: the latest) as `name`: its files stay, whatever expiry does, until
+    the tag is deleted; reads and change streams take the name wherever they take an id."""
+    store = _tags_store(directory)
+    if snapshot is None:
+        raise SnapshotNotFoundError(f"table {directory.path} has no snapshot to tag yet")
+    store.create_tag(name, snapshot)
+    return snapshot
+
+
+def delete_tag(directory: TableDirectory, name: str) -> None:
+    """Delete tag `name`, and — where its snapshot has expired — the files only it kept (as
+    Java's ``TagManager.deleteTag`` cleans them)."""
+    store = _tags_store(directory)
+    tagged = store.tag(name)
+    ids = store.snapshot_ids()
+    if tagged.id in ids:
+        store.remove_tag(name)
+        return
+    kept = store.retained_changelog_ids()
+    before = referenced_files(directory, ids, kept)
+    store.remove_tag(name)
+    _delete_unreferenced(directory, before, referenced_files(directory, ids, kept))
 
 
 

@@ -220,7 +220,7 @@ class Table:
         return compact_buckets(self.directory, None, full=full, progress=progress)
 
     # -- reading ----------------------------------------------------------------------
-    def plan(self, filter: flt.Filter = None, snapshot: int | str | None = None, order_by: Any = None,
+    def plan(self, filter: flt.Filter = None, snapshot: Any = None, order_by: Any = None,
              limit: int | None = None) -> read.ReadPlan:
         """Which files (and row groups) a read with this filter touches, by bucket and section,
         and what each pruning step removed (`ReadPlan.steps`, `ReadPlan.explain()`)."""
@@ -228,9 +228,12 @@ class Table:
         return read.plan_read(self.directory, flt.normalize(filter, self.schema), snapshot, order, limit)
 
     def read(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
-             snapshot: int | None = None, threads: int | None = None, order_by: Any = None,
+             snapshot: Any = None, threads: int | None = None, order_by: Any = None,
              limit: int | None = None) -> pa.Table:
-        """Merge-on-read of the table (or of `snapshot`) as one pa.Table.
+        """Merge-on-read of the table (or of `snapshot`: an id, a tag name, or a point in time —
+        a `datetime` or an ISO 8601 string, naive meaning local time — whose snapshot is the
+        newest committed at or before it, read under the schema it was committed with) as one
+        pa.Table.
 
         Without `order_by`, rows come bucket by bucket (partitions and buckets in order, each
         bucket's rows in primary-key order; with deletion vectors, file by file), not in one
@@ -253,7 +256,7 @@ class Table:
         return out
 
     def scan(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
-             snapshot: int | None = None, order_by: Any = None, limit: int | None = None,
+             snapshot: Any = None, order_by: Any = None, limit: int | None = None,
              source: str | None = None) -> pa.RecordBatchReader:
         """A streaming read: one bucket section at a time, merged with the loser tree (rows
         in the order `read` gives them; a Top-N or limited scan is computed first).  `source`
@@ -440,6 +443,23 @@ class Table:
         return housekeeping.expire_snapshots(self.directory, retain_last, older_than)
 
     # -- consumers: named readers of the table's changes, each holding back expiry -------
+    # -- tags -------------------------------------------------------------------------
+    def create_tag(self, name: str, snapshot: Any = None) -> Snapshot:
+        """Tag a snapshot (an id, another tag, a point in time; default the latest) as `name`,
+        as Paimon's tags are (``tag/tag-<name>``, read by every Paimon engine): time travel and
+        change streams take the name wherever they take an id, and expiry keeps what it needs
+        until `delete_tag`.  Returns the tagged snapshot; an existing name is refused."""
+        snap = read.snapshot_for(self.directory, snapshot)
+        return housekeeping.create_tag(self.directory, name, snap)
+
+    def delete_tag(self, name: str) -> None:
+        """Delete tag `name` (and the files only it kept, where its snapshot expired)."""
+        housekeeping.delete_tag(self.directory, name)
+
+    def tags(self) -> dict[str, Snapshot]:
+        """The table's tags by name, each with the snapshot it holds."""
+        return housekeeping.tags(self.directory)
+
     def consumers(self) -> list[Consumer]:
         """Every consumer (id, the next snapshot it reads, when it last recorded progress), by id."""
         return consumers.consumers(self.directory)

@@ -14,6 +14,7 @@ lookup changelogs folds them: a key's first before-image and last after-image.
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import heapq
 import os
 from collections import defaultdict
@@ -101,12 +102,13 @@ class ChangePlan:
 
 
 def _snapshot_id(directory: TableDirectory, value: Any, what: str) -> int:
-    """A snapshot id from an id or, on a table with tags, a tag name."""
-    tag = getattr(directory.store, "tag", None)
-    if isinstance(value, str) and tag is not None:
-        return tag(value).id
+    """A snapshot id from an id or, on a table with tags, a tag name or a point in time (the
+    newest snapshot committed at or before it)."""
+    resolve = getattr(directory.store, "resolve", None)
+    if isinstance(value, (str, dt.datetime)) and resolve is not None:
+        return resolve(value).id
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        tags = " or a tag name" if tag is not None else ""
+        tags = ", a tag name or a point in time" if resolve is not None else ""
         raise InvalidArgumentError(f"{what} must be a snapshot id (a non-negative int){tags}, not {value!r}")
     return value
 

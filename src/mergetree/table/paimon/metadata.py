@@ -12,6 +12,7 @@ name, extra files, embedded index, external path).
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import posixpath
@@ -548,18 +549,54 @@ class PaimonTable:
         return sorted(n[len("tag-"):] for n in list_names(self.storage, TAG_DIR) if n.startswith("tag-"))
 
     def resolve(self, snapshot: Any) -> dict | None:
-        """The snapshot to read: None (the latest; None if the table has none), an id, or a tag name."""
+        """The snapshot to read: None (the latest; None if the table has none), an id, a tag
+        name, or a point in time — a `datetime` or an ISO 8601 string that names no tag (naive:
+        local time, as Paimon reads ``scan.timestamp``) — whose snapshot is the newest committed
+        at or before it (Paimon's ``scan.timestamp-millis``)."""
         if snapshot is None:
             return self.latest_snapshot()
+        if isinstance(snapshot, dt.datetime):
+            return self.snapshot_at(snapshot)
         if isinstance(snapshot, bool) or not isinstance(snapshot, (int, str)):
-            raise InvalidArgumentError(f"snapshot must be a snapshot id or a tag name, not {snapshot!r}")
+            raise InvalidArgumentError(f"snapshot must be a snapshot id, a tag name or a point in time (a datetime "
+                                       f"or an ISO 8601 string), not {snapshot!r}")
         if isinstance(snapshot, int):
             return self.snapshot(snapshot)
         try:
             return self._read_json(f"{TAG_DIR}/tag-{snapshot}", "tag")
         except ObjectNotFoundError:
+            pass
+        try:
+            moment = dt.datetime.fromisoformat(snapshot.strip())
+        except ValueError:
             raise SnapshotNotFoundError(f"Paimon table {self.name} has no tag {snapshot!r} "
                                         f"(tags: {', '.join(self.tags()) or 'none'})") from None
+        return self.snapshot_at(moment)
+
+    def snapshot_at(self, moment: dt.datetime) -> dict:
+        """The newest snapshot committed at or before `moment` (binary search over the snapshots'
+        ``timeMillis``, which grow with their ids)."""
+        millis = int(moment.timestamp() * 1000)
+        ids = self.snapshot_ids()
+        found = None
+        low, high = 0, len(ids) - 1
+        while low <= high:
+            middle = (low + high) // 2
+            document = self.snapshot(ids[middle])
+            if int(document["timeMillis"]) <= millis:
+                found, low = document, middle + 1
+            else:
+                high = middle - 1
+        if found is None:
+            first = "the table has no snapshots" if not ids else (
+                f"its earliest snapshot, {ids[0]}, was committed at "
+                f"{dt.datetime.fromtimestamp(int(self.snapshot(ids[0])['timeMillis']) / 1000).isoformat()}")
+            raise SnapshotNotFoundError(f"Paimon table {self.name} has no snapshot committed at or before "
+                                        f"{moment.isoformat()} ({first})")
+        return found
+
+    def tag_name(self, name: str) -> str:
+        return f"{TAG_DIR}/tag-{name}"
 
     # -- manifests -----------------------------------------------------------------------
     def manifest_path(self, name: str) -> str:

@@ -30,7 +30,13 @@ from ...codec.binary_row import encode_row
 from ...codec.buckets import bucket_function, buckets_of
 from ...codec.json_files import dumps
 from ...codec.types import same_type
-from ...errors import CommitConflictError, InvalidArgumentError, ObjectExistsError, UnsupportedPaimonFeatureError
+from ...errors import (
+    CommitConflictError,
+    InvalidArgumentError,
+    ObjectExistsError,
+    SnapshotNotFoundError,
+    UnsupportedPaimonFeatureError,
+)
 from ...storage import Store
 from .. import paths
 from ..changes.compute import PRODUCER_PROPERTY
@@ -216,6 +222,35 @@ class PaimonSnapshotStore:
         document = self.table.resolve(name)
         assert document is not None  # a name resolves to its tag's snapshot, or raises
         return self._remember(document)
+
+    def resolve(self, value: Any) -> Snapshot:
+        """The snapshot a tag name, an ISO 8601 time or a `datetime` names (`PaimonTable.resolve`)."""
+        document = self.table.resolve(value)
+        if document is None:
+            raise SnapshotNotFoundError(f"{self.described} has no snapshots")
+        return self._remember(document)
+
+    def tag_names(self) -> list[str]:
+        return self.table.tags()
+
+    def create_tag(self, name: str, snapshot: Snapshot) -> None:
+        """Tag `snapshot` as Java's ``TagManager.createTag`` does without a retention: the
+        snapshot's own document as ``tag/tag-<name>`` (readable by every Java version), created
+        conditionally, so that an existing tag is never replaced."""
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidArgumentError(f"a tag name is a non-blank string, not {name!r}")
+        if "/" in name or name != name.strip():
+            raise InvalidArgumentError(f"a tag name is one file name without surrounding spaces, not {name!r}")
+        self.storage.require_conditional_create()
+        try:
+            self.storage.create(self.table.tag_name(name), self.storage.read(self.snapshot_file(snapshot.id)))
+        except ObjectExistsError:
+            raise InvalidArgumentError(f"{self.described} already has a tag {name!r} (of snapshot "
+                                       f"{self.tag(name).id}); delete it first") from None
+
+    def remove_tag(self, name: str) -> None:
+        self.tag(name)  # a tag that is not there is named as such
+        self.storage.delete(self.table.tag_name(name))
 
     def retained_changelog_ids(self) -> list[int]:
         return list(self.table.kept_changelog_ids())

@@ -4,6 +4,7 @@ each step reporting what it removed), the files of a bucket cut into sections.""
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import itertools
 from collections import defaultdict
 from typing import Any
@@ -31,11 +32,11 @@ def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
     """The snapshot a read asks for (None: the latest)."""
     if snapshot is None:
         return directory.latest_snapshot()
-    if isinstance(snapshot, str) and directory.schema.paimon is not None:
-        return directory.store.tag(snapshot)  # type: ignore[attr-defined]
+    if isinstance(snapshot, (str, dt.datetime)) and directory.schema.paimon is not None:
+        return directory.store.resolve(snapshot)  # type: ignore[attr-defined]
     if isinstance(snapshot, bool) or not isinstance(snapshot, int):
-        what = "a snapshot id (an int) or a tag name" if directory.schema.paimon is not None else \
-            "a snapshot id (an int)"
+        what = "a snapshot id (an int), a tag name or a point in time (a datetime or an ISO 8601 string)" \
+            if directory.schema.paimon is not None else "a snapshot id (an int)"
         raise InvalidArgumentError(f"snapshot must be {what}, not {snapshot!r}")
     return directory.store.snapshot(snapshot)
 
