@@ -200,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
             ("move", "NAME:WHERE", "move a column: first, last, after=COL or before=COL")):
         p.add_argument(f"--{flag}", action=_InOrder, dest="changes", metavar=metavar, help=what + "; repeatable")
 
+    p = command("delete", "delete the rows a condition selects (whole partitions when it names only partition "
+                          "columns)", commands.delete)
+    add_table_path(p)
+    p.add_argument("--filter", action="append", required=True, metavar="'COL OP VALUE'",
+                   help="a predicate; repeat for AND (the operators of read --filter)")
+    p.add_argument("--count", action="store_true", help="count the rows first, and say how many went")
+
     p = command("tag", "tag a snapshot (kept by expiry until the tag is deleted), delete a tag, or list the tags",
                 commands.tag)
     add_table_path(p)

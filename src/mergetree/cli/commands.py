@@ -19,8 +19,8 @@ from ..table.objects import is_uri
 from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
-__all__ = ["alter", "build_indexes", "changes", "compact", "expire", "info", "optimize", "parse_filter", "read",
-           "repair", "snapshot_arg", "tag"]
+__all__ = ["alter", "build_indexes", "changes", "compact", "delete", "expire", "info", "optimize", "parse_filter",
+           "read", "repair", "snapshot_arg", "tag"]
 
 _FILTER = re.compile(
     r"""\s*(?P<column>`[^`]+`|"[^"]+"|[^\s=!<>]+)\s*
@@ -229,6 +229,20 @@ def changes(args: argparse.Namespace) -> int:
         out_console.print(f"{_rows(rows)} changed by snapshots {args.start + 1}..{end}")
     else:
         out_console.print(f"{_rows(rows)} changed" + (f" from {args.start} to {end}" if args.start != end else ""))
+    return 0
+
+
+def delete(args: argparse.Namespace) -> int:
+    """Delete the rows the filters (ANDed) select, in one snapshot."""
+    table = open_table(args)
+    filters = [parse_filter(f, table.schema) for f in args.filter]
+    before = table.read(columns=[table.schema.names[0]], filter=filters).num_rows if args.count else None
+    done = table.delete(filter=filters)
+    if done is None:
+        out_console.print("nothing matched; nothing was written")
+    else:
+        counted = f"{before:,} row(s) " if before is not None else "rows "
+        out_console.print(f"deleted {counted}in snapshot {done.id} ({done.commit_kind})")
     return 0
 
 

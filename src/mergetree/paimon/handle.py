@@ -119,8 +119,11 @@ class PaimonTableHandle(Table):
             self._changing(lambda engine: alter_schema(engine.directory, changes))
         return SchemaUpdate(publish)
 
-    def delete(self, keys: Any) -> Any:
-        """`Table.delete`: ``-D`` rows by key, refused as `Table.delete` refuses them."""
+    def delete(self, keys: Any = None, filter: Any = None) -> Any:
+        """`Table.delete`: ``-D`` rows by key, refused as `Table.delete` refuses them (and the
+        compaction after a write follows), or the rows a condition selects (`filter`)."""
+        if filter is not None or keys is None:
+            return self._changing(lambda engine: engine.delete(keys, filter))
         check_deletable(self.at().table_schema)
         self._fresh = False
         return self._call(written_snapshot, keys, None, delete_kind=True)

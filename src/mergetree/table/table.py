@@ -17,6 +17,7 @@ from . import changes, consumers, durations, formats, housekeeping, read, write
 from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
 from .consumers import Consumer
+from .deletes import delete_where
 from .directory import TableDirectory, alter_options, alter_schema, create_table, locate, open_table
 from .info import TableInfo, table_info
 from .levers import optimize
@@ -205,8 +206,19 @@ class Table:
                     update.add_column(field.name, field.type)
         return data
 
-    def delete(self, keys: Any) -> Snapshot | None:
-        """Delete rows by primary key (`keys` holds at least the primary-key columns)."""
+    def delete(self, keys: Any = None, filter: flt.Filter = None) -> Snapshot | None:
+        """Delete rows by primary key (`keys` holds at least the primary-key columns), or the
+        rows a condition selects (`filter`, as `read` takes it; SQL's ``DELETE ... WHERE``: a
+        row the condition is null for stays), as Paimon's engines delete them: a condition on
+        partition columns only drops those partitions (any table); a primary-key table writes
+        the rows back as ``-D`` (deduplicate tables, as Paimon's ``validatePKUpsertDeletable``);
+        an append table rewrites the files holding them (copy on write).  One snapshot (None:
+        nothing matched)."""
+        if (keys is None) == (filter is None):
+            raise InvalidArgumentError("delete takes keys (rows holding the primary-key columns) or filter (a "
+                                       "condition), one of them")
+        if filter is not None:
+            return delete_where(self.directory, flt.normalize(filter, self.schema))
         write.check_deletable(self.directory.schema)
         return write.write_rows(self.directory, keys, RowKind.DELETE).snapshot
 
