@@ -106,7 +106,7 @@ def test_changelog_outlives_its_snapshot(tmp_path):
     table.compact(full=True)  # the data files of commits 1..4 are now used by the old snapshots only
     old_data = data_files(table) - {n for n in table.directory.live_files(table.latest_snapshot())}
     assert old_data
-    assert table.expire_snapshots(retain_last=1) == [1, 2, 3, 4]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == [1, 2, 3, 4]
     assert [s.id for s in table.snapshots()] == [5]
     assert kept(table) == [1, 2, 3, 4]  # the compaction (5) has no changelog: still a live snapshot
     store = table.directory.store
@@ -128,7 +128,7 @@ def test_changelog_outlives_its_snapshot(tmp_path):
 def test_without_retention_the_changelog_goes_with_its_snapshot(tmp_path):
     table = make(str(tmp_path / "t"), 3)
     files = changelog_files(table, 1) + changelog_files(table, 2)
-    assert table.expire_snapshots(retain_last=1) == [1, 2]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == [1, 2]
     assert kept(table) == []
     with pytest.raises(SnapshotNotFoundError):
         changelog_snapshot(table.directory.store, 1)
@@ -140,11 +140,11 @@ def test_without_retention_the_changelog_goes_with_its_snapshot(tmp_path):
 @pytest.mark.private_format
 def test_kept_changelogs_go_when_retention_is_switched_off(tmp_path):
     table = make(str(tmp_path / "t"), 3, {"changelog.num-retained.max": "10"})
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(retain_last=1, older_than=0)
     files = changelog_files(table, 1)
     assert kept(table) == [1, 2]
     table.set_options({"changelog.num-retained.max": None})
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(retain_last=1, older_than=0)
     assert kept(table) == []
     assert not set(files) & files_on_disk(table.path)
 
@@ -165,9 +165,9 @@ def test_kept_changelogs_expire_by_min_max_and_time(tmp_path, options, kept_now,
     table = make(str(tmp_path / "t"), 8, options)
     files = {i: changelog_files(table, i) for i in range(1, 9)}
     now = int(time.time() * 1000)
-    assert housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now) == list(range(1, 8))
+    assert housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now) == list(range(1, 8))
     assert kept(table) == kept_now
-    housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now + 2 * HOUR_MS)
+    housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now + 2 * HOUR_MS)
     assert kept(table) == kept_later
     on_disk = files_on_disk(table.path)
     for i in range(1, 9):
@@ -181,15 +181,15 @@ def test_kept_changelogs_expire_by_min_max_and_time(tmp_path, options, kept_now,
 def test_a_consumer_holds_kept_changelogs(tmp_path):
     table = make(str(tmp_path / "t"), 6, {"changelog.time-retained": "1h"})
     now = int(time.time() * 1000)
-    housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now)
+    housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now)
     assert kept(table) == [1, 2, 3, 4, 5]
     table.reset_consumer("reader", 3)  # a kept changelog is a valid position
-    housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now + 2 * HOUR_MS)
+    housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now + 2 * HOUR_MS)
     assert kept(table) == [3, 4, 5]  # 1 and 2 are old; 3.. the consumer still reads
     for i in (3, 4, 5):
         changelog_files(table, i)
     table.drop_consumer("reader")
-    housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now + 2 * HOUR_MS)
+    housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now + 2 * HOUR_MS)
     assert kept(table) == []
 
 
@@ -197,18 +197,18 @@ def test_a_consumer_holds_kept_changelogs(tmp_path):
 def test_a_consumer_beyond_max_still_holds(tmp_path):
     table = make(str(tmp_path / "t"), 6, {"changelog.num-retained.max": "2"})
     table.reset_consumer("slow", 3)  # holds 3 and 2, the snapshot its next change is computed against
-    assert table.expire_snapshots(retain_last=1) == [1]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == [1]
     assert kept(table) == []  # 1 is over max and the consumer reads from 3 on
     assert [s.id for s in table.snapshots()] == [2, 3, 4, 5, 6]
     table.reset_consumer("slow", 6)
-    assert table.expire_snapshots(retain_last=1) == [2, 3, 4]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == [2, 3, 4]
     assert kept(table) == []  # 4 <= 6 - 2: over max, and the consumer is past it
 
 
 @pytest.mark.private_format
 def test_orphan_cleanup_keeps_changelog_files(tmp_path):
     table = make(str(tmp_path / "t"), 4, {"changelog.num-retained.max": "10"})
-    table.expire_snapshots(retain_last=2)
+    table.expire_snapshots(retain_last=2, older_than=0)
     assert kept(table) == [1, 2]
     wanted = {f for i in (1, 2, 3, 4) for f in changelog_files(table, i)}
     bucket = table.directory.bucket_directory((), 0)
@@ -227,10 +227,11 @@ def test_orphan_cleanup_keeps_changelog_files(tmp_path):
 @pytest.mark.private_format
 def test_a_damaged_kept_changelog_stops_cleanup(tmp_path):
     table = make(str(tmp_path / "t"), 3, {"changelog.num-retained.max": "10"})
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(retain_last=1, older_than=0)
     with open(os.path.join(table.path, paths.retained_changelog_file(1)), "wb") as f:
         f.write(b"{")
-    for call in (lambda: table.expire_snapshots(retain_last=1), lambda: table.remove_orphan_files(older_than=0)):
+    for call in (lambda: table.expire_snapshots(retain_last=1, older_than=0),
+                 lambda: table.remove_orphan_files(older_than=0)):
         with pytest.raises(CorruptTableError, match="changelog-1.json"):
             call()
     changelog_files(table, 2)  # nothing of what it could not account for was deleted
@@ -241,7 +242,7 @@ def test_a_damaged_kept_changelog_stops_cleanup(tmp_path):
 def test_cli_info_shows_the_kept_range(tmp_path):
     path = str(tmp_path / "t")
     table = make(path, 4, {"changelog.num-retained.max": "10"})
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(retain_last=1, older_than=0)
     out = subprocess.run([sys.executable, "-m", "mergetree", "info", path], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "changelog kept past expired snapshots: 3 commits (1..3)" in out.stdout
@@ -307,7 +308,7 @@ CHILD = textwrap.dedent("""
         commit_with_changelog(table, [latest % 5, 1000 + latest], f"c{latest}")
         # the consumer trails the table by 4 commits
         consumers.record(table.directory, "follower", max(1, table.latest_snapshot().id - 4))
-        table.expire_snapshots(retain_last=2)
+        table.expire_snapshots(retain_last=2, older_than=0)
 """)
 
 
@@ -352,7 +353,7 @@ def test_sigkill_during_expiry_keeps_changelogs_and_consumers(tmp_path):
         latest = table.latest_snapshot().id
         commit_with_changelog(table, [latest % 5, 1000 + latest], f"c{latest}")
         consumers.record(table.directory, "follower", max(1, table.latest_snapshot().id - 4))
-        table.expire_snapshots(retain_last=2)
+        table.expire_snapshots(retain_last=2, older_than=0)
     check_after_crash(table)
     assert table.snapshots()[0].id > 10
     assert kept(table) and kept(table)[0] > 1

@@ -35,12 +35,12 @@ def test_a_consumer_resumes_and_holds_back_expiry(tmp_path, producer):
     for i in range(4):  # commits the consumer has not read yet, then expiry of all but the newest
         table.write({"k": [i, 10 + i], "v": [f"u{i}", "n"]})
         table.delete({"k": [2]}) if i == 1 else None
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(retain_last=1, older_than=0)
     change = table.changes(consumer_id="etl").read_all()  # what it has not seen, computed or from the changelog
     seen = _apply(seen, change)
     assert seen == _rows(table)
     assert table.changes(consumer_id="etl").read_all().num_rows == 0  # nothing new
-    table.expire_snapshots(retain_last=1)  # now it holds back only what it reads next
+    table.expire_snapshots(retain_last=1, older_than=0)  # now it holds back only what it reads next
     assert len(table.snapshots()) <= 2
 
 

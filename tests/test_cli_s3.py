@@ -73,7 +73,7 @@ def test_the_table_commands_on_s3(s3_server, tmp_path):
     page = tmp_path / "report.html"
     report = run("report", uri, "--html", str(page), *flags, secret=secret)
     assert report.returncode == 0 and secret not in page.read_text(), report.stderr
-    expire = run("expire", uri, "--retain", "1", "--orphans", *flags, secret=secret)
+    expire = run("expire", uri, "--retain", "1", "--older-than-hours", "0", "--orphans", *flags, secret=secret)
     assert expire.returncode == 0 and "expired 3 snapshot(s)" in expire.stdout, expire.stderr
     assert [s.id for s in Table.open(uri, storage_options=options).snapshots()] == [4]
     repair = run("repair", uri, *flags, secret=secret)

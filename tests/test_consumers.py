@@ -43,19 +43,19 @@ def test_a_consumer_holds_back_expiry_until_dropped(tmp_path):
     held = ids[2]
     table.reset_consumer("job", held)
     # it holds what it reads next and the snapshot before, which its next change is computed against
-    assert table.expire_snapshots(retain_last=1) == ids[:1]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == ids[:1]
     assert [s.id for s in table.snapshots()] == ids[1:]
     for i in ids[1:]:  # everything the consumer still reads is readable, files and all
         assert as_state(table.read(snapshot=i)) == model[i]
 
     # a consumer advancing releases what it has read
     consumers.record(table.directory, "job", ids[4])
-    assert table.expire_snapshots(retain_last=1) == ids[1:3]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == ids[1:3]
     assert as_state(table.read(snapshot=ids[3])) == model[ids[3]]
 
     table.drop_consumer("job")
     assert table.consumers() == []
-    assert table.expire_snapshots(retain_last=1) == ids[3:5]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == ids[3:5]
     assert as_state(table.read()) == model[ids[-1]]
 
 
@@ -64,7 +64,7 @@ def test_the_oldest_of_several_consumers_counts(tmp_path):
     ids = [s.id for s in table.snapshots()]
     table.reset_consumer("fast", ids[-1] + 1)  # caught up: holds nothing
     table.reset_consumer("slow", ids[2])
-    assert table.expire_snapshots(retain_last=1) == ids[:1]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == ids[:1]
     assert [c.id for c in table.consumers()] == ["fast", "slow"]
     assert as_state(table.read(snapshot=ids[1])) == model[ids[1]]
 
@@ -76,10 +76,10 @@ def test_an_idle_consumer_expires_and_holds_nothing(tmp_path):
     now = int(time.time() * 1000)
     consumers.record(table.directory, "idle", ids[0], now_millis=now - 2 * HOUR_MS)
     consumers.record(table.directory, "active", ids[2], now_millis=now - HOUR_MS // 2)
-    assert housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now) == ids[:1]
+    assert housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now) == ids[:1]
     assert [c.id for c in table.consumers()] == ["active"]  # idle was removed, active holds ids[1:]
     # half an hour later the active one is idle too
-    assert housekeeping.expire_snapshots(table.directory, 1, None, now_millis=now + HOUR_MS) == ids[1:-1]
+    assert housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now + HOUR_MS) == ids[1:-1]
     assert table.consumers() == []
 
 
@@ -87,7 +87,7 @@ def test_consumers_never_expire_without_the_option(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 3)
     ids = [s.id for s in table.snapshots()]
     consumers.record(table.directory, "old", ids[0], now_millis=0)  # 1970
-    assert table.expire_snapshots(retain_last=1) == []
+    assert table.expire_snapshots(retain_last=1, older_than=0) == []
     assert table.consumer("old").next_snapshot == ids[0]
 
 
@@ -108,7 +108,7 @@ def test_record_moves_forward_only_and_refreshes_the_time(tmp_path):
 def test_reset_checks_the_snapshot(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 3)
     ids = [s.id for s in table.snapshots()]
-    table.expire_snapshots(retain_last=2)
+    table.expire_snapshots(retain_last=2, older_than=0)
     live = [s.id for s in table.snapshots()]
     for bad in (ids[0], live[-1] + 2, 0, -1, True, 1.5, "2"):
         with pytest.raises(InvalidArgumentError):
@@ -169,7 +169,7 @@ def test_a_damaged_consumer_file(tmp_path, content):
     info = table.info()
     assert [c.id for c in info.consumers] == ["good"] and list(info.damaged_consumers) == ["bad"]
     later = int(time.time() * 1000) + HOUR_MS  # the good one has expired by then
-    assert housekeeping.expire_snapshots(table.directory, 1, None, now_millis=later) == ids[:-1]
+    assert housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=later) == ids[:-1]
     assert os.path.exists(os.path.join(table.path, relative))
     # a reset rewrites it, a drop removes it
     assert table.reset_consumer("bad", ids[-1]).next_snapshot == ids[-1]
@@ -211,9 +211,10 @@ def test_consumers_on_an_object_store(s3_server, monkeypatch):
     table.reset_consumer("remote", ids[1])
     consumers.record(table.directory, "remote", ids[2])
     assert table.consumer("remote").next_snapshot == ids[2]
-    assert table.expire_snapshots(retain_last=1) == ids[:1]  # ids[1]: what its next change is computed against
+    # ids[1]: what its next change is computed against
+    assert table.expire_snapshots(retain_last=1, older_than=0) == ids[:1]
     assert as_state(table.read(snapshot=ids[2])) == {0: "0", 1: "1", 2: "2"}
     assert [c.id for c in Table.open(uri, storage_options=s3_server.options()).consumers()] == ["remote"]
     table.drop_consumer("remote")
     assert table.consumers() == []
-    assert table.expire_snapshots(retain_last=1) == ids[1:3]
+    assert table.expire_snapshots(retain_last=1, older_than=0) == ids[1:3]

@@ -24,7 +24,13 @@ from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, pypaimon_read, rows, write_paimon
 
 import mergetree.paimon as mp
-from mergetree import CompactionConflictError, SnapshotNotFoundError, UnsupportedPaimonFeatureError
+from mergetree import (
+    CompactionConflictError,
+    InvalidArgumentError,
+    SnapshotNotFoundError,
+    Table,
+    UnsupportedPaimonFeatureError,
+)
 from mergetree.codec.binary_row import decode_row, encode_row
 from mergetree.codec.types import parse_type
 from mergetree.paimon.handle import PaimonTableHandle
@@ -419,7 +425,6 @@ def _alter(wh: Path, name: str, options: dict) -> None:
     ({"row-tracking.enabled": "true"}, "row-tracking.enabled"),
     ({"merge-engine": "aggregation", "fields.v.aggregate-function": "collect"}, "fields.v.aggregate-function"),
     ({"merge-engine": "partial-update", "fields.cnt.sequence-group": "v"}, "fields.cnt.sequence-group"),
-    ({"some.future-option": "1"}, "some.future-option"),
     ({"bucket": "-1"}, "bucket"),
 ])
 def test_unsupported_options_are_named(tmp_path: Path, options: dict, named: str) -> None:
@@ -436,6 +441,22 @@ def test_unsupported_options_are_named(tmp_path: Path, options: dict, named: str
     assert _data_files(wh) == files  # nothing written
     # time travel to the snapshot, under the schema it was committed with, still reads
     assert rows(mp.read(str(wh), name, snapshot=3), ["name", "id"]) == before
+
+
+@needs_pypaimon
+def test_free_form_properties_are_kept_and_ignored_as_java_does(tmp_path: Path) -> None:
+    wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
+    write_paimon(work, wh, name, _commits(1, 2, 20, False, False), ["name", "id"], [], {"bucket": "1"})
+    before = rows(mp.read(str(wh), name), ["name", "id"])
+    _alter(wh, name, {"owner": "finance", "some.future-property": "1", "cost-center": "42"})
+    assert rows(mp.read(str(wh), name), ["name", "id"]) == before
+    t = Table.open(wh / "db.db" / "t")
+    t.compact(full=True)
+    t.set_options({"team": "risk"})
+    assert rows(t.read(), ["name", "id"]) == before
+    assert PaimonTable.open(str(wh), name).schema().options["owner"] == "finance"
+    with pytest.raises(InvalidArgumentError, match="did you mean 'merge-engine'"):
+        t.set_options({"merge-engin": "first-row"})
 
 
 @pytest.mark.parametrize(("options", "named"), [

@@ -210,12 +210,12 @@ def test_preaggregates_are_extra_files_java_keeps_and_expires_with_their_file(tm
     t.build_indexes()  # the new definition's files replace the stale ones in the entries
     t.aggregate("k", {"v": "max"})
     assert t.last_read.used_preaggregates == len(entries)
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     now = {p.name for p in root.rglob("*.agg-by_k-*")}
     assert not (old & now) and len(now) == len(entries)
     # a rewrite of the files (the optimizer) drops their pre-aggregates with them, and builds new ones
     t.optimize(order=["k"])
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     live = live_entries(t)
     assert {p.name for p in root.rglob("*.agg-by_k-*")} == \
         {x for e in live for x in e.file.origin.file.record["_FILE"]["_EXTRA_FILES"]}

@@ -92,7 +92,7 @@ def test_options_pypaimon_alters_are_the_engines_too(tmp_path):
     ({"type": "format-table"}, UnsupportedPaimonFeatureError, "'type' cannot be changed"),
     ({"deletion-vectors.enabled": "true"}, UnsupportedPaimonFeatureError, "deletion-vectors.modifiable"),
     ({"ignore-delete": "false"}, UnsupportedPaimonFeatureError, "from true to false"),
-    ({"no-such.option": "1"}, UnsupportedPaimonFeatureError, "does not know this option"),
+    ({"deletion-vector.enabled": "true"}, InvalidArgumentError, "did you mean 'deletion-vectors.enabled'"),
     ({"query-log.retention": "soon"}, InvalidArgumentError, "query-log.retention"),
     ({"file-index.bloom-filter.columns": "nope"}, UnsupportedPaimonFeatureError, "names column 'nope'"),
     ({"changelog-producer": "sometimes"}, UnsupportedPaimonFeatureError, "changelog-producer"),
@@ -170,7 +170,7 @@ def test_expiry_keeps_what_tags_and_consumers_need_and_pypaimon_reads_the_rest(t
     before = snapshots_read(t, [*ids, "first", "second"])
     on_disk = files_of(root)
 
-    expired = t.expire_snapshots(retain_last=2)
+    expired = t.expire_snapshots(retain_last=2, older_than=0)
     assert expired == [i for i in ids if i < next_snapshot - 1]
     left = [s.id for s in t.snapshots()]
     assert left == [i for i in ids if i not in expired]
@@ -197,7 +197,7 @@ def test_expiry_of_a_deletion_vector_table_with_external_paths(tmp_path):
     expected = sorted_rows(t.read())
     inside, outside = files_of(root), files_of(ext)
     assert outside and any(f.startswith("index/") for f in inside)
-    expired = t.expire_snapshots(retain_last=1)
+    expired = t.expire_snapshots(retain_last=1, older_than=0)
     assert expired and [s.id for s in t.snapshots()] == [max(expired) + 1]
     assert sorted_rows(t.read()) == expected
     # the expired snapshots' data files went from the external root, their index files from index/
@@ -221,7 +221,7 @@ def test_expiry_keeps_every_expired_snapshots_changelog_when_java_would(tmp_path
         t.write(batch(v * 10, v * 10 + 20, v))
     appends = [s.id for s in t.snapshots() if s.changelog_manifest_list]
     changes = {i: t.changes(start=i - 1, end=i, source="changelog").read_all() for i in appends}
-    expired = t.expire_snapshots(retain_last=1)
+    expired = t.expire_snapshots(retain_last=1, older_than=0)
     kept = sorted(int(n.split("-")[1]) for n in os.listdir(root / "changelog") if n.startswith("changelog-"))
     assert kept == expired and len(expired) == len(t.snapshots()) + len(expired) - 1
     assert (root / "changelog" / "EARLIEST").read_text() == str(kept[0])
@@ -237,7 +237,7 @@ def test_expiry_keeps_every_expired_snapshots_changelog_when_java_would(tmp_path
     u = Table.open(other)
     for v in range(3):
         u.write(batch(v * 10, v * 10 + 20, v))
-    assert u.expire_snapshots(retain_last=1) and not (other / "changelog").exists()
+    assert u.expire_snapshots(retain_last=1, older_than=0) and not (other / "changelog").exists()
 
 
 @pytest.mark.parametrize("fail_at", range(0, 48, 3))
@@ -263,7 +263,7 @@ def test_an_expiry_that_stops_anywhere_leaves_a_readable_table(tmp_path, monkeyp
 
     monkeypatch.setattr(type(storage), "delete", failing_delete)
     try:
-        t.expire_snapshots(retain_last=1)
+        t.expire_snapshots(retain_last=1, older_than=0)
     except StorageError:
         pass
     monkeypatch.undo()
@@ -271,7 +271,7 @@ def test_an_expiry_that_stops_anywhere_leaves_a_readable_table(tmp_path, monkeyp
     assert sorted_rows(t.read()) == expected
     for i in t.snapshots():
         t.read(snapshot=i.id)
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     t.remove_orphan_files(older_than=0)
     assert sorted_rows(Table.open(root).read()) == expected
     assert len(t.snapshots()) == 1
@@ -320,18 +320,18 @@ def test_a_table_with_branches_is_not_cleaned_and_kept_changelogs_stay_without_r
     t = Table.open(root)
     for v in range(4):
         t.write(batch(v * 10, v * 10 + 20, v))
-    kept = t.expire_snapshots(retain_last=2)
+    kept = t.expire_snapshots(retain_last=2, older_than=0)
     assert sorted(int(n.split("-")[1]) for n in os.listdir(root / "changelog") if n.startswith("changelog-")) == kept
     # no retention reaching further than the snapshots' any more: Java leaves kept changelogs alone
     t.set_options({"changelog.num-retained.min": None})
     t.write(batch(100, 110, 9))
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     assert all((root / "changelog" / f"changelog-{i}").exists() for i in kept)
     # a branch's files are beside the main branch's: nothing is cleaned, nothing is deleted
     (root / "branch" / "branch-b" / "schema").mkdir(parents=True)
     (root / "branch" / "branch-b" / "schema" / "schema-0").write_bytes((root / "schema" / "schema-0").read_bytes())
     before = files_of(root)
-    for clean in (lambda: t.expire_snapshots(retain_last=1), lambda: t.remove_orphan_files(older_than=0)):
+    for clean in (lambda: t.expire_snapshots(retain_last=1, older_than=0), lambda: t.remove_orphan_files(older_than=0)):
         with pytest.raises(UnsupportedPaimonFeatureError, match="has branches \\(b\\)"):
             clean()
     assert files_of(root) == before

@@ -29,7 +29,7 @@ def test_info_read_compact_expire(tmp_path):
     compact = run("compact", path, "--full")
     assert compact.returncode == 0 and "committed snapshot" in compact.stdout
     assert Table.open(path).latest_snapshot().commit_kind == "COMPACT"
-    expire = run("expire", path, "--retain", "1", "--orphans")
+    expire = run("expire", path, "--retain", "1", "--older-than-hours", "0", "--orphans")
     assert expire.returncode == 0 and "expired 3 snapshot(s)" in expire.stdout
     assert len(Table.open(path).snapshots()) == 1
     bad = run("read", path, "--filter", "nope = 1")

@@ -222,7 +222,7 @@ def test_housekeeping_keeps_live_index_files_and_removes_old_ones(tmp_path):
     assert len(indexes) == 3
     before = t.read().sort_by("id")
     assert t.remove_orphan_files(older_than=dt.timedelta(0)) == []
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     left = {p for p in table_files(t.path) if p.endswith(".dv")}
     assert len(left) == 1 and left < indexes
     assert left <= set(referenced_files(t.directory, t.directory.store.snapshot_ids()))

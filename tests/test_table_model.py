@@ -149,7 +149,7 @@ class TableMachine(RuleBasedStateMachine):
     def expire(self, data):
         """Expire old snapshots and remove orphans: nothing a live snapshot needs may go."""
         retain = data.draw(st.integers(1, 4), label="retain")
-        expired = self.table.expire_snapshots(retain_last=retain)
+        expired = self.table.expire_snapshots(retain_last=retain, older_than=0)
         for i in expired:
             self.history.pop(i, None)
         self.table.remove_orphan_files(older_than=datetime.timedelta(0))

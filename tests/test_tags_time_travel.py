@@ -95,7 +95,7 @@ def test_expiry_keeps_what_a_tag_needs_and_deleting_it_removes_what_only_it_kept
     t.create_tag("old", snapshot=moments[1])
     t.create_tag("older", snapshot=moments[0])
     files_before = sum(len(files) for _, _, files in os.walk(path))
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     assert len(t.snapshots()) == 1
     assert _rows(t.read(snapshot="old")) == states[1] and _rows(t.read(snapshot="older")) == states[0]
     t.remove_orphan_files(older_than=0)  # nothing a tag needs is an orphan
@@ -173,7 +173,7 @@ def test_the_cli_tags_and_time_travels(tmp_path):
 def test_pypaimon_reads_mergetrees_tags_and_mergetree_reads_after_its_writes(tmp_path):
     t, path, moments, states = _history(tmp_path, commits=3, options={"deletion-vectors.enabled": "true"})
     t.create_tag("first", snapshot=moments[0])
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     work = tmp_path / "work"
     work.mkdir()
     assert _rows(pypaimon_read(tmp_path / "wh", "db.t", work, snapshot="first")) == states[0]
@@ -188,5 +188,5 @@ def test_pypaimon_reads_mergetrees_tags_and_mergetree_reads_after_its_writes(tmp
 def test_java_paimon_reads_mergetrees_tags(tmp_path):
     t, _, moments, states = _history(tmp_path, commits=3)
     t.create_tag("second", snapshot=moments[1])
-    t.expire_snapshots(retain_last=1)
+    t.expire_snapshots(retain_last=1, older_than=0)
     assert _rows(java_read(tmp_path / "wh", "db.t", tmp_path / "work", snapshot="second")) == states[1]

@@ -217,14 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("expire", "expire old snapshots (and optionally orphan files)", commands.expire)
     add_table_path(p)
-    p.add_argument("--retain", type=_positive_int, default=1,
-                   help="snapshots to keep; the default keeps only the latest, ending time travel to older ones")
+    p.add_argument("--retain", type=_positive_int, metavar="N",
+                   help="snapshots always kept (default: the table's snapshot.num-retained.min, Paimon's 10)")
+    p.add_argument("--retain-max", type=_positive_int, metavar="N",
+                   help="snapshots kept at most, whatever their age (default: snapshot.num-retained.max, unbounded)")
     p.add_argument("--older-than-hours", type=_non_negative_hours,
-                   help="only expire snapshots older than this (default: any age)")
+                   help="between those, expire snapshots older than this (default: snapshot.time-retained, Paimon's "
+                        "1 hour; 0: any age)")
     p.add_argument("--orphans", action="store_true",
                    help="also remove the table's unreferenced files (foreign files are never touched)")
-    p.add_argument("--orphans-older-than-hours", type=_non_negative_hours, default=1.0,
-                   help="only remove orphan files older than this, so commits in flight keep theirs")
+    p.add_argument("--orphans-older-than-hours", type=_non_negative_hours, default=24.0,
+                   help="only remove orphan files older than this (Paimon's default: a day), so commits in flight "
+                        "keep theirs")
 
     def queries_help(args: argparse.Namespace) -> int:
         queries.print_help()

@@ -351,7 +351,7 @@ def alter(args: argparse.Namespace) -> int:
 def expire(args: argparse.Namespace) -> int:
     table = open_table(args)
     older = dt.timedelta(hours=args.older_than_hours) if args.older_than_hours is not None else None
-    expired = table.expire_snapshots(retain_last=args.retain, older_than=older)
+    expired = table.expire_snapshots(retain_last=args.retain, older_than=older, retain_max=args.retain_max)
     kept = table.directory.store.snapshot_ids()
     out_console.print(f"expired {len(expired)} snapshot(s)" + (f": {expired[0]}..{expired[-1]}" if expired else "")
                       + (f"; kept {len(kept)}: {kept[0]}..{kept[-1]}" if kept else ""))

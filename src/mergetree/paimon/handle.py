@@ -232,12 +232,13 @@ class PaimonTableHandle(Table):
         finally:
             self._fresh, self._directory = False, None
 
-    def expire_snapshots(self, retain_last: int = 1, older_than: Any = None) -> list[int]:
+    def expire_snapshots(self, retain_last: int | None = None, older_than: Any = None,
+                         retain_max: int | None = None) -> list[int]:
         """`Table.expire_snapshots` on the table as Paimon keeps it: snapshot files removed
         oldest first, then the files only they used (data files at external paths too); what a
         tag, a consumer (``consumer/consumer-<id>``) or a kept changelog (``changelog.*``
         retention: ``changelog/changelog-<id>``) still needs stays; the EARLIEST hint follows."""
-        return self.at().expire_snapshots(retain_last, older_than)
+        return self.at().expire_snapshots(retain_last, older_than, retain_max)
 
     # -- tags: Paimon's (``tag/tag-<name>``), through the engine ---------------------------
     def create_tag(self, name: str, snapshot: Any = None) -> Any:
@@ -262,7 +263,7 @@ class PaimonTableHandle(Table):
     def drop_consumer(self, consumer_id: str) -> None:
         self.at().drop_consumer(consumer_id)
 
-    def remove_orphan_files(self, older_than: Any = dt.timedelta(hours=1)) -> list[str]:
+    def remove_orphan_files(self, older_than: Any = dt.timedelta(days=1)) -> list[str]:
         """`Table.remove_orphan_files` on the table: only the kinds of file Paimon's writers make
         (data, changelog, index, manifest and statistics files where Paimon puts them), never a
         snapshot, schema, tag, consumer or kept changelog, nor anything else beside them."""

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CommitConflictError, CompactionConflictError
+from . import expiry
 from .directory import TableDirectory
 from .files import DataFileMeta, read_data_file
 from .schema import SEQUENCE_COLUMN
@@ -63,14 +64,17 @@ def commit_with_rebase(directory: TableDirectory, base: Snapshot | None, change_
     for attempt in range(COMMIT_RETRIES):
         change = change_for(base)
         try:
-            return directory.store.commit(base.id if base else None, change.adds, change.deletes, kind,
-                                          directory.schema.schema_id, retries=attempt, changelog=change.changelog,
-                                          properties=properties)
+            committed = directory.store.commit(base.id if base else None, change.adds, change.deletes, kind,
+                                               directory.schema.schema_id, retries=attempt,
+                                               changelog=change.changelog, properties=properties)
         except CompactionConflictError:
             raise  # the change itself conflicts (a store that checks it, as Paimon's does): no retry
         except CommitConflictError:
             backoff(attempt)
             base = directory.latest_snapshot()
+            continue
+        expiry.after_commit(directory, committed)
+        return committed
     raise CommitConflictError(f"gave up after {COMMIT_RETRIES} conflicting commits on {directory.path}")
 
 

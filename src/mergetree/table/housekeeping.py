@@ -9,25 +9,28 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from ..errors import (
     CorruptTableError,
-    InvalidArgumentError,
     MergeTreeError,
     SnapshotNotFoundError,
     UnsupportedFormatError,
-    UnsupportedPaimonFeatureError,
 )
 from ..storage import Store
-from . import consumers, paths
+from . import paths
 from .commit import Change, commit_with_rebase
 from .directory import TableDirectory, table_exists
 from .durations import seconds
+from .expiry import (
+    check_latest_intact,
+    delete_unreferenced,
+    expire_snapshots,
+    expired_changelogs,
+    referenced_files,
+)
 from .formats import is_paimon_table
 from .objects import is_local, is_uri, location_exists, storage_for
-from .options import TableOptions
 from .paimon.store import open_directory
 from .snapshots import Snapshot
 from .workload.history import HISTORY_DIR
@@ -41,128 +44,6 @@ __all__ = ["DAMAGED_DIR", "LOGS", "create_tag", "delete_tag", "expire_snapshots"
 DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/; a log's data files)
 # the append tables a table keeps beside its data, which it can lose without losing itself
 LOGS = {QUERY_LOG_DIR: "query log", HISTORY_DIR: "optimizer history"}
-
-
-def _check_latest_intact(directory: TableDirectory) -> None:
-    """Cleanup of a table whose newest snapshot is damaged or lost would delete that
-    snapshot's files: refuse (CorruptTableError) until it is repaired; and a table whose
-    format says the engine cannot tell what its files are used by (`cleanup_refusal`)."""
-    refusal = directory.store.cleanup_refusal()
-    if refusal is not None:
-        raise UnsupportedPaimonFeatureError(refusal)
-    latest = directory.latest_snapshot()
-    if latest is not None:
-        directory.live_files(latest)
-
-
-def referenced_files(directory: TableDirectory, snapshot_ids: list[int],
-                     changelog_ids: Iterable[int] = ()) -> dict[str, tuple[Store, str]]:
-    """Every file (name -> (store, object name): `SnapshotStore.used_files`) the snapshots use,
-    the snapshots the table's tags hold, and the changelog of the expired snapshots
-    `changelog_ids` whose changelog is kept."""
-    store = directory.store
-    out: dict[str, tuple[Store, str]] = {}
-    for i in snapshot_ids:
-        out.update(store.used_files(store.snapshot(i)))
-    for tagged in store.tagged():
-        out.update(store.used_files(tagged))
-    for i in changelog_ids:
-        kept = store.retained_changelog(i)
-        if kept is not None:  # removed since the listing: it references nothing any more
-            out.update(store.used_files(kept, changelog_only=True))
-    return out
-
-
-def expired_changelogs(options: TableOptions, kept: list[Snapshot], latest: int | None, now_millis: int,
-                       needed: int | None) -> list[int]:
-    """Which kept changelogs (ascending) to remove, by Paimon's rule (ExpireChangelogImpl): counted
-    from the newest snapshot `latest`, so live snapshots count too, a kept changelog `k` goes
-    when `k <= latest - max` (more than `changelog.num-retained.max` newer commits), or when
-    `k <= latest - min` and it is older than `changelog.time-retained`; never one an active
-    consumer still reads (`k >= needed`).  Removal takes a prefix, so what is kept stays one
-    range of commits.  Unset, min is 1 (the newest commit's changelog is kept at least while it
-    is kept at all), max is unbounded, time-retained is forever; with no option set at all,
-    every kept changelog goes."""
-    if latest is None:
-        return []
-    retained = options.retains_changelog
-    low = options.changelog_retained_min or 1
-    high = options.changelog_retained_max
-    age = options.changelog_time_retained
-    cutoff = None if age is None else now_millis - age.total_seconds() * 1000
-    out = []
-    for snap in kept:
-        if needed is not None and snap.id >= needed:
-            break
-        over_max = high is not None and snap.id <= latest - high
-        too_old = cutoff is not None and snap.id <= latest - low and snap.time_millis < cutoff
-        if retained and not over_max and not too_old:
-            break
-        out.append(snap.id)
-    return out
-
-
-def expire_snapshots(directory: TableDirectory, retain_last: int, older_than: Any,
-                     now_millis: int | None = None) -> list[int]:
-    """Delete old snapshots (keeping the newest `retain_last`, any younger than `older_than`,
-    and every one an active consumer still reads) and the files only they used.  Returns the
-    expired ids.
-
-    First the consumers that stopped advancing for `consumer.expiration-time` are removed (they
-    hold nothing back).  With changelog retention (`changelog.num-retained.*`,
-    `changelog.time-retained`), an expiring snapshot that has a changelog leaves its metadata in
-    `changelog/changelog-<id>.json`, written before the snapshot file is deleted, so its
-    changelog files stay readable; kept changelogs are then expired by `expired_changelogs`.
-    A crash at any step leaves a readable table (at worst files nothing references, which
-    `remove_orphan_files` deletes).  `now_millis`: the time the ages are measured at."""
-    if isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1:
-        raise InvalidArgumentError(f"retain_last must be an integer of at least 1, not {retain_last!r}")
-    age = None if older_than is None else seconds(older_than, "older_than")
-    _check_latest_intact(directory)
-    now = int(time.time() * 1000) if now_millis is None else now_millis
-    consumers.expire(directory, now)
-    needed = consumers.min_next_snapshot(directory)
-    store = directory.store
-    storage = directory.storage
-    ids = store.snapshot_ids()
-    candidates = ids[:-retain_last]
-    if age is not None:
-        cutoff = now - age * 1000
-        candidates = [i for i in candidates if store.snapshot(i).time_millis < cutoff]
-    if needed is not None:  # the snapshot a consumer reads next, and the one its change is computed against
-        candidates = [i for i in candidates if i < needed - 1]
-    kept_ids = store.retained_changelog_ids()
-    if not candidates and not kept_ids:
-        return []
-    before = referenced_files(directory, ids, kept_ids)
-    keep_changelog, rules = store.changelog_retention(directory.options)
-    for i in candidates:  # oldest first: the table stays readable at every step
-        if keep_changelog and store.keeps_changelog_of(store.snapshot(i)):
-            # the same document, kept before the snapshot goes (a crash in between leaves both)
-            storage.write(store.retained_changelog_file(i), storage.read(store.snapshot_file(i)))
-        storage.delete(store.snapshot_file(i))
-    live = store.snapshot_ids()
-    if candidates:
-        store.expired_to(live[0] if live else None)
-    kept = [s for s in (store.retained_changelog(i) for i in store.retained_changelog_ids()) if s is not None]
-    gone = [] if rules is None else expired_changelogs(rules, kept, live[-1] if live else None, now, needed)
-    for i in gone:
-        storage.delete(store.retained_changelog_file(i))
-    if gone or (keep_changelog and candidates):
-        store.kept_changelogs_changed()
-    _delete_unreferenced(directory, before, referenced_files(directory, live, store.retained_changelog_ids()))
-    return candidates
-
-
-def _delete_unreferenced(directory: TableDirectory, before: dict[str, tuple[Store, str]],
-                         after: dict[str, tuple[Store, str]]) -> None:
-    """Delete the files referenced `before` and no longer `after` (only the kinds of file the
-    table's writers make)."""
-    store = directory.store
-    for name in sorted(before.keys() - after.keys()):
-        if store.may_be_orphan(name):
-            where, relative = before[name]
-            where.delete(relative)  # a file that is not there is not an error
 
 
 def _tags_store(directory: TableDirectory) -> Any:
@@ -201,7 +82,7 @@ def delete_tag(directory: TableDirectory, name: str) -> None:
     kept = store.retained_changelog_ids()
     before = referenced_files(directory, ids, kept)
     store.remove_tag(name)
-    _delete_unreferenced(directory, before, referenced_files(directory, ids, kept))
+    delete_unreferenced(directory, before, referenced_files(directory, ids, kept))
 
 
 
@@ -211,7 +92,7 @@ def remove_orphan_files(directory: TableDirectory, older_than: Any) -> list[str]
     `older_than`; only names matching the table's own patterns, never a published snapshot
     or the schema.  Returns the removed paths (relative to the table)."""
     age = seconds(older_than, "older_than")
-    _check_latest_intact(directory)
+    check_latest_intact(directory)
     store = directory.store
     referenced = referenced_files(directory, store.snapshot_ids(), store.retained_changelog_ids())
     cutoff = time.time() - age

@@ -360,6 +360,17 @@ class SnapshotStore:
                 add_file(entry.file)
         return out
 
+    def snapshot_retention(self) -> tuple[int, int | None, float]:
+        """(minimum count, maximum count, age in seconds) expiry keeps by default: Paimon's."""
+        return 10, None, 3600.0
+
+    def expire_limit(self) -> int:
+        return 10
+
+    def earliest_id(self) -> int | None:
+        ids = self.snapshot_ids()
+        return ids[0] if ids else None
+
     def expired_to(self, earliest: int | None) -> None:
         """Snapshots below `earliest` were expired (a format with an EARLIEST hint writes it)."""
 

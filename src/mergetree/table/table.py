@@ -446,13 +446,20 @@ class Table:
                                                         f"aggregate.{name}.measures": None})
 
     # -- housekeeping -----------------------------------------------------------------
-    def expire_snapshots(self, retain_last: int = 1, older_than: dt.timedelta | float | None = None) -> list[int]:
-        """Delete old snapshots (always keeping the newest `retain_last`, any younger than
-        `older_than`: a timedelta or seconds, and every one an active consumer still reads) and
-        the files only they used.  Consumers idle for `consumer.expiration-time` are removed
-        first.  With `changelog.num-retained.*` / `changelog.time-retained` set, an expired
-        snapshot's changelog is kept (and expired by those options).  Returns the expired ids."""
-        return housekeeping.expire_snapshots(self.directory, retain_last, older_than)
+    def expire_snapshots(self, retain_last: int | None = None, older_than: dt.timedelta | float | None = None,
+                         retain_max: int | None = None) -> list[int]:
+        """Delete old snapshots and the files only they used, as Paimon's expiry does: the
+        newest `retain_last` always stay (default: the table's ``snapshot.num-retained.min``,
+        10), none beyond the newest `retain_max` (``snapshot.num-retained.max``, unbounded),
+        and in between those older than `older_than` go (a timedelta or seconds; default
+        ``snapshot.time-retained``, an hour; 0: any age) — never one an active consumer still
+        reads, nor what a tag or a kept changelog needs.  Consumers idle for
+        `consumer.expiration-time` are removed first.  With `changelog.num-retained.*` /
+        `changelog.time-retained` set, an expired snapshot's changelog is kept (and expired by
+        those options).  Every commit also runs this with the table's options, ten snapshots
+        at most (``snapshot.expire.limit``), unless the table is ``write-only``.  Returns the
+        expired ids."""
+        return housekeeping.expire_snapshots(self.directory, retain_last, older_than, retain_max=retain_max)
 
     # -- consumers: named readers of the table's changes, each holding back expiry -------
     # -- tags -------------------------------------------------------------------------
@@ -489,10 +496,10 @@ class Table:
         """Remove a consumer: it no longer holds back expiry."""
         consumers.drop(self.directory, consumer_id)
 
-    def remove_orphan_files(self, older_than: dt.timedelta | float = dt.timedelta(hours=1)) -> list[str]:
+    def remove_orphan_files(self, older_than: dt.timedelta | float = dt.timedelta(days=1)) -> list[str]:
         """Delete the table's files that no snapshot references (left by failed writes,
         crashes or aborted compactions) and that are older than `older_than` (a timedelta
-        or seconds), so that commits in flight keep theirs.  Only files whose names and
+        or seconds; default a day, as Paimon's), so that commits in flight keep theirs.  Only files whose names and
         places match the table's own patterns are ever deleted; snapshots and the schema
         never are."""
         return housekeeping.remove_orphan_files(self.directory, older_than)

@@ -7,7 +7,6 @@ before anything is written; the schema file is created with the store's conditio
 two creators never both succeed."""
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,9 +40,8 @@ from .options import (
     PK_CLUSTERING,
     check_options,
     file_index_spec,
-    is_known_option,
     is_true,
-    known_options,
+    misspelt,
     option_text,
 )
 from .store import open_directory, paimon_directory
@@ -95,6 +93,10 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     if keys:
         written["merge-engine"] = engine
     for k, v in (options or {}).items():
+        close = misspelt(str(k), list(OPTIONS))
+        if close is not None:  # a misspelt name is the caller's mistake; any other is a free-form property
+            raise InvalidArgumentError(f"unknown table option {k!r}; did you mean {close!r}? (a free-form "
+                                       f"property needs a name no option is close to)")
         text = option_text(v)
         if text is not None:
             written[str(k)] = text
@@ -149,10 +151,6 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
         argument = _ARGUMENTS.get(key)
         if argument is not None:  # one way to say it: the argument, never an option contradicting it
             raise InvalidArgumentError(f"give {key!r} as Table.create's argument {argument}=..., not as an option")
-        if not is_engine_option(key) and not is_known_option(key):  # a misspelt name is the caller's mistake
-            close = difflib.get_close_matches(key, [*OPTIONS, *known_options()], n=1)
-            if close:
-                raise InvalidArgumentError(f"unknown table option {key!r}; did you mean {close[0]!r}?")
         # a list of columns as the engine's options take it: comma-separated, as Java reads them
         engine_options[key] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
     # the arguments and the engine's own options, checked as for every table (the same errors)

@@ -23,8 +23,9 @@ Compaction adds: no changelog producer that compaction must feed (``lookup``,
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ from ..durations import java_duration
 
 __all__ = ["EXTERNAL_PATHS", "MERGETREE_PREFIX", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions",
            "Retention", "check_option_change", "check_options", "external_paths", "file_index_spec",
-           "is_known_option", "is_true", "known_options", "option_text", "retention"]
+           "is_known_option", "is_true", "known_options", "misspelt", "option_text", "retention"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
 # one prefix, which Java keeps in the schema and ignores; the engine checks their values
@@ -165,8 +166,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         if key.startswith("scan."):
             raise refuse(key, "a table-level scan setting changes which snapshot or rows a read sees; "
                               "remove it or read with pypaimon")
-        raise refuse(key, "mergetree does not know this option, so it cannot tell whether it changes what "
-                          "a read returns")
+        # any other key is a free-form property (``owner``, ``team``), kept and ignored as Java
+        # keeps and ignores it; `misspelt` catches a typo of a known option where one is set
 
     try:
         buckets = int(opts.get("bucket", "-1"))
@@ -327,6 +328,18 @@ def known_options() -> list[str]:
     """The Paimon option names mergetree knows by name (honoured, harmless or refused), for
     suggestions when a name is misspelt."""
     return sorted({*_KNOWN_KEYS, *_HARMLESS_KEYS, *_REFUSED_WHEN_TRUE})
+
+
+def misspelt(key: str, engine_options: Sequence[str] = ()) -> str | None:
+    """The known option (Paimon's, or the engine's `engine_options`) that `key` looks like a
+    misspelling of, None when it is known or a free-form property."""
+    if is_known_option(key) or key in engine_options:
+        return None
+    bare = key[len(MERGETREE_PREFIX):] if key.startswith(MERGETREE_PREFIX) else key
+    if key.startswith(MERGETREE_PREFIX) and bare in engine_options:
+        return None
+    close = difflib.get_close_matches(bare, [*engine_options, *known_options()], n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def is_known_option(key: str) -> bool:
@@ -571,6 +584,10 @@ class Retention:
     changelog_max: int | None
     changelog_age: dt.timedelta
     decoupled: bool
+    snapshot_min: int = 10
+    snapshot_max: int | None = None
+    snapshot_age: dt.timedelta = dt.timedelta(hours=1)
+    expire_limit: int = 10  # ``snapshot.expire.limit``: the most snapshots one expiry after a commit removes
 
 
 def retention(options: Mapping[str, str]) -> Retention:
@@ -607,4 +624,5 @@ def retention(options: Mapping[str, str]) -> Retention:
     unbounded = 2**31 - 1  # Java's Integer.MAX_VALUE, the maximum's default
     decoupled = ((changelog_max or unbounded) > (snapshot_max or unbounded) or changelog_min > snapshot_min
                  or changelog_age > snapshot_age)
-    return Retention(changelog_min, changelog_max, changelog_age, decoupled)
+    return Retention(changelog_min, changelog_max, changelog_age, decoupled, snapshot_min, snapshot_max, snapshot_age,
+                     number("snapshot.expire.limit", 10) or 10)

@@ -46,8 +46,9 @@ from ..files import DataFileMeta, final_rows, remove_uncommitted
 from ..formats import is_paimon_table
 from ..journal import creating, is_location
 from ..levers.preaggregates import model_signature, sidecar_of, write_preaggregate
-from ..objects import list_names, storage_for
+from ..objects import list_names, read_if_exists, storage_for
 from ..options import KEY_BLOOM_COLUMNS
+from ..options import OPTIONS as ENGINE_OPTIONS
 from ..schema import TableSchema
 from ..snapshots import FileEntry, Snapshot, add_manifests
 from .commit import (
@@ -81,7 +82,7 @@ from .metadata import (
     relative_bucket_path,
 )
 from .metadata import clear_caches as clear_metadata_caches
-from .options import CLUSTERING_COLUMNS, check_option_change, file_index_spec, is_true, option_text, retention
+from .options import CLUSTERING_COLUMNS, check_option_change, file_index_spec, is_true, misspelt, option_text, retention
 from .schema_changes import SchemaChange, apply_changes
 from .tables import (
     bloom_option_changes,
@@ -298,6 +299,9 @@ class PaimonSnapshotStore:
                 raise InvalidArgumentError(f"option names are strings, not {key!r}")
             # (a pk-clustering-override table's `clustering.columns` is Paimon's, fixed at create)
             name = key if key == CLUSTERING_COLUMNS and schema.clustering_columns else option_name(key)
+            close = misspelt(name, list(ENGINE_OPTIONS))
+            if close is not None and changes[key] is not None:  # a free-form property may be any other name
+                raise InvalidArgumentError(f"unknown table option {key!r}; did you mean {close!r}?")
             text = option_text(value)
             check_option_change(before, name, text, has_snapshots)  # as Java: against the options before
             if text is None:
@@ -431,6 +435,26 @@ class PaimonSnapshotStore:
     def write_latest_hint(self, snapshot_id: int | None) -> None:
         """Point the LATEST hint at `snapshot_id` (`repair` after setting damaged snapshots aside)."""
         self._hint(LATEST_HINT, snapshot_id)
+
+    def snapshot_retention(self) -> tuple[int, int | None, float]:
+        rules = retention(self.schema.options)
+        return rules.snapshot_min, rules.snapshot_max, rules.snapshot_age.total_seconds()
+
+    def expire_limit(self) -> int:
+        return retention(self.schema.options).expire_limit
+
+    def earliest_id(self) -> int | None:
+        """The oldest snapshot's id: the EARLIEST hint where its snapshot is there (Java's
+        ``SnapshotManager.earliestSnapshotId``), else by listing."""
+        data = read_if_exists(self.storage, f"{SNAPSHOT_DIR}/EARLIEST")
+        try:
+            hint = int(data.decode().strip()) if data is not None else None
+        except (UnicodeDecodeError, ValueError):
+            hint = None
+        if hint is not None and self.storage.exists(PaimonTable.snapshot_name(hint)):
+            return hint
+        ids = self.table.snapshot_ids()
+        return ids[0] if ids else None
 
     def expired_to(self, earliest: int | None) -> None:
         """Write the EARLIEST hint as Java's expiry does (readers start their search there)."""
