@@ -425,7 +425,7 @@ def _alter(wh: Path, name: str, options: dict) -> None:
     ({"row-tracking.enabled": "true"}, "row-tracking.enabled"),
     ({"merge-engine": "aggregation", "fields.v.aggregate-function": "collect"}, "fields.v.aggregate-function"),
     ({"merge-engine": "partial-update", "fields.cnt.sequence-group": "v"}, "fields.cnt.sequence-group"),
-    ({"bucket": "-1"}, "bucket"),
+    ({"bucket": "-2"}, "bucket"),
 ])
 def test_unsupported_options_are_named(tmp_path: Path, options: dict, named: str) -> None:
     wh, work, name = tmp_path / "wh", tmp_path / "work", "db.t"
@@ -460,7 +460,9 @@ def test_free_form_properties_are_kept_and_ignored_as_java_does(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(("options", "named"), [
-    ({"bucket": "-1"}, "bucket"), ({"bucket": "-2"}, "bucket"),
+    ({"bucket": "-1", "bucket-key": "id"}, "bucket-key"),
+    ({"bucket": "-1", "dynamic-bucket.target-row-num": "0"}, "dynamic-bucket.target-row-num"),
+    ({"bucket": "-2"}, "bucket"),
     ({"bucket": "2", "partial-update.remove-record-on-delete": "true"}, "partial-update.remove-record-on-delete"),
     ({"bucket": "2", "file.format": "avro"}, "file.format"),
     ({"bucket": "2", "sequence.field": "v,nope"}, "sequence.field"),

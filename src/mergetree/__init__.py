@@ -45,6 +45,7 @@ from .errors import (
     UnsupportedFormatError,
     UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
+    WriterConflictError,
 )
 from .merge import (
     AGGREGATE_FUNCTIONS,
@@ -117,6 +118,7 @@ __all__ = [
     "UnsupportedFormatError",
     "UnsupportedPaimonFeatureError",
     "UnsupportedTypeError",
+    "WriterConflictError",
     "__version__",
     "join_sorted",
     "kinds_of",

@@ -7,7 +7,7 @@ __all__ = ["CommitConflictError", "CommittedWarning", "CompactionConflictError",
            "MalformedArrowError", "MergeStateError", "MergeTreeError", "ObjectExistsError", "ObjectNotFoundError",
            "RetractionError", "SchemaMismatchError", "SnapshotNotFoundError", "StorageAccessError", "StorageError",
            "TableExistsError", "TableNotFoundError", "UnsortedRunError", "UnsupportedFormatError",
-           "UnsupportedPaimonFeatureError", "UnsupportedTypeError"]
+           "UnsupportedPaimonFeatureError", "UnsupportedTypeError", "WriterConflictError"]
 
 
 class MergeTreeError(Exception):
@@ -82,6 +82,12 @@ class CommitConflictError(MergeTreeError):
 
 class CompactionConflictError(CommitConflictError):
     """Files this compaction read were replaced by another commit; nothing was committed."""
+
+
+class WriterConflictError(CompactionConflictError):
+    """Another writer's commit conflicts with this one in a way no rebase can resolve (in a
+    dynamic-bucket table, it gave one of this write's new keys another bucket): nothing was
+    committed; retry the write, which reads the table afresh."""
 
 
 class CommittedWarning(UserWarning):

@@ -259,6 +259,8 @@ def _bucketing(table: Table) -> tuple:
     if ts.paimon is None:
         return ("spark pmod(murmur3)",)
     paimon = ts.paimon
+    if paimon.checked_options.dynamic_buckets:  # keys placed by a hash index: no two tables alike
+        return ("Paimon's dynamic buckets (each key where its hash index put it)", object())  # never alike
     types = [paimon.field(c).type for c in ts.bucket_key]
     # what the bucket hash depends on: the type (a decimal's and a timestamp's precision too:
     # they change the binary row), not nullability or a string's length

@@ -39,6 +39,7 @@ from ..errors import (
     InvalidArgumentError,
     MergeTreeError,
     SchemaMismatchError,
+    UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
 from ..paimon.handle import PaimonTableHandle
@@ -429,6 +430,13 @@ class PaimonReader(MergetreeReader):
 
 # -- writes -----------------------------------------------------------------------------
 
+# Spark's tasks would each place new keys by a hash index of their own, and two could give one
+# key two buckets: a dynamic-bucket table takes Java's single assigner, which mergetree's Spark
+# writes do not have yet
+DYNAMIC_BUCKETS_IN_SPARK = ("a dynamic-bucket Paimon table (bucket = -1) is written by one writer that places each "
+                            "key by the hash index; mergetree's Spark writes cannot do that yet: write it with "
+                            "Table.write (Arrow in, one process), or give the table a fixed bucket count")
+
 class MergetreeWriter(DataSourceArrowWriter):
     """Writes level-0 files per task through the table's write path; the driver commits them
     all as one snapshot.  Creates the table from the DataFrame's schema if there is none
@@ -496,8 +504,10 @@ class PaimonWriter(MergetreeWriter):
         self.path = self.warehouse
         self.storage_options = _paimon_storage_options(options) or {}
         self.overwrite = overwrite
-        check_writable(PaimonTable.open(self.warehouse, self.table, self.storage_options or None).schema(),
-                       self.table or self.warehouse)
+        schema = PaimonTable.open(self.warehouse, self.table, self.storage_options or None).schema()
+        check_writable(schema, self.table or self.warehouse)
+        if schema.checked_options.dynamic_buckets:
+            raise UnsupportedPaimonFeatureError(DYNAMIC_BUCKETS_IN_SPARK)
         directory = self._open().directory
         directory.refuse_commit("OVERWRITE" if overwrite else "APPEND")  # before any task writes
         directory.storage.require_conditional_create()

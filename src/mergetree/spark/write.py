@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidArgumentError, TableNotFoundError
+from ..errors import InvalidArgumentError, TableNotFoundError, UnsupportedPaimonFeatureError
 from ..paimon.handle import PaimonTableHandle
 from ..table.objects import is_uri, storage_options_for
 from ..table.paimon.metadata import PaimonTable
@@ -129,6 +129,9 @@ def _routed_by_paimon_buckets(df: Any, table: PaimonTable) -> Any:
     schema = table.schema()
     check_writable(schema, table.name)  # before any task runs
     opts = schema.checked_options
+    if opts.dynamic_buckets:
+        from .source import DYNAMIC_BUCKETS_IN_SPARK
+        raise UnsupportedPaimonFeatureError(DYNAMIC_BUCKETS_IN_SPARK)
     key = list(opts.bucket_key)
     partition_by = list(schema.partition_keys)
     if opts.buckets < 2 or not key:

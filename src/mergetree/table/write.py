@@ -330,7 +330,8 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table, every_version: b
         return {}
     keys = []
     dictionaries = []
-    if ts.buckets > 1:
+    many = ts.buckets > 1 or (ts.buckets == -1 and ts.has_primary_key)  # -1: dynamic buckets
+    if many:
         keys.append(directory.bucket_ids(table).astype(np.int64))
     for name in ts.partition_by:
         encoded = table.column(name).combine_chunks().dictionary_encode()
@@ -358,12 +359,12 @@ def split_by_bucket(directory: TableDirectory, table: pa.Table, every_version: b
     ends = np.append(starts[1:], len(sorted_group))
     first_rows = order[starts]  # each group's first row, in input positions
     del order, sorted_group
-    bucket_at = 1 if ts.buckets > 1 else 0
+    bucket_at = 1 if many else 0
     out = {}
     for start, end, row in zip(starts, ends, first_rows):
         values = tuple(None if k[row] == null_code else dictionary[int(k[row])].as_py()
                        for k, (null_code, dictionary) in zip(keys[bucket_at:], dictionaries))
-        bucket = int(keys[0][row]) if ts.buckets > 1 else 0
+        bucket = int(keys[0][row]) if many else 0
         out[(canonical_partition(values), bucket)] = ordered.slice(start, end - start)
     return out
 

@@ -41,6 +41,7 @@ from ...errors import (
 from ..files import DataFileMeta
 from ..objects import locate
 from ..values import decode_value
+from .dynamic_buckets import HASH_INDEX
 from .metadata import ADD, DELETION_VECTORS_INDEX, LATEST_HINT, MANIFEST_DIR, PaimonSchema, PaimonTable, identifier
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
     "data_file_record",
     "deletion_index",
     "has_value_stats",
+    "hash_index_entry",
+    "index_entries",
     "lsm_conflict",
     "new_index_name",
     "paimon_extras",
@@ -136,12 +139,21 @@ def data_file_record(schema: PaimonSchema, meta: DataFileMeta, partition: bytes,
 
 
 class IndexChange(NamedTuple):
-    """A bucket whose deletion vectors a commit changes: its new index manifest entry (None:
-    the bucket has no deleted rows any more)."""
+    """A bucket whose index of `index_type` a commit changes (its deletion vectors, or a
+    dynamic-bucket table's hash index): its new index manifest entry (None: the bucket has no
+    such index any more)."""
 
     partition: bytes
     bucket: int
     entry: dict | None
+    index_type: str = DELETION_VECTORS_INDEX
+
+
+def hash_index_entry(partition: bytes, bucket: int, name: str, size: int, count: int) -> dict:
+    """The index manifest entry of a dynamic-bucket table's hash index file, as Java writes it."""
+    return {"_VERSION": 1, "_KIND": 0, "_PARTITION": partition, "_BUCKET": bucket, "_INDEX_TYPE": HASH_INDEX,
+            "_FILE_NAME": name, "_FILE_SIZE": size, "_ROW_COUNT": count, "_DELETIONS_VECTORS_RANGES": None,
+            "_EXTERNAL_PATH": None, "_GLOBAL_INDEX": None}
 
 
 class DeletionIndex(NamedTuple):
@@ -217,7 +229,7 @@ def _partition_stats(entries: list[dict], schema: PaimonSchema) -> dict:
     return {"_MIN_VALUES": encode_row(lo, types), "_MAX_VALUES": encode_row(hi, types), "_NULL_COUNTS": nulls}
 
 
-def _index_entries(t: PaimonTable, snapshot: dict | None) -> list[dict]:
+def index_entries(t: PaimonTable, snapshot: dict | None) -> list[dict]:
     name = (snapshot or {}).get("indexManifest")
     return list(t.metadata_file(name, "index manifest").records) if name else []
 
@@ -236,9 +248,8 @@ def _write_index_manifest(t: PaimonTable, base: dict | None, changes: list[Index
     bucket's deletion-vector entry replaced by its new one (or dropped), written like the
     table's own index manifest (or from Paimon's row type in its ``manifest.format``).  Its
     name (None: no index file left)."""
-    changed = {(c.partition, c.bucket) for c in changes}
-    kept = [e for e in _index_entries(t, base)
-            if not (e["_INDEX_TYPE"] == DELETION_VECTORS_INDEX and (e["_PARTITION"], e["_BUCKET"]) in changed)]
+    changed = {(c.index_type, c.partition, c.bucket) for c in changes}
+    kept = [e for e in index_entries(t, base) if (e["_INDEX_TYPE"], e["_PARTITION"], e["_BUCKET"]) not in changed]
     entries = kept + [c.entry for c in changes if c.entry is not None]
     if not entries:
         return None
@@ -262,8 +273,9 @@ def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, ad
     conflicts) does not raise; otherwise `CompactionConflictError`, nothing committed."""
     t.storage.require_conditional_create()
     index_changes = list(index_changes or ())
-    before = _index_entries(t, snapshot) if index_changes else []
-    index_files = {(c.partition, c.bucket): _bucket_index_name(before, c.partition, c.bucket) for c in index_changes}
+    before = index_entries(t, snapshot) if index_changes else []
+    index_files = {(c.partition, c.bucket): _bucket_index_name(before, c.partition, c.bucket) for c in index_changes
+                   if c.index_type == DELETION_VECTORS_INDEX}
     list_template, manifest_template = _templates(t, snapshot, schema)
     entries = deletes + adds
     delta_metas = []  # an empty commit (a stream's batch without rows, which records its batch id) has none
@@ -298,7 +310,7 @@ def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, ad
                                               f"conflicts with this {kind.lower()}: {problem}; nothing was committed")
         index_manifest = (base or {}).get("indexManifest")
         if index_changes:
-            now = _index_entries(t, base) if base is not snapshot else before
+            now = index_entries(t, base) if base is not snapshot else before
             if any(_bucket_index_name(now, p, b) != name for (p, b), name in index_files.items()):
                 raise CompactionConflictError(
                     f"another commit to Paimon table {t.name} changed the deletion vectors of a bucket this "

@@ -78,9 +78,9 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
         raise UnsupportedPaimonFeatureError(
             f"partition columns {[c for c in partitions if c not in keys]} are not in the primary key {keys}: "
             f"that is a cross-partition table, which mergetree cannot write; add them to the primary key")
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or not (buckets >= 1 or (buckets == -1 and not keys)):
-        raise InvalidArgumentError(f"buckets must be a positive bucket count (or -1: an append table without "
-                                   f"buckets), not {buckets!r}")
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or not (buckets >= 1 or buckets == -1):
+        raise InvalidArgumentError(f"buckets must be a positive bucket count, or -1 (a primary-key table's dynamic "
+                                   f"buckets, an append table without buckets), not {buckets!r}")
     engine = merge_engine if merge_engine in ENGINES else _PAIMON_ENGINES.get(merge_engine)
     if engine is None:
         raise InvalidArgumentError(f"merge_engine must be one of {sorted(_PAIMON_ENGINES)}, not {merge_engine!r}")

@@ -710,6 +710,17 @@ class PaimonTable:
             name = f"{INDEX_DIR}/{entry['_FILE_NAME']}"
         return name, self.full(name)
 
+    def index_file_bytes(self, entry: dict, schema: PaimonSchema) -> tuple[bytes, str]:
+        """An index manifest entry's file (its bytes, its path), wherever it is."""
+        name, path = self._index_location(entry, schema)
+        try:
+            if name is not None:
+                return self.storage.read(name), path
+            directory, _, base = path.rpartition("/")
+            return locate(directory or ".", None, "an external index file path").read(base), path
+        except ObjectNotFoundError:
+            raise CorruptTableError(f"index file {path} of Paimon table {self.name} is missing", path=path) from None
+
     def deleted_rows(self, deletion: DeletionFile) -> Any:
         """The deleted row positions of one data file (a pyroaring bitmap), its index file read
         once and kept decoded (an index file never changes under its name)."""

@@ -114,6 +114,19 @@ class PaimonOptions:
     pk_clustering: tuple[str, ...] = ()
 
     @property
+    def dynamic_buckets(self) -> bool:
+        """A primary-key table in dynamic bucket mode (``bucket = -1``): keys placed by its hash index."""
+        return self.buckets == -1 and not self.append
+
+    @property
+    def dynamic_target(self) -> int:
+        return int(self.raw.get("dynamic-bucket.target-row-num", "2000000"))
+
+    @property
+    def dynamic_max_buckets(self) -> int:
+        return int(self.raw.get("dynamic-bucket.max-buckets", "-1"))
+
+    @property
     def sequence_field(self) -> str | None:
         """The `sequence.field` columns as the option lists them (None: no sequence field)."""
         return ",".join(self.sequence_fields) or None
@@ -175,12 +188,19 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         raise refuse("bucket", "not an integer") from None
     if not primary_keys:
         return _append_options(opts, buckets, columns, refuse)
-    if buckets == -1:
-        raise refuse("bucket", "dynamic bucket mode (bucket = -1) is not supported; use a fixed bucket count")
+    if buckets == -1 and opts.get("bucket-key"):
+        raise refuse("bucket-key", "a dynamic-bucket table (bucket = -1) places keys by its hash index, not by a "
+                                   "bucket key (Java refuses it too)")
     if buckets == -2:
         raise refuse("bucket", "postpone bucket mode (bucket = -2) is not supported")
-    if buckets < 1:
-        raise refuse("bucket", "must be a positive bucket count")
+    if buckets < 1 and buckets != -1:
+        raise refuse("bucket", "must be a positive bucket count, or -1 (dynamic buckets)")
+    if buckets == -1:
+        for key, low in (("dynamic-bucket.target-row-num", 1), ("dynamic-bucket.max-buckets", -1)):
+            text = opts.get(key)
+            if text is not None and (not re.fullmatch(r"-?[0-9]+", text.strip()) or int(text) < low
+                                     or int(text) == 0):
+                raise refuse(key, "must be a positive whole number" + (" or -1" if low == -1 else ""))
     if not primary_keys:
         raise UnsupportedPaimonFeatureError("the Paimon table has no primary key: append tables are not "
                                             "supported by mergetree.paimon (read them with pyarrow directly)")

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...codec.binary_row import encode_row
-from ...codec.buckets import bucket_function, buckets_of
+from ...codec.binary_row import decode_row, encode_row
+from ...codec.buckets import bucket_function, buckets_of, paimon_hashes
 from ...codec.json_files import dumps
 from ...codec.types import same_type
 from ...errors import (
@@ -36,6 +36,7 @@ from ...errors import (
     ObjectExistsError,
     SnapshotNotFoundError,
     UnsupportedPaimonFeatureError,
+    WriterConflictError,
 )
 from ...storage import Store
 from .. import paths
@@ -59,10 +60,13 @@ from .commit import (
     commit_files,
     data_file_record,
     deletion_index,
+    hash_index_entry,
+    index_entries,
     new_index_name,
     paimon_extras,
     remove_files,
 )
+from .dynamic_buckets import HASH_INDEX, PartitionAssigner, decode_hashes, encode_hashes
 from .files import PaimonFileRef, check_evolvable
 from .metadata import (
     ADD,
@@ -183,6 +187,7 @@ class PaimonSnapshotStore:
         self.partition_by = tuple(schema.partition_keys)
         self._documents: dict[int, dict] = {}
         self._lock = threading.Lock()
+        self._assigners: dict[bytes, PartitionAssigner] = {}  # dynamic buckets: each partition's, by its bytes
         # index files `write_deletion_vectors` wrote: object name -> (partition, bucket, entry)
         self._fresh_indexes: dict[str, tuple[bytes, int, dict]] = {}
         self._roots: ExternalRoots | bool | None = False  # `data-file.external-paths`, when first needed
@@ -671,13 +676,106 @@ class PaimonSnapshotStore:
 
     def bucket_ids(self, rows: pa.Table, schema: TableSchema) -> np.ndarray:
         """Each row's bucket by the table's bucket function over its bucket key (`codec.buckets`:
-        exactly where Java places it; bucket 0 in a bucket-unaware append table)."""
+        exactly where Java places it; bucket 0 in a bucket-unaware append table); in a
+        dynamic-bucket table, by its partition's hash index (`dynamic_buckets`)."""
         opts = self.schema.checked_options
+        if opts.dynamic_buckets:
+            return self._dynamic_buckets(rows)
         if opts.buckets < 1 or not opts.bucket_key:
             return np.zeros(rows.num_rows, dtype=np.int32)
         types = [self.schema.field(c).type for c in opts.bucket_key]
         return buckets_of([rows.column(c) for c in opts.bucket_key], types, opts.buckets,
                           bucket_function(self.schema.options, types))
+
+    # -- dynamic buckets: keys placed by each partition's hash index ---------------------
+    def _dynamic_buckets(self, rows: pa.Table) -> np.ndarray:
+        schema = self.schema
+        opts = schema.checked_options
+        key_types = [schema.field(c).type for c in opts.bucket_key]
+        hashes = paimon_hashes([rows.column(c) for c in opts.bucket_key], key_types)
+        out = np.empty(rows.num_rows, dtype=np.int32)
+        if not schema.partition_keys:
+            out[:] = self._assigner(encode_row([], [])).assign(hashes)
+            return out
+        indexed = rows.select(list(schema.partition_keys)).append_column("_row", pa.array(np.arange(rows.num_rows)))
+        grouped = indexed.group_by(list(schema.partition_keys), use_threads=False).aggregate([("_row", "list")])
+        for i in range(grouped.num_rows):
+            values = [grouped.column(k)[i].as_py() for k in schema.partition_keys]
+            members = np.asarray(grouped.column("_row_list")[i].values.to_numpy(), dtype=np.int64)
+            out[members] = self._assigner(encode_row(values, schema.partition_types)).assign(hashes[members])
+        return out
+
+    def _assigner(self, partition: bytes) -> PartitionAssigner:
+        """The partition's assigner, loaded from the latest snapshot's hash index (again when a
+        newer snapshot is there and this process assigned nothing since)."""
+        latest = self.table.latest_snapshot()
+        latest_id = None if latest is None else int(latest["id"])
+        with self._lock:
+            found = self._assigners.get(partition)
+            if found is not None and (found.snapshot_id == latest_id or len(found.pending_hashes)):
+                return found
+        opts = self.schema.checked_options
+        loaded = PartitionAssigner.load(latest_id, self._hash_index(latest, partition), opts.dynamic_target,
+                                        opts.dynamic_max_buckets)
+        with self._lock:
+            current = self._assigners.get(partition)
+            if current is not None and current is not found:  # another thread loaded it meanwhile
+                return current
+            self._assigners[partition] = loaded
+            return loaded
+
+    def _hash_index(self, document: dict | None, partition: bytes) -> dict[int, np.ndarray]:
+        """Bucket -> the key hashes its hash index file holds, in `partition` at that snapshot."""
+        out: dict[int, np.ndarray] = {}
+        if document is None:
+            return out
+        for entry in self._hash_entries(document):
+            if entry["_PARTITION"] != partition:
+                continue
+            data, path = self.table.index_file_bytes(entry, self.schema)
+            out[int(entry["_BUCKET"])] = decode_hashes(data, path)
+        return out
+
+    def _hash_entries(self, document: dict) -> list[dict]:
+        return [e for e in index_entries(self.table, document) if e["_INDEX_TYPE"] == HASH_INDEX and e["_KIND"] == 0]
+
+    def _hash_changes(self, base: dict | None, adds: list[FileEntry], written: list[str]) -> list[IndexChange]:
+        """The hash index files a write's commit on `base` brings: for each partition it adds
+        files to, each bucket the process gave new keys, its hashes at `base` with those
+        added, written now; a concurrent writer that placed one of those keys elsewhere raises
+        `WriterConflictError` (one writer at a time) and forgets what was assigned."""
+        schema = self.schema
+        changes: list[IndexChange] = []
+        partitions = {encode_row(list(e.partition), schema.partition_types) for e in adds}
+        for partition in sorted(partitions):
+            with self._lock:
+                assigner = self._assigners.get(partition)
+            if assigner is None or not len(assigner.pending_hashes):
+                continue
+            at_base = self._hash_index(base, partition)
+            clashes = assigner.conflicts(at_base)
+            if clashes:
+                with self._lock:
+                    self._assigners.pop(partition, None)
+                raise WriterConflictError(
+                    f"another writer committed to dynamic-bucket Paimon table {self.table.name} and placed "
+                    f"{clashes} of this write's new keys in other buckets; a dynamic-bucket table takes one writer "
+                    f"at a time; nothing was committed, retry the write")
+            for bucket in sorted(assigner.pending_buckets_set()):
+                old = at_base.get(bucket, np.empty(0, np.int32))
+                hashes = np.union1d(old, assigner.pending_of(bucket))
+                if len(hashes) == len(old):
+                    continue
+                name = new_index_name()
+                where = self._index_object(tuple(decode_row(partition, schema.partition_types, "partition")), bucket,
+                                           [], name)
+                data = encode_hashes(hashes)
+                creating(self.storage, where)
+                self.storage.write(where, data)
+                written.append(self.table.full(where))
+                changes.append(IndexChange(partition, bucket, hash_index_entry(partition, bucket, name, len(data),
+                                                                               len(hashes)), HASH_INDEX))
+        return changes
 
     def is_changelog(self, relative: str) -> bool:
         return bool(_CHANGELOG.fullmatch(relative.rpartition("/")[2]))
@@ -856,6 +954,12 @@ class PaimonSnapshotStore:
             except BaseException:
                 remove_files(table, written)
                 raise
+        if kind != "COMPACT" and schema.checked_options.dynamic_buckets and adds:
+            try:
+                index += self._hash_changes(base, adds, written)
+            except BaseException:
+                remove_files(table, written)
+                raise
 
         # the commit's properties as the snapshot keeps them (a stream's batch id), but the
         # changelog's producer: `_marked` names it by the table's rules, never a writer's word
@@ -874,6 +978,11 @@ class PaimonSnapshotStore:
         except BaseException:
             remove_files(table, written)
             raise
+        if any(c.index_type == HASH_INDEX for c in index):
+            with self._lock:
+                committed = [a for p, a in self._assigners.items() if p in {c.partition for c in index}]
+            for assigner in committed:
+                assigner.committed(new_id)
         return self.snapshot(new_id)
 
     # -- files ---------------------------------------------------------------------------

@@ -270,7 +270,7 @@ def buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
     """The only buckets rows matching `f` can be in, when it fixes every bucket-key column to
     a few values (= and IN); None when it does not, or the table hashes another way."""
     opts = schema.checked_options
-    if not opts.bucket_key:  # a bucket-unaware append table: every file in bucket 0
+    if not opts.bucket_key or opts.buckets < 1:  # bucket-unaware, or dynamic buckets: no function places keys
         return None
     types = [schema.field(c).type for c in opts.bucket_key]
     if any(t.root in ("FLOAT", "DOUBLE") or not t.atomic for t in types):
