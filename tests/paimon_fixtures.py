@@ -180,6 +180,17 @@ def pypaimon_read(warehouse: Path, table: str, workdir: Path, snapshot: int | st
         return pa.ipc.open_file(f).read_all()
 
 
+def pypaimon_stream(warehouse: Path, table: str, workdir: Path, start: int = 1) -> pa.Table:
+    """pypaimon's streaming read of the table from snapshot `start` to the latest, rows with
+    their kind (`_row_kind` first): what its follow-up scanner reads (a changelog producer's
+    changelog files)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / f"stream-{len(list(workdir.glob('stream-*.arrow')))}.arrow"
+    _run("stream", str(warehouse), table, str(out), str(start))
+    with pa.OSFile(str(out), "rb") as f:
+        return pa.ipc.open_file(f).read_all()
+
+
 def java_read(warehouse: Path, table: str, workdir: Path, snapshot: int | str | None = None,
               equal: dict | None = None) -> pa.Table:
     """Java Paimon's batch read of the table (`snapshot`: an id or a tag's name; default the latest;

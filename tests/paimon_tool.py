@@ -141,7 +141,27 @@ def read(warehouse: str, name: str, out: str, snapshot: str | None = None) -> No
     print(json.dumps({"seconds": seconds, "rows": result.num_rows}))
 
 
-COMMANDS = {"write": write, "read": read, "expire": expire}
+def stream(warehouse: str, name: str, out: str, start: str) -> None:
+    """What pypaimon's streaming read returns from snapshot `start` on, snapshot by snapshot up
+    to the latest (with each row's kind): its follow-up scanner picks the snapshots to read (a
+    changelog producer's: those with changelog files) and plans each, as its stream does."""
+    table = _catalog(warehouse).get_table(name)
+    builder = table.new_stream_read_builder().with_include_row_kind(True)
+    scan = builder.new_streaming_scan()
+    snapshots = table.snapshot_manager()
+    latest = snapshots.get_latest_snapshot()
+    pieces = []
+    for snapshot_id in range(int(start), (latest.id if latest else 0) + 1):
+        snapshot = snapshots.get_snapshot_by_id(snapshot_id)
+        if snapshot is not None and scan.follow_up_scanner.should_scan(snapshot):
+            pieces.append(builder.new_read().to_arrow(scan._create_follow_up_plan(snapshot).splits()))
+    result = pa.concat_tables(pieces) if pieces else pa.table({})
+    with pa.OSFile(out, "wb") as f, pa.ipc.new_file(f, result.schema) as w:
+        w.write_table(result)
+    print(json.dumps({"rows": result.num_rows}))
+
+
+COMMANDS = {"write": write, "read": read, "expire": expire, "stream": stream}
 
 
 if __name__ == "__main__":

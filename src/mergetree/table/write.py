@@ -662,6 +662,8 @@ def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapsho
     `replaced`: an overwrite, deleting the live files of the partitions it says, as they are
     at the snapshot it commits on (an OVERWRITE snapshot, without a changelog)."""
     producer = directory.options.changelog_producer
+    if producer == "lookup" and directory.schema.paimon is not None:
+        producer = "none"  # a Paimon table's lookup changelog comes with the compaction (`produces_changelog`)
     logged = [e for e in adds if directory.is_changelog(e.file.file_name)]
     adds = [e for e in adds if not directory.is_changelog(e.file.file_name)]
     if logged:  # the input changelog the write made as it spilled (`spill(changelog=True)`)

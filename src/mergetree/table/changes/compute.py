@@ -337,8 +337,10 @@ def read_units(directory: TableDirectory, plan: ChangePlan, threads: int | None 
                 yield from future.result()
 
 class _UnitReader:
-    def __init__(self, directory: TableDirectory, plan: ChangePlan, unit: ChangeUnit) -> None:
+    def __init__(self, directory: TableDirectory, plan: ChangePlan, unit: ChangeUnit,
+                 above_level0: bool = False) -> None:
         self.directory = directory
+        self.above_level0 = above_level0  # states without level 0 (`change_of_files`)
         self.plan = plan
         self.unit = unit
         ts = directory.schema
@@ -495,7 +497,8 @@ class _UnitReader:
     def _files_at(self, snapshot_id: int) -> list[DataFileMeta]:
         """The unit's bucket's files a read of snapshot `snapshot_id` reads."""
         live = self.directory.live_files(self.directory.store.snapshot(snapshot_id)).values()
-        hidden = self.directory.options.level0_hidden  # as the read: level 0 waits for compaction
+        # as the read: level 0 waits for compaction (or, for a lookup changelog, is what changes)
+        hidden = self.directory.options.level0_hidden or self.above_level0
         return [e.file for e in live if e.partition == self.unit.partition and e.bucket == self.unit.bucket
                 and not (hidden and e.file.level == 0)]
 
@@ -818,13 +821,15 @@ def _mask(table: pa.Table, expression: pc.Expression) -> np.ndarray:
 
 
 def change_of_files(directory: TableDirectory, base: Snapshot | None, partition: tuple, bucket: int,
-                    files: Sequence[DataFileMeta]) -> pa.Table:
+                    files: Sequence[DataFileMeta], above_level0: bool = False) -> pa.Table:
     """The exact change that adding `files` (level-0, sequence numbers after everything in
     `base`) to one bucket of snapshot `base` makes: table columns and `_row_kind`, in key
-    order (what the lookup changelog producer writes)."""
+    order (what the lookup changelog producer writes).  `above_level0`: the change to the
+    bucket's rows above level 0 (a Paimon compaction's lookup changelog: `files` are in `base`,
+    at level 0, and what they change is what the levels above hold)."""
     ts = directory.schema
     plan = ChangePlan(base.id if base else 0, (base.id if base else 0) + 1, False, pa.schema([]),
                       columns=list(ts.schema.names))
     commit = CommitFiles(plan.end, "APPEND", tuple(files))
-    reader = _UnitReader(directory, plan, ChangeUnit(partition, bucket, (commit,)))
+    reader = _UnitReader(directory, plan, ChangeUnit(partition, bucket, (commit,)), above_level0)
     return reader.change_of(commit)

@@ -25,7 +25,7 @@ from ..files import DataFileMeta, DataFileWriter
 from ..snapshots import FileEntry, Snapshot
 from .compute import change_of_files
 
-__all__ = ["changelog_for", "write_changelog"]
+__all__ = ["changelog_for", "compaction_changelog", "write_changelog"]
 
 
 def changelog_for(directory: TableDirectory, base: Snapshot | None, adds: Sequence[FileEntry]) -> list[FileEntry]:
@@ -39,6 +39,28 @@ def changelog_for(directory: TableDirectory, base: Snapshot | None, adds: Sequen
     try:
         for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             change = change_of_files(directory, base, partition, bucket, files)
+            meta = _write_change(directory, partition, bucket, change)
+            if meta is not None:
+                written.append(FileEntry(partition, bucket, meta))
+    except BaseException:
+        directory.discard(written)
+        raise
+    return written
+
+
+def compaction_changelog(directory: TableDirectory, base: Snapshot, level0: Sequence[FileEntry]) -> list[FileEntry]:
+    """A Paimon compaction's lookup changelog (``changelog-producer`` lookup: Java's
+    ``LookupChangelogMergeFunctionWrapper``): per bucket, what the level-0 files it compacts
+    (`level0`, in `base`) change of the rows the levels above hold — +I, -U old / +U new, -D
+    old; a key whose row does not change is left out (as ``changelog-producer.row-deduplicate``
+    leaves it).  The caller owns the files written (commits or discards them)."""
+    by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
+    for e in level0:
+        by_bucket[(e.partition, e.bucket)].append(e.file)
+    written: list[FileEntry] = []
+    try:
+        for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            change = change_of_files(directory, base, partition, bucket, files, above_level0=True)
             meta = _write_change(directory, partition, bucket, change)
             if meta is not None:
                 written.append(FileEntry(partition, bucket, meta))

@@ -36,7 +36,7 @@ from .planner import (
     restored_levels,
     write_stall,
 )
-from .transaction import Progress, new_files, rewrite_transaction
+from .transaction import Progress, new_files, produces_changelog, rewrite_transaction
 
 __all__ = ["BucketCompaction", "CompactionUnit", "Progress", "bucket_levels", "compact_buckets", "execute_plan",
            "execute_unit", "plan_compaction", "plan_units", "rows_to_rewrite"]
@@ -149,7 +149,9 @@ def plan_compaction(directory: TableDirectory, only: set | None, full: bool,
     # where batch reads leave level 0 out (a Paimon first-row table), it goes up whenever the
     # rules pick nothing, as Java's ForceUpLevel0Compaction does (after a write, unless gentle)
     gentle = directory.options.lookup_compact_gentle
-    forced = directory.options.level0_hidden and not full and not (only is not None and gentle)
+    # (and on a Paimon table whose compaction produces the changelog: its level 0 is the change)
+    forced = (directory.options.level0_hidden or produces_changelog(directory)) and not full \
+        and not (only is not None and gentle)
     for key, found in sorted(bucket_levels(directory, base, only).items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         levels, bucket_options = restored_levels(found.all_files(), options)
         unit = full_compaction(levels) if full else pick(levels, bucket_options)

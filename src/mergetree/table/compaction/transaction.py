@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from ...errors import CompactionConflictError
+from ..changes.producers import compaction_changelog
 from ..commit import Change, commit_with_rebase
 from ..directory import TableDirectory
 from ..snapshots import FileEntry, Snapshot
 
-__all__ = ["Progress", "RewriteTransaction", "commit_rewrite", "new_files", "rewrite_transaction"]
+__all__ = ["Progress", "RewriteTransaction", "commit_rewrite", "new_files", "produces_changelog",
+           "rewrite_transaction"]
 
 # Progress of long work: called with (rows done, rows in total), first with (0, total).
 Progress = Callable[[int, int], None]
@@ -38,6 +40,7 @@ class RewriteTransaction:
         self.rows_done = 0
         self.adds: list[FileEntry] = []
         self.deletes: list[FileEntry] = []
+        self.changelog: list[FileEntry] = []  # the changelog files the commit publishes
         self._progress = progress
         self._lock = threading.Lock()
         if progress is not None:
@@ -56,14 +59,22 @@ class RewriteTransaction:
                 self._progress(self.rows_done, self.total_rows)
 
     def commit(self) -> Snapshot | None:
-        """Commit what was collected (None when nothing was replaced)."""
+        """Commit what was collected (None when nothing was replaced), with the changelog a
+        Paimon table's lookup producer makes of the level-0 files it compacts."""
         if not self.adds and not self.deletes:
             return None
-        return commit_rewrite(self.directory, self.base_id, self.adds, self.deletes)
+        changelog: list[FileEntry] = []
+        if produces_changelog(self.directory):
+            # every level-0 input, rewritten or moved up as it is: what it changes is the changelog
+            level0 = [e for e in self.deletes if e.file.level == 0]
+            if level0:
+                self.changelog = changelog = compaction_changelog(
+                    self.directory, self.directory.store.snapshot(self.base_id), level0)
+        return commit_rewrite(self.directory, self.base_id, self.adds, self.deletes, changelog)
 
     def discard(self) -> None:
         inputs = {e.file.file_name for e in self.deletes}
-        self.directory.discard([e for e in self.adds if e.file.file_name not in inputs])
+        self.directory.discard([e for e in self.adds if e.file.file_name not in inputs] + self.changelog)
 
 
 @contextmanager
@@ -91,8 +102,14 @@ def new_files(directory: TableDirectory) -> Iterator[list[FileEntry]]:
         raise
 
 
+def produces_changelog(directory: TableDirectory) -> bool:
+    """Does the table's compaction write its changelog (a Paimon table's ``lookup`` producer)?"""
+    return directory.schema.paimon is not None and directory.options.changelog_producer == "lookup" \
+        and directory.schema.has_primary_key
+
+
 def commit_rewrite(directory: TableDirectory, base_id: int, adds: list[FileEntry],
-                   deletes: list[FileEntry]) -> Snapshot:
+                   deletes: list[FileEntry], changelog: list[FileEntry] | None = None) -> Snapshot:
     """Commit, rebasing over commits that left every input file in place (at its level, with
     its deletion vector); one that replaced an input raises `CompactionConflictError` and nothing is committed."""
     def change_for(latest: Snapshot | None) -> Change:
@@ -103,5 +120,5 @@ def commit_rewrite(directory: TableDirectory, base_id: int, adds: list[FileEntry
         if gone:
             raise CompactionConflictError(f"another commit replaced {len(gone)} input file(s) of this rewrite "
                                           f"(e.g. {gone[0]}); nothing was committed")
-        return Change(adds, deletes)
+        return Change(adds, deletes, changelog or [])
     return commit_with_rebase(directory, directory.store.snapshot(base_id), change_for, "COMPACT")

@@ -297,11 +297,12 @@ def buckets_for(schema: PaimonSchema, f: Any) -> set[int] | None:
 def engine_compacts(schema: PaimonSchema) -> bool:
     """Whether the engine compacts this table: a primary-key table — first-row and
     deletion-vector tables with Java's lookup compaction (level 0 forced up; keys held above
-    kept, or their rows marked deleted) — without a changelog produced by compaction (Java's
-    ``lookup`` and ``full-compaction`` producers write it while compacting, which mergetree
-    does not).  An append table's compaction (merging small files) is not supported yet."""
+    kept, or their rows marked deleted), ``lookup``-producer tables writing the changelog of
+    the level-0 files they compact — unless its changelog comes from Java's full compaction
+    (``full-compaction``, which mergetree does not do).  An append table's compaction
+    (merging small files) is not supported yet."""
     opts = schema.checked_options
-    return bool(schema.primary_keys) and not opts.append and opts.changelog_producer in ("none", "input")
+    return bool(schema.primary_keys) and not opts.append and opts.changelog_producer in ("none", "input", "lookup")
 
 
 def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
@@ -318,9 +319,9 @@ def write_refusal(schema: PaimonSchema) -> tuple[str, str] | None:
         return "partition.expiration-time", "commits must expire old partitions"
     if is_true(opts.get("lock.enabled", "false")):
         return "lock.enabled", "commits must hold the catalog's lock"
-    if opts.get("changelog-producer", "none").strip().lower() not in ("none", "input"):
-        return "changelog-producer", ("its changelog is produced by Java's compaction (lookup, full-compaction), "
-                                      "which mergetree does not do")
+    if opts.get("changelog-producer", "none").strip().lower() not in ("none", "input", "lookup"):
+        return "changelog-producer", ("its changelog is produced by Java's full compaction, which mergetree does "
+                                      "not do")
     if is_true(opts.get("sequence.snapshot-ordering", "false")):
         return "sequence.snapshot-ordering", "its files' sequence numbers are stamped with the commit's snapshot id"
     codec = _codec_refusal(opts)
