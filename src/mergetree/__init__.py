@@ -61,6 +61,7 @@ from .merge import (
 )
 from .table import Table, set_workload_warehouse
 from .table import formats as _formats
+from .table.migration import MigrationReport, migrate
 
 
 def _open_paimon(path: object, storage_options: object) -> object:
@@ -103,6 +104,7 @@ __all__ = [
     "MergeStateError",
     "MergeStats",
     "MergeTreeError",
+    "MigrationReport",
     "ObjectExistsError",
     "ObjectNotFoundError",
     "RetractionError",
@@ -123,5 +125,6 @@ __all__ = [
     "join_sorted",
     "kinds_of",
     "merge",
+    "migrate",
     "set_workload_warehouse",
 ]

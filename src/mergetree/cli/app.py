@@ -207,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a predicate; repeat for AND (the operators of read --filter)")
     p.add_argument("--count", action="store_true", help="count the rows first, and say how many went")
 
+    p = command("migrate", "make a table of mergetree's older format into an Apache Paimon table at a new path "
+                           "(the old one is only read)", commands.migrate)
+    p.add_argument("old", help="the table of mergetree's older format")
+    add_table_path(p, help="where the Paimon table goes (a new or empty directory, or W/db.db/name)", name="new")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
     p = command("tag", "tag a snapshot (kept by expiry until the tag is deleted), delete a tag, or list the tags",
                 commands.tag)
     add_table_path(p)

@@ -15,12 +15,27 @@ import pyarrow.csv as pacsv
 from ..errors import InvalidArgumentError
 from ..table import Table, housekeeping
 from ..table.info import TableInfo, bucket_infos
+from ..table.migration import migrate as migrate_table
 from ..table.objects import is_uri
 from .options import open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
-__all__ = ["alter", "build_indexes", "changes", "compact", "delete", "expire", "info", "optimize", "parse_filter",
-           "read", "repair", "snapshot_arg", "tag"]
+__all__ = [
+    "alter",
+    "build_indexes",
+    "changes",
+    "compact",
+    "delete",
+    "expire",
+    "info",
+    "migrate",
+    "optimize",
+    "parse_filter",
+    "read",
+    "repair",
+    "snapshot_arg",
+    "tag",
+]
 
 _FILTER = re.compile(
     r"""\s*(?P<column>`[^`]+`|"[^"]+"|[^\s=!<>]+)\s*
@@ -243,6 +258,16 @@ def delete(args: argparse.Namespace) -> int:
     else:
         counted = f"{before:,} row(s) " if before is not None else "rows "
         out_console.print(f"deleted {counted}in snapshot {done.id} ({done.commit_kind})")
+    return 0
+
+
+def migrate(args: argparse.Namespace) -> int:
+    """A table of mergetree's older format made into an Apache Paimon table (with a progress bar)."""
+    options = storage_options(args)
+    with progress("migrate", "rows", enabled=not args.no_progress) as advance:
+        report = migrate_table(args.old, args.new, options, advance)
+    for line in report.lines():
+        out_console.print(line, markup=False, highlight=False)
     return 0
 
 

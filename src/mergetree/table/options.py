@@ -48,6 +48,7 @@ __all__ = [
     "KEY_COMPRESSION_PER_LEVEL",
     "KEY_DELETION_VECTORS",
     "KEY_JAVA_READER_VERSION",
+    "KEY_MIGRATED_FROM",
     "KEY_QUERY_LOG_RETENTION",
     "KEY_SORT_WITHIN",
     "MEASURE_FUNCTIONS",
@@ -226,6 +227,7 @@ KEY_CLUSTERING_STRATEGY = "clustering.strategy"
 KEY_SORT_WITHIN = "sort-within.columns"
 KEY_QDTREE = "clustering.qdtree"
 KEY_QUERY_LOG = "query-log.enabled"
+KEY_MIGRATED_FROM = "migrated-from"
 KEY_JAVA_READER_VERSION = "java-reader-version"
 KEY_QUERY_LOG_RETENTION = "query-log.retention"
 # a month of queries: the advisor reads the whole log unless told `since`, and four of the seed's
@@ -344,6 +346,9 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "writes (default 0.9: encodings every release decodes); 1.1 adds version-2 bitmap file indexes, "
                "1.2 DELTA_BINARY_PACKED pages for the sorted integer key and sequence columns (smaller files, "
                "faster reads of the key). pypaimon and pypaimon-rust read every choice"),
+    OptionSpec(KEY_MIGRATED_FROM, None, lambda text, key: text.strip(),
+               "the table of mergetree's older format this one was migrated from (`mergetree migrate`); while the "
+               "table has no snapshot, a migration there was cut short, and running it again starts it afresh"),
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),
