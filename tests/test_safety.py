@@ -334,4 +334,4 @@ def test_cli_filters_limits_and_version(tmp_path):
     version = run_cli("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"mergetree {mergetree.__version__}"
     help_text = run_cli("expire", "--help").stdout
-    assert "default: 1" in help_text and "keeps only the latest" in help_text
+    assert "snapshot.num-retained.min" in help_text and "Paimon's 10" in help_text  # Paimon's retention
