@@ -34,7 +34,9 @@ with the requests of each operation, against delta-rs and pyiceberg on the same 
 against two full reads and a DuckDB diff, the lookup changelog producer's write cost, and a Spark
 Structured Streaming pipeline (``benchmarks/bench_streaming_spark.py``); ``--engines``
 (``--engines-only``) a selective query through Polars, DuckDB and DataFusion with pushdown against
-the same query over the table's Arrow stream (``benchmarks/bench_engines.py``).
+the same query over the table's Arrow stream (``benchmarks/bench_engines.py``); ``--services``
+(``--services-only``) the table services of ``benchmarks/bench_services.py``: schema evolution,
+delete by a condition (against deltalake's), dynamic buckets, the lookup changelog, expiry, migrate.
 """
 from __future__ import annotations
 
@@ -217,6 +219,14 @@ def _parser() -> argparse.ArgumentParser:
     engines.add_argument("--engines-only", action="store_true", help="run only the engines workload")
     engines.add_argument("--engines-rows", type=parse_row_count, metavar="ROWS", default=None,
                          help="engines workload: table rows (default 4M)")
+    services = parser.add_argument_group(
+        "services workload", "the table services of a lakehouse table against the plain case they add to (and "
+        "deltalake's delete): schema evolution's reads, delete by a condition, dynamic buckets, the lookup "
+        "changelog, expiry after every commit, migrate (see benchmarks/bench_services.py; --quick: 200k rows)")
+    services.add_argument("--services", action="store_true", help="also run the services workload")
+    services.add_argument("--services-only", action="store_true", help="run only the services workload")
+    services.add_argument("--services-rows", type=parse_row_count, metavar="ROWS", default=None,
+                          help="services workload: upserts (default 1M)")
     return parser
 
 
@@ -253,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     results, scaling, sorted_results = [], None, None
     merge_bench = not (args.sorted_merge_only or args.table_only or args.table_dv_only or args.spark_only
                        or args.layout_only or args.advisor_only or args.scale_only
-                       or args.paimon_only or args.storage_only or args.streaming_only or args.engines_only)
+                       or args.paimon_only or args.storage_only or args.streaming_only or args.engines_only
+                       or args.services_only)
     if merge_bench:
         print(f"mergetree bench: K={args.runs} runs, best of {args.repeat}, {environment['cpu_count']} CPUs, "
               + ", ".join(f"{k} {v}" for k, v in environment["versions"].items()), flush=True)
@@ -281,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                                  or layout is not None or scale is not None or paimon is not None
                                  or storage is not None) if args.streaming or args.streaming_only else None
     engines_ok = _engines_bench(args) if args.engines or args.engines_only else True
+    if args.services or args.services_only:
+        _services_bench(args)
     if args.plot:
         table_chart = args.plot if args.table_only else _beside(args.plot, "-table")
         if merge_bench and results:
@@ -495,6 +508,18 @@ def _engines_bench(args) -> bool:
     print(be.format_engines_results(report))
     print(f"engines workload took {report.seconds:.0f}s", flush=True)
     return report.ok
+
+
+def _services_bench(args) -> None:
+    """Run the services workload (benchmarks/bench_services.py) and print it."""
+    from . import bench_services as bsv
+
+    rows = args.services_rows or (bsv.QUICK_ROWS if args.quick else bsv.DEFAULT_ROWS)
+    print(f"\nmergetree bench --services: {rows:,} upserts, best of {args.repeat}, {os.cpu_count()} CPUs, "
+          f"deltalake {installed_version('deltalake') or 'not installed'}", flush=True)
+    report = bsv.run_services_bench(rows, repeat=args.repeat)
+    print(bsv.format_services_results(report))
+    print(f"services workload took {report.seconds:.0f}s", flush=True)
 
 
 def _spark_bench(args) -> list:
