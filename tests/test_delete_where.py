@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, pypaimon_read
+from sql_truth import truth
 
 import mergetree as mt
 from mergetree import CommitConflictError, InvalidArgumentError, UnsupportedPaimonFeatureError
@@ -21,21 +22,8 @@ SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64()), (
 
 
 def _holds(row: dict, f) -> bool:
-    """SQL's truth of a simple condition (None: unknown, which keeps the row)."""
-    column, op, value = f
-    x = row[column]
-    if op == "is null":
-        return x is None
-    if op == "is not null":
-        return x is not None
-    if x is None:
-        return False
-    if op == "in":
-        return x in value
-    if op == "not in":
-        return x not in value
-    return {"=": x == value, "!=": x != value, "<": x < value, "<=": x <= value, ">": x > value,
-            ">=": x >= value}[op]
+    """Whether SQL's ``DELETE ... WHERE f`` deletes the row (unknown keeps it)."""
+    return truth(f, row) is True
 
 
 def _make(tmp_path: Path, kind: str, partitioned: bool, dv: bool, name: str = "t") -> mt.Table:

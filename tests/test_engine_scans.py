@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paimon_fixtures import needs_pypaimon, write_paimon
+from sql_truth import truth as model
 
 import mergetree
 from mergetree import InvalidArgumentError, SnapshotNotFoundError, TableNotFoundError
@@ -86,30 +87,6 @@ queries = st.recursive(atoms(), lambda inner: st.one_of(
     st.tuples(st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=3)),
     st.tuples(st.just("not"), inner)), max_leaves=5)
 projections = st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=5, unique=True)
-
-
-def model(q: tuple, row: dict) -> bool | None:
-    """SQL's three-valued logic, row by row."""
-    if q[0] in ("and", "or") and isinstance(q[1], list):
-        values = [model(x, row) for x in q[1]]
-        if q[0] == "and":
-            return False if False in values else (None if None in values else True)
-        return True if True in values else (None if None in values else False)
-    if q[0] == "not":
-        inner = model(q[1], row)
-        return None if inner is None else not inner
-    column, op, value = q
-    x = row[column]
-    if op == "is null":
-        return x is None
-    if op == "is not null":
-        return x is not None
-    if x is None:
-        return None
-    if op in ("in", "not in"):
-        return (x in value) == (op == "in")
-    return {"=": x == value, "!=": x != value, "<": x < value, "<=": x <= value, ">": x > value,
-            ">=": x >= value}[op]
 
 
 def to_polars(q: tuple) -> Any:

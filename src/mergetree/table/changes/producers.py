@@ -32,20 +32,7 @@ def changelog_for(directory: TableDirectory, base: Snapshot | None, adds: Sequen
     """Write the lookup changelog files of a write adding `adds` (renumbered for `base`) on
     top of `base`: the exact change per touched key.  The caller owns them (commits or
     discards them).  A failure removes them."""
-    by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
-    for e in adds:
-        by_bucket[(e.partition, e.bucket)].append(e.file)
-    written: list[FileEntry] = []
-    try:
-        for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-            change = change_of_files(directory, base, partition, bucket, files)
-            meta = _write_change(directory, partition, bucket, change)
-            if meta is not None:
-                written.append(FileEntry(partition, bucket, meta))
-    except BaseException:
-        directory.discard(written)
-        raise
-    return written
+    return _changelogs(directory, base, adds, above_level0=False)
 
 
 def compaction_changelog(directory: TableDirectory, base: Snapshot, level0: Sequence[FileEntry]) -> list[FileEntry]:
@@ -54,13 +41,19 @@ def compaction_changelog(directory: TableDirectory, base: Snapshot, level0: Sequ
     (`level0`, in `base`) change of the rows the levels above hold — +I, -U old / +U new, -D
     old; a key whose row does not change is left out (as ``changelog-producer.row-deduplicate``
     leaves it).  The caller owns the files written (commits or discards them)."""
+    return _changelogs(directory, base, level0, above_level0=True)
+
+
+def _changelogs(directory: TableDirectory, base: Snapshot | None, files: Sequence[FileEntry],
+                above_level0: bool) -> list[FileEntry]:
+    """Per bucket, the change `files` make (`change_of_files`) written as a changelog file."""
     by_bucket: dict[tuple, list[DataFileMeta]] = defaultdict(list)
-    for e in level0:
+    for e in files:
         by_bucket[(e.partition, e.bucket)].append(e.file)
     written: list[FileEntry] = []
     try:
-        for (partition, bucket), files in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-            change = change_of_files(directory, base, partition, bucket, files, above_level0=True)
+        for (partition, bucket), metas in sorted(by_bucket.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            change = change_of_files(directory, base, partition, bucket, metas, above_level0=above_level0)
             meta = _write_change(directory, partition, bucket, change)
             if meta is not None:
                 written.append(FileEntry(partition, bucket, meta))
