@@ -181,3 +181,11 @@ def test_the_cli_deletes_by_a_condition(tmp_path):
     assert mt.Table.open(t.path).read().num_rows == 0
     assert "nothing matched" in cli("delete", t.path, "--filter", "v = 9").stdout
     assert cli("delete", t.path).returncode == 2  # --filter is required
+
+
+def test_a_table_that_ignores_deletes_refuses_a_delete_by_condition(tmp_path):
+    t = mt.Table.create(tmp_path / "t", SCHEMA, primary_key=["id"], options={"ignore-delete": "true"})
+    t.write(pa.table({"id": [1], "p": ["a"], "v": [1], "s": ["x"]}))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="ignores deletes"):
+        t.delete(filter=("v", "=", 1))
+    assert t.read().num_rows == 1

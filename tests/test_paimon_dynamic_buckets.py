@@ -200,3 +200,28 @@ def test_spark_writes_and_bucket_joins_are_refused_by_name(tmp_path):
         from mergetree.spark.write import _routed_by_paimon_buckets
         _routed_by_paimon_buckets(None, PaimonTable.open(str(tmp_path / "t"), None))
     assert os.path.isdir(tmp_path / "t")
+
+
+def test_a_key_placed_while_another_commit_publishes_reaches_the_index(tmp_path, monkeypatch):
+    """Two writes of one process share the engine's assigner: a key one of them places while the
+    other commits is in the index of its own commit, not lost with the other's."""
+    from mergetree.table.paimon.store import PaimonSnapshotStore
+    path = tmp_path / "t"
+    _create(path, target=1)
+    engine = mt.Table.open(path).at()  # the engine's table: one store across writes
+    engine.write(pa.table({"id": [1], "p": ["a"], "v": ["x"]}, schema=SCHEMA))
+    original = PaimonSnapshotStore._hash_changes
+    later = pa.table({"id": [7], "p": ["a"], "v": ["b"]}, schema=SCHEMA)
+
+    def placing_meanwhile(self, base, adds, written):
+        out = original(self, base, adds, written)  # the first write's index files, written
+        engine.directory.bucket_ids(later)  # the second write places 7 before the first publishes
+        return out
+    monkeypatch.setattr(PaimonSnapshotStore, "_hash_changes", placing_meanwhile)
+    engine.write(pa.table({"id": [5], "p": ["a"], "v": ["a"]}, schema=SCHEMA))
+    monkeypatch.undo()
+    engine.write(later)
+    index = np.concatenate(list(_hash_index(path).values()))
+    keys = pa.array([1, 5, 7], pa.int64())
+    assert set(paimon_hashes([keys], [parse_type("BIGINT NOT NULL")]).tolist()) <= set(index.tolist())
+    assert _buckets_of_keys(mt.Table.open(path)) == Counter({1: 3})

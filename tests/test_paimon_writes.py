@@ -363,7 +363,7 @@ def test_concurrent_mergetree_writers_lose_nothing_and_order_versions_by_commit(
     ("metastore.partitioned-table", "true", "Hive"),
     ("tag.automatic-creation", "process-time", "tags"),
     ("partition.expiration-time", "1 d", "expire"),
-    ("changelog-producer", "lookup", "changelog"),
+    ("changelog-producer", "full-compaction", "changelog"),
     ("bucket-function.type", "hive", "'hive'"),
 ])
 def test_tables_mergetree_cannot_write_as_java_would_are_refused_by_name(tmp_path, option, value, message):

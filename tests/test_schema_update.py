@@ -515,3 +515,11 @@ def test_the_cli_alters_in_the_order_given(tmp_path):
     assert refused.returncode == 1 and "primary key 'id'" in refused.stderr
     assert mt.Table.open(path).schema.names == ["w", "id", "label", "qty", "price"]  # nothing of it written
     assert cli("alter", str(path)).returncode == 2  # a usage error: no change named
+
+
+def test_an_append_tables_bucket_key_keeps_its_type(tmp_path):
+    t = mt.Table.create(tmp_path / "t", SCHEMA, buckets=4, bucket_key="id")
+    t.write(pa.table({"id": [1, -5], "name": ["a", "b"], "qty": [1, 2], "price": [1.0, 2.0]}))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="bucket-key column 'id'"):
+        t.update_schema().update_column("id", field_type=pa.string()).commit()
+    assert t.read(filter=("id", "=", -5)).num_rows == 1

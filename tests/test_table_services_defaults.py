@@ -130,3 +130,14 @@ def test_a_huge_value_makes_no_huge_manifest(tmp_path):
         assert max(p.stat().st_size for p in manifests) < 20_000  # truncate(16), Paimon's default
         assert t.read(filter=("s", "=", "x" * 5_000_000)).num_rows == 1  # a truncated bound still prunes right
         assert t.read(filter=("s", ">", "x" * 5_000_000)).num_rows == 0
+
+
+def test_free_form_properties_typos_and_options_that_change_reads(tmp_path):
+    from mergetree.table.paimon.options import check_options, misspelt
+    assert misspelt("snapshot.time-retaind") == "snapshot.time-retained"  # a typo that would keep the defaults
+    assert misspelt("owner") is None and misspelt("snapshot.num-retained.max") is None
+    with pytest.raises(mt.UnsupportedPaimonFeatureError, match="partial-update.remove-record-on-sequence"):
+        check_options({"bucket": "1", "partial-update.remove-record-on-sequence-groupp": "x"}, ["id"], ["id"], [])
+    assert check_options({"bucket": "1", "deduplicate.ignore-delete": "true"}, ["id"], ["id"], []).ignore_delete
+    with pytest.raises(InvalidArgumentError, match="did you mean 'snapshot.time-retained'"):
+        mt.Table.create(tmp_path / "t", SCHEMA, primary_key=["id"], options={"snapshot.time-retaind": "1 d"})

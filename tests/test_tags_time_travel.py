@@ -190,3 +190,12 @@ def test_java_paimon_reads_mergetrees_tags(tmp_path):
     t.create_tag("second", snapshot=moments[1])
     t.expire_snapshots(retain_last=1, older_than=0)
     assert _rows(java_read(tmp_path / "wh", "db.t", tmp_path / "work", snapshot="second")) == states[1]
+
+
+def test_a_tag_of_a_tag_whose_snapshot_expired(tmp_path):
+    t, _, moments, states = _history(tmp_path, commits=3)
+    t.create_tag("first", snapshot=moments[0])
+    t.expire_snapshots(retain_last=1, older_than=0)
+    assert t.create_tag("again", snapshot="first").id == t.tags()["first"].id
+    t.delete_tag("first")
+    assert _rows(t.read(snapshot="again")) == states[0]

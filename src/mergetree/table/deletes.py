@@ -57,6 +57,9 @@ def delete_where(directory: TableDirectory, f: flt.Filter) -> Snapshot | None:
     if ts.partition_by and columns is not None and columns and columns <= set(ts.partition_by):
         return _drop_partitions(directory, f, base)
     if ts.has_primary_key:
+        if directory.options.ignore_delete:
+            raise UnsupportedPaimonFeatureError("the table ignores deletes (ignore-delete): a -D row changes nothing; "
+                                                "delete whole partitions by a condition on the partition columns")
         why = _refusal(directory)
         if why is not None:
             raise UnsupportedPaimonFeatureError(why)
@@ -95,7 +98,7 @@ def _retract(directory: TableDirectory, f: flt.Filter, base: Snapshot) -> Snapsh
                 table = pa.Table.from_batches([batch])
                 yield table.append_column(ROW_KIND_COLUMN, pa.array(["-D"] * table.num_rows, pa.string()))
 
-    return write_rows(directory, retractions(), RowKind.INSERT, ROW_KIND_COLUMN).snapshot
+    return write_rows(directory, retractions(), RowKind.INSERT, ROW_KIND_COLUMN, one_commit=True).snapshot
 
 
 def _rewrite_without(directory: TableDirectory, f: flt.Filter, base: Snapshot) -> Snapshot | None:

@@ -6,12 +6,13 @@ every commit (`after_commit`, at most ``snapshot.expire.limit`` snapshots at a t
 calls `after_commit`), so it knows only the store's interface."""
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import CommittedWarning, InvalidArgumentError, MergeTreeError, UnsupportedPaimonFeatureError
+from ..errors import CommittedWarning, InvalidArgumentError, UnsupportedPaimonFeatureError
 from ..storage import Store
 from . import consumers
 from .directory import TableDirectory
@@ -111,9 +112,11 @@ def expire_snapshots(directory: TableDirectory, retain_last: int | None = None, 
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidArgumentError(f"{name} must be an integer of at least 1, not {value!r}")
     retain_min = default_min if retain_last is None else retain_last
+    given_max = retain_max is not None
     retain_max = default_max if retain_max is None else retain_max
     if retain_max is not None and retain_max < retain_min:
-        raise InvalidArgumentError(f"retain_max ({retain_max}) must be at least retain_last ({retain_min})")
+        given = "retain_max" if given_max else "the table's snapshot.num-retained.max"
+        raise InvalidArgumentError(f"{given} ({retain_max}) must be at least retain_last ({retain_min}), as Java asks")
     age = default_age if older_than is None else seconds(older_than, "older_than")
     check_latest_intact(directory)
     now = int(time.time() * 1000) if now_millis is None else now_millis
@@ -162,13 +165,15 @@ def after_commit(directory: TableDirectory, committed: Snapshot) -> None:
     """Expiry after a commit, as Java's commit runs it (``snapshot.expire.execution-mode`` sync):
     by the table's retention, at most ``snapshot.expire.limit`` (10) snapshots, on Paimon tables
     that are not ``write-only``.  Cheap when nothing can expire: the EARLIEST hint and, past the
-    minimum count, the earliest snapshot's time.  A failure is a `CommittedWarning`: the commit
-    stands."""
-    store = directory.store
-    if directory.schema.paimon is None or directory.options.write_only:
-        return
-    retain_min, retain_max, age = snapshot_retention(directory)
+    minimum count, the earliest snapshot's time.  It never raises: the commit stands whatever
+    happens here (its callers remove a failed commit's files, which are committed now), so a
+    failure — an interrupt too — is reported as a `CommittedWarning` (logged where warnings are
+    errors) and the next commit's expiry does the work."""
     try:
+        if directory.schema.paimon is None or directory.options.write_only:
+            return
+        store = directory.store
+        retain_min, retain_max, age = snapshot_retention(directory)
         earliest = store.earliest_id()
         if earliest is None or committed.id - earliest + 1 <= retain_min:
             return
@@ -176,9 +181,13 @@ def after_commit(directory: TableDirectory, committed: Snapshot) -> None:
                 store.snapshot(earliest).time_millis >= time.time() * 1000 - age * 1000:
             return
         expire_snapshots(directory, limit=store.expire_limit())
-    except MergeTreeError as exc:
-        warnings.warn(CommittedWarning(f"snapshot {committed.id} of {directory.path} is committed; expiring old "
-                                       f"snapshots after it failed: {exc}"), stacklevel=3)
+    except BaseException as exc:
+        message = (f"snapshot {committed.id} of {directory.path} is committed; expiring old snapshots after it "
+                   f"failed ({type(exc).__name__}: {exc}); the next commit tries again")
+        try:
+            warnings.warn(CommittedWarning(message), stacklevel=3)
+        except Warning:
+            logging.getLogger(__name__).error(message)
 
 
 def delete_unreferenced(directory: TableDirectory, before: dict[str, tuple[Store, str]],

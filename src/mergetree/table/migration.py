@@ -5,8 +5,8 @@ What must be rewritten is: rows were placed in buckets by Spark's ``pmod(murmur3
 Paimon writer could follow, so every row goes to the bucket Paimon's bucket function gives it,
 and the files are new Paimon data files.  The table's latest rows are streamed from the old
 table into the new one (the old table is only read), committed once: a migration cut short
-leaves the old table as it was and the new one without a snapshot, marked (``migrated-from``)
-so that running it again starts afresh.  Its schema, key, partitions, bucket count, merge
+leaves the old table as it was and the new one marked unfinished (``migrated-from``), so that
+running it again starts afresh; the last step marks it finished.  Its schema, key, partitions, bucket count, merge
 engine and options come along, and so do its query log and optimizer history (rows, beside the
 new table); its snapshot history does not (time travel starts at the migration), nor do its
 consumers (their positions are in the old history) — the report says so."""
@@ -27,7 +27,7 @@ from . import consumers, read
 from .compaction.runner import compact_buckets
 from .directory import TableDirectory, alter_options
 from .objects import locate, table_path
-from .options import KEY_COMMIT_EVERY, KEY_MIGRATED_FROM, OPTIONS
+from .options import KEY_MIGRATED_FROM, OPTIONS
 from .paimon.create import create_directory, open_or_create
 from .paimon.store import open_directory
 from .paimon.tables import option_name
@@ -75,6 +75,11 @@ class MigrationReport:
         return out
 
 
+def _unfinished(source: str) -> str:
+    """The new table's mark while its migration runs (its last step marks it `source`)."""
+    return f"{source} (unfinished)"
+
+
 def _store(path: Any, storage_options: dict | None, what: str) -> Store:
     return locate(os.fspath(path), storage_options, what)
 
@@ -90,8 +95,8 @@ def _started_afresh(store: Store, source: str) -> bool:
     except MergeTreeError:
         existing = None
     marked = existing is not None and existing.schema.paimon is not None and \
-        existing.schema.paimon.options.get(option_name(KEY_MIGRATED_FROM)) == source
-    if not marked or existing is None or existing.latest_snapshot() is not None:
+        existing.schema.paimon.options.get(option_name(KEY_MIGRATED_FROM)) == _unfinished(source)
+    if not marked:
         raise TableExistsError(f"{table_path(store)} is not empty; give the migration a new path")
     for name in sorted(names, reverse=True):  # every file there is the cut-short migration's own
         store.delete(name)
@@ -138,21 +143,19 @@ def migrate(old: Any, new: Any, storage_options: dict | None = None, progress: P
         raise InvalidArgumentError(f"{source} is an Apache Paimon table already: there is nothing to migrate")
     report = MigrationReport(source, target)
     report.restarted = _started_afresh(new_store, source)
-    # one commit of the whole copy (a migration cut short publishes nothing); a table that commits
-    # every N buffers gets the option back once the copy is in
-    carried = {k: v for k, v in ts.options.items()  # (the older format wrote every default out)
-               if k != KEY_COMMIT_EVERY and (k not in OPTIONS or OPTIONS[k].default != v)}
+    # (the older format wrote every default out)
+    carried = {k: v for k, v in ts.options.items() if k not in OPTIONS or OPTIONS[k].default != v}
     report.options = dict(carried)
     default_key = tuple(c for c in ts.primary_key if c not in ts.partition_by)
     bucket_key = list(ts.bucket_key) if ts.bucket_key and tuple(ts.bucket_key) != default_key else None
     fresh = create_directory(new_store, ts.schema, list(ts.primary_key) or None, list(ts.partition_by) or None,
                              ts.buckets if ts.has_primary_key or bucket_key else max(ts.buckets, 1), bucket_key,
-                             ts.merge_engine, {**carried, KEY_MIGRATED_FROM: source})
-    written = write_rows(fresh, _rows_of(directory, progress, report), RowKind.INSERT, compact=False)
+                             ts.merge_engine, {**carried, KEY_MIGRATED_FROM: _unfinished(source)})
+    # one commit of the whole copy; until the last step marks the table finished, running the
+    # migration again clears what a run cut short left and starts afresh
+    written = write_rows(fresh, _rows_of(directory, progress, report), RowKind.INSERT, compact=False, one_commit=True)
     if written.snapshot is not None and ts.has_primary_key:
         compact_buckets(fresh, None, False)  # level 0 up, as after a write (where reads wait for it, too)
-    if KEY_COMMIT_EVERY in ts.options:
-        fresh = alter_options(fresh, {KEY_COMMIT_EVERY: ts.options[KEY_COMMIT_EVERY]})
     latest = fresh.latest_snapshot()
     live = fresh.live_files(latest).values() if latest is not None else []
     report.buckets = len({(e.partition, e.bucket) for e in live})
@@ -160,6 +163,7 @@ def migrate(old: Any, new: Any, storage_options: dict | None = None, progress: P
     report.queries = _copy_log(source, target, QUERY_LOG_DIR, LOG_SCHEMA, LOG_OPTIONS)
     report.optimizer_records = _copy_log(source, target, HISTORY_DIR, HISTORY_SCHEMA,
                                          {"mergetree.query-log.enabled": "false"})
+    alter_options(fresh, {KEY_MIGRATED_FROM: source})  # finished
     report.snapshots_left_behind = len(directory.store.snapshot_ids())
     report.consumers_left_behind = [c.id for c in consumers.consumers(directory)]
     report.seconds = time.perf_counter() - started

@@ -347,8 +347,9 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "1.2 DELTA_BINARY_PACKED pages for the sorted integer key and sequence columns (smaller files, "
                "faster reads of the key). pypaimon and pypaimon-rust read every choice"),
     OptionSpec(KEY_MIGRATED_FROM, None, lambda text, key: text.strip(),
-               "the table of mergetree's older format this one was migrated from (`mergetree migrate`); while the "
-               "table has no snapshot, a migration there was cut short, and running it again starts it afresh"),
+               "the table of mergetree's older format this one was migrated from (`mergetree migrate`); marked "
+               "'(unfinished)' until the migration's last step, so that running it again after it was cut short "
+               "starts afresh"),
     OptionSpec(KEY_QUERY_LOG, "true", _parse_bool,
                "record every read's shape (filtered columns, order, grouping, files scanned, time) in the "
                "table's query log (queries/), which the advisor analyzes"),

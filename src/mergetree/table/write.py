@@ -742,7 +742,7 @@ def check_deletable(ts: TableSchema) -> None:
 
 
 def write_rows(directory: TableDirectory, data: Any, kind: RowKind, row_kind_column: str | None = None,
-               overwrite: Any = False, compact: bool = True) -> Written:
+               overwrite: Any = False, compact: bool = True, one_commit: bool = False) -> Written:
     """Write rows (upserts, or deletes by key with `RowKind.DELETE`) from any input, a stream
     batch by batch: through the write buffer into level-0 files, committed once at the end
     (or every `write.commit-every-buffers` buffers; an overwrite once); then compact the touched
@@ -756,7 +756,8 @@ def write_rows(directory: TableDirectory, data: Any, kind: RowKind, row_kind_col
         pieces = conformed(directory, data, complete=False)
     else:
         pieces = conformed(directory, data, complete=True, row_kind_column=row_kind_column)
-    every = directory.options.commit_every_buffers if replacing is None else 0
+    # (`one_commit`: all or nothing, whatever `write.commit-every-buffers` says: a delete, a migration)
+    every = directory.options.commit_every_buffers if replacing is None and not one_commit else 0
     # rows as written, before any fold (an overwrite publishes none; a Paimon append table has none)
     as_written = directory.options.changelog_producer == "input" and replacing is None \
         and (directory.schema.has_primary_key or directory.schema.paimon is None)

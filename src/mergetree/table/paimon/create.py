@@ -43,6 +43,7 @@ from .options import (
     is_true,
     misspelt,
     option_text,
+    retention,
 )
 from .store import open_directory, paimon_directory
 from .tables import check_parquet_options, option_name, table_options, table_schema, write_refusal
@@ -101,6 +102,7 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
         if text is not None:
             written[str(k)] = text
     check_options(written, names, keys, partitions)  # what a write into it would refuse, refused now
+    retention(written)  # and what expiry keeps, as Java reads it (every commit expires by it)
     parsed = [parse_field(f) for f in paimon]  # every column reads back (nested types through the codec too)
     file_index_spec(written, {f.name: f.type for f in parsed})
     document = schema_json(0, paimon, highest, partitions, keys, written, int(time.time() * 1000))

@@ -53,13 +53,14 @@ class PartitionAssigner:
     pending_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     pending_buckets: np.ndarray = field(default_factory=lambda: np.empty(0, np.int16))
     counts: dict[int, int] = field(default_factory=dict)
+    index_names: dict[int, str] = field(default_factory=dict)  # bucket -> its index file, as known
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def load(cls, snapshot_id: int | None, per_bucket: dict[int, np.ndarray], target: int,
-             max_buckets: int) -> PartitionAssigner:
-        """From each bucket's index (bucket -> its hashes)."""
-        out = cls(snapshot_id, target, max_buckets)
+             max_buckets: int, names: dict[int, str] | None = None) -> PartitionAssigner:
+        """From each bucket's index (bucket -> its hashes; `names`: bucket -> its file)."""
+        out = cls(snapshot_id, target, max_buckets, index_names=dict(names or {}))
         if per_bucket:
             hashes = np.concatenate([per_bucket[b] for b in sorted(per_bucket)])
             buckets = np.concatenate([np.full(len(per_bucket[b]), b, np.int16) for b in sorted(per_bucket)])
@@ -127,28 +128,43 @@ class PartitionAssigner:
             done += take
         return out
 
-    def pending_of(self, bucket: int) -> np.ndarray:
-        return self.pending_hashes[self.pending_buckets == bucket]
+    def pending(self) -> tuple[np.ndarray, np.ndarray]:
+        """The keys assigned and not yet committed (hashes, their buckets), as they are now."""
+        with self.lock:
+            return self.pending_hashes.copy(), self.pending_buckets.copy()
 
-    def pending_buckets_set(self) -> set[int]:
-        return {int(b) for b in np.unique(self.pending_buckets)}
+    def known_by_bucket(self) -> dict[int, np.ndarray]:
+        """The index as loaded (and committed since): bucket -> its hashes."""
+        with self.lock:
+            return {int(b): self.known_hashes[self.known_buckets == b] for b in np.unique(self.known_buckets)}
 
-    def conflicts(self, latest: dict[int, np.ndarray]) -> int:
-        """How many of this process's new keys the latest index (bucket -> hashes) places in
-        another bucket than it did (a concurrent writer's)."""
-        if not len(self.pending_hashes) or not latest:
+    def conflicts(self, latest: dict[int, np.ndarray], hashes: np.ndarray, buckets: np.ndarray) -> int:
+        """How many of the new keys (`hashes` in `buckets`) the latest index (bucket -> hashes)
+        places in another bucket (a concurrent writer's doing)."""
+        if not len(hashes) or not latest:
             return 0
         other = PartitionAssigner.load(None, latest, self.target, self.max_buckets)
-        there = self._find(other.known_hashes, other.known_buckets, self.pending_hashes)
-        return int(np.count_nonzero((there >= 0) & (there != self.pending_buckets)))
+        there = self._find(other.known_hashes, other.known_buckets, hashes)
+        return int(np.count_nonzero((there >= 0) & (there != buckets.astype(np.int32))))
 
-    def committed(self, snapshot_id: int) -> None:
-        """The pending keys are in the index of snapshot `snapshot_id` now."""
+    def committed(self, snapshot_id: int, hashes: np.ndarray, names: dict[int, str],
+                  index: dict[int, np.ndarray] | None = None) -> None:
+        """The new keys `hashes` are in the index of snapshot `snapshot_id` now, whose files
+        are `names` (bucket -> file); `index`: the index it was committed on (bucket -> hashes),
+        read again because another writer had changed it — the known keys are those then.  Keys
+        assigned since stay pending for their own commit."""
         with self.lock:
-            hashes = np.concatenate([self.known_hashes, self.pending_hashes])
-            buckets = np.concatenate([self.known_buckets, self.pending_buckets])
-            order = np.argsort(hashes, kind="stable")
-            self.known_hashes, self.known_buckets = hashes[order], buckets[order]
-            self.pending_hashes = np.empty(0, np.int32)
-            self.pending_buckets = np.empty(0, np.int16)
+            written = np.isin(self.pending_hashes, hashes)
+            moved_hashes, moved_buckets = self.pending_hashes[written], self.pending_buckets[written]
+            if index is not None:
+                base = PartitionAssigner.load(None, index, self.target, self.max_buckets)
+                self.known_hashes, self.known_buckets = base.known_hashes, base.known_buckets
+                for bucket, count in base.counts.items():  # (other writers' keys count too)
+                    self.counts[bucket] = max(self.counts.get(bucket, 0), count)
+            all_hashes = np.concatenate([self.known_hashes, moved_hashes])
+            all_buckets = np.concatenate([self.known_buckets, moved_buckets])
+            order = np.argsort(all_hashes, kind="stable")
+            self.known_hashes, self.known_buckets = all_hashes[order], all_buckets[order]
+            self.pending_hashes, self.pending_buckets = self.pending_hashes[~written], self.pending_buckets[~written]
             self.snapshot_id = snapshot_id
+            self.index_names = dict(names)

@@ -79,6 +79,17 @@ _HARMLESS_PREFIXES = (
     # duties of commits, not of reads (writes refuse them: `tables.write_refusal`)
     "metadata.iceberg.", "lock.",
 )
+# namespaces of Java's options that change what a read returns: a key there mergetree does not
+# know is refused, never taken for a free-form property
+_SEMANTIC_PREFIXES = ("merge-engine", "deduplicate.", "first-row.", "partial-update.", "aggregation.", "sequence.",
+                      "bucket", "deletion-vectors.", "changelog-producer", "record-level.", "row-tracking.",
+                      "data-evolution.", "primary-key", "rowkind.")
+# the names Java knows under the prefixes listed as harmless that steer expiry, which every commit
+# runs: a name close to one of these is a typo (`misspelt`), not a free-form property
+_RETENTION_KEYS = ("snapshot.num-retained.min", "snapshot.num-retained.max", "snapshot.time-retained",
+                   "snapshot.expire.limit", "snapshot.expire.execution-mode", "snapshot.clean-empty-directories",
+                   "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained",
+                   "consumer.expiration-time", "consumer.ignore-progress", "consumer.mode", "tag.default-time-retained")
 _REFUSED_WHEN_TRUE = {
     "partial-update.remove-record-on-delete": "partial-update removing a record on delete",
     "partial-update.remove-record-on-sequence-group": "partial-update removing a record per sequence group",
@@ -86,6 +97,7 @@ _REFUSED_WHEN_TRUE = {
     "row-tracking.enabled": "row tracking",
     "data-evolution.enabled": "data evolution",
     "first-row.ignore-delete": None,  # handled (ignore-delete); listed so the value is checked
+    "deduplicate.ignore-delete": None,  # (Java's other fallback key of ignore-delete)
 }
 
 
@@ -179,6 +191,10 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
         if key.startswith("scan."):
             raise refuse(key, "a table-level scan setting changes which snapshot or rows a read sees; "
                               "remove it or read with pypaimon")
+        if key.startswith(_SEMANTIC_PREFIXES):
+            raise refuse(key, "mergetree does not know this option of a namespace whose options change what a "
+                              "read returns (merge engines, sequence fields, deletes, buckets), so it refuses it "
+                              "rather than guess")
         # any other key is a free-form property (``owner``, ``team``), kept and ignored as Java
         # keeps and ignores it; `misspelt` catches a typo of a known option where one is set
 
@@ -230,7 +246,8 @@ def check_options(options: Mapping[str, str], columns: list[str], primary_keys: 
     if order not in ("ascending", "descending"):
         raise refuse("sequence.field.sort-order", "must be ascending or descending")
     ignore_delete = any(is_true(opts.get(k, "false"))
-                        for k in ("ignore-delete", "partial-update.ignore-delete", "first-row.ignore-delete"))
+                        for k in ("ignore-delete", "partial-update.ignore-delete", "first-row.ignore-delete",
+                                  "deduplicate.ignore-delete"))
     aggregations: dict[str, str] = {}
     if engine == "aggregate":
         default = opts.get("fields.default-aggregate-function")
@@ -353,6 +370,10 @@ def known_options() -> list[str]:
 def misspelt(key: str, engine_options: Sequence[str] = ()) -> str | None:
     """The known option (Paimon's, or the engine's `engine_options`) that `key` looks like a
     misspelling of, None when it is known or a free-form property."""
+    if key.startswith(("snapshot.", "changelog.", "consumer.", "tag.")) and key not in _RETENTION_KEYS:
+        close = difflib.get_close_matches(key, _RETENTION_KEYS, n=1, cutoff=0.85)
+        if close:  # a typo there would silently keep the defaults of what every commit expires
+            return close[0]
     if is_known_option(key) or key in engine_options:
         return None
     bare = key[len(MERGETREE_PREFIX):] if key.startswith(MERGETREE_PREFIX) else key

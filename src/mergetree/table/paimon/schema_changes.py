@@ -419,6 +419,11 @@ def apply_changes(document: Mapping[str, Any], changes: Iterable[SchemaChange]) 
             _in_fields(fields, change.path, change.path, drop)
         elif isinstance(change, UpdateColumnType):
             top(change.path, "change the type of", True)
+            bucket_key = [c.strip() for c in options.get("bucket-key", "").split(",") if c.strip()]
+            if len(change.path) == 1 and change.path[0] in bucket_key:
+                raise UnsupportedPaimonFeatureError(
+                    f"cannot change the type of bucket-key column {change.path[0]!r}: the rows written are placed in "
+                    f"buckets by its values' hash, which a new type changes")
 
             def retype(old: Any, change: UpdateColumnType = change) -> Any:
                 new = change.type

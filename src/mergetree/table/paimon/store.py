@@ -34,6 +34,7 @@ from ...errors import (
     CommitConflictError,
     InvalidArgumentError,
     ObjectExistsError,
+    ObjectNotFoundError,
     SnapshotNotFoundError,
     UnsupportedPaimonFeatureError,
     WriterConflictError,
@@ -249,7 +250,14 @@ class PaimonSnapshotStore:
             raise InvalidArgumentError(f"a tag name is one file name without surrounding spaces, not {name!r}")
         self.storage.require_conditional_create()
         try:
-            self.storage.create(self.table.tag_name(name), self.storage.read(self.snapshot_file(snapshot.id)))
+            document = self.storage.read(self.snapshot_file(snapshot.id))
+        except ObjectNotFoundError:  # an expired snapshot another tag holds: that tag's document
+            holders = [t for t in self.table.tags() if self.tag(t).id == snapshot.id]
+            if not holders:
+                raise SnapshotNotFoundError(f"{self.described} has no snapshot {snapshot.id} to tag") from None
+            document = self.storage.read(self.table.tag_name(holders[0]))
+        try:
+            self.storage.create(self.table.tag_name(name), document)
         except ObjectExistsError:
             raise InvalidArgumentError(f"{self.described} already has a tag {name!r} (of snapshot "
                                        f"{self.tag(name).id}); delete it first") from None
@@ -693,30 +701,30 @@ class PaimonSnapshotStore:
         opts = schema.checked_options
         key_types = [schema.field(c).type for c in opts.bucket_key]
         hashes = paimon_hashes([rows.column(c) for c in opts.bucket_key], key_types)
+        latest = self.table.latest_snapshot()  # once per buffer, whatever its partitions
         out = np.empty(rows.num_rows, dtype=np.int32)
         if not schema.partition_keys:
-            out[:] = self._assigner(encode_row([], [])).assign(hashes)
+            out[:] = self._assigner(encode_row([], []), latest).assign(hashes)
             return out
         indexed = rows.select(list(schema.partition_keys)).append_column("_row", pa.array(np.arange(rows.num_rows)))
         grouped = indexed.group_by(list(schema.partition_keys), use_threads=False).aggregate([("_row", "list")])
         for i in range(grouped.num_rows):
             values = [grouped.column(k)[i].as_py() for k in schema.partition_keys]
             members = np.asarray(grouped.column("_row_list")[i].values.to_numpy(), dtype=np.int64)
-            out[members] = self._assigner(encode_row(values, schema.partition_types)).assign(hashes[members])
+            out[members] = self._assigner(encode_row(values, schema.partition_types), latest).assign(hashes[members])
         return out
 
-    def _assigner(self, partition: bytes) -> PartitionAssigner:
+    def _assigner(self, partition: bytes, latest: dict | None) -> PartitionAssigner:
         """The partition's assigner, loaded from the latest snapshot's hash index (again when a
-        newer snapshot is there and this process assigned nothing since)."""
-        latest = self.table.latest_snapshot()
+        newer snapshot is there and this process has nothing assigned but uncommitted)."""
         latest_id = None if latest is None else int(latest["id"])
         with self._lock:
             found = self._assigners.get(partition)
             if found is not None and (found.snapshot_id == latest_id or len(found.pending_hashes)):
                 return found
         opts = self.schema.checked_options
-        loaded = PartitionAssigner.load(latest_id, self._hash_index(latest, partition), opts.dynamic_target,
-                                        opts.dynamic_max_buckets)
+        per_bucket, names = self._hash_index(latest, partition)
+        loaded = PartitionAssigner.load(latest_id, per_bucket, opts.dynamic_target, opts.dynamic_max_buckets, names)
         with self._lock:
             current = self._assigners.get(partition)
             if current is not None and current is not found:  # another thread loaded it meanwhile
@@ -724,46 +732,66 @@ class PaimonSnapshotStore:
             self._assigners[partition] = loaded
             return loaded
 
-    def _hash_index(self, document: dict | None, partition: bytes) -> dict[int, np.ndarray]:
-        """Bucket -> the key hashes its hash index file holds, in `partition` at that snapshot."""
-        out: dict[int, np.ndarray] = {}
+    def _hash_index(self, document: dict | None, partition: bytes,
+                    names_only: bool = False) -> tuple[dict[int, np.ndarray], dict[int, str]]:
+        """Bucket -> the key hashes its hash index file holds, in `partition` at that snapshot
+        (none read with `names_only`), and bucket -> that file's name."""
+        hashes: dict[int, np.ndarray] = {}
+        names: dict[int, str] = {}
         if document is None:
-            return out
+            return hashes, names
         for entry in self._hash_entries(document):
             if entry["_PARTITION"] != partition:
                 continue
-            data, path = self.table.index_file_bytes(entry, self.schema)
-            out[int(entry["_BUCKET"])] = decode_hashes(data, path)
-        return out
+            names[int(entry["_BUCKET"])] = str(entry["_FILE_NAME"])
+            if not names_only:
+                data, path = self.table.index_file_bytes(entry, self.schema)
+                hashes[int(entry["_BUCKET"])] = decode_hashes(data, path)
+        return hashes, names
 
     def _hash_entries(self, document: dict) -> list[dict]:
         return [e for e in index_entries(self.table, document) if e["_INDEX_TYPE"] == HASH_INDEX and e["_KIND"] == 0]
 
-    def _hash_changes(self, base: dict | None, adds: list[FileEntry], written: list[str]) -> list[IndexChange]:
+    def _hash_changes(self, base: dict | None, adds: list[FileEntry], written: list[str]
+                      ) -> tuple[list[IndexChange], list[tuple]]:
         """The hash index files a write's commit on `base` brings: for each partition it adds
-        files to, each bucket the process gave new keys, its hashes at `base` with those
-        added, written now; a concurrent writer that placed one of those keys elsewhere raises
-        `WriterConflictError` (one writer at a time) and forgets what was assigned."""
+        files to, each bucket this process gave new keys, its hashes at `base` with those added,
+        written now; and per partition (assigner, the new hashes written, the index's file names
+        after the commit, the index read again or None), for `PartitionAssigner.committed`.
+        Where another writer changed the partition's index since it was read, a key of this
+        write it placed elsewhere raises `WriterConflictError` (one writer at a time) and the
+        partition's assignments are forgotten; untouched, the index is not read again."""
         schema = self.schema
         changes: list[IndexChange] = []
+        done: list[tuple] = []
         partitions = {encode_row(list(e.partition), schema.partition_types) for e in adds}
         for partition in sorted(partitions):
             with self._lock:
                 assigner = self._assigners.get(partition)
-            if assigner is None or not len(assigner.pending_hashes):
+            if assigner is None:
                 continue
-            at_base = self._hash_index(base, partition)
-            clashes = assigner.conflicts(at_base)
-            if clashes:
-                with self._lock:
-                    self._assigners.pop(partition, None)
-                raise WriterConflictError(
-                    f"another writer committed to dynamic-bucket Paimon table {self.table.name} and placed "
-                    f"{clashes} of this write's new keys in other buckets; a dynamic-bucket table takes one writer "
-                    f"at a time; nothing was committed, retry the write")
-            for bucket in sorted(assigner.pending_buckets_set()):
+            pending, buckets = assigner.pending()  # what is assigned now; later assignments wait for their commit
+            if not len(pending):
+                continue
+            _, names = self._hash_index(base, partition, names_only=True)
+            reread: dict[int, np.ndarray] | None = None
+            if names == assigner.index_names:
+                at_base = assigner.known_by_bucket()  # the index as loaded: nothing to read again
+            else:
+                at_base, _ = self._hash_index(base, partition)
+                reread = at_base
+                clashes = assigner.conflicts(at_base, pending, buckets)
+                if clashes:
+                    with self._lock:
+                        self._assigners.pop(partition, None)
+                    raise WriterConflictError(
+                        f"another writer committed to dynamic-bucket Paimon table {self.table.name} and placed "
+                        f"{clashes} of this write's new keys in other buckets; a dynamic-bucket table takes one "
+                        f"writer at a time; nothing was committed, retry the write")
+            after = dict(names)
+            for bucket in sorted({int(b) for b in np.unique(buckets)}):
                 old = at_base.get(bucket, np.empty(0, np.int32))
-                hashes = np.union1d(old, assigner.pending_of(bucket))
+                hashes = np.union1d(old, pending[buckets == bucket])
                 if len(hashes) == len(old):
                     continue
                 name = new_index_name()
@@ -775,7 +803,9 @@ class PaimonSnapshotStore:
                 written.append(self.table.full(where))
                 changes.append(IndexChange(partition, bucket, hash_index_entry(partition, bucket, name, len(data),
                                                                                len(hashes)), HASH_INDEX))
-        return changes
+                after[bucket] = name
+            done.append((assigner, pending, after, reread))
+        return changes, done
 
     def is_changelog(self, relative: str) -> bool:
         return bool(_CHANGELOG.fullmatch(relative.rpartition("/")[2]))
@@ -954,9 +984,11 @@ class PaimonSnapshotStore:
             except BaseException:
                 remove_files(table, written)
                 raise
+        assigned: list = []
         if kind != "COMPACT" and schema.checked_options.dynamic_buckets and adds:
             try:
-                index += self._hash_changes(base, adds, written)
+                hash_changes, assigned = self._hash_changes(base, adds, written)
+                index += hash_changes
             except BaseException:
                 remove_files(table, written)
                 raise
@@ -978,11 +1010,8 @@ class PaimonSnapshotStore:
         except BaseException:
             remove_files(table, written)
             raise
-        if any(c.index_type == HASH_INDEX for c in index):
-            with self._lock:
-                committed = [a for p, a in self._assigners.items() if p in {c.partition for c in index}]
-            for assigner in committed:
-                assigner.committed(new_id)
+        for assigner, hashes, names, reread in assigned:  # (only what this commit's index files hold)
+            assigner.committed(new_id, hashes, names, reread)
         return self.snapshot(new_id)
 
     # -- files ---------------------------------------------------------------------------

@@ -355,8 +355,8 @@ def commit_refusal(schema: PaimonSchema, kind: str, name: str) -> str | None:
             return (f"cannot compact Paimon table {name}: it is an append table, and mergetree compacts primary-key "
                     f"tables (an append table's compaction, merging small files, is not supported yet)")
         return (f"cannot compact Paimon table {name}: option 'changelog-producer' = "
-                f"{schema.options.get('changelog-producer')!r}: Paimon's compaction produces the changelog of such "
-                f"tables, which mergetree's does not; compact it with Paimon")
+                f"{schema.options.get('changelog-producer')!r}: Paimon's full compaction produces the changelog of "
+                f"such tables, which mergetree's does not; compact it with Paimon")
     refusal = write_refusal(schema)
     if refusal is None:
         return None
