@@ -141,7 +141,10 @@ def expire_snapshots(directory: TableDirectory, retain_last: int | None = None, 
         candidates = candidates[:limit]
     if not candidates and not kept_ids:
         return []
-    before = referenced_files(directory, ids, kept_ids)
+    # what the expiring snapshots (and the kept changelogs, which may expire too) use; a file's
+    # snapshots are consecutive (added once, deleted once), so what a newer snapshot still uses
+    # the oldest snapshot left uses too: only it is read for what stays, not every live one
+    before = referenced_files(directory, candidates, kept_ids)
     keep_changelog, rules = store.changelog_retention(directory.options)
     for i in candidates:  # oldest first: the table stays readable at every step
         if keep_changelog and store.keeps_changelog_of(store.snapshot(i)):
@@ -157,7 +160,7 @@ def expire_snapshots(directory: TableDirectory, retain_last: int | None = None, 
         storage.delete(store.retained_changelog_file(i))
     if gone or (keep_changelog and candidates):
         store.kept_changelogs_changed()
-    delete_unreferenced(directory, before, referenced_files(directory, live, store.retained_changelog_ids()))
+    delete_unreferenced(directory, before, referenced_files(directory, live[:1], store.retained_changelog_ids()))
     return candidates
 
 
