@@ -177,6 +177,8 @@ def after_commit(directory: TableDirectory, committed: Snapshot) -> None:
             return
         store = directory.store
         retain_min, retain_max, age = snapshot_retention(directory)
+        if committed.id <= retain_min:  # not that many snapshots were ever committed: no request
+            return
         earliest = store.earliest_id()
         if earliest is None or committed.id - earliest + 1 <= retain_min:
             return

@@ -188,6 +188,7 @@ class PaimonSnapshotStore:
         self.partition_by = tuple(schema.partition_keys)
         self._documents: dict[int, dict] = {}
         self._lock = threading.Lock()
+        self._earliest: int | None = None  # the oldest snapshot last found (`earliest_id`)
         self._assigners: dict[bytes, PartitionAssigner] = {}  # dynamic buckets: each partition's, by its bytes
         # index files `write_deletion_vectors` wrote: object name -> (partition, bucket, entry)
         self._fresh_indexes: dict[str, tuple[bytes, int, dict]] = {}
@@ -457,8 +458,16 @@ class PaimonSnapshotStore:
         return retention(self.schema.options).expire_limit
 
     def earliest_id(self) -> int | None:
-        """The oldest snapshot's id: the EARLIEST hint where its snapshot is there (Java's
-        ``SnapshotManager.earliestSnapshotId``), else by listing."""
+        """The oldest snapshot's id: the one this store found last while it is still there
+        (snapshots go only from the front: one HEAD), else the EARLIEST hint where its snapshot
+        is there (Java's ``SnapshotManager.earliestSnapshotId``), else by listing."""
+        known = self._earliest
+        if known is not None and self.storage.exists(PaimonTable.snapshot_name(known)):
+            return known
+        self._earliest = found = self._find_earliest()
+        return found
+
+    def _find_earliest(self) -> int | None:
         data = read_if_exists(self.storage, f"{SNAPSHOT_DIR}/EARLIEST")
         try:
             hint = int(data.decode().strip()) if data is not None else None
