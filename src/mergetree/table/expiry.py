@@ -21,7 +21,7 @@ from .options import TableOptions
 from .snapshots import Snapshot
 
 __all__ = ["after_commit", "check_latest_intact", "delete_unreferenced", "expire_snapshots", "expired_changelogs",
-           "referenced_files", "snapshot_retention"]
+           "referenced_files"]
 
 
 def check_latest_intact(directory: TableDirectory) -> None:
@@ -83,13 +83,6 @@ def expired_changelogs(options: TableOptions, kept: list[Snapshot], latest: int 
     return out
 
 
-def snapshot_retention(directory: TableDirectory) -> tuple[int, int | None, float]:
-    """(``snapshot.num-retained.min``, ``.max``, ``snapshot.time-retained`` in seconds) as Java
-    reads a Paimon table's options; Paimon's defaults (10, unbounded, an hour) elsewhere."""
-    retention = directory.store.snapshot_retention()
-    return retention
-
-
 def expire_snapshots(directory: TableDirectory, retain_last: int | None = None, older_than: Any = None,
                      now_millis: int | None = None, retain_max: int | None = None,
                      limit: int | None = None) -> list[int]:
@@ -107,7 +100,7 @@ def expire_snapshots(directory: TableDirectory, retain_last: int | None = None, 
     changelog files stay readable; kept changelogs are then expired by `expired_changelogs`.
     A crash at any step leaves a readable table (at worst files nothing references, which
     `remove_orphan_files` deletes).  `now_millis`: the time the ages are measured at."""
-    default_min, default_max, default_age = snapshot_retention(directory)
+    default_min, default_max, default_age = directory.store.snapshot_retention()
     for name, value in (("retain_last", retain_last), ("retain_max", retain_max), ("limit", limit)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidArgumentError(f"{name} must be an integer of at least 1, not {value!r}")
@@ -176,7 +169,7 @@ def after_commit(directory: TableDirectory, committed: Snapshot) -> None:
         if directory.schema.paimon is None or directory.options.write_only:
             return
         store = directory.store
-        retain_min, retain_max, age = snapshot_retention(directory)
+        retain_min, retain_max, age = directory.store.snapshot_retention()
         if committed.id <= retain_min:  # not that many snapshots were ever committed: no request
             return
         earliest = store.earliest_id()

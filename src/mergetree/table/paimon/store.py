@@ -300,10 +300,7 @@ class PaimonSnapshotStore:
         if not isinstance(changes, Mapping):
             raise InvalidArgumentError(f"options must be a dict of option names to values, not {changes!r}")
         table, schema = self.table, self.schema
-        latest = max(table.schema_ids(), default=schema.id)
-        if latest != schema.id:
-            raise CommitConflictError(f"the options of {self.described} changed since it was opened (schema "
-                                      f"{latest}); reopen it")
+        self._require_latest_schema("options")
         document = table.schema_document(schema.id)
         before = {str(k): str(v) for k, v in (document.get("options") or {}).items()}
         options = dict(before)
@@ -332,12 +329,16 @@ class PaimonSnapshotStore:
         schema file; checked first, published by the store's conditional create as
         `alter_options` publishes (a concurrent change raises CommitConflictError)."""
         table, schema = self.table, self.schema
-        latest = max(table.schema_ids(), default=schema.id)
-        if latest != schema.id:
-            raise CommitConflictError(f"the schema of {self.described} changed since it was opened (schema "
-                                      f"{latest}); reopen it")
+        self._require_latest_schema("schema")
         fresh = apply_changes(table.schema_document(schema.id), changes)
         return self._publish_schema(fresh, set(), "schema")
+
+    def _require_latest_schema(self, what: str) -> None:
+        """A schema change starts from the latest schema (CommitConflictError otherwise)."""
+        latest = max(self.table.schema_ids(), default=self.schema.id)
+        if latest != self.schema.id:
+            raise CommitConflictError(f"the {what} of {self.described} changed since it was opened (schema "
+                                      f"{latest}); reopen it")
 
     def _publish_schema(self, fresh: dict, changed_options: set[str], what: str) -> TableDirectory:
         """Check the next schema document `fresh` as every reader and writer will take it, then
