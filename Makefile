@@ -1,9 +1,14 @@
-# Every target sets itself up: a virtual environment in .venv with the dependencies and extras
-# pyproject.toml declares (read by scripts/requirements.py), and an in-place build of the core.
+# Every target sets itself up: a virtual environment in .venv with the dependencies pyproject.toml
+# declares (read by scripts/requirements.py), and an in-place build of the core.  Each target
+# installs what it runs and no more: the core's build requirements and runtime dependencies first,
+# then `make demo` the demo's extra only, `make test` and `make lint` every extra the tests use.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-EXTRAS := test,spark,bench,lint,report
+EXTRAS := test,spark,bench,lint,report,demo,iceberg
+BASE_STAMP := $(VENV)/.base-installed
+DEMO_STAMP := $(VENV)/.demo-installed
+SPARK_DEMO_STAMP := $(VENV)/.spark-demo-installed
 STAMP := $(VENV)/.deps-installed
 # the in-place build is redone only when the core's sources or the build files change
 CORE_STAMP := $(VENV)/.core-built
@@ -14,14 +19,29 @@ PAIMON_STAMP := $(PAIMON_VENV)/.deps-installed
 PAIMON_JAVA_VENV := .venv-paimon-java
 PAIMON_JAVA_STAMP := $(PAIMON_JAVA_VENV)/.deps-installed
 
-.PHONY: demo demo-spark test lint bench build venv paimon-env wheel clean asv fuzz-checked
+.PHONY: demo demo-spark demo-env test lint bench build venv paimon-env wheel clean asv fuzz-checked
 
-$(STAMP): pyproject.toml Makefile
+# set -f: no globbing of [extras]
+$(BASE_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $$($(PY) scripts/requirements.py build) wheel
-	set -f; $(PY) -m pip install -q $$($(PY) scripts/requirements.py $(EXTRAS))  # set -f: no globbing of [extras]
+	set -f; $(PY) -m pip install -q $$($(PY) scripts/requirements.py build) $$($(PY) scripts/requirements.py)
+	touch $(BASE_STAMP)
+
+$(DEMO_STAMP): $(BASE_STAMP)
+	set -f; $(PY) -m pip install -q $$($(PY) scripts/requirements.py --only demo)
+	touch $(DEMO_STAMP)
+
+$(SPARK_DEMO_STAMP): $(BASE_STAMP)
+	set -f; $(PY) -m pip install -q $$($(PY) scripts/requirements.py --only spark)
+	touch $(SPARK_DEMO_STAMP)
+
+$(STAMP): $(BASE_STAMP)
+	set -f; $(PY) -m pip install -q $$($(PY) scripts/requirements.py --only $(EXTRAS))
 	touch $(STAMP)
+
+# what `make demo` installs, alone (tests/test_demo_setup.py runs it into a fresh environment)
+demo-env: $(DEMO_STAMP)
 
 venv: $(STAMP)
 
@@ -43,22 +63,22 @@ $(PAIMON_JAVA_STAMP): pyproject.toml Makefile
 
 paimon-env: $(PAIMON_STAMP) $(PAIMON_JAVA_STAMP)
 
-$(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
+$(CORE_STAMP): $(BASE_STAMP) $(CORE_SOURCES)
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $(CORE_STAMP)
 
 build: $(CORE_STAMP)
 
-demo: build
+demo: $(DEMO_STAMP) build
 	$(PY) -m mergetree demo
 
-demo-spark: build
+demo-spark: $(SPARK_DEMO_STAMP) build
 	$(PY) -m mergetree demo-spark
 
 # two workers (pytest-xdist): CI and most laptops have two cores or more, and each worker starts
 # its own local Spark, so more workers would cost memory rather than time.  Nothing is installed
 # on the system: without a Chromium the report's browser tests skip (`bash .ci/run` installs one)
-test: build paimon-env
+test: $(STAMP) build paimon-env
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  command -v google-chrome >/dev/null 2>&1 || \
 	  echo "note: no Chromium here: the report's browser tests skip (bash .ci/run installs it)"
@@ -70,10 +90,10 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint _core
 
-bench: build paimon-env
+bench: $(STAMP) build paimon-env
 	$(PY) -m mergetree bench
 
-asv: build
+asv: $(STAMP) build
 	cd asv_bench && ../$(PY) -m asv machine --yes >/dev/null
 	cd asv_bench && ../$(PY) -m asv run --python=same --quick --show-stderr --set-commit-hash=$$(git rev-parse HEAD)
 	cd asv_bench && ../$(PY) -m asv publish

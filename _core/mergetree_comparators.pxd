@@ -20,11 +20,14 @@ from mergetree_key_columns cimport (
 cdef extern from *:
     """
     #include <stdint.h>
+    #include <stdlib.h>
     #include <string.h>
     static inline uint64_t mt_load_be64(const uint8_t* p) {
         uint64_t v; memcpy(&v, p, 8);
     #if defined(__GNUC__) || defined(__clang__)
         return __builtin_bswap64(v);
+    #elif defined(_MSC_VER)
+        return _byteswap_uint64(v);  /* MSVC's own (stdlib.h): it does not see the shifts as one */
     #else
         return ((v & 0xFFull) << 56) | ((v & 0xFF00ull) << 40) | ((v & 0xFF0000ull) << 24)
              | ((v & 0xFF000000ull) << 8) | ((v >> 8) & 0xFF000000ull) | ((v >> 24) & 0xFF0000ull)

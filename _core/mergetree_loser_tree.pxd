@@ -36,6 +36,9 @@ cdef enum EmitMode:
 cdef extern from *:
     """
     #include <stdint.h>
+    #if defined(_MSC_VER) && !defined(__clang__)
+    #include <intrin.h>
+    #endif
     typedef struct {
         uint64_t key;   /* order-preserving image of the key value */
         uint64_t seq;   /* sequence with the sign bit flipped: unsigned order = signed order */
@@ -72,6 +75,11 @@ cdef extern from *:
     static inline int64_t mt_levels(int32_t node) {
     #if defined(__GNUC__) || defined(__clang__)
         return node > 0 ? 32 - __builtin_clz((unsigned)node) : 0;
+    #elif defined(_MSC_VER)
+        unsigned long top;  /* index of the highest set bit */
+        if (node <= 0) return 0;
+        _BitScanReverse(&top, (unsigned long)node);
+        return (int64_t)top + 1;
     #else
         int64_t n = 0;
         while (node > 0) { node >>= 1; n++; }

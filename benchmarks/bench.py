@@ -147,6 +147,13 @@ def _parser() -> argparse.ArgumentParser:
     advisor.add_argument("--advisor-loop", action="store_true",
                          help="the advisor workload on the layout workload's synthetic table and queries instead, "
                               "against the best fixed layout and the selectivity lower bound")
+    iceberg = parser.add_argument_group(
+        "iceberg workload", "the query-driven loop on an Apache Iceberg table: SSB's lineorder partitioned by "
+        "year, a Trino history of its 13 queries, advise + optimize; the bytes pyiceberg's scan planning selects "
+        "before and after (target: the date and range queries at most 30%), answers against DuckDB, the rewrite "
+        "against pyiceberg's plain overwrite (see benchmarks/bench_iceberg.py; --quick: scale 0.05)")
+    iceberg.add_argument("--iceberg", action="store_true", help="also run the Iceberg workload")
+    iceberg.add_argument("--iceberg-only", action="store_true", help="run only the Iceberg workload")
     scale = parser.add_argument_group(
         "scale workload", "cost curves to 100M rows: for each size a 2-bucket table (every key written twice, "
         "write-only, 64 mb write buffer) is written in one streaming write, read merge-on-read, fully compacted, "
@@ -262,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     environment = _environment()
     results, scaling, sorted_results = [], None, None
     merge_bench = not (args.sorted_merge_only or args.table_only or args.table_dv_only or args.spark_only
-                       or args.layout_only or args.advisor_only or args.scale_only
+                       or args.layout_only or args.advisor_only or args.scale_only or args.iceberg_only
                        or args.paimon_only or args.storage_only or args.streaming_only or args.engines_only
                        or args.services_only)
     if merge_bench:
@@ -345,8 +352,20 @@ def main(argv: list[str] | None = None) -> int:
             print(bench_advisor.format_ssb_results(ssb))
             print(f"advisor workload took {ssb.seconds:.0f}s")
             advisor_ok = all(ok for _, ok in ssb.targets())
+    iceberg_ok = True
+    if args.iceberg or args.iceberg_only:
+        from . import bench_iceberg
+
+        print(flush=True)
+        report = bench_iceberg.run_iceberg_bench(bench_iceberg.QUICK_SCALE if args.quick else
+                                                 bench_iceberg.DEFAULT_SCALE,
+                                                 progress=False if args.no_progress else None)
+        print(bench_iceberg.format_iceberg_results(report))
+        print(f"iceberg workload took {report.seconds:.0f}s")
+        iceberg_ok = all(ok for _, ok in report.targets())
     sorted_ok = sorted_results is None or all(r.ok for r in sorted_results)
     return 0 if all(r.ok for r in results) and sorted_ok and table_ok and spark_ok and layout_ok and advisor_ok \
+        and iceberg_ok \
         and scale_ok and paimon_ok and storage_ok and streaming_ok and engines_ok else 1
 
 

@@ -66,6 +66,7 @@ from mergetree.table.workload import querylog
 from . import queries as lq  # the layout workload's queries (a parameter here is called `queries`)
 from . import timing
 from .data import A_SPAN, LAYOUT_SCHEMA, LAYOUT_SEED, LayoutData, file_slices, make_layout_data
+from .report import duckdb_answer, query_lines, same_rows
 
 __all__ = ["AdvisorReport", "SsbQuery", "SsbReport", "format_advisor_results", "format_ssb_results", "main",
            "run_advisor_bench", "run_ssb"]
@@ -404,25 +405,6 @@ class SsbReport:
         return out
 
 
-def _duckdb_answer(connection, sql: str):
-    import pyarrow as pa
-
-    table = connection.sql(sql).arrow()
-    return table.read_all() if isinstance(table, pa.RecordBatchReader) else table
-
-
-def _same_rows(got, want) -> str:
-    """'ok' when the two answers hold the same rows (in any order: ties of ORDER BY may swap)."""
-    if got.num_rows != want.num_rows:
-        return f"wrong: {got.num_rows:,} rows, DuckDB {want.num_rows:,}"
-    if got.column_names != want.column_names:
-        return f"wrong: columns {got.column_names}, DuckDB {want.column_names}"
-    key = lambda row: tuple((v is None, str(v)) for v in row.values())  # noqa: E731
-    if sorted(got.to_pylist(), key=key) != sorted(want.to_pylist(), key=key):
-        return "wrong: the rows differ"
-    return "ok"
-
-
 def _ssb_read(table: Table, sql: str):
     """One SSB query through mergetree: the filter and columns `queries import` extracts from the
     SQL, read by `Table.read` (its file skipping and row filter), the rest of the SQL (sums,
@@ -436,7 +418,7 @@ def _ssb_read(table: Table, sql: str):
     stats = table.last_read
     connection = duckdb.connect()
     connection.register("lineorder", rows)
-    return _duckdb_answer(connection, sql), stats.files_read, stats.bytes_read
+    return duckdb_answer(connection, sql), stats.files_read, stats.bytes_read
 
 
 def ssb_history(path: str, repeat: int = 3) -> int:
@@ -457,12 +439,12 @@ def ssb_history(path: str, repeat: int = 3) -> int:
 
 
 def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = None, advise_runs: int = 3,
-            repeat: int = 3, progress: bool | None = None, table_format: str = "paimon") -> SsbReport:
+            repeat: int = 3, progress: bool | None = None) -> SsbReport:
     """SSB end to end: generate the flattened lineorder at `scale`, write its raw Parquet (DuckDB's
     reference) and an unorganized table of `files` appends, import the 13 queries as a history,
     run each (bytes before), advise `advise_runs` times on the same log (the same advice each
     time?), apply, optimize, run each again (bytes after), every answer checked against DuckDB's
-    on the raw Parquet.  `table_format`: the table's ("paimon": an Apache Paimon append table)."""
+    on the raw Parquet (the table: an Apache Paimon append table)."""
     import duckdb
     import pyarrow.parquet as pq
 
@@ -482,13 +464,13 @@ def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = 
             path = os.path.join(root, "lineorder")
             table = Table.create(path, data.schema, options={
                 "target-file-size": str(math.ceil(data.nbytes / files)), "write-only": "true",
-                "query-log.enabled": "true"}, format=table_format)
+                "query-log.enabled": "true"})
             per = math.ceil(data.num_rows / files)
             for start in range(0, data.num_rows, per):
                 table.write(data.slice(start, per))
-            if table_format == "paimon":  # a Paimon table's target is the files' size on disk, as Java rolls them
-                on_disk = table.plan().bytes_total
-                table.set_options({"target-file-size": str(math.ceil(on_disk / files))})
+            # the target is the files' size on disk, as Java rolls them
+            on_disk = table.plan().bytes_total
+            table.set_options({"target-file-size": str(math.ceil(on_disk / files))})
             rows = data.num_rows
             del data
             reference = duckdb.connect()
@@ -499,10 +481,10 @@ def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = 
             measured: dict[str, SsbQuery] = {}
             expected = {}
             for name, sql in ssb.QUERIES.items():
-                expected[name] = _duckdb_answer(reference, sql)
+                expected[name] = duckdb_answer(reference, sql)
                 answer, files_read, bytes_read = _ssb_read(table, sql)
                 measured[name] = SsbQuery(name, name in ssb.DATE_OR_RANGE, answer.num_rows,
-                                          _same_rows(answer, expected[name]), files_read, 0, bytes_read)
+                                          same_rows(answer, expected[name]), files_read, 0, bytes_read)
                 advance(1)
             files_before = len(table.plan().files)
             runs = []
@@ -519,7 +501,7 @@ def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = 
                 q = measured[name]
                 q.files_after, q.bytes_after = files_read, bytes_read
                 if q.answer == "ok":
-                    q.answer = _same_rows(answer, expected[name])
+                    q.answer = same_rows(answer, expected[name])
                 advance(1)
             files_after = len(table.plan().files)
             for q in measured.values():
@@ -540,15 +522,8 @@ def run_ssb(scale: float = 1.0, files: int = SSB_FILES, directory: str | None = 
 
 
 def format_ssb_results(report: SsbReport) -> str:
-    mib = 2**20
     lines = [f"SSB at scale {report.scale:g}: {report.rows:,} lineorder rows, {report.files_before} files before, "
-             f"{report.files_after} after; {report.logged} queries imported",
-             f"{'query':<6} {'date/range':>10} {'rows':>6} {'answer':>8} {'files before':>12} {'files after':>11} "
-             f"{'MiB before':>10} {'MiB after':>9} {'after %':>8}"]
-    for q in report.queries:
-        lines.append(f"{q.name:<6} {'yes' if q.date_or_range else '':>10} {q.rows:>6,} {q.answer:>8} "
-                     f"{q.files_before:>12} {q.files_after:>11} {q.bytes_before / mib:>10,.1f} "
-                     f"{q.bytes_after / mib:>9,.1f} {q.ratio:>8.1%}")
+             f"{report.files_after} after; {report.logged} queries imported", *query_lines(report.queries)]
     picked = [q for q in report.queries if q.date_or_range]
     if picked:
         share = sum(q.bytes_after for q in picked) / sum(q.bytes_before for q in picked)
@@ -579,8 +554,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=lq.DEFAULT_QUERIES)
     parser.add_argument("--budget", type=float, help="seconds of queries run per measurement")
     parser.add_argument("--no-fixed", action="store_true", help="skip the fixed layouts")
-    parser.add_argument("--format", choices=("mergetree", "paimon"), default="paimon",
-                        help="SSB: the table's format")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     report: AdvisorReport | SsbReport
@@ -589,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
                                    not args.no_fixed)
         print(format_advisor_results(report))
     else:
-        report = run_ssb(SSB_QUICK_SCALE if args.quick else args.scale, args.files, table_format=args.format)
+        report = run_ssb(SSB_QUICK_SCALE if args.quick else args.scale, args.files)
         print(format_ssb_results(report))
     print(f"advisor workload took {report.seconds:.0f}s")
     if args.json:

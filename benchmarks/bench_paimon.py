@@ -1359,7 +1359,7 @@ def dv_findings(report: PaimonReport) -> list[str]:
         lines.append(f"{name}: mergetree's compaction of the small commits with deletion vectors / without: "
                      + ("not measured" if ratio is None or with_dv is None or without is None else
                         f"{with_dv.seconds:.3f} s / {without.seconds:.3f} s = {ratio:.2f}x")
-                     + " (informational; issue 25 bounds it at 1.5x for mergetree's own tables)")
+                     + " (informational; issue 25 bounded it at 1.5x for mergetree's older format)")
     return lines
 
 

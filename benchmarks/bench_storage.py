@@ -167,12 +167,15 @@ class _Measure:
         server, table = self.place.server, self.place.table
         if server is None or self.mark is None:
             return
+        # the counter first: asking a table for it may itself read (a Paimon table's handle
+        # reopens its latest schema), which the server's count then holds too
+        counter = table.directory.storage.requests if table is not None and self.count_table else None
         self.result.requests = server.requests_since(self.mark)
         after = server.cpu_seconds()
         if after is not None and self.server_cpu is not None:
             self.result.server_cpu_seconds = after - self.server_cpu
-        if table is not None and self.count_table:
-            self.result.counted = table.directory.storage.requests.reset()
+        if counter is not None:
+            self.result.counted = counter.reset()
 
 
 def _mergetree_steps(places: list[_Place], commits: list, expected: pa.Table, lookup_keys: np.ndarray,

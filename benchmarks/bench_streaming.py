@@ -157,10 +157,8 @@ def run_streaming_bench(rows: int = DEFAULT_ROWS, commits: int = COMMITS, change
     if own_lookup_files:
         os.environ[LOOKUP_DIR_ENV] = os.path.join(root, "lookup-files")
     try:
-        # mergetree's own format: its writes produce the `lookup` changelog (Paimon's tables get it
-        # from Java's compaction; mergetree's writes into them do not yet)
-        none = Table.create(os.path.join(root, "none"), SCHEMA, primary_key="id", buckets=BUCKETS,
-                            format="mergetree")
+        # the `lookup` changelog comes with the compaction after each write, as Java's does
+        none = Table.create(os.path.join(root, "none"), SCHEMA, primary_key="id", buckets=BUCKETS)
         base = _base(rows, rng)
         none.write(base)
         none.compact(full=True)

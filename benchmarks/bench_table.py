@@ -71,6 +71,8 @@ PYPAIMON_NATIVE_READ = "pypaimon (read.native.enabled)"
 PYPAIMON_RUST = "pypaimon-rust"
 PYPAIMON_RUST_ON_NATIVE = "pypaimon-rust (Rust-written table)"
 PYARROW_REWRITE = "pyarrow read+write"
+READ_THEN_PYARROW_SORT = "read, then pyarrow sort_by"
+READ_THEN_POLARS_SORT = "read, then polars sort"
 
 WRITE = "write"
 READ_UNMERGED = "read (unmerged runs)"
@@ -79,6 +81,7 @@ COMPACT = "compact (full)"
 REWRITE = "rewrite the same files"
 READ_COMPACTED = "read (compacted)"
 LOOKUP_COMPACTED = "point lookup (compacted)"
+READ_SORTED = "read in key order (compacted)"
 
 TARGETS = {  # ratio name -> minimum the issue asks for
     "read_vs_pypaimon": 30.0,
@@ -250,6 +253,28 @@ class _MergetreeSteps:
         result.rows_out = out.num_rows
         result.check = compare_with_expected(out, self.workload.expected())
         result.notes.append(f"{len(plan.files)} files; {_runs_note(self.repeat)}")
+        return result
+
+    def read_sorted(self, engine: str = MERGETREE) -> TableResult:
+        """Every row in key order across the buckets: `read(sorted=True)` (a streaming merge of
+        the buckets), or a plain read then a sort of the whole result by pyarrow or polars."""
+        self._require(READ_COMPACTED)
+        plan = self.table.plan()
+        result = TableResult(engine, READ_SORTED, sum(f.row_count for f in plan.files))
+        if engine == READ_THEN_POLARS_SORT:
+            import polars as pl
+            run: Callable = lambda: pl.from_arrow(self.table.read()).sort(KEY).to_arrow()  # noqa: E731
+        elif engine == READ_THEN_PYARROW_SORT:
+            run = lambda: self.table.read().sort_by(KEY)  # noqa: E731
+        else:
+            run = lambda: self.table.read(sorted=True)  # noqa: E731
+        result.seconds, result.cpu_seconds, out = _best_of(run, self.repeat)
+        result.rows_out = out.num_rows
+        ids = out.column(KEY)
+        ascending = len(ids) < 2 or pc.all(pc.less(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py()
+        result.check = compare_with_expected(out, self.workload.expected()) if ascending \
+            else "wrong: the rows are not in key order"
+        result.notes.append(f"{len(plan.buckets)} buckets; {_runs_note(self.repeat)}")
         return result
 
     def lookups(self, step: str, keys: np.ndarray) -> TableResult:
@@ -516,7 +541,11 @@ def run_table_bench(upserts: int = DEFAULT_UPSERTS, keys: int = DEFAULT_KEYS, co
         (MERGETREE, COMPACT, lambda: mt().compact()),
         (MERGETREE, READ_COMPACTED, lambda: mt().read(READ_COMPACTED)),
         (MERGETREE, LOOKUP_COMPACTED, lambda: mt().lookups(LOOKUP_COMPACTED, lookup_keys)),
+        (MERGETREE, READ_SORTED, lambda: mt().read_sorted()),
+        (READ_THEN_PYARROW_SORT, READ_SORTED, lambda: mt().read_sorted(READ_THEN_PYARROW_SORT)),
     ]
+    if peers and installed_version("polars"):
+        steps.append((READ_THEN_POLARS_SORT, READ_SORTED, lambda: mt().read_sorted(READ_THEN_POLARS_SORT)))
     if peers:
         steps += [
             (PYPAIMON, WRITE, lambda: pm().write(native=False)),
@@ -580,6 +609,10 @@ def table_ratios(results: list) -> dict:
         "write_vs_pypaimon_native": _ratio(mine_write, _find(results, PYPAIMON_NATIVE_WRITE, WRITE)),
         "write_vs_pypaimon": _ratio(mine_write, _find(results, PYPAIMON, WRITE)),
         "compaction_vs_pyarrow_rewrite": _ratio(mine_compact, _find(results, PYARROW_REWRITE, REWRITE)),
+        "sorted_read_vs_read_then_pyarrow_sort": _ratio(_find(results, MERGETREE, READ_SORTED),
+                                                        _find(results, READ_THEN_PYARROW_SORT, READ_SORTED)),
+        "sorted_read_vs_read_then_polars_sort": _ratio(_find(results, MERGETREE, READ_SORTED),
+                                                       _find(results, READ_THEN_POLARS_SORT, READ_SORTED)),
         "lookup_latency_ms": lookups,
         "read_rows_per_cpu_second": {r.engine: r.rows_per_cpu_second for r in results
                                      if r.step == READ_UNMERGED and r.ok},
@@ -642,6 +675,11 @@ def format_table_results(results: list) -> Group:
     lines.append(_target_line("compaction_vs_pyarrow_rewrite", ratios["compaction_vs_pyarrow_rewrite"],
                               "compaction: mergetree's input rows/s are {} of pyarrow reading and rewriting the "
                               "same files", percent=True))
+    for peer in ("pyarrow", "polars"):
+        ratio = ratios[f"sorted_read_vs_read_then_{peer}_sort"]
+        if ratio is not None:
+            lines.append(_target_line(None, ratio, "read in key order: read(sorted=True) is {} a read then "
+                                      f"{peer}'s sort of the whole result"))
     for step, latency in ratios["lookup_latency_ms"].items():
         lines.append(f"{step}: median {latency['median']:.1f} ms, p95 {latency['p95']:.1f} ms, "
                      f"max {latency['max']:.1f} ms over {latency['count']} keys")

@@ -14,7 +14,8 @@ from rich.measure import Measurement
 
 from mergetree.cli import render
 
-__all__ = ["compare_tables", "installed_version", "json_ready", "rate_text", "show"]
+__all__ = ["compare_tables", "duckdb_answer", "installed_version", "json_ready", "query_lines", "rate_text",
+           "same_rows", "show"]
 
 
 def compare_tables(got: pa.Table, expected: pa.Table, key: str) -> str:
@@ -82,3 +83,34 @@ def show(renderable: RenderableType) -> None:
         console = Console(file=console.file, width=width, highlight=False, force_terminal=console.is_terminal,
                           no_color=console.no_color)
     console.print(renderable)
+
+
+def duckdb_answer(connection, sql: str) -> pa.Table:
+    """The answer of `sql` on a DuckDB connection, as a pyarrow table."""
+    table = connection.sql(sql).arrow()
+    return table.read_all() if isinstance(table, pa.RecordBatchReader) else table
+
+
+def same_rows(got: pa.Table, want: pa.Table) -> str:
+    """'ok' when the two answers hold the same rows (in any order: ties of ORDER BY may swap)."""
+    if got.num_rows != want.num_rows:
+        return f"wrong: {got.num_rows:,} rows, DuckDB {want.num_rows:,}"
+    if got.column_names != want.column_names:
+        return f"wrong: columns {got.column_names}, DuckDB {want.column_names}"
+    key = lambda row: tuple((v is None, str(v)) for v in row.values())  # noqa: E731
+    if sorted(got.to_pylist(), key=key) != sorted(want.to_pylist(), key=key):
+        return "wrong: the rows differ"
+    return "ok"
+
+
+def query_lines(queries: Any) -> list[str]:
+    """The per-query table of an SSB run (before and after organizing): each query's answer
+    check, files and MiB before and after, and the share of its bytes left."""
+    mib = 2**20
+    lines = [f"{'query':<6} {'date/range':>10} {'rows':>6} {'answer':>8} {'files before':>12} {'files after':>11} "
+             f"{'MiB before':>10} {'MiB after':>9} {'after %':>8}"]
+    for q in queries:
+        lines.append(f"{q.name:<6} {'yes' if q.date_or_range else '':>10} {q.rows:>6,} {q.answer:>8} "
+                     f"{q.files_before:>12} {q.files_after:>11} {q.bytes_before / mib:>10,.1f} "
+                     f"{q.bytes_after / mib:>9,.1f} {q.ratio:>8.1%}")
+    return lines

@@ -1,7 +1,9 @@
 """Shared fixtures."""
 from __future__ import annotations
 
+import inspect
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,19 +11,40 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IN_SOURCE_TREE = (REPO_ROOT / "Makefile").exists()
 
-
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "private_format: a test of mergetree's own table format (its files, or semantics Paimon's "
-                   "format does not share): `Table.create` makes tables of that format in it, and in the "
-                   "processes it starts. Issue 37 migrates the format away and deletes these tests.")
+# What Windows lacks: SIGKILL, process groups, getrusage.  A test that uses one of them, itself
+# or through a module-level helper or child script it names, is skipped in the wheels' test run
+# there (tests/test_portability.py checks the crash tests are found).
+POSIX_PROCESS_CALLS = ("SIGKILL", "killpg", "resource.")
 
 
-@pytest.fixture(autouse=True)
-def _private_format(request, monkeypatch):
-    """Tables of mergetree's own format for a test marked `private_format` (Paimon's otherwise)."""
-    if request.node.get_closest_marker("private_format") is not None:
-        monkeypatch.setenv("MERGETREE_CREATE_FORMAT", "mergetree")
+def uses_posix_process_calls(function) -> bool:
+    """Whether a test function, or a module-level function, class or string it names, mentions
+    a POSIX-only process call."""
+    def mentions(obj) -> bool:
+        if isinstance(obj, str):
+            return any(call in obj for call in POSIX_PROCESS_CALLS)
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            try:
+                return mentions(inspect.getsource(obj))
+            except (OSError, TypeError):
+                return False
+        return False
+
+    module_globals = function.__globals__
+    return mentions(function) or any(
+        mentions(module_globals[name]) for name in function.__code__.co_names if name in module_globals
+        and (isinstance(module_globals[name], str) or getattr(module_globals[name], "__module__", None)
+             == function.__module__))
+
+
+def pytest_collection_modifyitems(config, items):
+    if sys.platform != "win32":
+        return
+    skip = pytest.mark.skip(reason="kills or measures a process with POSIX-only calls: not on Windows")
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is not None and uses_posix_process_calls(function):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

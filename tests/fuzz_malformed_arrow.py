@@ -2,7 +2,8 @@
 by tests/test_malformed_arrow.py and `make fuzz-checked`): random offsets, lengths, array
 offsets, validity buffers, null counts, dictionary indices and types, built with
 `pa.Array.from_buffers` (which checks only buffer sizes) and handed to `mergetree.merge`,
-the bucket hash, the file index's string hash, the sorted join, the core's `MergeCore` directly (bypassing the Python
+Paimon's bucket hash (its kernel directly, and `codec.buckets` on what pyarrow calls valid),
+the file index's string hash, the sorted join, the core's `MergeCore` directly (bypassing the Python
 checks) and the group reductions.  Every call must end in a clean exception or a correct
 result; a crash kills this process, and the parent test sees the signal and the last input
 printed to stderr.
@@ -20,12 +21,12 @@ from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import mergetree
-from mergetree import _core, join_sorted
+from mergetree import _bucket, _core, join_sorted
+from mergetree.codec.buckets import buckets_of
 from mergetree.codec.file_index import value_hashes
-from mergetree.codec.types import parse_type
+from mergetree.codec.types import paimon_type, parse_type
 from mergetree.merge.arrow_input import check_array, structural_type
 from mergetree.merge.runs import plan_key_column
-from mergetree.table.buckets import spark_hash
 
 CLEAN = (mergetree.MergeTreeError, ValueError, TypeError, IndexError, OverflowError, pa.ArrowException)
 
@@ -155,14 +156,39 @@ def check_core_directly(arr: pa.Array) -> None:
         return
 
 
+def bucket_slot(dtype: pa.DataType) -> int:
+    """The kernel's slot kind for a column of `dtype` (the layout `codec.buckets` hands it)."""
+    if pa.types.is_boolean(dtype):
+        return _bucket.SLOT_BOOL
+    if pa.types.is_string(dtype) or pa.types.is_binary(dtype):
+        return _bucket.SLOT_BINARY
+    if pa.types.is_large_string(dtype) or pa.types.is_large_binary(dtype):
+        return _bucket.SLOT_LARGE_BINARY
+    if pa.types.is_decimal(dtype):
+        return _bucket.SLOT_DECIMAL_COMPACT if dtype.precision <= 18 else _bucket.SLOT_DECIMAL
+    return _bucket.SLOT_FIXED  # a fixed-size binary, a dictionary or a list: refused by the kernel
+
+
 def check_bucket_hash(arr: pa.Array) -> None:
+    """Paimon's bucket hash: the compiled kernel takes any array without crashing (the C ABI
+    has no buffer sizes, so the Python layer's checks come first in every caller, as for the
+    core); on an array pyarrow calls valid, `buckets_of` places each row as it places the same
+    values in fresh buffers."""
     try:
-        hashes = spark_hash(pa.table({"k": arr}), "k")
+        _bucket.paimon_hashes([(bucket_slot(arr.type), arr, None)], 8 + 8 + 64)
+    except CLEAN:
+        pass
+    if len(arr) and not accepted(arr):
+        return
+    try:
+        types = [parse_type(paimon_type(arr.type))]
+        buckets = buckets_of([arr], types, 7)
     except CLEAN:
         return
-    assert len(arr) == 0 or accepted(arr), "the bucket hash accepted a malformed column"
+    assert buckets.dtype == np.int32 and len(buckets) == len(arr)
+    assert ((buckets >= 0) & (buckets < 7)).all()
     rebuilt = arr.take(pa.array(np.arange(len(arr), dtype=np.int64)))  # fresh buffers, offset 0
-    assert np.array_equal(hashes, spark_hash(pa.table({"k": rebuilt}), "k"))
+    assert np.array_equal(buckets, buckets_of([rebuilt], types, 7)), "the bucket of a value depends on its buffers"
 
 
 def check_file_index_hash(arr: pa.Array) -> None:

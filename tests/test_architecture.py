@@ -21,7 +21,7 @@ PACKAGE = Path(mergetree.__file__).resolve().parent
 # Lower layers never import higher ones; the package root only re-exports.
 COMPILED = ("_core", "_bucket", "_curves", "_bloom")
 LAYERS = {"errors": 0, **dict.fromkeys(COMPILED, 0), "merge": 1, "storage": 1, "codec": 2, "table": 3, "spark": 4,
-          "organize": 4, "paimon": 4, "engines": 4, "polars": 4, "duckdb": 4, "datafusion": 4, "cli": 5}
+          "organize": 4, "paimon": 4, "iceberg": 4, "engines": 4, "polars": 4, "duckdb": 4, "datafusion": 4, "cli": 5}
 
 
 def module_name(path: Path) -> str:

@@ -40,7 +40,6 @@ def test_the_server_log_counts_the_requests_sent():
         assert (s3.cpu_seconds() or 0.0) >= 0.0
 
 
-@pytest.mark.private_format
 def test_the_storage_bench_runs_and_counts_its_requests(tmp_path, capsys):
     numbers = tmp_path / "storage.json"
     lookups = 6

@@ -29,7 +29,6 @@ def run(tmp_path_factory):
     return code, json.loads(numbers.read_text())
 
 
-@pytest.mark.private_format
 def test_the_answers_are_checked_and_right(run):
     _, document = run
     streaming = document["streaming"]
@@ -41,7 +40,6 @@ def test_the_answers_are_checked_and_right(run):
     assert changed < streaming["changed_rows"] <= 2 * changed + changed // 10 + bsm.COMMITS
 
 
-@pytest.mark.private_format
 def test_the_report_has_every_number(run):
     _, document = run
     streaming = document["streaming"]

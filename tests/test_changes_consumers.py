@@ -24,7 +24,6 @@ def _rows(table: Table) -> dict:
     return {r["k"]: r["v"] for r in table.read().to_pylist()}
 
 
-@pytest.mark.private_format
 @pytest.mark.parametrize("producer", ["none", "lookup"])
 def test_a_consumer_resumes_and_holds_back_expiry(tmp_path, producer):
     table = Table.create(tmp_path / "t", SCHEMA, primary_key=["k"], options={"changelog-producer": producer})

@@ -30,14 +30,13 @@ def write_twice_and_compact(table: Table) -> tuple[list, list]:
     return before, codecs(table)
 
 
-@pytest.mark.private_format
 def test_primary_key_tables_write_level_0_in_lz4_and_compact_into_zstd(tmp_path):
     t = Table.create(str(tmp_path / "t"), SCHEMA, primary_key="id", options={"write-only": "true"})
     before, after = write_twice_and_compact(t)
     assert before == [(0, "LZ4"), (0, "LZ4")]
     assert after == [(max(lvl for lvl, _ in after), "ZSTD")] and after[0][0] > 0
-    # nothing is stored: the table's schema file keeps only what was set
-    assert "file.compression.per.level" not in Table.open(t.path).table_schema.options
+    # written out in the table's schema, so that Java's writers do the same
+    assert Table.open(t.path).table_schema.options["file.compression.per.level"] == "0:lz4"
 
 
 def test_the_codecs_follow_the_options(tmp_path):
@@ -100,14 +99,14 @@ def test_dictionary_pages_only_where_values_repeat(tmp_path):
     assert t.read().sort_by("id").to_pylist() == rows.to_pylist()
 
 
-@pytest.mark.private_format
 def test_ordered_integer_columns_are_delta_encoded(tmp_path):
-    """Integer-like key columns, their value copies and the sequence number (ascending within a
-    file) are written DELTA_BINARY_PACKED; string keys and the other columns are not; reads
-    agree."""
+    """With `java-reader-version` 1.2 (Java reads delta pages from 1.2 on), integer-like key
+    columns, their value copies and the sequence number (ascending within a file) are written
+    DELTA_BINARY_PACKED; string keys and the other columns are not; reads agree."""
     from mergetree.table.files import delta_columns
     schema = pa.schema([("ts", pa.timestamp("us")), ("name", pa.string()), ("n", pa.int32()), ("v", pa.int64())])
-    t = Table.create(str(tmp_path / "t"), schema, primary_key=["ts", "name", "n"], options={"write-only": "true"})
+    t = Table.create(str(tmp_path / "t"), schema, primary_key=["ts", "name", "n"],
+                     options={"write-only": "true", "java-reader-version": "1.2"})
     assert delta_columns(t.table_schema, t.table_schema.file_schema) == ["_KEY_ts", "_KEY_n", "_SEQUENCE_NUMBER",
                                                                          "ts", "n"]
     rows = pa.table({"ts": pa.array(range(0, 30_000_000, 1000), pa.timestamp("us")),
@@ -123,3 +122,10 @@ def test_ordered_integer_columns_are_delta_encoded(tmp_path):
     for name in ("_KEY_name", "name", "v"):
         assert "DELTA_BINARY_PACKED" not in encodings[name], (name, encodings[name])
     assert t.read().sort_by([("ts", "ascending")]).to_pylist() == rows.to_pylist()
+    # by default the files keep to what every Java release decodes: no delta pages
+    plain = Table.create(str(tmp_path / "plain"), schema, primary_key=["ts", "name", "n"])
+    plain.write(rows)
+    [meta] = plain.plan().files
+    group = pq.ParquetFile(os.path.join(plain.path, meta.file_name)).metadata.row_group(0)
+    for i in range(group.num_columns):
+        assert "DELTA_BINARY_PACKED" not in group.column(i).encodings, group.column(i).path_in_schema

@@ -69,13 +69,22 @@ def test_the_oldest_of_several_consumers_counts(tmp_path):
     assert as_state(table.read(snapshot=ids[1])) == model[ids[1]]
 
 
-@pytest.mark.private_format
+def _age(table: Table, consumer_id: str, millis: int) -> None:
+    """Make a consumer's last recorded progress `millis` ago: a Paimon consumer's time is its
+    file's modification time (as Java's `ConsumerManager.expire` reads it)."""
+    where = os.path.join(table.path, table.directory.store.consumer_file(consumer_id))
+    then = time.time() - millis / 1000
+    os.utime(where, (then, then))
+
+
 def test_an_idle_consumer_expires_and_holds_nothing(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 4, {"consumer.expiration-time": "1h"})
     ids = [s.id for s in table.snapshots()]
     now = int(time.time() * 1000)
-    consumers.record(table.directory, "idle", ids[0], now_millis=now - 2 * HOUR_MS)
-    consumers.record(table.directory, "active", ids[2], now_millis=now - HOUR_MS // 2)
+    consumers.record(table.directory, "idle", ids[0])
+    consumers.record(table.directory, "active", ids[2])
+    _age(table, "idle", 2 * HOUR_MS)
+    _age(table, "active", HOUR_MS // 2)
     assert housekeeping.expire_snapshots(table.directory, 1, 0, now_millis=now) == ids[:1]
     assert [c.id for c in table.consumers()] == ["active"]  # idle was removed, active holds ids[1:]
     # half an hour later the active one is idle too
@@ -91,14 +100,21 @@ def test_consumers_never_expire_without_the_option(tmp_path):
     assert table.consumer("old").next_snapshot == ids[0]
 
 
-@pytest.mark.private_format
 def test_record_moves_forward_only_and_refreshes_the_time(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 3)
     d = table.directory
-    assert consumers.record(d, "c", 3, now_millis=1000) == consumers.Consumer("c", 3, 1000)
-    assert consumers.record(d, "c", 2, now_millis=2000) == consumers.Consumer("c", 3, 2000)  # not back
-    assert consumers.record(d, "c", 4, now_millis=3000) == consumers.Consumer("c", 4, 3000)
-    assert table.consumer("c") == consumers.Consumer("c", 4, 3000)
+    first = consumers.record(d, "c", 3)
+    assert (first.id, first.next_snapshot) == ("c", 3)
+    assert abs(first.updated - time.time() * 1000) < 60_000  # the file's time: just written
+    _age(table, "c", HOUR_MS)
+    assert table.consumer("c").updated < first.updated - HOUR_MS // 2
+    moved = consumers.record(d, "c", 2)
+    assert moved.next_snapshot == 3  # not back
+    assert moved.updated >= first.updated and table.consumer("c") == moved  # but the time is refreshed
+    _age(table, "c", HOUR_MS)
+    forward = consumers.record(d, "c", 4)
+    assert forward.next_snapshot == 4 and forward.updated >= first.updated
+    assert table.consumer("c") == forward
     # reset moves it back (checked)
     assert table.reset_consumer("c", 1).next_snapshot == 1
     with pytest.raises(InvalidArgumentError, match="positive|at least 1"):
@@ -125,8 +141,7 @@ def test_an_empty_table_takes_a_consumer_at_the_first_commit(tmp_path):
     assert table.reset_consumer("c", 1).next_snapshot == 1
 
 
-@pytest.mark.private_format
-@pytest.mark.parametrize("bad", ["", "a/b", "../x", "..", ".", "a b", "x" * 201, "é", 5, None])
+@pytest.mark.parametrize("bad", ["", "a/b", "../x", "/", "a\nb", "a\x00b", "x" * 201, 5, None])
 def test_bad_consumer_ids(tmp_path, bad):
     table, _ = table_with_commits(str(tmp_path / "t"), 1)
     for call in (lambda: table.reset_consumer(bad, 1), lambda: table.consumer(bad),
@@ -135,6 +150,19 @@ def test_bad_consumer_ids(tmp_path, bad):
             call()
     assert not os.path.exists(os.path.join(table.path, paths.CONSUMER_DIR)) or \
         os.listdir(os.path.join(table.path, paths.CONSUMER_DIR)) == []
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a b", "é", "x" * 200])
+def test_ids_java_takes_are_files_inside_consumer(tmp_path, name):
+    """Java names a consumer's file `consumer-<id>` and takes any id: '..' or '.' name the file
+    `consumer-..`, never a path out of consumer/."""
+    table, _ = table_with_commits(str(tmp_path / "t"), 1)
+    assert table.reset_consumer(name, 1).next_snapshot == 1
+    assert os.listdir(os.path.join(table.path, paths.CONSUMER_DIR)) == [f"consumer-{name}"]
+    assert [c.id for c in table.consumers()] == [name] and table.consumer(name).next_snapshot == 1
+    table.drop_consumer(name)
+    assert table.consumers() == [] and os.listdir(os.path.join(table.path, paths.CONSUMER_DIR)) == []
+    assert os.listdir(tmp_path) == ["t"]  # nothing written beside the table
 
 
 def test_unknown_consumer_is_one_clear_error(tmp_path):
@@ -150,19 +178,18 @@ def test_unknown_consumer_is_one_clear_error(tmp_path):
     assert isinstance(ConsumerNotFoundError("x"), LookupError)
 
 
-@pytest.mark.private_format
 @pytest.mark.parametrize("content", [b"", b"{not json", b"[1]", b'{"nextSnapshot": "3", "updated": 0}',
                                      b'{"nextSnapshot": 0, "updated": 0}', b'{"updated": 5}',
-                                     b'{"nextSnapshot": 2, "updated": true}'])
+                                     b'{"nextSnapshot": true}'])
 def test_a_damaged_consumer_file(tmp_path, content):
     table, _ = table_with_commits(str(tmp_path / "t"), 3, {"consumer.expiration-time": "1s"})
     ids = [s.id for s in table.snapshots()]
     table.reset_consumer("good", ids[1])
-    relative = paths.consumer_file("bad")
+    relative = table.directory.store.consumer_file("bad")
     with open(os.path.join(table.path, relative), "wb") as f:
         f.write(content)
     for call in (lambda: table.consumer("bad"), table.consumers):
-        with pytest.raises(CorruptTableError, match="consumer-bad.json") as caught:
+        with pytest.raises(CorruptTableError, match="consumer-bad") as caught:
             call()
         assert caught.value.path.endswith(relative)
     # info and expiry go on: the damaged one is shown, holds nothing back and is left in place
@@ -177,13 +204,12 @@ def test_a_damaged_consumer_file(tmp_path, content):
     assert table.consumers() == []
 
 
-@pytest.mark.private_format
 def test_consumer_files_are_whole_json(tmp_path):
     table, _ = table_with_commits(str(tmp_path / "t"), 2)
     table.reset_consumer("c", 2)
-    with open(os.path.join(table.path, paths.consumer_file("c"))) as f:
+    with open(os.path.join(table.path, table.directory.store.consumer_file("c"))) as f:
         document = json.load(f)
-    assert document["nextSnapshot"] == 2 and isinstance(document["updated"], int)
+    assert document == {"nextSnapshot": 2}  # Java's Consumer: the position alone, its time the file's
     assert table.remove_orphan_files(older_than=0) == []  # a consumer is part of the table
 
 
@@ -191,7 +217,7 @@ def test_cli_info_lists_consumers(tmp_path):
     path = str(tmp_path / "t")
     table, _ = table_with_commits(path, 3)
     table.reset_consumer("downstream", 2)
-    with open(os.path.join(path, paths.consumer_file("broken")), "wb") as f:
+    with open(os.path.join(path, table.directory.store.consumer_file("broken")), "wb") as f:
         f.write(b"{")
     out = subprocess.run([sys.executable, "-m", "mergetree", "info", path], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

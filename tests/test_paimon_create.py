@@ -144,6 +144,8 @@ def test_append_tables_and_tables_at_a_path_of_their_own(tmp_path):
     ({"primary_key": ["id"], "options": {"file-index.bitmap.columns": "nope"}}, UnsupportedPaimonFeatureError, "nope"),
     ({"primary_key": ["id"], "merge_engine": "aggregate", "options": {"fields.cnt.aggregate-function": "median"}},
      UnsupportedPaimonFeatureError, "median"),
+    ({"primary_key": ["id"], "merge_engine": "first-row", "options": {"changelog-producer": "input"}},
+     UnsupportedPaimonFeatureError, "only 'none' and 'lookup' with the first-row"),  # Java's SchemaValidation too
 ])
 def test_what_mergetree_could_not_write_is_refused_by_name_with_nothing_written(tmp_path, kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -181,14 +183,14 @@ def test_two_creators_of_one_table_one_wins(tmp_path):
     assert [p.name for p in Path(tmp_path / "db.db" / "t").iterdir()] == ["schema"]
 
 
-# -- Table.create(..., format="paimon") ------------------------------------------------------
+# -- Table.create(...) ------------------------------------------------------
 
 @needs_pypaimon
 def test_table_create_makes_a_paimon_table_in_a_catalog_or_at_a_path(tmp_path):
     from mergetree import Table
     wh = tmp_path / "wh"
     t = Table.create(wh / "db.db" / "t", SCHEMA, primary_key=["p", "id"], partition_by="p", buckets=3,
-                     bucket_key="id", merge_engine="deduplicate", format="paimon",
+                     bucket_key="id", merge_engine="deduplicate",
                      options={"optimize.minor-min-files": 4, "target-file-size": "8mb", "query-log.retention": "3d",
                               "parquet.bloom.filter.enabled#name": True})
     options = json.loads((wh / "db.db" / "t" / "schema" / "schema-0").read_text())["options"]
@@ -215,16 +217,15 @@ def test_table_create_makes_a_paimon_table_in_a_catalog_or_at_a_path(tmp_path):
     t.read(filter=[("name", "=", "n7")])
     assert t.advise().queries == 2  # both reads
     # a table at a path of its own; refusals before anything is written
-    at_path = Table.create(tmp_path / "plain", SCHEMA, format="paimon", buckets=-1)
+    at_path = Table.create(tmp_path / "plain", SCHEMA, buckets=-1)
     at_path.write(pa.Table.from_pylist(rows[:5], SCHEMA))
     assert at_path.read().num_rows == 5
     for kwargs, error in (({"options": {"bukcet-key": "id"}}, InvalidArgumentError),
                           ({"options": {"query-log.retention": "soon"}}, InvalidArgumentError),
-                          ({"format": "delta"}, InvalidArgumentError),
                           ({"primary_key": "id", "partition_by": "p"}, InvalidArgumentError)):
         where = tmp_path / f"bad-{len(list(tmp_path.iterdir()))}"
         with pytest.raises(error):
-            Table.create(where, SCHEMA, **{"format": "paimon", **kwargs})
+            Table.create(where, SCHEMA, **kwargs)
         assert not where.exists() or not any(where.rglob("*"))
 
 
@@ -240,23 +241,23 @@ def test_table_create_checks_like_every_table_and_never_lands_on_anothers_files(
     for i, (kwargs, error, message) in enumerate(cases):
         where = tmp_path / f"bad{i}"
         with pytest.raises(error, match=message):
-            Table.create(where, SCHEMA, format="paimon", **kwargs)
+            Table.create(where, SCHEMA, **kwargs)
         assert not where.exists()
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
     with pytest.raises(TableExistsError, match="already holds files"):
-        Table.create(foreign, SCHEMA, format="paimon")
+        Table.create(foreign, SCHEMA)
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
-    Table.create(tmp_path / "t", SCHEMA, format="paimon")
+    Table.create(tmp_path / "t", SCHEMA)
     with pytest.raises(TableExistsError, match="already"):
-        Table.create(tmp_path / "t", SCHEMA, format="paimon")
+        Table.create(tmp_path / "t", SCHEMA)
 
 
 def test_table_create_options_given_one_way_and_the_table_seen_fresh(tmp_path):
     from mergetree import Table
     # a list of columns is Java's comma-separated text; the arguments' options only as arguments
-    t = Table.create(tmp_path / "t", SCHEMA, format="paimon", options={"file-index.bitmap.columns": ["p", "name"]})
+    t = Table.create(tmp_path / "t", SCHEMA, options={"file-index.bitmap.columns": ["p", "name"]})
     assert json.loads((tmp_path / "t" / "schema" / "schema-0").read_text())["options"][
         "file-index.bitmap.columns"] == "p,name"
     assert t.options.bitmap_columns == ("p", "name")
@@ -266,18 +267,18 @@ def test_table_create_options_given_one_way_and_the_table_seen_fresh(tmp_path):
                             ({"options": {"tag.automatic-creation": "process-time"}}, "tag.automatic-creation")):
         where = tmp_path / f"bad-{message.split()[-1]}"
         with pytest.raises((InvalidArgumentError, UnsupportedPaimonFeatureError), match=message):
-            Table.create(where, SCHEMA, format="paimon", **kwargs)
+            Table.create(where, SCHEMA, **kwargs)
         assert not where.exists() or not any(p.is_file() for p in where.rglob("*"))
     # a creator that died after making directories leaves nothing that blocks the next
     (tmp_path / "half" / "schema").mkdir(parents=True)
-    Table.create(tmp_path / "half", SCHEMA, format="paimon").write(pa.Table.from_pylist(
+    Table.create(tmp_path / "half", SCHEMA).write(pa.Table.from_pylist(
         [{"id": 1, "p": "a", "name": "x", "cnt": 1}], SCHEMA))
     # what the handle says follows what its own calls changed
     t.write(pa.Table.from_pylist([{"id": i, "p": "a", "name": f"n{i}", "cnt": i} for i in range(20)], SCHEMA))
     t.optimize(order=["cnt"])
     assert t.options.clustering is not None and t.options.clustering.columns == ("cnt",)
     assert t.directory.options.clustering is not None
-    agg = Table.create(tmp_path / "agg", SCHEMA, format="paimon", primary_key="id", merge_engine="aggregate",
+    agg = Table.create(tmp_path / "agg", SCHEMA, primary_key="id", merge_engine="aggregate",
                        options={"fields.cnt.aggregate-function": "sum"})
     agg.write(pa.Table.from_pylist([{"id": 1, "p": "a", "name": "x", "cnt": 5}], SCHEMA))
     with pytest.raises(InvalidArgumentError, match="aggregate table"):
@@ -285,13 +286,34 @@ def test_table_create_options_given_one_way_and_the_table_seen_fresh(tmp_path):
     assert agg.read().to_pylist()[0]["cnt"] == 5
 
 
-@pytest.mark.parametrize("table_format", ["paimon", "mergetree"])
-def test_timestamps_of_another_zone_are_written_as_the_same_instants(tmp_path, table_format):
+def test_timestamps_of_another_zone_are_written_as_the_same_instants(tmp_path):
     from mergetree import SchemaMismatchError, Table
     schema = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC"))])
-    t = Table.create(tmp_path / "t", schema, primary_key="id", format=table_format)
+    t = Table.create(tmp_path / "t", schema, primary_key="id")
     paris = pa.array([dt.datetime(2024, 5, 4, 12, 0, tzinfo=dt.timezone.utc)], pa.timestamp("ms", tz="Europe/Paris"))
     t.write(pa.table({"id": [1], "at": paris}))
     assert t.read().column("at").to_pylist() == [dt.datetime(2024, 5, 4, 12, 0, tzinfo=dt.timezone.utc)]
     with pytest.raises(SchemaMismatchError, match="'at'"):  # a wall clock has no zone to guess
         t.write(pa.table({"id": [2], "at": pa.array([dt.datetime(2024, 5, 4, 12, 0)], pa.timestamp("ms"))}))
+
+
+def test_a_first_row_table_with_an_input_changelog_java_refuses_is_still_read_and_can_be_fixed(tmp_path):
+    """Java's SchemaValidation refuses `changelog-producer = input` with first-row: refused at
+    create and by ALTER, but a table an older mergetree made with it still opens, reads and can
+    be altered to a producer Java takes."""
+    import json
+
+    import mergetree as mt
+    path = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = mt.Table.create(path, schema, primary_key="id", merge_engine="first-row")
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    with pytest.raises(UnsupportedPaimonFeatureError, match="only 'none' and 'lookup' with the first-row"):
+        t.set_options({"changelog-producer": "input"})
+    document = json.loads((path / "schema" / "schema-0").read_text())
+    document["options"]["changelog-producer"] = "input"  # as an older release could write it
+    (path / "schema" / "schema-0").write_text(json.dumps(document))
+    old = mt.Table.open(path)
+    assert sorted(old.read().column("id").to_pylist()) == [1, 2]
+    old.set_options({"changelog-producer": "lookup"})
+    assert mt.Table.open(path).table_schema.paimon.options["changelog-producer"] == "lookup"

@@ -291,9 +291,6 @@ def test_java_reader_version_chooses_the_encodings_files_may_use(tmp_path: Path)
     for bad in ("0.8", "one", "2"):
         with pytest.raises(InvalidArgumentError, match="java-reader-version"):
             Table.create(tmp_path / f"bad-{bad}", SCHEMA, primary_key=["id"], options={"java-reader-version": bad})
-    with pytest.raises(InvalidArgumentError, match="for Paimon tables"):
-        Table.create(tmp_path / "own", SCHEMA, primary_key=["id"], format="mergetree",
-                     options={"java-reader-version": "1.2"})
 
 
 def test_java_reads_what_the_optimizer_laid_out(tmp_path: Path):

@@ -125,7 +125,7 @@ def test_bloom_filter_columns_in_the_engines_names_become_parquets_options(tmp_p
     with pytest.raises(InvalidArgumentError, match="'idd'.*did you mean 'id'"):
         t.set_options({"parquet.bloom.filter.enabled#idd": "true"})
     with pytest.raises(UnsupportedTypeError, match="'flag'.*two values"):
-        Table.create(str(tmp_path / "b"), SCHEMA.append(pa.field("flag", pa.bool_())), format="paimon",
+        Table.create(str(tmp_path / "b"), SCHEMA.append(pa.field("flag", pa.bool_())),
                      options={"parquet.bloom.filter.enabled#flag": "true"})
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").rglob("*"))
     # Paimon's own name keeps Paimon's meaning: its file index, not Parquet's filters
@@ -302,7 +302,7 @@ def test_build_indexes_back_fills_paimons_bloom_file_index(tmp_path):
     """Bloom filters declared in Paimon's file index after files were written: `build_indexes`
     rewrites those files with it (as Java's `rewrite_file_index`), and a probe skips on it."""
     root = tmp_path / "t"
-    t = Table.create(str(root), SCHEMA, format="paimon")
+    t = Table.create(str(root), SCHEMA)
     t.write(data(0, 2000))
     t.set_options({"file-index.bloom-filter.columns": "v"})
     t = Table.open(root)

@@ -9,7 +9,6 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from paimon_fixtures import needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree.paimon as mp
@@ -71,14 +70,6 @@ def test_a_java_table_at_a_path_of_its_own(tmp_path):
     after = t.read()
     assert after.num_rows == before.num_rows + 1
     assert [r for r in after.to_pylist() if r["f0"] == "Zed"] == [{"f0": "Zed", "f1": 10, "f2": 0, "f3": 9.5}]
-
-
-@pytest.mark.private_format
-def test_mergetree_tables_still_open_as_their_own(tmp_path):
-    t = Table.create(tmp_path / "own", SCHEMA, primary_key="id")
-    t.write({"id": [1], "name": ["a"], "cnt": [1]})
-    again = Table.open(tmp_path / "own")
-    assert type(again) is Table and again.read().num_rows == 1
 
 
 @needs_pypaimon

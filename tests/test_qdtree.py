@@ -1,12 +1,14 @@
 """The workload-driven layout (qd-tree): routing agrees with a row-by-row walk, cuts land on the
 logged predicates' bounds, the advisor takes it only when it beats the curves, and a table laid
-out by it keeps every row, describes each file by its cuts, and skips what the cuts promise."""
+out by it keeps every row, keeps each leaf's rows in files of their own, and skips what the cuts promise."""
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from file_targets import rewrites_into
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, Table
 from mergetree.table import filters as flt
+from mergetree.table.levers.optimize import optimized_tier
 from mergetree.table.levers.qdtree import QdTree, build_qdtree, query_box
 from mergetree.table.read import top_rows
 from mergetree.table.workload import querylog
@@ -112,7 +115,6 @@ def test_the_advisor_takes_a_qdtree_only_when_it_beats_the_curves(table):
     assert next(x for x in seeded.levers if x.lever == "distribution").recommended[0].startswith(("hilbert", "zorder"))
 
 
-@pytest.mark.private_format
 def test_a_table_laid_out_by_its_qdtree(tmp_path):
     rows = data(60_000, seed=4)
     t = Table.create(str(tmp_path / "t"), SCHEMA, options={
@@ -128,9 +130,14 @@ def test_a_table_laid_out_by_its_qdtree(tmp_path):
     t = Table.open(t.path)
     assert top_rows(t.read(), [("id", "asc")], None).equals(rows)
     files = metas(t)
-    assert all("leaf" in m.indexes["optimized"] for m in files)
     tree = t.options.clustering.tree
-    assert {m.indexes["optimized"]["leaf"] for m in files} == {tree.describe(i) for i in range(tree.leaves)}
+    # every file is laid out for the tree (above level 0, for the current layout), and a leaf's
+    # rows are its own files: each file's rows route to one leaf, every leaf has its files
+    assert all(m.level > 0 and optimized_tier(m, t.directory.options) == "major" for m in files)
+    leaves = [set(tree.route(pq.read_table(os.path.join(t.path, m.file_name), columns=tree.columns)).tolist())
+              for m in files]
+    assert all(len(leaf) == 1 for leaf in leaves), leaves
+    assert set().union(*leaves) == set(range(tree.leaves))
     for i, template in enumerate(TEMPLATES):
         want = rows.filter(flt.to_expression(flt.normalize(template, SCHEMA), SCHEMA))
         got = t.read(filter=template)

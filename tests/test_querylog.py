@@ -360,25 +360,25 @@ def test_a_side_table_another_writer_is_creating_is_waited_for(tmp_path) -> None
     """Two writers recording at once (the scheduler's concurrent tasks, two queries' log
     lines): the second finds the side table's directory before the first has published its
     schema, and neither fails (nor loses its line): whichever publishes first, both open it."""
-    from mergetree.table import paths
-    from mergetree.table.directory import open_or_create
-    from mergetree.table.objects import locate
-    from mergetree.table.schema import TableSchema
-    from mergetree.table.snapshots import encode_json
-    ts = TableSchema.create(pa.schema([("a", pa.int64())]), None, None, 1, None, "deduplicate", {})
-    path = tmp_path / "side"
-    (path / paths.SCHEMA_DIR).mkdir(parents=True)  # the first writer mid-creation: no schema yet
     from mergetree.storage import ObjectExistsError
+    from mergetree.table.objects import locate
+    from mergetree.table.paimon.create import open_or_create
+    schema = pa.schema([("a", pa.int64())])
+    # the schema file the first writer publishes: the one it makes for such a side table
+    body = locate(str(open_or_create(str(tmp_path / "reference"), schema, {}).path)).read("schema/schema-0")
+    path = tmp_path / "side"
+    (path / "schema").mkdir(parents=True)  # the first writer mid-creation: no schema yet
 
     def publish() -> None:  # the first writer's exclusive create: it may find the second's published
         try:
-            locate(str(path)).create(paths.SCHEMA_FILE, encode_json(ts.to_json()))
+            locate(str(path)).create("schema/schema-0", body)
         except ObjectExistsError:
             pass
     first = threading.Timer(0.2, publish)
     first.start()
     try:
-        directory = open_or_create(str(path), ts)
+        directory = open_or_create(str(path), schema, {})
     finally:
         first.join()
-    assert directory.schema.schema == ts.schema
+    assert directory.schema.schema == schema
+    assert open_directory(str(path)).schema.schema == schema  # and it opens as it was published

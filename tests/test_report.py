@@ -141,7 +141,6 @@ def test_a_primary_key_optimize_is_recorded_and_live_rows_are_what_a_read_return
     assert "5,500" in page and f"{report.stored_rows:,} stored" in page
 
 
-@pytest.mark.private_format
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["write", "delete", "compact"]), st.integers(0, 60), st.integers(1, 40)),
                 min_size=1, max_size=6),
@@ -155,7 +154,7 @@ def test_live_rows_equal_the_rows_a_read_returns(steps, engine):
             keys = np.arange(start, start + n)
             if op == "write":
                 t.write(pa.table({"id": keys, "v": keys * 7}, schema=schema))
-            elif op == "delete" and engine != "first-row":
+            elif op == "delete" and engine not in ("first-row", "partial-update"):  # Paimon refuses them
                 t.delete(pa.table({"id": keys}))
             elif op == "compact":
                 t.compact(full=True)

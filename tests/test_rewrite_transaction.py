@@ -14,7 +14,6 @@ from disk import table_files
 
 import mergetree.table.compaction.runner as runner
 import mergetree.table.compaction.transaction as transaction
-import mergetree.table.files as files_module
 import mergetree.table.levers.optimize as optimize_module
 from mergetree import CompactionConflictError, InvalidArgumentError, Table
 from mergetree.table.compaction.transaction import new_files, rewrite_transaction
@@ -121,7 +120,6 @@ def test_compaction_failing_mid_rewrite_leaves_the_table_as_it_was(tmp_path, mon
     assert t.directory.latest_snapshot().id == snapshot and canonical(t.read()).equals(expected)
 
 
-@pytest.mark.private_format
 @pytest.mark.parametrize("strategy", ["zorder", "qdtree"])
 def test_optimize_failing_mid_rewrite_leaves_the_table_as_it_was(tmp_path, monkeypatch, strategy):
     t = append_table(str(tmp_path / "t"))
@@ -131,7 +129,8 @@ def test_optimize_failing_mid_rewrite_leaves_the_table_as_it_was(tmp_path, monke
         t.set_options({"clustering.columns": "a", "clustering.strategy": "qdtree", "clustering.qdtree": tree.to_json()})
         t = Table.open(t.path)
     expected = canonical(t.read())
-    monkeypatch.setattr(files_module, "write_data_file", failing_after(files_module.write_data_file, 2))
+    # the layout's files are cut at their size on disk, one `write_data_file` each
+    monkeypatch.setattr(optimize_module, "write_data_file", failing_after(optimize_module.write_data_file, 2))
     monkeypatch.setattr(optimize_module, "write_sorted_run", failing_after(optimize_module.write_sorted_run, 1))
     before = table_files(t.path)
     with pytest.raises(Injected):
@@ -157,7 +156,6 @@ def test_an_index_build_failing_mid_way_leaves_the_table_as_it_was(tmp_path, mon
     assert t.directory.latest_snapshot().id == snapshot and canonical(t.read()).equals(expected)
 
 
-@pytest.mark.private_format
 def test_a_rewrite_losing_its_inputs_to_a_concurrent_commit_removes_its_files(tmp_path, monkeypatch):
     """A real race: just before the optimizer's commit, a compaction of the same files commits."""
     t = primary_key_table(str(tmp_path / "t"))
@@ -193,12 +191,12 @@ def test_progress_runs_from_zero_to_every_input_row(tmp_path):
     assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
 
 
-@pytest.mark.private_format
 def test_optimize_checks_its_filter_before_storing_a_layout_and_keeps_a_stored_one_visible(tmp_path, monkeypatch):
     t = append_table(str(tmp_path / "t"))
     with pytest.raises(InvalidArgumentError, match="nope"):
         t.optimize(order=["a"], filter=[("nope", "=", 1)])
     assert Table.open(t.path).directory.options.clustering is None  # nothing was stored
+    monkeypatch.setattr(optimize_module, "write_data_file", failing_after(optimize_module.write_data_file, 0))
     monkeypatch.setattr(optimize_module, "write_sorted_run", failing_after(optimize_module.write_sorted_run, 0))
     with pytest.raises(Injected):
         t.optimize(order=["a"], strategy="linear")

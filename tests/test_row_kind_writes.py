@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mergetree import InvalidArgumentError, SchemaMismatchError, Table, kinds_of
+from mergetree.errors import UnsupportedPaimonFeatureError
 from mergetree.merge import symbols_of
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
@@ -53,12 +54,13 @@ events_st = st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers(-5, 5), K
                      min_size=1, max_size=4)
 
 
-@pytest.mark.private_format
 @settings(max_examples=40, deadline=None)
 @given(commits=events_st, engine=st.sampled_from(["deduplicate", "first-row", "aggregate"]))
 def test_change_rows_apply_like_the_model(tmp_path_factory, commits, engine):
     path = tmp_path_factory.mktemp("cdc")
     options = {"fields.v.aggregate-function": "sum"} if engine == "aggregate" else None
+    if engine == "first-row":  # Paimon refuses a first-row table's retractions unless ignored
+        options = {"ignore-delete": "true"}
     table = Table.create(path / "t", SCHEMA, primary_key=["k"], merge_engine=engine, options=options)
     everything: list[tuple[int, int, str]] = []
     for events in commits:
@@ -81,11 +83,10 @@ def test_debezium_op_column_by_name(tmp_path):
         table.write({"k": [1], "v": [1]}, row_kind_column="op")
 
 
-@pytest.mark.private_format
 def test_an_append_table_takes_inserts_only(tmp_path):
     table = Table.create(tmp_path / "t", SCHEMA)
     table.write(pa.table({"k": [1], "v": [1], "_row_kind": ["+I"]}))
-    with pytest.raises(InvalidArgumentError, match="append table"):
+    with pytest.raises(UnsupportedPaimonFeatureError, match="append table"):
         table.write(pa.table({"k": [1], "v": [1], "_row_kind": ["-D"]}))
     assert table.read().to_pylist() == [{"k": 1, "v": 1}]
     assert len(table.snapshots()) == 1

@@ -283,11 +283,10 @@ def test_the_server_gone_mid_multipart_upload_leaves_nothing(s3_server, proxy):
 
 
 def _snapshot_create(uri: str, snapshot_id: int):
-    name = f"{_key(uri)}/snapshot/snapshot-{snapshot_id}.json"
+    name = f"{_key(uri)}/snapshot/snapshot-{snapshot_id}"
     return lambda r: r.method == "PUT" and r.key == name
 
 
-@pytest.mark.private_format
 def test_the_server_gone_before_the_snapshot_create(s3_server, proxy):
     uri = _uri()
     table = _through(proxy, s3_server, uri, buckets=2, options=TABLE_OPTIONS)
@@ -297,7 +296,7 @@ def test_the_server_gone_before_the_snapshot_create(s3_server, proxy):
         table.write(_batch(1))
     proxy.rule = None
     proxy.restore()
-    assert f"cannot create {uri}/snapshot/snapshot-2.json" in str(caught.value), caught.value
+    assert f"cannot create {uri}/snapshot/snapshot-2" in str(caught.value), caught.value
     assert "unknown" in str(caught.value)  # sent, never answered: the writer cannot know
     direct = Table.open(uri, storage_options=s3_server.options())
     assert [s.id for s in direct.snapshots()] == [1]
@@ -310,7 +309,6 @@ def test_the_server_gone_before_the_snapshot_create(s3_server, proxy):
     assert appends(direct) == 2 and table_state(direct) == model(range(0, 5, 4))
 
 
-@pytest.mark.private_format
 def test_the_server_gone_as_the_snapshot_is_created_and_back_for_the_cleanup(s3_server, proxy):
     """The snapshot's create reaches the server, its answer is lost and the server is gone for
     the create's retries, then back: the commit's outcome was unknown to the writer, so it
@@ -327,7 +325,7 @@ def test_the_server_gone_as_the_snapshot_is_created_and_back_for_the_cleanup(s3_
             proxy.restore()
         return FORWARD
     proxy.rule = rule
-    with pytest.raises(StorageError, match="snapshot-2.json was created is unknown"):
+    with pytest.raises(StorageError, match="snapshot-2 was created is unknown"):
         table.write(_batch(1))  # the create's retry got no answer either
     proxy.rule = None
     proxy.restore()
@@ -336,7 +334,6 @@ def test_the_server_gone_as_the_snapshot_is_created_and_back_for_the_cleanup(s3_
     assert table_state(direct) == model(range(0, 5, 4))  # and readable: no file of it deleted
 
 
-@pytest.mark.private_format
 def test_a_lost_answer_to_the_snapshot_create_is_the_writers_own_commit(s3_server, proxy):
     uri = _uri()
     table = _through(proxy, s3_server, uri, buckets=2, options=TABLE_OPTIONS)
@@ -353,7 +350,6 @@ def test_a_lost_answer_to_the_snapshot_create_is_the_writers_own_commit(s3_serve
     assert table_state(direct) == model(range(0, 5, 4))
 
 
-@pytest.mark.private_format
 def test_a_failing_latest_hint_does_not_fail_a_published_commit(s3_server, proxy):
     """The LATEST hint is written after the snapshot is published: throttled past its retries,
     the commit still stands (the write returns it) and keeps its files."""
@@ -366,7 +362,7 @@ def test_a_failing_latest_hint_does_not_fail_a_published_commit(s3_server, proxy
     proxy.rule = None
     assert snapshot is not None and len(proxy.requests("PUT", "/snapshot/LATEST", SLOW_DOWN)) >= 3
     direct = Table.open(uri, storage_options=s3_server.options())
-    assert direct.directory.store.latest_hint() == 1  # left behind
+    assert direct.directory.storage.read("snapshot/LATEST") == b"1"  # left behind
     assert direct.latest_snapshot().id == direct.snapshots()[-1].id >= snapshot.id == 2  # found past it
     assert appends(direct) == 2 and table_state(direct) == model(range(0, 5, 4))
 
@@ -400,7 +396,6 @@ COMPACTOR = textwrap.dedent("""
 """)
 
 
-@pytest.mark.private_format
 def test_two_writer_processes_and_a_compactor_land_every_write_exactly_once(s3_server, proxy, tmp_path):
     uri = _uri()
     direct = s3_server.options()
@@ -444,9 +439,10 @@ def test_two_writer_processes_and_a_compactor_land_every_write_exactly_once(s3_s
     expected = {**model(writes, bases[0]), **model(writes, bases[1])}
     assert table_state(table) == expected
     assert sum(s.commit_kind == "COMPACT" for s in snapshots) == compactions["committed"]
-    # the held create lost its race on the server (412 PreconditionFailed) and rebased
+    # the held create lost its race on the server (412 PreconditionFailed) and rebased: its write
+    # is in the model's answer above (a Paimon snapshot records no count of lost races)
     lost = [r for r in proxy.requests("PUT", "/snapshot/snapshot-") if r.status == 412]
-    assert lost and any(s.commit_retries > 0 for s in snapshots)
+    assert lost
 
 
 # ------------------------------------------------------------------------------------ throttling
@@ -480,7 +476,6 @@ def test_throttled_requests_are_retried_with_backoff_and_the_table_answers_as_us
         assert again and again[0].status is not None and again[0].status < 500, r
 
 
-@pytest.mark.private_format
 def test_throttling_without_end_fails_bounded_with_a_clear_error(s3_server, proxy):
     uri = _uri()
     Table.create(uri, SCHEMA, primary_key="id", buckets=2, options=TABLE_OPTIONS,
@@ -491,7 +486,7 @@ def test_throttling_without_end_fails_bounded_with_a_clear_error(s3_server, prox
     with pytest.raises(StorageError) as caught:
         table.write(_batch(0))
     message = str(caught.value)
-    assert f"cannot create {uri}/snapshot/snapshot-1.json" in message and "503 SlowDown (throttled)" in message
+    assert f"cannot create {uri}/snapshot/snapshot-1" in message and "503 SlowDown (throttled)" in message
     assert "through 3 retries" in message and "max_retries" in message
     assert len(proxy.requests("PUT", "/snapshot/snapshot-1")) == 4  # the first try and three retries
     # bounded by time too: a thousand retries allowed, but none started past retry_timeout (1 s:
@@ -505,7 +500,9 @@ def test_throttling_without_end_fails_bounded_with_a_clear_error(s3_server, prox
     proxy.rule = None
     direct = Table.open(uri, storage_options=s3_server.options())
     assert direct.snapshots() == []  # nothing half-visible
-    removed = direct.remove_orphan_files(dt.timedelta(0))  # the failed commits' manifests (data files: discarded)
-    assert removed and all(n.startswith("manifest/") for n in removed), removed
+    # the failed commits deleted their own data files and manifests: the create was refused, so
+    # nothing of them can be published
+    assert [i.path for i in direct.directory.storage.list("")] == ["schema/schema-0"]
+    assert direct.remove_orphan_files(dt.timedelta(0)) == []
     table.write(_batch(0))  # the throttling over: the retry succeeds
     assert table_state(Table.open(uri, storage_options=s3_server.options())) == model(1)

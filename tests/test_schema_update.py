@@ -314,13 +314,6 @@ def test_an_update_commits_once_and_not_after_an_exception(tmp_path):
         t.update_schema().drop_column("")
 
 
-def test_the_older_format_refuses_schema_changes(tmp_path):
-    t = mt.Table.create(tmp_path / "t", SCHEMA, primary_key=["id"], format="mergetree")
-    with pytest.raises(UnsupportedFormatError, match="older format"):
-        with t.update_schema() as update:
-            update.add_column("x", pa.int32())
-
-
 # -- other implementations read what mergetree evolved ------------------------------------------
 
 def _evolve_for_readers(tmp_path: Path) -> tuple[Path, list[dict]]:

@@ -4,6 +4,7 @@ filtered, Top-N and aggregate read equals a plain full read of the same table wi
 order and grouping applied by pyarrow."""
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from unittest import mock
@@ -11,12 +12,14 @@ from unittest import mock
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mergetree import Table
 from mergetree.table import filters as flt
+from mergetree.table.info import clustering_depth
 from mergetree.table.levers import preaggregates
 from mergetree.table.levers.preaggregates import combine_partials, normalize_measures, partial_aggregate
 from mergetree.table.read import top_rows
@@ -130,12 +133,12 @@ def _check_random_table(data, primary_key: bool, directory: str) -> None:
         assert got.equals(want), (group_by, measures, agg_filter)
 
 
-@pytest.mark.private_format
 def test_indexes_really_skip(tmp_path):
     """The test above proves nothing if nothing is ever skipped: here each index removes files."""
     rng = np.random.default_rng(1)
     t = Table.create(str(tmp_path / "t"), SCHEMA, options={
-        "target-file-size": "4 kb", "file-index.bloom-filter.columns": "id",
+        # files rolled at their size on disk: ~48 rows each, so most lie inside one write's ids and cats
+        "target-file-size": "512 b", "file-index.bloom-filter.columns": "id",
         "file-index.bitmap.columns": "cat"})
     for part in range(8):
         ids = rng.permutation(1000)[:300] + part * 1000
@@ -147,20 +150,25 @@ def test_indexes_really_skip(tmp_path):
     assert t.read(filter=("id", "in", [5, 5005])).num_rows == len(set(t.read().column("id").to_pylist()) & {5, 5005})
     t.optimize(order="id")  # a linear layout: one file per id range, Bloom filters now decide within ranges
     probe = t.plan(("id", "=", int(t.read().column("id")[3].as_py()) + 1_000_000))
-    assert probe.files == [] and probe.steps["min/max"].files + probe.steps["bloom"].files == probe.files_total
+    # (a Paimon table's `file-index.*` Bloom filters and bitmaps are its file index: step "file-index")
+    assert probe.files == [] and probe.steps["min/max"].files + probe.steps["file-index"].files == \
+        probe.files_total
     within = t.plan(("cat", "=", "y"))  # inside every file's [min, max] ("x".."z"), absent from half of them
-    assert within.steps["min/max"].files == 0 and within.steps["bitmap"].files >= within.files_total // 3
+    assert within.steps["min/max"].files == 0 and within.steps["file-index"].files >= within.files_total // 3
+    holding = {e.file.file_name for e in t.directory.live_files(t.latest_snapshot()).values()
+               if "y" in pq.read_table(os.path.join(t.path, e.file.file_name), columns=["cat"]).column(0).to_pylist()}
+    assert {m.file_name for m in within.files} == holding  # the bitmaps skip exactly the files without "y"
     assert t.read(filter=("cat", "=", "y")).num_rows == 4 * 150
     top = t.read(order_by=[("id", "desc")], limit=3)
     assert t.last_read.files_read == 1
     assert top.column("id").to_pylist() == sorted(t.read().column("id").to_pylist())[-3:][::-1]
 
 
-@pytest.mark.private_format
 @pytest.mark.parametrize("strategy", ["linear", "zorder", "hilbert"])
 def test_optimize_keeps_every_row_and_stores_the_layout(tmp_path, strategy):
     rng = np.random.default_rng(2)
-    t = Table.create(str(tmp_path / "t"), SCHEMA, options={"target-file-size": "32 kb"})
+    # files rolled at their size on disk (~1,000 rows each): enough of them for a depth to mean something
+    t = Table.create(str(tmp_path / "t"), SCHEMA, options={"target-file-size": "8 kb"})
     for _ in range(5):
         n = 2000
         t.write(pa.table({"id": rng.integers(0, 10**9, n), "a": rng.integers(0, 1000, n).astype(np.int32),
@@ -168,13 +176,15 @@ def test_optimize_keeps_every_row_and_stores_the_layout(tmp_path, strategy):
                          schema=SCHEMA))
     before = canonical(t.read())
     depth_before = {c.column: c.depth for c in t.info().column_clustering}
+    as_written = clustering_depth([e.file for e in t.directory.live_files(t.latest_snapshot()).values()], "a")
+    assert as_written.depth > 0.9 * as_written.files  # as written: nearly every file holds every value of a
     snapshot = t.optimize(order=["a", "v"], strategy=strategy)
     assert snapshot is not None and snapshot.commit_kind == "COMPACT"
     assert canonical(t.read()).equals(before)
     info = t.info()
     assert info.clustering == ("a", "v") and info.strategy == strategy
     depth = {c.column: c.depth for c in info.column_clustering}
-    assert not depth_before and depth["a"] < info.files / 2  # files are now tight on a
+    assert not depth_before and info.files >= 8 and depth["a"] < info.files / 2  # files are now tight on a
     reopened = Table.open(t.path)
     assert reopened.options.clustering is not None and reopened.options.clustering.columns == ("a", "v")
     assert reopened.optimize() is not None  # the stored layout, again
@@ -195,20 +205,38 @@ def test_primary_key_tables_refuse_other_columns_clearly(tmp_path):
     assert t.read().num_rows == 2
 
 
-@pytest.mark.private_format
-def test_filters_on_bitmap_ranges_and_nulls_read_only_matching_row_groups(tmp_path):
+def test_filters_on_bitmap_ranges_and_nulls_read_only_matching_files(tmp_path):
+    # a Paimon file's bitmap index decides for the whole file: four files, the first three of
+    # "common" and "zebra" (their [min, max] holds "rare", their bitmaps do not), the last the rare
+    # values and the nulls
     rng = np.random.default_rng(3)
-    n = 40_000  # several 8K-row groups per file
-    cats = np.where(np.arange(n) < 30_000, "common", np.where(np.arange(n) % 2, "rare", None))
-    t = Table.create(str(tmp_path / "t"), SCHEMA, options={"file-index.bitmap.columns": "cat"})
-    t.write(pa.table({"id": np.arange(n), "a": rng.integers(0, 9, n).astype(np.int32), "cat": cats,
-                      "v": rng.integers(0, 9, n), "s": ["s"] * n}, schema=SCHEMA))
-    plan = t.plan(("cat", "=", "rare"))
-    assert plan.row_groups_skipped >= 3  # rows 0..29999 hold no "rare"
-    tail = np.arange(n) >= 30_000
-    assert t.read(filter=("cat", "=", "rare")).num_rows == int((tail & (np.arange(n) % 2 == 1)).sum())
-    assert t.read(filter=("cat", "is null")).num_rows == int((tail & (np.arange(n) % 2 == 0)).sum())
-    assert t.read(filter=("cat", ">", "rare")).num_rows == 0
-    assert t.plan(("cat", ">", "rare")).files == []
+    n = 40_000
+    at = np.arange(n)
+    cats = np.where(at < 30_000, np.where(at % 3 == 0, "zebra", "common"),
+                    np.where(at % 2, "rare", np.where(at % 4 == 0, "common", None)))
+    t = Table.create(str(tmp_path / "t"), SCHEMA, options={"file-index.bitmap.columns": "cat", "write-only": "true"})
+    data = pa.table({"id": at, "a": rng.integers(0, 9, n).astype(np.int32), "cat": cats,
+                     "v": rng.integers(0, 9, n), "s": ["s"] * n}, schema=SCHEMA)
+    for start in range(0, n, 10_000):
+        t.write(data.slice(start, 10_000))
+    assert t.plan().files_total == 4
+    cat = data.column("cat").to_pylist()
+
+    def read_ids(f) -> set:
+        return set(t.read(filter=f).column("id").to_pylist())
+
+    def want_ids(keep) -> set:
+        return {i for i, c in enumerate(cat) if keep(c)}
+
+    rare = t.plan(("cat", "=", "rare"))
+    assert rare.steps["min/max"].files == 0 and rare.steps["file-index"].files == 3  # only the bitmaps tell
+    assert [m.row_count for m in rare.files] == [10_000]
+    assert read_ids(("cat", "=", "rare")) == want_ids(lambda c: c == "rare")
+    assert len(t.plan(("cat", "is null")).files) == 1
+    assert read_ids(("cat", "is null")) == want_ids(lambda c: c is None)
+    assert len(t.plan(("cat", "in", ["rare", "x"])).files) == 1
+    assert read_ids(("cat", ">", "rare")) == want_ids(lambda c: c is not None and c > "rare")
+    assert len(t.plan(("cat", ">", "rare")).files) == 3  # the last file's values all sort at or below "rare"
+    assert t.read(filter=("cat", ">", "zebra")).num_rows == 0 and t.plan(("cat", ">", "zebra")).files == []
     assert pc.sum(t.read(filter=("cat", "<=", "common")).column("v")).as_py() == \
-        pc.sum(pa.array(t.read().column("v").to_numpy()[:30_000])).as_py()
+        pc.sum(data.filter(pc.less_equal(data.column("cat"), "common")).column("v")).as_py()

@@ -393,13 +393,12 @@ def test_routed_write_gives_each_paimon_bucket_one_file_set(spark, tmp_path) -> 
     assert rows(mp.read(str(wh), name), KEY) == expected == rows(pypaimon_read(wh, name, work), KEY)
 
 
-@pytest.mark.private_format
 def test_bucket_join_of_paimon_tables_without_a_shuffle(spark, tmp_path) -> None:
     """Two Paimon tables bucketed on the join key by Paimon's bucket function, with 2 and 4
     buckets (one count divides the other: Paimon's function keeps ``bucket mod n`` too), join
-    bucket by bucket as mergetree's own tables do, equal to a join of what pypaimon reads; a
-    Paimon table and one of mergetree's own place rows differently and are refused (or joined
-    by Spark with ``fallback=True``)."""
+    bucket by bucket, equal to a join of what pypaimon reads; a table mergetree makes with the
+    same layout joins them bucket by bucket too, and one placing rows by another bucket function
+    (``mod``) is refused (or joined by Spark with ``fallback=True``)."""
     import mergetree.spark
     from mergetree import Table
     schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("name", pa.string()), ("v", pa.float64()),
@@ -424,9 +423,15 @@ def test_bucket_join_of_paimon_tables_without_a_shuffle(spark, tmp_path) -> None
     own = str(tmp_path / "own")
     Table.create(own, schema, primary_key=["region", "id"], partition_by=["region"], buckets=2, bucket_key=["id"])
     Table.open(own).write(right)
+    assert rows(mergetree.spark.bucket_join(spark, left_path, own, on=["region", "id"]).toArrow(), key) \
+        == rows(joined, key)
+    by_mod = str(tmp_path / "mod")
+    Table.create(by_mod, schema, primary_key=["region", "id"], partition_by=["region"], buckets=2, bucket_key=["id"],
+                 options={"bucket-function.type": "mod"})
+    Table.open(by_mod).write(right)
     with pytest.raises(InvalidArgumentError, match="place rows in buckets differently"):
-        mergetree.spark.bucket_join(spark, left_path, own, on=["region", "id"])
-    fallback = mergetree.spark.bucket_join(spark, left_path, own, on=["region", "id"], fallback=True).toArrow()
+        mergetree.spark.bucket_join(spark, left_path, by_mod, on=["region", "id"])
+    fallback = mergetree.spark.bucket_join(spark, left_path, by_mod, on=["region", "id"], fallback=True).toArrow()
     assert rows(fallback, key) == rows(joined, key)
 
 

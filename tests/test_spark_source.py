@@ -4,13 +4,14 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from decimal import Decimal
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from mergetree import InvalidArgumentError, Table
-from mergetree.table.buckets import bucket_ids
+from mergetree.errors import UnsupportedPaimonFeatureError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.large_string()), ("amount", pa.decimal128(12, 2)),
                     ("at", pa.timestamp("ms", tz="Europe/Paris")), ("day", pa.date32()), ("ok", pa.bool_())])
@@ -56,27 +57,61 @@ def test_read_equals_table_read(spark, table):
     assert spark_rows(df) == local_rows(table)
 
 
+def ids_in_two_buckets(table):
+    """Two ids of the table that live in different buckets."""
+    ids = [r["id"] for r in local_rows(table)]
+    buckets = table.directory.bucket_ids(pa.table({"id": pa.array(ids, pa.int64())})).tolist()
+    return ids[0], next(i for i, b in zip(ids, buckets) if b != buckets[0])
+
+
 def test_one_dataframe_queried_with_and_without_a_filter_answers_both(spark, table):
-    """pyspark <= 4.3 reuses the read planned during a filter's pushdown for the same
-    DataFrame's later queries that push no filter, so a source that took the filter answered
-    `df.count()` after `df.where(...)` with the filtered count.  By default the source takes no
-    filter there (Spark applies them); `pushFilters` opts in, for a DataFrame of its own."""
+    """pyspark <= 4.3 reuse the read planned during a filter's pushdown for the same
+    DataFrame's later queries that push no filter, and for its other filtered scans in the same
+    query, so a source that took the filter answered `df.count()` after `df.where(...)` with the
+    filtered count.  By default the source takes no filter there (Spark applies them);
+    `pushFilters` opts in, for a DataFrame of its own."""
     import mergetree.spark
-    from mergetree.spark.source import STALE_PUSHDOWN_SPARK, push_filters_option
+    from mergetree.spark.source import push_filters_option
     mergetree.spark.register(spark)
     total = table.read().num_rows
+    first, second = ids_in_two_buckets(table)
     df = spark.read.format("mergetree").load(table.path)
     assert df.count() == total
     assert df.where("id < 10").count() == len([r for r in local_rows(table) if r["id"] < 10])
-    df.where("id = 3").explain()
+    df.where(f"id = {first}").explain()
     assert df.count() == total  # not the filtered rows of the queries before
     assert df.groupBy().count().collect()[0][0] == total
-    import pyspark
-    version = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
-    assert push_filters_option({}) == (version > STALE_PUSHDOWN_SPARK)
+    assert [r["id"] for r in df.where(f"id = {second}").collect()] == [second]
+    both = df.where(f"id = {first}").union(df.where(f"id = {second}"))
+    assert sorted(r["id"] for r in both.collect()) == sorted([first, second])
+    assert df.count() == total
     assert push_filters_option({"pushfilters": "TRUE"}) and not push_filters_option({"pushfilters": "false"})
     with pytest.raises(InvalidArgumentError, match="pushFilters"):
         push_filters_option({"pushfilters": "yes please"})
+
+
+def test_pushfilters_default_matches_how_this_pyspark_reuses_a_pushed_read(spark, table):
+    """Measures on the installed pyspark what STALE_PUSHDOWN_SPARK assumes: with `pushFilters`,
+    one DataFrame's unfiltered query after a filtered one, and a union of two filtered views
+    of it, answer right only where Spark keeps each pushed read in its own scan.  The default
+    is on exactly there; if this fails, pyspark changed and the default must follow."""
+    import mergetree.spark
+    from mergetree.spark.source import push_filters_option
+    mergetree.spark.register(spark)
+    total = table.read().num_rows
+    first, second = ids_in_two_buckets(table)
+    pushing = spark.read.format("mergetree").option("pushFilters", "true").load(table.path)
+    assert pushing.where(f"id = {first}").rdd.getNumPartitions() == 1  # it took the filter: one bucket
+    count_right = pushing.count() == total
+    both = pushing.where(f"id = {first}").union(pushing.where(f"id = {second}"))
+    union_right = sorted(r["id"] for r in both.collect()) == sorted([first, second])
+    assert count_right == union_right  # one cause: the data source's single planned read
+    assert push_filters_option({}) == count_right
+    # the default, and pushFilters=false, read every bucket where reuse is unsafe
+    default = spark.read.format("mergetree").load(table.path).where(f"id = {first}")
+    assert default.rdd.getNumPartitions() == (1 if count_right else 4)
+    off = spark.read.format("mergetree").option("pushFilters", "false").load(table.path).where(f"id = {first}")
+    assert off.rdd.getNumPartitions() == 4 and [r["id"] for r in off.collect()] == [first]
 
 
 def test_pushdown_prunes_buckets_and_stays_exact(spark, table, tmp_path):
@@ -86,7 +121,7 @@ def test_pushdown_prunes_buckets_and_stays_exact(spark, table, tmp_path):
         df = spark.read.format("mergetree").option("pushFilters", "true").load(table.path).where(where)
         assert spark_rows(df) == [r for r in local_rows(table) if r["id"] in wanted]
         # the pushed filter reached the plan: one Spark partition per bucket that can hold the ids
-        buckets = {int(b) for b in bucket_ids(pa.table({"id": sorted(wanted)}), ["id"], 4)}
+        buckets = {int(b) for b in table.directory.bucket_ids(pa.table({"id": pa.array(sorted(wanted), pa.int64())}))}
         assert df.rdd.getNumPartitions() == len(buckets) < 4
     # no bucket pruning for a range: every bucket is read
     pushing = spark.read.format("mergetree").option("pushFilters", "true")
@@ -235,7 +270,6 @@ def test_readme_map_in_arrow_example(spark):
     assert len(got) == 10 and all(r["run"] == 2 for r in got)  # the newest run wins every key
 
 
-@pytest.mark.private_format
 @pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "aggregate", "first-row"])
 def test_read_equals_table_read_for_every_engine(spark, tmp_path, engine):
     import mergetree.spark
@@ -249,8 +283,12 @@ def test_read_equals_table_read_for_every_engine(spark, tmp_path, engine):
         ids = rng.choice(80, 40, replace=False).astype(np.int32)
         t.write(pa.table({"id": ids, "city": [None if (i + c) % 4 == 0 else f"c{c}" for i in ids],
                           "n": [None if (i * c) % 5 == 0 else int(i) + c for i in ids]}, schema=schema))
-    if engine in ("deduplicate", "partial-update"):
-        t.delete(pa.table({"id": pa.array([1, 2, 3, 5, 8], pa.int32())}))
+    deleted = pa.table({"id": pa.array([1, 2, 3, 5, 8], pa.int32())})
+    if engine == "deduplicate":
+        t.delete(deleted)
+    elif engine == "partial-update":  # Paimon's partial-update takes no deletes (without 'ignore-delete')
+        with pytest.raises(UnsupportedPaimonFeatureError, match="retraction"):
+            t.delete(deleted)
     got = sorted((r.asDict() for r in spark.read.format("mergetree").load(t.path).collect()), key=lambda r: r["id"])
     assert got == sorted(t.read().to_pylist(), key=lambda r: r["id"])
 
@@ -504,14 +542,13 @@ def test_distributed_optimize_clusters_like_the_local_one(spark, tmp_path):
     assert [(r["tier"], r["files_out"] == info.files) for r in recorded] == [("optimize", True)]
 
 
-@pytest.mark.private_format
 def test_pushed_filters_use_bloom_filters(spark, tmp_path):
     import mergetree.spark
     mergetree.spark.register(spark)
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     t = Table.create(str(tmp_path / "b"), schema, options={"file-index.bloom-filter.columns": "id"})
     t.write(pa.table({"id": pa.array(range(0, 20_000, 2), pa.int64()), "v": ["x"] * 10_000}))
-    assert t.plan(("id", "=", 7)).steps["bloom"].files == 1  # inside min/max, absent: only the Bloom filter knows
+    assert t.plan(("id", "=", 7)).steps["file-index"].files == 1  # inside min/max, absent: only the Bloom filter knows
     from pyspark.sql.datasource import EqualTo
 
     from mergetree.spark.source import to_mergetree_filter
@@ -556,7 +593,6 @@ def _waiting_append_table(path: str, columns: str, strategy: str, commits: int, 
     return t
 
 
-@pytest.mark.private_format
 def test_optimize_pending_lays_out_waiting_data_once(spark, tmp_path):
     import mergetree.spark
     from mergetree.organize import history
@@ -566,8 +602,9 @@ def test_optimize_pending_lays_out_waiting_data_once(spark, tmp_path):
     assert reports["major"].status == "committed" and reports["major"].files_in == 6
     t = Table.open(t.path)
     assert t.read().sort_by("id").equals(expected)
-    marks = {e.file.indexes["optimized"]["layout"] for e in t.directory.live_files(t.latest_snapshot()).values()}
-    assert marks == {"hilbert(a,b)"}
+    levels = {e.file.level for e in t.directory.live_files(t.latest_snapshot()).values()}
+    assert levels == {t.directory.store.clustered_level(t.directory.options)}  # laid out, not waiting
+    assert history(t.path).column("layout").to_pylist() == ["hilbert(a,b)"]
     assert {r.status for r in mergetree.spark.optimize_pending(spark, [t.path])} == {"nothing"}
     assert history(t.path).column("tier").to_pylist() == ["major"]
 
@@ -613,13 +650,13 @@ def test_write_tasks_stream_through_a_small_write_buffer(spark, tmp_path):
     assert got.column("v").to_pylist() == [3 * i for i in range(60_000)]
 
 
-@pytest.mark.private_format
 def test_spark_optimizer_passes_are_the_daemons(spark, tmp_path):
     """optimize_pending runs the daemon's own round (organize.scheduler.run_pass), so the three
     ways the Spark form drifted from it cannot come back: its reports carry the files and bytes
     written, a primary-key table's passes are recorded in the optimizer history, and its major
     pass builds the indexes the options declare."""
     import mergetree.spark
+    from mergetree.codec import file_index
     from mergetree.organize import history
     t = _waiting_append_table(str(tmp_path / "append"), "a", "linear", commits=4, seed=3)
     schema, rng = OPT_SCHEMA, np.random.default_rng(3)
@@ -635,7 +672,13 @@ def test_spark_optimizer_passes_are_the_daemons(spark, tmp_path):
     pk.set_options({"file-index.bloom-filter.columns": "a"})  # the files written before have no Bloom filter
     reports = {r.tier: r for r in mergetree.spark.optimize_pending(spark, pk.path)}
     pk = Table.open(pk.path)
-    live = [e.file for e in pk.directory.live_files(pk.latest_snapshot()).values()]
-    assert all("a" in (m.indexes.get("bloom") or {}) for m in live), [m.indexes for m in live]
+    paimon = pk.directory.store.table
+    live = paimon.live_files(paimon.resolve(None))
+    assert live
+    for f in live:  # each file's Paimon file index (embedded in the manifest, or a file beside it) holds 'a'
+        blob = f.record["_FILE"]["_EMBEDDED_FILE_INDEX"]
+        if blob is None:
+            blob = (Path(f.path).parent / f.record["_FILE"]["_EXTRA_FILES"][0]).read_bytes()
+        assert set(file_index.decode_container(blob)) == {"a"}, f.name
     committed = [tier for tier, r in reports.items() if r.status == "committed"]
     assert committed and sorted(history(pk.path).column("tier").to_pylist()) == sorted(committed)

@@ -153,23 +153,20 @@ def change_stream(spark, path, **options):
 
 # -- the sink -------------------------------------------------------------------------------
 
-@pytest.mark.private_format
 def test_sink_applies_cdc_events_once_per_micro_batch_and_discards_a_replay(spark, tmp_path):
     events, t1, checkpoint = tmp_path / "events", tmp_path / "t1", tmp_path / "ck"
     model = cdc_files(events, files=5, per_file=60, keys=25, seed=1)
     stream = registered(spark).readStream.schema(JSON_SCHEMA).option("maxFilesPerTrigger", 1).json(str(events))
-    # made here, in mergetree's own format (Spark's data source workers do not see the test's environment)
     Table.create(str(t1), SCHEMA, primary_key="id", buckets=2, options={"changelog-producer": "lookup"})
 
     def run():
         (stream.writeStream.format("mergetree").option("checkpointLocation", str(checkpoint))
          .option("primaryKey", "id").option("buckets", "2").option("rowKindColumn", "op")
-         .option("changelog-producer", "lookup")  # a table option: each commit publishes its exact change
+         .option("changelog-producer", "lookup")  # a table option (its changelog: test_sink_publishes_...)
          .trigger(availableNow=True).start(str(t1)).awaitTermination())
     run()
     table = Table.open(str(t1))
     assert table.schema.names == ["id", "v"]  # the kinds are not a column
-    assert all(s.changelog_manifest_list for s in sink_snapshots(table))
     assert rows_of(table) == model
     query = checkpoint_query_id(checkpoint)
     assert sorted(commits_once(table, query)) == [0, 1, 2, 3, 4]  # one commit per file, each once
@@ -200,6 +197,30 @@ def test_sink_applies_cdc_events_once_per_micro_batch_and_discards_a_replay(spar
     assert more is not None and rows_of(table) == expected
 
 
+def test_sink_publishes_a_lookup_changelog_for_each_micro_batch(spark, tmp_path):
+    """On a ``changelog-producer`` lookup table each micro-batch's commit is followed, as Java's
+    writers do, by the COMPACT snapshot holding its exact changelog: read as written, applied
+    commit after commit, it gives the table's rows."""
+    events, t1, checkpoint = tmp_path / "events", tmp_path / "t1", tmp_path / "ck"
+    model = cdc_files(events, files=3, per_file=40, keys=20, seed=9)
+    stream = registered(spark).readStream.schema(JSON_SCHEMA).option("maxFilesPerTrigger", 1).json(str(events))
+    Table.create(str(t1), SCHEMA, primary_key="id", buckets=2, options={"changelog-producer": "lookup"})
+    (stream.writeStream.format("mergetree").option("checkpointLocation", str(checkpoint))
+     .option("rowKindColumn", "op").trigger(availableNow=True).start(str(t1)).awaitTermination())
+    table = Table.open(str(t1))
+    assert rows_of(table) == model
+    store = table.directory.store
+    snapshots = [store.snapshot(i) for i in store.snapshot_ids()]
+    sinks = [i for i, s in enumerate(snapshots) if "spark.query-id" in s.properties]
+    assert len(sinks) == 3
+    for i in sinks:  # the sink's commit, then the compaction that publishes its changelog
+        assert i + 1 < len(snapshots), [(s.id, s.commit_kind) for s in snapshots]
+        after = snapshots[i + 1]
+        assert after.commit_kind == "COMPACT" and after.changelog_manifest_list, after
+    rows = table.changes(0, per_commit=True, source="changelog").read_all().to_pylist()
+    assert apply_changes({}, rows) == model
+
+
 def test_sink_needs_a_stable_query_id(spark, tmp_path):
     from mergetree.spark.streaming import stream_query_id
     with pytest.raises(InvalidArgumentError, match="checkpointLocation"):
@@ -211,7 +232,6 @@ def test_sink_needs_a_stable_query_id(spark, tmp_path):
 
 # -- the source -----------------------------------------------------------------------------
 
-@pytest.mark.private_format
 def test_source_to_a_second_table_equals_the_model_and_resumes(spark, tmp_path):
     t1, t2, checkpoint = tmp_path / "t1", tmp_path / "t2", tmp_path / "ck"
     table = Table.create(str(t1), SCHEMA, primary_key=["id"], buckets=3)
@@ -294,7 +314,6 @@ def test_startup_modes(spark, tmp_path):
     assert sorted(key(r) for _, b in by_time for r in b) == sorted(map(key, changes_per_commit(table, first - 1)))
 
 
-@pytest.mark.private_format
 def test_bad_stream_options_fail_clearly(spark, tmp_path):
     t1 = tmp_path / "t1"
     Table.create(str(t1), SCHEMA, primary_key=["id"]).write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
@@ -314,12 +333,16 @@ def test_bad_stream_options_fail_clearly(spark, tmp_path):
                              ({"read.stream.maxrowspertrigger": "-1"}, "positive integer")]:
         with pytest.raises(InvalidArgumentError, match=message):
             MergetreeStreamReader({"path": str(t1), **options}, changes)
-    # a batch read with read.changelog says where batch changes are
+
+
+def test_a_batch_read_with_read_changelog_says_where_batch_changes_are(spark, tmp_path):
+    t1 = tmp_path / "t1"
+    Table.create(str(t1), SCHEMA, primary_key=["id"]).write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+    registered(spark)
     with pytest.raises(Exception, match="is for stream reads"):
         spark.read.format("mergetree").option("read.changelog", "true").load(str(t1)).collect()
 
 
-@pytest.mark.private_format
 def test_complete_mode_replaces_the_table_each_micro_batch(spark, tmp_path):
     events, t = tmp_path / "events", tmp_path / "t"
     cdc_files(events, files=3, per_file=20, keys=6, seed=8)

@@ -116,12 +116,10 @@ def test_latest_full_starts_with_a_batch_of_its_own_and_trigger_available_now_st
 history_st = st.lists(st.tuples(st.sampled_from(["qa", "qb", None]), st.integers(0, 5)), max_size=12)
 
 
-@pytest.mark.private_format
 @settings(max_examples=30, deadline=None)
 @given(history=history_st, expire=st.integers(0, 4))
 def test_the_last_committed_batch_is_found_walking_back_to_the_query_own_snapshot(tmp_path_factory, history, expire):
     from mergetree.spark.streaming import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY, last_committed_batch
-    from mergetree.table import paths
     from mergetree.table.commit import Change, commit_with_rebase
     path = str(tmp_path_factory.mktemp("t"))
     directory = Table.create(path, SCHEMA, primary_key=["id"]).directory
@@ -132,7 +130,7 @@ def test_the_last_committed_batch_is_found_walking_back_to_the_query_own_snapsho
     # the oldest snapshots expired (the latest stays): a query's commits there are gone from view
     kept_from = max(1, min(expire + 1, len(history)))
     for sid in range(1, kept_from):
-        directory.store.storage.delete(paths.snapshot_file(sid))
+        directory.store.storage.delete(directory.store.snapshot_file(sid))
     latest = directory.latest_snapshot()
     for query in ("qa", "qb", "qc"):
         mine = [(i + 1, b) for i, (q, b) in enumerate(history) if q == query and i + 1 >= kept_from]

@@ -33,15 +33,14 @@ NO_SPARK_TYPES = [t for t in POLICY_TYPES if _spark_type(t) is None]
 N = 300
 
 
-@pytest.fixture(scope="module", params=type_policy.FORMATS)
-def typed_table(request, tmp_path_factory):
-    """A primary-key table of each format with one column per type Spark can hold (and the format
-    stores), in 3 commits with upserts."""
+@pytest.fixture(scope="module")
+def typed_table(tmp_path_factory):
+    """A primary-key table with one column per type Spark can hold, in 3 commits with upserts."""
     path = str(tmp_path_factory.mktemp("spark-types") / "t")
     rng = np.random.default_rng(7)
-    columns = {f"c{i}": t for i, t in enumerate(SPARK_TYPES) if type_policy.storable(t, request.param)}
+    columns = {f"c{i}": t for i, t in enumerate(SPARK_TYPES) if type_policy.storable(t)}
     schema = pa.schema([("id", pa.int64())] + [(name, t) for name, t in columns.items()])
-    t = Table.create(path, schema, primary_key="id", buckets=3, format=request.param)
+    t = Table.create(path, schema, primary_key="id", buckets=3)
     for commit in range(3):
         ids = np.arange(commit * N // 2, commit * N // 2 + N)
         t.write(pa.table({"id": pa.array(ids, pa.int64()),
@@ -94,20 +93,17 @@ def test_pushed_filters_on_every_type_stay_exact(spark, typed_table):
         assert _spark_rows(nulls) == [r for r in spark_local if r[name] is None], (name, dtype)
 
 
-def test_spark_writes_every_type_back(spark, typed_table, tmp_path, monkeypatch):
+def test_spark_writes_every_type_back(spark, typed_table, tmp_path):
     """A Spark DataFrame of every type written through the data source reads back the same (into a
-    new table of the same format)."""
+    new table)."""
     import mergetree.spark
     mergetree.spark.register(spark)
-    monkeypatch.setenv("MERGETREE_CREATE_FORMAT", "paimon" if typed_table.table_schema.paimon else "mergetree")
     df = spark.read.format("mergetree").load(typed_table.path)
     out = str(tmp_path / "copy")
-    # made by the driver (Spark's data source workers do not see this test's environment)
     mergetree.spark.write(df, out, primaryKey="id", buckets=2)
     assert _as_spark(Table.open(out).read()) == _as_spark(typed_table.read())
 
 
-@pytest.mark.private_format
 @pytest.mark.parametrize("dtype", NO_SPARK_TYPES, ids=[str(t) for t in NO_SPARK_TYPES])
 def test_types_spark_cannot_hold_are_refused_naming_the_column(spark, tmp_path, dtype):
     import mergetree.spark

@@ -1,6 +1,5 @@
-"""`mergetree.spark.write`: rows routed by the table's bucket function (Paimon's; Spark's
-pmod(hash) on mergetree's own format) before the write, so a commit holds one file set per bucket
-instead of one per (task, bucket) — real local[2]."""
+"""`mergetree.spark.write`: rows routed by the table's bucket function (Paimon's) before the
+write, so a commit holds one file set per bucket instead of one per (task, bucket) — real local[2]."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -81,21 +80,20 @@ def test_bad_mode_and_missing_columns(spark, tmp_path) -> None:
         mergetree.spark.write(spark.range(5).selectExpr("id as other"), str(tmp_path / "u"))
 
 
-def test_the_data_source_makes_a_paimon_table_unless_told_the_format(spark, tmp_path) -> None:
-    """A write into a new path makes a Paimon table; `tableFormat` = mergetree the older format
-    (the option reaches Spark's Python workers, where the data source creates the table)."""
+def test_the_data_source_makes_a_paimon_table_and_refuses_table_format(spark, tmp_path) -> None:
+    """A write into a new path makes a Paimon table; the older releases' `tableFormat` option is
+    refused (the option reaches Spark's Python workers, where the data source creates the table)."""
     import mergetree.spark
     from mergetree.paimon.handle import PaimonTableHandle
     mergetree.spark.register(spark)
     frame = _frame(spark, 0, 100, 2, "f")
-    for table_format in (None, "paimon", "mergetree"):
-        path = str(tmp_path / str(table_format))
-        writer = frame.write.format("mergetree").mode("append").option("primaryKey", "id")
-        if table_format is not None:
-            writer = writer.option("tableFormat", table_format)
-        writer.save(path)
-        table = Table.open(path)
-        assert isinstance(table, PaimonTableHandle) == (table_format != "mergetree"), table_format
-        assert table.read().num_rows == 100 and "tableFormat" not in str(table.options)
-    with pytest.raises(Exception, match="format must be one of"):
-        frame.write.format("mergetree").mode("append").option("tableFormat", "delta").save(str(tmp_path / "bad"))
+    path = str(tmp_path / "t")
+    frame.write.format("mergetree").mode("append").option("primaryKey", "id").save(path)
+    table = Table.open(path)
+    assert isinstance(table, PaimonTableHandle)
+    assert table.read().num_rows == 100
+    for table_format in ("paimon", "mergetree"):
+        with pytest.raises(Exception, match="'tableFormat' is gone"):
+            frame.write.format("mergetree").mode("append").option("primaryKey", "id") \
+                .option("tableFormat", table_format).save(str(tmp_path / table_format))
+        assert not (tmp_path / table_format / "snapshot").exists()

@@ -345,7 +345,8 @@ def _reference_split(text, dialect, limit):
     from sqlglot.errors import TokenError
     from sqlglot.tokens import TokenType
 
-    tokenizer = Dialect.get_or_raise(dialect).tokenizer()
+    tokenizing = Dialect.get_or_raise(dialect)
+    tokenizer = tokenizing.tokenizer_class(dialect=tokenizing)  # as sqlimport makes one, on any sqlglot
     try:
         tokens, broken = [*tokenizer.tokenize(text), None], False
     except TokenError:  # its statements up to the last ';' before where it stopped, then a report

@@ -10,7 +10,7 @@ import pytest
 from disk import table_files
 
 from mergetree import InvalidArgumentError, SchemaMismatchError, Table, TableExistsError
-from mergetree.table.buckets import bucket_ids
+from mergetree.errors import UnsupportedPaimonFeatureError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
 
@@ -69,7 +69,6 @@ def test_safe_casts_and_pandas_and_streams_are_accepted(tmp_path):
     assert t.read().column("id").to_pylist() == [1, 2, 3, 4]
 
 
-@pytest.mark.private_format
 def test_append_table_keeps_every_row(tmp_path):
     t = make(tmp_path, buckets=3, bucket_key="region")
     t.write(pa.table({"id": [1, 1, 2], "region": ["a", "b", "a"], "amount": [1.0, 2.0, 3.0]}))
@@ -78,15 +77,17 @@ def test_append_table_keeps_every_row(tmp_path):
     assert [r["amount"] for r in rows] == [1.0, 2.0, 3.0, 4.0]
     with pytest.raises(InvalidArgumentError, match="no keys to delete"):
         t.delete(pa.table({"id": [1]}))
-    assert t.compact(full=True) is None  # nothing to merge in an append table
+    # Paimon's append-table compaction (merging small files) is refused by name, nothing changed
+    with pytest.raises(UnsupportedPaimonFeatureError, match="append table"):
+        t.compact(full=True)
+    assert len(t.snapshots()) == 2 and t.read().num_rows == 4
 
 
-@pytest.mark.private_format
 def test_bucket_pruning_equality_and_in(tmp_path):
     t = make(tmp_path, primary_key="id", buckets=8, options={"write-only": "true"})
     ids = list(range(400))
     t.write(pa.table({"id": ids, "region": ["r"] * 400, "amount": [float(i) for i in ids]}))
-    owner = {i: int(b) for i, b in zip(ids, bucket_ids(pa.table({"id": ids}), ["id"], 8))}
+    owner = {i: int(b) for i, b in zip(ids, t.directory.bucket_ids(pa.table({"id": ids})))}
     plan = t.plan(("id", "=", 17))
     assert [b.bucket for b in plan.buckets] == [owner[17]] and plan.pruned_buckets == 7
     plan = t.plan(("id", "in", [17, 18, 250]))
@@ -150,17 +151,19 @@ def test_metadata_round_trips_exotic_key_values(tmp_path):
     assert t.read(filter=("k", "=", Decimal("1.50"))).column("b").to_pylist() == [b"\x00\xff"]
 
 
-@pytest.mark.private_format
 def test_key_columns_survive_folding_deletes(tmp_path):
     """Regression: a key deleted twice in one batch used to be folded into a row whose table
     key column was null, so the file's key statistics missed it, a key-range read pruned the
     file, and the older version came back."""
-    t = make(tmp_path, primary_key="id", merge_engine="partial-update", options={"write-only": "true"})
+    # (a deduplicate table: a Paimon partial-update table refuses deletes unless 'ignore-delete')
+    t = make(tmp_path, primary_key="id", options={"write-only": "true"})
     t.write(pa.table({"id": list(range(1, 41)), "region": ["r"] * 40, "amount": [1.0] * 40}))
     t.delete(pa.table({"id": [29, 29, 5]}))
     assert t.read(filter=[("id", ">=", 26), ("id", "<", 32)]).column("id").to_pylist() == [26, 27, 28, 30, 31]
-    (meta,) = [m for m in t.plan().files if m.delete_count]
+    meta = max(t.plan().files, key=lambda m: m.max_seq)  # the delete's file: its two keys' -D rows
+    assert meta.row_count == 2
     assert meta.stats["id"][:2] == (5, 29)
+    assert (meta.min_key, meta.max_key) == ((5,), (29,))
 
 
 def test_aggregate_and_first_row_tables_refuse_key_deletes(tmp_path):
@@ -190,12 +193,13 @@ def test_a_lowered_trigger_after_a_full_compaction_keeps_every_call_working(tmp_
     assert got["v"][5] == "w3"
 
 
-@pytest.mark.private_format
 def test_a_failure_after_a_commit_is_a_warning_not_an_error(tmp_path, monkeypatch):
     """A write whose rows are committed reports success even when the compaction after it
     fails: raising would make a caller retry and write the rows twice."""
+    import importlib
+
     from mergetree import CommittedWarning, CorruptTableError
-    from mergetree.table import write as write_module
+    write_module = importlib.import_module("mergetree.paimon.write")  # a Paimon table's write, then compaction
 
     t = Table.create(tmp_path / "t", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_key="id")
 
@@ -206,3 +210,11 @@ def test_a_failure_after_a_commit_is_a_warning_not_an_error(tmp_path, monkeypatc
         snapshot = t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}))
     assert snapshot is not None and snapshot.id == 1
     assert t.read().num_rows == 2
+
+
+def test_a_snapshot_prints_what_a_person_asks_of_it(tmp_path):
+    t = Table.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), primary_key="id")
+    snapshot = t.write(pa.table({"id": [1, 2, 3]}))
+    text = repr(snapshot)
+    assert text.startswith("Snapshot(id=1, APPEND, ") and "3 records (+3), schema 0)" in text
+    assert "manifest" not in text and len(text) < 100  # not a screen of manifest-list names

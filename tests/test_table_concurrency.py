@@ -11,6 +11,7 @@ import time
 import pyarrow as pa
 
 from mergetree import Table
+from mergetree.table.commit import COMMIT_RETRIES
 
 WRITES = 20
 
@@ -82,6 +83,37 @@ def test_two_writers_and_a_compactor(tmp_path):
     assert got == state
     assert int(compactor.stdout.read().decode().strip() or 0) >= 1  # compactions really interleaved
     retries = [s.commit_retries for s in table.snapshots()]
-    # fairness: every commit got through within a bounded number of lost races (jittered
-    # backoff, and a lost race costs a manifest, not the write's data work)
-    assert max(retries) <= 8, retries
+    # fairness: every commit got through well within the retry budget (jittered backoff), against
+    # a compactor committing as fast as it can; a write that lost a race copies its level-0 files
+    # with new sequence numbers (Paimon's files hold them), so races cost more than a manifest
+    assert max(retries) <= COMMIT_RETRIES // 2, retries
+
+
+def test_a_commit_that_lost_a_race_says_so_in_its_snapshot(tmp_path, monkeypatch):
+    """The races a commit lost before it won are kept among the Paimon snapshot's properties
+    (Java keeps and ignores them), read back as `Snapshot.commit_retries`."""
+    import json
+
+    from mergetree.table.paimon.store import RETRIES_PROPERTY, PaimonSnapshotStore
+    path = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("tag", pa.string())])
+    table = Table.create(path, schema, primary_key="id", options={"write-only": "true"})
+    table.write(pa.table({"id": [1], "tag": ["a"]}, schema=schema))
+    real = PaimonSnapshotStore.commit
+    raced = []
+
+    def losing(self, *args, **kwargs):
+        if not raced:  # another writer commits first: this one's commit loses its race once
+            raced.append(True)
+            Table.open(path).write(pa.table({"id": [2], "tag": ["other"]}, schema=schema))
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(PaimonSnapshotStore, "commit", losing)
+    committed = table.write(pa.table({"id": [1], "tag": ["late"]}, schema=schema))
+    monkeypatch.undo()
+    snapshots = Table.open(path).snapshots()
+    assert [(s.id, s.commit_retries) for s in snapshots] == [(1, 0), (2, 0), (3, 1)]
+    assert committed.id == 3
+    document = json.loads((path / "snapshot" / "snapshot-3").read_text())
+    assert document["properties"] == {RETRIES_PROPERTY: "1"}
+    assert sorted(Table.open(path).read().to_pylist(), key=lambda r: r["id"]) == \
+        [{"id": 1, "tag": "late"}, {"id": 2, "tag": "other"}]

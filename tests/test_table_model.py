@@ -1,10 +1,10 @@
 """A state machine drives a table through random writes, upserts, deletes, compactions,
 reopens, filtered reads and time travel, checking every read against a dict model — on Paimon
-tables (what `Table.create` makes) and on mergetree's own format.  Where Paimon's semantics
-differ, the model follows them: a partial-update table refuses deletes (Paimon refuses
-retractions there), and where a batch read leaves level 0 out (deletion vectors without
-``deletion-vectors.merge-on-read``, and first-row) a read sees the rows compaction has resolved:
-exactly the model after a full compaction, an unknown mix after a partial one (not checked)."""
+tables (what `Table.create` makes), whose semantics the model follows: a partial-update table
+refuses deletes (Paimon refuses retractions there), and where a batch read leaves level 0 out
+(deletion vectors without ``deletion-vectors.merge-on-read``, and first-row) a read sees the
+rows compaction has resolved: exactly the model after a full compaction, an unknown mix after
+a partial one (not checked)."""
 from __future__ import annotations
 
 import datetime
@@ -12,7 +12,6 @@ import shutil
 import tempfile
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -31,21 +30,19 @@ class TableMachine(RuleBasedStateMachine):
                 buckets=st.sampled_from([1, 1, 3]), partitioned=st.booleans(),
                 trigger=st.integers(2, 5), write_only=st.booleans(),
                 file_size=st.sampled_from(["2 kb", "1 mb"]), deletion_vectors=st.booleans(),
-                table_format=st.sampled_from(["paimon", "mergetree"]), merge_on_read=st.booleans())
-    def create(self, engine, buckets, partitioned, trigger, write_only, file_size, deletion_vectors, table_format,
-               merge_on_read):
+                merge_on_read=st.booleans())
+    def create(self, engine, buckets, partitioned, trigger, write_only, file_size, deletion_vectors, merge_on_read):
         self.dir = tempfile.mkdtemp(prefix="mergetree-model-")
         self.engine = engine
         self.partitioned = partitioned
-        paimon = table_format == "paimon"
         # a Paimon batch read leaves level 0 out here: only compaction makes rows visible, so
         # the table compacts only when told (what a read sees is then known after a full one)
-        self.hides_level0 = paimon and (not merge_on_read if deletion_vectors else engine == "first-row")
-        self.deletes = engine in ("deduplicate", "partial-update") and not (paimon and engine == "partial-update")
+        self.hides_level0 = not merge_on_read if deletion_vectors else engine == "first-row"
+        self.deletes = engine == "deduplicate"  # a partial-update table refuses deletes, as Paimon does
         pk = ["id", "p"] if partitioned else ["id"]
         self.table = Table.create(self.dir, SCHEMA if partitioned else SCHEMA.remove(1), primary_key=pk,
                                   partition_by=["p"] if partitioned else None, buckets=buckets,
-                                  merge_engine=engine, format=table_format, options={
+                                  merge_engine=engine, options={
                                       **({"fields.a.aggregate-function": "sum"} if engine == "aggregate" else {}),
                                       "num-sorted-run.compaction-trigger": str(trigger),
                                       "write-only": str(write_only or self.hides_level0).lower(),
@@ -53,7 +50,7 @@ class TableMachine(RuleBasedStateMachine):
                                       # reads must be the same with deletion vectors on and off
                                       **({"deletion-vectors.enabled": "true"} if deletion_vectors else {}),
                                       **({"deletion-vectors.merge-on-read": "true"}
-                                         if paimon and deletion_vectors and merge_on_read else {})})
+                                         if deletion_vectors and merge_on_read else {})})
         self.model: dict[tuple, dict] = {}
         self.visible: dict[tuple, dict] | None = {}  # what a read sees (None: not known)
         self.history: dict[int, dict | None] = {}
@@ -192,25 +189,3 @@ TableMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=3
                                           phases=[p for p in Phase if p is not Phase.explain],
                                           suppress_health_check=[HealthCheck.too_slow])
 test_table_model = TableMachine.TestCase
-
-
-@pytest.mark.private_format
-def test_partial_update_retraction_is_not_folded_above_older_data(tmp_path):
-    """Found by this state machine in CI (seed 128117343171470070898480685835852974021): a
-    compaction of only the newer runs folded [-D, +I(b=null)] into a plain row, and the next
-    merge refilled b from the older level the -D had removed.  Such a unit now compacts the
-    whole bucket, where the retraction meets what it deletes."""
-    from mergetree.table.compaction.runner import plan_compaction
-    schema = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.string())])
-    t = Table.create(str(tmp_path / "t"), schema, primary_key="id", merge_engine="partial-update",
-                     options={"write-only": "true", "num-sorted-run.compaction-trigger": "2"})
-    t.write(pa.table({"id": [1, 2], "a": [5, 6], "b": ["caa", "keep"]}, schema=schema))
-    t.compact(full=True)
-    t.delete(pa.table({"id": pa.array([1], pa.int64())}))
-    t.write(pa.table({"id": [1], "a": [-4], "b": [None]}, schema=schema))
-    want = [{"id": 1, "a": -4, "b": None}, {"id": 2, "a": 6, "b": "keep"}]
-    assert t.read().sort_by("id").to_pylist() == want
-    _, plans = plan_compaction(t.directory, None, full=False)
-    assert plans and all(plan.drop_delete for _, plan in plans)
-    t.compact()
-    assert Table.open(t.path).read().sort_by("id").to_pylist() == want

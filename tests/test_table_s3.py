@@ -57,7 +57,6 @@ def _apply(t: Table) -> list:
     return out
 
 
-@pytest.mark.private_format
 def test_a_table_on_s3_answers_as_a_local_one(s3_server, tmp_path):
     local = Table.create(tmp_path / "t", SCHEMA, primary_key=["id"], buckets=2, options=OPTIONS)
     uri = _uri()
@@ -70,7 +69,7 @@ def test_a_table_on_s3_answers_as_a_local_one(s3_server, tmp_path):
     reopened = Table.open(uri, storage_options=s3_server.options())
     assert reopened.read().sort_by("id") == local.read().sort_by("id")
     names = {i.path for i in remote.directory.storage.list("")}
-    assert "schema/schema-0.json" in names and any(n.startswith("snapshot/snapshot-") for n in names)
+    assert "schema/schema-0" in names and any(n.startswith("snapshot/snapshot-") for n in names)
     assert not os.path.exists("s3:") and not os.path.exists(tmp_path / "s3:")
 
 
@@ -81,7 +80,7 @@ def test_create_twice_open_missing_and_bad_scheme(s3_server):
     Table.create(uri, SCHEMA, primary_key=["id"], storage_options=s3_server.options())
     with pytest.raises(TableExistsError):
         Table.create(uri, SCHEMA, primary_key=["id"], storage_options=s3_server.options())
-    with pytest.raises(TableNotFoundError, match="no mergetree table"):
+    with pytest.raises(TableNotFoundError, match="no Paimon table"):
         Table.open(_uri(), storage_options=s3_server.options())
     with pytest.raises(InvalidArgumentError, match="ftp://"):
         Table.create("ftp://host/t", SCHEMA)
@@ -155,7 +154,6 @@ def test_a_secret_is_in_no_file_message_or_repr(s3_server, capsys):
     assert secret not in captured.out + captured.err
 
 
-@pytest.mark.private_format
 def test_requests_per_operation(s3_server):
     uri = _uri()
     t = Table.create(uri, SCHEMA, primary_key=["id"], buckets=1, storage_options=s3_server.options())
@@ -164,24 +162,27 @@ def test_requests_per_operation(s3_server):
     storage.requests.reset()
     t.write(_rows(0, 20000, "r"))
     write = storage.requests.reset()
-    # PUTs: the data file, a manifest, two manifest lists, the snapshot, the LATEST hint; GETs:
-    # the hint and a probe for the next snapshot, at the write's start and again at its commit
-    # (what the commit publishes is cached: the compaction check after it fetches nothing)
-    assert write == {"GET": 4, "PUT": 6, "LIST": 0, "HEAD": 0, "DELETE": 0}, write
+    # PUTs: the data file, a manifest, two manifest lists, the snapshot, the LATEST hint; the
+    # reads: the schema check (LIST schema/, GET schema-0), the hint, the snapshot and a HEAD
+    # probe for the next id at the write's start, at its commit and at the compaction check
+    # after it (which reads the bucket's manifests and the data file's keys)
+    assert write == {"GET": 14, "PUT": 6, "LIST": 1, "HEAD": 3, "DELETE": 0}, write
     t.read(filter=("id", "=", 12345))  # metadata and the footer now cached
     storage.requests.reset()
     assert t.read(filter=("id", "=", 12345)).column("n").to_pylist() == [123450]
     lookup = storage.requests.reset()
-    # the LATEST hint, a probe for the next snapshot (absent), one row group: the snapshot, its
-    # manifests and the file's footer are cached, and no listing is made
-    assert lookup == {"GET": 3, "PUT": 0, "LIST": 0, "HEAD": 0, "DELETE": 0}, lookup
-    assert t.last_read.requests == {"GET": 3}
+    # the schema check (LIST schema/, GET schema-0), the LATEST hint, the snapshot, a HEAD probe
+    # for the next snapshot (absent), one row group: the manifests and the file's footer are cached
+    assert lookup == {"GET": 4, "PUT": 0, "LIST": 1, "HEAD": 1, "DELETE": 0}, lookup
+    # the read's own count starts after the schema check the table makes as it opens its files
+    assert t.last_read.requests == {"GET": 3, "HEAD": 1}
     plan = t.plan(filter=("id", "=", 12345))
-    assert plan.requests == {"GET": 2}  # the hint and the probe; the row group is read later
-    assert ["store requests to plan", "GET 2", ""] in plan.explain()
+    assert plan.requests == {"GET": 2, "HEAD": 1}  # the hint, the snapshot, the probe; the row group is read later
+    assert ["store requests to plan", "GET 2, HEAD 1", ""] in plan.explain()
+    storage.requests.reset()
     t.read()
     full = storage.requests.reset()
-    assert full["HEAD"] == 0  # the manifests name every file with its size
+    assert full["HEAD"] == 1  # the probe for the next snapshot: the manifests name every file with its size
 
 
 def test_a_lagging_hint_still_finds_the_newest_snapshot(s3_server):
@@ -202,7 +203,6 @@ def test_a_lagging_hint_still_finds_the_newest_snapshot(s3_server):
     assert t.read().num_rows == 30
 
 
-@pytest.mark.private_format
 def test_query_log_and_repair_on_s3(s3_server, monkeypatch):
     from mergetree.table.workload import querylog
 
@@ -218,9 +218,9 @@ def test_query_log_and_repair_on_s3(s3_server, monkeypatch):
     assert any(i.path.startswith("queries/snapshot/") for i in storage.list("queries/"))
     # a damaged top snapshot is set aside (copied, then deleted) and the table continues
     t.write(_rows(10, 10, "q"))
-    storage.write("snapshot/snapshot-2.json", b"{ damaged")
+    storage.write("snapshot/snapshot-2", b"{ damaged")
     done = Table.repair(uri, storage_options=s3_server.options())
-    assert any("snapshot-2.json" in line for line in done), done
+    assert any("snapshot-2" in line for line in done), done
     assert Table.open(uri, storage_options=s3_server.options()).read().num_rows == 10
     assert any(i.path.startswith("snapshot/damaged/") for i in storage.list("snapshot/"))
     querylog.flush()  # before the server of this session stops

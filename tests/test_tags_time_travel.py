@@ -17,7 +17,7 @@ import pytest
 from paimon_fixtures import java_read, needs_java_paimon, needs_pypaimon, pypaimon_read, write_paimon
 
 import mergetree as mt
-from mergetree import InvalidArgumentError, SnapshotNotFoundError, UnsupportedFormatError
+from mergetree import InvalidArgumentError, SnapshotNotFoundError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -138,14 +138,6 @@ def test_concurrent_tags_of_one_name_one_wins(tmp_path):
     for th in threads:
         th.join()
     assert len(won) == 1 and len(lost) == 3 and t.tags()["release"].id == won[0].id
-
-
-def test_the_older_format_has_no_tags(tmp_path):
-    t = mt.Table.create(tmp_path / "t", SCHEMA, primary_key=["id"], format="mergetree")
-    t.write(pa.table({"id": [1], "v": ["a"]}))
-    assert t.tags() == {}
-    with pytest.raises(UnsupportedFormatError, match="no tags"):
-        t.create_tag("x")
 
 
 def test_the_cli_tags_and_time_travels(tmp_path):

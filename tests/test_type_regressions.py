@@ -84,18 +84,6 @@ def test_dictionary_top_n(tmp_path):
     assert top == sorted(data.column("c").cast(pa.string()).to_pylist(), reverse=True)[:4]
 
 
-@pytest.mark.private_format
-def test_duration_key_first_write_and_statistics(tmp_path):
-    t, data = _table(tmp_path, pa.duration("ms"), primary_key="c")
-    want = pc.min_max(pc.unique(data.column("c").cast(pa.int64()))).as_py()
-    got = t.read().column("c")
-    assert len(got) == len(pc.unique(data.column("c")))  # one row per key
-    assert pc.min_max(got.cast(pa.int64())).as_py() == want
-    stats = [m.stats["c"] for m in t.plan().files]  # the manifest's min/max, as durations
-    assert min(s[0] for s in stats) == pa.scalar(want["min"], pa.duration("ms")).as_py()
-    assert t.read(filter=("c", "<", pa.scalar(10, pa.duration("ms")).as_py())).num_rows > 0
-
-
 @pytest.mark.parametrize("dtype", [pa.list_(pa.int64()), pa.struct([("x", pa.int64())])])
 def test_nested_filter_and_advise_name_the_column(tmp_path, dtype):
     t, _ = _table(tmp_path, dtype)

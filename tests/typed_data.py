@@ -68,13 +68,22 @@ def _values(t: pa.DataType, base: np.ndarray) -> list[Any]:
     raise NotImplementedError(t)
 
 
+def _shape(t: pa.DataType, stored: pa.DataType) -> pa.DataType:
+    """The type whose values `_values` draws for input type `t`: its stored type, except where
+    that drops the input's fixed size (a binary(16) is stored as binary, a fixed-size list as a
+    list): those values are drawn at the input's size, which its stored type holds as well."""
+    if pa.types.is_fixed_size_binary(t) or pa.types.is_fixed_size_list(t):
+        return t
+    return stored
+
+
 def random_array(t: pa.DataType, n: int, rng: np.random.Generator, null_fraction: float = 0.1,
                  distinct: int = 64) -> pa.Array:
     """n values of input type `t` (built as its stored type, then cast: the cast is exact by
-    construction, e.g. whole seconds for time32[s], whole days for date64)."""
+    construction, e.g. whole seconds for time32[s], whole days for date64, 16 bytes for binary(16))."""
     stored = type_policy.stored_type(t)
     base = rng.integers(0, distinct, n)
-    values = _values(stored, base)
+    values = _values(_shape(t, stored), base)
     nulls = rng.random(n) < null_fraction
     arr = pa.array([None if null else v for v, null in zip(values, nulls)], stored)
     if stored == t:

@@ -78,6 +78,15 @@ class TableRead(_TableDirectory):
     def peakmem_read(self):
         self.table.read()
 
+    def time_read_sorted(self):
+        """Every row in key order across the buckets (the buckets' runs merged as they stream)."""
+        self.table.read(sorted=True)
+
+    def peakmem_scan_sorted(self):
+        """A sorted scan read to its end a batch at a time: memory is batches, not the table."""
+        for _ in self.table.scan(sorted=True):
+            pass
+
     def time_point_lookup(self):
         """One read(filter=("id", "=", k)); successive calls cycle through LOOKUPS random keys."""
         self.calls += 1

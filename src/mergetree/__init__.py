@@ -13,6 +13,8 @@ The public API, from the top:
 - `mergetree.polars`, `mergetree.duckdb`, `mergetree.datafusion` (import them yourself; each needs
   its engine): scans of mergetree and Paimon tables with the engine's projection and filter pushed
   into the table's scan (`scan_table`, `register`; docs/ENGINES.md).
+- `mergetree.iceberg` (import it yourself; needs pyiceberg): Apache Iceberg tables of a pyiceberg
+  catalog, `iceberg://CATALOG/NAMESPACE.TABLE`, read, logged and advised on.
 - `mergetree.organize`: data organization by the query history — SQL history import, replay,
   the background optimizer, the report page (`Table.advise` is the advisor itself).
 """
@@ -34,6 +36,7 @@ from .errors import (
     MergeTreeError,
     ObjectExistsError,
     ObjectNotFoundError,
+    OutcomeUnknownError,
     RetractionError,
     SchemaMismatchError,
     SnapshotNotFoundError,
@@ -64,10 +67,12 @@ from .table import formats as _formats
 from .table.migration import MigrationReport, migrate
 
 
-def _open_paimon(path: object, storage_options: object) -> object:
-    # `Table.open` on an Apache Paimon table: mergetree.paimon is loaded only when one is opened
+def _open_paimon(path: object, storage_options: object, check: bool) -> object:
+    # `Table.open` on an Apache Paimon table: mergetree.paimon is loaded only when one is opened.
+    # Its `storage_options` opened the location's store already (`locate` keeps it): every call
+    # of the handle finds that one store again, with its one request counter and connections
     from .paimon.handle import PaimonTableHandle
-    return PaimonTableHandle.open(path, storage_options)  # type: ignore[arg-type]
+    return PaimonTableHandle.open(path, check)  # type: ignore[arg-type]
 
 
 _formats.register("paimon", _open_paimon)
@@ -107,6 +112,7 @@ __all__ = [
     "MigrationReport",
     "ObjectExistsError",
     "ObjectNotFoundError",
+    "OutcomeUnknownError",
     "RetractionError",
     "RowKind",
     "SchemaMismatchError",

@@ -1,26 +1,11 @@
-"""Type stubs for the Spark bucket-hash kernels (`_core/mergetree_bucket.pyx`).
-
-Every `fold_*` updates `hashes` (C-contiguous, writable int32, one slot per row of `arr`)
-in place: hashes[i] = Spark's hash of arr[i] seeded with hashes[i]; nulls leave it as is.
-`arr` is any object with `__arrow_c_array__` (a non-chunked pyarrow Array, say) of the layout
-the function names; its export is checked before the loop reads it.
+"""Type stubs for Paimon's bucket-hash kernel (`_core/mergetree_bucket.pyx`): `paimon_hashes`
+lays each row of a bucket key out as Java's BinaryRowWriter does and hashes it; every column is
+any object with `__arrow_c_array__`, its export checked before the loop reads it.
 """
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-SEED: int
-
-def fold_int(arr: Any, hashes: npt.NDArray[np.int32], width: int, signed: bool) -> None: ...
-def fold_long(arr: Any, hashes: npt.NDArray[np.int32], width: int, signed: bool) -> None: ...
-def fold_bool(arr: Any, hashes: npt.NDArray[np.int32]) -> None: ...
-def fold_float(arr: Any, hashes: npt.NDArray[np.int32]) -> None: ...
-def fold_double(arr: Any, hashes: npt.NDArray[np.int32]) -> None: ...
-def fold_decimal(arr: Any, hashes: npt.NDArray[np.int32], precision: int) -> None: ...
-def fold_binary(arr: Any, hashes: npt.NDArray[np.int32], large: bool) -> None: ...
-def fold_fixed_binary(arr: Any, hashes: npt.NDArray[np.int32], width: int) -> None: ...
-def pmod(hashes: npt.NDArray[np.int32], num_buckets: int) -> npt.NDArray[np.int32]: ...
 
 SLOT_FIXED: int
 SLOT_BOOL: int

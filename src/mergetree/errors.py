@@ -5,9 +5,9 @@ from __future__ import annotations
 __all__ = ["CommitConflictError", "CommittedWarning", "CompactionConflictError", "ConditionalCreateUnsupportedError",
            "ConsumerNotFoundError", "CorruptTableError", "InvalidArgumentError", "InvalidRowError",
            "MalformedArrowError", "MergeStateError", "MergeTreeError", "ObjectExistsError", "ObjectNotFoundError",
-           "RetractionError", "SchemaMismatchError", "SnapshotNotFoundError", "StorageAccessError", "StorageError",
-           "TableExistsError", "TableNotFoundError", "UnsortedRunError", "UnsupportedFormatError",
-           "UnsupportedPaimonFeatureError", "UnsupportedTypeError", "WriterConflictError"]
+           "OutcomeUnknownError", "RetractionError", "SchemaMismatchError", "SnapshotNotFoundError",
+           "StorageAccessError", "StorageError", "TableExistsError", "TableNotFoundError", "UnsortedRunError",
+           "UnsupportedFormatError", "UnsupportedPaimonFeatureError", "UnsupportedTypeError", "WriterConflictError"]
 
 
 class MergeTreeError(Exception):
@@ -138,6 +138,12 @@ class ObjectNotFoundError(StorageError, FileNotFoundError):
 
 class ObjectExistsError(StorageError, FileExistsError):
     """A conditional create found the object already there: another writer won the race."""
+
+
+class OutcomeUnknownError(StorageError):
+    """A request that changes the store was sent and no answer came, even when sent again: it
+    may have taken effect or not (read the object to find out).  A commit that meets one removes
+    nothing it wrote: its snapshot may be published."""
 
 
 class StorageAccessError(StorageError, PermissionError):

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import InvalidArgumentError, MergeTreeError
 from ..table.durations import seconds
 from ..table.workload import querylog
-from . import commands, organize, paimon
+from . import commands, loading, organize, paimon
 from .options import add_table_path, redact_arguments
 from .render import err_console
 
@@ -137,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="compact every bucket into its last level")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    p = command("read", "read the table (rows come bucket by bucket, each bucket in key order)", commands.read)
+    p = command("read", "read the table (rows come bucket by bucket, each bucket in key order; --sorted: all in "
+                        "primary-key order)", commands.read)
     add_table_path(p)
     p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
                    help="a predicate; repeat for AND. Operators: = != < <= > >= in (a, b) not in (a, b) "
@@ -146,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_non_negative_int, default=20,
                    help="rows to show (0: only the count); with --order-by, a Top-N read of that many rows")
     p.add_argument("--order-by", metavar="COL[:desc],...", help="order the rows (nulls last)")
+    p.add_argument("--sorted", action="store_true",
+                   help="rows in primary-key order across buckets (merged as they are read)")
     p.add_argument("--snapshot", type=commands.snapshot_arg, metavar="ID|TAG|TIME",
                    help="time travel: a snapshot id, a tag, or a point in time (ISO 8601, e.g. 2024-05-01T12:00; "
                         "the newest snapshot at or before it); default: the latest")
@@ -171,13 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a table preview, or every row (up to --limit) as JSON lines or CSV")
 
     p = command("optimize", "cluster an append table's files (linear, Z-order, Hilbert) or re-apply its layout; "
-                            "a full compaction for a primary-key table", commands.optimize)
-    add_table_path(p)
+                            "a full compaction for a primary-key table; an Iceberg table's files rewritten by its "
+                            "layout, a commit per partition", commands.optimize)
+    add_table_path(p, help="the table's path or URI, or an Iceberg table's iceberg://CATALOG/NAMESPACE.TABLE")
     p.add_argument("--order", metavar="COL,...", help="columns to cluster by (default: the stored layout)")
     p.add_argument("--strategy", choices=["linear", "zorder", "hilbert"],
                    help="default: linear for one column, hilbert for more")
     p.add_argument("--sort-within", metavar="COL,...", help="sort rows inside each file by these columns")
     p.add_argument("--filter", action="append", metavar="'COL OP VALUE'", help="only the files this selects")
+    p.add_argument("--tier", choices=["major", "minor"], default="major",
+                   help="an Iceberg table: lay files out (major) or only bin-pack small ones (minor)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("build-indexes", "give existing files the indexes and pre-aggregates the options declare",
@@ -206,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", action="append", required=True, metavar="'COL OP VALUE'",
                    help="a predicate; repeat for AND (the operators of read --filter)")
     p.add_argument("--count", action="store_true", help="count the rows first, and say how many went")
+
+    loading.add_commands(command)  # create, write
 
     p = command("migrate", "make a table of mergetree's older format into an Apache Paimon table at a new path "
                            "(the old one is only read)", commands.migrate)
@@ -278,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("advise", "recommend a layout, indexes, an in-file sort and pre-aggregates from the query log, "
                           "each with its reason and replayed effect", organize.advise)
-    add_table_path(p)
+    add_table_path(p, help="the table's path or URI, or an Iceberg table's iceberg://CATALOG/NAMESPACE.TABLE")
     p.add_argument("--since", type=organize.parse_age, metavar="AGE", help="only queries this recent (30d, 12h)")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.add_argument("--apply", action="store_true", help="write the recommendation into the table's options")

@@ -13,11 +13,13 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ..errors import InvalidArgumentError
+from ..iceberg import IcebergTable, is_iceberg_location
 from ..table import Table, housekeeping
 from ..table.info import TableInfo, bucket_infos
 from ..table.migration import migrate as migrate_table
 from ..table.objects import is_uri
-from .options import open_table, remember_location, storage_options
+from ..table.text_values import parse_text
+from .options import open_organized, open_table, remember_location, storage_options
 from .render import arrow_preview, out_console, progress, text_table
 
 __all__ = [
@@ -75,11 +77,11 @@ def parse_filter(text: str, schema: pa.Schema) -> tuple:
         item = _unquote(item.strip())
         if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
             return item
-        try:
-            return pa.scalar(item).cast(dtype).as_py()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        try:  # as Python filters read text (ISO-8601 times, decimals), and Arrow's cast for the rest
+            return parse_text(item, dtype)
+        except ValueError as exc:
             raise InvalidArgumentError(f"filter {text!r}: cannot read {item!r} as {dtype} "
-                                       f"(column {column!r})") from None
+                                       f"(column {column!r}): {exc}") from None
     if op in ("in", "not in"):
         if value.startswith("(") and value.endswith(")"):
             value = value[1:-1]
@@ -204,7 +206,7 @@ def read(args: argparse.Namespace) -> int:
         if plan.row_groups_skipped:
             out_console.print(f"row groups skipped inside the files read: {plan.row_groups_skipped:,}")
     result = table.read(columns=columns, filter=filters or None, snapshot=args.snapshot, order_by=order_by,
-                        limit=top)
+                        limit=top, sorted=args.sorted)
     if args.limit:
         out_console.print(arrow_preview(result, args.limit))
     out_console.print(_rows(result.num_rows))
@@ -299,15 +301,39 @@ def snapshot_arg(text: str) -> int | str:
 
 
 def optimize(args: argparse.Namespace) -> int:
-    table = open_table(args)
     order = [c.strip() for c in args.order.split(",")] if args.order else None
     within = [c.strip() for c in args.sort_within.split(",")] if args.sort_within else None
+    if is_iceberg_location(args.path):
+        return _optimize_iceberg(args, order, within)
+    table = open_table(args)
     filters = [parse_filter(f, table.schema) for f in args.filter or []]
     with progress("optimize", "rows", enabled=not args.no_progress) as update:
         snapshot = table.optimize(order=order, strategy=args.strategy, filter=filters or None,
                                   sort_within=within, progress=update)
     out_console.print(f"committed snapshot {snapshot.id}" if snapshot else "nothing to optimize")
     _print_organization(table.info())
+    return 0
+
+
+def _optimize_iceberg(args: argparse.Namespace, order: list[str] | None, within: list[str] | None) -> int:
+    if args.filter:
+        raise InvalidArgumentError("--filter is not taken for an Iceberg table: a pass rewrites each partition whole")
+    table = open_organized(args)
+    assert isinstance(table, IcebergTable)
+    layout: dict[str, str | None] = {}
+    if order:
+        strategy = args.strategy or ("linear" if len(order) == 1 else "hilbert")
+        layout |= {"mergetree.clustering.columns": ",".join(order), "mergetree.clustering.strategy": strategy,
+                   "mergetree.clustering.qdtree": None}
+    if within:
+        layout["mergetree.sort-within.columns"] = ",".join(within)
+    if layout:
+        table.set_properties(layout)
+    with progress("optimize", "partitions", enabled=not args.no_progress) as update:
+        result = table.optimize(tier=args.tier, progress=update)
+    out_console.print(repr(result))
+    for reason in result.conflicts:
+        out_console.print(f"given up (another commit changed its files): {reason}")
     return 0
 
 

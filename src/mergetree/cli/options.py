@@ -11,11 +11,13 @@ import re
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from ..iceberg import IcebergTable, is_iceberg_location
+from ..iceberg import open as open_iceberg
 from ..table import Table
 from ..table.objects import locate, table_path
 
-__all__ = ["add_storage_option", "add_table_path", "open_table", "redact_arguments", "remember_location",
-           "storage_options"]
+__all__ = ["add_storage_option", "add_table_path", "open_organized", "open_table", "redact_arguments",
+           "remember_location", "storage_options"]
 
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 _EXAMPLE = "e.g. --storage-option aws_endpoint_url=http://127.0.0.1:9000"
@@ -76,6 +78,14 @@ def open_table(args: argparse.Namespace, path: str | None = None, check: bool = 
     return Table.open(args.path if path is None else path, check=check, storage_options=storage_options(args))
 
 
+def open_organized(args: argparse.Namespace) -> Table | IcebergTable:
+    """The table the organize commands (`advise`, ...) work on: a Paimon table's path, or an
+    Iceberg table's ``iceberg://CATALOG/NAMESPACE.TABLE`` (its catalog as pyiceberg configures it)."""
+    if is_iceberg_location(args.path):
+        return open_iceberg(args.path, storage_options(args))
+    return open_table(args)
+
+
 def remember_location(args: argparse.Namespace, path: str) -> str:
     """For the commands that hand a table path on to code that opens it itself (the replay, the
     report, the daemon, the SQL import, repair): the path's store is resolved with the
@@ -83,7 +93,7 @@ def remember_location(args: argparse.Namespace, path: str) -> str:
     opens the path by name reaches it with them.  Returns the table's path as the table layer
     names it (its absolute local path, or its URI)."""
     options = storage_options(args)
-    if options is None:
+    if options is None or is_iceberg_location(path):  # an Iceberg table's store is its catalog's FileIO
         return path
     return table_path(locate(path, options))
 

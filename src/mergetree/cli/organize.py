@@ -19,7 +19,7 @@ from ..table.compaction.planner import parse_memory_size
 from ..table.durations import parse_since, since_moment
 from ..table.workload import querylog
 from ..table.workload.advise import Advice, LoggedQuery
-from .options import open_table, remember_location
+from .options import open_organized, open_table, remember_location
 from .render import out_console, progress, text_table
 
 __all__ = ["advise", "optimize_daemon", "parse_age", "queries_expire", "queries_import", "queries_show",
@@ -55,7 +55,7 @@ def queries_import(args: argparse.Namespace) -> int:
 
 
 def queries_expire(args: argparse.Namespace) -> int:
-    expired = open_table(args).expire_queries(args.retention)
+    expired = open_organized(args).expire_queries(args.retention)
     if expired.cutoff is None:
         out_console.print("the query log is kept forever (query-log.retention); nothing removed")
         return 0
@@ -66,7 +66,7 @@ def queries_expire(args: argparse.Namespace) -> int:
 
 
 def queries_show(args: argparse.Namespace) -> int:
-    table = open_table(args)
+    table = open_organized(args)
     moment = since_moment(args.since)
     # this process's records written first; a damaged file of the log is left out with a warning
     rows = querylog.read_rows(table.path, filter=None if moment is None else ("ts", ">=", moment))
@@ -118,7 +118,7 @@ def render_advice(advice: Advice) -> RichTable:
 
 
 def advise(args: argparse.Namespace) -> int:
-    table = open_table(args)
+    table = open_organized(args)
     advice = table.advise(since=args.since, apply=args.apply)  # flushes this process's records first
     if args.json:
         print(json.dumps(advice.to_json(), indent=2, default=str))

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _bucket
-from ..errors import UnsupportedPaimonFeatureError
+from ..errors import MalformedArrowError, UnsupportedPaimonFeatureError
 from .types import PaimonType, plain_array
 
 __all__ = ["BUCKET_FUNCTIONS", "bucket_function", "bucket_key", "bucket_of", "buckets_of", "paimon_hashes"]
@@ -105,7 +105,10 @@ def paimon_hashes(columns: Sequence[pa.Array], types: Sequence[PaimonType]) -> n
         var += extra
     arity = len(types)
     header = ((arity + 63 + 8) // 64) * 8
-    return _bucket.paimon_hashes(slots, header + _HEADER_AND_SLOT * arity + var)
+    try:  # the kernel checks every buffer (lengths, offsets) before its loop trusts a pointer
+        return _bucket.paimon_hashes(slots, header + _HEADER_AND_SLOT * arity + var)
+    except ValueError as exc:
+        raise MalformedArrowError(f"a bucket-key column is malformed Arrow data: {exc}") from None
 
 
 def buckets_of(columns: Sequence[pa.Array], types: Sequence[PaimonType], num_buckets: int,

@@ -1,4 +1,4 @@
-"""Deletion-vector index files in Paimon's layout (Paimon tables and mergetree's own): the
+"""Deletion-vector index files in Paimon's layout: the
 rows of each data file that newer versions replaced, as Roaring bitmaps of row positions, so a
 file can be read alone.
 

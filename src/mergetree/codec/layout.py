@@ -1,5 +1,5 @@
 """What makes a directory a Paimon table: ``schema/schema-<id>`` files, named without an
-extension (mergetree's own format writes ``schema/schema-<id>.json``)."""
+extension (mergetree's older format wrote ``schema/schema-<id>.json``)."""
 from __future__ import annotations
 
 import re

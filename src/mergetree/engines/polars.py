@@ -11,6 +11,8 @@ drives the same frame).
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +76,16 @@ def lazy_frame(source: ScanSource, engine: str) -> pl.LazyFrame:
         finally:
             reader.close()  # a scan stopped early (head) still ends, and is logged, now
 
-    return register_io_source(io_source, schema=schema, explain_name="mergetree", explain_detail=source.label)
+    labels: dict[str, Any] = {"explain_name": "mergetree", "explain_detail": source.label}
+    return register_io_source(io_source, schema=schema,
+                              **{k: v for k, v in labels.items() if k in _io_source_keywords(register_io_source)})
+
+
+@functools.cache
+def _io_source_keywords(register_io_source: Any) -> frozenset[str]:
+    """The keywords this Polars' `register_io_source` takes: `explain_name`/`explain_detail`
+    (the scan's name in `LazyFrame.explain()`) are newer than the floor, polars 1.30."""
+    return frozenset(inspect.signature(register_io_source).parameters)
 
 
 def frames(reader: pa.RecordBatchReader, predicate: Any, wanted: list[str], n_rows: int | None,

@@ -60,7 +60,9 @@ class TableSource(ScanSource):
                 raise InvalidArgumentError("storage_options apply to a table path, not to an open Table")
             table = path_or_table
         elif isinstance(path_or_table, (str, os.PathLike)):
-            table = Table.open(path_or_table, storage_options=dict(storage_options) if storage_options else None)
+            # (its scan reads the snapshot it is pinned to: an older one when the latest is damaged)
+            table = Table.open(path_or_table, check=False,
+                               storage_options=dict(storage_options) if storage_options else None)
         else:
             raise InvalidArgumentError(f"expected a mergetree Table or a table path, not {path_or_table!r}")
         if snapshot is None:
@@ -91,7 +93,7 @@ class PaimonSource(TableSource):
         if snapshot is None:
             pinned: Any = store.latest_id()
         elif isinstance(snapshot, str):
-            store.tag(snapshot)  # type: ignore[attr-defined]  # SnapshotNotFoundError now; read by its name
+            store.tag(snapshot)  # SnapshotNotFoundError now; read by its name
             pinned = snapshot
         elif isinstance(snapshot, bool) or not isinstance(snapshot, int):
             raise InvalidArgumentError(f"snapshot must be a snapshot id, a tag name or None, not {snapshot!r}")

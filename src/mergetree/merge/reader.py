@@ -190,6 +190,10 @@ class MergeReader:
     """The merged stream.  Iterate it for record batches, call `read_all()`,
     or hand it to anything that accepts an Arrow stream (``__arrow_c_stream__``)."""
 
+    def __repr__(self) -> str:
+        return (f"MergeReader({len(self._sources)} runs by {self._key}, {self._settings[0]}, {self._algorithm}, "
+                f"{self._rows_out:,} rows out)")
+
     def __init__(self, runs: list[RunLike], key: list[str], sequence: str | None, kind: str | None,
                  engine: str, aggregations: Mapping[str, str] | None, keep_deletes: bool,
                  algorithm: str, batch_size: int, check_order: bool, threads: int = 1,

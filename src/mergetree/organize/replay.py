@@ -19,7 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import InvalidArgumentError
+from ..iceberg import IcebergTable, is_iceberg_location
+from ..iceberg import open as open_iceberg
 from ..table import Table
+from ..table.display import count_text, size_text
 from ..table.levers.curves import STRATEGIES
 from ..table.workload.advise import IndexSpec, LoggedQuery, draw_sample, read_log, simulate
 from ..table.workload.advise.advisor import estimate_ndv, files_after_rewrite, query_cost, replay_sample
@@ -106,6 +109,12 @@ class ReplayResult:
         baseline = self.baseline_bytes
         return self.bytes / baseline if baseline else None
 
+    def __repr__(self) -> str:
+        skipped = f", {self.skipped:,} skipped" if self.skipped else ""
+        replayed = count_text(len(self.queries), "query")
+        return (f"ReplayResult({self.table!r}, layout {self.layout}: {replayed} replayed, "
+                f"{self.files:,.1f} files, {size_text(self.bytes)}{skipped})")
+
     def summary(self) -> str:
         """One or two lines: how the replay compares with like figures."""
         n = len(self.queries)
@@ -161,14 +170,20 @@ def replay(path: str, since: dt.timedelta | dt.datetime | None = None, limit: in
     all).  Without `layout` each is planned by the table's own planner on its files and indexes
     now; with `layout` ('hilbert:a,b') on that layout simulated from a sample of the rows (drawn
     with `seed`), with the table's indexes plus `bloom` and `bitmap` columns, next to the current
-    files simulated on the same sample."""
-    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
+    files simulated on the same sample.  An Iceberg table (``iceberg://...``) is planned by
+    pyiceberg's scan planning (an ORDER BY ... LIMIT as its filter alone: no Top-N there)."""
+    table: Table | IcebergTable
+    if is_iceberg_location(path):
+        table = open_iceberg(path)
+        metas = table.data_files()
+    else:
+        table = Table.open(path).at()  # the engine's view (a Paimon table's too)
+        snapshot = table.latest_snapshot()
+        metas = [e.file for e in table.directory.live_files(snapshot).values()] if snapshot else []
     queries = read_log(table.path, since)
     if limit is not None:
         queries = replay_sample(queries, limit)
     result = ReplayResult(table.path, layout or "current")
-    snapshot = table.latest_snapshot()
-    metas = [e.file for e in table.directory.live_files(snapshot).values()] if snapshot else []
     options = table.options
     sim = baseline = None
     total_rows = sum(m.row_count for m in metas)
@@ -180,12 +195,12 @@ def replay(path: str, since: dt.timedelta | dt.datetime | None = None, limit: in
         known = set(table.schema.names)
         wanted = list(dict.fromkeys([*columns, *(c for q in queries for c, _ in q.predicates if c in known),
                                      *(q.order_by[0][0] for q in queries if q.order_by and q.order_by[0][0] in known)]))
-        sample = draw_sample(table.directory, metas, wanted, seed=seed)
+        sample = draw_sample(table if isinstance(table, IcebergTable) else table.directory, metas, wanted, seed=seed)
         unordered = [c for c in columns if c in sample.skipped]
         if unordered:
             raise InvalidArgumentError(f"cannot simulate {layout!r}: {sample.skipped[unordered[0]]}")
         result.columns_left_out = dict(sample.skipped)
-        parts = files_after_rewrite(table.directory, metas, options.target_file_size)
+        parts = files_after_rewrite(metas, options.target_file_size)
         indexes = IndexSpec(frozenset(options.bloom_columns) | set(bloom),
                             frozenset(options.bitmap_columns) | set(bitmap), options.bloom_fpp)
         ndv = estimate_ndv(sample)
@@ -212,8 +227,8 @@ def replay(path: str, since: dt.timedelta | dt.datetime | None = None, limit: in
             result.queries.append(QueryReplay(_describe(q), logged_files, logged_bytes, files, size,
                                               base_files, base_bytes))
         else:
-            plan = table.plan(f, order_by=list(q.order_by) or None, limit=q.limit if q.order_by else None)
-            planned = plan.files
+            planned = table.plan(f) if isinstance(table, IcebergTable) else table.plan(
+                f, order_by=list(q.order_by) or None, limit=q.limit if q.order_by else None).files
             result.queries.append(QueryReplay(_describe(q), logged_files, logged_bytes, float(len(planned)),
                                               float(sum(m.file_size for m in planned))))
     if progress is not None:

@@ -23,8 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from ..iceberg import is_iceberg_location
+from ..iceberg import open as open_iceberg
+from ..iceberg.rewrite import written_tier
 from ..table import Table
 from ..table.directory import TableDirectory
+from ..table.display import count_text, moment_text, size_text
 from ..table.levers.optimize import layout_signature, optimized_tier
 from ..table.read import plan_read, read_bucket
 from ..table.snapshots import Snapshot
@@ -126,6 +130,10 @@ class Report:
     stored_rows: int = 0      # rows in the data files: old versions and retractions included
     primary_key: bool = False
 
+    def __repr__(self) -> str:
+        return (f"Report({self.path!r}, {self.rows:,} rows in {self.files:,} files, {size_text(self.bytes)}, "
+                f"{count_text(self.queries, 'query')}, generated {moment_text(self.generated)})")
+
 
 def _partition_name(partition_by: Sequence[str], partition: tuple) -> str:
     return "/".join(f"{c}={v}" for c, v in zip(partition_by, partition)) or "(table)"
@@ -170,27 +178,64 @@ def time_buckets(queries: Sequence[LoggedQuery], most: int = 48) -> list[Period]
 
 def live_rows(directory: TableDirectory, snapshot: Snapshot | None) -> int:
     """The rows a read of `snapshot` returns, counted without logging a query: a section of
-    one sorted run holds its rows less its retractions; overlapping runs are merged, decoding
-    only the first key column.  An append table's live rows are its stored rows."""
+    one sorted run without retractions holds its rows less those its deletion vectors remove;
+    any other section is read, decoding only the first key column (and the kind column where a
+    file may hold retractions: a file's recorded count is not trusted, `holds_retractions`).  An
+    append table's live rows are its stored rows less those deleted."""
     if snapshot is None:
         return 0
     ts = directory.schema
     if not ts.has_primary_key:
-        return sum(e.file.row_count for e in directory.live_files(snapshot).values())
+        return sum(e.file.row_count - e.file.deleted_rows for e in directory.live_files(snapshot).values())
     rows = 0
     plan = plan_read(directory, None, snapshot.id)
     for bucket in plan.buckets:
         for section in bucket.sections:
-            if len(section) == 1:
-                rows += sum(m.row_count - m.delete_count for m in section[0])
+            if len(section) == 1 and not any(m.holds_retractions for m in section[0]):
+                rows += sum(m.row_count - m.deleted_rows for m in section[0])
             else:
                 rows += sum(batch.num_rows for batch in read_bucket(directory, bucket, [ts.primary_key[0]], None,
                                                                      None, sections=[section]))
     return rows
 
 
+def _iceberg_report(path: str, since: dt.timedelta | dt.datetime | None) -> Report:
+    """An Iceberg table's page: its partitions from the manifests (no write times: an Iceberg data
+    file records none), the files mergetree's rewrites laid out, its log and passes."""
+    table = open_iceberg(path)
+    options = table.options
+    files = table.data_files()
+    spec = table.iceberg.spec()
+    partitions: dict[str, PartitionStats] = {}
+    for meta in files:
+        values = tuple(meta.origin.task.file.partition)
+        name = "/".join(f"{f.name}={v}" for f, v in zip(spec.fields, values)) or "(table)"
+        stats = partitions.setdefault(name, PartitionStats(name))
+        stats.files += 1
+        stats.rows += meta.row_count
+        stats.bytes += meta.file_size
+        tier = written_tier(meta.file_name, options)
+        if tier == "major":
+            stats.optimized_bytes += meta.file_size
+        elif tier == "minor":
+            stats.merged_bytes += meta.file_size
+    stored = sum(m.row_count for m in files)
+    deletes = any(m.origin.delete_files for m in files)
+    live = int(table.iceberg.scan().count()) if deletes else stored
+    queries = read_log(table.path, since)
+    return Report(
+        table.path, dt.datetime.now(dt.timezone.utc), live, len(files), sum(m.file_size for m in files),
+        len(table.iceberg.snapshots()), layout_signature(options), table.properties,
+        sorted(partitions.values(), key=lambda p: p.partition), table.advise(since=since), time_buckets(queries),
+        history(table.path).to_pylist(), column_usage(queries), len(queries),
+        sum(q.bytes_scanned is not None for q in queries), stored, False)
+
+
 def build_report(path: str, since: dt.timedelta | dt.datetime | None = None) -> Report:
-    """Gather what the page shows (the advice is computed now, nothing is applied)."""
+    """Gather what the page shows (the advice is computed now, nothing is applied); an Iceberg
+    table (``iceberg://...``) too."""
+    if is_iceberg_location(path):
+        return _iceberg_report(path, since)
     table = Table.open(path).at()  # the engine's view (a Paimon table's too)
     directory = table.directory
     options = directory.options

@@ -75,6 +75,7 @@ from ..table.durations import parse_since, seconds
 from ..table.files import DataFileMeta
 from ..table.levers.optimize import missing_indexes, pending, rewrite_files
 from ..table.options import OPTIONS
+from ..table.paimon.tables import option_name
 from ..table.snapshots import Snapshot
 from ..table.workload.advise import Advice, read_log
 from ..table.workload.history import PassReport, history, record_rewrite
@@ -121,7 +122,7 @@ def run_pass(table: Table, tier: str, work: Callable[[], Snapshot | None]) -> Pa
         return PassReport(table.path, tier, "conflict")  # another commit replaced an input: the next round retries
     if snapshot is None:
         return PassReport(table.path, tier, "nothing")
-    return record_rewrite(Table.open(table.path).directory, snapshot, tier, time.perf_counter() - started)
+    return record_rewrite(Table.open(table.path, check=False).directory, snapshot, tier, time.perf_counter() - started)
 
 
 # ---------------------------------------------------------------------------
@@ -324,8 +325,9 @@ def plan_tasks(path: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: A
 
 
 def table_limit(table: Table, default: int) -> int:
-    """A table's own `optimize.max-concurrent-tasks`, else `default`."""
-    raw = table.table_schema.options.get(KEY_MAX_CONCURRENT_TASKS)
+    """A table's own `optimize.max-concurrent-tasks` (kept as mergetree's option in the Paimon
+    schema: `option_name`), else `default`."""
+    raw = table.table_schema.options.get(option_name(KEY_MAX_CONCURRENT_TASKS))
     return default if raw is None else int(OPTIONS[KEY_MAX_CONCURRENT_TASKS].parse(raw, KEY_MAX_CONCURRENT_TASKS))
 
 

@@ -5,7 +5,21 @@ naming the byte offset and line, and nothing is logged).  It is either a SQL scr
 statements are separated by `;` (split by sqlglot's own tokenizer in the given dialect, so
 statements may span lines and `;` may sit in string literals, quoted names and comments), or,
 when its first character is `{`, JSON lines with the statement under "query"/"sql"/... and
-optionally a time, a user and a duration.  A statement longer than `max_statement_chars` is
+optionally a time, a user and a duration — which takes the exports of Trino and Spark as they
+write them (`history_format` says which a line is):
+
+* rows of Trino's ``system.runtime.queries`` (``query``, ``user``, ``created``, ``started``,
+  ``end``: the table's columns, trino.io/docs/current/connector/system.html), as JSON lines or as
+  CSV with a header (Trino CLI's ``--output-format JSON`` / ``CSV_HEADER``);
+* the JSON of Trino's HTTP event listener, one query-completed event a line (``metadata.query``,
+  ``context.user``, ``createTime``, ``executionStartTime``, ``endTime``: trino-spi's
+  ``QueryCompletedEvent``, trino.io/docs/current/admin/event-listeners-http.html);
+* Spark event logs (``{"Event": ...}`` a line, as Spark's ``JsonProtocol`` writes them): the SQL text
+  is the ``description`` of each ``SparkListenerSQLExecutionStart`` (its ``time``; the duration from
+  the ``SparkListenerSQLExecutionEnd`` of the same ``executionId``; the classes in Spark's
+  ``sql/core/.../execution/ui/SQLListener.scala``); every other event is counted, not read.
+
+A statement longer than `max_statement_chars` is
 refused (counted, with its line): parsing takes 3-6 s of CPU and 150-250 MB a million characters.
 
 Each statement is parsed with sqlglot in the given dialect.  Every place the statement reads
@@ -30,7 +44,9 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import csv
 import datetime as dt
+import io
 import itertools
 import json
 import logging
@@ -45,6 +61,8 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError, MergeTreeError
+from ..iceberg import IcebergTable, is_iceberg_location
+from ..iceberg import open as open_iceberg
 from ..table import Table
 from ..table import filters as flt
 from ..table.workload.querylog import MAX_FILTER_JSON, QueryRecord, append_rows, filter_to_json
@@ -93,16 +111,22 @@ class ImportResult:
     skipped: int = 0             # statements that do not parse (or cannot be read)
     too_large: int = 0           # statements refused for their size (longer than max_statement_chars)
     unterminated: int = 0        # statements found without ';' between them, one per line (or block)
+    other_events: int = 0        # lines of an event log that are not queries (Spark's job and task events)
     errors: list[str] = field(default_factory=list)   # the first few parse errors, with their lines
     refused: list[str] = field(default_factory=list)  # the first few statements refused for their size
     dropped: Counter[str] = field(default_factory=Counter)  # predicates left out of filters, by reason
     dropped_examples: list[str] = field(default_factory=list)  # the first few, with their lines
+
+    def __repr__(self) -> str:
+        return f"ImportResult({self.summary()})"
 
     def summary(self) -> str:
         text = (f"{self.statements:,} statements: {self.imported:,} queries of the table logged, "
                 f"{self.other_tables:,} not reading it, {self.skipped:,} skipped (not parsable)")
         if self.too_large:
             text += f", {self.too_large:,} refused (too long)"
+        if self.other_events:
+            text += f"; {self.other_events:,} events that are not queries passed over"
         if self.unterminated:
             text += (f"; {self.unterminated:,} had no ';' between them and were split where a line starts "
                      f"a statement")
@@ -131,6 +155,7 @@ class Statement:
     too_large: bool = False
     tokens: list[Any] | None = field(default=None, repr=False)  # sqlglot's tokens, indexing `source`
     source: str = field(default="", repr=False)
+    not_a_query: bool = False     # an event log's line that is no query (counted apart, not an error)
 
 
 # ---------------------------------------------------------------------------
@@ -155,8 +180,11 @@ def _timestamp(value: Any) -> dt.datetime | None:
         seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
         return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
     if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(" UTC"):  # Trino's text of a timestamp with time zone
+            text = text[:-4] + "+00:00"
         try:
-            parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             return None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
@@ -186,7 +214,9 @@ def _tokenize(dialect: Any, text: str) -> tuple[list[Any], str | None]:
     to there are kept)."""
     from sqlglot.errors import TokenError
 
-    tokenizer = dialect.tokenizer()
+    # a fresh one (it keeps its tokens), made from the class: `Dialect.tokenizer` is a cached
+    # property in some sqlglot releases and a method in others
+    tokenizer = dialect.tokenizer_class(dialect=dialect)
     try:
         return tokenizer.tokenize(text), None
     except TokenError as exc:
@@ -359,8 +389,123 @@ def _skip_statement(text: str, dialect: Any, pos: int, delimiters: re.Pattern[st
             size *= 2
 
 
+SPARK_SQL_START = "SparkListenerSQLExecutionStart"
+SPARK_SQL_END = "SparkListenerSQLExecutionEnd"
+
+
+def history_format(record: Any) -> str:
+    """Which export a JSON line is: "spark-event" (a Spark event log's line), "trino-event" (a
+    Trino event listener's query-completed event), or "rows" (a row of a query table:
+    Trino's ``system.runtime.queries``, or any record with the statement under a known key)."""
+    if isinstance(record, dict) and "Event" in record:
+        return "spark-event"
+    if isinstance(record, dict) and isinstance(record.get("metadata"), dict) and "query" in record["metadata"]:
+        return "trino-event"
+    return "rows"
+
+
+def _between(start: Any, end: Any) -> float | None:
+    first, last = _timestamp(start), _timestamp(end)
+    return (last - first).total_seconds() * 1000.0 if first is not None and last is not None else None
+
+
+def _record_query(record: dict, shape: str, ends: dict[Any, Any]) -> tuple[Any, dict[str, Any]]:
+    """The statement of one record and its time, user and duration."""
+    if shape == "spark-event":
+        end = ends.get(record.get("executionId"))
+        return record.get("description"), {
+            "ts": _timestamp(record.get("time")), "user": None,
+            "duration_ms": float(end - record["time"]) if isinstance(end, (int, float))
+            and isinstance(record.get("time"), (int, float)) else None}
+    if shape == "trino-event":
+        context = record.get("context")
+        user = context.get("user") if isinstance(context, dict) else None
+        return record["metadata"].get("query"), {
+            "ts": _timestamp(record.get("createTime")), "user": str(user) if user is not None else None,
+            "duration_ms": _between(record.get("executionStartTime") or record.get("createTime"),
+                                    record.get("endTime"))}
+    duration = _first(record, _DURATION_KEYS)
+    user = _first(record, _USER_KEYS)
+    if not isinstance(duration, (int, float)) or isinstance(duration, bool):
+        duration = _between(record.get("started") or record.get("created"), record.get("end"))
+    return _first(record, _SQL_KEYS), {"ts": _timestamp(_first(record, _TIME_KEYS)),
+                                       "user": str(user) if user is not None else None,
+                                       "duration_ms": float(duration) if duration is not None else None}
+
+
+def _spark_ends(text: str) -> dict[Any, Any]:
+    """executionId -> the time of its SparkListenerSQLExecutionEnd (a Spark event log's)."""
+    ends: dict[Any, Any] = {}
+    if SPARK_SQL_END not in text:
+        return ends
+    for line in text.splitlines():
+        if SPARK_SQL_END in line:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and str(record.get("Event", "")).endswith(SPARK_SQL_END):
+                ends[record.get("executionId")] = record.get("time")
+    return ends
+
+
+def _record_statements(sql: str, number: int, meta: dict[str, Any], dialect: Any,
+                       limit: int) -> Iterator[Statement]:
+    """The statements of one record's SQL (a JSON line's or a CSV row's), at the record's line."""
+    if len(sql) > limit:
+        yield _too_large(len(sql), number, limit)
+        return
+    tokens, error = _tokenize(dialect, sql)
+    if error is not None:
+        yield Statement(sql, number, problem=f"line {number:,}: {error}", **meta)
+        return
+    for chunk in _chunks(tokens):
+        statement = _statement(chunk, sql, 1, 0, limit, **meta)
+        statement.line = number  # the record's line, not the line inside its SQL
+        yield statement
+
+
+def _csv_header(text: str) -> list[str] | None:
+    """The header of a CSV export of a query table (a first line of at least two names, one of
+    them the statement's column), or None: a SQL script's first line is never one."""
+    first = text.lstrip("\ufeff").split("\n", 1)[0].strip()
+    if not first or first[:1] in ("-", "/"):
+        return None
+    names = [n.strip().lower() for n in next(csv.reader([first]), [])]
+    if len(names) >= 2 and any(n in _SQL_KEYS for n in names) and all(re.fullmatch(r"[a-z_][a-z0-9_]*", n)
+                                                                         for n in names):
+        return names
+    return None
+
+
+def _csv_statements(text: str, dialect: Any, limit: int,
+                    progress: Callable[[int, int], None] | None) -> Iterator[Statement]:
+    """The rows of a CSV export (Trino CLI's ``CSV_HEADER`` of ``system.runtime.queries``): a
+    quoted field may hold a statement's line breaks."""
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    header = [n.strip().lower() for n in next(reader)]
+    start = reader.line_num + 1
+    for row in reader:
+        number, start = start, reader.line_num + 1
+        if progress is not None and number % 1000 == 0:
+            progress(min(number * 80, len(text)), len(text))
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            yield Statement("", number, problem=f"line {number:,}: {len(row)} fields where the header has "
+                                                f"{len(header)}")
+            continue
+        record = {k: (v if v != "" else None) for k, v in zip(header, row)}
+        sql, meta = _record_query(record, "rows", {})
+        if not isinstance(sql, str) or not sql.strip():
+            yield Statement("", number, problem=f"line {number:,}: an empty statement")
+            continue
+        yield from _record_statements(sql, number, meta, dialect, limit)
+
+
 def _json_statements(text: str, dialect: Any, limit: int,
                      progress: Callable[[int, int], None] | None) -> Iterator[Statement]:
+    ends = _spark_ends(text)
     offset = 0
     for number, raw in enumerate(text.splitlines(), 1):
         offset += len(raw) + 1
@@ -374,27 +519,17 @@ def _json_statements(text: str, dialect: Any, limit: int,
         except ValueError as exc:
             yield Statement("", number, problem=f"line {number:,}: not a JSON object ({exc})")
             continue
-        sql = _first(record, _SQL_KEYS) if isinstance(record, dict) else None
+        shape = history_format(record)
+        if shape == "spark-event" and not str(record.get("Event", "")).endswith(SPARK_SQL_START):
+            yield Statement("", number, not_a_query=True)
+            continue
+        sql, meta = _record_query(record, shape, ends)
         if not isinstance(sql, str) or not sql.strip():
-            yield Statement("", number, problem=f"line {number:,}: no statement under "
-                                                f"{' / '.join(repr(k) for k in _SQL_KEYS)}")
+            where = {"trino-event": "metadata.query", "spark-event": "description"}.get(
+                shape, " / ".join(repr(k) for k in _SQL_KEYS))
+            yield Statement("", number, problem=f"line {number:,}: no statement under {where}")
             continue
-        if len(sql) > limit:
-            yield _too_large(len(sql), number, limit)
-            continue
-        duration = _first(record, _DURATION_KEYS)
-        user = _first(record, _USER_KEYS)
-        meta: dict[str, Any] = {"ts": _timestamp(_first(record, _TIME_KEYS)),
-                                "user": str(user) if user is not None else None,
-                                "duration_ms": float(duration) if isinstance(duration, (int, float)) else None}
-        tokens, error = _tokenize(dialect, sql)
-        if error is not None:
-            yield Statement(sql, number, problem=f"line {number:,}: {error}", **meta)
-            continue
-        for chunk in _chunks(tokens):
-            statement = _statement(chunk, sql, 1, 0, limit, **meta)
-            statement.line = number  # the record's line, not the line inside its SQL
-            yield statement
+        yield from _record_statements(sql, number, meta, dialect, limit)
 
 
 def read_statements(text: str, dialect: str | None = None, max_statement_chars: int = MAX_STATEMENT_CHARS,
@@ -409,6 +544,8 @@ def read_statements(text: str, dialect: str | None = None, max_statement_chars: 
     tokenizing = Dialect.get_or_raise(dialect)
     if text.lstrip()[:1] == "{":
         yield from _json_statements(text, tokenizing, max_statement_chars, progress)
+    elif _csv_header(text) is not None:
+        yield from _csv_statements(text, tokenizing, max_statement_chars, progress)
     else:
         yield from _script_statements(text, tokenizing, max_statement_chars, progress, max(1, window_chars))
 
@@ -973,8 +1110,13 @@ def import_sql(path: str | os.PathLike, sql_file: str | os.PathLike, dialect: st
     if not isinstance(max_statement_chars, int) or isinstance(max_statement_chars, bool) or max_statement_chars < 1:
         raise InvalidArgumentError(f"max_statement_chars must be a positive number of characters, "
                                    f"not {max_statement_chars!r}")
-    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
-    name = table_name or os.path.basename(os.path.normpath(table.path))
+    table: Table | IcebergTable
+    if is_iceberg_location(path):  # named by its catalog: the statements name it as the catalog does
+        table = open_iceberg(str(path))
+        name = table_name or table.location.table
+    else:
+        table = Table.open(path).at()  # the engine's view (a Paimon table's too)
+        name = table_name or os.path.basename(os.path.normpath(table.path))
     extractor = _Extractor(table.schema, name, dialect)
     try:
         with open(sql_file, "rb") as handle:
@@ -1015,6 +1157,9 @@ def _import_statement(statement: Statement, extractor: _Extractor, result: Impor
     """Count one statement in `result`; its queries of the table appended to `rows`."""
     from sqlglot.errors import SqlglotError
 
+    if statement.not_a_query:
+        result.other_events += 1
+        return
     result.statements += 1
     if statement.problem is not None:
         if statement.too_large:

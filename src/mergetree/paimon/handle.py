@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError, SnapshotNotFoundError
-from ..table import Table
+from ..table import Table, housekeeping
 from ..table.consumers import Consumer
 from ..table.directory import TableDirectory, alter_schema
 from ..table.paimon.metadata import PaimonTable
@@ -71,7 +71,12 @@ class PaimonTableHandle(Table):
     @classmethod
     def open(cls, path: str | os.PathLike, check: bool = True,
              storage_options: Mapping[str, object] | None = None) -> PaimonTableHandle:
-        return cls(os.fspath(path), storage_options)
+        """The table at `path`; with `check`, its latest snapshot and manifests read too, so a
+        damaged one is reported here, naming the file and how to recover."""
+        handle = cls(os.fspath(path), storage_options)
+        if check:
+            housekeeping.check_latest(handle.directory)  # (the table just opened: the first call uses it too)
+        return handle
 
     def _call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         return function(self._location, self._name, *args, storage_options=self._storage_options, **kwargs)
@@ -142,18 +147,20 @@ class PaimonTableHandle(Table):
         return self.at(snapshot).plan(filter, snapshot, order_by, limit)
 
     def read(self, columns: str | list[str] | None = None, filter: Any = None, snapshot: Any = None,
-             threads: int | None = None, order_by: Any = None, limit: int | None = None) -> pa.Table:
+             threads: int | None = None, order_by: Any = None, limit: int | None = None,
+             sorted: bool = False) -> pa.Table:
         reader = self.at(snapshot)
         try:
-            return reader.read(columns, filter, snapshot, threads, order_by, limit)
+            return reader.read(columns, filter, snapshot, threads, order_by, limit, sorted)
         finally:
             self.last_read = reader.last_read
 
     def scan(self, columns: str | list[str] | None = None, filter: Any = None, snapshot: Any = None,
-             order_by: Any = None, limit: int | None = None, source: str | None = None) -> pa.RecordBatchReader:
+             order_by: Any = None, limit: int | None = None, source: str | None = None,
+             sorted: bool = False) -> pa.RecordBatchReader:
         reader = self.at(snapshot)
         try:
-            return reader.scan(columns, filter, snapshot, order_by, limit, source)
+            return reader.scan(columns, filter, snapshot, order_by, limit, source, sorted)
         finally:
             self.last_read = reader.last_read
 
@@ -278,26 +285,29 @@ class PaimonTableHandle(Table):
 # -- the public functions ------------------------------------------------------------------
 
 def scan(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
-         threads: Any = None, storage_options: Mapping[str, object] | None = None) -> pa.RecordBatchReader:
+         threads: Any = None, storage_options: Mapping[str, object] | None = None,
+         sorted: bool = False) -> pa.RecordBatchReader:
     """Stream a Paimon table's rows (a `pa.RecordBatchReader`, also an Arrow C stream), bucket
-    by bucket in key order: `Table.scan` of the table (`threads` is accepted and unused: a scan
-    reads a bucket section at a time).  The warehouse and `storage_options` are as `read`'s."""
+    by bucket in key order (`sorted=True`: in primary-key order across buckets): `Table.scan`
+    of the table (`threads` is accepted and unused: a scan reads a bucket section at a time).
+    The warehouse and `storage_options` are as `read`'s."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
-    return PaimonTableHandle(warehouse, storage_options, table).scan(columns, filter, snapshot)
+    return PaimonTableHandle(warehouse, storage_options, table).scan(columns, filter, snapshot, sorted=sorted)
 
 
 def read(warehouse: Any, table: Any, columns: Any = None, filter: Any = None, snapshot: Any = None,
          threads: Any = None, storage_options: Mapping[str, object] | None = None, order_by: Any = None,
-         limit: Any = None) -> pa.Table:
+         limit: Any = None, sorted: bool = False) -> pa.Table:
     """Read a Paimon table (or `columns` of it, rows matching `filter`) at `snapshot` (an id or
     a tag name; default the latest) into one Arrow table: `Table.read` of the table (table
     `table` "db.name" of a filesystem-catalog warehouse, or `table` None and `warehouse` the
     table's own directory).  `warehouse` is a local directory or a URI (``s3://bucket/warehouse``,
     ``gs://...``, ``az://...``) with `storage_options` as `Table.open` takes them (credentials,
-    endpoint, region; used, never stored).  With `order_by` and `limit`, a Top-N read."""
+    endpoint, region; used, never stored).  With `order_by` and `limit`, a Top-N read;
+    `sorted=True`: rows in primary-key order across buckets."""
     return PaimonTableHandle(warehouse, storage_options, table).read(columns, filter, snapshot, threads,
-                                                                      order_by, limit)
+                                                                      order_by, limit, sorted)
 
 
 def changes(warehouse: Any, table: Any, start: Any, end: Any = None, columns: Any = None, filter: Any = None,

@@ -1,7 +1,7 @@
 """Writes into Apache Paimon tables — primary-key tables with fixed buckets, and append tables —
 as Java's batch writers make them, so that every Paimon reader (Java, pypaimon, pypaimon-rust,
-...) reads them: the engine's write path (`table.write.write_rows`, the one mergetree's own
-tables have) over the table's store (`table.paimon.store`), then the engine's compaction of the
+...) reads them: the engine's write path (`table.write.write_rows`, the one every table
+has) over the table's store (`table.paimon.store`), then the engine's compaction of the
 buckets written.
 
 1. The input (any Arrow data `Table.write` takes; a row-kind column ``_row_kind``, the one

@@ -1,4 +1,4 @@
-"""PySpark integration (needs pyspark >= 4: `pip install "mergetree[spark]"`).
+"""PySpark integration (needs pyspark >= 4.2 and Java 17+: `pip install ".[spark]"` in a clone).
 
     import mergetree.spark
     mergetree.spark.register(spark)
@@ -20,7 +20,8 @@ and yields Arrow record batches in exactly the schema Spark expects.  Equality a
 on the bucket key prune buckets; key ranges and statistics prune files; every filter that
 arrives is also applied exactly after the merge, so results are exact.  The source needs
 `spark.sql.python.filterPushdown.enabled=true` (set by `local_session`); it takes Spark's filters
-only with the option `pushFilters=true` on pyspark <= 4.3 (see `source.STALE_PUSHDOWN_SPARK`).
+only with the option `pushFilters=true` on pyspark <= 4.3, which run one DataFrame's last pushed
+read for all its scans (see `source.STALE_PUSHDOWN_SPARK`): such a DataFrame serves one filtered scan.
 Paimon primary-key tables read the same way, one Spark partition per (partition, bucket), through
 `mergetree.paimon`; they are compacted by `compact_paimon` and written only by Paimon.
 Tables on object stores (`s3://`, `gs://`, `az://`): the executors' Python workers read and
@@ -33,9 +34,11 @@ upserts and deletes; the source reads a table's changes snapshot by snapshot.
 from __future__ import annotations
 
 try:
-    import pyspark.sql.datasource  # noqa: F401
+    import pyspark.sql.datasource
+    import pyspark.sql.streaming.datasource  # noqa: F401  (new in 4.2: the streaming source's read limits)
 except ImportError as exc:  # pragma: no cover - exercised only without pyspark
-    raise ImportError("mergetree.spark needs pyspark >= 4.0: pip install 'mergetree[spark]'") from exc
+    raise ImportError("mergetree.spark needs pyspark >= 4.2: pip install 'pyspark[sql]>=4.2' "
+                      "(and Java 17+ for Spark)") from exc
 
 from .jobs import bucket_join, compact, compact_paimon, merge_sorted_runs, optimize, optimize_pending
 from .session import local_session

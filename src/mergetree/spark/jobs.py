@@ -142,10 +142,9 @@ def bucket_join(spark: Any, left_path: str, right_path: str, on: str | list[str]
     primary key may be wider than the join key: its rows stay ordered by the join key, and
     keys that repeat give every pairing, as in SQL); and one bucket count divides the other
     (n and k*n): a key in bucket i of n is in one of buckets i, i+n, ..., i+(k-1)n of k*n
-    (``pmod(h, k*n) mod n == pmod(h, n)``), whose rows the task merges into one ordered side
-    with the loser tree.  Both tables place rows by the same bucket function over the same key
-    types: two of mergetree's own tables (Spark's ``pmod(murmur3)``), or two Apache Paimon tables
-    (Paimon's bucket function, whose buckets divide the same way).  Otherwise a clear error, or
+    (``|h mod kn| mod n == |h mod n|``), whose rows the task merges into one ordered side with the
+    loser tree.  Both tables place rows by the same bucket function (Paimon's) over the same
+    key types.  Otherwise a clear error, or
     with `fallback=True` Spark's own join of the two tables (the same columns as a bucket join
     returns).  `storage_options` open both
     tables (by default, each with those this process opened it with)."""
@@ -245,19 +244,16 @@ def _stream_buckets(table: Table, plans: dict[tuple, BucketPlan], buckets: list[
 
 
 def _engine_table(path: str, storage_options: dict | None) -> Table:
-    """The engine's `Table` at `path`: mergetree's own, or an Apache Paimon table's (its latest
-    schema), whose buckets the engine plans and merge-reads alike."""
+    """The engine's `Table` of the Paimon table at `path` (its latest schema), whose buckets the
+    engine plans and merge-reads."""
     table = open_table(path, storage_options)
     return table.at() if isinstance(table, PaimonTableHandle) else table
 
 
 def _bucketing(table: Table) -> tuple:
-    """How a table places rows in buckets: mergetree's own tables by Spark's
-    ``pmod(murmur3)``, a Paimon table by its bucket function over its bucket key's types
+    """How a table places rows in buckets: by its bucket function over its bucket key's types
     (equal placements are what a bucket join needs)."""
     ts = table.table_schema
-    if ts.paimon is None:
-        return ("spark pmod(murmur3)",)
     paimon = ts.paimon
     if paimon.checked_options.dynamic_buckets:  # keys placed by a hash index: no two tables alike
         return ("Paimon's dynamic buckets (each key where its hash index put it)", object())  # never alike
@@ -563,8 +559,7 @@ def _rewrite_groups(spark: Any, path: str, directory: Any, options: Any, base: S
     # as `rewrite_files` writes them: at the level that says "laid out" (a Paimon table's top
     # level), a Paimon table's files cut at their size on disk, estimated from the files replaced
     level = directory.store.clustered_level(options)
-    disks = [sum(f.file_size for f in files) / max(sum(f.row_count for f in files), 1)
-             if directory.schema.paimon is not None else None for _, _, files in groups]
+    disks = [sum(f.file_size for f in files) / max(sum(f.row_count for f in files), 1) for _, _, files in groups]
     if clustering is not None and clustering.tree is not None:
         raise InvalidArgumentError("a qdtree layout is rewritten by Table.optimize or the optimizer daemon "
                                    "(mergetree optimize-daemon); the Spark job lays out curves and linear orders")

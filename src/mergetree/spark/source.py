@@ -155,14 +155,14 @@ class MergetreeDataSource(DataSource):
         return spark_ddl(table_schema)
 
     def reader(self, schema: Any) -> MergetreeReader | PaimonReader:
-        options = _paimon_by_path(self._options())
-        if PAIMON_WAREHOUSE in options:
-            return PaimonReader(options, schema)
         from .streaming import READ_CHANGELOG, read_changelog_option
-        if read_changelog_option(options):
+        if read_changelog_option(self._options()):  # (before anything is opened)
             raise InvalidArgumentError(
                 f"option {READ_CHANGELOG!r} is for stream reads (spark.readStream); a batch read of changes "
                 f"between two snapshots: Table.changes(start, end) or `mergetree changes PATH --from N`")
+        options = _paimon_by_path(self._options())
+        if PAIMON_WAREHOUSE in options:
+            return PaimonReader(options, schema)
         return MergetreeReader(options)
 
     def streamReader(self, schema: Any) -> Any:
@@ -192,10 +192,18 @@ class MergetreeDataSource(DataSource):
         return MergetreeWriter(options, schema, overwrite)
 
 
-# pyspark 4.0-4.3 keep the read planned during filter pushdown on the DataFrame's data source and
-# reuse it for that DataFrame's later queries that push no filter: after `df.filter(...)` ran (or
-# was only explained), `df.count()` counted the filtered rows.  Upstream Spark scopes that read to
-# its scan since; until a release does, filters are taken only when a read asks (`pushFilters`).
+# pyspark 4.0-4.3 plan a pushed read in the pushdown worker (a fresh reader: `reader()`,
+# `pushFilters`, `partitions`) and keep its pickled `read` and partitions on the JVM's
+# `PythonDataSourceV2`, one per `load()` and shared by every scan of that DataFrame
+# (`PythonScanBuilder.pushFilters` sets it; `PythonBatch` takes whatever is there when it plans).
+# A query that pushes no filter (`df.count()`: Spark skips Python for an empty list) calls no
+# Python on the driver and runs the last pushed read, filters and pruned partitions included; two
+# filtered scans of one DataFrame in one query (a union, a self-join) both run the second one's.
+# Its tasks get the same bytes, and nothing in them (execution id, stage) is known at planning,
+# so no pruning can tell the queries apart: not a fingerprint in the partitions, not handing every
+# filter back to Spark (the pruned buckets are still all that is read).  Filters are taken only
+# when a read asks (`pushFilters`), until a pyspark keeps that read in its own scan (SPARK-58551,
+# in Spark's master for 5.0).  test_spark_source checks this default against the installed pyspark.
 STALE_PUSHDOWN_SPARK = (4, 3)
 
 
@@ -248,7 +256,8 @@ class MergetreeReader(DataSourceReader):
     def pushFilters(self, filters: list) -> Iterator:
         """Keep what mergetree can evaluate (it prunes with it and applies it exactly after
         the merge); hand the rest back to Spark.  Without `pushFilters` (see
-        STALE_PUSHDOWN_SPARK): hand every filter back and keep none."""
+        STALE_PUSHDOWN_SPARK): hand every filter back and keep none, so the read this plans
+        is the whole table, right for any query that reuses it."""
         if not self.push_filters:
             yield from filters
             return

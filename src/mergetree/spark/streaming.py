@@ -38,12 +38,13 @@ from pyspark.sql.streaming.datasource import (
 
 from ..errors import ConsumerNotFoundError, InvalidArgumentError, SnapshotNotFoundError
 from ..merge.row_kind import ROW_KIND_COLUMN, symbols_of
+from ..paimon.write import compact_after_write
 from ..table import Table, consumers
 from ..table.changes import SNAPSHOT_ID_COLUMN, ChangePlan, ChangeUnit, plan_changes, read_changes
 from ..table.commit import Change, commit_with_rebase, next_sequences
 from ..table.directory import TableDirectory
 from ..table.read import BucketPlan, read_bucket
-from ..table.snapshots import FileEntry, Snapshot, SnapshotStore, changelog_snapshot
+from ..table.snapshots import FileEntry, Snapshot, changelog_snapshot
 from ..table.write import commit_write
 from .tables import FilesMessage, open_or_create, open_table, split_storage_options, write_task
 from .types import spark_ddl, spark_schema, to_spark_batch
@@ -230,14 +231,21 @@ class MergetreeStreamWriter(DataSourceStreamArrowWriter):
             return Change(adds, list(directory.live_files(latest).values()))
         try:
             if self.overwrite:
-                commit_with_rebase(directory, directory.latest_snapshot(), replace_all, "OVERWRITE", properties)
+                snapshot = commit_with_rebase(directory, directory.latest_snapshot(), replace_all, "OVERWRITE",
+                                              properties)
             else:  # renumbered after newer writes, with the changelog the table's producer asks for
-                commit_write(directory, adds, directory.latest_snapshot(), properties, check=not_yet_committed)
+                snapshot = commit_write(directory, adds, directory.latest_snapshot(), properties,
+                                        check=not_yet_committed)
         except AlreadyCommitted:
             directory.discard(adds)  # a replay of a committed batch: its new files are not needed
+            return
         except BaseException:
             directory.discard(adds)
             raise
+        if snapshot is not None:  # the touched buckets compacted, as after every write (a lookup changelog with it)
+            store = directory.store
+            touched = {(e.partition, e.bucket) for e in adds if not directory.is_changelog(e.file.file_name)}
+            compact_after_write(store.table, store.schema, touched, snapshot.id)
 
     def abort(self, messages: list, batchId: int) -> None:
         """Failed micro-batch: remove the files of tasks that reported; the rest are orphans
@@ -423,7 +431,7 @@ class MergetreeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             end, taken, rows = snapshot_id, taken + 1, rows + more
         return _batch_end(end, start_id, full)
 
-    def _snapshot_rows(self, store: SnapshotStore, snapshot_id: int) -> int:
+    def _snapshot_rows(self, store: Any, snapshot_id: int) -> int:
         """Rows commit `snapshot_id` wrote (a compaction: none), counted once per query."""
         if snapshot_id not in self._rows:
             snapshot, _ = changelog_snapshot(store, snapshot_id)

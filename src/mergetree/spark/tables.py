@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from ..errors import TableExistsError, TableNotFoundError
+from ..errors import InvalidArgumentError, TableExistsError, TableNotFoundError
 from ..merge import RowKind
 from ..storage import OPTION_KEYS
 from ..table import Table
@@ -33,14 +33,15 @@ def split_storage_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], d
 
 def open_table(path: str, storage_options: Mapping[str, Any] | None) -> Table:
     """The table at `path`, opened with `storage_options` where there are any; without them a
-    URI's store is the one this process already opened it with, else the environment's."""
-    return Table.open(path, storage_options=dict(storage_options) if storage_options else None)
+    URI's store is the one this process already opened it with, else the environment's.  (Not
+    checked at open: every read or commit reads what it needs, and a task opens it too.)"""
+    return Table.open(path, check=False, storage_options=dict(storage_options) if storage_options else None)
 
 
 # Each task numbers its rows from base + task * TASK_SEQUENCE_SPAN, so the sequence numbers of
 # tasks writing the same bucket never collide.
 TASK_SEQUENCE_SPAN = 1 << 32
-CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine", "tableformat"}
+CREATE_OPTIONS = {"path", "primarykey", "partitionby", "buckets", "bucketkey", "mergeengine"}
 
 
 def names_option(text: str | None) -> list[str] | None:
@@ -51,19 +52,22 @@ def names_option(text: str | None) -> list[str] | None:
 def open_or_create(path: str, storage_options: Mapping[str, Any] | None, arrow_schema: pa.Schema,
                    options: Mapping[str, Any]) -> Table:
     """The table at `path`, created from `arrow_schema` and the data source's `options`
-    (`primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine`, `tableFormat` — paimon,
-    the default, or mergetree — and table options; lower-case keys) where there is none."""
+    (`primaryKey`, `partitionBy`, `buckets`, `bucketKey`, `mergeEngine` and table options;
+    lower-case keys) where there is none: an Apache Paimon table."""
     try:
         return open_table(path, storage_options)
     except TableNotFoundError:
         pass
+    if "tableformat" in options:  # the older releases' choice of format: there is one now
+        raise InvalidArgumentError("the option 'tableFormat' is gone: every table mergetree makes is an Apache "
+                                   "Paimon table (a table of the older format is made one by `mergetree migrate`)")
     table_options = {k: v for k, v in split_storage_options(options)[1].items() if k not in CREATE_OPTIONS}
     try:
         return Table.create(
             path, arrow_schema, primary_key=names_option(options.get("primarykey")),
             partition_by=names_option(options.get("partitionby")), buckets=int(options.get("buckets", 1)),
             bucket_key=names_option(options.get("bucketkey")), merge_engine=options.get("mergeengine", "deduplicate"),
-            options=table_options, format=options.get("tableformat"),
+            options=table_options,
             storage_options=dict(storage_options) if storage_options else None)
     except TableExistsError as exists:  # another writer created it meanwhile (its schema is the table's),
         try:                            # or the location holds other files
@@ -93,8 +97,9 @@ def write_task(directory: TableDirectory, iterator: Iterator[pa.RecordBatch], ne
     spilled: list[FileEntry] = []
     pieces = conformed(directory, iterator, complete=True, row_kind_column=row_kind_column)
     try:
+        # (an append table's rows are its changelog: none written beside them, as in Paimon)
         as_written = not overwrite and directory.options.changelog_producer == "input" \
-            and (directory.schema.has_primary_key or directory.schema.paimon is None)  # Paimon's append: none
+            and directory.schema.has_primary_key
         for files in spill(directory, pieces, RowKind.INSERT, numbered, task * TASK_SEQUENCE_SPAN, as_written):
             spilled += files
     except BaseException:

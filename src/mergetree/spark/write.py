@@ -3,16 +3,13 @@
 Spark's own writer task (and mergetree's data-source writer before this) writes a file for
 every bucket it holds rows of, so a job of P tasks into B buckets leaves up to P x B small
 files per commit.  `write` first creates the table when there is none (in the driver, as the data
-source would), then routes the rows by its bucket function by range-repartitioning on
-(partition columns, bucket id) — Paimon's for a Paimon table (below), Spark's
-``pmod(hash(bucket key), n)`` (the older format's bucket ids, bit for bit) otherwise:
-a range partitioner never splits one value between tasks, so all rows of a (partition, bucket)
-reach one task, which writes that bucket's files alone.  Files per commit: about the buckets
-touched (times the rolls at write-buffer-size), whatever the number of input partitions.
-
-An Apache Paimon table (``paimon.warehouse`` among `options`, `path` its "db.table") is routed
-by Paimon's own bucket function over its bucket key (`codec.buckets`, computed in the tasks by
-`mapInArrow`: exactly where Java places a row), so its buckets get one file set each too.
+source would), then routes the rows by Paimon's bucket function over the bucket key
+(`codec.buckets`, computed in the tasks by `mapInArrow`: exactly where Java places a row) by
+range-repartitioning on (partition columns, bucket id): a range partitioner never splits one
+value between tasks, so all rows of a (partition, bucket) reach one task, which writes that
+bucket's files alone.  Files per commit: about the buckets touched (times the rolls at
+write-buffer-size), whatever the number of input partitions.  A table is a path, or
+(``paimon.warehouse`` among `options`) `path` is its "db.table" in that warehouse.
 
 A table on an object store takes its `storage_options` (or storage keys among `options`); they
 go to the data source as options, so the tasks and the commit open the same store.
@@ -23,7 +20,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidArgumentError, TableNotFoundError, UnsupportedPaimonFeatureError
-from ..paimon.handle import PaimonTableHandle
 from ..table.objects import is_uri, storage_options_for
 from ..table.paimon.metadata import PaimonTable
 from .source import PAIMON_WAREHOUSE, open_table, split_storage_options
@@ -60,59 +56,27 @@ def write(df: Any, path: str, mode: str = "append", storage_options: Mapping[str
     A table on an object store: `storage_options` as for `Table.open`.  With
     ``paimon.warehouse`` among `options`, `path` names the Paimon table ("db.table") of that
     warehouse; a Paimon table's own directory is one too: routed by Paimon's bucket function."""
-    from pyspark.sql import functions as F
-
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     given, options = split_storage_options(options)
     storage = job_storage_options(path, {**(storage_options or {}), **given} if (storage_options or given) else None)
     if PAIMON_WAREHOUSE not in options:
         try:
-            found = open_table(path, storage)
+            open_table(path, storage)
         except TableNotFoundError:  # made now, as the data source would make it, to route rows by its buckets
             from pyspark.sql.pandas.types import to_arrow_schema
-            found = open_or_create(path, storage, to_arrow_schema(df.schema, timezone="UTC"), {
+            open_or_create(path, storage, to_arrow_schema(df.schema, timezone="UTC"), {
                 k.lower(): ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
                 for k, v in options.items()})
-        if isinstance(found, PaimonTableHandle):  # a Paimon table's own directory
-            options = {**options, PAIMON_WAREHOUSE: path}
-    if PAIMON_WAREHOUSE in options:
-        warehouse = str(options[PAIMON_WAREHOUSE])
-        storage = job_storage_options(warehouse, {**(storage_options or {}), **given}
-                                      if (storage_options or given) else None)
-        table = PaimonTable.open(warehouse, None if warehouse == path else path, storage)
-        routed = _routed_by_paimon_buckets(df, table)
-        writer = routed.write.format("mergetree").mode(mode)
-        for key, value in {**(storage or {}), **options}.items():
-            writer = writer.option(key, str(value))
-        writer.save(path)
-        return
-    lowered = {k.lower(): v for k, v in options.items()}
-    try:
-        ts = open_table(path, storage).table_schema
-    except TableNotFoundError:
-        ts = None
-    if ts is not None:
-        buckets, bucket_key, partition_by = ts.buckets, list(ts.bucket_key), list(ts.partition_by)
-    else:
-        primary_key = _names(lowered.get("primarykey"))
-        partition_by = _names(lowered.get("partitionby"))
-        buckets = int(lowered.get("buckets", 1))
-        bucket_key = _names(lowered.get("bucketkey")) or [c for c in primary_key if c not in partition_by]
-    routed = df
-    if bucket_key and buckets > 1:
-        unknown = [c for c in bucket_key + partition_by if c not in df.columns]
-        if unknown:
-            raise InvalidArgumentError(f"the DataFrame lacks the table's bucket or partition columns {unknown}")
-        bucket = F.pmod(F.hash(*[F.col(c) for c in bucket_key]), F.lit(buckets))
-        tasks = buckets if not partition_by else max(buckets, int(df.sparkSession.conf.get(
-            "spark.sql.shuffle.partitions", "200")))
-        routed = df.repartitionByRange(tasks, *[F.col(c) for c in partition_by], bucket)
+        options = {**options, PAIMON_WAREHOUSE: path}  # the table's own directory
+    warehouse = str(options[PAIMON_WAREHOUSE])
+    storage = job_storage_options(warehouse, {**(storage_options or {}), **given}
+                                  if (storage_options or given) else None)
+    table = PaimonTable.open(warehouse, None if warehouse == path else path, storage)
+    routed = _routed_by_paimon_buckets(df, table)
     writer = routed.write.format("mergetree").mode(mode)
-    for key, value in (storage or {}).items():
+    for key, value in {**(storage or {}), **options}.items():
         writer = writer.option(key, str(value))
-    for key, value in options.items():
-        writer = writer.option(key, ",".join(value) if isinstance(value, (list, tuple)) else str(value))
     writer.save(path)
 
 

@@ -20,6 +20,7 @@ from mergetree.errors import (
     InvalidArgumentError,
     ObjectExistsError,
     ObjectNotFoundError,
+    OutcomeUnknownError,
     StorageAccessError,
     StorageError,
 )
@@ -303,8 +304,8 @@ class CloudStore(Store):
                 return
             if existing is not None:
                 raise error
-        raise StorageError(f"{first}; whether {self.describe(path)} was created is unknown (the request was "
-                           f"sent and no answer came): read it to find out", uri=self.uri, path=path)
+        raise OutcomeUnknownError(f"{first}; whether {self.describe(path)} was created is unknown (the request was "
+                                  f"sent and no answer came): read it to find out", uri=self.uri, path=path)
 
     def open_output(self, path: str) -> ObjectOutputFile:
         _check_process(self)

@@ -1,9 +1,15 @@
 """Plain files on a local disk.  `create` writes a temporary file, fsyncs it, and `os.link`s
 it to the final name: the link fails if the name exists (exclusive), and readers see the whole
-file or none (atomic) — the commit without a rename over an existing name."""
+file or none (atomic) — the commit without a rename over an existing name.
+
+Portable to Windows: files are opened in binary mode, ranged reads seek where `os.pread` is
+missing, a directory is not fsynced (Windows cannot open one; NTFS journals the new name), and
+where the filesystem has no hard links Windows' own `os.rename`, which refuses an existing
+name, is the exclusive create."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import uuid
 from collections.abc import Iterator, Sequence
@@ -23,6 +29,11 @@ if TYPE_CHECKING:
 __all__ = ["LocalDiskStore", "LocalOutputFile"]
 
 _TEMP_MARK = ".tmp-"  # in-progress files: ".<name>.tmp-<uuid>", never listed
+# Windows' C runtime opens in text mode unless told otherwise (it would turn b"\n" into b"\r\n")
+_BINARY = getattr(os, "O_BINARY", 0)
+_WINDOWS = os.name == "nt"
+# link() errors meaning "this filesystem has no hard links" (FAT, exFAT, some network mounts)
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP}
 
 
 def _temp_name(final: str) -> str:
@@ -31,11 +42,48 @@ def _temp_name(final: str) -> str:
 
 
 def _fsync_dir(directory: str) -> None:
+    if _WINDOWS:  # a directory cannot be opened there; NTFS journals the new name itself
+        return
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_at(fd: int, length: int, offset: int, pread: bool = hasattr(os, "pread")) -> bytes:
+    """`length` bytes of an open file from `offset` (fewer only at its end): `os.pread` where the
+    platform has it (POSIX; no shared file position), else a seek and reads (Windows)."""
+    chunks: list[bytes] = []
+    while length > 0:
+        if pread:
+            chunk = os.pread(fd, length, offset)
+        else:
+            os.lseek(fd, offset, os.SEEK_SET)
+            chunk = os.read(fd, length)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        length -= len(chunk)
+        offset += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one chunk: no copy
+
+
+def link_exclusive(source: str, target: str, windows: bool = _WINDOWS) -> None:
+    """Give the whole file `source` the name `target`, failing with FileExistsError if the name
+    exists.  A hard link where the filesystem has them; else on Windows a rename, which never
+    replaces there; elsewhere a rename would replace, so such a filesystem is refused."""
+    try:
+        os.link(source, target)
+        return
+    except OSError as exc:
+        no_links = exc.errno in _NO_HARD_LINKS or getattr(exc, "winerror", None) == 1  # 1: FAT on Windows
+        if isinstance(exc, FileExistsError) or not no_links:
+            raise
+        if not windows:  # ENOTSUP, not the EPERM Linux gives: that would read as "permission denied"
+            raise OSError(errno.ENOTSUP, "the filesystem has no hard links, which the exclusive create of a "
+                                         "commit needs (put the table on one that has them)") from None
+    os.rename(source, target)
 
 
 class LocalDiskStore(Store):
@@ -78,7 +126,7 @@ class LocalDiskStore(Store):
             return [b"" for _ in ranges]
         self.requests.add("GET", len(coalesce_ranges(ranges)))
         try:
-            fd = os.open(full, os.O_RDONLY)
+            fd = os.open(full, os.O_RDONLY | _BINARY)
         except OSError as exc:
             raise self.storage_error(exc, "read", path) from None
         try:
@@ -86,7 +134,7 @@ class LocalDiskStore(Store):
             if any(o >= end and n for o, n in ranges):  # as an object store answers (416)
                 raise StorageError(f"cannot read {self.describe(path)}: a range starts at or past the object's end",
                                    uri=self.uri, path=path)
-            return [os.pread(fd, n, o) if n else b"" for o, n in ranges]
+            return [read_at(fd, n, o) if n else b"" for o, n in ranges]
         finally:
             os.close(fd)
 
@@ -141,7 +189,7 @@ class LocalDiskStore(Store):
         try:
             os.makedirs(os.path.dirname(full), exist_ok=True)
             temp = _temp_name(full)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o644)
         except OSError as exc:
             raise self.storage_error(exc, "write", path) from None
         try:
@@ -171,7 +219,7 @@ class LocalDiskStore(Store):
         self.requests.add("PUT")
         temp = self._write_temp(full, path, data)
         try:
-            os.link(temp, full)  # exclusive: fails if the name exists; atomic: the file is whole
+            link_exclusive(temp, full)  # exclusive: fails if the name exists; atomic: the file is whole
         except OSError as exc:
             raise self.storage_error(exc, "create", path) from None
         finally:

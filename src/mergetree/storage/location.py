@@ -102,7 +102,7 @@ def parse_location(uri: str | os.PathLike[str], storage_options: Mapping[str, ob
         if parts.netloc not in ("", "localhost"):
             raise InvalidArgumentError(f"{shown!r}: a file:// URI names a path on this machine (file:///path), "
                                        f"not host {parts.netloc!r}")
-        return _local(uri, parts.path or "/", storage_options)
+        return _local(uri, file_uri_path(parts.path), storage_options)
     options = resolve_options(storage_options, backend, repr(shown))
     root = parts.path.strip("/")
     if parts.query:
@@ -119,6 +119,14 @@ def parse_location(uri: str | os.PathLike[str], storage_options: Mapping[str, ob
     if not container:
         raise InvalidArgumentError(f"{shown!r} names no bucket or container ({scheme}://BUCKET/prefix)")
     return Location(uri.rstrip("/"), scheme, backend, container, root, account, options)
+
+
+def file_uri_path(uri_path: str, windows: bool = os.name == "nt") -> str:
+    """The local path a file:// URI's path names: on Windows `file:///C:/data` is `C:/data`
+    (the slash before the drive letter is the URI's, not the path's)."""
+    if windows and re.match(r"^/[A-Za-z]:(/|$)", uri_path):
+        return uri_path[1:3] + (uri_path[3:] or "/")  # "C:" alone would be the current directory
+    return uri_path or "/"
 
 
 def _local(uri: str, path: str, storage_options: Mapping[str, object] | None) -> Location:

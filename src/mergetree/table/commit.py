@@ -11,9 +11,8 @@ files and discards them when the commit fails.
 
 Writes never conflict with each other: `Renumbering` moves a write's sequence numbers after
 everything the newer snapshot holds in the same buckets, which is exactly the order in which
-the commits land — for every merge engine.  In mergetree's own format that is an entry in the
-manifest (`sequence_shift`); a Paimon file's numbers are the ones it holds, so its level-0
-files are rewritten after the winner's.
+the commits land — for every merge engine.  A file's numbers are the ones it holds, so its
+level-0 files are rewritten after the winner's (an append file's are its entry's alone).
 """
 from __future__ import annotations
 
@@ -90,12 +89,11 @@ def next_sequences(entries: Iterable[FileEntry]) -> dict[tuple, int]:
 class Renumbering:
     """A write's new files, renumbered for the snapshot it commits on: each bucket's sequence
     numbers moved just past the newest that snapshot holds there (unchanged when they already
-    are; `deleted`, the files the commit deletes, do not count).  A mergetree append table's rows
-    have no versions to order: its files are never renumbered (a Paimon append file's numbers,
-    which Java orders a bucket's files by, are its entry's alone).  Where the format keeps a
-    key's numbers in the files alone, the files are copied with the new numbers: the copies are owned here — the
-    last attempt's kept by `committed` (which removes the originals it replaced), every other
-    removed."""
+    are; `deleted`, the files the commit deletes, do not count).  An append file's numbers,
+    which Java orders a bucket's files by, are its entry's alone: moved in the entry.  A
+    primary-key file holds its keys' numbers, so it is copied with the new numbers: the copies
+    are owned here — the last attempt's kept by `committed` (which removes the originals it
+    replaced), every other removed."""
 
     def __init__(self, directory: TableDirectory, adds: list[FileEntry]) -> None:
         self.directory = directory
@@ -107,8 +105,8 @@ class Renumbering:
         directory, adds = self.directory, self.adds
         self.discard()
         keyed = directory.schema.has_primary_key
-        if not adds or (not keyed and directory.store.sequences_in_manifest):
-            return adds  # mergetree's append tables have no versions to order
+        if not adds:
+            return adds
         gone = {e.file.file_name for e in deleted}
         taken = next_sequences(e for name, e in directory.live_files(latest).items() if name not in gone)
         lowest: dict[tuple, int] = {}
@@ -121,8 +119,7 @@ class Renumbering:
             by = shift[(e.partition, e.bucket)]
             if not by:
                 out.append(e)
-            elif directory.store.sequences_in_manifest or not keyed:
-                # (a Paimon append file holds no sequence column: its numbers are its entry's)
+            elif not keyed:  # an append file holds no sequence column: its numbers are its entry's
                 out.append(FileEntry(e.partition, e.bucket, e.file.shifted(by)))
             else:
                 copy = FileEntry(e.partition, e.bucket, _renumbered_copy(directory, e, by))

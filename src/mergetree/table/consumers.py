@@ -1,10 +1,9 @@
 """Consumers: named readers of a table's changes, each with its progress (Paimon's consumers).
 
 A consumer (`consumer-id`) records the next snapshot it will read in its file, written whole
-through the table's store: `consumer/consumer-<id>.json` (`{"nextSnapshot": n, "updated": ms}`) in
-mergetree's own format; in a Paimon table `consumer/consumer-<id>` (`{"nextSnapshot": n}`), where
-Java's readers and its snapshot expiry look, its time the file's (the table's store says which:
-`SnapshotStore.consumer_file`, `consumer_bytes`, `consumer_updated`).  While it is
+through the table's store: Paimon's `consumer/consumer-<id>` (`{"nextSnapshot": n}`), where
+Java's readers and its snapshot expiry look, its time the file's (`PaimonSnapshotStore.consumer_file`,
+`consumer_bytes`, `consumer_updated`).  While it is
 active, expiry keeps every snapshot and kept changelog from `nextSnapshot` on (and the files they
 use), so a reader that stops and resumes misses nothing.  A consumer that has not recorded its
 progress for `consumer.expiration-time` is expired (its file removed) and holds nothing back; with
@@ -22,14 +21,15 @@ visible until `reset` rewrites it or `drop` removes it.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
 from ..errors import ConsumerNotFoundError, CorruptTableError, InvalidArgumentError
 from . import paths
 from .directory import TableDirectory
+from .display import moment_text
 from .objects import list_names, read_if_exists
-from .snapshots import parse_json
 
 CONSUMER_READ_TRIES = 5
 
@@ -43,16 +43,19 @@ class Consumer:
     next_snapshot: int  # the snapshot it reads next (the newest it read, plus one)
     updated: int        # when it last recorded its progress, in milliseconds since the epoch
 
+    def __repr__(self) -> str:
+        return f"Consumer(id={self.id!r}, next_snapshot={self.next_snapshot}, updated {moment_text(self.updated)})"
+
 
 def check_id(consumer_id: object, directory: TableDirectory | None = None) -> str:
     """A consumer's id checked, or InvalidArgumentError: as the table's store names consumer
-    files (mergetree's own: letters, digits, '_', '.', '-'; 1 to 200; a Paimon table's: any
-    name Java's may have)."""
+    files (any name Java's may have); without a table, a non-empty name that is no path."""
+    if directory is None:
+        if not isinstance(consumer_id, str) or not consumer_id or "/" in consumer_id:
+            raise InvalidArgumentError(f"a consumer id is a non-empty name without '/', not {consumer_id!r}")
+        return consumer_id
     try:
-        if directory is None:
-            paths.consumer_file(consumer_id)  # type: ignore[arg-type]
-        else:
-            directory.store.consumer_file(consumer_id)  # type: ignore[arg-type]
+        directory.store.consumer_file(consumer_id)
     except ValueError as exc:
         raise InvalidArgumentError(str(exc)) from None
     return consumer_id  # type: ignore[return-value]
@@ -73,12 +76,25 @@ def _check_position(next_snapshot: object) -> int:
     return next_snapshot
 
 
+def _json(directory: TableDirectory, relative: str, raw: bytes) -> dict:
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        detail = "the file is empty" if not raw.strip() else f"not valid JSON ({exc})"
+        raise CorruptTableError(f"the consumer file {relative} of {directory.described} is damaged: {detail}",
+                                path=f"{directory.path}/{relative}") from None
+    if not isinstance(document, dict):
+        raise CorruptTableError(f"the consumer file {relative} of {directory.described} is damaged: not a JSON "
+                                f"object", path=f"{directory.path}/{relative}")
+    return document
+
+
 def _parse(directory: TableDirectory, consumer_id: str, raw: bytes) -> Consumer | None:
     relative = _file(directory, consumer_id)
-    document = parse_json(raw, directory.storage, relative, "consumer file")
+    document = _json(directory, relative, raw)
     next_snapshot = document.get("nextSnapshot")
     updated = directory.store.consumer_updated(relative, document)
-    if updated is None and not directory.store.consumer_time_in_file:
+    if updated is None:
         return None  # removed since it was read (its time is the file's)
     for name, value, least, what in (("nextSnapshot", next_snapshot, 1, "snapshot id"),
                                       ("updated", updated, 0, "time in milliseconds")):
@@ -99,7 +115,7 @@ def _read(directory: TableDirectory, consumer_id: str) -> Consumer | None:
         except CorruptTableError:
             # a store whose writers rewrite a consumer file in place (Java's, on a filesystem)
             # may be caught mid-write: read it again, as Java's `Consumer.fromPath` does
-            if directory.store.consumer_time_in_file or attempt == CONSUMER_READ_TRIES - 1:
+            if attempt == CONSUMER_READ_TRIES - 1:
                 raise
             time.sleep(0.2)
     return None
@@ -109,10 +125,9 @@ def _write(directory: TableDirectory, consumer: Consumer) -> Consumer:
     # whole or not at all: a temporary file renamed locally, one PUT on an object store
     relative = _file(directory, consumer.id)
     directory.storage.write(relative, directory.store.consumer_bytes(consumer.next_snapshot, consumer.updated))
-    if not directory.store.consumer_time_in_file:  # its time is the file's: as a later read sees it
-        stored = directory.store.consumer_updated(relative, {})
-        if isinstance(stored, int):
-            consumer = Consumer(consumer.id, consumer.next_snapshot, stored)
+    stored = directory.store.consumer_updated(relative, {})  # its time is the file's: as a later read sees it
+    if isinstance(stored, int):
+        consumer = Consumer(consumer.id, consumer.next_snapshot, stored)
     return consumer
 
 

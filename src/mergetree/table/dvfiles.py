@@ -1,29 +1,19 @@
-"""Deletion vectors of mergetree's own primary-key tables: where a data file's vector is (a
-`DeletionVectorRef` in its manifest entry), reading it (cached: index files never change under
-their name), applying it to a file's batches by row position, and writing the index file a
-compaction publishes.  The bytes are Paimon's layout (`deletion_vectors`).
+"""Deletion vectors as the engine sees them: where a data file's vector is (a
+`DeletionVectorRef` on its `DataFileMeta`: the Paimon table's store reads and writes the index
+files, `codec.deletion_vectors` their bytes) and applying one to a file's batches by row position.
 
 A manifest entry with a `deletion_vector` (even an empty one) is a *resolved* file: across all
 resolved files of a bucket, no key has two live rows, and each live row already holds the
 merged value of every version it replaced (see `compaction.dv`)."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap, BitMap64
 
-from ..codec.deletion_vectors import DeletionVectorRange, encode_index_file, read_deletion_vector, read_index_file
-from ..errors import CorruptTableError
-from ..storage import ObjectNotFoundError, StorageError, Store
-from . import paths
-from .filecache import FileCache
-from .journal import creating
-from .objects import is_local, table_path
-
-__all__ = ["DeletionVectorRef", "deleted_positions", "drop_deleted", "write_index_file"]
+__all__ = ["DeletionVectorRef", "drop_deleted"]
 
 
 @dataclass(frozen=True)
@@ -63,41 +53,6 @@ class DeletionVectorRef:
         return cls(index, offset, length, cardinality)
 
 
-# parsed vectors by (table, index file, offset): index files are written once under unique names
-_vectors: FileCache[np.ndarray] = FileCache(max_entries=4096, max_bytes=256 << 20, weight=lambda a: a.nbytes)
-
-
-def deleted_positions(storage: Store, data_file: str, ref: DeletionVectorRef | None) -> np.ndarray:
-    """The deleted row positions of `data_file`, sorted (int64); CorruptTableError naming the
-    index file when it is missing or damaged."""
-    if ref is None or ref.index is None or not ref.cardinality:
-        return np.empty(0, dtype=np.int64)
-    return _vectors.get_keyed((table_path(storage), ref.index, ref.offset, ref.length),
-                              lambda: _load(storage, data_file, ref))
-
-
-def _load(storage: Store, data_file: str, ref: DeletionVectorRef) -> np.ndarray:
-    root = table_path(storage)
-    index = ref.index or ""
-    where = f"{root}/{index}" if is_local(storage) else storage.describe(index)
-    try:
-        data = storage.read(index)
-    except ObjectNotFoundError:
-        raise CorruptTableError(f"the deletion-vector index file {index} of table {root} (deleted rows of "
-                                f"{data_file}) is missing", path=where) from None
-    except StorageError as exc:
-        if not is_local(storage):
-            raise
-        raise CorruptTableError(f"cannot read the deletion-vector index file {index} of table {root}: {exc}",
-                                path=where) from None
-    if not data or data[0] != 1:
-        read_index_file(data, [], where)  # raises: the version byte is wrong
-    bitmap = read_deletion_vector(data, DeletionVectorRange(data_file, ref.offset, ref.length, ref.cardinality),
-                                  where)
-    out = np.fromiter(bitmap, dtype=np.int64, count=len(bitmap))
-    return out
-
-
 def drop_deleted(batches: Iterator[pa.RecordBatch], deleted: np.ndarray, starts: list[tuple[int, int]]
                  ) -> Iterator[pa.RecordBatch]:
     """`batches` (the rows of some row groups, in order) without the rows at `deleted` file
@@ -129,17 +84,3 @@ def drop_deleted(batches: Iterator[pa.RecordBatch], deleted: np.ndarray, starts:
             yield batch
         elif keep.any():
             yield batch.filter(pa.array(keep))
-
-
-def write_index_file(storage: Store, bucket_directory: str, vectors: Mapping[str, BitMap | BitMap64 | np.ndarray]
-                     ) -> dict[str, DeletionVectorRef]:
-    """Write one index file holding these data files' vectors (file name -> positions) into the
-    bucket's directory; each file's reference.  Nothing is written for no vectors."""
-    vectors = {name: v for name, v in vectors.items() if len(v)}
-    if not vectors:
-        return {}
-    data, ranges = encode_index_file({name: (int(p) for p in v) for name, v in vectors.items()})
-    name = paths.deletion_vector_file_name(bucket_directory)
-    creating(storage, name)
-    storage.write(name, data)
-    return {r.data_file: DeletionVectorRef(name, r.offset, r.length, r.cardinality or 0) for r in ranges}

@@ -96,7 +96,7 @@ def expire_snapshots(directory: TableDirectory, retain_last: int | None = None, 
     First the consumers that stopped advancing for `consumer.expiration-time` are removed (they
     hold nothing back).  With changelog retention (`changelog.num-retained.*`,
     `changelog.time-retained`), an expiring snapshot that has a changelog leaves its metadata in
-    `changelog/changelog-<id>.json`, written before the snapshot file is deleted, so its
+    `changelog/changelog-<id>`, written before the snapshot file is deleted, so its
     changelog files stay readable; kept changelogs are then expired by `expired_changelogs`.
     A crash at any step leaves a readable table (at worst files nothing references, which
     `remove_orphan_files` deletes).  `now_millis`: the time the ages are measured at."""
@@ -166,7 +166,7 @@ def after_commit(directory: TableDirectory, committed: Snapshot) -> None:
     failure — an interrupt too — is reported as a `CommittedWarning` (logged where warnings are
     errors) and the next commit's expiry does the work."""
     try:
-        if directory.schema.paimon is None or directory.options.write_only:
+        if directory.options.write_only:
             return
         store = directory.store
         retain_min, retain_max, age = directory.store.snapshot_retention()

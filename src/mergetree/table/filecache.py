@@ -1,5 +1,5 @@
 """One bounded, thread-safe cache of what was decoded from files that never change under their
-name (Parquet footers, manifests, Avro metadata, bitmap sidecars, key columns): an entry is
+name (Parquet footers, Avro manifests, file indexes, key columns): an entry is
 keyed on the file's path, size and modification time plus the caller's own key parts, so a file
 replaced or damaged in place is read again rather than answered from memory.  Files on an
 object store are keyed without a request (`get_keyed`): their unique name and recorded size."""

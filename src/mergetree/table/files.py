@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -17,18 +18,17 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError
 from ..merge.row_kind import retraction_kinds
 from ..storage import StorageError, Store
-from . import paths
-from .dvfiles import DeletionVectorRef, deleted_positions, drop_deleted
+from .display import count_text, size_text
+from .dvfiles import DeletionVectorRef, drop_deleted
 from .filecache import FileCache
 from .indexes import bloom
-from .indexes.bitmap import ColumnBitmap, build_bitmaps
 from .indexes.bloom import ColumnBloom
 from .journal import creating
 from .levers.preaggregates import sidecar_of, write_preaggregate
 from .objects import StoredFile, is_local, source, table_path
 from .options import JAVA_DELTA_ENCODING, TableOptions
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
-from .type_policy import stored_schema, supports
+from .type_policy import supports
 from .values import decode_value, encode_value
 
 if TYPE_CHECKING:
@@ -36,10 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MERGE_READ_ROWS",
-    "PAGE_ROWS",
     "POSITION_COLUMN",
     "READ_BATCH_ROWS",
-    "ROW_GROUP_ROWS",
     "DataFileMeta",
     "DataFileWriter",
     "FileOpener",
@@ -65,8 +63,7 @@ __all__ = [
 ]
 
 POSITION_COLUMN = "_POSITION"  # a row's position in its data file (not stored: `read_key_positions`)
-ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicates skip most of a file
-# a Paimon table's files (no delta encodings for Java's sake, unless `java-reader-version` allows
+# data files (no delta encodings for Java's sake, unless `java-reader-version` allows
 # them: larger pages decode faster): groups of 32,768 rows and pages of 8,192 — measured on 1M
 # compacted rows of five columns, best of 15: a full read 45 ms (pages of 4,096: 48), two value
 # columns 20 ms (4,096: 23), a point lookup 1.6 ms (4,096: 1.35; 16,384: 2.0); a selective read
@@ -75,21 +72,16 @@ ROW_GROUP_ROWS = 8192  # files are sorted by key: small groups let key predicate
 PAIMON_ROW_GROUP_ROWS = 32_768
 PAIMON_PAGE_ROWS = 8_192
 READ_BATCH_ROWS = 65536
-# a data page holds at most this many rows, and every file has a page index (offsets and per-page
-# min/max): a point lookup decodes the pages of its key, not the whole row group.  Half a row group:
-# measured on 500,000 rows like the table bench's (zstd): +14% write time, +0.8% size, full reads
-# unchanged; 2,048 rows cost +37% on writes and full reads (zstd starts over on every page)
-PAGE_ROWS = 4096
 # a merge holds a batch of every run at once: many runs read smaller batches, so a merge of
 # any fan-in holds about this many rows (and its batches stay in cache)
 MERGE_READ_ROWS = 16 * READ_BATCH_ROWS
 
 
 def batch_rows_for(runs: int) -> int:
-    """Rows per batch when reading one of `runs` runs merged together: whole row groups (a
-    batch that ends inside a row group keeps the rest of it decoded beside the batch)."""
-    groups = max(MERGE_READ_ROWS // max(runs, 1) // ROW_GROUP_ROWS, 1)
-    return min(groups * ROW_GROUP_ROWS, READ_BATCH_ROWS)
+    """Rows per batch when reading one of `runs` runs merged together: whole pages (a batch that
+    ends inside a page keeps the rest of it decoded beside the batch)."""
+    pages = max(MERGE_READ_ROWS // max(runs, 1) // PAIMON_PAGE_ROWS, 1)
+    return min(pages * PAIMON_PAGE_ROWS, READ_BATCH_ROWS)
 
 
 # without table options (and by default above level 0, see `TableOptions.codec_for`): zstd
@@ -173,19 +165,22 @@ class DataFileMeta:
     delete_count: int = 0
     # column -> (min, max, null_count); min/max None when not kept for the type
     stats: dict[str, tuple[Any, Any, int]] = field(default_factory=dict, hash=False, compare=False)
-    # file indexes and pre-aggregates (JSON, see `build_file_indexes`): "bloom" column -> ColumnBloom,
-    # "bitmap" column -> ColumnBitmap (rows in the "bitmap" sidecar), "preagg" model -> {rows, source_rows},
-    # "sorted_by" [columns]: the order of the rows inside the file, when it has one
+    # what its writer or the optimizer records of it (JSON, see `build_file_indexes`): "preagg" model ->
+    # {rows, source_rows, signature}, "sorted_by" [columns] (the order of its rows, when it has one),
+    # "optimized" (the optimizer's mark); a committed file's levers are its origin's
     indexes: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    # added to every sequence number stored in the file: a write that lost a commit race is
-    # renumbered after the winner by its manifest entry, without rewriting its files
-    sequence_shift: int = 0
     # deletion-vector tables: the rows of this file that newer versions replaced.  Present (even
     # empty) on a *resolved* file, whose live rows no other resolved file of the bucket repeats
     deletion_vector: DeletionVectorRef | None = None
     # a Paimon table's file: where it is and how it maps onto the read schema (a
-    # `table.paimon.files.PaimonFileRef`); None for mergetree's own files
+    # `table.paimon.files.PaimonFileRef`); None for a file no Paimon manifest describes yet
     origin: Any = field(default=None, hash=False, compare=False, repr=False)
+
+    def __repr__(self) -> str:
+        keys = f", keys {self.min_key}..{self.max_key}" if self.min_key or self.max_key else ""
+        vector = f", {self.deleted_rows:,} deleted" if self.deletion_vector is not None else ""
+        return (f"DataFileMeta({self.file_name!r}, level {self.level}, {count_text(self.row_count, 'row')}, "
+                f"{size_text(self.file_size)}{keys}{vector})")
 
     @property
     def key_ordered(self) -> bool:
@@ -221,41 +216,30 @@ class DataFileMeta:
     def with_deletion_vector(self, ref: DeletionVectorRef | None) -> DataFileMeta:
         return replace(self, deletion_vector=ref)
 
-    # What a file has of each lever.  A Paimon file's come from the file itself and its manifest
-    # entry, through its origin: its Parquet footer (Bloom filters, sorting columns), its file
-    # index, its extra files (pre-aggregates); mergetree's own from `indexes`.
+    # What a file has of each lever: they come from the file itself and its manifest entry,
+    # through its origin: its Parquet footer (Bloom filters, sorting columns), its file index, its
+    # extra files (pre-aggregates).
     def sidecars(self) -> list[str]:
-        """The files beside this data file that belong to it (a Paimon file's are its extra
-        files, which its entry lists)."""
+        """The files beside this data file written with it that no manifest lists yet (its
+        pre-aggregates' extra files, before its entry names them)."""
         if self.origin is not None:
             return []
-        indexed = any(b.get("indexed", True) for b in self.indexes.get("bitmap", {}).values())
-        out = [paths.sidecar_name(self.file_name, "bitmap")] if indexed else []
-        return out + [paths.sidecar_name(self.file_name, f"agg-{name}") for name in self.indexes.get("preagg", {})]
+        return [f"{self.file_name}.agg-{name}-{d['signature']}.parquet"
+                for name, d in self.indexes.get("preagg", {}).items() if "signature" in d]
 
     def bloom_columns(self) -> frozenset[str]:
-        """The columns it was written with Bloom filters for (a Paimon file: the columns its
-        schema asked Parquet's writer for — a writer may leave a filter out where the
-        column's dictionary says as much, and the file is no less indexed)."""
-        if self.origin is not None:
-            return self.origin.bloom_declared()
-        return frozenset(self.indexes.get("bloom", {}))
+        """The columns it was written with Bloom filters for (the columns its schema asked
+        Parquet's writer for — a writer may leave a filter out where the column's dictionary
+        says as much, and the file is no less indexed)."""
+        return self.origin.bloom_declared() if self.origin is not None else frozenset()
 
     def blooms(self) -> dict[str, ColumnBloom]:
         """Its Bloom filters by column: Parquet's own, in the file."""
-        if self.origin is not None:
-            return self.origin.parquet_blooms()
-        return {c: ColumnBloom.from_json(d) for c, d in self.indexes.get("bloom", {}).items()}
-
-    def bitmaps(self) -> dict[str, ColumnBitmap]:
-        """Its bitmap sidecar's columns (a Paimon file's bitmaps are in its file index: `may_match`)."""
-        return {c: ColumnBitmap.from_json(d) for c, d in self.indexes.get("bitmap", {}).items()}
+        return self.origin.parquet_blooms() if self.origin is not None else {}
 
     def bitmap_columns(self) -> frozenset[str]:
-        """The columns a bitmap index covers (or records as too varied to index)."""
-        if self.origin is not None:
-            return self.origin.file_index_columns("bitmap")
-        return frozenset(self.indexes.get("bitmap", {}))
+        """The columns its file index has a bitmap of."""
+        return self.origin.file_index_columns("bitmap") if self.origin is not None else frozenset()
 
     def preaggregates(self) -> dict[str, dict[str, Any]]:
         """Its pre-aggregates by model name, as `write_preaggregate` described them."""
@@ -277,9 +261,9 @@ class DataFileMeta:
         return replace(self, level=level)
 
     def shifted(self, by: int) -> DataFileMeta:
-        """The file with its sequence numbers moved up by `by` (metadata only)."""
-        return replace(self, min_seq=self.min_seq + by, max_seq=self.max_seq + by,
-                       sequence_shift=self.sequence_shift + by)
+        """The file with its entry's sequence numbers moved up by `by` (an append file's: its rows
+        hold none)."""
+        return replace(self, min_seq=self.min_seq + by, max_seq=self.max_seq + by)
 
     def to_json(self) -> dict:
         return {
@@ -289,7 +273,6 @@ class DataFileMeta:
             "max_seq": self.max_seq, "delete_count": self.delete_count,
             "stats": {c: [encode_value(lo), encode_value(hi), n] for c, (lo, hi, n) in self.stats.items()},
             **({"indexes": self.indexes} if self.indexes else {}),
-            **({"sequence_shift": self.sequence_shift} if self.sequence_shift else {}),
             **({"deletion_vector": self.deletion_vector.to_json()} if self.deletion_vector is not None else {}),
         }
 
@@ -299,7 +282,7 @@ class DataFileMeta:
                    tuple(decode_value(v) for v in d["min_key"]), tuple(decode_value(v) for v in d["max_key"]),
                    d["min_seq"], d["max_seq"], d["delete_count"],
                    {c: (decode_value(lo), decode_value(hi), n) for c, (lo, hi, n) in d["stats"].items()},
-                   dict(d.get("indexes", {})), d.get("sequence_shift", 0),
+                   dict(d.get("indexes", {})),
                    DeletionVectorRef.from_json(d["deletion_vector"]) if "deletion_vector" in d else None)
 
 
@@ -324,7 +307,7 @@ class DataFileWriter:
                  options: TableOptions | None = None, sorted_by: Sequence[str] = (), name: str | None = None,
                  file_format: str = "parquet", stored_columns: Sequence[str] | None = None) -> None:
         self.storage, self.schema, self.level, self.options, self.sorted_by = storage, schema, level, options, sorted_by
-        self.name = name or paths.data_file_name(directory)  # a changelog file is named by its writer
+        self.name = name or f"{directory}/data-{uuid.uuid4()}-0.parquet"  # the table's writer names its files
         # "parquet" or "orc" (a Paimon table's `file.format`); `stored_columns`: the columns the
         # file holds when not every column of the batches (a Paimon thin-mode file has no key copies)
         self.file_format = file_format
@@ -334,11 +317,9 @@ class DataFileWriter:
         self.rows = 0
         self.bytes = 0
         self._writer: pq.ParquetWriter | None = None
-        # a Paimon table's bitmaps are its file index, which its writer builds (no sidecar)
-        self.signed = schema.paimon is not None
-        self.bitmap_sidecar = options is not None and bool(options.bitmap_columns) and not self.signed
+        # (bitmaps are the file index, which the table's writer builds)
         self._kept: list[pa.RecordBatch] | None = (
-            [] if options is not None and (self.bitmap_sidecar or options.aggregate_models) else None)
+            [] if options is not None and options.aggregate_models else None)
         self._bounds: dict[str, tuple[list, list, int]] = {}
         self._first_key: tuple = ()
         self._last_key: tuple = ()
@@ -346,9 +327,8 @@ class DataFileWriter:
         self._deletes = 0
         self._pending: list[pa.RecordBatch] = []  # rows not yet in a whole row group
         self._pending_rows = 0
-        paimon = schema.paimon is not None
-        self.row_group_rows = PAIMON_ROW_GROUP_ROWS if paimon else ROW_GROUP_ROWS
-        self.page_rows = PAIMON_PAGE_ROWS if paimon else PAGE_ROWS
+        self.row_group_rows = PAIMON_ROW_GROUP_ROWS
+        self.page_rows = PAIMON_PAGE_ROWS
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -402,12 +382,11 @@ class DataFileWriter:
         return self._sink
 
     def sidecar_names(self) -> list[str]:
-        """The files its options add beside it (a bitmap sidecar, pre-aggregates)."""
+        """The files its options add beside it (pre-aggregates)."""
         options = self.options
         if options is None:
             return []
-        out = [paths.sidecar_name(self.name, "bitmap")] if self.bitmap_sidecar else []
-        return out + [sidecar_of(self.name, m, self.signed) for m in options.aggregate_models.values()]
+        return [sidecar_of(self.name, m) for m in options.aggregate_models.values()]
 
     def _open(self, sample: pa.Table) -> Any:
         """The Parquet (or ORC) writer, set up from the file's first rows (which columns get a
@@ -420,8 +399,8 @@ class DataFileWriter:
             codec = {"gzip": "zlib", "none": "uncompressed"}.get(self._codec(), self._codec())
             return orc.ORCWriter(target, compression=codec, stripe_size=64 * 2**20)
         bloom_columns = {c: self.schema.schema.field(c).type for c in (options.bloom_columns if options else ())}
-        # a Paimon table's files keep to the encodings its oldest Java reader decodes (Java 1.2 on: deltas)
-        delta = delta_columns(self.schema, sample.schema) if self.schema.paimon is None or (
+        # files keep to the encodings the table's oldest Java reader decodes (Java 1.2 on: deltas)
+        delta = delta_columns(self.schema, sample.schema) if (
             options is not None and options.java_reader_version >= JAVA_DELTA_ENCODING) else []
         codec = self._codec()
         # rows sorted inside the file (`sort_within`) say so in the footer, for every reader
@@ -433,13 +412,13 @@ class DataFileWriter:
             use_dictionary=dictionary_columns(self.schema, sample),
             column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED") or None,
             write_page_index=True, max_rows_per_page=self.page_rows, sorting_columns=sorting,
-            store_decimal_as_integer=self.schema.paimon is not None,
+            store_decimal_as_integer=True,
             bloom_filter_options=bloom.write_options(bloom_columns, self.row_group_rows, options.bloom_fpp)
             if bloom_columns and options else None)
 
     def _write_row_groups(self, final: bool) -> None:
-        """Write the pending rows as row groups of exactly ROW_GROUP_ROWS rows (the last one of
-        the file may be shorter): the bitmap index and row-group skipping count rows so."""
+        """Write the pending rows as row groups of exactly `row_group_rows` rows (the last one of
+        the file may be shorter): row-group skipping and point lookups count rows so."""
         pending = pa.Table.from_batches(self._pending)
         stored = pending if self.stored_columns is None else pending.select(self.stored_columns)
         if self._writer is None:
@@ -523,23 +502,33 @@ def write_data_file(open_file: FileOpener, table: pa.Table) -> DataFileMeta:
 
 
 def write_rolled(open_file: FileOpener, batches: Iterable[pa.RecordBatch], schema: TableSchema,
-                 options: TableOptions) -> Iterator[DataFileMeta]:
-    """Stream sorted batches into files rolled at about `options.target_file_size` bytes (in
-    memory): the memory is a batch and a row group, not a file.  A failure removes the file
-    being written; the caller owns the ones yielded."""
+                 options: TableOptions, disk_bytes_per_row: float | None = None) -> Iterator[DataFileMeta]:
+    """Stream sorted batches into files rolled at about `options.target_file_size` bytes on
+    disk, as Java's writers roll them (its small-file rules compare those sizes): the memory is
+    a batch and a row group, not a file.  The size on disk is known at each whole row group;
+    with `disk_bytes_per_row` (the input files') a file is also rolled at the rows that make the
+    target, for targets below a row group (a clustered layout's files).  A failure removes the
+    file being written; the caller owns the ones yielded."""
+    rows_per_file = max(int(options.target_file_size / disk_bytes_per_row), 1) if disk_bytes_per_row else None
     writer: DataFileWriter | None = None
+    in_file = 0
     try:
-        for batch in batches:
-            if writer is None:
-                writer = open_file()
-            writer.write(batch)
-            # a Paimon table's files are rolled at their size on disk, as Java's writers roll
-            # them (its small-file rules compare those sizes); mergetree's own at their rows' size
-            size = writer.written_bytes if schema.paimon is not None else writer.bytes
-            if size >= options.target_file_size:
-                meta = writer.close()
-                writer = None
-                yield meta
+        for whole in batches:
+            pieces = [whole]
+            if rows_per_file is not None and in_file + whole.num_rows > rows_per_file:
+                first = rows_per_file - in_file
+                pieces = [whole.slice(0, first)] + [whole.slice(at, rows_per_file)
+                                                    for at in range(first, whole.num_rows, rows_per_file)]
+            for batch in pieces:
+                if writer is None:
+                    writer = open_file()
+                writer.write(batch)
+                in_file += batch.num_rows
+                if writer.written_bytes >= options.target_file_size or \
+                        (rows_per_file is not None and in_file >= rows_per_file):
+                    meta = writer.close()
+                    writer, in_file = None, 0
+                    yield meta
         if writer is not None:
             meta = writer.close()
             writer = None
@@ -569,22 +558,13 @@ def final_rows(table: pa.Table, schema: TableSchema) -> pa.Table:
 
 def build_file_indexes(storage: Store, name: str, table: pa.Table, schema: TableSchema, options: TableOptions,
                        sorted_by: Sequence[str] = (), size: int | None = None) -> dict[str, Any]:
-    """The Bloom filter description, bitmap index and pre-aggregates of a data file written
-    with Bloom filters for `options.bloom_columns` (sidecars are written here)."""
+    """The pre-aggregates (their extra files are written here) and sort order of a data file
+    (its Bloom filters are in its footer, its bitmaps in its file index)."""
     indexes: dict[str, Any] = {}
-    if options.bloom_columns and schema.paimon is None:  # a Paimon file's footer is read when probed
-        described = bloom.describe(source(storage, name, size), list(options.bloom_columns))
-        indexes["bloom"] = {c: b.to_json() for c, b in described.items()}
-    if options.bitmap_columns and schema.paimon is None:  # a Paimon table's are in its file index
-        built = build_bitmaps(table, options.bitmap_columns, options.bitmap_max_values,
-                              source(storage, paths.sidecar_name(name, "bitmap")))
-        if built:
-            indexes["bitmap"] = {c: b.to_json() for c, b in built.items()}
     if options.aggregate_models:
         rows = final_rows(table, schema)
-        signed = schema.paimon is not None
         indexes["preagg"] = {
-            model.name: write_preaggregate(rows, model, source(storage, sidecar_of(name, model, signed)), signed)
+            model.name: write_preaggregate(rows, model, source(storage, sidecar_of(name, model)))
             for model in options.aggregate_models.values()}
     if sorted_by:
         indexes["sorted_by"] = list(sorted_by)
@@ -593,21 +573,14 @@ def build_file_indexes(storage: Store, name: str, table: pa.Table, schema: Table
 
 def write_sorted_run(open_file: FileOpener, table: pa.Table, schema: TableSchema, options: TableOptions,
                      discard: Callable[[list[DataFileMeta]], None]) -> list[DataFileMeta]:
-    """Write a sorted table as files of about `options.target_file_size` bytes (in memory; a
-    Paimon table's on disk, as Java's writers roll them); a failure removes the files already
-    written (`discard`)."""
+    """Write a sorted table as files of about `options.target_file_size` bytes on disk, as Java's
+    writers roll them; a failure removes the files already written (`discard`)."""
     if table.num_rows == 0:
         return []
     written: list[DataFileMeta] = []
     try:
-        if schema.paimon is not None:
-            batches = table.to_batches(max_chunksize=PAIMON_PAGE_ROWS)  # the roll is checked batch by batch
-            written.extend(write_rolled(open_file, batches, schema, options))
-            return written
-        bytes_per_row = max(table.nbytes / table.num_rows, 1.0)
-        rows_per_file = max(int(options.target_file_size / bytes_per_row), 1)
-        for start in range(0, table.num_rows, rows_per_file):
-            written.append(write_data_file(open_file, table.slice(start, rows_per_file)))
+        batches = table.to_batches(max_chunksize=PAIMON_PAGE_ROWS)  # the roll is checked batch by batch
+        written.extend(write_rolled(open_file, batches, schema, options))
     except BaseException:
         discard(written)
         raise
@@ -626,23 +599,6 @@ def remove_uncommitted(storage: Store, names: Iterable[str]) -> None:
             return
 
 
-@functools.lru_cache(maxsize=256)
-def _stored_file_schema(schema: pa.Schema) -> pa.Schema | None:
-    """The schema a file's batches are cast to, or None if they are already in stored types."""
-    stored = stored_schema(schema)
-    return None if stored == schema else stored
-
-
-def _as_stored(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """A batch of a file written before the type policy (string_view, date64, dictionaries, ...
-    as the caller gave them) in the stored types the table's schema now names."""
-    stored = _stored_file_schema(batch.schema)
-    if stored is None:
-        return batch
-    columns = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns]
-    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(columns, stored)], schema=stored)
-
-
 def source_of(storage: Store, meta: DataFileMeta) -> str | StoredFile:
     """What pyarrow reads a data file from: its local path or a `StoredFile` (a Paimon table's
     file may be at an external path: its `origin` knows)."""
@@ -653,9 +609,7 @@ def source_of(storage: Store, meta: DataFileMeta) -> str | StoredFile:
 
 def deleted_of(storage: Store, meta: DataFileMeta) -> np.ndarray | None:
     """The row positions a data file's deletion vector marks, sorted (None: none)."""
-    if meta.origin is not None:
-        return meta.origin.deleted_positions()
-    return deleted_positions(storage, meta.file_name, meta.deletion_vector) if meta.deleted_rows else None
+    return meta.origin.deleted_positions() if meta.origin is not None else None
 
 
 def read_data_table(storage: Store, meta: DataFileMeta, columns: list[str] | None = None) -> pa.Table | None:
@@ -697,10 +651,7 @@ def read_data_file(storage: Store, meta: DataFileMeta, columns: list[str] | None
         for batch in stream:
             rows += batch.num_rows
             if batch.num_rows:
-                if meta.origin is not None:
-                    yield meta.origin.conform(batch)
-                else:
-                    yield _shift_sequences(_as_stored(batch), meta.sequence_shift)
+                yield meta.origin.conform(batch) if meta.origin is not None else batch
     except FileNotFoundError:
         raise CorruptTableError(f"data file {meta.file_name} of table {root} is missing", path=path) from None
     except MemoryError:  # out of memory is not a damaged file
@@ -823,16 +774,6 @@ def file_metadata(storage: Store, meta: DataFileMeta) -> pq.FileMetaData:
     """A data file's Parquet footer (row groups and their statistics), from the same cache
     filtered reads use; OSError or ArrowException when the file is missing or damaged."""
     return _fragment(source_of(storage, meta))[0].metadata
-
-
-def _shift_sequences(batch: pa.RecordBatch, shift: int) -> pa.RecordBatch:
-    """A batch of a renumbered file with its sequence numbers as the manifest says."""
-    index = batch.schema.get_field_index(SEQUENCE_COLUMN)
-    if not shift or index < 0:
-        return batch
-    # the file's own field (not null): shifted and unshifted batches keep one schema
-    return batch.set_column(index, batch.schema.field(index),
-                            pc.add(batch.column(index), pa.scalar(shift, pa.int64())))
 
 
 def read_run(storage: Store, files: list[DataFileMeta], columns: list[str] | None = None,

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgumentError
+from .text_values import parse_text, takes_text
 from .type_policy import require
 
 __all__ = ["COMPARISONS", "OPERATORS", "Filter", "columns_of", "conjuncts", "equality_values", "may_match",
@@ -27,7 +28,8 @@ Filter = Any  # tuple | list | pc.Expression | None
 def normalize(f: Filter, schema: pa.Schema | None = None) -> Filter:
     """Check a filter and put it in canonical form: None, a pc.Expression, or nested tuples.
     With `schema`, every column must exist and every value must fit its column's type
-    (values come back as that type's Python values: no string is parsed, no float truncated)."""
+    (values come back as that type's Python values, no float truncated; text is read only for
+    dates, times, timestamps and decimals, as ISO-8601 and decimal text: `text_values.parse_text`)."""
     if f is None:
         return f
     if isinstance(f, pc.Expression):
@@ -85,6 +87,11 @@ def _typed(value: Any, dtype: pa.DataType | None, column: str, op: str) -> Any:
                                    f"(use 'is null' / 'is not null')")
     if dtype is None:
         return value
+    if isinstance(value, str) and takes_text(dtype):
+        try:
+            return parse_text(value, dtype)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"filter on {column!r} ({dtype}): {exc}") from None
     if isinstance(value, float) and (pa.types.is_integer(dtype) or pa.types.is_decimal(dtype)) \
             and not value.is_integer():
         raise InvalidArgumentError(f"filter on {column!r} ({dtype}): {value!r} is not a whole number")

@@ -15,12 +15,11 @@ from ..errors import (
     CorruptTableError,
     MergeTreeError,
     SnapshotNotFoundError,
-    UnsupportedFormatError,
 )
 from ..storage import Store
 from . import paths
 from .commit import Change, commit_with_rebase
-from .directory import TableDirectory, table_exists
+from .directory import TableDirectory
 from .durations import seconds
 from .expiry import (
     check_latest_intact,
@@ -38,32 +37,24 @@ from .workload.logtables import damaged_data_files, describe
 from .workload.places import side_table
 from .workload.querylog import QUERY_LOG_DIR
 
-__all__ = ["DAMAGED_DIR", "LOGS", "create_tag", "delete_tag", "expire_snapshots", "expired_changelogs", "is_log",
-           "referenced_files", "remove_orphan_files", "repair", "repair_log", "seconds", "tags"]
+__all__ = ["DAMAGED_DIR", "LOGS", "check_latest", "create_tag", "delete_tag", "expire_snapshots", "expired_changelogs",
+           "is_log", "referenced_files", "remove_orphan_files", "repair", "repair_log", "seconds", "tags"]
 
 DAMAGED_DIR = "damaged"  # where `repair` sets damaged snapshot files aside (inside snapshot/; a log's data files)
 # the append tables a table keeps beside its data, which it can lose without losing itself
 LOGS = {QUERY_LOG_DIR: "query log", HISTORY_DIR: "optimizer history"}
 
 
-def _tags_store(directory: TableDirectory) -> Any:
-    if directory.schema.paimon is None:
-        raise UnsupportedFormatError(f"table {directory.path} is in mergetree's older format, which has no tags")
-    return directory.store
-
-
 def tags(directory: TableDirectory) -> dict[str, Snapshot]:
     """The table's tags, by name, and the snapshot each holds."""
-    if directory.schema.paimon is None:
-        return {}
-    store = _tags_store(directory)
+    store = directory.store
     return {name: store.tag(name) for name in store.tag_names()}
 
 
 def create_tag(directory: TableDirectory, name: str, snapshot: Snapshot | None) -> Snapshot:
     """Tag `snapshot` (None: the latest) as `name`: its files stay, whatever expiry does, until
     the tag is deleted; reads and change streams take the name wherever they take an id."""
-    store = _tags_store(directory)
+    store = directory.store
     if snapshot is None:
         raise SnapshotNotFoundError(f"table {directory.path} has no snapshot to tag yet")
     store.create_tag(name, snapshot)
@@ -73,7 +64,7 @@ def create_tag(directory: TableDirectory, name: str, snapshot: Snapshot | None) 
 def delete_tag(directory: TableDirectory, name: str) -> None:
     """Delete tag `name`, and — where its snapshot has expired — the files only it kept (as
     Java's ``TagManager.deleteTag`` cleans them)."""
-    store = _tags_store(directory)
+    store = directory.store
     tagged = store.tag(name)
     ids = store.snapshot_ids()
     if tagged.id in ids:
@@ -145,6 +136,35 @@ def _move(storage: Store, relative: str, target: str) -> None:
     storage.delete(relative)
 
 
+def check_latest(directory: TableDirectory) -> None:
+    """Read the latest snapshot and its manifests, or raise CorruptTableError naming the damaged
+    file and how to get past it (`Table.open`'s check)."""
+    latest = None
+    try:
+        latest = directory.latest_snapshot()
+        if latest is not None:
+            directory.live_files(latest)
+    except CorruptTableError as exc:
+        store = directory.store
+        intact = None
+        for snapshot_id in reversed(store.snapshot_ids()):
+            if latest is not None and snapshot_id >= latest.id:
+                continue
+            try:
+                store.live_files(store.snapshot(snapshot_id))
+            except CorruptTableError:
+                continue
+            intact = snapshot_id
+            break
+        if intact is None:
+            raise CorruptTableError(f"{exc}; no older snapshot is left to fall back to", path=exc.path) from None
+        raise CorruptTableError(
+            f"{exc}; older snapshots are intact (newest: {intact}): read one with "
+            f"Table.open(path, check=False).read(snapshot={intact}), or run `mergetree repair {directory.path}` to "
+            f"set the damaged snapshot file aside so the table continues from snapshot {intact} (the changes "
+            f"committed after it are lost)", path=exc.path) from None
+
+
 def _set_aside_damaged_snapshots(directory: TableDirectory, prefix: str = "") -> list[str]:
     """Move damaged snapshot files at the top of the history into snapshot/damaged/ and reset
     the LATEST hint; a line per snapshot file, its path prefixed with `prefix`."""
@@ -173,7 +193,7 @@ def is_log(path: str) -> bool:
     """Is `path` a table's query log or optimizer history (`<table>/queries`, `<table>/optimizer`)?"""
     path = _normal(path)
     parent, _, name = path.rpartition("/") if is_uri(path) else (os.path.dirname(path), "", os.path.basename(path))
-    return name in LOGS and bool(parent) and (table_exists(parent) or is_paimon_table(storage_for(parent)))
+    return name in LOGS and bool(parent) and is_paimon_table(storage_for(parent))
 
 
 def _normal(path: str) -> str:

@@ -9,6 +9,7 @@ from . import consumers
 from .compaction.runner import bucket_levels
 from .consumers import Consumer
 from .directory import TableDirectory
+from .display import count_text, size_text
 from .files import DataFileMeta
 from .levers.preaggregates import model_signature
 from .snapshots import Snapshot
@@ -69,6 +70,18 @@ class TableInfo:
     damaged_consumers: dict[str, str] = field(default_factory=dict)  # id -> what is wrong with its file
     # expired snapshots whose changelog is kept (`changelog.*` retention): their ids, ascending
     kept_changelogs: list[int] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        shape = [f"primary_key={list(self.primary_key)}"] if self.primary_key else ["append"]
+        if self.partition_by:
+            shape.append(f"partition_by={list(self.partition_by)}")
+        shape.append(f"buckets={self.buckets}")
+        if self.primary_key and self.merge_engine != "deduplicate":
+            shape.append(self.merge_engine)
+        contents = "empty" if self.snapshot_id is None else (
+            f"snapshot {self.snapshot_id}: {count_text(self.rows, 'row')} in {count_text(self.files, 'file')}, "
+            f"{size_text(self.bytes)}")
+        return f"TableInfo({self.path!r}, {', '.join(shape)}, {contents})"
 
     @property
     def max_sorted_runs(self) -> int:

@@ -6,8 +6,7 @@ uncompressed Arrow IPC file in a local cache directory and memory-mapped from th
 of keys finds their rows by binary search on the first key column (one integer column) or an
 Arrow hash lookup (any other type), and copies only those rows.  The cache file holds the file
 as stored: every row (its deletion vector is applied at probe time) and the sequence numbers as
-written (the manifest's `sequence_shift` is added at probe time), so one cache file serves every
-snapshot that holds the data file.
+written, so one cache file serves every snapshot that holds the data file.
 
 The directory is `$MERGETREE_LOOKUP_DIR`, or `mergetree-lookup` in the system's temporary
 directory; shared by every table and process.  A cache file's name hashes the table's location,
@@ -33,7 +32,6 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -167,18 +165,13 @@ class LookupCache:
              keys: pa.Array) -> pa.Table:
         """The live rows of data file `meta` (columns `schema`: the stored types of the data-file
         layout's columns, the sequence among them) whose column `first_key` is one of `keys`, in
-        file order, sequence numbers as the manifest says."""
+        file order."""
         mapped = self._mapped(storage, meta, schema, first_key)
         positions = mapped.positions(first_key, keys)
         deleted = deleted_of(storage, meta) if positions.size else None
         if deleted is not None:
             positions = positions[~np.isin(positions, deleted, assume_unique=True)]
-        out = mapped.table.take(pa.array(positions))
-        if meta.sequence_shift:
-            index = out.schema.get_field_index(SEQUENCE_COLUMN)
-            out = out.set_column(index, out.schema.field(index),
-                                 pc.add(out.column(index), pa.scalar(meta.sequence_shift, pa.int64())))
-        return out
+        return mapped.table.take(pa.array(positions))
 
     # -- files ---------------------------------------------------------------------------
     def _mapped(self, storage: Store, meta: DataFileMeta, schema: pa.Schema, first_key: str) -> _Mapped:
@@ -258,8 +251,8 @@ class LookupCache:
         return _Mapped(path, table, first_key)
 
     def _decode(self, storage: Store, meta: DataFileMeta, schema: pa.Schema) -> pa.Table:
-        """Every row of the data file as stored (no deletion vector, no shift)."""
-        raw = replace(meta.every_row(), sequence_shift=0)
+        """Every row of the data file as stored (no deletion vector)."""
+        raw = meta.every_row()
         batches = [b.cast(schema) for b in read_data_file(storage, raw, columns=schema.names)]
         return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 

@@ -7,6 +7,7 @@ written.  `TableOptions` is the parsed, typed view the table code reads.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import re
@@ -29,6 +30,7 @@ from .compaction.planner import (
     CompactionOptions,
     parse_memory_size,
 )
+from .display import size_text
 from .durations import parse_age
 from .indexes.bloom import check_bloom_column
 from .levers.qdtree import QdTree
@@ -219,9 +221,7 @@ class OptionSpec:
 
 
 KEY_BLOOM_COLUMNS = "file-index.bloom-filter.columns"
-KEY_BLOOM_FPP = "file-index.bloom-filter.fpp"
 KEY_BITMAP_COLUMNS = "file-index.bitmap.columns"
-KEY_BITMAP_MAX_VALUES = "file-index.bitmap.max-values"
 KEY_CLUSTERING_COLUMNS = "clustering.columns"
 KEY_CLUSTERING_STRATEGY = "clustering.strategy"
 KEY_SORT_WITHIN = "sort-within.columns"
@@ -282,12 +282,9 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "files below this fraction of target-file-size are rewritten with their neighbours"),
     OptionSpec(KEY_BLOOM_COLUMNS, None, _parse_names,
                "columns with a Parquet Bloom filter in every data file (= and IN skip files and row groups)"),
-    OptionSpec(KEY_BLOOM_FPP, "0.01", _parse_fraction, "the Bloom filters' false-positive probability"),
     OptionSpec(KEY_BITMAP_COLUMNS, None, _parse_names,
                "low-cardinality columns with a bitmap index (value -> rows; =, IN and ranges skip files and "
                "row groups)"),
-    OptionSpec(KEY_BITMAP_MAX_VALUES, "1000", _int_parser(1),
-               "a file with more distinct values than this in a bitmap column gets no bitmap for it"),
     OptionSpec(KEY_CLUSTERING_COLUMNS, None, _parse_names,
                "append tables: the layout `optimize` clusters files by (1 to 8 columns)"),
     OptionSpec(KEY_CLUSTERING_STRATEGY, None, _parse_strategy,
@@ -415,21 +412,14 @@ def _options_as_strings(options: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def resolve_options(options: Mapping[str, Any] | None, schema: pa.Schema, merge_engine: str,
-                    primary_key: tuple[str, ...], base: Mapping[str, str] | None = None,
-                    table_format: str = "mergetree") -> dict[str, str]:
-    """Check options for a new table (or changes to an existing table's `base` options, where
-    None removes a key); returns every option as stored (defaults filled in)."""
-    stored = dict(base) if base is not None else \
-        {key: spec.default for key, spec in OPTIONS.items() if spec.default is not None}
+                    primary_key: tuple[str, ...]) -> dict[str, str]:
+    """Check the engine's options for a new table; returns every option as stored (defaults
+    filled in)."""
+    stored = {key: spec.default for key, spec in OPTIONS.items() if spec.default is not None}
     for key, value in _options_as_strings(options or {}).items():
-        if value is None:
-            stored.pop(key, None)
-            spec = OPTIONS.get(key)
-            if spec is not None and spec.default is not None:
-                stored[key] = spec.default
-        else:
+        if value is not None:
             stored[key] = value
-    TableOptions.parse(stored, schema, merge_engine, primary_key, table_format)  # raises on anything wrong
+    TableOptions.parse(stored, schema, merge_engine, primary_key)  # raises on anything wrong
     return stored
 
 
@@ -485,6 +475,17 @@ def _parse_measures(text: str, key: str, schema: pa.Schema) -> tuple[tuple[str, 
 class TableOptions:
     """A table's options, parsed."""
 
+    def __repr__(self) -> str:
+        """The parsed options that differ from a table's defaults (the sizes always)."""
+        defaults = TableOptions.parse({}, pa.schema([]), "deduplicate", ())
+        shown = [f"write_buffer_size={size_text(self.write_buffer_size)}",
+                 f"target_file_size={size_text(self.target_file_size)}"]
+        for f in dataclasses.fields(self):
+            if f.name not in ("write_buffer_size", "target_file_size") and f.repr \
+                    and getattr(self, f.name) != getattr(defaults, f.name):
+                shown.append(f"{f.name}={getattr(self, f.name)!r}")
+        return f"TableOptions({', '.join(shown)})"
+
     write_buffer_size: int
     target_file_size: int
     write_only: bool
@@ -494,7 +495,6 @@ class TableOptions:
     bloom_columns: tuple[str, ...] = ()
     bloom_fpp: float = 0.01
     bitmap_columns: tuple[str, ...] = ()
-    bitmap_max_values: int = 1000
     clustering: Clustering | None = None
     sort_within: tuple[str, ...] = ()
     aggregate_models: dict[str, AggregateModel] = field(default_factory=dict)
@@ -554,7 +554,7 @@ class TableOptions:
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], schema: pa.Schema, merge_engine: str,
-              primary_key: tuple[str, ...] | set[str], table_format: str = "mergetree") -> TableOptions:
+              primary_key: tuple[str, ...] | set[str]) -> TableOptions:
         values: dict[str, Any] = {}
         aggregations: dict[str, str] = {}
         models: dict[str, dict[str, str]] = {}
@@ -593,10 +593,10 @@ class TableOptions:
                 if column not in schema.names:
                     raise InvalidArgumentError(f"option {key!r} names column {column!r}, which the schema lacks")
         for column in values.get(KEY_BLOOM_COLUMNS, ()):
-            require(column, schema.field(column).type, "bloom", table_format)
+            require(column, schema.field(column).type, "bloom")
             check_bloom_column(column, schema.field(column).type)
         for column in values.get(KEY_BITMAP_COLUMNS, ()):
-            require(column, schema.field(column).type, "bitmap", table_format)
+            require(column, schema.field(column).type, "bitmap")
         for key in (KEY_CLUSTERING_COLUMNS, KEY_SORT_WITHIN):
             for column in values.get(key, ()):
                 require(column, schema.field(column).type, "order")
@@ -625,9 +625,6 @@ class TableOptions:
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
         if values.get(KEY_DELETION_VECTORS):
             _check_deletion_vectors(schema, primary_key)
-        if KEY_JAVA_READER_VERSION in values and table_format != "paimon":
-            raise InvalidArgumentError(f"option {KEY_JAVA_READER_VERSION!r} is for Paimon tables (Java readers "
-                                       f"never read a table of mergetree's own format)")
         if values.get(KEY_CHANGELOG_PRODUCER) == "lookup" and not primary_key:
             raise InvalidArgumentError(f"option {KEY_CHANGELOG_PRODUCER!r} = 'lookup' needs a primary-key table: an "
                                        f"append table's rows have no previous values ('input' keeps its rows)")
@@ -652,8 +649,8 @@ class TableOptions:
         merged = {**defaults, **values}
         return cls(merged["write-buffer-size"], merged[KEY_TARGET_FILE_SIZE], merged["write-only"],
                    merged["manifest.merge-min-count"], compaction, aggregations,
-                   merged.get(KEY_BLOOM_COLUMNS, ()), merged[KEY_BLOOM_FPP], merged.get(KEY_BITMAP_COLUMNS, ()),
-                   merged[KEY_BITMAP_MAX_VALUES], clustering, merged.get(KEY_SORT_WITHIN, ()), aggregate_models,
+                   merged.get(KEY_BLOOM_COLUMNS, ()), 0.01, merged.get(KEY_BITMAP_COLUMNS, ()), clustering,
+                   merged.get(KEY_SORT_WITHIN, ()), aggregate_models,
                    merged[KEY_QUERY_LOG], merged[KEY_MAJOR_THRESHOLD], merged[KEY_MINOR_MIN_FILES],
                    merged.get(KEY_COMMIT_EVERY, 0), merged.get(KEY_COMPRESSION, DEFAULT_COMPRESSION),
                    merged.get(KEY_COMPRESSION_PER_LEVEL, dict(DEFAULT_PRIMARY_KEY_LEVELS) if primary_key else {}),
@@ -687,9 +684,9 @@ PK_CLUSTERING_MESSAGE = (
     "a primary-key table's files are sorted by its primary key (merge-on-read and compaction need that "
     "order), so they cannot be clustered or sorted by other columns. Cluster a primary-key table by "
     "choosing its primary-key column order, bucket key and partitioning when you create it (and "
-    "use Bloom filter or bitmap indexes for the other columns), set 'deletion-vectors.enabled' (compacted "
-    "files are then read alone, so they can be clustered on other columns, each still sorted by key), or "
-    "keep the data in an append table")
+    "use Bloom filter or bitmap indexes for the other columns), create it with 'deletion-vectors.enabled', "
+    "'pk-clustering-override' and 'clustering.columns' (Paimon's clustering of compacted files, each read "
+    "alone), or keep the data in an append table")
 
 
 def aggregate_model_options(name: Any, group_by: Any, measures: Any, schema: pa.Schema) -> dict[str, str]:

@@ -23,7 +23,7 @@ def as_merged(directory: TableDirectory, runs: Sequence[Run]) -> list[Run]:
     """The runs (batches holding the kind column) as the table's merge function takes them."""
     if directory.options.ignore_delete:
         return [without_retractions(run) for run in runs]
-    if directory.schema.paimon is not None and directory.schema.merge_engine == "partial-update":
+    if directory.schema.merge_engine == "partial-update":
         return [_refusing_retractions(directory, run) for run in runs]
     return list(runs)
 

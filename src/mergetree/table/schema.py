@@ -1,8 +1,8 @@
-"""A table's schema file: columns, primary key, partitioning, buckets, merge engine, options."""
+"""The engine's view of a table's schema: columns, primary key, partitioning, buckets, merge
+engine, options (`table.paimon.tables.table_schema` makes it from a Paimon schema)."""
 from __future__ import annotations
 
-import base64
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -10,8 +10,7 @@ import pyarrow as pa
 from ..errors import InvalidArgumentError
 from ..merge.engines import ENGINES
 from ..merge.runs import plan_key_column
-from .buckets import check_hashable
-from .options import TableOptions, resolve_options
+from .options import resolve_options
 from .type_policy import require, stored_schema
 
 __all__ = ["KEY_PREFIX", "KIND_COLUMN", "SEQUENCE_COLUMN", "SYSTEM_COLUMNS", "TableSchema", "column_names"]
@@ -24,18 +23,9 @@ KIND_COLUMN = "_VALUE_KIND"
 SYSTEM_COLUMNS = (SEQUENCE_COLUMN, KIND_COLUMN)
 
 
-def _type_to_json(dtype: pa.DataType) -> str:
-    # Arrow's IPC schema serialization is the exact, lossless description of a type
-    return base64.b64encode(pa.schema([pa.field("t", dtype)]).serialize().to_pybytes()).decode()
-
-
-def _type_from_json(text: str) -> pa.DataType:
-    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text))).field("t").type
-
-
 @dataclass(frozen=True)
 class TableSchema:
-    """Everything fixed at `Table.create` time."""
+    """A table's columns, keys, partitioning, buckets, engine and options, under one schema id."""
 
     schema: pa.Schema
     primary_key: tuple[str, ...] = ()
@@ -45,21 +35,21 @@ class TableSchema:
     merge_engine: str = "deduplicate"
     options: dict[str, str] = field(default_factory=dict)
     schema_id: int = 0
-    # an Apache Paimon table's schema (`table.paimon.tables.table_schema`): its `PaimonSchema`.
-    # Then `primary_key` is the key its data files hold — the primary key without the partition
-    # columns, as a key lives in one partition — and its options are Paimon's
+    # the Paimon schema it is the view of (`PaimonSchema`).  `primary_key` is the key its data
+    # files hold — the primary key without the partition columns, as a key lives in one
+    # partition — and its options are Paimon's
     paimon: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def create(cls, schema: pa.Schema, primary_key=None, partition_by=None, buckets: int = 1,
                bucket_key=None, merge_engine: str = "deduplicate",
-               options: dict[str, str] | None = None, table_format: str = "mergetree") -> TableSchema:
+               options: dict[str, str] | None = None) -> TableSchema:
         """Check everything about a new table before anything is written (the type policy's
-        rules for a table of `table_format`)."""
+        rules, the engine's options)."""
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
         # the types the files give back; refuses what such a table cannot store
-        schema = stored_schema(schema, table_format)
+        schema = stored_schema(schema)
         pk = column_names(primary_key, "primary_key")
         parts = column_names(partition_by, "partition_by")
         bkey = column_names(bucket_key, "bucket_key")
@@ -97,22 +87,10 @@ class TableSchema:
             raise InvalidArgumentError("merge engines need a primary key")
         if buckets > 1 and not bkey:
             raise InvalidArgumentError("an append table with several buckets needs a bucket_key")
-        _check_column_types(schema, pk, parts, bkey if buckets > 1 else (), table_format)
-        opts = resolve_options(options, schema, merge_engine, pk, table_format=table_format)
+        _check_column_types(schema, pk, parts, bkey if buckets > 1 else ())
+        opts = resolve_options(options, schema, merge_engine, pk)
         fields = [f.with_nullable(False) if f.name in pk else f for f in schema]
         return cls(pa.schema(fields), pk, parts, buckets, bkey, merge_engine, opts)
-
-    @property
-    def table_options(self) -> TableOptions:
-        """The options of a table of mergetree's own format, parsed (they were checked when the
-        table was created); a Paimon table's are `table.paimon.tables.table_options`."""
-        return TableOptions.parse(self.options, self.schema, self.merge_engine, self.primary_key)
-
-    def with_options(self, changes: dict) -> TableSchema:
-        """The next version of this schema with `changes` applied to the options (a None value
-        removes an option), checked like options at create."""
-        options = resolve_options(changes, self.schema, self.merge_engine, self.primary_key, base=self.options)
-        return replace(self, options=options, schema_id=self.schema_id + 1)
 
     @property
     def has_primary_key(self) -> bool:
@@ -143,28 +121,9 @@ class TableSchema:
                 data = data.set_column(i, data.schema.field(i), data.column(KEY_PREFIX + k))
         return data
 
-    def to_json(self) -> dict:
-        return {
-            "schema_id": self.schema_id,
-            "fields": [{"name": f.name, "type": _type_to_json(f.type), "nullable": f.nullable,
-                        "type_text": str(f.type)} for f in self.schema],
-            "primary_key": list(self.primary_key), "partition_by": list(self.partition_by),
-            "buckets": self.buckets, "bucket_key": list(self.bucket_key),
-            "merge_engine": self.merge_engine, "options": self.options,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict) -> TableSchema:
-        """Parse a schema document; KeyError, TypeError or ValueError if it is malformed."""
-        # tables created before the type policy may name an input type (date64, string_view, ...):
-        # read them as the stored type, which is what their files hold or are cast to on read
-        schema = stored_schema(pa.schema([pa.field(f["name"], _type_from_json(f["type"]), nullable=f["nullable"])
-                                          for f in d["fields"]]))
-        return cls(schema, tuple(d["primary_key"]), tuple(d["partition_by"]), d["buckets"],
-                   tuple(d["bucket_key"]), d["merge_engine"], dict(d["options"]), d["schema_id"])
-
 
 def column_names(value: Any, role: str) -> tuple[str, ...]:
+    """A column name or a list of them, as a tuple (InvalidArgumentError otherwise)."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -175,16 +134,13 @@ def column_names(value: Any, role: str) -> tuple[str, ...]:
 
 
 def _check_column_types(schema: pa.Schema, primary_key: tuple[str, ...], partition_by: tuple[str, ...],
-                        hashed: tuple[str, ...], table_format: str) -> None:
-    """Keys must be orderable, partition values storable, bucket columns hashable like Spark
-    (Paimon's hash on a Paimon table): the type policy's rules; the core's comparators and the
-    bucket hashes agree with it."""
+                        hashed: tuple[str, ...]) -> None:
+    """Keys must be orderable, partition values storable, bucket columns hashable by Paimon's
+    bucket hash: the type policy's rules; the core's comparators and the bucket hash agree with it."""
     for name in primary_key:
-        require(name, schema.field(name).type, "key", table_format)
+        require(name, schema.field(name).type, "key")
         plan_key_column(name, schema.field(name).type)
     for name in partition_by:
-        require(name, schema.field(name).type, "partition", table_format)
+        require(name, schema.field(name).type, "partition")
     for name in hashed:
-        require(name, schema.field(name).type, "bucket", table_format)
-        if table_format == "mergetree":
-            check_hashable(name, schema.field(name).type)
+        require(name, schema.field(name).type, "bucket")

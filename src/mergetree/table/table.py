@@ -18,7 +18,7 @@ from . import filters as flt
 from .compaction.runner import Progress, compact_buckets
 from .consumers import Consumer
 from .deletes import delete_where
-from .directory import TableDirectory, alter_options, alter_schema, create_table, locate, open_table
+from .directory import TableDirectory, alter_options, alter_schema, locate
 from .info import TableInfo, table_info
 from .levers import optimize
 from .levers.aggregate import aggregate
@@ -30,17 +30,12 @@ from .read import ReadStats
 from .schema import TableSchema
 from .schema_update import SchemaUpdate
 from .snapshots import Snapshot
-from .type_policy import FORMATS
 from .workload import history, querylog
 from .workload.advise import Advice, advise
 from .workload.retention import Expired, expire
 
 __all__ = ["Table"]
 
-
-# where `format` is not given: the environment's choice (a pipeline or test suite that still makes
-# tables of mergetree's own format until they are migrated), else Paimon's
-FORMAT_ENVIRONMENT = "MERGETREE_CREATE_FORMAT"
 
 class Table:
     """A table directory.  Create one with `Table.create`, open one with `Table.open`."""
@@ -54,35 +49,23 @@ class Table:
     @classmethod
     def create(cls, path: str | os.PathLike, schema: pa.Schema, primary_key=None, partition_by=None,
                buckets: int | None = None, bucket_key=None, merge_engine: str = "deduplicate",
-               options: dict | None = None, storage_options: dict | None = None,
-               format: str | None = None) -> Table:
+               options: dict | None = None, storage_options: dict | None = None) -> Table:
         """Create a table in a new or empty directory, or under an empty object-store prefix
         (`s3://bucket/prefix`, `gs://`, `az://`, `abfss://`; `storage_options` as in
         docs/STORAGE.md: credentials, endpoint, region — used, never stored).  Everything is
         checked first: a bad argument or option raises before anything is written.
 
-        `format`: "paimon" (the default) makes an Apache Paimon table every Paimon engine reads
-        (``W/db.db/name`` is table ``db.name`` of warehouse ``W``; docs/PAIMON.md), "mergetree"
-        one of mergetree's own format (also the default where the environment variable
-        ``MERGETREE_CREATE_FORMAT`` says "mergetree").  `buckets` None: one bucket; a Paimon
-        append table of one bucket without a bucket key has none (``bucket`` -1, Paimon's default
-        for append tables: Java asks a bucketed one for a bucket key)."""
-        given = format is not None
-        if format is None:
-            format = os.environ.get(FORMAT_ENVIRONMENT) or FORMATS[0]
-        if format not in FORMATS:
-            where = "format" if given else f"the environment's {FORMAT_ENVIRONMENT}"
-            raise InvalidArgumentError(f"{where} must be one of {', '.join(FORMATS)}, not {format!r}")
+        The table is an Apache Paimon table every Paimon engine reads (``W/db.db/name`` is table
+        ``db.name`` of warehouse ``W``; docs/PAIMON.md).  `buckets` None: one bucket; an append
+        table of one bucket without a bucket key has none (``bucket`` -1, Paimon's default for
+        append tables: Java asks a bucketed one for a bucket key)."""
         if buckets is None:
             buckets = 1
-        if format == "paimon" and buckets == 1 and not primary_key and not bucket_key:
+        if buckets == 1 and not primary_key and not bucket_key:
             buckets = -1  # one bucket of an append table is Paimon's unbucketed table (Java wants a bucket key)
-        if format == "paimon":
-            create_directory(path, schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options,
-                             storage_options)
-            return cls.open(path, storage_options=storage_options)
-        ts = TableSchema.create(schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options)
-        return cls(create_table(locate(path, storage_options), ts))
+        create_directory(path, schema, primary_key, partition_by, buckets, bucket_key, merge_engine, options,
+                         storage_options)
+        return cls.open(path, storage_options=storage_options)
 
     @classmethod
     def open(cls, path: str | os.PathLike, check: bool = True, storage_options: dict | None = None) -> Table:
@@ -96,9 +79,10 @@ class Table:
         write, delete, read, scan, compact, changes and info work on it as
         `mergetree.paimon` does (docs/PAIMON.md)."""
         storage = locate(path, storage_options)
-        if formats.is_paimon_table(storage):
-            return formats.open_paimon(path, storage_options)
-        return cls(open_table(storage, check))
+        if not formats.is_paimon_table(storage):
+            formats.refuse_older(storage)  # a table of the older format: says how to migrate it
+            open_directory(storage)  # says what is there instead (TableNotFoundError)
+        return formats.open_paimon(path, storage_options, check)
 
     @classmethod
     def repair(cls, path: str | os.PathLike, storage_options: dict | None = None) -> list[str]:
@@ -176,9 +160,8 @@ class Table:
         or the column `row_kind_column` names, e.g. Debezium's `op` — are applied as their kinds
         say: +I and +U (Debezium's c, r, u) upsert, -D (d) deletes the key, -U retracts the version
         (an aggregate table subtracts it; elsewhere it deletes the key until the +U that follows).
-        The column is not stored.  A first-row table of mergetree's own ignores -U and -D rows;
-        an append table takes +I and +U rows only.  A Paimon table refuses, before anything is
-        written, what Paimon's merge functions refuse (retractions in first-row and
+        The column is not stored.  The table refuses, before anything is written, what Paimon's
+        merge functions refuse (retractions in first-row and
         partial-update tables unless `ignore-delete`; in an append table anything but +I).
 
         `overwrite`: True replaces the partitions the data holds (the whole table when it is
@@ -241,7 +224,7 @@ class Table:
 
     def read(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
              snapshot: Any = None, threads: int | None = None, order_by: Any = None,
-             limit: int | None = None) -> pa.Table:
+             limit: int | None = None, sorted: bool = False) -> pa.Table:
         """Merge-on-read of the table (or of `snapshot`: an id, a tag name, or a point in time —
         a `datetime` or an ISO 8601 string, naive meaning local time — whose snapshot is the
         newest committed at or before it, read under the schema it was committed with) as one
@@ -249,7 +232,10 @@ class Table:
 
         Without `order_by`, rows come bucket by bucket (partitions and buckets in order, each
         bucket's rows in primary-key order; with deletion vectors, file by file), not in one
-        global key order.  With `order_by`
+        global key order.  `sorted=True` gives them in primary-key order (the key as declared,
+        across buckets and partitions), merged from the buckets by the loser tree as they are
+        read (with `limit`, the first rows in key order; not with `order_by`; a primary-key
+        table only).  With `order_by`
         ([(column, "asc"|"desc")], nulls last, ties broken by the other columns) and `limit`,
         a Top-N read: files are read best first and reading stops once no unread file can
         hold a better row.  `limit` alone stops after that many rows.  Buckets are read in
@@ -258,7 +244,7 @@ class Table:
             raise InvalidArgumentError(f"threads must be a positive integer or None, not {threads!r}")
         started = time.perf_counter()
         requests_before = self.directory.storage.requests.counts()
-        prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
+        prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit, sorted)
         out = read.read_table(self.directory, prepared, threads)
         prepared.stats.requests = read.requests_since(requests_before, self.directory.storage.requests.counts())
         self.last_read = prepared.stats
@@ -269,13 +255,15 @@ class Table:
 
     def scan(self, columns: str | list[str] | None = None, filter: flt.Filter = None,
              snapshot: Any = None, order_by: Any = None, limit: int | None = None,
-             source: str | None = None) -> pa.RecordBatchReader:
+             source: str | None = None, sorted: bool = False) -> pa.RecordBatchReader:
         """A streaming read: one bucket section at a time, merged with the loser tree (rows
-        in the order `read` gives them; a Top-N or limited scan is computed first).  `source`
+        in the order `read` gives them; a Top-N or limited scan is computed first; with
+        `sorted=True`, every bucket's sections merged into primary-key order as they stream,
+        a batch at a time, a `limit` stopping the reads).  `source`
         names who asked in the query log (an engine whose thread consumes the scan does not
         see the caller's `query_source`)."""
         started = time.perf_counter()
-        prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit)
+        prepared = read.prepare_read(self.directory, columns, filter, snapshot, order_by, limit, sorted)
         self.last_read = prepared.stats
         reader = read.scan_table(self.directory, prepared)
         if not querylog.logging_enabled(self.directory):
@@ -370,13 +358,8 @@ class Table:
              columns: Sequence[str] | None = None, order_by: Sequence[tuple[str, str]] = (),
              limit: int | None = None, group_by: Sequence[str] = (),
              measures: Sequence[tuple[str, str]] = (), source: str | None = None) -> None:
-        query = querylog.QueryRecord(
-            kind, f, columns, list(order_by), limit, group_by, measures, snapshot_id, stats.files_read,
-            stats.files_total, stats.bytes_read, stats.bytes_total, stats.rows_out,
-            (time.perf_counter() - started) * 1000.0)
-        if source is not None:
-            query.source = source
-        querylog.record(self.path, query)
+        querylog.record_read(self.path, kind, f, snapshot_id, stats, started, columns, order_by, limit, group_by,
+                             measures, source)
 
     # -- data organization --------------------------------------------------------------
     def advise(self, since: dt.timedelta | dt.datetime | str | None = None, apply: bool = False,

@@ -34,6 +34,7 @@ from .levers.qdtree import layout_order
 from .schema import KIND_COLUMN, SEQUENCE_COLUMN, TableSchema
 from .sequence_fields import ORDER_COLUMN, ranked
 from .snapshots import FileEntry, Snapshot, canonical_partition
+from .text_values import column_array
 
 __all__ = ["BucketKey", "Written", "check_columns", "commit_spilled", "commit_write", "conform", "conformed",
            "flush_buckets", "input_pieces", "key_image", "new_columns", "occurrence", "overwritten", "spill",
@@ -64,12 +65,23 @@ def _in_memory(data: Any, schema: pa.Schema) -> pa.Table:
             names = [str(c) for c in data.columns]
             return pa.Table.from_pandas(data, schema=_known(schema, names), preserve_index=False)
         if isinstance(data, dict):
-            return pa.table(data, schema=_known(schema, [str(k) for k in data]))
+            known = _known(schema, [str(k) for k in data])
+            try:
+                return pa.table(data, schema=known)
+            except _BAD_DATA:  # text for dates and decimals is read; else the error names column and row
+                return pa.table([column_array(f.name, data[f.name], f.type) for f in known], schema=known)
         if isinstance(data, list) and not data:
             return _known(schema, schema.names).empty_table()
         if isinstance(data, list) and all(isinstance(row, dict) for row in data):
             names = list(dict.fromkeys(str(k) for row in data for k in row))
-            return pa.Table.from_pylist(data, schema=_known(schema, names))
+            known = _known(schema, names)
+            try:
+                return pa.Table.from_pylist(data, schema=known)
+            except _BAD_DATA:
+                return pa.table([column_array(f.name, [row.get(f.name) for row in data], f.type) for f in known],
+                                schema=known)
+    except SchemaMismatchError:
+        raise
     except _BAD_DATA as exc:
         raise SchemaMismatchError(f"the data does not fit the table's columns: {exc}") from None
     raise InvalidArgumentError(f"cannot write {type(data).__name__}; give a pyarrow Table, RecordBatch, "
@@ -151,6 +163,18 @@ def _known(schema: pa.Schema, names: list[str]) -> pa.Schema:
     return pa.schema([schema.field(n).with_nullable(True) for n in names])
 
 
+def _first_lossy_row(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> int | None:
+    """The first row whose value a cast to `target` changes (found on the error path only: an
+    unsafe cast and back, compared), or None where that cannot be told."""
+    try:
+        back = column.cast(target, safe=False).cast(column.type, safe=False)
+        changed = pc.fill_null(pc.not_equal(back, column), False)
+        rows = np.flatnonzero(changed.to_numpy(zero_copy_only=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    return int(rows[0]) if len(rows) else None
+
+
 def conformed(directory: TableDirectory, data: Any, complete: bool,
               row_kind_column: str | None = None) -> Iterator[pa.Table]:
     """The input piece by piece (a stream batch by batch), each conformed to the table's
@@ -206,13 +230,11 @@ _RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"}
 def _applied_kinds(directory: TableDirectory, rows: pa.Table, kinds: np.ndarray,
                    first_row: int) -> tuple[pa.Table, np.ndarray]:
     """A change stream's rows as the table applies them: retractions dropped where the table
-    ignores deletes; refused, nothing written, where a Paimon table's merge function refuses
-    them (first-row, partial-update, an aggregate function that cannot retract), as Java does;
-    a first-row table of mergetree's own keeps a key's first version for good (retractions
-    cannot take it back, and a later +U is a newer version it ignores anyway)."""
+    ignores deletes; refused, nothing written, where the table's merge function refuses them
+    (first-row, partial-update, an aggregate function that cannot retract), as Java does."""
     ts, options = directory.schema, directory.options
     retract = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
-    if not ts.has_primary_key and ts.paimon is not None and (kinds != RowKind.INSERT).any():
+    if not ts.has_primary_key and (kinds != RowKind.INSERT).any():
         row = first_row + int(np.flatnonzero(kinds != RowKind.INSERT)[0])
         raise UnsupportedPaimonFeatureError(
             f"row {row} is a {RowKind(int(kinds[row - first_row])).symbol} row, but {directory.described} is "
@@ -223,19 +245,16 @@ def _applied_kinds(directory: TableDirectory, rows: pa.Table, kinds: np.ndarray,
         keep = ~retract
         return rows.filter(pa.array(keep)), kinds[keep]
     row = first_row + int(np.flatnonzero(retract)[0])
-    if ts.paimon is not None and ts.merge_engine in ("first-row", "partial-update"):
+    if ts.merge_engine in ("first-row", "partial-update"):
         raise UnsupportedPaimonFeatureError(
             f"row {row} is a retraction (-U, -D), which {directory.described} ({ts.merge_engine}) cannot take "
             f"unless 'ignore-delete' is set, as Paimon refuses them; nothing was written")
-    if ts.paimon is not None and ts.merge_engine == "aggregate":
+    if ts.merge_engine == "aggregate":
         bad = sorted(c for c, fn in options.aggregations.items() if fn not in _RETRACTABLE)
         if bad:
             raise UnsupportedPaimonFeatureError(
                 f"row {row} is a retraction (-U, -D), but {directory.described} aggregates column(s) {bad} "
                 f"with functions that cannot retract a value; nothing was written")
-    if ts.merge_engine == "first-row":
-        keep = (kinds == RowKind.INSERT) | (kinds == RowKind.UPDATE_AFTER)
-        return rows.filter(pa.array(keep)), kinds[keep]
     return rows, kinds
 
 
@@ -246,13 +265,7 @@ def _row_kinds(directory: TableDirectory, column: pa.ChunkedArray, name: str, fi
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc} (counting from row {first_row} of the input)" if first_row else
                                    str(exc)) from None
-    if not directory.schema.has_primary_key and directory.schema.paimon is None:  # Paimon's: `_applied_kinds`
-        retractions = np.flatnonzero((kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE))
-        if len(retractions):
-            raise InvalidArgumentError(
-                f"row {first_row + int(retractions[0])} is a {RowKind(int(kinds[retractions[0]])).symbol} row, but "
-                f"an append table has no keys to retract or delete by: only +I and +U rows can be written to it")
-    return kinds
+    return kinds  # what the table can apply of them: `_applied_kinds`
 
 
 def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_row: int = 0) -> pa.Table:
@@ -284,8 +297,10 @@ def conform(directory: TableDirectory, table: pa.Table, complete: bool, first_ro
             try:
                 col = col.cast(f.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                row = _first_lossy_row(col, f.type)
+                where = "" if row is None else f", row {first_row + row}: {col[row].as_py()!r} does not fit"
                 raise SchemaMismatchError(
-                    f"column {f.name!r} is {col.type} and cannot be safely cast to {f.type}: {exc}") from None
+                    f"column {f.name!r} is {col.type} and cannot be safely cast to {f.type}{where} ({exc})") from None
         if f.name in directory.schema.partition_by and pa.types.is_floating(f.type):
             # -0.0 and 0.0 are one partition value (SQL's equality; Spark normalizes them too)
             col = pc.if_else(pc.equal(col, pa.scalar(0.0, f.type)), pa.scalar(0.0, f.type), col)
@@ -504,8 +519,8 @@ def _flush(directory: TableDirectory, key: BucketKey, rows: pa.Table, first: int
     except BaseException:
         directory.discard(logged)
         raise
-    if ts.paimon is not None and not ts.has_primary_key:
-        # a Paimon append file records its rows' sequence numbers (Java orders files by them)
+    if not ts.has_primary_key:
+        # an append file records its rows' sequence numbers (Java orders files by them)
         numbered = []
         for f in files:
             numbered.append(replace(f, min_seq=first, max_seq=first + f.row_count - 1))
@@ -662,8 +677,8 @@ def commit_write(directory: TableDirectory, adds: list[FileEntry], base: Snapsho
     `replaced`: an overwrite, deleting the live files of the partitions it says, as they are
     at the snapshot it commits on (an OVERWRITE snapshot, without a changelog)."""
     producer = directory.options.changelog_producer
-    if producer == "lookup" and directory.schema.paimon is not None:
-        producer = "none"  # a Paimon table's lookup changelog comes with the compaction (`produces_changelog`)
+    if producer == "lookup":
+        producer = "none"  # the lookup changelog comes with the compaction (`produces_changelog`)
     logged = [e for e in adds if directory.is_changelog(e.file.file_name)]
     adds = [e for e in adds if not directory.is_changelog(e.file.file_name)]
     if logged:  # the input changelog the write made as it spilled (`spill(changelog=True)`)
@@ -758,9 +773,9 @@ def write_rows(directory: TableDirectory, data: Any, kind: RowKind, row_kind_col
         pieces = conformed(directory, data, complete=True, row_kind_column=row_kind_column)
     # (`one_commit`: all or nothing, whatever `write.commit-every-buffers` says: a delete, a migration)
     every = directory.options.commit_every_buffers if replacing is None and not one_commit else 0
-    # rows as written, before any fold (an overwrite publishes none; a Paimon append table has none)
+    # rows as written, before any fold (an overwrite publishes none; an append table has none)
     as_written = directory.options.changelog_producer == "input" and replacing is None \
-        and (directory.schema.has_primary_key or directory.schema.paimon is None)
+        and directory.schema.has_primary_key
     base = directory.latest_snapshot()
     next_seq = next_sequences(directory.live_files(base).values())
     pending: list[FileEntry] = []

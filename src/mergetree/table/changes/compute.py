@@ -515,8 +515,8 @@ class _UnitReader:
                 self.plan.stats.count([meta])
                 return _table_of(batches, schema)
             if self.key_expr is None and meta.file_size < SMALL_FILE_BYTES:
-                # the file, its renumbering and vector as the manifest says, and the columns
-                key = (table_path(self.directory.storage), meta.file_name, meta.file_size, meta.sequence_shift,
+                # the file, its vector as the manifest says, and the columns
+                key = (table_path(self.directory.storage), meta.file_name, meta.file_size,
                        repr(meta.deletion_vector), tuple(schema.names))
                 self.cache[meta.file_name] = _ADDED_FILES.get_keyed(key, load)
             else:

@@ -250,9 +250,14 @@ def execute_dv(directory: TableDirectory, partition: tuple, bucket: int, plan: D
         merged = _in_order(batches, [*clustered, *ts.file_key])
     relative = directory.bucket_directory(partition, bucket, [*plan.pending, *plan.lookup])
     resolved = DeletionVectorRef()
+    # a clustered layout's files may be far below a row group: cut at the rows that make the
+    # target on disk, as the inputs' size per row says (Java checks its writer's size every 1,000 rows)
+    inputs_read = [*plan.pending, *plan.lookup]
+    per_row = sum(f.file_size for f in inputs_read) / max(sum(f.row_count for f in inputs_read), 1) \
+        if clustered and inputs_read else None
     with new_files(directory) as adds:
         for meta in write_rolled(directory.opener(partition, bucket, plan.level, relative),
-                                 merged if inputs else iter(()), ts, options):
+                                 merged if inputs else iter(()), ts, options, per_row):
             adds.append(FileEntry(partition, bucket, meta.with_deletion_vector(resolved)))
         deletes = [FileEntry(partition, bucket, f) for f in plan.pending]
         for f in plan.moved:  # metadata only: the same file at the output level, resolved

@@ -103,9 +103,8 @@ def new_files(directory: TableDirectory) -> Iterator[list[FileEntry]]:
 
 
 def produces_changelog(directory: TableDirectory) -> bool:
-    """Does the table's compaction write its changelog (a Paimon table's ``lookup`` producer)?"""
-    return directory.schema.paimon is not None and directory.options.changelog_producer == "lookup" \
-        and directory.schema.has_primary_key
+    """Does the table's compaction write its changelog (the ``lookup`` producer)?"""
+    return directory.options.changelog_producer == "lookup" and directory.schema.has_primary_key
 
 
 def commit_rewrite(directory: TableDirectory, base_id: int, adds: list[FileEntry],

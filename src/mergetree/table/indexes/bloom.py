@@ -2,7 +2,7 @@
 each data file, probed for ``column = value`` and ``column IN (...)`` at file and row-group
 level.
 
-pyarrow (>= 21) writes the filters (``pq.write_table(..., bloom_filter_options=...)``, see
+pyarrow (>= 24) writes the filters (``pq.write_table(..., bloom_filter_options=...)``, see
 :func:`write_options`) but cannot read them, so this module does: :func:`describe` reads a
 file's footer (through `parquet_footer`: the Thrift compact protocol, only the fields needed)
 once, at write time, into a :class:`ColumnBloom` per column: where each row group's filter is, how

@@ -11,10 +11,9 @@ import pyarrow as pa
 
 from ...errors import InvalidArgumentError
 from .. import filters as flt
-from .. import paths
 from ..directory import TableDirectory
 from ..files import DataFileMeta
-from ..objects import StoredFile, source
+from ..objects import StoredFile
 from ..options import AggregateModel
 from ..read import BucketPlan, ReadPlan, ReadStats, file_filter, plan_read, read_bucket
 from .preaggregates import (
@@ -60,9 +59,9 @@ def stored_preaggregate(directory: TableDirectory, meta: DataFileMeta,
     described = meta.preaggregates().get(model.name)
     if described is None or described.get("signature", model_signature(model)) != model_signature(model):
         return None
-    if meta.origin is not None:
-        return meta.origin.extra_source(described["file"]), described
-    return source(directory.storage, paths.sidecar_name(meta.file_name, f"agg-{model.name}")), described
+    if meta.origin is None:  # a file no Paimon manifest describes: none is kept beside it
+        return None
+    return meta.origin.extra_source(described["file"]), described
 
 
 def aggregate(directory: TableDirectory, group_by: Any, measures: Mapping[str, Any], filter: flt.Filter,

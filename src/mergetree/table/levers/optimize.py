@@ -41,12 +41,12 @@ __all__ = ["build_indexes", "layout_refusal", "layout_signature", "marked", "mis
 
 
 def layout_refusal(directory: TableDirectory) -> str | None:
-    """Why the optimizer may not rewrite this table's files (None: it may): a Paimon append
-    table with fixed buckets, whose readers and compaction keep each bucket's files in the
+    """Why the optimizer may not rewrite this table's files (None: it may): an append table
+    with fixed buckets, whose readers and compaction keep each bucket's files in the
     order of their sequence numbers (Java clusters such a table only with
     ``bucket-append-ordered`` off, which mergetree does not do yet)."""
     ts = directory.schema
-    if ts.paimon is not None and not ts.has_primary_key and ts.buckets > 0:
+    if not ts.has_primary_key and ts.buckets > 0:
         return (f"{directory.described} is an append table with fixed buckets: its files are kept in the order "
                 f"they were written, which a layout would change; mergetree lays out append tables without "
                 f"buckets ('bucket' = '-1')")
@@ -71,7 +71,7 @@ def prepare_layout(directory: TableDirectory, order, strategy: str | None, targe
         raise InvalidArgumentError(f"target_file_size must be a positive number of bytes, not {target_file_size!r}")
     if ts.has_primary_key:
         key_order = columns == ts.primary_key[:len(columns)] and strategy in (None, "linear")
-        if within or (columns and not key_order and (not directory.options.deletion_vectors or ts.paimon is not None)):
+        if within or (columns and not key_order):
             raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
         if key_order and (columns or directory.options.clustering is None):
             return directory, None
@@ -243,9 +243,8 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
     with rewrite_transaction(directory, base.id, total, progress) as rewrite:
         for partition, bucket, files, rows in _group_rows(directory, groups):
             clustering = options.clustering if tier == "major" else None
-            # a Paimon table's files are cut at their size on disk (mergetree's own at their rows')
-            disk = sum(m.file_size for m in files) / max(sum(m.row_count for m in files), 1) \
-                if directory.schema.paimon is not None else None
+            # files are cut at their size on disk, as Java's writers roll them
+            disk = sum(m.file_size for m in files) / max(sum(m.row_count for m in files), 1)
             with new_files(directory) as written:
                 if clustering is not None and clustering.tree is not None:
                     # a qd-tree's leaves are its files: each is described by the cuts on its path
@@ -273,14 +272,14 @@ def marked(entry: FileEntry, mark: dict) -> FileEntry:
 
 def write_clustered(directory: TableDirectory, options, partition: tuple, bucket: int,
                     rows: pa.Table, level: int = 0, disk_bytes_per_row: float | None = None) -> list[FileEntry]:
-    """Cut clustered rows into files of about the target size, at `level` (a Paimon table's
-    clustered files are above level 0: `clustered_level`); each file's rows sorted by
-    `sort_within` when the table asks for it.  A Paimon table's files are cut at their size on
-    disk, as Java's writers roll them, estimated from `disk_bytes_per_row` (the input files'):
-    its writer can only roll at a whole row group, too coarse for a layout's files."""
+    """Cut clustered rows into files of about the target size, at `level` (clustered files are
+    above level 0: `clustered_level`); each file's rows sorted by `sort_within` when the table
+    asks for it.  Files are cut at their size on disk, as Java's writers roll them, estimated
+    from `disk_bytes_per_row` (the input files'): the writer can only roll at a whole row group,
+    too coarse for a layout's files."""
     ts = directory.schema
     relative = directory.bucket_directory(partition, bucket)
-    if not options.sort_within and (ts.paimon is None or not disk_bytes_per_row):
+    if not options.sort_within and not disk_bytes_per_row:
         files = write_sorted_run(directory.opener(partition, bucket, level, relative, options=options), rows, ts,
                                  options, directory.remove_written)
         return [FileEntry(partition, bucket, m) for m in files]

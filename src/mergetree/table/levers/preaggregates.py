@@ -162,28 +162,23 @@ def model_signature(model: AggregateModel) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def sidecar_of(data_file: str, model: AggregateModel, signed: bool) -> str:
+def sidecar_of(data_file: str, model: AggregateModel) -> str:
     """The pre-aggregate file of `data_file` for `model`: ``<file>.agg-<name>-<signature>.parquet``
-    beside a Paimon table's file (`signed`: listed as one of its extra files, which Paimon's
-    readers ignore, its orphan cleaning keeps and its expiry deletes with the file), else
-    mergetree's own sidecar name."""
-    if signed:
-        return f"{data_file}.agg-{model.name}-{model_signature(model)}.parquet"
-    return f"{data_file[:-len('.parquet')]}.agg-{model.name}.parquet"
+    beside the data file, listed as one of its extra files (which Paimon's readers ignore, its
+    orphan cleaning keeps and its expiry deletes with the file)."""
+    return f"{data_file}.agg-{model.name}-{model_signature(model)}.parquet"
 
 
-def write_preaggregate(rows: pa.Table, model: AggregateModel, path: str | StoredFile,
-                       signed: bool = False) -> dict[str, Any]:
-    """Write one data file's pre-aggregate; returns what the manifest keeps of it (with
-    `signed`, the model's signature: `sidecar_of`)."""
+def write_preaggregate(rows: pa.Table, model: AggregateModel, path: str | StoredFile) -> dict[str, Any]:
+    """Write one data file's pre-aggregate; returns what the manifest keeps of it (with the
+    model's signature: `sidecar_of`)."""
     try:
         partial = partial_aggregate(rows, model.group_by, model.measures)
     except (pa.ArrowException, KeyError) as exc:
         raise SchemaMismatchError(f"pre-aggregate {model.name!r} cannot be built: {exc}") from None
     write_parquet(partial, path)
-    described: dict[str, Any] = {"rows": partial.num_rows, "source_rows": rows.num_rows}
-    if signed:
-        described["signature"] = model_signature(model)
+    described: dict[str, Any] = {"rows": partial.num_rows, "source_rows": rows.num_rows,
+                                 "signature": model_signature(model)}
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, partial.schema) as writer:
         writer.write_table(partial)

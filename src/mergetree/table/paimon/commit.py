@@ -36,6 +36,7 @@ from ...errors import (
     InvalidArgumentError,
     ObjectExistsError,
     ObjectNotFoundError,
+    OutcomeUnknownError,
     StorageError,
 )
 from ..files import DataFileMeta
@@ -337,7 +338,15 @@ def commit_files(t: PaimonTable, snapshot: dict | None, schema: PaimonSchema, ad
         if index_changes:
             document["indexManifest"] = index_manifest
         document = snapshot_json(document)  # Java's field order again, after the additions
-        if _publish(t, new_id, document):
+        try:
+            published = _publish(t, new_id, document)
+        except OutcomeUnknownError:
+            # the create may have been published all the same (its answer lost): nothing this
+            # commit wrote may be removed now (at worst orphans, which `remove_orphan_files`
+            # deletes once they are old)
+            written.clear()
+            raise
+        if published:
             written.clear()  # committed: from here on nothing may remove these files
             _write_latest(t, new_id)
             return new_id

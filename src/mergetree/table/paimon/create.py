@@ -23,7 +23,7 @@ from ...errors import (
     UnsupportedPaimonFeatureError,
     UnsupportedTypeError,
 )
-from ..directory import TableDirectory, check_empty, lost_to_other_format
+from ..directory import TableDirectory, check_empty
 from ..objects import table_path
 from ..options import (
     DEFAULT_PRIMARY_KEY_LEVELS,
@@ -44,6 +44,7 @@ from .options import (
     misspelt,
     option_text,
     retention,
+    schema_refusal,
 )
 from .store import open_directory, paimon_directory
 from .tables import check_parquet_options, option_name, table_options, table_schema, write_refusal
@@ -110,6 +111,9 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
     table_schema(planned)  # as a read will take it,
     table_options(planned)  # with mergetree's own options (``mergetree.``-prefixed) parsed as the engine's
     check_parquet_options({k: v for k, v in written.items() if k.startswith("parquet.")}, planned.arrow_schema)
+    refused = schema_refusal(written)
+    if refused is not None:
+        raise UnsupportedPaimonFeatureError(refused)
     refusal = write_refusal(planned) if writable else None
     if refusal is not None:  # a table `Table.create` makes, mergetree can write
         raise UnsupportedPaimonFeatureError(f"Paimon option {refusal[0]!r}: {refusal[1]}")
@@ -120,7 +124,6 @@ def create_table(warehouse: Any, table: str | None, schema: pa.Schema, primary_k
         store.create(f"{SCHEMA_DIR}/schema-0", body)
     except ObjectExistsError:
         raise TableExistsError(f"a Paimon table is already at {table_path(store)}") from None
-    lost_to_other_format(store, f"{SCHEMA_DIR}/schema-0")
     return PaimonTable("", name, store, [0])
 
 
@@ -158,7 +161,7 @@ def create_directory(path: Any, schema: pa.Schema, primary_key: Any = None, part
     # the arguments and the engine's own options, checked as for every table (the same errors)
     own: Any = {k: v for k, v in (options or {}).items() if is_engine_option(k)}  # values as the caller gave them
     TableSchema.create(schema, primary_key, partition_by, 1 if buckets == -1 else buckets, bucket_key, merge_engine,
-                       own, table_format="paimon")
+                       own)
     if buckets == -1 and bucket_key:
         raise InvalidArgumentError("a bucket key places rows in buckets: give buckets >= 1 with it, or no bucket_key "
                                    "for an append table without buckets")
@@ -189,7 +192,7 @@ def _names(value: Any, what: str) -> list[str]:
 
 def open_or_create(path: str, schema: pa.Schema, options: Mapping[str, object], tries: int = 200) -> TableDirectory:
     """The side table at `path` (a query log, an optimizer history: an append table without
-    buckets), opened as it is — of either format — or created as a Paimon table by whichever
+    buckets), opened as it is, or created as a Paimon table by whichever
     writer comes first; one that finds another mid-creation waits for it rather than fail."""
     for _ in range(tries):
         try:

@@ -459,7 +459,7 @@ class PaimonTable:
     def snapshot_ids(self) -> list[int]:
         return _numbered(list_names(self.storage, SNAPSHOT_DIR), "snapshot-")
 
-    def _latest_hint(self) -> int | None:
+    def latest_hint(self) -> int | None:
         """The LATEST hint's id, if it is there and readable (it may lag: check forward)."""
         try:
             data = read_if_exists(self.storage, LATEST_HINT)
@@ -475,17 +475,28 @@ class PaimonTable:
 
     def latest_snapshot_id(self) -> int | None:
         """The newest committed id: the LATEST hint, checked forward (it may lag)."""
-        hint = self._latest_hint()
+        hint = self.latest_hint()
         if hint is not None and self.storage.exists(self.snapshot_name(hint)):
             return self._after(hint)
         ids = self.snapshot_ids()
+        self._check_not_lost(hint, ids)
         return ids[-1] if ids else None
+
+    def _check_not_lost(self, hint: int | None, ids: list[int]) -> None:
+        """A hint above every snapshot there is names a committed snapshot that is gone (a
+        commit publishes its snapshot before the hint): damage, never read past as if the
+        snapshot before it were the latest (its changes would be lost without a word)."""
+        if hint is not None and (not ids or hint > ids[-1]):
+            raise CorruptTableError(
+                f"Paimon snapshot {self.snapshot_path(hint)} is missing: the table's LATEST hint says it was "
+                f"committed" + (f" (the newest snapshot there is {ids[-1]})" if ids else ""),
+                path=self.snapshot_path(hint))
 
     def latest_snapshot(self) -> dict | None:
         """The newest snapshot (None: the table has none), its file read at once: on an object
         store the LATEST hint, the hinted snapshot and a HEAD for the next id (three requests),
         a listing only when the hint is missing or names an expired snapshot."""
-        hint = self._latest_hint()
+        hint = self.latest_hint()
         if hint is not None:
             try:
                 found = self._read_json(self.snapshot_name(hint), "snapshot")
@@ -495,6 +506,7 @@ class PaimonTable:
                 last = self._after(hint)
                 return found if last == hint else self.snapshot(last)
         ids = self.snapshot_ids()
+        self._check_not_lost(hint, ids)
         return self.snapshot(ids[-1]) if ids else None
 
     def snapshot(self, snapshot_id: int) -> dict:
@@ -751,6 +763,12 @@ class PaimonTable:
 
     def _file(self, entry: dict, schema: PaimonSchema, known: str | None = None) -> PaimonFile:
         f = entry["_FILE"]
+        file_name = f["_FILE_NAME"]
+        if not isinstance(file_name, str) or not file_name or "/" in file_name or file_name in (".", ".."):
+            # a manifest never names a path, only a file of its bucket: anything else is damage,
+            # never followed (a cleanup must not delete outside the table)
+            raise CorruptTableError(f"a manifest of Paimon table {self.name} is damaged: it names the data file "
+                                    f"{file_name!r}, which is not a file name", path=self.full(""))
         key_types = schema.key_types
         partition = decode_row(entry["_PARTITION"], schema.partition_types, "partition")
         stats = f["_KEY_STATS"]

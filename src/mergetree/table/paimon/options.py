@@ -40,7 +40,7 @@ from ..durations import java_duration
 
 __all__ = ["EXTERNAL_PATHS", "MERGETREE_PREFIX", "ExternalPaths", "FileIndexColumn", "FileIndexSpec", "PaimonOptions",
            "Retention", "check_option_change", "check_options", "external_paths", "file_index_spec",
-           "is_known_option", "is_true", "known_options", "misspelt", "option_text", "retention"]
+           "is_known_option", "is_true", "known_options", "misspelt", "option_text", "retention", "schema_refusal"]
 
 # mergetree's own options on a Paimon table (the query log, the optimizer's layout, ...): under
 # one prefix, which Java keeps in the schema and ignores; the engine checks their values
@@ -52,6 +52,7 @@ ENGINES = {"deduplicate": "deduplicate", "first-row": "first-row", "partial-upda
 
 _HARMLESS_KEYS = {
     "owner", "comment", "path", "type", "connector", "rowkind.field", "ignore-update-before",
+    "deletion-vectors.modifiable",  # (only what ALTER TABLE allows: `check_option_change`)
     "target-file-size", "write-buffer-size", "write-buffer-spillable", "write-buffer-spill.max-disk-size",
     "write-only", "num-levels", "page-size", "cache-page-size", "sort-engine", "local-merge-buffer-size",
     "file.compression", "file.compression.zstd-level", "file.block-size", "file.suffix.include.compression",
@@ -667,3 +668,15 @@ def retention(options: Mapping[str, str]) -> Retention:
                  or changelog_age > snapshot_age)
     return Retention(changelog_min, changelog_max, changelog_age, decoupled, snapshot_min, snapshot_max, snapshot_age,
                      number("snapshot.expire.limit", 10) or 10)
+
+
+def schema_refusal(options: Mapping[str, str]) -> str | None:
+    """Why Java's `SchemaValidation` would refuse a schema with these options, which a read
+    still takes (a table an older mergetree made may have them): checked where a schema is
+    made or altered, never where one is read."""
+    engine = options.get("merge-engine", "deduplicate").strip().lower()
+    producer = options.get("changelog-producer", "none").strip().lower()
+    if engine == "first-row" and producer not in ("none", "lookup"):
+        return ("Paimon option 'changelog-producer': Java allows only 'none' and 'lookup' with the first-row merge "
+                "engine")
+    return None

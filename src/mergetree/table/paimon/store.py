@@ -32,6 +32,7 @@ from ...codec.json_files import dumps
 from ...codec.types import same_type
 from ...errors import (
     CommitConflictError,
+    CompactionConflictError,
     InvalidArgumentError,
     ObjectExistsError,
     ObjectNotFoundError,
@@ -42,10 +43,10 @@ from ...errors import (
 from ...storage import Store
 from .. import paths
 from ..changes.compute import PRODUCER_PROPERTY
-from ..directory import TableDirectory, open_table
+from ..directory import TableDirectory
 from ..dvfiles import DeletionVectorRef
 from ..files import DataFileMeta, final_rows, remove_uncommitted
-from ..formats import is_paimon_table
+from ..formats import refuse_older
 from ..journal import creating, is_location
 from ..levers.preaggregates import model_signature, sidecar_of, write_preaggregate
 from ..objects import list_names, read_if_exists, storage_for
@@ -87,7 +88,16 @@ from .metadata import (
     relative_bucket_path,
 )
 from .metadata import clear_caches as clear_metadata_caches
-from .options import CLUSTERING_COLUMNS, check_option_change, file_index_spec, is_true, misspelt, option_text, retention
+from .options import (
+    CLUSTERING_COLUMNS,
+    check_option_change,
+    file_index_spec,
+    is_true,
+    misspelt,
+    option_text,
+    retention,
+    schema_refusal,
+)
 from .schema_changes import SchemaChange, apply_changes
 from .tables import (
     bloom_option_changes,
@@ -107,10 +117,23 @@ def snapshot_of(document: dict) -> Snapshot:
     return Snapshot(int(document["id"]), int(document["schemaId"]), str(document.get("commitKind", "APPEND")),
                     int(document.get("timeMillis") or 0), str(document.get("baseManifestList") or ""),
                     str(document.get("deltaManifestList") or ""), int(document.get("totalRecordCount") or 0),
-                    int(document.get("deltaRecordCount") or 0), 0,
+                    int(document.get("deltaRecordCount") or 0), _retries(document),
                     str(document.get("changelogManifestList") or ""),
                     {str(k): str(v) for k, v in (document.get("properties") or {}).items()},
                     str(document.get("indexManifest") or ""))
+
+
+# the commit races a mergetree commit lost before it won, among the snapshot's properties (Java
+# keeps and ignores them): `Snapshot.commit_retries`, the history's fairness column
+RETRIES_PROPERTY = "mergetree.commit-retries"
+
+
+def _retries(document: dict) -> int:
+    text = (document.get("properties") or {}).get(RETRIES_PROPERTY)
+    try:
+        return max(int(text), 0) if text is not None else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 class FileStats(Mapping):
@@ -287,7 +310,8 @@ class PaimonSnapshotStore:
                      for kind, pf in self.table.manifest_file_entries(name, schema))
 
     def latest_hint(self) -> int | None:
-        return self.table.latest_snapshot_id()
+        """The LATEST hint's id as it is (it may lag, or name a snapshot that is gone)."""
+        return self.table.latest_hint()
 
     # -- the schema ----------------------------------------------------------------------
     def alter_options(self, changes: Mapping[str, Any]) -> TableDirectory:
@@ -319,6 +343,9 @@ class PaimonSnapshotStore:
                 options.pop(name, None)
             else:
                 options[name] = text
+        refused = schema_refusal(options) if schema_refusal(before) is None else None  # (an old one may stay)
+        if refused is not None:
+            raise UnsupportedPaimonFeatureError(refused)
         fresh = {k: v for k, v in document.items() if k != "timeMillis"}
         fresh.update(id=schema.id + 1, options=options)
         return self._publish_schema(fresh, {option_name(k) for k in changes}, "options")
@@ -516,11 +543,11 @@ class PaimonSnapshotStore:
         written: list[str] = []
         try:
             for model in missing:
-                name = posixpath.basename(sidecar_of(origin.file.file_name, model, True))
+                name = posixpath.basename(sidecar_of(origin.file.file_name, model))
                 target = origin.extra_source(name)
                 creating(target.storage, target.name)
                 written.append(target.name)
-                write_preaggregate(rows, model, target, True)
+                write_preaggregate(rows, model, target)
                 extras.append(name)
         except BaseException:
             if written:
@@ -820,10 +847,6 @@ class PaimonSnapshotStore:
     def is_changelog(self, relative: str) -> bool:
         return bool(_CHANGELOG.fullmatch(relative.rpartition("/")[2]))
 
-    # a file's sequence numbers are the ones it holds (Paimon's manifests have no shift): a write
-    # renumbered after a lost race rewrites its level-0 files
-    sequences_in_manifest = False
-
     def write_deletion_vectors(self, partition: tuple, bucket: int, directory: str, vectors: Mapping[str, Any],
                                staying: Sequence[DataFileMeta]) -> dict[str, DeletionVectorRef]:
         """Paimon keeps one index file per bucket: the new vectors (engine file name -> positions)
@@ -923,7 +946,6 @@ class PaimonSnapshotStore:
         # Java's `Consumer` JSON holds the position alone; its expiry goes by the file's time
         return json.dumps({"nextSnapshot": next_snapshot}).encode()
 
-    consumer_time_in_file = False
 
     def consumer_updated(self, relative: str, document: dict) -> object:
         """When the consumer last recorded its progress (milliseconds): the file's modification
@@ -1005,18 +1027,31 @@ class PaimonSnapshotStore:
 
         # the commit's properties as the snapshot keeps them (a stream's batch id), but the
         # changelog's producer: `_marked` names it by the table's rules, never a writer's word
-        own = {k: v for k, v in (properties or {}).items() if k != PRODUCER_PROPERTY} or None
+        own = {k: v for k, v in (properties or {}).items() if k not in (PRODUCER_PROPERTY, RETRIES_PROPERTY)}
+        if retries:
+            own[RETRIES_PROPERTY] = str(retries)
 
         def moved(newer: dict) -> None:
             # a write or overwrite is redone by the engine on the newer snapshot (renumbered,
             # its deletes read again), never committed on one it was not made for
             raise CommitConflictError(f"Paimon table {table.name} moved to snapshot {newer.get('id')}")
+
+        def vectors_kept(newer: dict) -> None:
+            # a rewrite read its inputs' rows less their deletion vectors as they were: one that
+            # a newer commit gave more deleted rows (a vector only grows) would bring them back
+            live = self._entries(newer)
+            changed = [e.file.file_name for e in deletes if e.file.file_name in live
+                       and live[e.file.file_name].file.deleted_rows != e.file.deleted_rows]
+            if changed:
+                raise CompactionConflictError(
+                    f"another commit to Paimon table {table.name} (snapshot {newer.get('id')}) deleted rows of "
+                    f"{len(changed)} input file(s) of this rewrite (e.g. {changed[0]}); nothing was committed")
         try:
             new_id = commit_files(table, base, schema, [record(e, source) for e in adds],
                                   [dict(e.file.origin.file.record, _KIND=DELETE) for e in deletes], written, kind,
-                                  index or None, check=None if kind == "COMPACT" else moved,
+                                  index or None, check=vectors_kept if kind == "COMPACT" else moved,
                                   changelog=[record(e, FILE_SOURCE_APPEND) for e in changelog] or None, kept=kept,
-                                  properties=own)
+                                  properties=own or None)
         except BaseException:
             remove_files(table, written)
             raise
@@ -1112,12 +1147,11 @@ def clear_caches() -> None:
 
 
 def open_directory(location: str | Store) -> TableDirectory:
-    """The engine's `TableDirectory` of the table at `location`, whichever format it is in:
-    a Paimon table (``schema/schema-<id>``) or one of mergetree's own (TableNotFoundError: none);
-    its latest snapshot is not read (a damaged one is for the caller to find)."""
+    """The engine's `TableDirectory` of the Paimon table at `location` (TableNotFoundError: none;
+    UnsupportedFormatError, saying to migrate it: a table of mergetree's older format); its
+    latest snapshot is not read (a damaged one is for the caller to find)."""
     storage = location if isinstance(location, Store) else storage_for(location)
-    if not is_paimon_table(storage):
-        return open_table(storage, check=False)
+    refuse_older(storage)
     return paimon_directory(PaimonTable.open(storage, None))
 
 
@@ -1125,6 +1159,6 @@ def paimon_directory(table: PaimonTable, schema: PaimonSchema | None = None) -> 
     """The engine's `TableDirectory` of a Paimon table read under `schema` (default: its latest)."""
     schema = schema if schema is not None else table.schema()
     ts = table_schema(schema)
-    return TableDirectory(table.path, ts, table_options(schema), PaimonSnapshotStore(table, schema),  # type: ignore[arg-type]
+    return TableDirectory(table.path, ts, table_options(schema), PaimonSnapshotStore(table, schema),
                           table.storage)
 

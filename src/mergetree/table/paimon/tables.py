@@ -108,7 +108,7 @@ def _parsed(schema: PaimonSchema) -> TableOptions:
     # the query log of a Paimon table comes with its place beside the table (a later step)
     shared.setdefault(KEY_QUERY_LOG, "false")
     key = tuple(schema.trimmed_keys) if schema.primary_keys else ()
-    parsed = TableOptions.parse(shared, names, opts.engine if key else "deduplicate", key, "paimon")
+    parsed = TableOptions.parse(shared, names, opts.engine if key else "deduplicate", key)
     blooms, fpp = parquet_blooms(schema)
     return dataclasses.replace(
         parsed, aggregations=dict(opts.aggregations), bloom_columns=blooms, bloom_fpp=fpp,
@@ -172,7 +172,7 @@ def check_parquet_options(options: dict[str, str], schema: pa.Schema) -> None:
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise InvalidArgumentError(f"Paimon option {key!r} names column {column!r}, which the table "
                                            f"lacks{hint}")
-            require(column, schema.field(column).type, "bloom", "paimon")
+            require(column, schema.field(column).type, "bloom")
         if base == PARQUET_BLOOM_FPP:
             try:
                 fpp = float(value.strip())

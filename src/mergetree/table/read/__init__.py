@@ -1,7 +1,8 @@
 """The read path, shared by `Table.read`/`Table.scan`/`Table.plan` and the Spark data source:
 `plan` decides which files (and row groups) a filtered read touches and reports what each
 pruning step removed; `merged` merges each bucket's sections on read; `execute` runs a planned
-read (all buckets in threads, Top-N, first rows, a stream); `topn` holds the Top-N rules over
+read (all buckets in threads, Top-N, first rows, a stream); `keyorder` merges the buckets into
+primary-key order (`read(sorted=True)`); `topn` holds the Top-N rules over
 file statistics; `split` cuts a bucket into key ranges for parallel tasks and reads several
 buckets as one; `model` is what they pass between them."""
 from __future__ import annotations

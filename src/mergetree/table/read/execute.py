@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 
 from ..directory import TableDirectory
+from .keyorder import key_ordered, sort_by_key
 from .merged import read_bucket
 from .model import BucketPlan, PreparedRead
 from .point import read_points
@@ -20,10 +21,15 @@ def read_table(directory: TableDirectory, read: PreparedRead, threads: int | Non
     """Every bucket of the plan, read in `threads` threads (default: one per CPU; the merge and
     Parquet decoding run without the GIL, so they overlap), bucket after bucket; or a point
     lookup through the files' page indexes (`point.read_points`); or a Top-N read; or a read
-    that stops after `limit` rows."""
-    point = read_points(directory, read)
+    that stops after `limit` rows; in key order (`read.in_key_order`), every section of the
+    plan merged as a sorted run (`keyorder`)."""
+    # a point lookup's rows are sorted afterwards, which needs their key columns
+    point = read_points(directory, read) if not read.in_key_order or \
+        set(directory.schema.primary_key) <= set(read.columns) else None
     if point is not None:
-        out = point
+        out = sort_by_key(directory, point) if read.in_key_order else point
+    elif read.in_key_order:
+        out = pa.Table.from_batches(list(key_ordered(directory, read, threads)), schema=read.output_schema)
     elif read.order_by:
         out = _read_top_n(directory, read)
     elif read.limit is not None:
@@ -99,7 +105,9 @@ def _read_first(directory: TableDirectory, read: PreparedRead) -> pa.Table:
 
 
 def scan_table(directory: TableDirectory, read: PreparedRead) -> pa.RecordBatchReader:
-    """A streaming read: one bucket section at a time."""
+    """A streaming read: one bucket section at a time (in key order: all sections merged)."""
+    if read.in_key_order:
+        return pa.RecordBatchReader.from_batches(read.output_schema, key_ordered(directory, read))
     if read.order_by or read.limit is not None:
         return pa.RecordBatchReader.from_batches(read.output_schema,
                                                  read_table(directory, read, None).to_batches())

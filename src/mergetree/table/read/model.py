@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import filters as flt
+from ..display import count_text, size_text
 from ..files import DataFileMeta
 from ..indexes.skipping import STEPS
 
@@ -37,6 +38,12 @@ class BucketPlan:
     @property
     def files(self) -> list[DataFileMeta]:
         return [f for section in self.sections for run in section for f in run]
+
+    def __repr__(self) -> str:
+        part = f"partition={self.partition}, " if self.partition else ""
+        cut = f", keys [{self.key_range[0]}, {self.key_range[1]})" if self.key_range is not None else ""
+        return (f"BucketPlan({part}bucket={self.bucket}, {count_text(len(self.sections), 'section')}, "
+                f"{count_text(len(self.files), 'file')}, {size_text(self.bytes)}{cut})")
 
     @property
     def bytes(self) -> int:
@@ -80,6 +87,14 @@ class ReadPlan:
     def pruned_files(self) -> int:
         return self.files_total - len(self.files)
 
+    def __repr__(self) -> str:
+        left = self.files
+        removed = [f"{name} {step.files:,}" for name, step in self.steps.items() if step.files]
+        return (f"ReadPlan(snapshot={self.snapshot_id}, {len(left):,} of {count_text(self.files_total, 'file')} "
+                f"({size_text(sum(m.file_size for m in left))} of {size_text(self.bytes_total)}) in "
+                f"{count_text(len(self.buckets), 'bucket')}"
+                + (f"; removed by {', '.join(removed)}" if removed else "") + ")")
+
     def explain(self) -> list[list[str]]:
         """The plan as table rows: each step and what it removed, then what is left to read."""
         rows = [["step", "files removed", "MiB removed"]]
@@ -121,6 +136,16 @@ class ReadStats:
     requests: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        extra = [text for n, text in ((self.rows_merged, f"{self.rows_merged:,} rows merged"),
+                                      (self.point_files, f"{self.point_files:,} searched by page index"),
+                                      (self.used_preaggregates, f"{self.used_preaggregates:,} from pre-aggregates"))
+                 if n]
+        return (f"ReadStats({self.files_read:,} of {count_text(self.files_total, 'file')} read "
+                f"({size_text(self.bytes_read)} of {size_text(self.bytes_total)}), "
+                f"{count_text(self.rows_out, 'row')} out" + "".join(f", {e}" for e in extra)
+                + (f", requests {format_requests(self.requests)}" if self.requests else "") + ")")
+
     def count(self, files: Sequence[DataFileMeta]) -> None:
         with self._lock:
             self.files_read += len(files)
@@ -150,3 +175,4 @@ class PreparedRead:
     # the whole filter in the data files' columns (`plan.final_filter`): pushed into the scan of
     # files whose rows are final
     final_filter: pc.Expression | None = None
+    in_key_order: bool = False  # rows in primary-key order across buckets (`read(sorted=True)`)

@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 
 from ...errors import InvalidArgumentError
 from .. import filters as flt
-from ..buckets import bucket_ids
 from ..directory import TableDirectory
 from ..files import DataFileMeta
 from ..indexes.skipping import decide
@@ -22,6 +21,7 @@ from ..paimon.tables import buckets_for as paimon_buckets_for
 from ..schema import KEY_PREFIX
 from ..sections import interval_partition
 from ..snapshots import Snapshot
+from .keyorder import check_key_order
 from .model import BucketPlan, OrderBy, PreparedRead, ReadPlan, ReadStats, requests_since
 from .topn import checked_order_by, plan_top_n
 
@@ -32,12 +32,11 @@ def snapshot_for(directory: TableDirectory, snapshot: Any) -> Snapshot | None:
     """The snapshot a read asks for (None: the latest)."""
     if snapshot is None:
         return directory.latest_snapshot()
-    if isinstance(snapshot, (str, dt.datetime)) and directory.schema.paimon is not None:
-        return directory.store.resolve(snapshot)  # type: ignore[attr-defined]
+    if isinstance(snapshot, (str, dt.datetime)):
+        return directory.store.resolve(snapshot)
     if isinstance(snapshot, bool) or not isinstance(snapshot, int):
-        what = "a snapshot id (an int), a tag name or a point in time (a datetime or an ISO 8601 string)" \
-            if directory.schema.paimon is not None else "a snapshot id (an int)"
-        raise InvalidArgumentError(f"snapshot must be {what}, not {snapshot!r}")
+        raise InvalidArgumentError(f"snapshot must be a snapshot id (an int), a tag name or a point in time (a "
+                                   f"datetime or an ISO 8601 string), not {snapshot!r}")
     return directory.store.snapshot(snapshot)
 
 
@@ -143,22 +142,7 @@ def sections_of(files: list[DataFileMeta]) -> list[list[list[DataFileMeta]]]:
 
 def _buckets_for(directory: TableDirectory, f: flt.Filter) -> set[int] | None:
     """Buckets that can hold matching rows, from = / IN on every bucket-key column."""
-    ts = directory.schema
-    if ts.paimon is not None:
-        return paimon_buckets_for(ts.paimon, f)
-    if ts.buckets == 1 or not ts.bucket_key:
-        return None
-    choices = [flt.equality_values(f, c) for c in ts.bucket_key]
-    if any(c is None for c in choices):
-        return None
-    combos = list(itertools.product(*choices))  # type: ignore[arg-type]
-    if not combos:
-        return set()
-    if len(combos) > 10_000:
-        return None
-    probe = pa.table({c: pa.array([combo[i] for combo in combos], type=ts.schema.field(c).type)
-                      for i, c in enumerate(ts.bucket_key)})
-    return set(int(b) for b in bucket_ids(probe, list(ts.bucket_key), ts.buckets))
+    return paimon_buckets_for(directory.schema.paimon, f)
 
 
 def columns_for(directory: TableDirectory, columns: Any) -> list[str]:
@@ -179,15 +163,16 @@ def columns_for(directory: TableDirectory, columns: Any) -> list[str]:
 
 
 def prepare_read(directory: TableDirectory, columns: Any, filter: flt.Filter, snapshot: Any,
-                 order_by: Any = None, limit: Any = None) -> PreparedRead:
+                 order_by: Any = None, limit: Any = None, sorted_: Any = False) -> PreparedRead:
     schema = directory.schema.schema
     names = columns_for(directory, columns)
     f = flt.normalize(filter, schema)
     order, limit = order_by_for(directory, order_by, limit)
+    in_key_order = check_key_order(directory, sorted_, order)
     plan = plan_read(directory, f, snapshot, order, limit)
     return PreparedRead(names, pa.schema([schema.field(c) for c in names]), flt.to_expression(f, schema),
                         file_filter(directory, f), plan, order, limit,
-                        ReadStats(plan.files_total, plan.bytes_total), f, final_filter(directory, f))
+                        ReadStats(plan.files_total, plan.bytes_total), f, final_filter(directory, f), in_key_order)
 
 
 def final_filter(directory: TableDirectory, f: flt.Filter) -> pc.Expression | None:

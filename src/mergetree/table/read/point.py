@@ -483,12 +483,7 @@ def _unreadable(storage: Store, meta: DataFileMeta, path: str, exc: BaseExceptio
 
 
 def _as_recorded(meta: DataFileMeta, columns: list[str], pieces: list[pa.Table]) -> list[pa.Table]:
-    """A file's rows as its manifest entry says they are: sequence numbers shifted (a renumbered
-    write), a Paimon file's columns in the read schema's types."""
-    if meta.sequence_shift and SEQUENCE_COLUMN in columns:
-        at = columns.index(SEQUENCE_COLUMN)
-        shift = pa.scalar(meta.sequence_shift, pa.int64())
-        pieces = [t.set_column(at, t.schema.field(at), pc.add(t.column(at), shift)) for t in pieces]
+    """A file's rows as its manifest entry says they are: its columns in the read schema's types."""
     if meta.origin is not None:
         pieces = [pa.Table.from_batches([meta.origin.conform(b) for b in t.to_batches()]) if t.num_rows else t
                   for t in pieces]

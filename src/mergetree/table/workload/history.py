@@ -49,6 +49,9 @@ class PassReport:
     layout: str = ""
     seconds: float = 0.0
 
+    def __repr__(self) -> str:
+        return f"PassReport({self.table!r}, {self.line()})"
+
     def line(self) -> str:
         if self.status != "committed":
             return f"{self.tier}: {self.status}"

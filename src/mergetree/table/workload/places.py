@@ -25,8 +25,8 @@ from ..options import KEY_QUERY_LOG
 from ..paimon.store import open_directory
 from ..paimon.tables import option_name
 
-__all__ = ["WAREHOUSE_ENVIRONMENT", "WORKLOAD_DATABASE", "keeps_own_log", "routed", "set_workload_warehouse",
-           "side_table", "workload_warehouse"]
+__all__ = ["WAREHOUSE_ENVIRONMENT", "WORKLOAD_DATABASE", "keeps_own_log", "route_elsewhere", "routed",
+           "set_workload_warehouse", "side_table", "table_slug", "workload_warehouse"]
 
 WAREHOUSE_ENVIRONMENT = "MERGETREE_WORKLOAD_WAREHOUSE"
 WORKLOAD_DATABASE = "mergetree_workload"
@@ -34,6 +34,8 @@ WORKLOAD_DATABASE = "mergetree_workload"
 _lock = threading.Lock()
 _warehouse: str | None = None           # set_workload_warehouse's (None: the environment's, if any)
 _routes: dict[str, str | None] = {}     # table path -> its name in the workload warehouse (None: beside it)
+# tables of other formats (an Iceberg table's iceberg:// name): their workload tables' warehouse and name
+_elsewhere: dict[str, tuple[str, str]] = {}
 
 
 def set_workload_warehouse(location: str | os.PathLike | None,
@@ -69,9 +71,9 @@ def workload_warehouse() -> str | None:
 
 
 def keeps_own_log(directory: TableDirectory) -> bool:
-    """Does the table say whether it keeps a log beside it — a table of mergetree's own format,
-    or a Paimon table with ``mergetree.query-log.enabled`` (every table `Table.create` makes)?"""
-    return directory.schema.paimon is None or option_name(KEY_QUERY_LOG) in directory.schema.options
+    """Does the table say whether it keeps a log beside it (``mergetree.query-log.enabled``: every
+    table `Table.create` makes; a table Java or pypaimon made does not)?"""
+    return option_name(KEY_QUERY_LOG) in directory.schema.options
 
 
 def routed(directory: TableDirectory) -> bool:
@@ -83,9 +85,21 @@ def routed(directory: TableDirectory) -> bool:
     return name is not None
 
 
+def route_elsewhere(table_path: str, warehouse: str, name: str) -> None:
+    """Keep the workload tables of the table named `table_path` (not a Paimon table's directory:
+    an ``iceberg://`` name) in `warehouse` (a workload warehouse: `set_workload_warehouse`'s when
+    there is one, else its format's own place beside its catalog) as ``<name>_<kind>``."""
+    with _lock:
+        _elsewhere[table_path] = (warehouse, name)
+
+
 def side_table(table_path: str, kind: str) -> str:
     """Where the workload table `kind` ("queries": the query log, "optimizer": the history) of
     the table at `table_path` is: beside it, or in the workload warehouse."""
+    with _lock:
+        elsewhere = _elsewhere.get(table_path)
+    if elsewhere is not None:
+        return _in_warehouse(elsewhere[0], f"{elsewhere[1]}_{kind}")
     key = _key(table_path)
     with _lock:
         known = key in _routes
@@ -104,9 +118,12 @@ def side_table(table_path: str, kind: str) -> str:
     warehouse = workload_warehouse()
     if name is None or warehouse is None:
         return f"{table_path.rstrip('/')}/{kind}" if is_uri(table_path) else os.path.join(table_path, kind)
-    table = f"{name}_{kind}"
+    return _in_warehouse(warehouse, f"{name}_{kind}")
+
+
+def _in_warehouse(warehouse: str, table: str) -> str:
     if is_uri(warehouse):
-        return f"{warehouse}/{WORKLOAD_DATABASE}.db/{table}"
+        return f"{warehouse.rstrip('/')}/{WORKLOAD_DATABASE}.db/{table}"
     return os.path.join(warehouse, f"{WORKLOAD_DATABASE}.db", table)
 
 
@@ -122,5 +139,10 @@ def _table_name(directory: TableDirectory) -> str:
     name = parts[-1]
     if len(parts) > 1 and parts[-2].endswith(".db"):
         name = f"{parts[-2][:-3]}_{name}"
+    return table_slug(name, _key(path))
+
+
+def table_slug(name: str, location: str) -> str:
+    """`name` in the letters Paimon's catalogs take, with eight hex digits of `location`."""
     slug = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_") or "table"
-    return f"{slug[:48]}_{hashlib.sha256(_key(path).encode()).hexdigest()[:8]}"
+    return f"{slug[:48]}_{hashlib.sha256(location.encode()).hexdigest()[:8]}"

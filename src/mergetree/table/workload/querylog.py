@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -50,8 +51,9 @@ from .logtables import read_rows as read_log_table
 from .places import keeps_own_log, routed, side_table
 
 __all__ = ["LOG_SCHEMA", "PREDICATE_KINDS", "QUERY_LOG_DIR", "QueryRecord", "append_rows", "filter_from_json",
-           "filter_to_json", "flush", "log_path", "logging_enabled", "predicate_kinds", "query_source", "read_rows",
-           "record"]
+           "filter_to_json", "flush", "log_path", "logging_enabled", "logging_enabled_for", "predicate_kinds",
+           "query_source", "read_rows",
+           "record", "record_read"]
 
 QUERY_LOG_DIR = "queries"
 FLUSH_SECONDS = 5.0          # each flush is a commit to the log: few and large beats many and small
@@ -98,6 +100,12 @@ _log = logging.getLogger("mergetree.querylog")
 def log_path(table_path: str) -> str:
     """Where a table's query log lives: beside it, or in the workload warehouse (`places`)."""
     return side_table(table_path, QUERY_LOG_DIR)
+
+
+def logging_enabled_for(table_path: str) -> bool:
+    """Are the reads of a table of another format (an Iceberg table, whose workload tables
+    `places.route_elsewhere` routed) logged?  Always, but with ``MERGETREE_QUERY_LOG=0``."""
+    return os.environ.get("MERGETREE_QUERY_LOG", "1") not in ("0", "false", "off")
 
 
 def logging_enabled(directory: TableDirectory) -> bool:
@@ -248,6 +256,20 @@ _write_lock = threading.Lock()                    # one writer at a time (thread
 _wake = threading.Event()
 _thread: threading.Thread | None = None
 _failed: set[str] = set()                         # paths whose failure was reported
+
+
+def record_read(table_path: str, kind: str, f: flt.Filter, snapshot_id: int | None, stats: Any, started: float,
+                columns: Sequence[str] | None = None, order_by: Sequence[tuple[str, str]] = (),
+                limit: int | None = None, group_by: Sequence[str] = (), measures: Sequence[tuple[str, str]] = (),
+                source: str | None = None) -> None:
+    """Queue the record of a read that `stats` (a `ReadStats`) measured, begun at `started`
+    (`time.perf_counter()`).  Never raises."""
+    query = QueryRecord(kind, f, columns, list(order_by), limit, group_by, measures, snapshot_id, stats.files_read,
+                        stats.files_total, stats.bytes_read, stats.bytes_total, stats.rows_out,
+                        (time.perf_counter() - started) * 1000.0)
+    if source is not None:
+        query.source = source
+    record(table_path, query)
 
 
 def record(table_path: str, query: QueryRecord) -> None:

@@ -30,6 +30,7 @@ from ...errors import CommitConflictError, InvalidArgumentError
 from ...merge import RowKind
 from ..commit import COMMIT_RETRIES, Change, backoff, commit_with_rebase, next_sequences
 from ..directory import TableDirectory
+from ..display import count_text, moment_text
 from ..durations import parse_age, seconds
 from ..files import read_data_file
 from ..housekeeping import expire_snapshots, remove_orphan_files
@@ -55,6 +56,12 @@ class Expired:
     rewritten: list[str] = field(default_factory=list)   # data files rewritten with their newer records
     snapshots: list[int] = field(default_factory=list)   # log snapshots expired
     deleted: list[str] = field(default_factory=list)     # orphan files deleted (a crashed expire or write)
+
+    def __repr__(self) -> str:
+        before = "nothing (kept forever)" if self.cutoff is None else f"records before {moment_text(self.cutoff)}"
+        return (f"Expired({before}: {count_text(self.rows, 'record')} removed, {len(self.dropped):,} files dropped, "
+                f"{len(self.rewritten):,} rewritten, {count_text(len(self.snapshots), 'snapshot')} expired, "
+                f"{len(self.deleted):,} orphans deleted)")
 
 
 def retention_of(value: Any, name: str = "retention") -> dt.timedelta | None:

@@ -32,7 +32,8 @@ import pyarrow.compute as pc
 
 from ....errors import InvalidArgumentError, MergeTreeError
 from ...directory import TableDirectory
-from ...files import DataFileMeta, read_data_table
+from ...display import count_text
+from ...files import DataFileMeta
 from ...levers.curves import check_clusterable
 from ...levers.qdtree import QdTree, build_qdtree, query_box
 from ...options import AggregateModel, TableOptions
@@ -41,6 +42,7 @@ from .rules import (
     IndexReplay,
     LayoutChoice,
     LeverAdvice,
+    PreAggregates,
     Shape,
     choose_layout,
     clustering_candidates,
@@ -62,6 +64,7 @@ from .rules import (
 )
 from .simulate import IndexSpec, Sample, SimulatedLayout, draw_sample, simulate
 from .summary import LoggedQuery, Workload, read_log, summarize
+from .target import AdviceTarget, as_target
 
 __all__ = ["AS_NOW", "Advice", "LayoutChoice", "LeverAdvice", "advice_json", "advise", "advise_workload",
            "aggregation_ratio", "canonical_order", "choose_layout", "estimate_ndv", "files_after_rewrite",
@@ -107,14 +110,21 @@ class Advice:
         out.pop("seconds", None)
         return out
 
+    def __repr__(self) -> str:
+        changes = [f"{lever.lever} {lever.marks()}" for lever in self.levers if lever.changed]
+        expected = f", {self.reduction:.0%} fewer bytes scanned" if self.reduction is not None and changes else ""
+        return (f"Advice({self.table!r}, {count_text(self.queries, 'query')}, {self.replayed:,} replayed: "
+                f"{'recommends ' + '; '.join(changes) if changes else 'no change'}{expected}"
+                f"{f'; {len(self.refused)} not recommended' if self.refused else ''}; explain() says why)")
+
     def explain(self) -> str:
         lines = [f"{self.table}: {self.queries:,} logged queries, {self.replayed:,} replayed"]
         for lever in self.levers:
-            marks = ", ".join(f"{'+' if s == 'added' else '-' if s == 'removed' else '='}{x}" for x, s in lever.changes)
+            marks = lever.marks()
             effect = ""
             if lever.files_before is not None and lever.files_after is not None:
                 effect = f" [{lever.queries:,} queries: {lever.files_before:.1f} -> {lever.files_after:.1f} files each]"
-            lines.append(f"  {lever.lever}: {marks or '(none)'}{effect}\n    {lever.reason}")
+            lines.append(f"  {lever.lever}: {marks}{effect}\n    {lever.reason}")
         for reason in self.refused:
             lines.append(f"  not recommended: {reason}")
         if self.reduction is not None:
@@ -189,32 +199,20 @@ def estimate_ndv(sample: Sample) -> dict[str, float]:
     return out
 
 
-def files_after_rewrite(directory: TableDirectory, metas: Sequence[DataFileMeta], target_file_size: int) -> int:
-    """How many files a rewrite would write: mergetree's own files are rolled at the target size
-    *in memory* (Arrow), so the rows' in-memory size is measured on the largest file, not taken
-    from the compressed Parquet sizes; a Paimon table's are rolled at their size on disk, as
-    Java's writers roll them, so its files' sizes say."""
+def files_after_rewrite(metas: Sequence[DataFileMeta], target_file_size: int) -> int:
+    """How many files a rewrite would write: files are rolled at their size on disk, as Java's
+    writers roll them, so the files' sizes say."""
     if not metas:
         return 1
-    if directory.schema.paimon is not None:
-        return max(1, math.ceil(sum(m.file_size for m in metas) / max(target_file_size, 1)))
-    largest = max(metas, key=lambda m: m.row_count)
-    if largest.row_count == 0:
-        return 1
-    largest_rows = read_data_table(directory.storage, largest)
-    if largest_rows is None:
-        return 1
-    per_row = largest_rows.nbytes / max(largest_rows.num_rows, 1)
-    total_rows = sum(m.row_count for m in metas)
-    return max(1, math.ceil(total_rows * per_row / max(target_file_size, 1)))
+    return max(1, math.ceil(sum(m.file_size for m in metas) / max(target_file_size, 1)))
 
 
-def aggregation_ratio(directory: TableDirectory, metas: Sequence[DataFileMeta], group_by: Sequence[str],
+def aggregation_ratio(target: AdviceTarget, metas: Sequence[DataFileMeta], group_by: Sequence[str],
                       files: int = 3) -> float:
     """Groups per row when grouping real files by `group_by` (the largest `files` files)."""
     rows = groups = 0
     for meta in sorted(metas, key=lambda m: (-m.row_count, m.file_name))[:files]:
-        data = read_data_table(directory.storage, meta, list(group_by))
+        data = target.read_file(meta, list(group_by))
         if data is None:
             continue
         rows += data.num_rows
@@ -303,32 +301,44 @@ class _Layout:
     bloom_bound: dict[str, str] = field(default_factory=dict)   # D1's columns left to a Bloom filter
 
 
-def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas: Sequence[DataFileMeta],
+def advise_workload(table: TableDirectory | AdviceTarget, queries: list[LoggedQuery], metas: Sequence[DataFileMeta],
                     sample_rows: int = 200_000, replay_queries: int = REPLAY_QUERIES) -> Advice:
     """The advice for these logged queries on the table's files: the inputs gathered once, each
     lever's rule (`rules`) in turn, then what `apply` writes and the expected effect."""
     started = time.perf_counter()
-    options = directory.options
+    target = as_target(table)
+    options = target.options
     queries = canonical_order(queries)
-    advice = Advice(directory.path, len(queries), 0)
+    advice = Advice(target.path, len(queries), 0)
     w = summarize(queries)
     if not queries:
         advice.refused.append("no queries are logged for the period: nothing to learn from")
         return advice
-    inputs = _gather(directory, w, metas, sample_rows, replay_queries, advice)
+    inputs = _gather(target, w, metas, sample_rows, replay_queries, advice)
     if inputs is None:
         return advice
-    layout = _distribution(directory, w, inputs, advice)
+    layout = _distribution(target, w, inputs, advice)
     indexes = index_rules(w, inputs.known, inputs.ndv, inputs.sample.skipped, options.bloom_columns,
                           options.bitmap_columns, layout.bloom_bound, _index_replay(inputs, layout.chosen, options))
-    advice.levers += indexes.levers
     advice.refused += indexes.refused
-    sort = sort_rule(w, inputs.known, directory.schema.has_primary_key, options.sort_within)
+    sort = sort_rule(w, inputs.known, target.has_primary_key, options.sort_within)
     pre = preaggregate_rule(w, inputs.known, options.aggregate_models,
-                            lambda group_by: aggregation_ratio(directory, metas, group_by))
+                            lambda group_by: aggregation_ratio(target, metas, group_by))
+    if "bitmap" not in target.levers:  # a format without a bitmap index (Iceberg's): nothing to add
+        carried = [lever for lever in indexes.levers if lever.lever == "bitmap" and lever.changed]
+        indexes.bitmap = set(options.bitmap_columns)
+        indexes.levers = [lever for lever in indexes.levers if lever.lever != "bitmap"]
+        advice.refused += [f"bitmap on {', '.join(lever.recommended)}: the table's format keeps no bitmap index"
+                           for lever in carried if lever.recommended]
+    if "pre-aggregate" not in target.levers and pre.lever is not None:
+        if pre.models != options.aggregate_models:
+            advice.refused.append(f"pre-aggregates ({', '.join(sorted(pre.models)) or 'none'}): the table's format "
+                                  f"keeps none")
+        pre = PreAggregates(None, dict(options.aggregate_models), {})
+    advice.levers += indexes.levers
     advice.levers += [lever for lever in (sort, pre.lever) if lever is not None]
     # in the table's own option names (a Paimon table's Bloom filters are Parquet's, by column)
-    advice.options = directory.store.native_options(options_to_apply(
+    advice.options = target.native_options(options_to_apply(
         layout=layout.new, tree=layout.tree, bloom=(options.bloom_columns, indexes.bloom),
         bitmap=(options.bitmap_columns, indexes.bitmap),
         sort=(options.sort_within, sort.recommended if sort else options.sort_within),
@@ -336,7 +346,7 @@ def advise_workload(directory: TableDirectory, queries: list[LoggedQuery], metas
     final = layout.chosen.with_indexes(IndexSpec(frozenset(indexes.bloom), frozenset(indexes.bitmap),
                                                  options.bloom_fpp))
     # measured once per grouping (reading real files): P1 measured the new models' already
-    ratios = {m.name: pre.ratios.get(tuple(m.group_by)) or aggregation_ratio(directory, metas, m.group_by)
+    ratios = {m.name: pre.ratios.get(tuple(m.group_by)) or aggregation_ratio(target, metas, m.group_by)
               for m in pre.models.values()}
     _expected_effect(advice, inputs, final, pre.models, ratios)
     advice.seconds = time.perf_counter() - started
@@ -355,21 +365,21 @@ def _sample_columns(w: Workload, known: set[str], options: TableOptions) -> list
     return list(dict.fromkeys(wanted))[:SAMPLE_COLUMNS]
 
 
-def _gather(directory: TableDirectory, w: Workload, metas: Sequence[DataFileMeta], sample_rows: int,
+def _gather(target: AdviceTarget, w: Workload, metas: Sequence[DataFileMeta], sample_rows: int,
             replay_queries: int, advice: Advice) -> _Inputs | None:
     """The queries to replay, the row sample, the distinct counts and the files as they are,
     simulated; None (with the refusal in `advice`) when the log names no column of the files."""
-    options = directory.options
-    known = set(directory.schema.schema.names)
+    options = target.options
+    known = set(target.arrow_schema.names)
     total_rows = sum(m.row_count for m in metas)
-    files_after = files_after_rewrite(directory, metas, options.target_file_size)
+    files_after = files_after_rewrite(metas, options.target_file_size)
     columns = _sample_columns(w, known, options)
     replayed = _Replayed(replay_sample(w.queries, replay_queries), total_rows)
     advice.replayed = len(replayed)
     if not columns or not metas:
         advice.refused.append("the logged queries filter, order and group by no column of the table's files")
         return None
-    sample = draw_sample(directory, metas, columns, sample_rows)
+    sample = draw_sample(target, metas, columns, sample_rows)
     for why in sample.skipped.values():
         advice.refused.append(f"left out of the simulation: {why}")
     ndv = estimate_ndv(sample)
@@ -415,17 +425,17 @@ def _qdtree_trial(inputs: _Inputs, filtering: _Replayed, candidates: list[str],
     return tree, _simulate_tree(inputs, tree, "qdtree", indexes), held_out
 
 
-def _distribution(directory: TableDirectory, w: Workload, inputs: _Inputs, advice: Advice) -> _Layout:
+def _distribution(target: AdviceTarget, w: Workload, inputs: _Inputs, advice: Advice) -> _Layout:
     """The distribution lever (D1-D5; `rules`): the shapes D2 names simulated on the sample and
     the queries replayed on each, walked by D3, against a qd-tree by D5."""
-    options = directory.options
+    options = target.options
     out = _Layout(inputs.current)
-    refusal = distribution_refusal(directory.schema.has_primary_key, inputs.files_after, options.target_file_size,
+    refusal = distribution_refusal(target.has_primary_key, inputs.files_after, options.target_file_size,
                                    options.deletion_vectors)
     if refusal is not None:
         advice.refused.append(refusal)
         return out
-    schema = directory.schema.schema
+    schema = target.arrow_schema
     found = clustering_candidates(w, inputs.known, inputs.ndv, inputs.sample.skipped,
                                   lambda column: _unclusterable(column, schema.field(column).type))
     advice.refused += found.refused
@@ -517,15 +527,15 @@ def _expected_effect(advice: Advice, inputs: _Inputs, final: SimulatedLayout, mo
     advice.bytes_before, advice.bytes_after = before_bytes / n, after_bytes / n
 
 
-def advise(directory: TableDirectory, since: dt.timedelta | dt.datetime | None = None,
+def advise(table: TableDirectory | AdviceTarget, since: dt.timedelta | dt.datetime | None = None,
            sample_rows: int = 200_000, replay_queries: int = REPLAY_QUERIES) -> Advice:
-    """Analyze the table's query log (queries newer than `since`) and its data."""
+    """Analyze the table's query log (queries newer than `since`) and its data: a Paimon table's
+    directory, or any `AdviceTarget` (an Iceberg table)."""
     if sample_rows < 1000:
         raise InvalidArgumentError(f"sample_rows must be at least 1000, not {sample_rows!r}")
-    queries = read_log(directory.path, since)
-    snapshot = directory.latest_snapshot()
-    metas = [e.file for e in directory.live_files(snapshot).values()] if snapshot else []
-    return advise_workload(directory, queries, metas, sample_rows, replay_queries)
+    target = as_target(table)
+    queries = read_log(target.path, since)
+    return advise_workload(target, queries, target.data_files(), sample_rows, replay_queries)
 
 
 def advice_json(advice: Advice) -> str:

@@ -137,6 +137,17 @@ class LeverAdvice:
     def changed(self) -> bool:
         return any(status != "kept" for _, status in self.changes)
 
+    def marks(self) -> str:
+        """Its changes as `+added, -removed, =kept` (`(none)` when it recommends nothing)."""
+        signs = {"added": "+", "removed": "-", "kept": "="}
+        return ", ".join(f"{signs[status]}{item}" for item, status in self.changes) or "(none)"
+
+    def __repr__(self) -> str:
+        effect = ""
+        if self.files_before is not None and self.files_after is not None:
+            effect = f"; {self.queries:,} queries: {self.files_before:.1f} -> {self.files_after:.1f} files each"
+        return f"LeverAdvice({self.lever}: {self.marks()}{effect})"
+
 
 # ---------------------------------------------------------------------------
 # Words and numbers the rules share

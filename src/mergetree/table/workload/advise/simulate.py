@@ -41,9 +41,10 @@ import pyarrow.compute as pc
 from ....errors import UnsupportedTypeError
 from ... import filters as flt
 from ...directory import TableDirectory
-from ...files import DataFileMeta, read_data_table
+from ...files import DataFileMeta
 from ...levers.curves import cluster_order
 from ...type_policy import integer_counts
+from .target import AdviceTarget, as_target
 
 __all__ = ["KEY_BYTES", "SAMPLE_ROWS", "ColumnKeys", "IndexSpec", "Sample", "SimulatedLayout", "column_keys",
            "draw_sample", "sample_type", "simulate", "unsampled_reason"]
@@ -184,7 +185,7 @@ class Sample:
         return self._keys[column]
 
 
-def draw_sample(directory: TableDirectory, metas: Sequence[DataFileMeta], columns: Sequence[str],
+def draw_sample(table: TableDirectory | AdviceTarget, metas: Sequence[DataFileMeta], columns: Sequence[str],
                 max_rows: int = SAMPLE_ROWS, seed: int = 0) -> Sample:
     """Up to `max_rows` rows drawn uniformly from the files (the same share of each file, the
     same rows for the same files and seed).  Columns without an order (`sample_type`) are
@@ -192,7 +193,8 @@ def draw_sample(directory: TableDirectory, metas: Sequence[DataFileMeta], column
     total = sum(m.row_count for m in metas)
     rate = min(1.0, max_rows / total) if total else 1.0
     rng = np.random.default_rng(seed)
-    schema = directory.schema.schema
+    source = as_target(table)
+    schema = source.arrow_schema
     skipped: dict[str, str] = {}
     kept: list[str] = []
     types: dict[str, pa.DataType] = {}
@@ -212,7 +214,7 @@ def draw_sample(directory: TableDirectory, metas: Sequence[DataFileMeta], column
                 else np.arange(meta.row_count))
         if not len(take) or not kept:
             continue
-        data = read_data_table(directory.storage, meta, kept)
+        data = source.read_file(meta, kept)
         if data is None:
             continue
         take = take[take < data.num_rows]

@@ -1,0 +1,271 @@
+"""Rewrites of an Iceberg table's data files, one Iceberg commit per task that swaps exactly the
+files it read for the files it wrote (a task: one or more partitions' files, up to `TASK_BYTES` of
+input; a partition larger than that is a task of its own).  `minor`: a partition's small files bin-packed into
+files of the target size.  `major`: a partition's files not yet laid out for the table's layout
+(`mergetree.clustering.*`, `mergetree.sort-within.columns`) rewritten in that order, Parquet Bloom
+filters written for the columns the table's properties name
+(``write.parquet.bloom-filter-enabled.column.<c>``).  The new files carry Iceberg's field ids, so
+every engine reads them by id; their names carry the layout they were written for, so the next
+pass knows them.
+
+Nothing is lost or brought back: the rows are read with their delete files applied; before each
+commit the current snapshot is checked — every file read is still live and no delete file applies
+to it that the rewrite did not apply — and the commit asserts that snapshot (pyiceberg's retries
+are off for it), so a concurrent append, delete or overwrite by any engine either leaves the
+rewrite valid (it is checked and committed again on the new snapshot) or makes it give up,
+removing the files it wrote.  A process killed mid-rewrite leaves only unreferenced files."""
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import CommitConflictError, InvalidArgumentError
+from ..table.display import count_text, size_text
+from ..table.indexes import bloom
+from ..table.levers.optimize import layout_signature
+from ..table.levers.qdtree import layout_order
+from ..table.options import TableOptions
+
+
+class IcebergTable(Protocol):
+    """What a rewrite needs of `table.IcebergTable` (which imports this module)."""
+
+    path: str
+    iceberg: Any
+
+    @property
+    def options(self) -> TableOptions: ...
+
+    def refresh(self) -> Any: ...
+
+    def data_files(self, snapshot: Any = None) -> list[Any]: ...
+
+    def read_tasks(self, tasks: Sequence[Any], columns: list[str], f: Any) -> pa.Table: ...
+
+__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "pending_groups", "rewrite", "written_tier"]
+
+COMMIT_ATTEMPTS = 8
+TASK_BYTES = 512 * 1024 * 1024  # input bytes a task (one commit) gathers partitions up to
+MARK = "mt"  # file names of rewritten files: mt-<tier>-<layout hash>-<uuid>.parquet
+ROW_GROUP_ROWS = 128 * 1024
+
+
+@dataclass
+class IcebergRewrite:
+    """What one rewrite pass did."""
+
+    table: str
+    tier: str
+    status: str = "nothing"     # committed | nothing | conflict
+    partitions: int = 0         # partitions rewritten
+    commits: int = 0            # Iceberg commits (one per task)
+    files_in: int = 0
+    files_out: int = 0
+    rows: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    snapshot_ids: list[int] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)   # partitions given up, and why
+    seconds: float = 0.0
+
+    def __repr__(self) -> str:
+        given_up = f", {len(self.conflicts)} given up" if self.conflicts else ""
+        return (f"IcebergRewrite({self.table!r}, {self.tier}: {self.status}, {count_text(self.partitions, 'partition')}"
+                f", {self.files_in:,} files ({size_text(self.bytes_in)}) -> {self.files_out:,} "
+                f"({size_text(self.bytes_out)}), {count_text(self.rows, 'row')}{given_up}, {self.seconds:.1f}s)")
+
+
+def layout_mark(options: TableOptions) -> str:
+    """Eight hex digits naming the layout a file was written for."""
+    return hashlib.sha1(layout_signature(options).encode()).hexdigest()[:8]
+
+
+def written_tier(path: str, options: TableOptions) -> str | None:
+    """How a data file was written: "major" (laid out for the table's current layout), "minor"
+    (bin-packed), or None (as its writer wrote it)."""
+    return _tier_of(path, layout_mark(options))
+
+
+def _tier_of(path: str, mark: str) -> str | None:
+    """"major" for a file written for the current layout, "minor" for one only bin-packed, None."""
+    name = path.rsplit("/", 1)[-1]
+    parts = name.split("-")
+    if len(parts) < 3 or parts[0] != MARK:
+        return None
+    if parts[1] == "major":
+        return "major" if parts[2] == mark else None
+    return "minor" if parts[1] == "minor" else None
+
+
+def pending_groups(table: IcebergTable, tier: str) -> dict[tuple, list[Any]]:
+    """Partition -> the scan tasks a `tier` pass rewrites there: `minor`, the small files
+    (below 70% of the target size) not laid out for the current layout, where there are at least
+    two; `major`, every file not laid out for it (a partition of one such file too, when the
+    table has a layout or an in-file sort; without one, as `minor`).  Only files of the table's
+    current partition spec are rewritten (an older spec's are left as they are)."""
+    if tier not in ("minor", "major"):
+        raise InvalidArgumentError(f"tier is 'minor' or 'major', not {tier!r}")
+    options = table.options
+    mark = layout_mark(options)
+    laid_out = options.clustering is not None or bool(options.sort_within)
+    spec_id = table.iceberg.spec().spec_id
+    small = options.compaction.small_file_ratio * options.target_file_size
+    groups: dict[tuple, list[Any]] = defaultdict(list)
+    for meta in table.data_files():
+        task = meta.origin.task
+        if task.file.spec_id != spec_id:
+            continue
+        written = _tier_of(task.file.file_path, mark)
+        if tier == "major" and laid_out:
+            if written != "major":
+                groups[tuple(task.file.partition)].append(task)
+        elif written is None and task.file.file_size_in_bytes < small:
+            groups[tuple(task.file.partition)].append(task)
+    minimum = 1 if tier == "major" and laid_out else 2
+    return {p: tasks for p, tasks in groups.items() if len(tasks) >= minimum}
+
+
+def batched(groups: dict[tuple, list[Any]], limit: int | None = None) -> list[list[tuple[tuple, list[Any]]]]:
+    """The partitions in tasks of up to `limit` (default `TASK_BYTES`) input bytes, in partition order."""
+    limit = TASK_BYTES if limit is None else limit
+    out: list[list[tuple[tuple, list[Any]]]] = []
+    size = 0
+    for partition, tasks in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+        bytes_in = sum(int(t.file.file_size_in_bytes) for t in tasks)
+        if not out or size + bytes_in > limit:
+            out.append([])
+            size = 0
+        out[-1].append((partition, tasks))
+        size += bytes_in
+    return out
+
+
+def rewrite(table: IcebergTable, tier: str = "major",
+            progress: Callable[[int, int], None] | None = None) -> IcebergRewrite:
+    """One `tier` pass over the table (see the module docstring); `progress(done, total)` per task."""
+    started = time.perf_counter()
+    table.refresh()
+    out = IcebergRewrite(table.path, tier)
+    jobs = batched(pending_groups(table, tier))
+    options = table.options
+    for done, job in enumerate(jobs):
+        read = [t for _, tasks in job for t in tasks]
+        written: list[Any] = []
+        try:
+            for _, tasks in job:
+                written += _write_group(table, tasks, tier, options)
+            snapshot_id = _commit(table, read, written, tier)
+        except CommitConflictError as exc:
+            _remove(table, [f.file_path for f in written])
+            out.conflicts.append(f"{', '.join(repr(p) for p, _ in job)}: {exc}")
+        except BaseException:
+            _remove(table, [f.file_path for f in written])
+            raise
+        else:
+            out.partitions += len(job)
+            out.commits += 1
+            out.files_in += len(read)
+            out.files_out += len(written)
+            out.rows += sum(int(f.record_count) for f in written)
+            out.bytes_in += sum(int(t.file.file_size_in_bytes) for t in read)
+            out.bytes_out += sum(int(f.file_size_in_bytes) for f in written)
+            out.snapshot_ids.append(snapshot_id)
+        if progress is not None:
+            progress(done + 1, len(jobs))
+    out.status = "committed" if out.partitions else "conflict" if out.conflicts else "nothing"
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+def _write_group(table: IcebergTable, tasks: Sequence[Any], tier: str, options: TableOptions) -> list[Any]:
+    """The partition's rows (delete files applied), ordered as the tier says, written as
+    Parquet files of about the target size beside the first file read; their DataFiles."""
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file, schema_to_pyarrow
+    iceberg_schema = table.iceberg.schema()
+    names = [f.name for f in iceberg_schema.fields]
+    rows = table.read_tasks(list(tasks), names, None)
+    file_schema = schema_to_pyarrow(iceberg_schema)  # with Iceberg's field ids
+    rows = pa.Table.from_arrays([rows.column(n).cast(file_schema.field(n).type) for n in names], schema=file_schema)
+    if tier == "major" and rows.num_rows:
+        if options.clustering is not None:
+            tree = options.clustering.tree
+            rows = rows.take(pa.array(layout_order(rows, list(options.clustering.columns),
+                                                   options.clustering.strategy, tree)))
+        elif options.sort_within:
+            rows = rows.sort_by([(c, "ascending") for c in options.sort_within])
+    per_row = max(1.0, sum(int(t.file.file_size_in_bytes) for t in tasks) / max(1, rows.num_rows))
+    rows_per_file = max(1, int(options.target_file_size / per_row))
+    directory = tasks[0].file.file_path.rsplit("/", 1)[0]
+    mark = layout_mark(options) if tier == "major" else "0"
+    blooms = {c: rows.schema.field(c).type for c in options.bloom_columns if c in rows.schema.names
+              and bloom.bloom_supported(rows.schema.field(c).type)}
+    written: list[Any] = []
+    try:
+        for start in range(0, max(rows.num_rows, 1), rows_per_file):
+            piece = rows.slice(start, rows_per_file)
+            if not piece.num_rows:
+                break
+            path = f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet"
+            with table.iceberg.io.new_output(path).create(overwrite=False) as sink:
+                pq.write_table(piece, sink, row_group_size=ROW_GROUP_ROWS, compression="zstd",
+                               bloom_filter_options=bloom.write_options(blooms, min(piece.num_rows, ROW_GROUP_ROWS),
+                                                                        options.bloom_fpp) if blooms else None)
+            written.append(parquet_file_to_data_file(table.iceberg.io, table.iceberg.metadata, path))
+    except BaseException:
+        _remove(table, [f.file_path for f in written])
+        raise
+    return written
+
+
+def _commit(table: IcebergTable, tasks: Sequence[Any], written: Sequence[Any], tier: str) -> int:
+    """Swap `tasks`' files for `written` in one commit on the current snapshot, checked first;
+    CommitConflictError when a concurrent commit made the rewrite wrong."""
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.table import Table as PyicebergTable
+    read = {t.file.file_path: {d.file_path for d in t.delete_files} for t in tasks}
+    for _ in range(COMMIT_ATTEMPTS):
+        current = table.refresh().iceberg
+        live = {t.file.file_path: t for t in current.scan().plan_files()}
+        for path, deletes in read.items():
+            if path not in live:
+                raise CommitConflictError(f"{path} was removed by a concurrent commit")
+            if {d.file_path for d in live[path].delete_files} - deletes:
+                raise CommitConflictError(f"{path} has rows deleted by a concurrent commit")
+        # the commit asserts this snapshot: with pyiceberg's own retries off, a concurrent
+        # commit fails it, and the loop checks again on the new snapshot
+        metadata = current.metadata.model_copy(
+            update={"properties": {**current.metadata.properties, "commit.retry.num-retries": "0"}})
+        pinned = PyicebergTable(current.name(), metadata, current.metadata_location, current.io, current.catalog)
+        summary = {"mergetree.rewrite": tier, "mergetree.files-read": str(len(tasks)),
+                   "mergetree.files-written": str(len(written))}
+        try:
+            with pinned.transaction() as tx:
+                with tx.update_snapshot(snapshot_properties=summary).overwrite() as swap:
+                    for task in tasks:
+                        swap.delete_data_file(live[task.file.file_path].file)
+                    for data_file in written:
+                        swap.append_data_file(data_file)
+        except CommitFailedException:
+            time.sleep(0.05 + np.random.default_rng().random() * 0.1)
+            continue
+        snapshot = table.refresh().iceberg.current_snapshot()
+        assert snapshot is not None
+        return int(snapshot.snapshot_id)
+    raise CommitConflictError(f"lost {COMMIT_ATTEMPTS} commit races in a row")
+
+
+def _remove(table: IcebergTable, paths: Sequence[str]) -> None:
+    for path in paths:
+        try:
+            table.iceberg.io.delete(path)
+        except (OSError, ValueError):
+            pass  # an unreferenced file: orphan cleaning removes what is left

@@ -1,0 +1,479 @@
+"""Iceberg tables in the organize loop (issue 39, step 1): `iceberg://CATALOG/NAMESPACE.TABLE` names a
+table of a pyiceberg catalog (SQLite, configured through pyiceberg's environment variables or
+embedded); reads are pruned by pyiceberg's planning and filtered exactly (against pyiceberg's own
+scan filtered by a plain model of SQL's rules); reads are logged beside the catalog, never in the
+table's folders; the SQL history import finds the table by its catalog name; the advisor advises
+on it and `apply` writes properties Iceberg's writers read."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+pytest.importorskip("pyiceberg", reason="the Iceberg tests need pyiceberg (the iceberg extra)")
+
+from sql_truth import truth
+
+from mergetree.errors import InvalidArgumentError, SnapshotNotFoundError, TableNotFoundError
+from mergetree.iceberg import load_catalog, parse_location
+from mergetree.iceberg import open as open_iceberg
+from mergetree.organize import import_sql
+from mergetree.table import filters as flt
+from mergetree.table.workload import querylog
+
+ROWS = 24_000
+FILES = 12
+
+
+@pytest.fixture
+def lake(tmp_path, monkeypatch):
+    """A SQLite catalog `lake` configured as pyiceberg's users configure one (its variables)."""
+    querylog.flush()  # an earlier test's reads of a table of the same name go to that test's log
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKE__TYPE", "sql")
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKE__URI", f"sqlite:///{tmp_path}/catalog.db")
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKE__WAREHOUSE", f"file://{tmp_path}/warehouse")
+    monkeypatch.delenv("MERGETREE_WORKLOAD_WAREHOUSE", raising=False)
+    catalog = load_catalog("lake")
+    catalog.create_namespace("db")
+    return catalog
+
+
+def _events(seed: int = 0, n: int = ROWS, first: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    site = rng.integers(0, 40, n).astype(str).astype(object)
+    site[rng.random(n) < 0.05] = None
+    return pa.table({"id": pa.array(np.arange(first, first + n), pa.int64()),
+                     "site": pa.array(site, pa.string()),
+                     "day": pa.array((np.datetime64("2024-01-01") + rng.integers(0, 90, n)).astype("datetime64[D]")),
+                     "amount": pa.array(np.round(rng.random(n) * 100, 2))})
+
+
+@pytest.fixture
+def events(lake):
+    """db.events: 12 appends of random rows, partitioned by month of `day`, small target files."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import MonthTransform
+    data = _events()
+    table = lake.create_table("db.events", data.schema, properties={"write.target-file-size-bytes": "60000"})
+    with table.update_spec() as spec:
+        spec.add_field("day", MonthTransform(), "day_month")
+    del PartitionField, PartitionSpec
+    for i in range(FILES):
+        table.append(data.slice(i * ROWS // FILES, ROWS // FILES))
+    return open_iceberg("iceberg://lake/db.events")
+
+
+def _reference(table, f) -> list[dict]:
+    """pyiceberg's own full scan, filtered by a plain model of SQL's rules (`sql_truth`)."""
+    rows = table.iceberg.scan().to_arrow().to_pylist()
+    typed = flt.normalize(f, table.schema)  # text values as the columns' types, as a read reads them
+    return sorted((r for r in rows if truth(typed, r) is True), key=lambda r: r["id"])
+
+
+FILTERS = [("site", "=", "7"), ("site", "!=", "7"), ("site", "is null"), ("site", "in", ["1", "2", "39"]),
+           ("day", ">=", "2024-03-01"), ("and", [("day", ">=", "2024-02-01"), ("day", "<", "2024-02-08")]),
+           ("amount", "<", 3.5), ("id", "=", 12_345)]
+
+
+def test_reads_are_the_rows_pyiceberg_reads_and_prune_files(events):
+    for f in FILTERS:
+        got = sorted(events.read(filter=f).to_pylist(), key=lambda r: r["id"])
+        assert got == _reference(events, f), f
+        streamed = pa.table(events.scan(filter=f, columns=["id"]))
+        assert sorted(streamed.column("id").to_pylist()) == [r["id"] for r in _reference(events, f)], f
+    events.read(filter=("day", ">=", "2024-03-01"))
+    month = events.last_read
+    assert month.files_total == len(events.data_files()) and 0 < month.files_read < month.files_total
+    events.read(filter=("id", "=", 12_345))
+    # the ids' bounds leave the append that wrote it: its three files, one per month
+    assert events.last_read.files_read == 3 < events.last_read.files_total == 3 * FILES
+    assert events.read(limit=5).num_rows == 5 and events.read(columns="id", limit=0).num_rows == 0
+
+
+def test_time_travel_schema_evolution_and_deletes(events):
+    from pyiceberg.types import StringType
+    first = events.snapshot_id()
+    total = events.read().num_rows
+    sevens = len(_reference(events, ("site", "=", "7")))
+    events.iceberg.delete("site = '7'")  # pyiceberg deletes by copy on write
+    with events.iceberg.update_schema() as update:
+        update.add_column("note", StringType())
+    events.refresh()
+    assert "note" in events.schema.names
+    now = events.read()
+    assert now.num_rows == total - sevens > 0
+    assert now.filter(pc.equal(now.column("site"), "7")).num_rows == 0 and now.column("note").null_count == now.num_rows
+    assert events.read(snapshot=first).num_rows == total  # the snapshot before the delete
+    with pytest.raises(SnapshotNotFoundError):
+        events.read(snapshot=1)
+    with pytest.raises(InvalidArgumentError, match="no column"):
+        events.read(columns=["nope"])
+
+
+def test_reads_are_logged_beside_the_catalog_not_in_the_table(events, tmp_path):
+    location = Path(events.iceberg.location().removeprefix("file://"))
+    before = {p for p in location.rglob("*")}
+    for k in range(3):
+        events.read(filter=("site", "=", str(k)))
+    querylog.flush(events.path)
+    log = querylog.read_rows(events.path)
+    assert log.num_rows == 3 and set(log.column("kind").to_pylist()) == {"read"}
+    assert {p for p in location.rglob("*")} == before  # nothing of mergetree's in the table's folders
+    assert (tmp_path / "warehouse" / "mergetree_workload.db").is_dir()
+
+
+def test_the_sql_history_names_the_table_as_its_catalog_does(events, tmp_path):
+    history = tmp_path / "history.sql"
+    history.write_text("""
+        SELECT site, count(*)
+        FROM lake.db.events
+        WHERE day >= DATE '2024-02-01'
+          AND day < DATE '2024-02-15'
+        GROUP BY site;
+        select * from db.events where site = '3';
+        SELECT id FROM events WHERE id = 42;
+        SELECT * FROM other_table WHERE x = 1;
+    """)
+    result = import_sql("iceberg://lake/db.events", history, dialect="trino")
+    assert (result.imported, result.other_tables) == (3, 1), result.summary()
+    log = querylog.read_rows(events.path)
+    assert log.num_rows == 3 and set(log.column("source").to_pylist()) == {"import"}
+
+
+def test_advice_on_an_iceberg_table_and_apply_writes_its_properties(events):
+    for k in range(30):  # lookups of a site: a Bloom filter or a layout by site pays
+        events.read(filter=("site", "=", str(k % 40)))
+        events.read(filter=("id", "=", 997 * k))
+    advice = events.advise()
+    assert advice.queries == 60 and advice.replayed > 0
+    assert advice.table == "iceberg://lake/db.events"
+    changed = {lever.lever for lever in advice.levers if lever.changed}
+    assert changed, advice.explain()
+    applied = events.advise(apply=True)
+    props = events.properties
+    for key, value in applied.options.items():
+        assert props.get(key) == value or (value is None and key not in props), key
+    assert all(k.startswith(("mergetree.", "write.parquet.bloom-filter")) for k in applied.options)
+    # what an Iceberg table cannot carry is not advised (no bitmap index, no pre-aggregates)
+    assert not any("bitmap" in k or "aggregate." in k for k in applied.options)
+    assert {lever.lever for lever in applied.levers} <= {"distribution", "bloom", "sort"}
+    # what was applied is what the table's options now say: advising again changes nothing
+    assert not events.advise().options
+
+
+def test_locations_and_catalogs_are_checked(lake, tmp_path, monkeypatch):
+    for bad in ("iceberg://lake", "iceberg://lake/events", "iceberg:///db.t", "s3://x/db.t", "iceberg://la ke/db.t"):
+        with pytest.raises(InvalidArgumentError, match="iceberg://CATALOG/NAMESPACE.TABLE"):
+            parse_location(bad)
+    assert parse_location("iceberg://lake/a.b.t").identifier == ("a", "b", "t")
+    with pytest.raises(TableNotFoundError, match="iceberg://lake/db.missing"):
+        open_iceberg("iceberg://lake/db.missing")
+    # a catalog configured nowhere is the embedded SQLite one, under MERGETREE_ICEBERG_HOME
+    monkeypatch.setenv("MERGETREE_ICEBERG_HOME", str(tmp_path / "home"))
+    embedded = load_catalog("scratch")
+    embedded.create_namespace("n")
+    embedded.create_table("n.t", _events(n=10).schema).append(_events(n=10))
+    assert open_iceberg("iceberg://scratch/n.t").read().num_rows == 10
+    assert (tmp_path / "home" / "scratch" / "catalog.db").is_file()
+
+
+def test_the_cli_advises_on_an_iceberg_table(events):
+    for k in range(5):
+        events.read(filter=("site", "=", str(k)))
+    querylog.flush(events.path)
+    out = subprocess.run([sys.executable, "-m", "mergetree", "advise", "iceberg://lake/db.events"],
+                         capture_output=True, text=True, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert "5 logged queries" in out.stdout
+    for command in (["queries", "show"], ["replay"], ["report", "--html", "page.html"], ["queries", "expire"]):
+        done = subprocess.run([sys.executable, "-m", "mergetree", *command[:2 if command[0] == "queries" else 1],
+                               "iceberg://lake/db.events", *command[2 if command[0] == "queries" else 1:]],
+                              capture_output=True, text=True, env=dict(os.environ), cwd=events_dir(events))
+        assert done.returncode == 0, (command, done.stderr)
+    assert "<svg" in (events_dir(events) / "page.html").read_text()
+
+
+def events_dir(table) -> Path:
+    """A scratch directory beside the test's catalog (the CLI's working directory)."""
+    path = Path(table.iceberg.location().removeprefix("file://")).parents[2] / "cli"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+# -- rewrites --------------------------------------------------------------------------------
+
+def _sorted_rows(table) -> list[dict]:
+    return sorted(table.iceberg.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+
+
+def _lookups(table, n: int = 30) -> None:
+    for k in range(n):
+        table.read(filter=("site", "=", str(k % 40)))
+
+
+def test_advise_apply_optimize_lays_the_files_out_and_changes_no_row(events, monkeypatch):
+    import polars as pl
+    monkeypatch.setenv("POLARS_ICEBERG_PLANNER", "pyiceberg")
+    before = _sorted_rows(events)
+    first = events.snapshot_id()
+    _lookups(events)
+    advice = events.advise(apply=True)
+    assert events.options.clustering is not None, advice.explain()
+    events.set_properties({"write.parquet.bloom-filter-enabled.column.id": "true"})  # as another engine's owner might
+    assert events.options.bloom_columns == ("id",)
+    events.read(filter=("site", "=", "7"))
+    files_before = events.last_read.files_read
+    result = events.optimize()
+    assert result.status == "committed" and result.rows == len(before) and result.files_in == 3 * FILES, result
+    assert _sorted_rows(events) == before  # pyiceberg's own reader
+    assert pl.scan_iceberg(events.iceberg).select(pl.len()).collect().item() == len(before)
+    assert len(events.iceberg.scan(snapshot_id=first).to_arrow()) == len(before)  # time travel to before
+    summary = events.iceberg.current_snapshot().summary
+    # the three months in one task (their input is below rewrite.TASK_BYTES): one commit swapping every file
+    assert summary["mergetree.rewrite"] == "major" and summary["mergetree.files-read"] == str(3 * FILES)
+    assert len(result.snapshot_ids) == result.commits == 1 and result.partitions == 3
+    events.read(filter=("site", "=", "7"))
+    assert events.last_read.files_read < files_before  # the layout pays
+    new_files = [m.file_name for m in events.data_files()]
+    assert all(p.rsplit("/", 1)[-1].startswith("mt-major-") for p in new_files)
+    import pyarrow.parquet as pq
+
+    from mergetree.table.indexes import bloom
+    path = new_files[0].removeprefix("file://")
+    described = bloom.describe(path, ["id"])["id"]
+    assert all(length for _, length in described.filters), "Bloom filters for the column the properties name"
+    present = pq.read_table(path, columns=["id"]).column("id")[0].as_py()
+    assert bloom.file_may_contain(path, described, [present])
+    assert not bloom.file_may_contain(path, described, [-1, 10**12])  # mergetree's own probe skips with them
+    field = pq.ParquetFile(path).schema_arrow.field("id")
+    assert field.metadata[b"PARQUET:field_id"] == b"1"  # every engine reads the file by field id
+    again = events.optimize()
+    assert again.status == "nothing" and again.files_in == 0  # laid out already
+
+
+def test_a_minor_pass_bin_packs_small_files(events):
+    before = _sorted_rows(events)
+    count = len(events.data_files())
+    result = events.optimize(tier="minor")
+    assert result.status == "committed" and result.files_out < result.files_in == count
+    assert len(events.data_files()) == count - result.files_in + result.files_out
+    assert _sorted_rows(events) == before
+    assert events.optimize(tier="minor").status == "nothing"
+    with pytest.raises(InvalidArgumentError, match="tier"):
+        events.optimize(tier="full")
+
+
+def _concurrent(op: str, catalog, model: list[dict]) -> list[dict]:
+    """Another writer's commit (pyiceberg, its own table object) and the rows it leaves."""
+    other = catalog.load_table("db.events")
+    if op == "append":
+        extra = _events(seed=9, n=500, first=10**6)
+        other.append(extra)
+        return model + extra.to_pylist()
+    if op == "delete":
+        other.delete("site = '5'")
+        return [r for r in model if r["site"] != "5"]
+    # an overwrite of February's rows
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+    february = And(GreaterThanOrEqual("day", "2024-02-01"), LessThan("day", "2024-03-01"))
+    fresh = _events(seed=11, n=300, first=2 * 10**6)
+    fresh = fresh.set_column(2, "day", pa.array([dt.date(2024, 2, 10)] * 300))
+    other.overwrite(fresh, overwrite_filter=february)
+    return [r for r in model if not dt.date(2024, 2, 1) <= r["day"] < dt.date(2024, 3, 1)] + fresh.to_pylist()
+
+
+@pytest.mark.parametrize("phase", ["planned", "written", "checked"])
+@pytest.mark.parametrize("op", ["append", "delete", "overwrite"])
+def test_a_concurrent_commit_in_any_phase_loses_nothing_and_brings_nothing_back(events, lake, monkeypatch, phase,
+                                                                                op):
+    """Another engine commits while a rewrite runs: after the files are planned, after the new
+    files are written, or between the rewrite's check of the snapshot and its commit.  The table
+    then holds exactly the other commit's result: nothing lost, duplicated or resurrected."""
+    from pyiceberg.table import Table as PyicebergTable
+
+    import mergetree.iceberg.rewrite as rewrite_module
+    monkeypatch.setattr(rewrite_module, "TASK_BYTES", 1)  # a task (a commit) per month: some may commit, some not
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    model = _sorted_rows(events)
+    fired: list[str] = []
+
+    def fire() -> None:
+        if not fired:
+            fired.append(phase)
+            model[:] = _concurrent(op, lake, model)
+    if phase == "planned":
+        real_write = rewrite_module._write_group
+        monkeypatch.setattr(rewrite_module, "_write_group", lambda *a: (fire(), real_write(*a))[1])
+    elif phase == "written":
+        real_commit = rewrite_module._commit
+        monkeypatch.setattr(rewrite_module, "_commit", lambda *a: (fire(), real_commit(*a))[1])
+    else:
+        real_transaction = PyicebergTable.transaction
+        monkeypatch.setattr(PyicebergTable, "transaction", lambda self: (fire(), real_transaction(self))[1])
+    result = events.optimize()
+    assert fired == [phase]
+    got = _sorted_rows(events)
+    assert got == sorted(model, key=lambda r: r["id"]), result
+    assert len({r["id"] for r in got}) == len(got)
+    if op == "append":  # appends touch none of the files read: every partition is rewritten
+        assert result.partitions == result.commits == 3 and not result.conflicts, result
+    else:
+        assert result.conflicts or result.partitions == 3, result
+    # the partitions given up left no file of theirs behind
+    live = {m.file_name for m in events.data_files()}
+    on_disk = {str(p) for p in Path(events.iceberg.location().removeprefix("file://")).rglob("mt-*.parquet")}
+    assert {f"file://{p}" for p in on_disk} <= live
+
+
+CHILD = """
+import os, sys
+os.environ["PYICEBERG_CATALOG__LAKE__TYPE"] = "sql"
+os.environ["PYICEBERG_CATALOG__LAKE__URI"] = sys.argv[1]
+os.environ["PYICEBERG_CATALOG__LAKE__WAREHOUSE"] = sys.argv[2]
+import mergetree.iceberg
+table = mergetree.iceberg.open("iceberg://lake/db.events")
+print("ready", flush=True)
+for tier in ("minor", "major") * 3:
+    table.optimize(tier=tier)
+"""
+
+
+def test_sigkill_mid_rewrite_leaves_the_table_readable_with_every_row(events, tmp_path):
+    import random
+    import signal
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "zorder",
+                           "mergetree.sort-within.columns": "id"})
+    before = _sorted_rows(events)
+    rng = random.Random(7)
+    for run in range(4):
+        if run:  # fresh small files to rewrite, in their own transaction, appended and later swapped
+            events.set_properties({"mergetree.clustering.strategy": ("linear", "zorder", "hilbert")[run % 3]})
+        child = subprocess.Popen([sys.executable, "-c", CHILD, f"sqlite:///{tmp_path}/catalog.db",
+                                  f"file://{tmp_path}/warehouse"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+        import time
+        time.sleep(rng.uniform(0.05, 1.0))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        assert child.returncode in (0, -signal.SIGKILL), child.stderr.read().decode()[-2000:] if child.stderr else ""
+        events.refresh()
+        assert _sorted_rows(events) == before, f"run {run}"
+
+
+def test_the_cli_optimizes_an_iceberg_table(events):
+    before = _sorted_rows(events)
+    done = subprocess.run([sys.executable, "-m", "mergetree", "optimize", "iceberg://lake/db.events", "--order",
+                           "site,day", "--no-progress"], capture_output=True, text=True, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert "committed, 3 partitions" in done.stdout
+    events.refresh()
+    assert events.options.clustering.columns == ("site", "day") and events.options.clustering.strategy == "hilbert"
+    assert _sorted_rows(events) == before
+    refused = subprocess.run([sys.executable, "-m", "mergetree", "optimize", "iceberg://lake/db.events", "--filter",
+                              "site = 1"], capture_output=True, text=True, env=dict(os.environ))
+    assert refused.returncode != 0 and "--filter" in refused.stderr
+
+
+HISTORIES = Path(__file__).parent / "data" / "histories"
+
+
+@pytest.mark.parametrize("name,imported,skipped,other_events", [
+    ("trino_runtime_queries.jsonl", 3, 2, 0),   # the failed (unparsable) statement, the cut-short line
+    ("trino_runtime_queries.csv", 3, 2, 0),     # the same rows; the row cut short
+    ("trino_query_completed.jsonl", 3, 1, 0),   # the event without its query text
+    ("spark_eventlog.jsonl", 2, 2, 8),          # the DataFrame action's call site, the cut-short line
+])
+def test_trino_and_spark_histories_import_as_they_export_them(events, name, imported, skipped, other_events):
+    result = import_sql("iceberg://lake/db.events", HISTORIES / name, dialect="spark" if "spark" in name else "trino")
+    assert (result.imported, result.skipped, result.other_events) == (imported, skipped, other_events), result
+    assert all("line" in e for e in result.errors) and len(result.errors) == skipped  # each one reported
+    log = querylog.read_rows(events.path).to_pylist()
+    assert len(log) == imported
+    first = min(log, key=lambda r: r["ts"])
+    assert first["ts"].year == 2024 and first["source"] == "import"
+    if "spark" not in name:
+        assert sorted({r["user"] for r in log}) == ["ana", "bo", "cy"]
+    assert all(r["duration_ms"] is not None and r["duration_ms"] > 0 for r in log), log
+    filtered = {r["filter"] for r in log}
+    assert any("site" in (f or "") for f in filtered) and any("day" in (f or "") for f in filtered)
+
+
+def test_replay_re_plans_the_logged_queries_on_the_table_now_and_on_a_simulated_layout(events):
+    from mergetree.organize.replay import replay
+    _lookups(events, 20)
+    querylog.flush(events.path)
+    now = replay(events.path)
+    assert len(now.queries) == 20 and now.files == sum(q.logged_files for q in now.queries)  # nothing changed yet
+    simulated = replay(events.path, layout="linear:site")
+    assert simulated.bytes < simulated.baseline_bytes  # a layout by site would pay, on the same sample
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    events.optimize()
+    after = replay(events.path)
+    assert after.files < now.files and after.versus_logged is not None and after.versus_logged < 1
+
+
+def test_a_linear_layout_is_the_tables_sort_order_and_a_curve_clears_only_its_own(events):
+    from pyiceberg.transforms import IdentityTransform
+
+    def order(table) -> list[str]:
+        schema = table.iceberg.schema()
+        return [schema.find_column_name(f.source_id) for f in table.iceberg.sort_order().fields]
+    events.set_properties({"mergetree.clustering.columns": "site,day", "mergetree.clustering.strategy": "linear"})
+    assert order(events) == ["site", "day"]  # Spark's and Flink's writers sort by it too
+    events.set_properties({"mergetree.clustering.strategy": "zorder"})
+    assert order(events) == [] and "mergetree.sort-order" not in events.properties
+    with events.iceberg.update_sort_order() as update:  # an order the table's owner chose
+        update.asc("id", IdentityTransform())
+    events.refresh().set_properties({"mergetree.clustering.strategy": "hilbert"})
+    assert order(events) == ["id"]  # not mergetree's to clear
+
+
+def test_an_iceberg_table_on_s3_is_read_logged_advised_and_rewritten(s3_server, tmp_path, monkeypatch):
+    """The catalog's warehouse on the S3 server (pyiceberg's FileIO with the storage options given
+    at the open), the workload tables beside it on the same store."""
+    import uuid
+    warehouse = f"s3://lake/iceberg-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("PYICEBERG_CATALOG__S3LAKE__TYPE", "sql")
+    monkeypatch.setenv("PYICEBERG_CATALOG__S3LAKE__URI", f"sqlite:///{tmp_path}/s3catalog.db")
+    monkeypatch.setenv("PYICEBERG_CATALOG__S3LAKE__WAREHOUSE", warehouse)
+    monkeypatch.delenv("MERGETREE_WORKLOAD_WAREHOUSE", raising=False)
+    options = s3_server.options()
+    catalog = load_catalog("s3lake", options)
+    catalog.create_namespace("db")
+    data = _events(n=4000)
+    created = catalog.create_table("db.events", data.schema, properties={"write.target-file-size-bytes": "20000"})
+    for part in range(4):
+        created.append(data.slice(part * 1000, 1000))
+    table = open_iceberg("iceberg://s3lake/db.events", options)
+    assert table.read(filter=("site", "=", "7")).num_rows == len(_reference(table, ("site", "=", "7")))
+    for k in range(12):
+        table.read(filter=("site", "=", str(k)))
+    querylog.flush(table.path)
+    assert querylog.read_rows(table.path).num_rows == 13
+    assert querylog.log_path(table.path).startswith(f"{warehouse}/mergetree_workload.db/")  # on the server
+    table.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    before = _sorted_rows(table)
+    result = table.optimize()
+    assert result.status == "committed" and _sorted_rows(table) == before
+    assert all(m.file_name.startswith(warehouse) for m in table.data_files())
+
+
+def test_the_report_page_shows_an_iceberg_table_and_its_passes(events):
+    from mergetree.organize.report import build_report, render_html
+    _lookups(events, 12)
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    events.optimize()
+    report = build_report(events.path)
+    assert report.rows == ROWS and report.files == len(events.data_files()) and not report.primary_key
+    assert [p.partition for p in report.partitions] == ["day_month=648", "day_month=649", "day_month=650"]
+    assert all(p.optimized_share == 1.0 for p in report.partitions)  # every file laid out by the rewrite
+    assert len(report.passes) == 1 and report.passes[0]["tier"] == "major" and report.queries == 12
+    page = render_html(report)
+    assert "<svg" in page and "iceberg://lake/db.events" in page
