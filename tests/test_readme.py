@@ -110,11 +110,14 @@ def _needs(code: str) -> str | None:
             if IN_SOURCE_TREE:  # `make test` installs pyspark: its absence is a broken setup
                 pytest.fail(f"pyspark is not installed for {PYTHON}: the README's Spark examples cannot run")
             return f"pyspark is not installed for {PYTHON} (the installed-wheel check installs pytest and hypothesis)"
-    engines = sorted(set(re.findall(r"^import (polars|duckdb|datafusion)\b", code, flags=re.MULTILINE)))
-    missing = [m for m in engines if subprocess.run([PYTHON, "-c", f"import {m}"], capture_output=True).returncode]
+    modules = set(re.findall(r"^import (polars|duckdb|datafusion)\b", code, flags=re.MULTILINE))
+    if "mergetree.iceberg" in code:  # the iceberg extra
+        modules.add("pyiceberg")
+    missing = [m for m in sorted(modules)
+               if subprocess.run([PYTHON, "-c", f"import {m}"], capture_output=True).returncode]
     if missing:
-        if IN_SOURCE_TREE:  # `make test` installs the bench extra: their absence is a broken setup
-            pytest.fail(f"{', '.join(missing)} not installed for {PYTHON}: the README's engine example cannot run")
+        if IN_SOURCE_TREE:  # `make test` installs the bench and iceberg extras: their absence is a broken setup
+            pytest.fail(f"{', '.join(missing)} not installed for {PYTHON}: the README's example cannot run")
         return (f"{', '.join(missing)} not installed for {PYTHON} "
                 f"(the installed-wheel check installs pytest and hypothesis)")
     if "mergetree.paimon" in code and not os.path.exists(PAIMON_PYTHON):
