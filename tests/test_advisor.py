@@ -500,3 +500,37 @@ def test_the_files_a_rewrite_writes_are_counted_as_the_tables_writer_rolls_them(
     table.optimize(order="a")
     written = len(Table.open(tmp_path / "t").plan().files)
     assert abs(predicted - written) <= max(2, written // 5), (predicted, written)
+
+
+def test_a_partitioned_table_is_simulated_partition_by_partition(tmp_path):
+    """A rewrite lays out each partition on its own (a Paimon table's each partition and bucket,
+    an Iceberg table's each partition): the advisor's simulated files never hold two partitions'
+    rows, and it counts the files a rewrite writes partition by partition (each at least one)."""
+    from mergetree.table.workload.advise import draw_sample
+    from mergetree.table.workload.advise.advisor import files_after_rewrite
+    from mergetree.table.workload.advise.target import as_target
+    rng = np.random.default_rng(9)
+    n = 30_000
+    table = Table.create(tmp_path / "t", pa.schema([("p", pa.int64()), ("a", pa.int64())]), partition_by="p",
+                         options={"target-file-size": "48kb"})
+    for share in (0.7, 0.2, 0.1):  # partitions of unequal size
+        for _ in range(2):
+            rows = int(n * share)
+            table.write(pa.table({"p": np.full(rows, int(share * 10)), "a": rng.integers(0, 10**9, rows)}))
+    table = Table.open(tmp_path / "t")
+    target = as_target(table.directory)
+    metas = target.data_files()
+    groups = {target.layout_group(m) for m in metas}
+    assert len(groups) == 3
+    parts = files_after_rewrite(metas, 48 * 1024, target.layout_group)
+    assert parts >= files_after_rewrite(metas, 48 * 1024) and parts >= 3
+    sample = draw_sample(target, metas, ["p", "a"], 5000)
+    assert sample.groups == 3
+    layout = simulate(sample, "linear(a)", parts, ["a"])
+    p = layout.columns["p"]
+    filled = p.hi >= 0
+    assert np.all(p.lo[filled] == p.hi[filled])  # one partition's rows in each part
+    assert layout.parts == parts
+    table.optimize(order="a")
+    written = len(Table.open(tmp_path / "t").plan().files)
+    assert abs(parts - written) <= max(2, written // 5), (parts, written)

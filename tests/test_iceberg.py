@@ -258,6 +258,43 @@ def test_advise_apply_optimize_lays_the_files_out_and_changes_no_row(events, mon
     assert again.status == "nothing" and again.files_in == 0  # laid out already
 
 
+def test_a_qdtree_layout_packs_each_partitions_leaves_into_files(events):
+    """A qd-tree's leaves, cut by the partitions, are packed into files of the target size as
+    the advisor simulates them (small neighbouring leaves share a file, a large one has files of
+    its own), every row kept."""
+    from mergetree.table.levers.qdtree import build_qdtree
+    before = _sorted_rows(events)
+    sample = events.read(columns=["site", "amount"])
+    boxes = [{"site": (str(k), str(k))} for k in range(10, 30)]
+    boxes += [{"amount": (lo, lo + 10.0)} for lo in range(0, 100, 10)]
+    tree = build_qdtree(sample, boxes, 24)
+    assert tree.leaves > 4
+    events.set_properties({"mergetree.clustering.columns": ",".join(tree.columns),
+                           "mergetree.clustering.strategy": "qdtree", "mergetree.clustering.qdtree": tree.to_json()})
+    assert events.options.clustering.tree.nodes == tree.nodes
+    result = events.optimize()
+    assert result.status == "committed" and result.rows == len(before), result
+    assert _sorted_rows(events) == before
+    rows_per_file = max(1, int(events.options.target_file_size / (result.bytes_in / result.rows)))
+    pairs = 0
+    for partition, files in _files_by_partition(events).items():
+        leaves_of_files = [np.unique(tree.route(events.read_file(m, ["site", "amount"]))) for m in files]
+        pairs += len(np.unique(np.concatenate(leaves_of_files)))
+        for leaves in leaves_of_files:  # a file holds a run of the partition's leaves, in leaf order
+            present = np.unique(np.concatenate(leaves_of_files))
+            at = np.searchsorted(present, leaves)
+            assert np.all(np.diff(at) == 1), (partition, leaves)
+        assert all(m.row_count <= 1.25 * rows_per_file for m in files)  # (each task estimates its own bytes per row)
+    assert result.files_out <= pairs  # never more files than leaves cut by partitions
+
+
+def _files_by_partition(table) -> dict:
+    out: dict = {}
+    for meta in table.data_files():
+        out.setdefault(table.layout_group(meta), []).append(meta)
+    return out
+
+
 def test_a_minor_pass_bin_packs_small_files(events):
     before = _sorted_rows(events)
     count = len(events.data_files())

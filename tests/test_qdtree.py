@@ -56,10 +56,14 @@ def test_routing_agrees_with_a_row_by_row_walk(values, bounds, leaves):
     assert list(routed) == [walk(tree, r) for r in table.to_pylist()]
     assert set(routed) <= set(range(tree.leaves))
     files = tree.file_of_row(table, 7)
-    for leaf in set(routed):  # each leaf's rows fill its own files, 7 rows at most each
+    assert np.bincount(files).max() <= 7 and np.all(np.bincount(files) > 0)  # 7 rows at most, numbered densely
+    for leaf in set(routed):
         mine = files[routed == leaf]
-        assert not set(mine) & set(files[routed != leaf])
-        assert np.bincount(mine).max() <= 7
+        if len(mine) >= 7:  # a leaf of a file or more: files of its own
+            assert not set(mine) & set(files[routed != leaf])
+    # files follow the leaves' order: a file holds consecutive leaves
+    order = np.argsort(routed, kind="stable")
+    assert np.all(np.diff(files[order]) >= 0)
     assert QdTree.from_json(tree.to_json()).nodes == tree.nodes
 
 
@@ -156,3 +160,30 @@ def test_a_qdtree_strategy_needs_its_cuts(tmp_path):
         Table.create(str(tmp_path / "u"), SCHEMA, options={"clustering.columns": "a",
                                                            "clustering.strategy": "qdtree",
                                                            "clustering.qdtree": "{not json"})
+
+
+def test_small_leaves_share_files_and_large_ones_have_their_own():
+    from mergetree.table.levers.qdtree import packed_files
+    leaves = np.array([2] * 10 + [0] * 3 + [1] * 3 + [3] * 2 + [4] * 6)
+    files = packed_files(leaves, 7)
+    by_leaf = {leaf: sorted(set(files[leaves == leaf].tolist())) for leaf in range(5)}
+    # leaves 0 and 1 (3 + 3 rows) share a file; leaf 2 (10 rows) is two files of its own;
+    # leaf 3 (2 rows) starts the next file, which leaf 4 (6 rows) no longer fits in
+    assert by_leaf == {0: [0], 1: [0], 2: [1, 2], 3: [3], 4: [4]}
+    assert np.bincount(files).max() <= 7
+    assert len(packed_files(np.array([], dtype=np.int64), 7)) == 0
+
+
+def test_a_partitioned_tables_tree_cuts_where_its_partitions_do_not():
+    """Queries that name their partition skip the others already: cuts on the partition column
+    gain them nothing, so a tree told the partitions spends its leaves on the other column."""
+    rng = np.random.default_rng(3)
+    n = 8000
+    sample = pa.table({"p": pa.array(rng.integers(0, 4, n)), "x": pa.array(rng.integers(0, 1000, n))})
+    boxes = [{"p": (p, p), "x": (lo, lo + 50)} for p in range(4) for lo in range(0, 1000, 100)]
+    flat = build_qdtree(sample, boxes, 16)
+    grouped = build_qdtree(sample, boxes, 16, group_of_row=sample.column("p").to_numpy())
+    assert "p" in {c for c, *_ in flat.nodes}  # unpartitioned: the partition column is a good cut
+    assert {c for c, *_ in grouped.nodes} == {"x"}
+    one_group = build_qdtree(sample, boxes, 16, group_of_row=np.zeros(n, dtype=np.int64))
+    assert one_group.nodes == flat.nodes  # one partition: the cuts of an unpartitioned table

@@ -32,7 +32,7 @@ from ..errors import CommitConflictError, InvalidArgumentError
 from ..table.display import count_text, size_text
 from ..table.indexes import bloom
 from ..table.levers.optimize import layout_signature
-from ..table.levers.qdtree import layout_order
+from ..table.levers.qdtree import layout_order, packed_files
 from ..table.options import TableOptions
 
 
@@ -195,25 +195,32 @@ def _write_group(table: IcebergTable, tasks: Sequence[Any], tier: str, options: 
     rows = table.read_tasks(list(tasks), names, None)
     file_schema = schema_to_pyarrow(iceberg_schema)  # with Iceberg's field ids
     rows = pa.Table.from_arrays([rows.column(n).cast(file_schema.field(n).type) for n in names], schema=file_schema)
-    if tier == "major" and rows.num_rows:
-        if options.clustering is not None:
-            tree = options.clustering.tree
-            rows = rows.take(pa.array(layout_order(rows, list(options.clustering.columns),
-                                                   options.clustering.strategy, tree)))
-        elif options.sort_within:
-            rows = rows.sort_by([(c, "ascending") for c in options.sort_within])
     per_row = max(1.0, sum(int(t.file.file_size_in_bytes) for t in tasks) / max(1, rows.num_rows))
     rows_per_file = max(1, int(options.target_file_size / per_row))
+    file_of_row = None  # None: files of `rows_per_file` rows in row order
+    if tier == "major" and rows.num_rows:
+        clustering = options.clustering
+        if clustering is not None and clustering.tree is not None:
+            # the qd-tree's leaves packed into files as the advisor simulated them (`packed_files`)
+            file_of_row = packed_files(clustering.tree.route(rows), rows_per_file)
+            rows = rows.take(pa.array(np.argsort(file_of_row, kind="stable")))
+            file_of_row = np.sort(file_of_row)
+        elif clustering is not None:
+            rows = rows.take(pa.array(layout_order(rows, list(clustering.columns), clustering.strategy)))
+        elif options.sort_within:
+            rows = rows.sort_by([(c, "ascending") for c in options.sort_within])
+    if file_of_row is None:
+        file_of_row = np.arange(rows.num_rows) // rows_per_file
     directory = tasks[0].file.file_path.rsplit("/", 1)[0]
     mark = layout_mark(options) if tier == "major" else "0"
     blooms = {c: rows.schema.field(c).type for c in options.bloom_columns if c in rows.schema.names
               and bloom.bloom_supported(rows.schema.field(c).type)}
     written: list[Any] = []
+    starts = np.flatnonzero(np.r_[True, file_of_row[1:] != file_of_row[:-1]]) if rows.num_rows else np.empty(0, int)
+    ends = np.r_[starts[1:], rows.num_rows]
+    pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
     try:
-        for start in range(0, max(rows.num_rows, 1), rows_per_file):
-            piece = rows.slice(start, rows_per_file)
-            if not piece.num_rows:
-                break
+        for piece in pieces:
             path = f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet"
             with table.iceberg.io.new_output(path).create(overwrite=False) as sink:
                 pq.write_table(piece, sink, row_group_size=ROW_GROUP_ROWS, compression="zstd",

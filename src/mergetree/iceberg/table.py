@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +163,9 @@ class IcebergTable:
         if snapshot_id is None:
             return []
         scan = self.iceberg.scan(row_filter=row_filter(f), snapshot_id=snapshot_id)
-        return [self._meta(task) for task in scan.plan_files()]
+        # in path order: pyiceberg plans manifests on threads, and the advisor's sample (drawn
+        # file by file) must not change with the order they finished in
+        return [self._meta(task) for task in sorted(scan.plan_files(), key=lambda t: t.file.file_path)]
 
     def data_files(self, snapshot: Any = None) -> list[DataFileMeta]:
         """Every live data file of the snapshot (default: the current one)."""
@@ -185,6 +187,14 @@ class IcebergTable:
                            int(nulls.get(field_id, 0)))
         return DataFileMeta(data.file_path, 0, int(data.record_count), int(data.file_size_in_bytes),
                             stats=stats, origin=IcebergFile(task))
+
+    def layout_group(self, meta: DataFileMeta) -> Hashable:
+        """A data file's partition (with its spec: a rewrite lays out each partition's files on
+        their own; an older spec's files are not rewritten)."""
+        if not isinstance(meta.origin, IcebergFile):
+            raise InvalidArgumentError(f"{meta.file_name} is not a data file of {self.path}")
+        data = meta.origin.task.file
+        return (data.spec_id, tuple(data.partition))
 
     def read_file(self, meta: DataFileMeta, columns: Sequence[str]) -> pa.Table | None:
         """`columns` of one data file, its delete files applied."""

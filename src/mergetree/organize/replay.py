@@ -26,6 +26,7 @@ from ..table.display import count_text, size_text
 from ..table.levers.curves import STRATEGIES
 from ..table.workload.advise import IndexSpec, LoggedQuery, draw_sample, read_log, simulate
 from ..table.workload.advise.advisor import estimate_ndv, files_after_rewrite, query_cost, replay_sample
+from ..table.workload.advise.target import as_target
 
 __all__ = ["QueryReplay", "ReplayResult", "parse_layout", "replay"]
 
@@ -195,12 +196,13 @@ def replay(path: str, since: dt.timedelta | dt.datetime | None = None, limit: in
         known = set(table.schema.names)
         wanted = list(dict.fromkeys([*columns, *(c for q in queries for c, _ in q.predicates if c in known),
                                      *(q.order_by[0][0] for q in queries if q.order_by and q.order_by[0][0] in known)]))
-        sample = draw_sample(table if isinstance(table, IcebergTable) else table.directory, metas, wanted, seed=seed)
+        target = as_target(table if isinstance(table, IcebergTable) else table.directory)
+        sample = draw_sample(target, metas, wanted, seed=seed)
         unordered = [c for c in columns if c in sample.skipped]
         if unordered:
             raise InvalidArgumentError(f"cannot simulate {layout!r}: {sample.skipped[unordered[0]]}")
         result.columns_left_out = dict(sample.skipped)
-        parts = files_after_rewrite(metas, options.target_file_size)
+        parts = files_after_rewrite(metas, options.target_file_size, target.layout_group)
         indexes = IndexSpec(frozenset(options.bloom_columns) | set(bloom),
                             frozenset(options.bitmap_columns) | set(bitmap), options.bloom_fpp)
         ndv = estimate_ndv(sample)

@@ -34,7 +34,7 @@ from ..schema import column_names
 from ..snapshots import FileEntry, Snapshot
 from .curves import MAX_COLUMNS
 from .preaggregates import model_signature
-from .qdtree import layout_order
+from .qdtree import layout_order, packed_files
 
 __all__ = ["build_indexes", "layout_refusal", "layout_signature", "marked", "missing_indexes", "optimize",
            "optimized_tier", "pending", "prepare_layout", "rewrite_files", "write_clustered"]
@@ -247,13 +247,15 @@ def rewrite_files(directory: TableDirectory, options: TableOptions, base: Snapsh
             disk = sum(m.file_size for m in files) / max(sum(m.row_count for m in files), 1)
             with new_files(directory) as written:
                 if clustering is not None and clustering.tree is not None:
-                    # a qd-tree's leaves are its files: each is described by the cuts on its path
+                    # a qd-tree's leaves packed into files (`packed_files`, as the advisor
+                    # simulated them); each file names the leaves it holds
                     leaves = clustering.tree.route(rows)
-                    for leaf in np.unique(leaves):
-                        described = {**mark, "leaf": clustering.tree.describe(int(leaf))}
+                    file_of_row = packed_files(leaves, max(int(options.target_file_size / max(disk, 1.0)), 1))
+                    for file in np.unique(file_of_row):
+                        mine = file_of_row == file
+                        described = {**mark, "leaves": [int(leaf) for leaf in np.unique(leaves[mine])]}
                         written += [marked(e, described) for e in write_clustered(
-                            directory, options, partition, bucket, rows.filter(pa.array(leaves == leaf)), level,
-                            disk)]
+                            directory, options, partition, bucket, rows.filter(pa.array(mine)), level, disk)]
                 else:
                     if clustering is not None:
                         rows = rows.take(pa.array(layout_order(rows, clustering.columns, clustering.strategy)))

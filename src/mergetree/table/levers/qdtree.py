@@ -29,7 +29,7 @@ from ..type_policy import integer_counts, supports
 from ..values import decode_value, encode_value
 from .curves import cluster_order
 
-__all__ = ["QdTree", "build_qdtree", "layout_order", "query_box"]
+__all__ = ["QdTree", "build_qdtree", "layout_order", "packed_files", "query_box"]
 
 MAX_CUTS_PER_COLUMN = 64
 
@@ -80,20 +80,9 @@ class QdTree:
         return -at - 1
 
     def file_of_row(self, table: pa.Table | pa.RecordBatch, rows_per_file: int) -> np.ndarray:
-        """The file of every row when each leaf is cut into files of `rows_per_file` rows (as
-        `optimize` writes a leaf: files of the target size), numbered from 0."""
-        leaf = self.route(table)
-        order = np.argsort(leaf, kind="stable")
-        sorted_leaf = leaf[order]
-        starts = np.flatnonzero(np.r_[True, sorted_leaf[1:] != sorted_leaf[:-1]])
-        position = np.arange(len(leaf)) - np.repeat(starts, np.diff(np.r_[starts, len(leaf)]))
-        chunk = position // max(rows_per_file, 1)
-        files_per_leaf = np.zeros(len(starts), dtype=np.int64)
-        np.maximum.at(files_per_leaf, np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(leaf)])), chunk + 1)
-        first_file = np.r_[0, np.cumsum(files_per_leaf)[:-1]]
-        out = np.empty(len(leaf), dtype=np.int64)
-        out[order] = np.repeat(first_file, np.diff(np.r_[starts, len(leaf)])) + chunk
-        return out
+        """The file of every row when the leaves are written as `optimize` writes them
+        (`packed_files`), numbered from 0."""
+        return packed_files(self.route(table), rows_per_file)
 
     def describe(self, leaf: int) -> str:
         """The cuts on the path to a leaf, e.g. "a < 500 AND b >= 0.25"."""
@@ -163,9 +152,11 @@ def query_box(f: flt.Filter) -> dict[str, tuple[Any, Any]]:
 
 
 def build_qdtree(sample: pa.Table, boxes: Sequence[dict[str, tuple[Any, Any]]], leaves: int,
-                 columns: Sequence[str] | None = None) -> QdTree:
+                 columns: Sequence[str] | None = None, group_of_row: np.ndarray | None = None) -> QdTree:
     """Greedy cuts of the sample into about `leaves` leaves (each at least half the sample's
-    share of a leaf), maximizing the rows the queries' boxes let them skip."""
+    share of a leaf), maximizing the rows the queries' boxes let them skip.  `group_of_row`:
+    the partition of each sampled row, when the table is partitioned: a query already skips the
+    partitions its box misses, so a cut gains only the rows of partitions the query reads."""
     n = sample.num_rows
     if n == 0 or leaves <= 1 or not boxes:
         return QdTree([], 1)
@@ -200,6 +191,18 @@ def build_qdtree(sample: pa.Table, boxes: Sequence[dict[str, tuple[Any, Any]]], 
         thresholds = np.array([raw[i][1] for i in picked])
         originals = [_just_above(raw[i][0], arr.type) if raw[i][2] else raw[i][0] for i in picked]
         cuts[column] = (thresholds, originals, lows, highs)
+    # reads[g, q]: whether query q reads partition g at all (its box meets the partition's rows)
+    groups = int(group_of_row.max()) + 1 if group_of_row is not None and len(group_of_row) else 1
+    grouped = group_of_row if group_of_row is not None and groups > 1 else np.zeros(n, dtype=np.int64)
+    reads = np.ones((groups, len(boxes)))
+    if groups > 1:
+        for column, (_, _, lows, highs) in cuts.items():
+            values = keys[column]
+            low_of = np.full(groups, np.inf)
+            high_of = np.full(groups, -np.inf)
+            np.minimum.at(low_of, grouped, values)
+            np.maximum.at(high_of, grouped, values)
+            reads *= ~((highs[None, :] < low_of[:, None]) | (lows[None, :] > high_of[:, None]))
     nodes: list[tuple[str, Any, int, int]] = []
     leaf_count = 0
 
@@ -208,15 +211,27 @@ def build_qdtree(sample: pa.Table, boxes: Sequence[dict[str, tuple[Any, Any]]], 
         nonlocal leaf_count
         best = None
         if len(rows) >= 2 * min_rows and alive.any():
+            mine = grouped[rows]
             for column, (thresholds, _, lows, highs) in cuts.items():
-                values = np.sort(keys[column][rows])
+                row_keys = keys[column][rows]
+                values = np.sort(row_keys)
                 left_n = np.searchsorted(values, thresholds, "left")
                 ok = (left_n >= min_rows) & (len(rows) - left_n >= min_rows)
                 if not ok.any():
                     continue
-                skip_left = (lows[alive][None, :] >= thresholds[:, None]).sum(axis=1)
-                skip_right = (highs[alive][None, :] < thresholds[:, None]).sum(axis=1)
-                gain = np.where(ok, left_n * skip_left + (len(rows) - left_n) * skip_right, -1)
+                skips_left = lows[alive][None, :] >= thresholds[:, None]     # [cut, query]
+                skips_right = highs[alive][None, :] < thresholds[:, None]
+                if groups == 1:
+                    gain = np.where(ok, left_n * skips_left.sum(axis=1)
+                                    + (len(rows) - left_n) * skips_right.sum(axis=1), -1)
+                else:  # rows of partitions a query reads: [cut, group] counts times [group, query] reads
+                    left_by_group = np.stack([np.searchsorted(np.sort(row_keys[mine == g]), thresholds, "left")
+                                              for g in range(groups)], axis=1)
+                    all_by_group = np.bincount(mine, minlength=groups)
+                    left_read = left_by_group @ reads[:, alive]
+                    right_read = (all_by_group[None, :] - left_by_group) @ reads[:, alive]
+                    gain = np.where(ok, (left_read * skips_left).sum(axis=1) + (right_read * skips_right).sum(axis=1),
+                                    -1)
                 i = int(np.argmax(gain))
                 if gain[i] > 0 and (best is None or gain[i] > best[0]):
                     best = (gain[i], column, i)
@@ -285,3 +300,32 @@ def layout_order(rows: pa.Table | pa.RecordBatch, columns: Sequence[str], strate
             raise InvalidArgumentError("a qdtree layout needs its tree")
         return np.argsort(tree.route(rows), kind="stable").astype(np.int64, copy=False)
     return cluster_order(rows, list(columns), strategy)
+
+
+def packed_files(leaves: np.ndarray, rows_per_file: int) -> np.ndarray:
+    """The file of every row (numbered from 0, in leaf order) when leaves are written in leaf
+    order as files of at most `rows_per_file` rows that never mix a leaf of a file or more with
+    another: a leaf that large is files of its own, and consecutive smaller leaves (neighbours in
+    the tree's depth-first numbering, so their boxes are close) share files up to the size.  A
+    partition holds only part of most leaves: without packing, each part would be a small file."""
+    rows_per_file = max(int(rows_per_file), 1)
+    out = np.empty(len(leaves), dtype=np.int64)
+    if not len(leaves):
+        return out
+    order = np.argsort(leaves, kind="stable")
+    _, counts = np.unique(leaves, return_counts=True)
+    file, filled, position = -1, rows_per_file, 0
+    for count in counts.tolist():
+        rows = order[position:position + count]
+        position += count
+        if count >= rows_per_file:
+            chunks = np.arange(count) // rows_per_file
+            out[rows] = file + 1 + chunks
+            file += int(chunks[-1]) + 1
+            filled = rows_per_file  # the next leaf starts a file
+        else:
+            if filled + count > rows_per_file:
+                file, filled = file + 1, 0
+            out[rows] = file
+            filled += count
+    return out

@@ -21,8 +21,8 @@ import hashlib
 import json
 import math
 import time
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,7 +35,7 @@ from ...directory import TableDirectory
 from ...display import count_text
 from ...files import DataFileMeta
 from ...levers.curves import check_clusterable
-from ...levers.qdtree import QdTree, build_qdtree, query_box
+from ...levers.qdtree import QdTree, build_qdtree, packed_files, query_box
 from ...options import AggregateModel, TableOptions
 from .rules import (
     AS_NOW,
@@ -199,12 +199,17 @@ def estimate_ndv(sample: Sample) -> dict[str, float]:
     return out
 
 
-def files_after_rewrite(metas: Sequence[DataFileMeta], target_file_size: int) -> int:
+def files_after_rewrite(metas: Sequence[DataFileMeta], target_file_size: int,
+                        group_of: Callable[[DataFileMeta], Hashable] | None = None) -> int:
     """How many files a rewrite would write: files are rolled at their size on disk, as Java's
-    writers roll them, so the files' sizes say."""
+    writers roll them, so the files' sizes say; each layout group (`group_of`: a partition)
+    its own files."""
     if not metas:
         return 1
-    return max(1, math.ceil(sum(m.file_size for m in metas) / max(target_file_size, 1)))
+    sizes: dict[Hashable, int] = defaultdict(int)
+    for m in metas:
+        sizes[group_of(m) if group_of is not None else None] += m.file_size
+    return max(1, sum(max(1, math.ceil(size / max(target_file_size, 1))) for size in sizes.values()))
 
 
 def aggregation_ratio(target: AdviceTarget, metas: Sequence[DataFileMeta], group_by: Sequence[str],
@@ -372,7 +377,7 @@ def _gather(target: AdviceTarget, w: Workload, metas: Sequence[DataFileMeta], sa
     options = target.options
     known = set(target.arrow_schema.names)
     total_rows = sum(m.row_count for m in metas)
-    files_after = files_after_rewrite(metas, options.target_file_size)
+    files_after = files_after_rewrite(metas, options.target_file_size, target.layout_group)
     columns = _sample_columns(w, known, options)
     replayed = _Replayed(replay_sample(w.queries, replay_queries), total_rows)
     advice.replayed = len(replayed)
@@ -404,8 +409,17 @@ def _tree_name(tree: QdTree) -> str:
 def _simulate_tree(inputs: _Inputs, tree: QdTree, name: str, indexes: IndexSpec) -> SimulatedLayout:
     """A qd-tree's layout: each leaf written as files of the target size, as optimize does."""
     rows = inputs.sample.rows
-    files_of_rows = tree.file_of_row(rows, max(1, rows.num_rows // inputs.files_after))
-    parts = int(files_of_rows.max()) + 1 if len(files_of_rows) else 1
+    rows_per_file = max(1, rows.num_rows // inputs.files_after)
+    leaves = tree.route(rows)
+    files_of_rows = np.empty(rows.num_rows, dtype=np.int64)
+    first = 0
+    group_of_row = inputs.sample.group_of_row
+    for group in range(inputs.sample.groups):  # each layout group (partition) its own files
+        mine = np.flatnonzero(group_of_row == group)
+        if len(mine):
+            files_of_rows[mine] = first + packed_files(leaves[mine], rows_per_file)
+            first = int(files_of_rows[mine].max()) + 1
+    parts = max(first, 1)
     return simulate(inputs.sample, name, parts, part_of_row=files_of_rows, indexes=indexes, ndv=inputs.ndv)
 
 
@@ -419,7 +433,8 @@ def _qdtree_trial(inputs: _Inputs, filtering: _Replayed, candidates: list[str],
     boxes = [box for box in (query_box(f) for f in fit.filters) if box]
     if not (candidates and boxes and len(held_out)):
         return None
-    tree = build_qdtree(inputs.sample.rows, boxes, inputs.files_after, candidates)
+    tree = build_qdtree(inputs.sample.rows, boxes, inputs.files_after, candidates,
+                        inputs.sample.group_of_row if inputs.sample.groups > 1 else None)
     if tree.leaves <= 1:
         return None
     return tree, _simulate_tree(inputs, tree, "qdtree", indexes), held_out

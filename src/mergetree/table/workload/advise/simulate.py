@@ -172,7 +172,34 @@ class Sample:
     total_rows: int
     total_bytes: int
     skipped: dict[str, str] = field(default_factory=dict)   # column left out -> why
+    # the layout group (`AdviceTarget.layout_group`: a partition) of each file, numbered from 0;
+    # None: one group
+    group_of_file: np.ndarray | None = None
     _keys: dict[str, ColumnKeys] = field(default_factory=dict, repr=False)
+
+    @property
+    def groups(self) -> int:
+        return int(self.group_of_file.max()) + 1 if self.group_of_file is not None and len(self.group_of_file) else 1
+
+    @property
+    def group_of_row(self) -> np.ndarray:
+        if self.group_of_file is None or not len(self.group_of_file):
+            return np.zeros(len(self.file_of_row), dtype=np.int64)
+        return self.group_of_file[self.file_of_row]
+
+    def group_parts(self, parts: int) -> np.ndarray:
+        """`parts` files shared among the groups by their bytes, at least one each (a rewrite
+        writes each group's files on its own, so no file holds two groups' rows)."""
+        if self.groups == 1:
+            return np.array([max(1, parts)], dtype=np.int64)
+        assert self.group_of_file is not None
+        sizes = np.bincount(self.group_of_file, weights=[m.file_size for m in self.files], minlength=self.groups)
+        share = parts * sizes / max(float(sizes.sum()), 1.0)
+        out = np.maximum(1, np.floor(share)).astype(np.int64)
+        left = parts - int(out.sum())
+        if left > 0:  # the largest remainders get the rest
+            out[np.argsort(-(share - np.floor(share)), kind="stable")[:left]] += 1
+        return out
 
     def keys(self, column: str) -> ColumnKeys:
         """The column's keys (computed once: they are the same in every simulated layout)."""
@@ -206,6 +233,9 @@ def draw_sample(table: TableDirectory | AdviceTarget, metas: Sequence[DataFileMe
             kept.append(c)
             types[c] = target
     out_schema = pa.schema([pa.field(c, types[c]) for c in kept])
+    group_ids: dict[Any, int] = {}
+    group_of_file = np.array([group_ids.setdefault(source.layout_group(m), len(group_ids)) for m in metas],
+                             dtype=np.int64)
     parts, owners = [], []
     for i, meta in enumerate(metas):
         if meta.row_count == 0:
@@ -224,7 +254,7 @@ def draw_sample(table: TableDirectory | AdviceTarget, metas: Sequence[DataFileMe
         owners.append(np.full(len(take), i, dtype=np.int64))
     rows = pa.concat_tables(parts) if parts else out_schema.empty_table()
     return Sample(rows, np.concatenate(owners) if owners else np.empty(0, np.int64), list(metas), total,
-                  sum(m.file_size for m in metas), skipped)
+                  sum(m.file_size for m in metas), skipped, group_of_file)
 
 
 @dataclass(frozen=True)
@@ -449,7 +479,8 @@ def simulate(sample: Sample, name: str, parts: int, order: Sequence[str] | None 
              indexes: IndexSpec = IndexSpec(), ndv: dict[str, float] | None = None,
              part_of_row: np.ndarray | None = None) -> SimulatedLayout:
     """The sample as `parts` files: given (`part_of_row`), as the table's files are (order
-    None: each part has its file's bytes) or clustered (parts of even bytes)."""
+    None: each part has its file's bytes) or clustered (parts of even bytes), each layout group
+    (partition) on its own, as a rewrite lays them out."""
     n = sample.rows.num_rows
     part_bytes = None
     if part_of_row is None and order is None:
@@ -457,11 +488,31 @@ def simulate(sample: Sample, name: str, parts: int, order: Sequence[str] | None 
         parts = len(sample.files)
         part_bytes = np.array([m.file_size for m in sample.files], dtype=np.float64)
     elif part_of_row is None:
-        parts = max(1, min(parts, n))
-        permutation = cluster_order(sample.rows, list(order or ()), strategy) if n else np.empty(0, np.int64)
         part_of_row = np.empty(n, dtype=np.int64)
-        part_of_row[permutation] = (np.arange(n) * parts) // max(n, 1)
+        if sample.groups == 1:
+            parts = max(1, min(parts, n))
+            _cluster_into(part_of_row, np.arange(n), sample.rows, order, strategy, 0, parts)
+        else:
+            group_of_row = sample.group_of_row
+            first = 0
+            for group, group_parts in enumerate(sample.group_parts(parts)):
+                rows_of_group = np.flatnonzero(group_of_row == group)
+                group_parts = max(1, min(int(group_parts), len(rows_of_group)))
+                _cluster_into(part_of_row, rows_of_group, sample.rows, order, strategy, first, group_parts)
+                first += group_parts
+            parts = max(first, 1)
     layout = _Parts(part_of_row, parts)
     columns = {c: _Column(sample.keys(c), layout) for c in sample.rows.column_names}
     return SimulatedLayout(name, parts, columns, indexes, max(sample.total_rows / max(parts, 1), 1.0), ndv or {},
                            part_bytes, float(sample.total_bytes))
+
+
+def _cluster_into(part_of_row: np.ndarray, rows: np.ndarray, table: pa.Table, order: Sequence[str] | None,
+                  strategy: str, first: int, parts: int) -> None:
+    """`rows` of the sample in the clustering's order, cut into `parts` parts numbered from `first`."""
+    n = len(rows)
+    if not n:
+        return
+    subset = table if n == table.num_rows else table.take(pa.array(rows))
+    permutation = cluster_order(subset, list(order or ()), strategy)
+    part_of_row[rows[permutation]] = first + (np.arange(n) * parts) // n

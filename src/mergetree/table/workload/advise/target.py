@@ -1,10 +1,12 @@
 """What the advisor needs of a table, whatever its format: its name (where its log is), columns,
-options as mergetree reads them, live data files (sizes, row counts, statistics), a way to read a
-file's columns for the row sample, and how its format spells the options advice writes.  A
+options as mergetree reads them, live data files (sizes, row counts, statistics), the unit a rewrite
+lays out on its own (`layout_group`), a way to read a file's columns for the row sample, and how
+its format spells the options advice writes.  A
 Paimon table's directory is one (`DirectoryTarget`); `mergetree.iceberg` makes Iceberg tables one."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import posixpath
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -41,6 +43,12 @@ class AdviceTarget(Protocol):
         """The latest snapshot's live data files."""
         ...
 
+    def layout_group(self, meta: DataFileMeta) -> Hashable:
+        """The group of files a rewrite lays out on its own that this file belongs to (its
+        partition; a Paimon table's partition and bucket): a layout orders rows within a group,
+        never across groups, so the advisor simulates it group by group."""
+        ...
+
     def read_file(self, meta: DataFileMeta, columns: Sequence[str]) -> pa.Table | None:
         """`columns` of one data file's live rows (None: the file is gone)."""
         ...
@@ -55,6 +63,7 @@ class DirectoryTarget:
 
     def __init__(self, directory: TableDirectory) -> None:
         self.directory = directory
+        self._groups: dict[str, tuple] | None = None  # file name -> (partition, bucket), of the latest snapshot
 
     @property
     def path(self) -> str:
@@ -78,7 +87,16 @@ class DirectoryTarget:
 
     def data_files(self) -> list[DataFileMeta]:
         snapshot = self.directory.latest_snapshot()
-        return [e.file for e in self.directory.live_files(snapshot).values()] if snapshot else []
+        entries = list(self.directory.live_files(snapshot).values()) if snapshot else []
+        self._groups = {e.file.file_name: (e.partition, e.bucket) for e in entries}
+        return [e.file for e in entries]
+
+    def layout_group(self, meta: DataFileMeta) -> Hashable:
+        if self._groups is None:
+            self.data_files()
+        assert self._groups is not None
+        # a file of an older snapshot: its directory (the partition's path and bucket) says as much
+        return self._groups.get(meta.file_name, posixpath.dirname(meta.file_name))
 
     def read_file(self, meta: DataFileMeta, columns: Sequence[str]) -> pa.Table | None:
         return read_data_table(self.directory.storage, meta, list(columns))
