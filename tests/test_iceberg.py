@@ -418,6 +418,45 @@ def test_the_cli_optimizes_an_iceberg_table(events):
     assert refused.returncode != 0 and "--filter" in refused.stderr
 
 
+def test_the_cli_reads_an_iceberg_table(events):
+    expected = sorted((r for r in _sorted_rows(events) if r["site"] == "7"), key=lambda r: -r["amount"])[:3]
+    done = subprocess.run([sys.executable, "-m", "mergetree", "read", "iceberg://lake/db.events", "--filter", "site = 7",
+                           "--order-by", "amount:desc", "--limit", "3", "--columns", "id,amount", "--explain"],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    for row in expected:
+        assert str(row["id"]) in done.stdout
+    assert "(3 rows)" in done.stdout and "deprecated" not in done.stderr, done.stdout
+    assert "read " in done.stdout and f"of {3 * FILES} files" in done.stdout
+    refused = subprocess.run([sys.executable, "-m", "mergetree", "read", "iceberg://lake/db.events", "--sorted"],
+                             capture_output=True, text=True, env=dict(os.environ))
+    assert refused.returncode != 0 and "no primary key" in refused.stderr
+
+
+def test_files_of_an_older_partition_spec_are_read_and_left_alone(events, lake):
+    """After partition evolution the rewrite lays out only files of the current spec; files the
+    older spec wrote are read as they are and kept."""
+    from pyiceberg.transforms import DayTransform
+    with events.iceberg.update_spec() as spec:
+        spec.remove_field("day_month")
+        spec.add_field("day", DayTransform(), "day_day")
+    events.refresh()
+    extra = _events(seed=5, n=3000, first=ROWS)
+    for i in range(3):
+        events.iceberg.append(extra.slice(i * 1000, 1000))
+    events.refresh()
+    before = _sorted_rows(events)
+    old_spec = {m.file_name for m in events.data_files() if m.origin.task.file.spec_id != events.iceberg.spec().spec_id}
+    assert len(old_spec) == 3 * FILES
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    result = events.optimize()
+    assert result.status == "committed" and result.rows == 3000, result
+    assert old_spec <= {m.file_name for m in events.data_files()}  # the older spec's files kept as they are
+    assert _sorted_rows(events) == before
+    assert sorted(r["id"] for r in events.read(columns=["id"], filter=("site", "=", "3")).to_pylist()) == \
+        sorted(r["id"] for r in before if r["site"] == "3")
+
+
 HISTORIES = Path(__file__).parent / "data" / "histories"
 
 

@@ -38,6 +38,7 @@ CHILD = OPS + textwrap.dedent("""
     from mergetree import Table
     table = Table.open(sys.argv[1])
     done = sum(1 for s in table.snapshots() if s.commit_kind == "APPEND")
+    print("ready", flush=True)  # imported and opened: the parent times its kill from here
     for i in range(done, done + 1000):
         kind, data = operation(i)
         table.write(data) if kind == "write" else table.delete(data)
@@ -80,8 +81,11 @@ def kill_repeatedly(path: str, runs: int, seed: int) -> int:
     rng = random.Random(seed)
     kills = 0
     for _ in range(runs):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, path], stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.6, 2.0))  # imports take ~0.5 s; then it writes and compacts
+        child = subprocess.Popen([sys.executable, "-c", CHILD, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # from the moment it starts writing (imports take from 0.5 s to several on a loaded machine)
+        assert child.stdout is not None
+        child.stdout.readline()
+        time.sleep(rng.uniform(0.1, 1.5))
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
             kills += 1

@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("read", "read the table (rows come bucket by bucket, each bucket in key order; --sorted: all in "
-                        "primary-key order)", commands.read)
+                        "primary-key order); an Iceberg table's iceberg://CATALOG/NAMESPACE.TABLE too", commands.read)
     add_table_path(p)
     p.add_argument("--filter", action="append", metavar="'COL OP VALUE'",
                    help="a predicate; repeat for AND. Operators: = != < <= > >= in (a, b) not in (a, b) "
