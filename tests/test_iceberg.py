@@ -420,8 +420,9 @@ def test_the_cli_optimizes_an_iceberg_table(events):
 
 def test_the_cli_reads_an_iceberg_table(events):
     expected = sorted((r for r in _sorted_rows(events) if r["site"] == "7"), key=lambda r: -r["amount"])[:3]
-    done = subprocess.run([sys.executable, "-m", "mergetree", "read", "iceberg://lake/db.events", "--filter", "site = 7",
-                           "--order-by", "amount:desc", "--limit", "3", "--columns", "id,amount", "--explain"],
+    done = subprocess.run([sys.executable, "-m", "mergetree", "read", "iceberg://lake/db.events",
+                           "--filter", "site = 7", "--order-by", "amount:desc", "--limit", "3",
+                           "--columns", "id,amount", "--explain"],
                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     for row in expected:
