@@ -554,3 +554,37 @@ def test_the_report_page_shows_an_iceberg_table_and_its_passes(events):
     assert len(report.passes) == 1 and report.passes[0]["tier"] == "major" and report.queries == 12
     page = render_html(report)
     assert "<svg" in page and "iceberg://lake/db.events" in page
+
+
+def test_the_optimizer_daemon_runs_an_iceberg_tables_partitions_by_benefit(events):
+    """The daemon plans an Iceberg table's pending partitions as a Paimon table's (major once
+    `optimize.major-threshold` of data waits), orders them by what the logged queries read there,
+    runs each as one checked Iceberg commit under the limits, and records each pass."""
+    from mergetree.organize.scheduler import plan_tasks, run_daemon
+    from mergetree.table.workload.history import history
+    before = _sorted_rows(events)
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear",
+                           "mergetree.optimize.major-threshold": "1 kb"})
+    for _ in range(5):  # March is read: its partition first
+        events.read(filter=[("day", ">=", "2024-03-01"), ("site", "=", "3")])
+    querylog.flush(events.path)
+    tasks, nothing = plan_tasks(events.path)
+    assert [t.tier for t in tasks] == ["major"] * 3 and [r.tier for r in nothing] == ["minor"]
+    from mergetree.organize.scheduler import order_tasks
+    ordered = order_tasks(tasks)
+    assert ordered[0].reads > 0 and ordered[1].reads == ordered[2].reads == 0
+    reports: list = []
+    committed = run_daemon([events.path], once=True, on_report=reports.append, max_tasks=2)
+    rewrites = [r for r in reports if r.tier == "major"]
+    assert committed == 3 and [r.status for r in rewrites] == ["committed"] * 3, reports
+    assert rewrites[0].snapshot_id is not None
+    events.refresh()
+    assert _sorted_rows(events) == before
+    assert all(m.file_name.rsplit("/", 1)[-1].startswith("mt-major-") for m in events.data_files())
+    assert history(events.path).column("status").to_pylist().count("committed") == 3
+    again: list = []
+    assert run_daemon([events.path], once=True, on_report=again.append) == 0  # laid out already
+    assert {r.status for r in again} <= {"nothing"}
+    done = subprocess.run([sys.executable, "-m", "mergetree", "optimize-daemon", events.path, "--once"],
+                          capture_output=True, text=True, env=dict(os.environ))
+    assert done.returncode == 0 and "0 pass(es) committed" in done.stdout, done.stderr

@@ -306,7 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("optimize-daemon", "optimize tables in the background: a minor pass merges new small files, a "
                                    "major pass lays out data once optimize.major-threshold of it waits",
                 organize.optimize_daemon)
-    add_table_path(p, help="table directories or URIs (s3://bucket/prefix, ...)", nargs="+", name="paths",
+    add_table_path(p, help="table directories or URIs (s3://bucket/prefix, ...), Iceberg tables as "
+                           "iceberg://CATALOG/NAMESPACE.TABLE", nargs="+", name="paths",
                    metavar="PATH")
     p.add_argument("--once", action="store_true", help="one round, then exit")
     p.add_argument("--interval", type=float, default=60.0, help="seconds between rounds")

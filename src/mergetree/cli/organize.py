@@ -11,6 +11,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..errors import InvalidArgumentError
+from ..iceberg import is_iceberg_location
+from ..iceberg import open as open_iceberg
 from ..organize import build_report, import_sql, render_html, run_daemon, write_pngs
 from ..organize import replay as replay_queries
 from ..organize.report import column_usage
@@ -19,7 +21,7 @@ from ..table.compaction.planner import parse_memory_size
 from ..table.durations import parse_since, since_moment
 from ..table.workload import querylog
 from ..table.workload.advise import Advice, LoggedQuery
-from .options import open_organized, open_table, remember_location
+from .options import open_organized, open_table, remember_location, storage_options
 from .render import out_console, progress, text_table
 
 __all__ = ["advise", "optimize_daemon", "parse_age", "queries_expire", "queries_import", "queries_show",
@@ -193,7 +195,9 @@ def optimize_daemon(args: argparse.Namespace) -> int:
     task_bytes = parse_memory_size(args.max_task_size, "--max-task-size")
     if task_bytes < 1:
         raise InvalidArgumentError(f"--max-task-size must be more than 0 bytes, not {args.max_task_size!r}")
-    paths = [open_table(args, path).path for path in args.paths]  # a wrong path is an error now, not every round
+    # a wrong path is an error now, not every round
+    paths = [open_iceberg(path, storage_options(args)).path if is_iceberg_location(path)
+             else open_table(args, path).path for path in args.paths]
     committed = run_daemon(paths, interval=args.interval, once=args.once,
                            on_report=lambda r: out_console.print(f"{r.table}: {r.line()}"), max_tasks=max_tasks,
                            max_tasks_per_table=per_table, max_task_bytes=task_bytes, since=args.since)

@@ -51,7 +51,8 @@ class IcebergTable(Protocol):
 
     def read_tasks(self, tasks: Sequence[Any], columns: list[str], f: Any) -> pa.Table: ...
 
-__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "pending_groups", "rewrite", "written_tier"]
+__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "background_pending", "pending_groups", "rewrite",
+           "written_tier"]
 
 COMMIT_ATTEMPTS = 8
 TASK_BYTES = 512 * 1024 * 1024  # input bytes a task (one commit) gathers partitions up to
@@ -134,6 +135,24 @@ def pending_groups(table: IcebergTable, tier: str) -> dict[tuple, list[Any]]:
     return {p: tasks for p, tasks in groups.items() if len(tasks) >= minimum}
 
 
+def background_pending(table: IcebergTable) -> dict[str, dict[tuple, list[Any]]]:
+    """What the background optimizer rewrites now, by partition, as for a Paimon table
+    (`levers.optimize.pending`): "major" where the partition's data not yet laid out for the
+    table's layout reaches `optimize.major-threshold`, else "minor" where at least
+    `optimize.minor-min-files` small files wait (files of an older partition spec: never)."""
+    options = table.options
+    out: dict[str, dict[tuple, list[Any]]] = {"major": {}, "minor": {}}
+    laid_out = options.clustering is not None or bool(options.sort_within)
+    waiting = pending_groups(table, "major") if laid_out else {}
+    for partition, tasks in waiting.items():
+        if sum(int(t.file.file_size_in_bytes) for t in tasks) >= options.major_threshold:
+            out["major"][partition] = tasks
+    for partition, tasks in pending_groups(table, "minor").items():
+        if partition not in out["major"] and len(tasks) >= options.minor_min_files:
+            out["minor"][partition] = tasks
+    return out
+
+
 def batched(groups: dict[tuple, list[Any]], limit: int | None = None) -> list[list[tuple[tuple, list[Any]]]]:
     """The partitions in tasks of up to `limit` (default `TASK_BYTES`) input bytes, in partition order."""
     limit = TASK_BYTES if limit is None else limit
@@ -149,13 +168,18 @@ def batched(groups: dict[tuple, list[Any]], limit: int | None = None) -> list[li
     return out
 
 
-def rewrite(table: IcebergTable, tier: str = "major",
-            progress: Callable[[int, int], None] | None = None) -> IcebergRewrite:
-    """One `tier` pass over the table (see the module docstring); `progress(done, total)` per task."""
+def rewrite(table: IcebergTable, tier: str = "major", progress: Callable[[int, int], None] | None = None,
+            partitions: Sequence[tuple] | None = None) -> IcebergRewrite:
+    """One `tier` pass over the table (see the module docstring), or over only `partitions`
+    (the background optimizer's task); `progress(done, total)` per task."""
     started = time.perf_counter()
     table.refresh()
     out = IcebergRewrite(table.path, tier)
-    jobs = batched(pending_groups(table, tier))
+    groups = pending_groups(table, tier)
+    if partitions is not None:
+        wanted = {tuple(p) for p in partitions}
+        groups = {p: tasks for p, tasks in groups.items() if p in wanted}
+    jobs = batched(groups)
     options = table.options
     for done, job in enumerate(jobs):
         read = [t for _, tasks in job for t in tasks]

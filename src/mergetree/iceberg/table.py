@@ -347,23 +347,36 @@ class IcebergTable:
             self.set_properties(advice.options)
         return advice
 
-    def optimize(self, tier: str = "major", progress: Any = None) -> IcebergRewrite:
+    def optimize(self, tier: str = "major", progress: Any = None,
+                 partitions: Sequence[tuple] | None = None) -> IcebergRewrite:
         """Rewrite the files the layout in the table's properties (what `advise(apply=True)`
-        wrote) has not laid out yet, one Iceberg commit per partition (`tier` "major"); or
-        bin-pack each partition's small files ("minor").  See `mergetree.iceberg.rewrite`."""
-        result = rewrite(self, tier, progress)
+        wrote) has not laid out yet, one Iceberg commit per task of partitions (`tier` "major");
+        or bin-pack each partition's small files ("minor"); `partitions`: only these (partition
+        tuples, as the background optimizer's tasks name them).  See `mergetree.iceberg.rewrite`."""
+        result = rewrite(self, tier, progress, partitions)
         if result.status == "committed":  # the optimizer history, as the report shows passes
             try:
-                record_pass(PassReport(self.path, tier, result.status, result.partitions, result.files_in,
-                                       result.files_out, result.rows, result.bytes_in, result.bytes_out,
-                                       result.snapshot_ids[-1], layout_signature(self.options), result.seconds))
+                record_pass(self.pass_report(result))
             except Exception as exc:  # the history can be lost, never the rewrite
                 logging.getLogger(__name__).warning("the optimizer history of %s was not written: %s", self.path, exc)
         return result
 
+    def pass_report(self, result: IcebergRewrite) -> PassReport:
+        """A rewrite as the optimizer history and the daemon report passes."""
+        if result.status != "committed":
+            return PassReport(self.path, result.tier, result.status)
+        return PassReport(self.path, result.tier, result.status, result.partitions, result.files_in,
+                          result.files_out, result.rows, result.bytes_in, result.bytes_out,
+                          result.snapshot_ids[-1], layout_signature(self.options), result.seconds)
+
     def expire_queries(self, retention: Any = None) -> Expired:
-        """Remove the query log's records older than `retention` (default: 30 days)."""
-        return expire_log(self.path, retention if retention is not None else dt.timedelta(days=30))
+        """Remove the query log's records older than `retention` (default: the table's
+        ``mergetree.query-log.retention`` property, else 30 days)."""
+        if retention is None:
+            retention = self.options.query_log_retention
+            if retention is None:  # kept forever
+                return Expired()
+        return expire_log(self.path, retention)
 
     def info(self) -> IcebergInfo:
         files = self.data_files()

@@ -68,6 +68,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import CompactionConflictError, InvalidArgumentError, MergeTreeError
+from ..iceberg import IcebergTable, is_iceberg_location
+from ..iceberg import open as open_iceberg
+from ..iceberg.rewrite import background_pending
 from ..table import Table
 from ..table.compaction.runner import plan_compaction
 from ..table.directory import TableDirectory
@@ -83,8 +86,8 @@ from ..table.workload.retention import expire as expire_queries
 
 __all__ = ["BENEFIT_QUERIES", "DEFAULT_MAX_TASKS", "DEFAULT_MAX_TASKS_PER_TABLE", "DEFAULT_MAX_TASK_BYTES",
            "DEFAULT_WINDOW", "KEY_MAX_CONCURRENT_TASKS", "PassReport", "Rewrite", "Task", "history",
-           "interval_seconds", "layout_gain", "local_rewrite", "logged_reads", "next_task", "order_tasks",
-           "pending", "plan_tasks", "run_daemon", "run_once", "run_pass", "run_tasks", "table_limit",
+           "iceberg_reads", "interval_seconds", "layout_gain", "local_rewrite", "logged_reads", "next_task",
+           "order_tasks", "pending", "plan_tasks", "run_daemon", "run_once", "run_pass", "run_tasks", "table_limit",
            "table_tasks", "task_limit", "task_reads"]
 
 _log = logging.getLogger("mergetree.optimizer")
@@ -284,12 +287,54 @@ def logged_reads(table: Table, since: Any = DEFAULT_WINDOW, limit: int = BENEFIT
     return dict(reads)
 
 
+def iceberg_reads(table: IcebergTable, since: Any = DEFAULT_WINDOW, limit: int = BENEFIT_QUERIES) -> dict[str, float]:
+    """`logged_reads` of an Iceberg table: each query's files as pyiceberg's planning picks
+    them now for its logged filter."""
+    queries = read_log(table.path, since)
+    if not queries:
+        return {}
+    sample = queries[-limit:]
+    scale = len(queries) / len(sample)
+    sizes = {m.file_name: m.file_size for m in table.data_files()}
+    reads: dict[str, float] = defaultdict(float)
+    for q in sample:
+        names: Iterable[str]
+        try:
+            if q.filter_json is None and any(c for c, _ in q.predicates):
+                raise InvalidArgumentError("filter not kept")
+            names = [m.file_name for m in table.plan(q.filter)]
+        except (MergeTreeError, ValueError, TypeError):
+            names = sizes
+        for name in names:
+            if name in sizes:
+                reads[name] += sizes[name] * scale
+    return dict(reads)
+
+
+def _iceberg_tasks(path: str, max_task_bytes: int) -> tuple[IcebergTable, list[Task]]:
+    """An Iceberg table's tasks (T1): per tier, its pending partitions packed up to
+    `max_task_bytes` (a partition is never split), each task one rewrite of those partitions."""
+    table = open_iceberg(path)
+    metas = {m.file_name: m for m in table.data_files()}
+    tasks: list[Task] = []
+    for tier, groups in background_pending(table).items():
+        pending = {(partition, 0): [metas[t.file.file_path] for t in scan_tasks if t.file.file_path in metas]
+                   for partition, scan_tasks in groups.items()}
+        for task in table_tasks(table.path, tier, pending, max_task_bytes):
+            tasks.append(task)
+    return table, tasks
+
+
 def plan_tasks(path: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: Any = DEFAULT_WINDOW,
                advice: Advice | None = None) -> tuple[list[Task], list[PassReport]]:
     """A table's tasks of this round, with their benefit, and a "nothing" report for each tier
     with no task.  An append table's tasks are its pending groups (T1); a primary-key table's
     are its compaction, when the planner picks any bucket, and its index build, when a live
-    file lacks a declared index (T5)."""
+    file lacks a declared index (T5); an Iceberg table's (``iceberg://``) are its pending
+    partitions, as an append table's."""
+    if is_iceberg_location(path):
+        iceberg, found = _iceberg_tasks(path, max_task_bytes)
+        return _weighed(iceberg, found, since, advice)
     table = Table.open(path).at()  # the engine's view (a Paimon table's too)
     directory = table.directory
     tasks: list[Task] = []
@@ -311,11 +356,17 @@ def plan_tasks(path: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: A
         work = pending(directory)
         for tier in ("major", "minor"):
             tasks += table_tasks(table.path, tier, work[tier], max_task_bytes)
+    return _weighed(table, tasks, since, advice)
+
+
+def _weighed(table: Table | IcebergTable, tasks: list[Task], since: Any,
+             advice: Advice | None) -> tuple[list[Task], list[PassReport]]:
+    """The tasks with their benefit (T2), and a "nothing" report for each tier without one."""
     nothing = [PassReport(table.path, tier, "nothing") for tier in ("major", "minor")
                if not any(t.tier == tier for t in tasks)]
     if tasks:
         try:
-            reads = logged_reads(table, since)
+            reads = iceberg_reads(table, since) if isinstance(table, IcebergTable) else logged_reads(table, since)
         except MergeTreeError as exc:  # the log weighs the order; it never stops the work
             _log.warning("mergetree: the query log of %s cannot be read (%s); its tasks are ordered as unread",
                          table.path, exc)
@@ -324,10 +375,13 @@ def plan_tasks(path: str, max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: A
     return tasks, nothing
 
 
-def table_limit(table: Table, default: int) -> int:
+def table_limit(table: Table | IcebergTable, default: int) -> int:
     """A table's own `optimize.max-concurrent-tasks` (kept as mergetree's option in the Paimon
-    schema: `option_name`), else `default`."""
-    raw = table.table_schema.options.get(option_name(KEY_MAX_CONCURRENT_TASKS))
+    schema: `option_name`; an Iceberg table's ``mergetree.`` property), else `default`."""
+    if isinstance(table, IcebergTable):
+        raw = table.properties.get("mergetree." + KEY_MAX_CONCURRENT_TASKS)
+    else:
+        raw = table.table_schema.options.get(option_name(KEY_MAX_CONCURRENT_TASKS))
     return default if raw is None else int(OPTIONS[KEY_MAX_CONCURRENT_TASKS].parse(raw, KEY_MAX_CONCURRENT_TASKS))
 
 
@@ -337,6 +391,13 @@ def table_limit(table: Table, default: int) -> int:
 
 def _run_task(task: Task, rewrite: Rewrite, compact: Callable[[Table], Snapshot | None] | None,
               progress: Progress | None) -> PassReport:
+    if is_iceberg_location(task.table):  # its partitions rewritten in one Iceberg commit, checked and recorded
+        try:
+            iceberg = open_iceberg(task.table)
+            return iceberg.pass_report(iceberg.optimize(task.tier, progress,
+                                                        partitions=[p for p, _ in task.groups]))
+        except MergeTreeError as exc:
+            return PassReport(task.table, task.tier, f"failed: {exc}")
     try:
         table = Table.open(task.table).at()  # the table as it is now: an earlier task of it may have committed
         work: Callable[[], Snapshot | None]
@@ -408,10 +469,15 @@ def run_once(path: str, progress: Progress | None = None, rewrite: Rewrite = loc
     task_limit(max_tasks, "max_tasks")
     _task_bytes(max_task_bytes)
     since = parse_since(since, "since")
-    table = Table.open(path).at()  # the engine's view (a Paimon table's too)
+    table = _open(path)
     tasks, reports = plan_tasks(table.path, max_task_bytes, since, advice)
     per_table = {table.path: min(max_tasks, table_limit(table, max_tasks))}
     return reports + run_tasks(tasks, max_tasks, per_table, rewrite, compact, progress)
+
+
+def _open(path: str) -> Table | IcebergTable:
+    """The engine's view of a table (a Paimon table's too), or an Iceberg table's."""
+    return open_iceberg(path) if is_iceberg_location(path) else Table.open(path).at()
 
 
 def interval_seconds(interval: Any, name: str = "interval") -> float:
@@ -458,7 +524,7 @@ def run_daemon(paths: Sequence[str], interval: float | dt.timedelta = 60.0, once
         per_table: dict[str, int] = {}
         for path in paths:
             try:
-                table = Table.open(path).at()  # the engine's view (a Paimon table's too)
+                table = _open(path)
                 found, nothing = plan_tasks(table.path, max_task_bytes, since, advised.get(table.path))
                 per_table[table.path] = table_limit(table, max_tasks_per_table)
             except MergeTreeError as exc:
@@ -470,7 +536,10 @@ def run_daemon(paths: Sequence[str], interval: float | dt.timedelta = 60.0, once
         run_tasks(tasks, max_tasks, per_table, rewrite, compact, on_report=report, stop=stop)
         for path in per_table:  # each query log kept to its table's query-log.retention
             try:
-                expire_queries(path)
+                if is_iceberg_location(path):
+                    open_iceberg(path).expire_queries()
+                else:
+                    expire_queries(path)
             except MergeTreeError as exc:  # a damaged log: `mergetree repair` fixes it, the round goes on
                 report(PassReport(path, "query-log", f"failed: {exc}"))
         if once:
