@@ -209,14 +209,7 @@ def read(args: argparse.Namespace) -> int:
             out_console.print(f"row groups skipped inside the files read: {plan.row_groups_skipped:,}")
     result = table.read(columns=columns, filter=filters or None, snapshot=args.snapshot, order_by=order_by,
                         limit=top, sorted=args.sorted)
-    if args.limit:
-        out_console.print(arrow_preview(result, args.limit))
-    out_console.print(_rows(result.num_rows))
-    if args.explain and table.last_read is not None:
-        stats = table.last_read
-        out_console.print(f"read {stats.files_read:,} of {stats.files_total:,} files "
-                          f"({stats.bytes_read / 2**20:.1f} of {stats.bytes_total / 2**20:.1f} MiB)")
-    return 0
+    return _show_read(args, result, table.last_read)
 
 
 def _read_iceberg(args: argparse.Namespace) -> int:
@@ -238,14 +231,18 @@ def _read_iceberg(args: argparse.Namespace) -> int:
         result = rows.slice(0, args.limit).select(columns or table.schema.names)
     else:
         result = table.read(columns=columns, filter=filters or None, snapshot=args.snapshot)
+    return _show_read(args, result, table.last_read, "; pyiceberg's planning pruned by partitions and the "
+                                                     "manifests' column bounds")
+
+
+def _show_read(args: argparse.Namespace, result: pa.Table, stats: Any, pruned_by: str = "") -> int:
+    """A read's rows (up to --limit), their count and, with --explain, the files it read."""
     if args.limit:
         out_console.print(arrow_preview(result, args.limit))
     out_console.print(_rows(result.num_rows))
-    if args.explain and table.last_read is not None:
-        stats = table.last_read
+    if args.explain and stats is not None:
         out_console.print(f"read {stats.files_read:,} of {stats.files_total:,} files "
-                          f"({stats.bytes_read / 2**20:.1f} of {stats.bytes_total / 2**20:.1f} MiB; pyiceberg's "
-                          f"planning pruned by partitions and the manifests' column bounds)")
+                          f"({stats.bytes_read / 2**20:.1f} of {stats.bytes_total / 2**20:.1f} MiB{pruned_by})")
     return 0
 
 

@@ -86,7 +86,7 @@ from ..table.workload.retention import expire as expire_queries
 
 __all__ = ["BENEFIT_QUERIES", "DEFAULT_MAX_TASKS", "DEFAULT_MAX_TASKS_PER_TABLE", "DEFAULT_MAX_TASK_BYTES",
            "DEFAULT_WINDOW", "KEY_MAX_CONCURRENT_TASKS", "PassReport", "Rewrite", "Task", "history",
-           "iceberg_reads", "interval_seconds", "layout_gain", "local_rewrite", "logged_reads", "next_task",
+           "interval_seconds", "layout_gain", "local_rewrite", "logged_reads", "next_task",
            "order_tasks", "pending", "plan_tasks", "run_daemon", "run_once", "run_pass", "run_tasks", "table_limit",
            "table_tasks", "task_limit", "task_reads"]
 
@@ -258,52 +258,39 @@ def _task_bytes(value: Any, name: str = "max_task_bytes") -> int:
 # Planning a table's tasks (reads the table and its query log)
 # ---------------------------------------------------------------------------
 
-def logged_reads(table: Table, since: Any = DEFAULT_WINDOW, limit: int = BENEFIT_QUERIES) -> dict[str, float]:
+def logged_reads(table: Table | IcebergTable, since: Any = DEFAULT_WINDOW,
+                 limit: int = BENEFIT_QUERIES) -> dict[str, float]:
     """T2: live file name -> bytes the logged queries newer than `since` read from it: the newest
-    `limit` of them planned by the table's planner now (a query whose filter was not kept reads
-    every file), scaled up to all the window's queries."""
+    `limit` of them planned by the table's planner now (an Iceberg table's: pyiceberg's; a query
+    whose filter was not kept reads every file), scaled up to all the window's queries."""
     queries = read_log(table.path, since)  # oldest first
     if not queries:
         return {}
     sample = queries[-limit:]
     scale = len(queries) / len(sample)
-    snapshot = table.latest_snapshot()
-    sizes = {e.file.file_name: e.file.file_size for e in table.directory.live_files(snapshot).values()} \
-        if snapshot is not None else {}
-    reads: dict[str, float] = defaultdict(float)
-    for q in sample:
-        names: Iterable[str]
-        try:
-            if q.filter_json is None and any(c for c, _ in q.predicates):
-                raise InvalidArgumentError("filter not kept")
+    planned: Callable[[Any], Iterable[str]]
+    if isinstance(table, IcebergTable):
+        sizes = {m.file_name: m.file_size for m in table.data_files()}
+
+        def planned(q: Any) -> Iterable[str]:
+            return [m.file_name for m in table.plan(q.filter)]
+    else:
+        snapshot = table.latest_snapshot()
+        sizes = {e.file.file_name: e.file.file_size for e in table.directory.live_files(snapshot).values()} \
+            if snapshot is not None else {}
+
+        def planned(q: Any) -> Iterable[str]:
             plan = table.plan(q.filter, snapshot=snapshot.id if snapshot is not None else None,
                               order_by=list(q.order_by) or None, limit=q.limit if q.order_by else None)
-            names = [m.file_name for m in plan.files]
-        except (MergeTreeError, ValueError, TypeError):  # a filter the planner no longer takes
-            names = sizes
-        for name in names:
-            if name in sizes:
-                reads[name] += sizes[name] * scale
-    return dict(reads)
-
-
-def iceberg_reads(table: IcebergTable, since: Any = DEFAULT_WINDOW, limit: int = BENEFIT_QUERIES) -> dict[str, float]:
-    """`logged_reads` of an Iceberg table: each query's files as pyiceberg's planning picks
-    them now for its logged filter."""
-    queries = read_log(table.path, since)
-    if not queries:
-        return {}
-    sample = queries[-limit:]
-    scale = len(queries) / len(sample)
-    sizes = {m.file_name: m.file_size for m in table.data_files()}
+            return [m.file_name for m in plan.files]
     reads: dict[str, float] = defaultdict(float)
     for q in sample:
         names: Iterable[str]
         try:
             if q.filter_json is None and any(c for c, _ in q.predicates):
                 raise InvalidArgumentError("filter not kept")
-            names = [m.file_name for m in table.plan(q.filter)]
-        except (MergeTreeError, ValueError, TypeError):
+            names = planned(q)
+        except (MergeTreeError, ValueError, TypeError):  # a filter the planner no longer takes
             names = sizes
         for name in names:
             if name in sizes:
@@ -366,7 +353,7 @@ def _weighed(table: Table | IcebergTable, tasks: list[Task], since: Any,
                if not any(t.tier == tier for t in tasks)]
     if tasks:
         try:
-            reads = iceberg_reads(table, since) if isinstance(table, IcebergTable) else logged_reads(table, since)
+            reads = logged_reads(table, since)
         except MergeTreeError as exc:  # the log weighs the order; it never stops the work
             _log.warning("mergetree: the query log of %s cannot be read (%s); its tasks are ordered as unread",
                          table.path, exc)
