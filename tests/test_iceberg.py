@@ -512,9 +512,8 @@ def test_a_linear_layout_is_the_tables_sort_order_and_a_curve_clears_only_its_ow
     assert order(events) == ["id"]  # not mergetree's to clear
 
 
-def test_an_iceberg_table_on_s3_is_read_logged_advised_and_rewritten(s3_server, tmp_path, monkeypatch):
-    """The catalog's warehouse on the S3 server (pyiceberg's FileIO with the storage options given
-    at the open), the workload tables beside it on the same store."""
+def _s3_table(s3_server, tmp_path, monkeypatch):
+    """db.events in a catalog whose warehouse is on the S3 server: (table, warehouse, options)."""
     import uuid
     warehouse = f"s3://lake/iceberg-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("PYICEBERG_CATALOG__S3LAKE__TYPE", "sql")
@@ -528,7 +527,13 @@ def test_an_iceberg_table_on_s3_is_read_logged_advised_and_rewritten(s3_server, 
     created = catalog.create_table("db.events", data.schema, properties={"write.target-file-size-bytes": "20000"})
     for part in range(4):
         created.append(data.slice(part * 1000, 1000))
-    table = open_iceberg("iceberg://s3lake/db.events", options)
+    return open_iceberg("iceberg://s3lake/db.events", options), warehouse, options
+
+
+def test_an_iceberg_table_on_s3_is_read_logged_advised_and_rewritten(s3_server, tmp_path, monkeypatch):
+    """The catalog's warehouse on the S3 server (pyiceberg's FileIO with the storage options given
+    at the open), the workload tables beside it on the same store."""
+    table, warehouse, _ = _s3_table(s3_server, tmp_path, monkeypatch)
     assert table.read(filter=("site", "=", "7")).num_rows == len(_reference(table, ("site", "=", "7")))
     for k in range(12):
         table.read(filter=("site", "=", str(k)))
@@ -540,6 +545,17 @@ def test_an_iceberg_table_on_s3_is_read_logged_advised_and_rewritten(s3_server, 
     result = table.optimize()
     assert result.status == "committed" and _sorted_rows(table) == before
     assert all(m.file_name.startswith(warehouse) for m in table.data_files())
+
+
+def test_spark_rewrites_an_iceberg_table_on_s3(s3_server, tmp_path, monkeypatch, spark):
+    """The executors write to the store with the FileIO properties of the driver's open."""
+    import mergetree.spark
+    table, warehouse, options = _s3_table(s3_server, tmp_path, monkeypatch)
+    before, files_before = _sorted_rows(table), len(table.data_files())
+    result = mergetree.spark.optimize(spark, table.path, order="site", storage_options=options)
+    assert result.status == "committed" and result.files_in == files_before and _sorted_rows(table.refresh()) == before
+    names = [m.file_name for m in table.data_files()]
+    assert all(n.startswith(warehouse) and n.rsplit("/", 1)[-1].startswith("mt-major-") for n in names)
 
 
 def test_the_report_page_shows_an_iceberg_table_and_its_passes(events):
@@ -588,3 +604,72 @@ def test_the_optimizer_daemon_runs_an_iceberg_tables_partitions_by_benefit(event
     done = subprocess.run([sys.executable, "-m", "mergetree", "optimize-daemon", events.path, "--once"],
                           capture_output=True, text=True, env=dict(os.environ))
     assert done.returncode == 0 and "0 pass(es) committed" in done.stdout, done.stderr
+
+
+# -- rewrites on Spark: the executors write the files, the driver commits ---------------------
+
+def _layout_files(table) -> list[str]:
+    return sorted(m.file_name for m in table.data_files())
+
+
+def test_spark_rewrites_an_iceberg_table_as_the_local_rewrite_does(events, spark):
+    import mergetree.spark
+    from mergetree.table.workload.history import history
+    before = _sorted_rows(events)
+    first = events.snapshot_id()
+    result = mergetree.spark.optimize(spark, events.path, order=["site", "day"], strategy="zorder")
+    assert events.refresh().properties["mergetree.clustering.columns"] == "site,day"
+    assert result.status == "committed" and result.rows == len(before) and result.files_in == 3 * FILES, result
+    assert result.commits == 1 and result.partitions == 3
+    assert _sorted_rows(events) == before
+    assert len(events.iceberg.scan(snapshot_id=first).to_arrow()) == len(before)  # time travel to before
+    assert events.iceberg.current_snapshot().summary["mergetree.rewrite"] == "major"
+    files = _layout_files(events)
+    assert len(files) == result.files_out and all(p.rsplit("/", 1)[-1].startswith("mt-major-") for p in files)
+    assert history(events.path).column("status").to_pylist() == ["committed"]
+    assert mergetree.spark.optimize(spark, events.path).status == "nothing"  # laid out for it already
+    assert events.refresh().optimize().status == "nothing"  # and the local rewrite knows the files too
+    with pytest.raises(InvalidArgumentError, match="filter"):
+        mergetree.spark.optimize(spark, events.path, filter=("site", "=", "1"))
+
+
+def test_a_failed_spark_task_commits_nothing_and_leaves_no_file(events, spark):
+    import mergetree.spark
+    from mergetree.errors import MergeTreeError
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    snapshot = events.snapshot_id()
+    victim = sorted(m.file_name for m in events.data_files())[-1]
+    Path(victim.removeprefix("file://")).write_bytes(b"not a parquet file")  # one partition's task fails to read it
+    with pytest.raises((MergeTreeError, OSError, ValueError), match="Parquet") as raised:
+        mergetree.spark.optimize(spark, events.path)
+    assert raised.value.__cause__ is not None and "Spark task" in str(raised.value.__cause__)
+    assert events.refresh().snapshot_id() == snapshot  # nothing committed
+    warehouse = Path(events.iceberg.location().removeprefix("file://"))
+    assert not list(warehouse.rglob("mt-*.parquet"))  # every task's files removed
+
+
+def test_spark_runs_an_iceberg_tables_pending_partitions(events, spark, monkeypatch):
+    import mergetree.iceberg.rewrite as rewrite_module
+    import mergetree.spark
+    monkeypatch.setattr(rewrite_module, "TASK_BYTES", 1)  # a task (a commit) per month
+    before = _sorted_rows(events)
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear",
+                           "mergetree.optimize.major-threshold": "1 kb"})
+    model = list(before)
+    fired: list[int] = []
+    real_commit = rewrite_module._commit
+
+    def commit_after_another(*args):  # another engine deletes rows between the executors' writes and the commit
+        if not fired:
+            fired.append(1)
+            model[:] = _concurrent("delete", load_catalog("lake"), model)
+        return real_commit(*args)
+    monkeypatch.setattr(rewrite_module, "_commit", commit_after_another)
+    reports = mergetree.spark.optimize_pending(spark, events.path)
+    majors = [r for r in reports if r.tier == "major"]
+    assert fired and len(majors) == 3 and {r.status for r in majors} <= {"committed", "conflict"}, reports
+    got = _sorted_rows(events.refresh())
+    assert got == sorted(model, key=lambda r: r["id"]) and len(got) < len(before)  # nothing resurrected
+    live = set(_layout_files(events))
+    on_disk = {f"file://{p}" for p in Path(events.iceberg.location().removeprefix("file://")).rglob("mt-*.parquet")}
+    assert on_disk <= live  # the given-up tasks' files removed

@@ -349,17 +349,9 @@ def _optimize_iceberg(args: argparse.Namespace, order: list[str] | None, within:
         raise InvalidArgumentError("--filter is not taken for an Iceberg table: a pass rewrites each partition whole")
     table = open_organized(args)
     assert isinstance(table, IcebergTable)
-    layout: dict[str, str | None] = {}
-    if order:
-        strategy = args.strategy or ("linear" if len(order) == 1 else "hilbert")
-        layout |= {"mergetree.clustering.columns": ",".join(order), "mergetree.clustering.strategy": strategy,
-                   "mergetree.clustering.qdtree": None}
-    if within:
-        layout["mergetree.sort-within.columns"] = ",".join(within)
-    if layout:
-        table.set_properties(layout)
     with progress("optimize", "partitions", enabled=not args.no_progress) as update:
-        result = table.optimize(tier=args.tier, progress=update)
+        result = table.optimize(tier=args.tier, progress=update, order=order, strategy=args.strategy,
+                                sort_within=within)
     out_console.print(repr(result))
     for reason in result.conflicts:
         out_console.print(f"given up (another commit changed its files): {reason}")

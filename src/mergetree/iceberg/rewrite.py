@@ -20,7 +20,7 @@ import hashlib
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,8 +51,8 @@ class IcebergTable(Protocol):
 
     def read_tasks(self, tasks: Sequence[Any], columns: list[str], f: Any) -> pa.Table: ...
 
-__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "background_pending", "pending_groups", "rewrite",
-           "written_tier"]
+__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "Job", "Writer", "background_pending", "batched", "local_writer",
+           "pending_groups", "remove_files", "rewrite", "write_files", "written_tier"]
 
 COMMIT_ATTEMPTS = 8
 TASK_BYTES = 512 * 1024 * 1024  # input bytes a task (one commit) gathers partitions up to
@@ -168,10 +168,33 @@ def batched(groups: dict[tuple, list[Any]], limit: int | None = None) -> list[li
     return out
 
 
+Job = list[tuple[tuple, list[Any]]]  # a task: (partition, its scan tasks), committed together
+# writes the jobs' files in their order, one list of DataFiles per job (lazily: the local writer
+# writes a job when its turn comes); removes what it wrote of a job it does not yield, and of the
+# jobs left when it is closed early
+Writer = Callable[[IcebergTable, list[Job], str, TableOptions], Generator[list[Any], None, None]]
+
+
+def local_writer(table: IcebergTable, jobs: list[Job], tier: str,
+                 options: TableOptions) -> Generator[list[Any], None, None]:
+    """The jobs' files written in this process, a job when the rewrite asks for it."""
+    for job in jobs:
+        written: list[Any] = []
+        try:
+            for _, tasks in job:
+                written += _write_group(table, tasks, tier, options)
+        except BaseException:
+            remove_files(table.iceberg.io, [f.file_path for f in written])
+            raise
+        yield written
+
+
 def rewrite(table: IcebergTable, tier: str = "major", progress: Callable[[int, int], None] | None = None,
-            partitions: Sequence[tuple] | None = None) -> IcebergRewrite:
+            partitions: Sequence[tuple] | None = None, writer: Writer | None = None) -> IcebergRewrite:
     """One `tier` pass over the table (see the module docstring), or over only `partitions`
-    (the background optimizer's task); `progress(done, total)` per task."""
+    (the background optimizer's task); `progress(done, total)` per task.  `writer` writes the
+    files (default: here, `local_writer`; `mergetree.spark.optimize`: on Spark's executors);
+    the commits are made here, one per task, in the tasks' order."""
     started = time.perf_counter()
     table.refresh()
     out = IcebergRewrite(table.path, tier)
@@ -181,42 +204,49 @@ def rewrite(table: IcebergTable, tier: str = "major", progress: Callable[[int, i
         groups = {p: tasks for p, tasks in groups.items() if p in wanted}
     jobs = batched(groups)
     options = table.options
-    for done, job in enumerate(jobs):
-        read = [t for _, tasks in job for t in tasks]
-        written: list[Any] = []
-        try:
-            for _, tasks in job:
-                written += _write_group(table, tasks, tier, options)
-            snapshot_id = _commit(table, read, written, tier)
-        except CommitConflictError as exc:
-            _remove(table, [f.file_path for f in written])
-            out.conflicts.append(f"{', '.join(repr(p) for p, _ in job)}: {exc}")
-        except BaseException:
-            _remove(table, [f.file_path for f in written])
-            raise
-        else:
-            out.partitions += len(job)
-            out.commits += 1
-            out.files_in += len(read)
-            out.files_out += len(written)
-            out.rows += sum(int(f.record_count) for f in written)
-            out.bytes_in += sum(int(t.file.file_size_in_bytes) for t in read)
-            out.bytes_out += sum(int(f.file_size_in_bytes) for f in written)
-            out.snapshot_ids.append(snapshot_id)
-        if progress is not None:
-            progress(done + 1, len(jobs))
+    files = (writer or local_writer)(table, jobs, tier, options)
+    try:
+        for done, (job, written) in enumerate(zip(jobs, files)):
+            read = [t for _, tasks in job for t in tasks]
+            try:
+                snapshot_id = _commit(table, read, written, tier)
+            except CommitConflictError as exc:
+                _remove(table, [f.file_path for f in written])
+                out.conflicts.append(f"{', '.join(repr(p) for p, _ in job)}: {exc}")
+            except BaseException:
+                _remove(table, [f.file_path for f in written])
+                raise
+            else:
+                out.partitions += len(job)
+                out.commits += 1
+                out.files_in += len(read)
+                out.files_out += len(written)
+                out.rows += sum(int(f.record_count) for f in written)
+                out.bytes_in += sum(int(t.file.file_size_in_bytes) for t in read)
+                out.bytes_out += sum(int(f.file_size_in_bytes) for f in written)
+                out.snapshot_ids.append(snapshot_id)
+            if progress is not None:
+                progress(done + 1, len(jobs))
+    finally:
+        files.close()  # a writer that wrote ahead removes the jobs never committed
     out.status = "committed" if out.partitions else "conflict" if out.conflicts else "nothing"
     out.seconds = time.perf_counter() - started
     return out
 
 
 def _write_group(table: IcebergTable, tasks: Sequence[Any], tier: str, options: TableOptions) -> list[Any]:
-    """The partition's rows (delete files applied), ordered as the tier says, written as
-    Parquet files of about the target size beside the first file read; their DataFiles."""
-    from pyiceberg.io.pyarrow import parquet_file_to_data_file, schema_to_pyarrow
-    iceberg_schema = table.iceberg.schema()
+    return write_files(table.iceberg.metadata, table.iceberg.io, tasks, tier, options)
+
+
+def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options: TableOptions) -> list[Any]:
+    """A partition's rows (delete files applied), ordered as the tier says, written as Parquet
+    files of about the target size beside the first file read; their DataFiles.  Needs only the
+    table's metadata and FileIO, so a Spark executor runs it as well as the driver."""
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan, parquet_file_to_data_file, schema_to_pyarrow
+    iceberg_schema = metadata.schema()
     names = [f.name for f in iceberg_schema.fields]
-    rows = table.read_tasks(list(tasks), names, None)
+    rows = ArrowScan(metadata, io, iceberg_schema, AlwaysTrue()).to_table(list(tasks))
     file_schema = schema_to_pyarrow(iceberg_schema)  # with Iceberg's field ids
     rows = pa.Table.from_arrays([rows.column(n).cast(file_schema.field(n).type) for n in names], schema=file_schema)
     per_row = max(1.0, sum(int(t.file.file_size_in_bytes) for t in tasks) / max(1, rows.num_rows))
@@ -246,13 +276,13 @@ def _write_group(table: IcebergTable, tasks: Sequence[Any], tier: str, options: 
     try:
         for piece in pieces:
             path = f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet"
-            with table.iceberg.io.new_output(path).create(overwrite=False) as sink:
+            with io.new_output(path).create(overwrite=False) as sink:
                 pq.write_table(piece, sink, row_group_size=ROW_GROUP_ROWS, compression="zstd",
                                bloom_filter_options=bloom.write_options(blooms, min(piece.num_rows, ROW_GROUP_ROWS),
                                                                         options.bloom_fpp) if blooms else None)
-            written.append(parquet_file_to_data_file(table.iceberg.io, table.iceberg.metadata, path))
+            written.append(parquet_file_to_data_file(io, metadata, path))
     except BaseException:
-        _remove(table, [f.file_path for f in written])
+        remove_files(io, [f.file_path for f in written])
         raise
     return written
 
@@ -295,8 +325,13 @@ def _commit(table: IcebergTable, tasks: Sequence[Any], written: Sequence[Any], t
 
 
 def _remove(table: IcebergTable, paths: Sequence[str]) -> None:
+    remove_files(table.iceberg.io, paths)
+
+
+def remove_files(io: Any, paths: Sequence[str]) -> None:
+    """Delete files a rewrite wrote and will not commit (any left: unreferenced, for orphan cleaning)."""
     for path in paths:
         try:
-            table.iceberg.io.delete(path)
+            io.delete(path)
         except (OSError, ValueError):
             pass  # an unreferenced file: orphan cleaning removes what is left

@@ -33,7 +33,7 @@ from ..table.workload.retention import Expired
 from ..table.workload.retention import expire as expire_log
 from .catalog import IcebergLocation, embedded_home, load_table, parse_location
 from .expressions import row_filter
-from .rewrite import IcebergRewrite, rewrite
+from .rewrite import IcebergRewrite, Writer, rewrite
 
 __all__ = ["IcebergFile", "IcebergTable", "open"]
 
@@ -347,13 +347,20 @@ class IcebergTable:
             self.set_properties(advice.options)
         return advice
 
-    def optimize(self, tier: str = "major", progress: Any = None,
-                 partitions: Sequence[tuple] | None = None) -> IcebergRewrite:
+    def optimize(self, tier: str = "major", progress: Any = None, partitions: Sequence[tuple] | None = None, *,
+                 order: str | list[str] | None = None, strategy: str | None = None,
+                 sort_within: str | list[str] | None = None, writer: Writer | None = None) -> IcebergRewrite:
         """Rewrite the files the layout in the table's properties (what `advise(apply=True)`
         wrote) has not laid out yet, one Iceberg commit per task of partitions (`tier` "major");
         or bin-pack each partition's small files ("minor"); `partitions`: only these (partition
-        tuples, as the background optimizer's tasks name them).  See `mergetree.iceberg.rewrite`."""
-        result = rewrite(self, tier, progress, partitions)
+        tuples, as the background optimizer's tasks name them).  `order` (with `strategy`,
+        default linear for one column, else hilbert) and `sort_within` set the layout first, in
+        the table's properties, as `Table.optimize` takes them.  `writer`: who writes the files
+        (`mergetree.spark.optimize` passes Spark's executors).  See `mergetree.iceberg.rewrite`."""
+        layout = layout_properties(order, strategy, sort_within)
+        if layout:
+            self.set_properties(layout)
+        result = rewrite(self, tier, progress, partitions, writer)
         if result.status == "committed":  # the optimizer history, as the report shows passes
             try:
                 record_pass(self.pass_report(result))
@@ -397,6 +404,28 @@ class IcebergTable:
         if warehouse and (is_uri(warehouse) or os.path.isabs(warehouse)):
             return warehouse.rstrip("/")
         return os.path.join(embedded_home(), self.location.catalog, "workload")
+
+
+def layout_properties(order: str | list[str] | None, strategy: str | None,
+                      sort_within: str | list[str] | None) -> dict[str, str | None]:
+    """A layout named as `Table.optimize` takes it, as the table properties that say it."""
+    def columns(value: str | list[str] | None, name: str) -> list[str]:
+        names = [value] if isinstance(value, str) else list(value or [])
+        if not all(isinstance(c, str) and c.strip() for c in names):
+            raise InvalidArgumentError(f"{name} names columns (a name or a list of names), not {value!r}")
+        return [c.strip() for c in names]
+    out: dict[str, str | None] = {}
+    clustered = columns(order, "order")
+    if strategy is not None and not clustered:
+        raise InvalidArgumentError("strategy is the curve of an order: name the order's columns too")
+    if clustered:
+        out |= {"mergetree.clustering.columns": ",".join(clustered),
+                "mergetree.clustering.strategy": strategy or ("linear" if len(clustered) == 1 else "hilbert"),
+                "mergetree.clustering.qdtree": None}
+    within = columns(sort_within, "sort_within")
+    if within:
+        out["mergetree.sort-within.columns"] = ",".join(within)
+    return out
 
 
 @dataclass(frozen=True)

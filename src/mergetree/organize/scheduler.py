@@ -70,6 +70,7 @@ from typing import Any
 from ..errors import CompactionConflictError, InvalidArgumentError, MergeTreeError
 from ..iceberg import IcebergTable, is_iceberg_location
 from ..iceberg import open as open_iceberg
+from ..iceberg.rewrite import Writer as IcebergWriter
 from ..iceberg.rewrite import background_pending
 from ..table import Table
 from ..table.compaction.runner import plan_compaction
@@ -377,12 +378,12 @@ def table_limit(table: Table | IcebergTable, default: int) -> int:
 # ---------------------------------------------------------------------------
 
 def _run_task(task: Task, rewrite: Rewrite, compact: Callable[[Table], Snapshot | None] | None,
-              progress: Progress | None) -> PassReport:
+              progress: Progress | None, iceberg_writer: IcebergWriter | None = None) -> PassReport:
     if is_iceberg_location(task.table):  # its partitions rewritten in one Iceberg commit, checked and recorded
         try:
             iceberg = open_iceberg(task.table)
-            return iceberg.pass_report(iceberg.optimize(task.tier, progress,
-                                                        partitions=[p for p, _ in task.groups]))
+            return iceberg.pass_report(iceberg.optimize(task.tier, progress, partitions=[p for p, _ in task.groups],
+                                                        writer=iceberg_writer))
         except MergeTreeError as exc:
             return PassReport(task.table, task.tier, f"failed: {exc}")
     try:
@@ -404,11 +405,12 @@ def _run_task(task: Task, rewrite: Rewrite, compact: Callable[[Table], Snapshot 
 def run_tasks(tasks: Iterable[Task], max_tasks: int = 1, per_table: Mapping[str, int] | None = None,
               rewrite: Rewrite = local_rewrite, compact: Callable[[Table], Snapshot | None] | None = None,
               progress: Progress | None = None, on_report: Callable[[PassReport], None] | None = None,
-              stop: threading.Event | None = None) -> list[PassReport]:
+              stop: threading.Event | None = None, iceberg_writer: IcebergWriter | None = None) -> list[PassReport]:
     """Run tasks in their order (T3) under the limits (T4/T5): `max_tasks` threads (1: in this
     thread), `per_table` tasks at once per table (default 1).  A task that fails with a
     `MergeTreeError` is reported ("failed: ...") and the others go on; once `stop` is set no
-    task starts (running ones finish: each commits or not, atomically)."""
+    task starts (running ones finish: each commits or not, atomically).  `iceberg_writer`: who
+    writes an Iceberg table's files (default this process; `mergetree.spark`: the executors)."""
     queue = order_tasks(tasks)
     limits = dict(per_table or {})
     reports: list[PassReport] = []
@@ -423,7 +425,7 @@ def run_tasks(tasks: Iterable[Task], max_tasks: int = 1, per_table: Mapping[str,
             task = next_task(queue, [], 1, limits)
             assert task is not None  # nothing runs: the first task that is no index build waiting may start
             queue.remove(task)
-            finished(_run_task(task, rewrite, compact, progress))
+            finished(_run_task(task, rewrite, compact, progress, iceberg_writer))
         return reports
     running: dict[Future, Task] = {}
     with ThreadPoolExecutor(max_workers=max_tasks, thread_name_prefix="mergetree-optimizer") as pool:
@@ -433,7 +435,7 @@ def run_tasks(tasks: Iterable[Task], max_tasks: int = 1, per_table: Mapping[str,
                 if task is None:
                     break
                 queue.remove(task)
-                running[pool.submit(_run_task, task, rewrite, compact, progress)] = task
+                running[pool.submit(_run_task, task, rewrite, compact, progress, iceberg_writer)] = task
             if not running:
                 break  # stopped
             done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -446,20 +448,21 @@ def run_tasks(tasks: Iterable[Task], max_tasks: int = 1, per_table: Mapping[str,
 def run_once(path: str, progress: Progress | None = None, rewrite: Rewrite = local_rewrite,
              compact: Callable[[Table], Snapshot | None] | None = None, *, max_tasks: int = 1,
              max_task_bytes: int = DEFAULT_MAX_TASK_BYTES, since: Any = DEFAULT_WINDOW,
-             advice: Advice | None = None) -> list[PassReport]:
+             advice: Advice | None = None, iceberg_writer: IcebergWriter | None = None) -> list[PassReport]:
     """One round on one table: its tasks (see the module docstring), highest benefit first, at
     most `max_tasks` at once (the table's `optimize.max-concurrent-tasks` may lower it), each one
     commit reported and recorded; a "nothing" report for each tier without a task.  `rewrite`
     rewrites an append table's task (its partition's groups); a primary-key table's minor task is
     its compaction (`compact`, default the local one), its major task builds the indexes and
-    pre-aggregates its options declare."""
+    pre-aggregates its options declare; an Iceberg table's task is written by `iceberg_writer`
+    (default: here)."""
     task_limit(max_tasks, "max_tasks")
     _task_bytes(max_task_bytes)
     since = parse_since(since, "since")
     table = _open(path)
     tasks, reports = plan_tasks(table.path, max_task_bytes, since, advice)
     per_table = {table.path: min(max_tasks, table_limit(table, max_tasks))}
-    return reports + run_tasks(tasks, max_tasks, per_table, rewrite, compact, progress)
+    return reports + run_tasks(tasks, max_tasks, per_table, rewrite, compact, progress, iceberg_writer=iceberg_writer)
 
 
 def _open(path: str) -> Table | IcebergTable:

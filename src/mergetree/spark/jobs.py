@@ -15,7 +15,7 @@ import pickle
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,9 @@ import pyarrow.compute as pc
 
 from ..codec.buckets import bucket_function
 from ..errors import InvalidArgumentError, MergeTreeError
+from ..iceberg import is_iceberg_location
+from ..iceberg import open as open_iceberg
+from ..iceberg.rewrite import IcebergRewrite, Job, Writer, remove_files, write_files
 from ..merge import merge
 from ..merge.assemble import RowSelection
 from ..merge.join import JOINS, join_selections, joined_schema
@@ -50,8 +53,8 @@ from .source import SOURCE_NAME, open_table, register
 from .types import spark_ddl, spark_schema, to_spark_batch
 from .write import job_storage_options
 
-__all__ = ["bucket_join", "compact", "compact_paimon", "merge_sorted_runs", "optimize", "optimize_pending",
-           "spread_units", "unit_frame"]
+__all__ = ["bucket_join", "compact", "compact_paimon", "iceberg_writer", "merge_sorted_runs", "optimize",
+           "optimize_pending", "spread_units", "unit_frame"]
 
 
 # -- what tasks get ---------------------------------------------------------------------------
@@ -489,6 +492,70 @@ def _unpickled_error(data: bytes | None) -> BaseException | None:
     return value if isinstance(value, BaseException) else None
 
 
+# -- Iceberg rewrites ---------------------------------------------------------------------------
+
+def iceberg_writer(spark: Any) -> Writer:
+    """A writer for `mergetree.iceberg.rewrite`: one Spark task per partition reads its scan
+    tasks (delete files applied) and writes its files with the table's metadata and FileIO
+    properties (no catalog is opened on an executor); the driver gets their DataFiles and makes
+    the commits.  A failed task: every file any task wrote is removed and its error raised on
+    the driver, nothing committed.  Files of a task attempt whose process died are never
+    referenced (Iceberg's orphan-file cleaning removes them)."""
+    def write(table: Any, jobs: list[Job], tier: str, options: Any) -> Generator[list[Any], None, None]:
+        units = [(j, p) for j, job in enumerate(jobs) for p in range(len(job))]
+        if not units:
+            return
+        metadata = table.iceberg.metadata
+        io_properties, location = dict(table.iceberg.io.properties), metadata.location
+        shipped = Shipped(spark, (metadata, [jobs[j][part] for j, part in units]))  # (partition, its scan tasks)
+
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from pyiceberg.io import load_file_io
+            task_metadata, task_units = shipped.value
+            io = load_file_io(io_properties, location)
+            for batch in batches:
+                for i in batch.column("unit").to_pylist():
+                    partition, tasks = task_units[i]
+                    try:
+                        result: dict = {"files": write_files(task_metadata, io, tasks, tier, options)}
+                    except Exception as exc:  # reported, not raised: the driver removes every task's files
+                        result = {"error": _portable(exc), "message": "".join(traceback.format_exception(exc)),
+                                  "where": f"partition {partition!r}"}
+                    yield pa.record_batch({"unit": pa.array([i], pa.int32()),
+                                           "result": pa.array([pickle.dumps(result)], pa.binary())})
+        try:
+            rows = unit_frame(spark, len(units)).mapInArrow(run, "unit int, result binary").collect()
+        finally:
+            shipped.release()
+        results = {r["unit"]: pickle.loads(r["result"]) for r in rows}
+        per_job: list[list[Any]] = [[] for _ in jobs]
+        for i, (j, _) in enumerate(units):
+            per_job[j] += results.get(i, {}).get("files", [])
+        failed = [results[i] for i in sorted(results) if "error" in results[i]]
+        if failed or len(results) != len(units):
+            remove_files(table.iceberg.io, [f.file_path for files in per_job for f in files])
+            first: dict[str, Any] = failed[0] if failed else {"error": None, "message": "a task returned no result",
+                                                              "where": "?"}
+            try:
+                error = _unpickled_error(first["error"])
+            except Exception:  # a class the driver cannot import
+                error = None
+            if error is None:
+                error = MergeTreeError(f"rewriting {table.path} failed in a Spark task ({first['where']}): "
+                                       f"{first['message'].strip().splitlines()[-1]}")
+            raise error from MergeTreeError(
+                f"in the Spark task rewriting {first['where']} of {table.path} ({len(failed)} of {len(units)} tasks "
+                f"failed; every file they wrote was removed, nothing was committed):\n{first['message']}")
+        given = 0
+        try:
+            for files in per_job:
+                given += 1  # from here on the rewrite owns this job's files (it removes them if not committed)
+                yield files
+        finally:
+            remove_files(table.iceberg.io, [f.file_path for files in per_job[given:] for f in files])
+    return write
+
+
 # -- distributed optimize -------------------------------------------------------------------
 
 _KEY = "__mergetree_curve_key"
@@ -509,7 +576,7 @@ def _from_ipc(payload: bytes) -> pa.Table:
 def optimize(spark: Any, path: str, order: str | list[str] | None = None, strategy: str | None = None,
              filter: Any = None, target_file_size: int | None = None,
              sort_within: str | list[str] | None = None,
-             storage_options: dict[str, Any] | None = None) -> Snapshot | None:
+             storage_options: dict[str, Any] | None = None) -> Snapshot | IcebergRewrite | None:
     """`Table.optimize` as a Spark job.  The driver stores the layout, samples the clustering
     columns of the selected files for rank boundaries and cuts each (partition, bucket) into key
     ranges of about one output file each; one task per input file computes every row's curve
@@ -517,7 +584,18 @@ def optimize(spark: Any, path: str, order: str | list[str] | None = None, strate
     types); after a shuffle by (group, range) one task per range sorts and writes its files; the
     driver commits once.  A primary-key table gets a distributed full compaction.  The commit is
     recorded in the optimizer history, as `Table.optimize`'s is.  `storage_options` as for
-    `Table.open` (by default, those this process opened it with)."""
+    `Table.open` (by default, those this process opened it with).
+
+    An Iceberg table (``iceberg://CATALOG/NAMESPACE.TABLE``): `IcebergTable.optimize` with its
+    files written by the executors (`iceberg_writer`) and its commits made by the driver, one
+    per task of partitions, each checked against the table's current snapshot; returns its
+    `IcebergRewrite`."""
+    if is_iceberg_location(path):
+        if filter is not None or target_file_size is not None:
+            raise InvalidArgumentError("an Iceberg table is rewritten partition by partition, at its own "
+                                       "write.target-file-size-bytes: filter and target_file_size are not taken")
+        iceberg = open_iceberg(path, storage_options)
+        return iceberg.optimize(order=order, strategy=strategy, sort_within=sort_within, writer=iceberg_writer(spark))
     started = time.perf_counter()
     storage_options = job_storage_options(path, storage_options)
     table = open_table(path, storage_options)
@@ -668,9 +746,10 @@ def optimize_pending(spark: Any, paths: str | list[str],
     daemon's round), with the major passes (laying out the data not yet optimized, once
     `optimize.major-threshold` of it waits) as Spark jobs, the minor passes (merging small new
     files) on the driver, and a primary-key table's compaction distributed.  Each pass is one
-    commit, reported and recorded in the optimizer history as the daemon's are.
-    `storage_options` as for `Table.open`, for every table (by default, each with those this
-    process opened it with)."""
+    commit, reported and recorded in the optimizer history as the daemon's are; an Iceberg
+    table's passes (``iceberg://``) have their files written by the executors (`iceberg_writer`),
+    through its catalog's FileIO properties.  `storage_options` as for `Table.open`, for every
+    other table (by default, each with those this process opened it with)."""
     def rewrite_with(table_options: dict[str, Any] | None) -> Callable[..., Snapshot | None]:
         def rewrite(directory: Any, groups: dict, tier: str, progress: Any) -> Snapshot | None:
             base = directory.latest_snapshot()
@@ -687,6 +766,9 @@ def optimize_pending(spark: Any, paths: str | list[str],
 
     reports: list[PassReport] = []
     for path in [paths] if isinstance(paths, str) else list(paths):
+        if is_iceberg_location(path):  # its catalog's configuration says how to reach its files
+            reports += run_once(path, iceberg_writer=iceberg_writer(spark))
+            continue
         table_options = job_storage_options(path, storage_options)
         opened = open_table(path, table_options)  # the driver's store for the round's own opens
         reports += run_once(opened.path, rewrite=rewrite_with(table_options), compact=compact_with(table_options))
