@@ -8,6 +8,7 @@
     mergetree.spark.compact(spark, path, full=True)
     mergetree.spark.bucket_join(spark, left_path, right_path, on="id")
     mergetree.spark.optimize(spark, path, order=["a", "b"], strategy="hilbert")
+    mergetree.spark.optimize(spark, "iceberg://lake/db.events")   # an Iceberg table: executors write, driver commits
     spark.read.format("mergetree").option("paimon.warehouse", wh).load("db.table")   # an Apache Paimon table
     mergetree.spark.compact_paimon(spark, wh, "db.table", full=True)
     spark.read.format("mergetree").options(**storage_options).load("s3://lake/visits")   # an object store
