@@ -673,3 +673,186 @@ def test_spark_runs_an_iceberg_tables_pending_partitions(events, spark, monkeypa
     live = set(_layout_files(events))
     on_disk = {f"file://{p}" for p in Path(events.iceberg.location().removeprefix("file://")).rglob("mt-*.parquet")}
     assert on_disk <= live  # the given-up tasks' files removed
+
+
+# -- delete files ----------------------------------------------------------------------------
+# pyiceberg 0.12 writes no delete files (its deletes copy on write); Flink and Spark's merge-on-read
+# writers do.  These helpers write them as the spec lays them out (position deletes: file_path,
+# pos with the reserved field ids; equality deletes: the equality fields' columns with the
+# table's field ids) and commit them in a delete manifest, as Iceberg's RowDelta does.
+
+POSITION_FIELDS = pa.schema([pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
+                             pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"})])
+
+
+def _delete_file(table, content, rows: pa.Table, spec_id: int, partition, equality_ids=None):
+    import uuid
+
+    import pyarrow.parquet as pq
+    from pyiceberg.manifest import DataFile, FileFormat
+    path = f"{table.location()}/data/deletes-{uuid.uuid4()}.parquet"
+    with table.io.new_output(path).create() as sink:
+        pq.write_table(rows, sink)
+    delete_file = DataFile.from_args(content=content, file_path=path, file_format=FileFormat.PARQUET,
+                                     partition=partition, record_count=rows.num_rows,
+                                     file_size_in_bytes=len(table.io.new_input(path)), equality_ids=equality_ids,
+                                     sort_order_id=None, key_metadata=None)
+    delete_file.spec_id = spec_id
+    return delete_file
+
+
+def _position_deletes(table, data_file, positions: list[int]):
+    from pyiceberg.manifest import DataFileContent
+    rows = pa.table({"file_path": [data_file.file_path] * len(positions), "pos": sorted(positions)},
+                    schema=POSITION_FIELDS)
+    return _delete_file(table, DataFileContent.POSITION_DELETES, rows, data_file.spec_id, data_file.partition)
+
+
+def _equality_deletes(table, rows: pa.Table, spec_id: int, partition):
+    """Rows of the equality fields `rows` names (by the table's current field ids)."""
+    from pyiceberg.manifest import DataFileContent
+    schema = table.schema()
+    ids = [schema.find_field(name).field_id for name in rows.column_names]
+    typed = pa.schema([pa.field(n, rows.schema.field(n).type, True, {b"PARQUET:field_id": str(i).encode()})
+                       for n, i in zip(rows.column_names, ids)])
+    return _delete_file(table, DataFileContent.EQUALITY_DELETES, rows.cast(typed), spec_id, partition, ids)
+
+
+def _commit_deletes(table, delete_files) -> None:
+    """One commit adding delete files (all of one spec) in a delete manifest."""
+    from pyiceberg.manifest import ManifestContent, ManifestWriterV2
+    from pyiceberg.table.snapshots import Operation
+    from pyiceberg.table.update.snapshot import _FastAppendFiles
+
+    class DeleteManifestWriter(ManifestWriterV2):
+        def content(self):
+            return ManifestContent.DELETES
+
+        @property
+        def _meta(self):
+            return {**super()._meta, "content": "deletes"}
+
+    class RowDelta(_FastAppendFiles):
+        def new_manifest_writer(self, spec):
+            return DeleteManifestWriter(self.spec(delete_files[0].spec_id), self.schema(), self.new_manifest_output(),
+                                        self._snapshot_id, self._compression)
+
+    with table.transaction() as tx:
+        delta = RowDelta(operation=Operation.DELETE, transaction=tx, io=table.io)
+        for delete_file in delete_files:
+            delta.append_data_file(delete_file)
+        delta.commit()
+
+
+def _by_id(rows) -> list[dict]:
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def test_position_deletes_are_applied_by_reads_and_rewrites(events, monkeypatch):
+    """Position delete files (a Flink or Spark merge-on-read delete): mergetree's reads drop
+    the rows they name as pyiceberg's do; a rewrite applies them, so the new files hold exactly
+    the live rows and no delete file applies to them; time travel still reads the old files."""
+    import polars as pl
+    import pyarrow.parquet as pq
+    tasks = sorted(events.iceberg.scan().plan_files(), key=lambda t: t.file.file_path)
+    model = _sorted_rows(events)
+    gone: set[int] = set()
+    deletes = []
+    for task, positions in ((tasks[0], [0, 5, 7]), (tasks[4], list(range(0, int(tasks[4].file.record_count), 2)))):
+        with events.iceberg.io.new_input(task.file.file_path).open() as f:
+            ids = pq.read_table(f, columns=["id"]).column("id").to_pylist()  # in file order: row i is position i
+        gone |= {ids[p] for p in positions}
+        deletes.append(_position_deletes(events.iceberg, task.file, positions))
+    for delete_file in deletes:  # one commit each, as two engines' deletes would be
+        _commit_deletes(events.iceberg, [delete_file])
+    events.refresh()
+    model = [r for r in model if r["id"] not in gone]
+    assert _by_id(events.read().to_pylist()) == model == _sorted_rows(events)  # pyiceberg's own read agrees
+    assert events.info().delete_files == 2
+    sevens = _by_id(events.read(filter=("site", "=", "7")).to_pylist())
+    assert sevens == [r for r in model if r["site"] == "7"]
+    before = events.snapshot_id()
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    result = events.optimize()
+    assert result.status == "committed" and result.rows == len(model), result
+    assert _by_id(events.read().to_pylist()) == model == _sorted_rows(events)
+    assert events.info().delete_files == 0  # the rewritten files carry the deletes; none applies any more
+    monkeypatch.setenv("POLARS_ICEBERG_PLANNER", "pyiceberg")
+    polars_rows = pl.scan_iceberg(events.iceberg).collect().to_arrow().to_pylist()
+    assert _by_id(polars_rows) == model
+    assert _by_id(events.read(snapshot=before).to_pylist()) == model
+
+
+def test_equality_deletes_are_applied_as_the_spec_scopes_them_and_kept_by_a_rewrite(lake, monkeypatch):
+    """Equality delete files (which pyiceberg refuses to read): a delete applies to the data
+    files of a strictly smaller sequence number — in its partition, or in all of them when its
+    spec is unpartitioned — on its equality fields, a null equal to a null, a dropped field
+    still compared; a rewrite applies them, and an equality delete another engine commits
+    while the rewrite runs makes it give up rather than bring the rows back."""
+    import pickle
+
+    from pyiceberg.transforms import MonthTransform
+    from pyiceberg.typedef import Record
+
+    import mergetree.iceberg.rewrite as rewrite_module
+    from mergetree.iceberg.deletes import plan_files
+    first, second = _events(seed=1, n=3000), _events(seed=2, n=3000, first=3000)
+    late = _events(seed=3, n=500, first=6000)
+    table = lake.create_table("db.upserts", first.schema, properties={"write.target-file-size-bytes": "40000"})
+    table.append(first)  # spec 0: unpartitioned
+    with table.update_spec() as spec:
+        spec.add_field("day", MonthTransform(), "day_month")
+    table.append(second)  # spec 1: by month
+    february = Record(649)  # months since 1970-01
+    def month_pairs(rows: pa.Table, month: int, n: int) -> pa.Table:  # (id, site) of rows no global delete takes
+        kept = pc.and_(pc.equal(pc.month(rows.column("day")), month), pc.invert(pc.is_in(rows.column("site"),
+                                                                                   pa.array(["3"]))))
+        return rows.filter(pc.and_(kept, pc.is_valid(rows.column("site")))).select(["id", "site"]).slice(0, n)
+    pairs, january_pairs, spec0_pairs = month_pairs(second, 2, 40), month_pairs(second, 1, 5), month_pairs(first, 2, 5)
+    # global: every site 3 and null-site row written before it; scoped to February of spec 1: the pairs
+    _commit_deletes(table, [_equality_deletes(table, pa.table({"site": pa.array(["3", None])}), 0, Record())])
+    _commit_deletes(table, [_equality_deletes(table, pa.concat_tables([pairs, january_pairs, spec0_pairs]), 1,
+                                              february)])
+    table.append(late)  # written after the deletes: they do not apply to it
+    deleted_pairs = {(r["id"], r["site"]) for r in pairs.to_pylist()}
+    model = [r for r in first.to_pylist() if r["site"] not in ("3", None)]
+    model += [r for r in second.to_pylist()
+              if r["site"] not in ("3", None) and not (r["day"].month == 2 and (r["id"], r["site"]) in deleted_pairs)]
+    model = _by_id(model + late.to_pylist())
+    kept_ids = {r["id"] for r in model}
+    assert deleted_pairs and {r["id"] for r in pa.concat_tables([january_pairs, spec0_pairs]).to_pylist()} <= kept_ids
+    with pytest.raises(ValueError, match="equality deletes"):
+        table.scan().to_arrow()  # why mergetree applies them itself
+    upserts = open_iceberg("iceberg://lake/db.upserts")
+    assert _by_id(upserts.read().to_pylist()) == model
+    assert _by_id(upserts.read(filter=("site", "is null")).to_pylist()) == [r for r in model if r["site"] is None]
+    assert upserts.info().delete_files == 2
+    task = next(t for t in plan_files(table.scan()) if t.equality_deletes)
+    assert pickle.loads(pickle.dumps(task)).equality_deletes == task.equality_deletes  # as Spark ships it
+
+    # a global equality delete of site 7 committed between the rewrite's writes and its commit
+    monkeypatch.setattr(rewrite_module, "TASK_BYTES", 1)  # a commit per partition
+    real_commit, fired = rewrite_module._commit, []
+
+    def commit_after_another(*args):
+        if not fired:
+            fired.append(True)
+            _commit_deletes(table, [_equality_deletes(table, pa.table({"site": ["7"]}), 0, Record())])
+        return real_commit(*args)
+    monkeypatch.setattr(rewrite_module, "_commit", commit_after_another)
+    upserts.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    before = upserts.snapshot_id()
+    result = upserts.optimize()
+    model_after = [r for r in model if r["site"] != "7"]  # every row so far was written before it
+    assert fired and result.conflicts, result  # the files read are those the new delete applies to
+    assert _by_id(upserts.refresh().read().to_pylist()) == model_after
+    assert _by_id(upserts.read(snapshot=before).to_pylist()) == model
+    monkeypatch.setattr(rewrite_module, "_commit", real_commit)
+    result = upserts.optimize()  # on the new snapshot: the deletes applied into the new files
+    assert result.status == "committed", result
+    assert _by_id(upserts.refresh().read().to_pylist()) == model_after
+    upserts.set_properties({"mergetree.clustering.columns": None, "mergetree.clustering.strategy": None})
+    with upserts.refresh().iceberg.update_schema() as update:  # the equality field dropped: still applied
+        update.delete_column("site")
+    assert _by_id(upserts.refresh().read().to_pylist()) == [{k: v for k, v in r.items() if k != "site"}
+                                                           for r in model_after]

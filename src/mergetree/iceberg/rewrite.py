@@ -34,6 +34,7 @@ from ..table.indexes import bloom
 from ..table.levers.optimize import layout_signature
 from ..table.levers.qdtree import layout_order, packed_files
 from ..table.options import TableOptions
+from .deletes import delete_paths, plan_files, read_rows
 
 
 class IcebergTable(Protocol):
@@ -243,10 +244,10 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     files of about the target size beside the first file read; their DataFiles.  Needs only the
     table's metadata and FileIO, so a Spark executor runs it as well as the driver."""
     from pyiceberg.expressions import AlwaysTrue
-    from pyiceberg.io.pyarrow import ArrowScan, parquet_file_to_data_file, schema_to_pyarrow
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file, schema_to_pyarrow
     iceberg_schema = metadata.schema()
     names = [f.name for f in iceberg_schema.fields]
-    rows = ArrowScan(metadata, io, iceberg_schema, AlwaysTrue()).to_table(list(tasks))
+    rows = read_rows(metadata, io, iceberg_schema, AlwaysTrue(), tasks)
     file_schema = schema_to_pyarrow(iceberg_schema)  # with Iceberg's field ids
     rows = pa.Table.from_arrays([rows.column(n).cast(file_schema.field(n).type) for n in names], schema=file_schema)
     per_row = max(1.0, sum(int(t.file.file_size_in_bytes) for t in tasks) / max(1, rows.num_rows))
@@ -292,14 +293,14 @@ def _commit(table: IcebergTable, tasks: Sequence[Any], written: Sequence[Any], t
     CommitConflictError when a concurrent commit made the rewrite wrong."""
     from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.table import Table as PyicebergTable
-    read = {t.file.file_path: {d.file_path for d in t.delete_files} for t in tasks}
+    read = {t.file.file_path: delete_paths(t) for t in tasks}
     for _ in range(COMMIT_ATTEMPTS):
         current = table.refresh().iceberg
-        live = {t.file.file_path: t for t in current.scan().plan_files()}
+        live = {t.file.file_path: t for t in plan_files(current.scan())}
         for path, deletes in read.items():
             if path not in live:
                 raise CommitConflictError(f"{path} was removed by a concurrent commit")
-            if {d.file_path for d in live[path].delete_files} - deletes:
+            if delete_paths(live[path]) - deletes:
                 raise CommitConflictError(f"{path} has rows deleted by a concurrent commit")
         # the commit asserts this snapshot: with pyiceberg's own retries off, a concurrent
         # commit fails it, and the loop checks again on the new snapshot

@@ -2,9 +2,9 @@
 pyiceberg's scan planning (partitions and the manifests' column statistics prune files), filtered
 exactly by mergetree's filters (SQL's null rules), and logged in a query log kept beside its
 catalog, never in the table's own folders; its data files with their statistics for the advisor
-(`AdviceTarget`), read whole with their delete files applied (pyiceberg's reader: position and
-equality deletes, schema evolution).  An Iceberg table has no primary key here: its rows are
-read as they are."""
+(`AdviceTarget`), read whole with their delete files applied (pyiceberg's reader: position
+deletes and schema evolution; `deletes`: equality deletes, which pyiceberg does not read).  An
+Iceberg table has no primary key here: its rows are read as they are."""
 from __future__ import annotations
 
 import datetime as dt
@@ -32,6 +32,7 @@ from ..table.workload.history import PassReport, record_pass
 from ..table.workload.retention import Expired
 from ..table.workload.retention import expire as expire_log
 from .catalog import IcebergLocation, embedded_home, load_table, parse_location
+from .deletes import delete_paths, plan_files, read_rows
 from .expressions import row_filter
 from .rewrite import IcebergRewrite, Writer, rewrite
 
@@ -53,7 +54,7 @@ class IcebergFile:
 
     @property
     def delete_files(self) -> int:
-        return len(self.task.delete_files)
+        return len(delete_paths(self.task))
 
 
 def open(location: str, storage_options: Mapping[str, object] | None = None) -> IcebergTable:
@@ -165,7 +166,7 @@ class IcebergTable:
         scan = self.iceberg.scan(row_filter=row_filter(f), snapshot_id=snapshot_id)
         # in path order: pyiceberg plans manifests on threads, and the advisor's sample (drawn
         # file by file) must not change with the order they finished in
-        return [self._meta(task) for task in sorted(scan.plan_files(), key=lambda t: t.file.file_path)]
+        return [self._meta(task) for task in sorted(plan_files(scan), key=lambda t: t.file.file_path)]
 
     def data_files(self, snapshot: Any = None) -> list[DataFileMeta]:
         """Every live data file of the snapshot (default: the current one)."""
@@ -204,10 +205,8 @@ class IcebergTable:
 
     def read_tasks(self, tasks: Sequence[Any], columns: list[str], f: flt.Filter) -> pa.Table:
         """`columns` of scan tasks' rows, their delete files applied (`f` prunes row groups only)."""
-        from pyiceberg.io.pyarrow import ArrowScan
         projected = self.iceberg.schema().select(*columns) if columns else self.iceberg.schema()
-        scan = ArrowScan(self.iceberg.metadata, self.iceberg.io, projected, row_filter(f))
-        out = scan.to_table(tasks)
+        out = read_rows(self.iceberg.metadata, self.iceberg.io, projected, row_filter(f), tasks)
         schema = pa.schema([self.schema.field(c) for c in columns])
         return out.select(columns).cast(schema) if out.num_rows else schema.empty_table()
 
@@ -308,7 +307,7 @@ class IcebergTable:
             summary = self.iceberg.snapshot_by_id(snapshot_id).summary
             stats.files_total = int(summary.get("total-data-files", 0) or 0) if summary else 0
             stats.bytes_total = int(summary.get("total-files-size", 0) or 0) if summary else 0
-            tasks = list(self.iceberg.scan(row_filter=row_filter(f), snapshot_id=snapshot_id).plan_files())
+            tasks = plan_files(self.iceberg.scan(row_filter=row_filter(f), snapshot_id=snapshot_id))
         else:
             tasks = []
         out_schema = self._columns_schema(names)
@@ -389,7 +388,8 @@ class IcebergTable:
         files = self.data_files()
         return IcebergInfo(self.path, self.iceberg.location(), self.iceberg.format_version, self.snapshot_id(),
                            self.partition_by, len(files), sum(m.row_count for m in files),
-                           sum(m.file_size for m in files), sum(m.origin.delete_files for m in files))
+                           sum(m.file_size for m in files),
+                           len(frozenset().union(*(delete_paths(m.origin.task) for m in files))))
 
     # -- where its workload tables live -------------------------------------------------------
     def _workload_home(self) -> str:
