@@ -18,8 +18,10 @@ PAIMON_VENV := .venv-paimon
 PAIMON_STAMP := $(PAIMON_VENV)/.deps-installed
 PAIMON_JAVA_VENV := .venv-paimon-java
 PAIMON_JAVA_STAMP := $(PAIMON_JAVA_VENV)/.deps-installed
+FLOORS_VENV := .venv-floors
+FLOORS_STAMP := $(FLOORS_VENV)/.deps-installed
 
-.PHONY: demo demo-spark demo-env test lint bench build venv paimon-env wheel clean asv fuzz-checked
+.PHONY: demo demo-spark demo-env test test-envs lint bench build venv paimon-env floors-env wheel clean asv fuzz-checked
 
 # set -f: no globbing of [extras]
 $(BASE_STAMP): pyproject.toml Makefile
@@ -63,6 +65,21 @@ $(PAIMON_JAVA_STAMP): pyproject.toml Makefile
 
 paimon-env: $(PAIMON_STAMP) $(PAIMON_JAVA_STAMP)
 
+# the lowest version of every runtime requirement (tests/test_dependency_floors.py installs a wheel
+# of the project into it and runs the README's examples there)
+$(FLOORS_STAMP): pyproject.toml Makefile scripts/requirements.py
+	rm -rf $(FLOORS_VENV)
+	$(PYTHON) -m venv $(FLOORS_VENV)
+	set -f; $(FLOORS_VENV)/bin/python -m pip install -q --disable-pip-version-check $$($(PYTHON) scripts/requirements.py --floors)
+	touch $(FLOORS_STAMP)
+
+floors-env: $(FLOORS_STAMP)
+
+# every environment `make test` uses, installed side by side (each install mostly waits on one core
+# or on the network: two at a time take little longer than one)
+test-envs:
+	$(MAKE) -j2 $(STAMP) $(PAIMON_STAMP) $(PAIMON_JAVA_STAMP) $(FLOORS_STAMP)
+
 $(CORE_STAMP): $(BASE_STAMP) $(CORE_SOURCES)
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $(CORE_STAMP)
@@ -78,7 +95,8 @@ demo-spark: $(SPARK_DEMO_STAMP) build
 # two workers (pytest-xdist): CI and most laptops have two cores or more, and each worker starts
 # its own local Spark, so more workers would cost memory rather than time.  Nothing is installed
 # on the system: without a Chromium the report's browser tests skip (`bash .ci/run` installs one)
-test: $(STAMP) build paimon-env
+test: test-envs
+	$(MAKE) build
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  command -v google-chrome >/dev/null 2>&1 || \
 	  echo "note: no Chromium here: the report's browser tests skip (bash .ci/run installs it)"

@@ -1,6 +1,6 @@
 """Every declared dependency floor holds: the lowest versions pyproject.toml allows for the core
-and for each runtime extra are installed into a fresh virtual environment beside a wheel of the
-project, where the README's engines example, a table round trip (also on S3) and a local Spark
+and for each runtime extra are installed into a virtual environment of their own (`make test`'s
+.venv-floors, or a fresh one) beside a wheel of the project, where the README's engines example, a table round trip (also on S3) and a local Spark
 write and read run (tests/floors_smoke.py).
 
 A requirement without a floor fails here: a floor nobody installs is a guess.  Needs the network
@@ -8,6 +8,7 @@ A requirement without a floor fails here: a floor nobody installs is a guess.  N
 (or MERGETREE_SKIP_FRESH_ENVS=1) skips the runs that install anything."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -20,60 +21,46 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: pip vendors the same parser
-    from pip._vendor import tomli as tomllib
-
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
-# extras that are not mergetree at run time: its development tools, the benchmark's peers, and
-# the separate Paimon environments (pinned on purpose); every other extra is checked
-NOT_RUNTIME = ("test", "lint", "bench", "paimon-fixtures", "paimon-java-fixtures")
+# what the Makefile installs the floors from (and, while the main environment installs, into
+# FLOORS_VENV): one reading of the floors for both
+_REQUIREMENTS = ROOT / "scripts" / "requirements.py"
+FLOORS_VENV = ROOT / ".venv-floors"
 SKIP_INSTALLS = pytest.mark.skipif(
     "1" in (os.environ.get("MERGETREE_SKIP_FLOORS"), os.environ.get("MERGETREE_SKIP_FRESH_ENVS")),
     reason="MERGETREE_SKIP_FLOORS=1: no fresh environment of the dependency floors (offline)")
 
 
-def _declared() -> tuple[list[str], dict[str, list[str]]]:
-    if not PYPROJECT.exists():
+def _requirements():
+    if not PYPROJECT.exists() or not _REQUIREMENTS.exists():
         pytest.skip("pyproject.toml is not beside the tests (the installed-wheel check)")
-    project = tomllib.loads(PYPROJECT.read_text())["project"]
-    return list(project["dependencies"]), dict(project["optional-dependencies"])
+    spec = importlib.util.spec_from_file_location("mergetree_requirements", _REQUIREMENTS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _floor(text: str) -> tuple[Requirement, Version]:
     """The requirement and its one `>=` version; AssertionError when it has none."""
-    req = Requirement(text)
-    floors = [Version(s.version) for s in req.specifier if s.operator == ">="]
-    assert len(floors) == 1, f"{text!r} declares no floor (>=X): its lowest version is never installed or tested"
-    return req, floors[0]
+    try:
+        return _requirements().floor_of(text)
+    except ValueError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 def runtime_floors() -> dict[str, tuple[str, Version]]:
-    """name -> (what to install, its floor) over the core's dependencies and the runtime extras,
-    markers evaluated for this interpreter; a name floored in several places takes the highest
-    (the lowest version the metadata lets all of them install together)."""
-    core, extras = _declared()
-    out: dict[str, tuple[str, Version]] = {}
-    for text in core + [r for name, reqs in extras.items() if name not in NOT_RUNTIME for r in reqs]:
-        req, floor = _floor(text)
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue
-        name = canonicalize_name(req.name)
-        spelled = req.name + (f"[{','.join(sorted(req.extras))}]" if req.extras else "")
-        if name not in out or floor > out[name][1]:
-            out[name] = (spelled, floor)
-        elif req.extras and "[" not in out[name][0]:
-            out[name] = (spelled, out[name][1])
-    return out
+    return _requirements().runtime_floors()
 
 
 def test_every_runtime_requirement_declares_a_floor_and_the_benchmark_the_same_ones():
-    core, extras = _declared()
-    runtime = [r for name, reqs in extras.items() if name not in NOT_RUNTIME for r in reqs]
+    requirements = _requirements()
+    core, extras = requirements.declared()
+    runtime = [r for name, reqs in extras.items() if name not in requirements.NOT_RUNTIME for r in reqs]
     for text in core + runtime:
         _floor(text)  # fails naming a requirement without one
+    with pytest.raises(AssertionError, match="no floor"):
+        _floor("rich<14")
     floors = runtime_floors()
     assert {"numpy", "pyarrow", "polars", "duckdb", "datafusion", "pyspark", "matplotlib"} <= set(floors)
     # the benchmark installs the engines too: a floor there that differs is one nobody tested
@@ -92,8 +79,10 @@ def _clean_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def floor_env(tmp_path_factory) -> Path:
-    """The Python of a fresh virtual environment with every runtime floor and a wheel of the
-    project (built once, from a copy of the sources, so the checkout gets no build files)."""
+    """The Python of a virtual environment with every runtime floor and a wheel of the project
+    (built once, from a copy of the sources, so the checkout gets no build files).  The
+    environment is `make test`'s .venv-floors when it has one (installed beside the main
+    environment, at the same time), else a fresh one here."""
     floors = runtime_floors()
     base = tmp_path_factory.mktemp("floors")
     source = base / "source"
@@ -108,12 +97,18 @@ def floor_env(tmp_path_factory) -> Path:
                             "-w", str(wheels), str(source)], capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = wheels.glob("mergetree-*.whl")
-    venv = base / "venv"
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True,
-                   timeout=300)
+    venv = FLOORS_VENV if (FLOORS_VENV / ".deps-installed").exists() else base / "venv"
+    if venv != FLOORS_VENV:
+        subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True,
+                       timeout=300)
     python = venv / "bin" / "python"
     pins = [f"{spelled}=={floor}" for spelled, floor in floors.values()]
     # the wheel's own requirements are the floors' names: with the pins they resolve to the floors
+    # (in .venv-floors, already there: only the wheel is installed, again)
+    installed = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                "--force-reinstall", "--no-deps", str(wheel)], capture_output=True, text=True,
+                               timeout=600, env=_clean_env())
+    assert installed.returncode == 0, f"installing {wheel.name} failed:\n{installed.stderr[-3000:]}"
     installed = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                                 str(wheel), *pins], capture_output=True, text=True, timeout=1800, env=_clean_env())
     assert installed.returncode == 0, f"installing the floors {pins} failed:\n{installed.stderr[-3000:]}"
