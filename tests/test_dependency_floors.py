@@ -1,7 +1,7 @@
 """Every declared dependency floor holds: the lowest versions pyproject.toml allows for the core
 and for each runtime extra are installed into a virtual environment of their own (`make test`'s
-.venv-floors, or a fresh one) beside a wheel of the project, where the README's engines example, a table round trip (also on S3) and a local Spark
-write and read run (tests/floors_smoke.py).
+.venv-floors, or a fresh one) beside a wheel of the project, where the README's engines example,
+a table round trip (also on S3) and a local Spark write and read run (tests/floors_smoke.py).
 
 A requirement without a floor fails here: a floor nobody installs is a guess.  Needs the network
 (or pip's cache) and about a minute and a half, Spark's start included; MERGETREE_SKIP_FLOORS=1
