@@ -856,3 +856,58 @@ def test_equality_deletes_are_applied_as_the_spec_scopes_them_and_kept_by_a_rewr
         update.delete_column("site")
     assert _by_id(upserts.refresh().read().to_pylist()) == [{k: v for k, v in r.items() if k != "site"}
                                                            for r in model_after]
+
+
+# -- format versions ---------------------------------------------------------------------------
+
+def test_a_format_v1_table_is_read_advised_and_rewritten(lake):
+    data = _events(seed=4, n=3000)
+    created = lake.create_table("db.v1", data.schema, properties={"format-version": "1",
+                                                                   "write.target-file-size-bytes": "20000"})
+    for part in range(3):
+        created.append(data.slice(part * 1000, 1000))
+    table = open_iceberg("iceberg://lake/db.v1")
+    assert table.info().format_version == 1
+    before = _sorted_rows(table)
+    assert _by_id(table.read().to_pylist()) == before == _by_id(data.to_pylist())
+    _lookups(table, 12)
+    table.advise(apply=True)
+    table.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    result = table.optimize()
+    assert result.status == "committed" and result.rows == 3000, result
+    assert _sorted_rows(table.refresh()) == before and table.info().format_version == 1
+    summary = table.iceberg.current_snapshot().summary
+    assert summary["mergetree.rewrite"] == "major" and summary["total-records"] == "3000"
+
+
+def test_a_format_v3_table_is_read_and_advised_and_its_rewrite_refused_before_writing(lake):
+    """A table upgraded to format v3 by another engine (its older manifests stay v2, as an
+    upgrade leaves them): read and advised on; pyiceberg 0.12 commits nothing to a v3 table, so
+    applying the advice and rewriting are refused up front with nothing written."""
+    from pydantic import BaseModel
+    from pyiceberg.table.metadata import TableMetadataV3
+    data = _events(seed=6, n=2000)
+    created = lake.create_table("db.old", data.schema, properties={"write.target-file-size-bytes": "20000"})
+    for part in range(2):
+        created.append(data.slice(part * 1000, 1000))
+    fields = created.metadata.model_dump(by_alias=True)
+    upgraded = TableMetadataV3.model_validate({**fields, "format-version": 3, "next-row-id": 0})
+    location = f"{created.location()}/metadata/00099-v3.metadata.json"
+    with created.io.new_output(location).create() as sink:  # as a v3 writer would (pyiceberg refuses to)
+        sink.write(BaseModel.model_dump_json(upgraded, by_alias=True, exclude_none=True).encode())
+    lake.drop_table("db.old")  # the catalog's entry only: the files stay, for the v3 table
+    lake.register_table("db.v3", location)
+    table = open_iceberg("iceberg://lake/db.v3")
+    assert table.info().format_version == 3
+    assert _by_id(table.read().to_pylist()) == _by_id(data.to_pylist())
+    _lookups(table, 12)
+    advice = table.advise()
+    assert advice.queries == 13 and advice.replayed == 13  # the whole read and the lookups
+    snapshot, metadata = table.snapshot_id(), table.iceberg.metadata_location
+    with pytest.raises(InvalidArgumentError, match="format v3 table: .* its properties commit through pyiceberg"):
+        table.set_properties({"mergetree.clustering.columns": "site"})  # what advise(apply=True) commits
+    with pytest.raises(InvalidArgumentError, match="format v3 table: .* its rewrites commit"):
+        table.optimize()
+    assert table.refresh().iceberg.metadata_location == metadata
+    assert table.refresh().snapshot_id() == snapshot
+    assert not list(Path(created.location().removeprefix("file://")).rglob("mt-*.parquet"))

@@ -198,6 +198,7 @@ def rewrite(table: IcebergTable, tier: str = "major", progress: Callable[[int, i
     the commits are made here, one per task, in the tasks' order."""
     started = time.perf_counter()
     table.refresh()
+    table.check_writable("its rewrites")  # before anything is written
     out = IcebergRewrite(table.path, tier)
     groups = pending_groups(table, tier)
     if partitions is not None:

@@ -229,9 +229,21 @@ class IcebergTable:
                 out[PREFIX + key] = value
         return out
 
+    def check_writable(self, what: str) -> None:
+        """InvalidArgumentError when pyiceberg cannot commit to this table (a format version it
+        does not write: v3 for pyiceberg 0.12), naming `what` would have been committed."""
+        from pyiceberg.table.metadata import SUPPORTED_TABLE_FORMAT_VERSION
+        version = self.iceberg.format_version
+        if version > SUPPORTED_TABLE_FORMAT_VERSION:
+            raise InvalidArgumentError(
+                f"{self.path} is an Iceberg format v{version} table: mergetree reads and advises on it, but "
+                f"{what} commit through pyiceberg, which writes format v{SUPPORTED_TABLE_FORMAT_VERSION} at most "
+                "(pyiceberg issue #1551); nothing was written")
+
     def set_properties(self, changes: Mapping[str, str | None]) -> None:
         """Set (a value) or remove (None) table properties, in one Iceberg commit; where that
         changes the layout, the table's sort order follows (`_follow_layout`)."""
+        self.check_writable("its properties")
         with self.iceberg.transaction() as tx:
             kept = {k: v for k, v in changes.items() if v is not None}
             removed = [k for k, v in changes.items() if v is None and k in self.iceberg.properties]
