@@ -52,6 +52,9 @@ class IcebergTable(Protocol):
 
     def read_tasks(self, tasks: Sequence[Any], columns: list[str], f: Any) -> pa.Table: ...
 
+    def check_writable(self, what: str) -> None: ...
+
+
 __all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "Job", "Writer", "background_pending", "batched", "local_writer",
            "pending_groups", "remove_files", "rewrite", "write_files", "written_tier"]
 
