@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -353,3 +354,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"mergetree {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, InvalidArgumentError) else EXIT_FAILED
+
+
+def run() -> None:
+    """The `mergetree` command's process: `main`, then the query log and the output flushed
+    (what the exit handlers would do for them) and an exit that skips the native libraries'
+    static destructors, where pyarrow's thread pools can abort a process whose work is done
+    ("terminate called without an active exception", exit -6: apache/arrow#34314).  A Spark
+    the command started goes with it (its JVM exits when this process's pipe closes)."""
+    code = main()  # a usage error or --help exits the usual way, inside
+    querylog.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
