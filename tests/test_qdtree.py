@@ -56,8 +56,7 @@ def test_routing_agrees_with_a_row_by_row_walk(values, bounds, leaves):
     assert list(routed) == [walk(tree, r) for r in table.to_pylist()]
     assert set(routed) <= set(range(tree.leaves))
     files = tree.file_of_row(table, 7)
-    # 1.5 times 7 rows at most, numbered densely
-    assert np.bincount(files).max() <= 10 and np.all(np.bincount(files) > 0)
+    assert np.bincount(files).max() <= 7 and np.all(np.bincount(files) > 0)  # 7 rows at most, numbered densely
     for leaf in set(routed):
         mine = files[routed == leaf]
         if len(mine) >= 7:  # a leaf of a file or more: files of its own
@@ -168,14 +167,11 @@ def test_small_leaves_share_files_and_large_ones_have_their_own():
     leaves = np.array([2] * 10 + [0] * 3 + [1] * 3 + [3] * 2 + [4] * 6)
     files = packed_files(leaves, 7)
     by_leaf = {leaf: sorted(set(files[leaves == leaf].tolist())) for leaf in range(5)}
-    # leaves 0 and 1 (3 + 3 rows) share a file; leaf 2 (10 rows: 1.4 files) is a file of its own;
-    # leaves 3 and 4 (2 + 6 rows) share the next, within 1.5 times the size
-    assert by_leaf == {0: [0], 1: [0], 2: [1], 3: [2], 4: [2]}
-    assert np.bincount(files).max() <= 1.5 * 7
+    # leaves 0 and 1 (3 + 3 rows) share a file; leaf 2 (10 rows) is two files of its own;
+    # leaf 3 (2 rows) starts the next file, which leaf 4 (6 rows) no longer fits in
+    assert by_leaf == {0: [0], 1: [0], 2: [1, 2], 3: [3], 4: [4]}
+    assert np.bincount(files).max() <= 7
     assert len(packed_files(np.array([], dtype=np.int64), 7)) == 0
-    # a large leaf is cut evenly into its rounded number of files: 25 rows of 7 -> 4 files,
-    # 11 rows (1.57 files) -> 2
-    assert np.bincount(packed_files(np.array([0] * 25 + [1] * 11), 7)).tolist() == [7, 6, 6, 6, 6, 5]
 
 
 def test_a_partitioned_tables_tree_cuts_where_its_partitions_do_not():

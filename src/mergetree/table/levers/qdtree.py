@@ -304,14 +304,10 @@ def layout_order(rows: pa.Table | pa.RecordBatch, columns: Sequence[str], strate
 
 def packed_files(leaves: np.ndarray, rows_per_file: int) -> np.ndarray:
     """The file of every row (numbered from 0, in leaf order) when leaves are written in leaf
-    order as files of about `rows_per_file` rows that never mix a leaf of a file or more with
-    another: a leaf that large is files of its own — as many as its rows make at that size,
-    rounded, cut evenly (so from 0.67 to 1.5 times the size, never a small remainder; Spark's
-    rewrite allows 1.8 times) — and consecutive smaller leaves (neighbours in the tree's
-    depth-first numbering, so their boxes are close) share files up to the size, or to 1.5 times
-    it where one of them is under half of it (no small file is left, and two leaves of half the
-    size or more stay apart).  A partition
-    holds only part of most leaves: without packing, each part would be a small file."""
+    order as files of at most `rows_per_file` rows that never mix a leaf of a file or more with
+    another: a leaf that large is files of its own, and consecutive smaller leaves (neighbours in
+    the tree's depth-first numbering, so their boxes are close) share files up to the size.  A
+    partition holds only part of most leaves: without packing, each part would be a small file."""
     rows_per_file = max(int(rows_per_file), 1)
     out = np.empty(len(leaves), dtype=np.int64)
     if not len(leaves):
@@ -323,18 +319,12 @@ def packed_files(leaves: np.ndarray, rows_per_file: int) -> np.ndarray:
         rows = order[position:position + count]
         position += count
         if count >= rows_per_file:
-            pieces = max(1, round(count / rows_per_file))
-            chunks = np.arange(count) * pieces // count  # even pieces, in row order
+            chunks = np.arange(count) // rows_per_file
             out[rows] = file + 1 + chunks
-            file += pieces
+            file += int(chunks[-1]) + 1
             filled = rows_per_file  # the next leaf starts a file
         else:
-            # a file below the size takes the next leaf if both fit the size, or if one of the
-            # two is under half of it and together they stay within 1.5 times it
-            fits = filled + count <= rows_per_file
-            tops_up = (filled < rows_per_file and min(filled, count) * 2 < rows_per_file
-                       and 2 * (filled + count) <= 3 * rows_per_file)
-            if not (fits or tops_up):
+            if filled + count > rows_per_file:
                 file, filled = file + 1, 0
             out[rows] = file
             filled += count
