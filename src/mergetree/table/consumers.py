@@ -32,6 +32,7 @@ from .display import moment_text
 from .objects import list_names, read_if_exists
 
 CONSUMER_READ_TRIES = 5
+CONSUMER_READ_PAUSE = 0.2  # seconds between the tries
 
 __all__ = ["Consumer", "check_id", "consumers", "drop", "expire", "get", "min_next_snapshot", "record", "reset",
            "survey"]
@@ -117,7 +118,7 @@ def _read(directory: TableDirectory, consumer_id: str) -> Consumer | None:
             # may be caught mid-write: read it again, as Java's `Consumer.fromPath` does
             if attempt == CONSUMER_READ_TRIES - 1:
                 raise
-            time.sleep(0.2)
+            time.sleep(CONSUMER_READ_PAUSE)
     return None
 
 
