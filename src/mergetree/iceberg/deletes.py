@@ -89,6 +89,7 @@ def read_rows(metadata: Any, io: Any, projected: Any, row_filter: Any, tasks: Se
     """The rows of `tasks` (in their order) in the pyiceberg schema `projected`, every delete file
     applied; `row_filter` (a pyiceberg expression) filters as pyiceberg's reader does."""
     from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+    from pyiceberg.schema import Schema
     pieces: list[pa.Table] = []
     plain: list[Any] = []  # a run of tasks without equality deletes: read in one call
 
@@ -104,9 +105,17 @@ def read_rows(metadata: Any, io: Any, projected: Any, row_filter: Any, tasks: Se
             continue
         flush()
         fields = _equality_fields(metadata, deletes)
-        wanted = {f.field_id for f in projected.fields}
-        from pyiceberg.schema import Schema
-        extended = Schema(*projected.fields, *(f for f in fields.values() if f.field_id not in wanted))
+        by_id = {f.field_id: f for f in projected.fields}
+        taken, extra = set(f.name for f in projected.fields), []
+        for i, f in fields.items():
+            if i in by_id:
+                fields[i] = by_id[i]
+                continue
+            if f.name in taken:  # a dropped field whose name was given to another since: named apart
+                fields[i] = f = f.model_copy(update={"name": f"__mergetree_eq_{i}"})
+            taken.add(f.name)
+            extra.append(f)
+        extended = Schema(*projected.fields, *extra)
         rows = ArrowScan(metadata, io, extended, row_filter).to_table([task])
         deleted = np.zeros(rows.num_rows, dtype=bool)
         for delete_file in deletes:
@@ -146,9 +155,6 @@ def _equality_fields(metadata: Any, deletes: Sequence[Any]) -> dict[int, Any]:
             else:
                 raise MergeTreeError(f"equality delete file {delete_file.file_path}: no schema of the table "
                                      f"has field id {field_id}")
-    names = [f.name for f in out.values()]
-    if len(set(names)) != len(names):  # a dropped field whose name was reused: name them apart
-        out = {i: f.model_copy(update={"name": f"__mergetree_eq_{i}"}) for i, f in out.items()}
     return out
 
 

@@ -50,8 +50,6 @@ class IcebergTable(Protocol):
 
     def data_files(self, snapshot: Any = None) -> list[Any]: ...
 
-    def read_tasks(self, tasks: Sequence[Any], columns: list[str], f: Any) -> pa.Table: ...
-
     def check_writable(self, what: str) -> None: ...
 
 
@@ -216,10 +214,10 @@ def rewrite(table: IcebergTable, tier: str = "major", progress: Callable[[int, i
             try:
                 snapshot_id = _commit(table, read, written, tier)
             except CommitConflictError as exc:
-                _remove(table, [f.file_path for f in written])
+                remove_files(table.iceberg.io, [f.file_path for f in written])
                 out.conflicts.append(f"{', '.join(repr(p) for p, _ in job)}: {exc}")
             except BaseException:
-                _remove(table, [f.file_path for f in written])
+                remove_files(table.iceberg.io, [f.file_path for f in written])
                 raise
             else:
                 out.partitions += len(job)
@@ -327,10 +325,6 @@ def _commit(table: IcebergTable, tasks: Sequence[Any], written: Sequence[Any], t
         assert snapshot is not None
         return int(snapshot.snapshot_id)
     raise CommitConflictError(f"lost {COMMIT_ATTEMPTS} commit races in a row")
-
-
-def _remove(table: IcebergTable, paths: Sequence[str]) -> None:
-    remove_files(table.iceberg.io, paths)
 
 
 def remove_files(io: Any, paths: Sequence[str]) -> None:

@@ -16,7 +16,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -415,19 +415,7 @@ def distributed_compaction(spark: Any, directory: TableDirectory, reopen: Callab
         results = [pickle.loads(r["result"]) for r in sorted(rows, key=lambda r: r["unit"])]
         failed = [r for r in results if "error" in r]
         if failed:
-            first = failed[0]
-            try:
-                error = _unpickled_error(first["error"])
-            except Exception:  # a class the driver cannot import
-                error = None
-            described = directory.described
-            if error is None:
-                error = MergeTreeError(f"compacting {described} failed in a Spark task ({first['where']}): "
-                                       f"{first['message'].strip().splitlines()[-1]}")
-            # the executor's traceback, as the cause (exception notes need Python 3.11)
-            raise error from MergeTreeError(
-                f"in the Spark task compacting {first['where']} of {described} ({len(failed)} of {len(results)} "
-                f"tasks failed; every file they wrote was removed, nothing was committed):\n{first['message']}")
+            _raise_task_failure(failed[0], "compacting", directory.described, len(failed), len(results))
         kept = [line for r in results for line in r["journal"]]
         mine = set(kept)
         directory.store.remove_journaled([line for line in journaled if line not in mine])  # other attempts'
@@ -478,6 +466,22 @@ def _portable(exc: BaseException) -> bytes | None:
         except Exception:
             continue
     return None
+
+
+def _raise_task_failure(first: dict[str, Any], doing: str, subject: str, failed: int, tasks: int) -> NoReturn:
+    """Raise the first failed task's error on the driver (its own type when it unpickles here),
+    the executor's traceback as its cause (exception notes need Python 3.11): the task was
+    `doing` its unit (`first["where"]`) of `subject`."""
+    try:
+        error = _unpickled_error(first["error"])
+    except Exception:  # a class the driver cannot import
+        error = None
+    what = f"{doing} {first['where']} of {subject}"
+    if error is None:
+        error = MergeTreeError(f"{what} failed in a Spark task: {first['message'].strip().splitlines()[-1]}")
+    raise error from MergeTreeError(
+        f"in the Spark task {what} ({failed} of {tasks} tasks failed; every file they wrote was removed, "
+        f"nothing was committed):\n{first['message']}")
 
 
 def _unpickled_error(data: bytes | None) -> BaseException | None:
@@ -536,16 +540,7 @@ def iceberg_writer(spark: Any) -> Writer:
             remove_files(table.iceberg.io, [f.file_path for files in per_job for f in files])
             first: dict[str, Any] = failed[0] if failed else {"error": None, "message": "a task returned no result",
                                                               "where": "?"}
-            try:
-                error = _unpickled_error(first["error"])
-            except Exception:  # a class the driver cannot import
-                error = None
-            if error is None:
-                error = MergeTreeError(f"rewriting {table.path} failed in a Spark task ({first['where']}): "
-                                       f"{first['message'].strip().splitlines()[-1]}")
-            raise error from MergeTreeError(
-                f"in the Spark task rewriting {first['where']} of {table.path} ({len(failed)} of {len(units)} tasks "
-                f"failed; every file they wrote was removed, nothing was committed):\n{first['message']}")
+            _raise_task_failure(first, "rewriting", table.path, len(failed), len(units))
         given = 0
         try:
             for files in per_job:
