@@ -750,10 +750,12 @@ def _by_id(rows) -> list[dict]:
 
 def test_position_deletes_are_applied_by_reads_and_rewrites(events, monkeypatch):
     """Position delete files (a Flink or Spark merge-on-read delete): mergetree's reads drop
-    the rows they name as pyiceberg's do; a rewrite applies them, so the new files hold exactly
-    the live rows and no delete file applies to them; time travel still reads the old files."""
+    the rows they name as pyiceberg's do; a rewrite applies them (and a global equality delete),
+    so the new files hold exactly the live rows and the delete files leave the table, which
+    pyiceberg and Polars read again; time travel still reads the old files."""
     import polars as pl
     import pyarrow.parquet as pq
+    from pyiceberg.typedef import Record
     tasks = sorted(events.iceberg.scan().plan_files(), key=lambda t: t.file.file_path)
     model = _sorted_rows(events)
     gone: set[int] = set()
@@ -771,24 +773,33 @@ def test_position_deletes_are_applied_by_reads_and_rewrites(events, monkeypatch)
     assert events.info().delete_files == 2
     sevens = _by_id(events.read(filter=("site", "=", "7")).to_pylist())
     assert sevens == [r for r in model if r["site"] == "7"]
+    # and a global equality delete (which pyiceberg refuses to read): mergetree applies it
+    _commit_deletes(events.iceberg, [_equality_deletes(events.iceberg, pa.table({"site": ["9"]}), 0, Record())])
+    model = [r for r in model if r["site"] != "9"]
+    assert _by_id(events.refresh().read().to_pylist()) == model
     before = events.snapshot_id()
     events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
     result = events.optimize()
     assert result.status == "committed" and result.rows == len(model), result
+    # the rewritten files carry the deletes, which left the table with the last files subject to
+    # them: pyiceberg reads it again
     assert _by_id(events.read().to_pylist()) == model == _sorted_rows(events)
-    assert events.info().delete_files == 0  # the rewritten files carry the deletes; none applies any more
+    assert events.info().delete_files == 0 and result.delete_files_removed == 3
+    summary = events.iceberg.current_snapshot().summary
+    assert (summary["total-delete-files"], summary["total-records"]) == ("0", str(len(model)))
     monkeypatch.setenv("POLARS_ICEBERG_PLANNER", "pyiceberg")
     polars_rows = pl.scan_iceberg(events.iceberg).collect().to_arrow().to_pylist()
     assert _by_id(polars_rows) == model
     assert _by_id(events.read(snapshot=before).to_pylist()) == model
 
 
-def test_equality_deletes_are_applied_as_the_spec_scopes_them_and_kept_by_a_rewrite(lake, monkeypatch):
+def test_equality_deletes_are_applied_as_the_spec_scopes_them_and_rewritten_away(lake, monkeypatch):
     """Equality delete files (which pyiceberg refuses to read): a delete applies to the data
     files of a strictly smaller sequence number — in its partition, or in all of them when its
     spec is unpartitioned — on its equality fields, a null equal to a null, a dropped field
-    still compared; a rewrite applies them, and an equality delete another engine commits
-    while the rewrite runs makes it give up rather than bring the rows back."""
+    still compared; a rewrite applies them and removes each with the last file subject to it,
+    and an equality delete another engine commits while the rewrite runs makes it give up rather
+    than bring the rows back."""
     import pickle
 
     from pyiceberg.transforms import MonthTransform
@@ -842,15 +853,22 @@ def test_equality_deletes_are_applied_as_the_spec_scopes_them_and_kept_by_a_rewr
     monkeypatch.setattr(rewrite_module, "_commit", commit_after_another)
     upserts.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
     before = upserts.snapshot_id()
-    result = upserts.optimize()
+    given_up = upserts.optimize()
     model_after = [r for r in model if r["site"] != "7"]  # every row so far was written before it
-    assert fired and result.conflicts, result  # the files read are those the new delete applies to
+    assert fired and given_up.conflicts, given_up  # the files read are those the new delete applies to
     assert _by_id(upserts.refresh().read().to_pylist()) == model_after
     assert _by_id(upserts.read(snapshot=before).to_pylist()) == model
     monkeypatch.setattr(rewrite_module, "_commit", real_commit)
     result = upserts.optimize()  # on the new snapshot: the deletes applied into the new files
     assert result.status == "committed", result
     assert _by_id(upserts.refresh().read().to_pylist()) == model_after
+    # the February delete left the table with February's files; the global ones still apply to
+    # the files of spec 0, which a rewrite leaves as they are
+    assert (given_up.delete_files_removed, result.delete_files_removed) == (0, 1)
+    assert upserts.info().delete_files == 2
+    summary = upserts.iceberg.current_snapshot().summary
+    rewritten = [r for r in model_after if r["id"] >= 3000]  # spec 1's and the late rows: the live ones only
+    assert (summary["total-delete-files"], summary["total-records"]) == ("2", str(3000 + len(rewritten)))
     upserts.set_properties({"mergetree.clustering.columns": None, "mergetree.clustering.strategy": None})
     with upserts.refresh().iceberg.update_schema() as update:  # the equality field dropped: still applied
         update.delete_column("site")
@@ -1002,3 +1020,4 @@ def test_spark_executors_apply_equality_and_position_deletes(events, spark):
     result = mergetree.spark.optimize(spark, events.refresh().path, order="site")
     assert result.status == "committed" and result.rows == len(model), result
     assert _by_id(events.refresh().read().to_pylist()) == model
+    assert result.delete_files_removed == 2 and _sorted_rows(events) == model  # pyiceberg reads it again

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from ..errors import MergeTreeError
 
-__all__ = ["IcebergScanTask", "delete_paths", "plan_files", "read_rows"]
+__all__ = ["IcebergScanTask", "delete_paths", "plan_files", "plan_with_deletes", "read_rows"]
 
 FIELD_ID = b"PARQUET:field_id"
 _CACHED_DELETE_FILES = 64  # delete files are immutable: one read serves every data file they apply to
@@ -46,15 +46,22 @@ def delete_paths(task: Any) -> frozenset[str]:
 def plan_files(scan: Any) -> list[IcebergScanTask]:
     """A pyiceberg `DataScan`'s tasks, each with its position and equality delete files (always
     planned locally, from the snapshot's manifests)."""
+    return plan_with_deletes(scan)[0]
+
+
+def plan_with_deletes(scan: Any) -> tuple[list[IcebergScanTask], list[Any]]:
+    """`plan_files(scan)`, and every live delete file of the scan's snapshot that its partition
+    filter keeps, whether it applies to a data file or to none any more."""
     from pyiceberg.manifest import INITIAL_SEQUENCE_NUMBER, DataFileContent
     from pyiceberg.table import ManifestGroupPlanner
     snapshot = scan.snapshot()
     if snapshot is None:
-        return []
+        return [], []
     metadata = scan.table_metadata
     planner = ManifestGroupPlanner(table_metadata=metadata, io=scan.io, row_filter=scan.row_filter,
                                    case_sensitive=scan.case_sensitive, options=scan.options)
     equality: list[tuple[Any, int]] = []
+    positional: list[Any] = []
     data_sequence: dict[str, int] = {}
 
     def keep(entry: Any) -> bool:  # called once per live entry, on this thread
@@ -64,6 +71,8 @@ def plan_files(scan: Any) -> list[IcebergScanTask]:
             return False
         if data_file.content == DataFileContent.DATA:
             data_sequence[data_file.file_path] = sequence
+        else:
+            positional.append(data_file)
         return True
 
     tasks = planner.plan_files(snapshot.manifests(scan.io), manifest_entry_filter=keep)
@@ -82,7 +91,7 @@ def plan_files(scan: Any) -> list[IcebergScanTask]:
         candidates = global_deletes + by_partition.get((data.spec_id, tuple(data.partition)), [])
         sequence = data_sequence[data.file_path]
         out.append(IcebergScanTask(task, [d for d, s in candidates if s > sequence]))
-    return out
+    return out, positional + [d for d, _ in equality]
 
 
 def read_rows(metadata: Any, io: Any, projected: Any, row_filter: Any, tasks: Sequence[Any]) -> pa.Table:

@@ -13,7 +13,10 @@ commit the current snapshot is checked — every file read is still live and no 
 to it that the rewrite did not apply — and the commit asserts that snapshot (pyiceberg's retries
 are off for it), so a concurrent append, delete or overwrite by any engine either leaves the
 rewrite valid (it is checked and committed again on the new snapshot) or makes it give up,
-removing the files it wrote.  A process killed mid-rewrite leaves only unreferenced files."""
+removing the files it wrote.  A process killed mid-rewrite leaves only unreferenced files.
+The commit also removes every delete file that no data file left in the table is subject to
+(the ones the rewrite applied, and any that applied to nothing already): a table whose
+equality deletes were rewritten away is one pyiceberg and Polars read again (`swap.py`)."""
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +37,8 @@ from ..table.indexes import bloom
 from ..table.levers.optimize import layout_signature
 from ..table.levers.qdtree import layout_order, packed_files
 from ..table.options import TableOptions
-from .deletes import delete_paths, plan_files, read_rows
+from .deletes import delete_paths, plan_with_deletes, read_rows
+from .swap import swap_files
 
 
 class IcebergTable(Protocol):
@@ -76,12 +80,15 @@ class IcebergRewrite:
     rows: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    delete_files_removed: int = 0  # delete files no data file was subject to any more, removed
     snapshot_ids: list[int] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)   # partitions given up, and why
     seconds: float = 0.0
 
     def __repr__(self) -> str:
-        given_up = f", {len(self.conflicts)} given up" if self.conflicts else ""
+        deletes = self.delete_files_removed
+        removed = f", {count_text(deletes, 'delete file')} removed" if deletes else ""
+        given_up = removed + (f", {len(self.conflicts)} given up" if self.conflicts else "")
         return (f"IcebergRewrite({self.table!r}, {self.tier}: {self.status}, {count_text(self.partitions, 'partition')}"
                 f", {self.files_in:,} files ({size_text(self.bytes_in)}) -> {self.files_out:,} "
                 f"({size_text(self.bytes_out)}), {count_text(self.rows, 'row')}{given_up}, {self.seconds:.1f}s)")
@@ -212,7 +219,7 @@ def rewrite(table: IcebergTable, tier: str = "major", progress: Callable[[int, i
         for done, (job, written) in enumerate(zip(jobs, files)):
             read = [t for _, tasks in job for t in tasks]
             try:
-                snapshot_id = _commit(table, read, written, tier)
+                snapshot_id, deletes_removed = _commit(table, read, written, tier)
             except CommitConflictError as exc:
                 remove_files(table.iceberg.io, [f.file_path for f in written])
                 out.conflicts.append(f"{', '.join(repr(p) for p, _ in job)}: {exc}")
@@ -227,6 +234,7 @@ def rewrite(table: IcebergTable, tier: str = "major", progress: Callable[[int, i
                 out.rows += sum(int(f.record_count) for f in written)
                 out.bytes_in += sum(int(t.file.file_size_in_bytes) for t in read)
                 out.bytes_out += sum(int(f.file_size_in_bytes) for f in written)
+                out.delete_files_removed += deletes_removed
                 out.snapshot_ids.append(snapshot_id)
             if progress is not None:
                 progress(done + 1, len(jobs))
@@ -290,40 +298,41 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     return written
 
 
-def _commit(table: IcebergTable, tasks: Sequence[Any], written: Sequence[Any], tier: str) -> int:
-    """Swap `tasks`' files for `written` in one commit on the current snapshot, checked first;
-    CommitConflictError when a concurrent commit made the rewrite wrong."""
+def _commit(table: IcebergTable, tasks: Sequence[Any], written: Sequence[Any], tier: str) -> tuple[int, int]:
+    """Swap `tasks`' files for `written` in one commit on the current snapshot, checked first,
+    removing with them the delete files no data file left is subject to; the new snapshot's id
+    and how many delete files it removed.  CommitConflictError when a concurrent commit made
+    the rewrite wrong."""
     from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.table import Table as PyicebergTable
     read = {t.file.file_path: delete_paths(t) for t in tasks}
     for _ in range(COMMIT_ATTEMPTS):
         current = table.refresh().iceberg
-        live = {t.file.file_path: t for t in plan_files(current.scan())}
+        planned, delete_files = plan_with_deletes(current.scan())
+        live = {t.file.file_path: t for t in planned}
         for path, deletes in read.items():
             if path not in live:
                 raise CommitConflictError(f"{path} was removed by a concurrent commit")
             if delete_paths(live[path]) - deletes:
                 raise CommitConflictError(f"{path} has rows deleted by a concurrent commit")
+        still_applied = frozenset().union(*(delete_paths(t) for p, t in live.items() if p not in read))
+        unused = [d for d in delete_files if d.file_path not in still_applied]
         # the commit asserts this snapshot: with pyiceberg's own retries off, a concurrent
         # commit fails it, and the loop checks again on the new snapshot
         metadata = current.metadata.model_copy(
             update={"properties": {**current.metadata.properties, "commit.retry.num-retries": "0"}})
         pinned = PyicebergTable(current.name(), metadata, current.metadata_location, current.io, current.catalog)
         summary = {"mergetree.rewrite": tier, "mergetree.files-read": str(len(tasks)),
-                   "mergetree.files-written": str(len(written))}
+                   "mergetree.files-written": str(len(written)), "mergetree.delete-files-removed": str(len(unused))}
         try:
             with pinned.transaction() as tx:
-                with tx.update_snapshot(snapshot_properties=summary).overwrite() as swap:
-                    for task in tasks:
-                        swap.delete_data_file(live[task.file.file_path].file)
-                    for data_file in written:
-                        swap.append_data_file(data_file)
+                swap_files(tx, current.io, [live[path].file for path in read] + unused, written, summary)
         except CommitFailedException:
             time.sleep(0.05 + np.random.default_rng().random() * 0.1)
             continue
         snapshot = table.refresh().iceberg.current_snapshot()
         assert snapshot is not None
-        return int(snapshot.snapshot_id)
+        return int(snapshot.snapshot_id), len(unused)
     raise CommitConflictError(f"lost {COMMIT_ATTEMPTS} commit races in a row")
 
 

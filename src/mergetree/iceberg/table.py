@@ -385,7 +385,7 @@ class IcebergTable:
             return PassReport(self.path, result.tier, result.status)
         return PassReport(self.path, result.tier, result.status, result.partitions, result.files_in,
                           result.files_out, result.rows, result.bytes_in, result.bytes_out,
-                          result.snapshot_ids[-1], layout_signature(self.options), result.seconds)
+                          result.snapshot_ids[-1], layout_signature(self.options), result.seconds, "partition")
 
     def expire_queries(self, retention: Any = None) -> Expired:
         """Remove the query log's records older than `retention` (default: the table's

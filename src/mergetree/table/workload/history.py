@@ -48,6 +48,7 @@ class PassReport:
     snapshot_id: int | None = None
     layout: str = ""
     seconds: float = 0.0
+    group_name: str = "bucket"  # what a group is: a Paimon table's bucket, an Iceberg table's partition
 
     def __repr__(self) -> str:
         return f"PassReport({self.table!r}, {self.line()})"
@@ -56,7 +57,7 @@ class PassReport:
         if self.status != "committed":
             return f"{self.tier}: {self.status}"
         return (f"{self.tier}: {self.files_in} files ({self.bytes_in / 2**20:,.1f} MiB) of {self.groups} "
-                f"bucket(s) -> {self.files_out} files in snapshot {self.snapshot_id} ({self.seconds:.1f}s)")
+                f"{self.group_name}(s) -> {self.files_out} files in snapshot {self.snapshot_id} ({self.seconds:.1f}s)")
 
 
 def _history_table(table_path: str) -> TableDirectory:
@@ -68,7 +69,7 @@ def record_pass(report: PassReport) -> None:
     """Append a pass to the table's history (after its commit: a crash in between loses the
     line, never the pass)."""
     directory = _history_table(report.table)
-    row = {k: v for k, v in asdict(report).items() if k != "table"}
+    row = {k: v for k, v in asdict(report).items() if k not in ("table", "group_name")}
     row["ts"] = dt.datetime.now(dt.timezone.utc)
     data = pa.Table.from_pylist([row], schema=HISTORY_SCHEMA)
     write_rows(directory, data, RowKind.INSERT)
