@@ -254,6 +254,15 @@ def test_advise_apply_optimize_lays_the_files_out_and_changes_no_row(events, mon
     assert not bloom.file_may_contain(path, described, [-1, 10**12])  # mergetree's own probe skips with them
     field = pq.ParquetFile(path).schema_arrow.field("id")
     assert field.metadata[b"PARQUET:field_id"] == b"1"  # every engine reads the file by field id
+    # the manifests say of each new file what pyiceberg says reading it back (the rewrite takes
+    # the statistics from its writer's footer instead)
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+    for task in events.iceberg.scan().plan_files():
+        read_back = parquet_file_to_data_file(events.iceberg.io, events.iceberg.metadata, task.file.file_path)
+        for name in ("record_count", "file_size_in_bytes", "column_sizes", "value_counts", "null_value_counts",
+                     "lower_bounds", "upper_bounds", "split_offsets", "partition"):
+            assert getattr(task.file, name) == getattr(read_back, name), name
+        assert task.file.spec_id == events.iceberg.spec().spec_id
     again = events.optimize()
     assert again.status == "nothing" and again.files_in == 0  # laid out already
 

@@ -254,7 +254,7 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     files of about the target size beside the first file read; their DataFiles.  Needs only the
     table's metadata and FileIO, so a Spark executor runs it as well as the driver."""
     from pyiceberg.expressions import AlwaysTrue
-    from pyiceberg.io.pyarrow import parquet_file_to_data_file, schema_to_pyarrow
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
     iceberg_schema = metadata.schema()
     names = [f.name for f in iceberg_schema.fields]
     rows = read_rows(metadata, io, iceberg_schema, AlwaysTrue(), tasks)
@@ -284,18 +284,49 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     starts = np.flatnonzero(np.r_[True, file_of_row[1:] != file_of_row[:-1]]) if rows.num_rows else np.empty(0, int)
     ends = np.r_[starts[1:], rows.num_rows]
     pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
+    describe = _data_file_maker(metadata)
     try:
         for piece in pieces:
             path = f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet"
             with io.new_output(path).create(overwrite=False) as sink:
-                pq.write_table(piece, sink, row_group_size=ROW_GROUP_ROWS, compression="zstd",
-                               bloom_filter_options=bloom.write_options(blooms, min(piece.num_rows, ROW_GROUP_ROWS),
-                                                                        options.bloom_fpp) if blooms else None)
-            written.append(parquet_file_to_data_file(io, metadata, path))
+                filters = bloom.write_options(blooms, min(piece.num_rows, ROW_GROUP_ROWS),
+                                              options.bloom_fpp) if blooms else None
+                writer = pq.ParquetWriter(sink, piece.schema, compression="zstd", bloom_filter_options=filters)
+                try:
+                    writer.write_table(piece, row_group_size=ROW_GROUP_ROWS)
+                finally:
+                    writer.close()
+                size = sink.tell()
+            written.append(describe(path, writer.writer.metadata, size))
     except BaseException:
         remove_files(io, [f.file_path for f in written])
         raise
     return written
+
+
+def _data_file_maker(metadata: Any) -> Callable[[str, Any, int], Any]:
+    """(path, the Parquet footer its writer returned, its size) -> the Iceberg DataFile, as
+    pyiceberg's `parquet_file_to_data_file` makes it without reading the file back or checking
+    its schema again (written from the table's own schema): the plan of statistics and the
+    columns' field ids are worked out once for all the files."""
+    from pyiceberg.io.pyarrow import (
+        compute_statistics_plan,
+        data_file_statistics_from_parquet_metadata,
+        parquet_path_to_id_mapping,
+    )
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    schema, spec = metadata.schema(), metadata.spec()
+    plan = compute_statistics_plan(schema, metadata.properties)
+    ids = parquet_path_to_id_mapping(schema)
+
+    def describe(path: str, footer: Any, size: int) -> Any:
+        statistics = data_file_statistics_from_parquet_metadata(parquet_metadata=footer, stats_columns=plan,
+                                                                parquet_column_mapping=ids)
+        return DataFile.from_args(content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
+                                  partition=statistics.partition(spec, schema), file_size_in_bytes=size,
+                                  sort_order_id=None, spec_id=metadata.default_spec_id, equality_ids=None,
+                                  key_metadata=None, **statistics.to_serialized_dict())
+    return describe
 
 
 def _commit(table: IcebergTable, tasks: Sequence[Any], written: Sequence[Any], tier: str) -> tuple[int, int]:

@@ -60,24 +60,31 @@ class QdTree:
         return list(dict.fromkeys(c for c, *_ in self.nodes))
 
     def route(self, table: pa.Table | pa.RecordBatch) -> np.ndarray:
-        """The leaf of every row."""
+        """The leaf of every row.  Each distinct cut is compared once over the whole column
+        (a vectorized kernel, no gather of the rows reaching it); the rows then go down the
+        tree as index arrays, so each level costs a pass over the rows at it."""
         n = table.num_rows
         out = np.zeros(n, dtype=np.int64)
-        if not self.nodes:
+        if not self.nodes or not n:
             return out
-        at = np.zeros(n, dtype=np.int64)      # current node (>= 0) or leaf (< 0) of each row
         columns = {c: table.column(c) for c in self.columns}
-        while True:
-            active = at >= 0
-            if not active.any():
-                break
-            for node in np.unique(at[active]):
-                column, threshold, left, right = self.nodes[node]
-                rows = np.flatnonzero(at == node)
-                values = columns[column].take(pa.array(rows))
-                goes_left = _less(values, threshold)
-                at[rows] = np.where(goes_left, left, right)
-        return -at - 1
+        cuts: dict[tuple[str, str, str], np.ndarray] = {}
+        pending = [(0, np.arange(n))]
+        while pending:
+            node, rows = pending.pop()
+            column, threshold, left, right = self.nodes[node]
+            key = (column, type(threshold).__name__, repr(threshold))
+            if key not in cuts:
+                cuts[key] = _less(columns[column], threshold)
+            goes_left = cuts[key][rows]
+            for child, reaching in ((left, rows[goes_left]), (right, rows[~goes_left])):
+                if not len(reaching):
+                    continue
+                if child < 0:
+                    out[reaching] = -child - 1
+                else:
+                    pending.append((child, reaching))
+        return out
 
     def file_of_row(self, table: pa.Table | pa.RecordBatch, rows_per_file: int) -> np.ndarray:
         """The file of every row when the leaves are written as `optimize` writes them
