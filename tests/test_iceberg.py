@@ -885,6 +885,24 @@ def test_equality_deletes_are_applied_as_the_spec_scopes_them_and_rewritten_away
                                                            for r in model_after]
 
 
+def test_the_equality_delete_cache_is_bounded_by_bytes_and_reads_stay_right(events, monkeypatch):
+    """Each equality delete file is read once and kept for the other data files it applies to,
+    up to a number of bytes; past it the least recently used goes, and the reads are the same."""
+    from pyiceberg.typedef import Record
+
+    from mergetree.iceberg import deletes
+    for sites in (["1", "2"], ["3"], ["4", None]):  # three delete files, one commit each
+        _commit_deletes(events.iceberg, [_equality_deletes(events.iceberg, pa.table({"site": sites}), 0, Record())])
+    model = [r for r in _by_id(_events().to_pylist()) if r["site"] not in ("1", "2", "3", "4", None)]
+    deletes._delete_rows_cache.clear()
+    assert _by_id(events.refresh().read().to_pylist()) == model
+    assert len(deletes._delete_rows_cache) == 3  # under the bound: each file read once, all kept
+    monkeypatch.setattr(deletes, "_CACHED_DELETE_BYTES", 1)
+    deletes._delete_rows_cache.clear()
+    assert _by_id(events.read().to_pylist()) == model
+    assert len(deletes._delete_rows_cache) == 1  # only the one in use
+
+
 # -- format versions ---------------------------------------------------------------------------
 
 def test_a_format_v1_table_is_read_advised_and_rewritten(lake):

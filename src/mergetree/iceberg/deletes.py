@@ -22,7 +22,9 @@ from ..errors import MergeTreeError
 __all__ = ["IcebergScanTask", "delete_paths", "plan_files", "plan_with_deletes", "read_rows"]
 
 FIELD_ID = b"PARQUET:field_id"
-_CACHED_DELETE_FILES = 64  # delete files are immutable: one read serves every data file they apply to
+# delete files are immutable: one read serves every data file they apply to, while the cache
+# holds up to this many bytes of their rows (the least recently used dropped first)
+_CACHED_DELETE_BYTES = 256 * 1024 * 1024
 _delete_rows_cache: OrderedDict[str, pa.Table] = OrderedDict()
 
 
@@ -183,8 +185,9 @@ def _delete_rows(io: Any, delete_file: Any, fields: dict[int, Any]) -> pa.Table:
             raise MergeTreeError(f"equality delete file {path} has no column with field id {missing[0]}")
         cached = pa.table({str(i): by_id[i] for i in delete_file.equality_ids})
         _delete_rows_cache[path] = cached
-        while len(_delete_rows_cache) > _CACHED_DELETE_FILES:
-            _delete_rows_cache.popitem(last=False)
+        held = sum(t.nbytes for t in _delete_rows_cache.values())
+        while held > _CACHED_DELETE_BYTES and len(_delete_rows_cache) > 1:  # the newest stays: it is in use
+            held -= _delete_rows_cache.popitem(last=False)[1].nbytes
     else:
         _delete_rows_cache.move_to_end(path)
     return cached.rename_columns([fields[int(c)].name for c in cached.column_names])
