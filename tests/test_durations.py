@@ -150,29 +150,37 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 # ids without the clock: pytest-xdist's workers collect separately and must see the same ids
 # (a date computed at collection differs between them across a minute or midnight)
-@pytest.mark.parametrize(("since", "count"), [
-    ("30d", 3), ("1w", 2), ("1.5h", 1), ("3h", 2), ("90m", 1), ("1m", 0), ("45s", 0),
-    pytest.param((NOW - dt.timedelta(days=5)).strftime("%Y-%m-%dT%H:%M"), 2, id="5-days-ago-minute"),
-    pytest.param((NOW - dt.timedelta(days=30)).date().isoformat(), 3, id="30-days-ago-date"),
+# each form on one of the two commands (their --since is one parser; a command's start is a
+# second of the test), and every form in every Python call
+@pytest.mark.parametrize(("since", "count", "command"), [
+    ("30d", 3, "show"), ("1w", 2, "advise"), ("1.5h", 1, "show"), ("3h", 2, "advise"), ("90m", 1, "show"),
+    ("1m", 0, "advise"), ("45s", 0, "show"),
+    pytest.param((NOW - dt.timedelta(days=5)).strftime("%Y-%m-%dT%H:%M"), 2, "advise", id="5-days-ago-minute"),
+    pytest.param((NOW - dt.timedelta(days=30)).date().isoformat(), 3, "show", id="30-days-ago-date"),
 ])
-def test_since_takes_the_same_forms_in_python_and_on_the_cli(logged, since, count):
+def test_since_takes_the_same_forms_in_python_and_on_the_cli(logged, since, count, command):
     assert len(read_log(logged, since)) == count
     assert Table.open(logged).advise(since=since).queries == count
     assert len(replay(logged, since=since).queries) == count
-    show = cli("queries", "show", logged, "--since", since)
-    assert show.returncode == 0, show.stderr
-    assert (f"{count:,} queries logged" if count else "no queries in that period") in show.stdout
-    advise = cli("advise", logged, "--since", since, "--json")
-    assert advise.returncode == 0 and json.loads(advise.stdout)["queries"] == count, advise.stderr
+    if command == "show":
+        show = cli("queries", "show", logged, "--since", since)
+        assert show.returncode == 0, show.stderr
+        assert (f"{count:,} queries logged" if count else "no queries in that period") in show.stdout
+    else:
+        advise = cli("advise", logged, "--since", since, "--json")
+        assert advise.returncode == 0 and json.loads(advise.stdout)["queries"] == count, advise.stderr
 
 
-@pytest.mark.parametrize("bad", ["-1d", "30", "tomorrow", "1e400d"])
-def test_bad_since_is_refused_in_python_and_on_the_cli(logged, bad):
+# each bad value on one of the commands (one parser of --since serves them all; a command's start
+# is a second of the test), and every bad value in every Python call
+@pytest.mark.parametrize(("bad", "command"), [("-1d", ["queries", "show"]), ("30", ["advise"]),
+                                              ("tomorrow", ["replay"]),
+                                              ("1e400d", ["report", "--html", "/dev/null"])])
+def test_bad_since_is_refused_in_python_and_on_the_cli(logged, bad, command):
     for call in (lambda: Table.open(logged).advise(since=bad), lambda: replay(logged, since=bad),
                  lambda: read_log(logged, bad), lambda: build_report(logged, since=bad)):
         with pytest.raises(InvalidArgumentError, match="since"):
             call()
-    for command in (["queries", "show"], ["advise"], ["replay"], ["report", "--html", "/dev/null"]):
-        out = cli(*command, logged, f"--since={bad}")
-        assert out.returncode == 2, (command, out.stderr)
-        assert "argument --since: since:" in out.stderr.splitlines()[-1] and "Traceback" not in out.stderr
+    out = cli(*command, logged, f"--since={bad}")
+    assert out.returncode == 2, (command, out.stderr)
+    assert "argument --since: since:" in out.stderr.splitlines()[-1] and "Traceback" not in out.stderr
