@@ -415,8 +415,9 @@ def _delta_actions(table) -> pa.Table:
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Python's cyclic collector off for a stretch of many timed queries (as ``timing.timed``
-    does for one), so no query pays for a collection the previous ones' garbage triggered."""
-    gc.collect()
+    does for one, with the same collection of the young generations first), so no query pays
+    for a collection the previous ones' garbage triggered."""
+    gc.collect(1)
     gc.disable()
     try:
         yield
