@@ -70,11 +70,18 @@ def test_sigkill_mid_optimize_leaves_a_committed_state(tmp_path):
     expected = canonical(t.read())
     rng = random.Random(5)
     kills = 0
-    for _ in range(8):
+    for round_ in range(8):
+        before = table_files(path)
         child = subprocess.Popen([sys.executable, "-c", OPTIMIZER, path, "3"], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE)
         child.stdout.readline()  # a loaded machine may take seconds to import: kill mid-work, not mid-import
-        time.sleep(rng.uniform(0.1, 1.0))
+        if round_ % 2:  # at a random point from the start: planning, writing or committing
+            time.sleep(rng.uniform(0.1, 1.0))
+        else:  # at a random point once the rewrite has written a file, however loaded the machine
+            deadline = time.monotonic() + 60
+            while child.poll() is None and time.monotonic() < deadline and not table_files(path) - before:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 0.3))
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
             kills += 1
