@@ -37,7 +37,18 @@ def uses_posix_process_calls(function) -> bool:
              == function.__module__))
 
 
+# The modules whose tests take longest (tens of seconds of wall time each: Spark in processes of
+# their own, fresh environments, kill loops), run first: two xdist workers then end on short tests
+# together instead of one waiting out a long one started late (alphabetically, most are late)
+SLOW_MODULES_FIRST = ("test_spark_s3", "test_spark_streaming_kill", "test_table_crash", "test_demo_setup",
+                      "test_bench_paimon", "test_spark_memory", "test_dependency_floors", "test_readme",
+                      "test_spark_types", "test_s3_faults", "test_demo_spark", "test_table_model",
+                      "test_bench_advisor", "test_spark_paimon", "test_paimon_s3", "test_optimize_crash")
+
+
 def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_MODULES_FIRST)}
+    items.sort(key=lambda item: rank.get(getattr(getattr(item, "module", None), "__name__", ""), len(rank)))
     if sys.platform != "win32":
         return
     skip = pytest.mark.skip(reason="kills or measures a process with POSIX-only calls: not on Windows")

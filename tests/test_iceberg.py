@@ -267,6 +267,40 @@ def test_advise_apply_optimize_lays_the_files_out_and_changes_no_row(events, mon
     assert again.status == "nothing" and again.files_in == 0  # laid out already
 
 
+def test_a_bucket_partitioned_table_is_rewritten_into_its_own_buckets(lake):
+    """bucket(4, id) and identity(site) partitions (Flink's and Spark's usual upsert layout): a
+    bucket's ids span its whole range, so a file's partition cannot be read off its columns'
+    bounds; each new file is given the partition whose rows it holds, and pyiceberg prunes
+    and reads by it as before."""
+    import pyarrow.parquet as pq
+    from pyiceberg.transforms import BucketTransform, IdentityTransform
+    data = _events(seed=9, n=4000).filter(pc.is_in(pc.field("site"), pa.array(["1", "2"])))
+    created = lake.create_table("db.buckets", data.schema, properties={"write.target-file-size-bytes": "20000"})
+    with created.update_spec() as spec:
+        spec.add_field("id", BucketTransform(4), "id_bucket")
+        spec.add_field("site", IdentityTransform(), "site")
+    for part in range(3):
+        created.append(data.slice(part * (data.num_rows // 3), data.num_rows // 3 + 1))
+    table = open_iceberg("iceberg://lake/db.buckets")
+    before = _sorted_rows(table)
+    partitions = {tuple(t.file.partition) for t in table.iceberg.scan().plan_files()}
+    assert len(partitions) == 8
+    table.set_properties({"mergetree.clustering.columns": "day", "mergetree.clustering.strategy": "linear"})
+    result = table.optimize()
+    assert result.status == "committed" and result.partitions == 8, result
+    assert _sorted_rows(table.refresh()) == before
+    after = list(table.iceberg.scan().plan_files())
+    assert {tuple(t.file.partition) for t in after} == partitions
+    bucket = BucketTransform(4).transform(created.schema().find_field("id").field_type)
+    for task in after:
+        with table.iceberg.io.new_input(task.file.file_path).open() as f:
+            held = pq.read_table(f, columns=["id", "site"]).to_pylist()
+        assert {(bucket(r["id"]), r["site"]) for r in held} == {tuple(task.file.partition)}
+    some = before[17]
+    found = table.iceberg.scan(row_filter=f"id == {some['id']}").plan_files()
+    assert len(list(found)) < len(after) and _by_id(table.read(filter=("id", "=", some["id"])).to_pylist()) == [some]
+
+
 def test_a_qdtree_layout_packs_each_partitions_leaves_into_files(events):
     """A qd-tree's leaves, cut by the partitions, are packed into files of the target size as
     the advisor simulates them (small neighbouring leaves share a file, a large one has files of

@@ -284,7 +284,7 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     starts = np.flatnonzero(np.r_[True, file_of_row[1:] != file_of_row[:-1]]) if rows.num_rows else np.empty(0, int)
     ends = np.r_[starts[1:], rows.num_rows]
     pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
-    describe = _data_file_maker(metadata)
+    describe = _data_file_maker(metadata, tasks[0].file.partition)
     try:
         for piece in pieces:
             path = f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet"
@@ -304,10 +304,12 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     return written
 
 
-def _data_file_maker(metadata: Any) -> Callable[[str, Any, int], Any]:
-    """(path, the Parquet footer its writer returned, its size) -> the Iceberg DataFile, as
+def _data_file_maker(metadata: Any, partition: Any) -> Callable[[str, Any, int], Any]:
+    """(path, the Parquet footer its writer returned, its size) -> the Iceberg DataFile of a
+    file of `partition` (the one partition of the current spec whose rows it holds), as
     pyiceberg's `parquet_file_to_data_file` makes it without reading the file back or checking
-    its schema again (written from the table's own schema): the plan of statistics and the
+    its schema again (written from the table's own schema), and without inferring the partition
+    from the columns' bounds, which a bucket transform defeats: the plan of statistics and the
     columns' field ids are worked out once for all the files."""
     from pyiceberg.io.pyarrow import (
         compute_statistics_plan,
@@ -315,7 +317,7 @@ def _data_file_maker(metadata: Any) -> Callable[[str, Any, int], Any]:
         parquet_path_to_id_mapping,
     )
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    schema, spec = metadata.schema(), metadata.spec()
+    schema = metadata.schema()
     plan = compute_statistics_plan(schema, metadata.properties)
     ids = parquet_path_to_id_mapping(schema)
 
@@ -323,7 +325,7 @@ def _data_file_maker(metadata: Any) -> Callable[[str, Any, int], Any]:
         statistics = data_file_statistics_from_parquet_metadata(parquet_metadata=footer, stats_columns=plan,
                                                                 parquet_column_mapping=ids)
         return DataFile.from_args(content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
-                                  partition=statistics.partition(spec, schema), file_size_in_bytes=size,
+                                  partition=partition, file_size_in_bytes=size,
                                   sort_order_id=None, spec_id=metadata.default_spec_id, equality_ids=None,
                                   key_metadata=None, **statistics.to_serialized_dict())
     return describe
