@@ -215,11 +215,13 @@ class Sample:
 def draw_sample(table: TableDirectory | AdviceTarget, metas: Sequence[DataFileMeta], columns: Sequence[str],
                 max_rows: int = SAMPLE_ROWS, seed: int = 0) -> Sample:
     """Up to `max_rows` rows drawn uniformly from the files (the same share of each file, the
-    same rows for the same files and seed).  Columns without an order (`sample_type`) are
-    left out, with the reason in `Sample.skipped`."""
+    same rows for the same files and seed).  Which rows of a file are drawn, and the order the
+    files are read in, follow from the file's row count and size, not its name or place in
+    `metas`: the same data written twice (names with random ids) gives the same sample, so the
+    advice on it is the same.  Columns without an order (`sample_type`) are left out, with the
+    reason in `Sample.skipped`."""
     total = sum(m.row_count for m in metas)
     rate = min(1.0, max_rows / total) if total else 1.0
-    rng = np.random.default_rng(seed)
     source = as_target(table)
     schema = source.arrow_schema
     skipped: dict[str, str] = {}
@@ -237,9 +239,11 @@ def draw_sample(table: TableDirectory | AdviceTarget, metas: Sequence[DataFileMe
     group_of_file = np.array([group_ids.setdefault(source.layout_group(m), len(group_ids)) for m in metas],
                              dtype=np.int64)
     parts, owners = [], []
-    for i, meta in enumerate(metas):
+    for i in sorted(range(len(metas)), key=lambda i: (metas[i].row_count, metas[i].file_size, metas[i].file_name)):
+        meta = metas[i]
         if meta.row_count == 0:
             continue
+        rng = np.random.default_rng([seed, meta.row_count, meta.file_size])
         take = (np.flatnonzero(rng.random(meta.row_count) < rate) if rate < 1.0
                 else np.arange(meta.row_count))
         if not len(take) or not kept:
