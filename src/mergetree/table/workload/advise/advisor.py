@@ -138,12 +138,16 @@ class Advice:
 # Order and sampling: the same log gives the same advice
 # ---------------------------------------------------------------------------
 
+def _content(q: LoggedQuery) -> str:
+    """What a query asked, without when."""
+    return json.dumps([q.filter_json, q.predicates, q.order_by, q.limit, q.group_by, q.measures], default=str)
+
+
 def _identity(q: LoggedQuery) -> str:
     ts = q.ts
     if ts is not None and ts.tzinfo is None:
         ts = ts.replace(tzinfo=dt.timezone.utc)
-    return json.dumps([ts.isoformat() if ts is not None else None, q.filter_json, q.predicates, q.order_by, q.limit,
-                       q.group_by, q.measures], default=str)
+    return json.dumps([ts.isoformat() if ts is not None else None, _content(q)])
 
 
 def canonical_order(queries: Iterable[LoggedQuery]) -> list[LoggedQuery]:
@@ -152,11 +156,14 @@ def canonical_order(queries: Iterable[LoggedQuery]) -> list[LoggedQuery]:
 
 
 def _hashes(queries: Sequence[LoggedQuery]) -> np.ndarray:
-    """A stable 64-bit hash per query (its content and how many equal queries came before it)."""
+    """A stable 64-bit hash per query: its content and how many equal queries came before it,
+    not its time, so the same workload logged at another time (a history imported again, the
+    same dashboard next week) is sampled and halved the same way (with the time in it, the
+    import's clock decided D5's halves, and with them the SSB bench's layout, from run to run)."""
     seen: Counter = Counter()
     out = np.empty(len(queries), dtype=np.uint64)
     for i, q in enumerate(queries):
-        identity = _identity(q)
+        identity = _content(q)
         seen[identity] += 1
         digest = hashlib.blake2b(f"{identity}#{seen[identity]}".encode(), digest_size=8).digest()
         out[i] = int.from_bytes(digest, "little")
