@@ -138,16 +138,13 @@ class Advice:
 # Order and sampling: the same log gives the same advice
 # ---------------------------------------------------------------------------
 
-def _content(q: LoggedQuery) -> str:
-    """What a query asked, without when."""
-    return json.dumps([q.filter_json, q.predicates, q.order_by, q.limit, q.group_by, q.measures], default=str)
-
-
-def _identity(q: LoggedQuery) -> str:
-    ts = q.ts
+def _identity(q: LoggedQuery, timed: bool = True) -> str:
+    """What a query asked and (`timed`) when; without the time, as a query logged with none."""
+    ts = q.ts if timed else None
     if ts is not None and ts.tzinfo is None:
         ts = ts.replace(tzinfo=dt.timezone.utc)
-    return json.dumps([ts.isoformat() if ts is not None else None, _content(q)])
+    return json.dumps([ts.isoformat() if ts is not None else None, q.filter_json, q.predicates, q.order_by, q.limit,
+                       q.group_by, q.measures], default=str)
 
 
 def canonical_order(queries: Iterable[LoggedQuery]) -> list[LoggedQuery]:
@@ -163,7 +160,7 @@ def _hashes(queries: Sequence[LoggedQuery]) -> np.ndarray:
     seen: Counter = Counter()
     out = np.empty(len(queries), dtype=np.uint64)
     for i, q in enumerate(queries):
-        identity = _content(q)
+        identity = _identity(q, timed=False)
         seen[identity] += 1
         digest = hashlib.blake2b(f"{identity}#{seen[identity]}".encode(), digest_size=8).digest()
         out[i] = int.from_bytes(digest, "little")
