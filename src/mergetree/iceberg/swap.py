@@ -60,6 +60,18 @@ def _producer_class() -> type:
                                             self._snapshot_id, self._compression)
             return self.new_manifest_writer(self.spec(spec_id))
 
+        def _manifest(self, spec_id: int, content: Any, entries: list[Any], status: Any,
+                      snapshot_id: int | None) -> Any:
+            """A manifest of `entries` with `status`, by `snapshot_id` (None: each entry's own),
+            their sequence numbers kept."""
+            with self._writer(spec_id, content) as writer:
+                for e in entries:
+                    writer.add_entry(ManifestEntry.from_args(
+                        status=status, snapshot_id=e.snapshot_id if snapshot_id is None else snapshot_id,
+                        sequence_number=e.sequence_number, file_sequence_number=e.file_sequence_number,
+                        data_file=e.data_file))
+            return writer.to_manifest_file()
+
         def _manifests(self) -> list[Any]:
             snapshot = self._transaction.table_metadata.snapshot_by_name(self._target_branch)
             manifests = list(snapshot.manifests(self._io)) if snapshot is not None else []
@@ -78,25 +90,14 @@ def _producer_class() -> type:
                 removals.setdefault((manifest.partition_spec_id, manifest.content), []).extend(hit)
                 kept = [e for e in entries if e.data_file not in gone]
                 if kept:
-                    with self._writer(manifest.partition_spec_id, manifest.content) as writer:
-                        for e in kept:
-                            writer.add_entry(ManifestEntry.from_args(
-                                status=ManifestEntryStatus.EXISTING, snapshot_id=e.snapshot_id,
-                                sequence_number=e.sequence_number, file_sequence_number=e.file_sequence_number,
-                                data_file=e.data_file))
-                    out.append(writer.to_manifest_file())
+                    out.append(self._manifest(manifest.partition_spec_id, manifest.content, kept,
+                                              ManifestEntryStatus.EXISTING, None))
             missing = sorted(f.file_path for f in gone if f.file_path not in found)
             if missing:  # pyiceberg's own check: a file to remove must be live in the snapshot
                 from pyiceberg.exceptions import ValidationException
                 raise ValidationException(f"Missing required files to delete: {', '.join(missing)}")
             for (spec_id, content), entries in removals.items():
-                with self._writer(spec_id, content) as writer:
-                    for e in entries:
-                        writer.add_entry(ManifestEntry.from_args(
-                            status=ManifestEntryStatus.DELETED, snapshot_id=self._snapshot_id,
-                            sequence_number=e.sequence_number, file_sequence_number=e.file_sequence_number,
-                            data_file=e.data_file))
-                out.append(writer.to_manifest_file())
+                out.append(self._manifest(spec_id, content, entries, ManifestEntryStatus.DELETED, self._snapshot_id))
             if self._added_data_files:
                 with self.new_manifest_writer(self._transaction.table_metadata.spec()) as writer:
                     for data_file in self._added_data_files:
