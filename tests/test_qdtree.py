@@ -3,6 +3,7 @@ logged predicates' bounds, the advisor takes it only when it beats the curves, a
 out by it keeps every row, keeps each leaf's rows in files of their own, and skips what the cuts promise."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -117,6 +118,30 @@ def test_the_advisor_takes_a_qdtree_only_when_it_beats_the_curves(table):
     # (which curve depends on how many files the rewrite writes: Hilbert and Z-order read within
     # the 10% a change of curve needs here)
     assert next(x for x in seeded.levers if x.lever == "distribution").recommended[0].startswith(("hilbert", "zorder"))
+
+
+def test_a_recurring_querys_runs_alternate_between_the_halves_and_a_query_seen_once_goes_by_its_hash():
+    import datetime as dt
+
+    from mergetree.table.workload.advise.advisor import canonical_order, qdtree_fit_half
+
+    shapes = [q([("a", "<", 10**7 * (i + 1))]) for i in range(13)]
+    # a dashboard of 13 queries run three times (the SSB history): each shape fits the tree and
+    # judges it, the first and third runs fitting
+    dashboard = canonical_order([s for _ in range(3) for s in shapes])
+    halves = qdtree_fit_half(dashboard)
+    assert halves.sum() == 26
+    for shape in shapes:
+        assert [bool(h) for s, h in zip(dashboard, halves) if s == shape] == [True, False, True]
+    # timed runs: the earlier run fits, the later one judges, whenever the log was taken
+    day = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+    for start in (day, day + dt.timedelta(days=30)):
+        runs = canonical_order([dataclasses.replace(shapes[0], ts=start + dt.timedelta(hours=h)) for h in (5, 1)])
+        assert qdtree_fit_half(runs).tolist() == [True, False] and runs[0].ts < runs[1].ts
+    # queries seen once: halved by their hash, about evenly, the same each time
+    once = [q([("a", ">=", i), ("a", "<", i + 10**6)]) for i in range(400)]
+    assert 150 < qdtree_fit_half(once).sum() < 250
+    assert qdtree_fit_half(once).tolist() == qdtree_fit_half(list(once)).tolist()
 
 
 def test_a_table_laid_out_by_its_qdtree(tmp_path):

@@ -37,6 +37,9 @@ are read alone; a primary-key table's files are otherwise merged in key order):
       the row sample and half of the queries, and taken instead when, replayed on the other
       half, it reads QDTREE_MARGIN (a third) fewer bytes than the walk's choice: a tree fitted
       to past predicates ages with the workload where a curve does not, so it must win clearly.
+      A recurring query's runs alternate between the halves (the tree is judged on the next run
+      of a dashboard it was fitted on, as that workload's future looks); a query seen once falls
+      in a half by its hash (it judges a tree fitted without it).
       (`qdtree_rule`)
   D4  Refused outright with fewer than MIN_FILES files after a rewrite.  (`distribution_refusal`)
 
