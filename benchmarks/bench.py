@@ -151,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
         "iceberg workload", "the query-driven loop on an Apache Iceberg table: SSB's lineorder partitioned by "
         "year, a Trino history of its 13 queries, advise + optimize; the bytes pyiceberg's scan planning selects "
         "before and after (target: the date and range queries at most 30%), answers against DuckDB, the rewrite "
-        "against pyiceberg's plain overwrite (see benchmarks/bench_iceberg.py; --quick: scale 0.05)")
+        "against pyiceberg rewriting the files plainly, scan + overwrite (see benchmarks/bench_iceberg.py; "
+        "--quick: scale 0.05)")
     iceberg.add_argument("--iceberg", action="store_true", help="also run the Iceberg workload")
     iceberg.add_argument("--iceberg-only", action="store_true", help="run only the Iceberg workload")
     scale = parser.add_argument_group(

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -57,6 +58,7 @@ class IcebergReport:
     applied: dict = field(default_factory=dict)
     rewrite_seconds: float = 0.0
     overwrite_seconds: float = 0.0
+    scan_seconds: float = 0.0  # the peer's scan of the rows it overwrites with
     seconds: float = 0.0
 
     @property
@@ -66,8 +68,10 @@ class IcebergReport:
 
     @property
     def rewrite_vs_overwrite(self) -> float:
-        """The rewrite's rows per second over a plain pyiceberg overwrite's of the same rows."""
-        return self.overwrite_seconds / self.rewrite_seconds if self.rewrite_seconds else 0.0
+        """The rewrite's rows per second over a plain pyiceberg rewrite's of the same files: their
+        scan and an overwrite with the rows (as the rewrite, reading the files and writing them)."""
+        peer = self.scan_seconds + self.overwrite_seconds
+        return peer / self.rewrite_seconds if self.rewrite_seconds else 0.0
 
     def targets(self) -> list[tuple[str, bool]]:
         return [(f"date/range queries select <= {TARGET_SHARE:.0%} of their bytes before "
@@ -124,12 +128,18 @@ def run_iceberg_bench(scale: float = DEFAULT_SCALE, files: int = DEFAULT_FILES, 
             reference.register("lineorder", data)
             catalog = SqlCatalog("bench", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/warehouse")
             catalog.create_namespace("ssb")
-            created = catalog.create_table("ssb.lineorder", data.schema)
-            with created.update_spec() as spec:
-                spec.add_field("lo_orderdate", YearTransform(), "order_year")
-            per = math.ceil(data.num_rows / files)
-            for start in range(0, data.num_rows, per):
-                created.append(data.slice(start, per))
+
+            def appended(name: str) -> Any:
+                """The rows as an Iceberg table partitioned by year, in `files` appends."""
+                created = catalog.create_table(name, data.schema)
+                with created.update_spec() as spec:
+                    spec.add_field("lo_orderdate", YearTransform(), "order_year")
+                per = math.ceil(data.num_rows / files)
+                for start in range(0, data.num_rows, per):
+                    created.append(data.slice(start, per))
+                return created
+
+            appended("ssb.lineorder")
             table = mergetree.iceberg.open("iceberg://bench/ssb.lineorder")
             written = table.data_files()
             # the files' size as the appends wrote them (each append a file per year): the rewrite then
@@ -166,18 +176,19 @@ def run_iceberg_bench(scale: float = DEFAULT_SCALE, files: int = DEFAULT_FILES, 
                 if q.answer == "ok":
                     q.answer = same_rows(_answer(table, sql, extracted), duckdb_answer(reference, sql))
                 advance(1)
-            # the peer: pyiceberg rewriting the same rows with a plain overwrite (no layout, no Bloom filters)
-            peer = catalog.create_table("ssb.lineorder_overwrite", data.schema)
-            with peer.update_spec() as spec:
-                spec.add_field("lo_orderdate", YearTransform(), "order_year")
-            peer.append(data)
+            # the peer: pyiceberg rewriting the same files plainly (no layout, no Bloom filters): a
+            # table appended as this one was, its scan, an overwrite with the rows
+            peer = appended("ssb.lineorder_overwrite")
+            scan_started = time.perf_counter()
+            rows = peer.scan().to_arrow()
             overwrite_started = time.perf_counter()
-            peer.overwrite(peer.scan().to_arrow())
+            peer.overwrite(rows)
             overwrite_seconds = time.perf_counter() - overwrite_started
+            scan_seconds = overwrite_started - scan_started
             advance(1)
         return IcebergReport(scale, data.num_rows, files_before, len(table.data_files()), list(queries.values()),
                              imported, advice.explain(), dict(advice.options), rewrite_seconds, overwrite_seconds,
-                             time.perf_counter() - started)
+                             scan_seconds, time.perf_counter() - started)
     finally:
         for key, value in saved.items():
             if value is None:
@@ -196,8 +207,10 @@ def format_iceberg_results(report: IcebergReport) -> str:
     lines.append(f"bytes pyiceberg's scan planning selects: date/range queries {report.date_range_share:.1%} of "
                  f"before, all queries {overall:.1%}")
     lines.append(f"rewrite (advise applied, optimize): {report.rows / report.rewrite_seconds:,.0f} rows/s in "
-                 f"{report.rewrite_seconds:.1f} s; pyiceberg's plain overwrite of the same rows "
-                 f"{report.rows / report.overwrite_seconds:,.0f} rows/s: the rewrite is "
+                 f"{report.rewrite_seconds:.1f} s (reading, laying out, Bloom filters, committing); pyiceberg "
+                 f"rewriting the same files plainly (scan, then overwrite with the rows) "
+                 f"{report.rows / (report.scan_seconds + report.overwrite_seconds):,.0f} rows/s "
+                 f"(its overwrite alone {report.rows / report.overwrite_seconds:,.0f}): the rewrite is "
                  f"{report.rewrite_vs_overwrite:.2f}x its rows per second")
     lines.append(f"applied: {report.applied}")
     lines += ["  " + line for line in report.advice.splitlines()]

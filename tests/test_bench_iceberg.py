@@ -22,6 +22,6 @@ def test_the_iceberg_workload_runs_and_answers_right(tmp_path):
     # file of its own, which keeps the leaf's queries from reading its neighbours' rows)
     assert 0.75 * report.files_before <= report.files_after <= 1.4 * report.files_before
     assert sum(q.bytes_after for q in report.queries) < sum(q.bytes_before for q in report.queries)
-    assert report.rewrite_seconds > 0 and report.overwrite_seconds > 0
+    assert report.rewrite_seconds > 0 and report.overwrite_seconds > 0 and report.scan_seconds > 0
     text = bench_iceberg.format_iceberg_results(report)
     assert "date/range queries" in text and "targets:" in text

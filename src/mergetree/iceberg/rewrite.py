@@ -20,10 +20,12 @@ equality deletes were rewritten away is one pyiceberg and Polars read again (`sw
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -280,28 +282,33 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     mark = layout_mark(options) if tier == "major" else "0"
     blooms = {c: rows.schema.field(c).type for c in options.bloom_columns if c in rows.schema.names
               and bloom.bloom_supported(rows.schema.field(c).type)}
-    written: list[Any] = []
     starts = np.flatnonzero(np.r_[True, file_of_row[1:] != file_of_row[:-1]]) if rows.num_rows else np.empty(0, int)
     ends = np.r_[starts[1:], rows.num_rows]
     pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
+    paths = [f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet" for _ in pieces]
     describe = _data_file_maker(metadata, tasks[0].file.partition)
-    try:
-        for piece in pieces:
-            path = f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet"
-            with io.new_output(path).create(overwrite=False) as sink:
-                filters = bloom.write_options(blooms, min(piece.num_rows, ROW_GROUP_ROWS),
-                                              options.bloom_fpp) if blooms else None
-                writer = pq.ParquetWriter(sink, piece.schema, compression="zstd", bloom_filter_options=filters)
-                try:
-                    writer.write_table(piece, row_group_size=ROW_GROUP_ROWS)
-                finally:
-                    writer.close()
-                size = sink.tell()
-            written.append(describe(path, writer.writer.metadata, size))
-    except BaseException:
-        remove_files(io, [f.file_path for f in written])
-        raise
-    return written
+
+    def write_one(path: str, piece: pa.Table) -> Any:
+        with io.new_output(path).create(overwrite=False) as sink:
+            filters = bloom.write_options(blooms, min(piece.num_rows, ROW_GROUP_ROWS),
+                                          options.bloom_fpp) if blooms else None
+            writer = pq.ParquetWriter(sink, piece.schema, compression="zstd", bloom_filter_options=filters)
+            try:
+                writer.write_table(piece, row_group_size=ROW_GROUP_ROWS)
+            finally:
+                writer.close()
+            size = sink.tell()
+        return describe(path, writer.writer.metadata, size)
+
+    # Parquet encoding (and its Bloom filters) runs without the GIL: the files in parallel
+    workers = min(len(pieces), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="mergetree-iceberg-write") as pool:
+        futures = [pool.submit(write_one, path, piece) for path, piece in zip(paths, pieces)]
+    failed = [f.exception() for f in futures if f.exception() is not None]
+    if failed:  # every file of the partition goes, a partly written one too
+        remove_files(io, paths)
+        raise failed[0]  # type: ignore[misc]
+    return [f.result() for f in futures]
 
 
 def _data_file_maker(metadata: Any, partition: Any) -> Callable[[str, Any, int], Any]:
