@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("pyiceberg", reason="the Iceberg tests need pyiceberg (the iceberg extra)")
@@ -477,28 +478,90 @@ def test_the_cli_reads_an_iceberg_table(events):
     assert refused.returncode != 0 and "no primary key" in refused.stderr
 
 
-def test_files_of_an_older_partition_spec_are_read_and_left_alone(events, lake):
-    """After partition evolution the rewrite lays out only files of the current spec; files the
-    older spec wrote are read as they are and kept."""
+def test_files_of_an_older_partition_spec_are_rewritten_into_the_current_specs_partitions(events, lake):
+    """After partition evolution (month -> day) a major pass rewrites the older spec's files too:
+    their rows re-partitioned by the current spec as pyiceberg's appends partition them, each
+    partition's files in its folder; pyiceberg then plans and reads every row by the new spec."""
+    from pyiceberg.expressions import EqualTo
     from pyiceberg.transforms import DayTransform
+
+    from mergetree.iceberg.rewrite import OlderSpec, pending_groups
     with events.iceberg.update_spec() as spec:
         spec.remove_field("day_month")
         spec.add_field("day", DayTransform(), "day_day")
     events.refresh()
+    current = events.iceberg.spec().spec_id
     extra = _events(seed=5, n=3000, first=ROWS)
     for i in range(3):
         events.iceberg.append(extra.slice(i * 1000, 1000))
     events.refresh()
     before = _sorted_rows(events)
-    old_spec = {m.file_name for m in events.data_files() if m.origin.task.file.spec_id != events.iceberg.spec().spec_id}
+    old_spec = {m.file_name for m in events.data_files() if m.origin.task.file.spec_id != current}
     assert len(old_spec) == 3 * FILES
     events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    groups = pending_groups(events, "major")
+    monthly = {m.origin.task.file.spec_id for m in events.data_files() if m.file_name in old_spec}
+    assert {k for k in groups if isinstance(k[0], OlderSpec)} == {(OlderSpec(*monthly), m) for m in (648, 649, 650)}
     result = events.optimize()
-    assert result.status == "committed" and result.rows == 3000, result
-    assert old_spec <= {m.file_name for m in events.data_files()}  # the older spec's files kept as they are
+    assert result.status == "committed" and result.rows == ROWS + 3000, result
+    files = events.refresh().data_files()
+    assert not old_spec & {m.file_name for m in files}
+    assert {m.origin.task.file.spec_id for m in files} == {current}
+    for meta in files:  # each file's rows are of its partition, in the partition's folder
+        data = meta.origin.task.file
+        days = pq.read_table(data.file_path.removeprefix("file://"), columns=["day"]).column("day")
+        day = (pc.min(days).as_py() - dt.date(1970, 1, 1)).days
+        assert pc.max(days) == pc.min(days) and tuple(data.partition) == (day,)
+        assert f"/day_day={pc.min(days).as_py().isoformat()}/" in data.file_path
     assert _sorted_rows(events) == before
+    assert sorted(events.iceberg.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == before
+    one_day = dt.date(2024, 2, 3)
+    planned = list(events.iceberg.scan(row_filter=EqualTo("day", one_day.isoformat())).plan_files())
+    assert planned and all(tuple(t.file.partition) == ((one_day - dt.date(1970, 1, 1)).days,) for t in planned)
     assert sorted(r["id"] for r in events.read(columns=["id"], filter=("site", "=", "3")).to_pylist()) == \
         sorted(r["id"] for r in before if r["site"] == "3")
+    assert pending_groups(events, "major") == {}
+
+
+@pytest.mark.parametrize("fields", [
+    [("s.x", "identity")], [("n", "bucket")], [("day", "day"), ("site", "truncate")],
+    [("s.x", "identity"), ("n", "bucket"), ("day", "month")], []])
+def test_rows_are_partitioned_by_the_current_spec_as_pyicebergs_appends_partition_them(lake, fields):
+    """`current_partitions` (an older spec's rows re-partitioned) against pyiceberg's own append
+    of the same rows: each row in the partition pyiceberg's files put it in, nulls (of a nested
+    source too) a partition of their own, a partition's folder as pyiceberg names it."""
+    from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, MonthTransform, TruncateTransform
+
+    from mergetree.iceberg.rewrite import current_partitions
+    rng = np.random.default_rng(len(fields))
+    n = 3000
+    base = _events(seed=len(fields), n=n)
+    nested = rng.choice(["a", "b", "c"], n).astype(object)
+    nested[rng.random(n) < 0.1] = None
+    numbers = rng.integers(-10**6, 10**6, n).astype(object)
+    numbers[rng.random(n) < 0.1] = None
+    rows = base.append_column("n", pa.array(numbers, pa.int64())).append_column(
+        "s", pa.StructArray.from_arrays([pa.array(nested, pa.string())], ["x"]))
+    table = lake.create_table(f"db.parts_{len(fields)}_{fields[0][1] if fields else 'none'}", rows.schema)
+    transforms = {"identity": IdentityTransform(), "bucket": BucketTransform(5), "day": DayTransform(),
+                  "month": MonthTransform(), "truncate": TruncateTransform(1)}
+    with table.update_spec() as spec:
+        for source, transform in fields:
+            spec.add_field(source, transforms[transform], f"{source.replace('.', '_')}_{transform}")
+    table.append(rows)
+    theirs: dict[int, tuple] = {}
+    folders: dict[tuple, str] = {}
+    for task in table.scan().plan_files():
+        ids = pq.read_table(task.file.file_path.removeprefix("file://"), columns=["id"]).column("id").to_pylist()
+        theirs.update({i: tuple(task.file.partition) for i in ids})
+        folders[tuple(task.file.partition)] = task.file.file_path.rsplit("/", 1)[0]
+    ours: dict[int, tuple] = {}
+    parts = current_partitions(table.metadata, rows)
+    for partition, folder, part in parts:
+        assert folder == folders[tuple(partition)]
+        ours.update({i: tuple(partition) for i in part.column("id").to_pylist()})
+    assert ours == theirs and sum(p.num_rows for _, _, p in parts) == n
+    assert len(parts) == len(folders) and (len(parts) == 1) == (not fields)
 
 
 HISTORIES = Path(__file__).parent / "data" / "histories"
@@ -905,13 +968,14 @@ def test_equality_deletes_are_applied_as_the_spec_scopes_them_and_rewritten_away
     result = upserts.optimize()  # on the new snapshot: the deletes applied into the new files
     assert result.status == "committed", result
     assert _by_id(upserts.refresh().read().to_pylist()) == model_after
-    # the February delete left the table with February's files; the global ones still apply to
-    # the files of spec 0, which a rewrite leaves as they are
-    assert (given_up.delete_files_removed, result.delete_files_removed) == (0, 1)
-    assert upserts.info().delete_files == 2
+    # every data file was rewritten (spec 0's unpartitioned ones into spec 1's months), so no
+    # delete file is left to apply: all three went, and pyiceberg reads the table again
+    assert (given_up.delete_files_removed, result.delete_files_removed) == (0, 3)
+    assert upserts.info().delete_files == 0
     summary = upserts.iceberg.current_snapshot().summary
-    rewritten = [r for r in model_after if r["id"] >= 3000]  # spec 1's and the late rows: the live ones only
-    assert (summary["total-delete-files"], summary["total-records"]) == ("2", str(3000 + len(rewritten)))
+    assert (summary["total-delete-files"], summary["total-records"]) == ("0", str(len(model_after)))
+    assert {f.spec_id for f in (t.file for t in upserts.iceberg.scan().plan_files())} == {1}
+    assert _by_id(upserts.iceberg.refresh().scan().to_arrow().to_pylist()) == model_after
     upserts.set_properties({"mergetree.clustering.columns": None, "mergetree.clustering.strategy": None})
     with upserts.refresh().iceberg.update_schema() as update:  # the equality field dropped: still applied
         update.delete_column("site")

@@ -4,7 +4,8 @@ input; a partition larger than that is a task of its own).  `minor`: a partition
 files of the target size.  `major`: a partition's files not yet laid out for the table's layout
 (`mergetree.clustering.*`, `mergetree.sort-within.columns`) rewritten in that order, Parquet Bloom
 filters written for the columns the table's properties name
-(``write.parquet.bloom-filter-enabled.column.<c>``).  The new files carry Iceberg's field ids, so
+(``write.parquet.bloom-filter-enabled.column.<c>``).  Files of an older partition spec are
+rewritten into the current spec's partitions.  The new files carry Iceberg's field ids, so
 every engine reads them by id; their names carry the layout they were written for, so the next
 pass knows them.
 
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CommitConflictError, InvalidArgumentError
@@ -59,8 +61,9 @@ class IcebergTable(Protocol):
     def check_writable(self, what: str) -> None: ...
 
 
-__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "Job", "Writer", "background_pending", "batched", "local_writer",
-           "pending_groups", "remove_files", "rewrite", "write_files", "written_tier"]
+__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "Job", "OlderSpec", "Writer", "background_pending", "batched",
+           "current_partitions", "local_writer", "pending_groups", "remove_files", "rewrite", "write_files",
+           "written_tier"]
 
 COMMIT_ATTEMPTS = 8
 TASK_BYTES = 512 * 1024 * 1024  # input bytes a task (one commit) gathers partitions up to
@@ -118,12 +121,24 @@ def _tier_of(path: str, mark: str) -> str | None:
     return "minor" if parts[1] == "minor" else None
 
 
+@dataclass(frozen=True)
+class OlderSpec:
+    """The first element of the group key of files an older partition spec wrote (the rest: their
+    partition under it), so no such group is taken for a partition of the current spec."""
+
+    spec_id: int
+
+    def __repr__(self) -> str:
+        return f"spec {self.spec_id}"
+
+
 def pending_groups(table: IcebergTable, tier: str) -> dict[tuple, list[Any]]:
     """Partition -> the scan tasks a `tier` pass rewrites there: `minor`, the small files
     (below 70% of the target size) not laid out for the current layout, where there are at least
     two; `major`, every file not laid out for it (a partition of one such file too, when the
-    table has a layout or an in-file sort; without one, as `minor`).  Only files of the table's
-    current partition spec are rewritten (an older spec's are left as they are)."""
+    table has a layout or an in-file sort; without one, as `minor`).  Files of an older partition
+    spec are laid out for no layout of the table's: they are grouped by their spec and partition
+    (key ``(OlderSpec(id), *partition)``) and rewritten into the current spec's partitions."""
     if tier not in ("minor", "major"):
         raise InvalidArgumentError(f"tier is 'minor' or 'major', not {tier!r}")
     options = table.options
@@ -134,14 +149,15 @@ def pending_groups(table: IcebergTable, tier: str) -> dict[tuple, list[Any]]:
     groups: dict[tuple, list[Any]] = defaultdict(list)
     for meta in table.data_files():
         task = meta.origin.task
-        if task.file.spec_id != spec_id:
-            continue
-        written = _tier_of(task.file.file_path, mark)
+        data = task.file
+        current = data.spec_id == spec_id
+        key = tuple(data.partition) if current else (OlderSpec(data.spec_id), *data.partition)
+        written = _tier_of(data.file_path, mark) if current else None
         if tier == "major" and laid_out:
             if written != "major":
-                groups[tuple(task.file.partition)].append(task)
-        elif written is None and task.file.file_size_in_bytes < small:
-            groups[tuple(task.file.partition)].append(task)
+                groups[key].append(task)
+        elif written is None and data.file_size_in_bytes < small:
+            groups[key].append(task)
     minimum = 1 if tier == "major" and laid_out else 2
     return {p: tasks for p, tasks in groups.items() if len(tasks) >= minimum}
 
@@ -150,7 +166,8 @@ def background_pending(table: IcebergTable) -> dict[str, dict[tuple, list[Any]]]
     """What the background optimizer rewrites now, by partition, as for a Paimon table
     (`levers.optimize.pending`): "major" where the partition's data not yet laid out for the
     table's layout reaches `optimize.major-threshold`, else "minor" where at least
-    `optimize.minor-min-files` small files wait (files of an older partition spec: never)."""
+    `optimize.minor-min-files` small files wait (an older partition spec's files: by their
+    partition under it, `pending_groups`)."""
     options = table.options
     out: dict[str, dict[tuple, list[Any]]] = {"major": {}, "minor": {}}
     laid_out = options.clustering is not None or bool(options.sort_within)
@@ -252,9 +269,12 @@ def _write_group(table: IcebergTable, tasks: Sequence[Any], tier: str, options: 
 
 
 def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options: TableOptions) -> list[Any]:
-    """A partition's rows (delete files applied), ordered as the tier says, written as Parquet
-    files of about the target size beside the first file read; their DataFiles.  Needs only the
-    table's metadata and FileIO, so a Spark executor runs it as well as the driver."""
+    """A group's rows (delete files applied), in each of their partitions under the table's
+    current spec ordered as the tier says and written as Parquet files of about the target size;
+    their DataFiles.  A group of the current spec is one partition, written beside the first file
+    read; an older spec's group is re-partitioned by the current spec's transforms, each
+    partition's files under the table's data path as pyiceberg names partition folders.  Needs
+    only the table's metadata and FileIO, so a Spark executor runs it as well as the driver."""
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.io.pyarrow import schema_to_pyarrow
     iceberg_schema = metadata.schema()
@@ -263,6 +283,59 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     file_schema = schema_to_pyarrow(iceberg_schema)  # with Iceberg's field ids
     rows = pa.Table.from_arrays([rows.column(n).cast(file_schema.field(n).type) for n in names], schema=file_schema)
     per_row = max(1.0, sum(int(t.file.file_size_in_bytes) for t in tasks) / max(1, rows.num_rows))
+    first = tasks[0].file
+    if first.spec_id == metadata.default_spec_id:
+        parts = [(first.partition, first.file_path.rsplit("/", 1)[0], rows)]
+    else:
+        parts = current_partitions(metadata, rows)
+    written: list[Any] = []
+    try:
+        for partition, directory, part in parts:
+            written += _write_partition(metadata, io, part, partition, directory, per_row, tier, options)
+    except BaseException:
+        remove_files(io, [f.file_path for f in written])
+        raise
+    return written
+
+
+def current_partitions(metadata: Any, rows: pa.Table) -> list[tuple[Any, str, pa.Table]]:
+    """`rows` split by the table's current partition spec: (partition record, the folder its
+    files go in, its rows in their order) per partition, as pyiceberg's appends partition rows
+    (each field's transform over its source column; a null value a partition of its own)."""
+    from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
+    from pyiceberg.table.locations import load_location_provider
+    from pyiceberg.typedef import Record
+    spec, schema = metadata.spec(), metadata.schema()
+    data_path = load_location_provider(metadata.location, metadata.properties).data_path
+    if spec.is_unpartitioned():
+        return [(Record(), data_path, rows)]
+    keys = {}
+    for i, partition_field in enumerate(spec.fields):
+        source = schema.find_field(partition_field.source_id)
+        path = schema.find_column_name(partition_field.source_id)
+        if path is None:
+            raise InvalidArgumentError(f"the partition field {partition_field.name} has no source column")
+        if path in rows.schema.names:
+            column = rows.column(path)
+        else:  # a nested source column
+            column = rows.column(path.split(".")[0])
+            for name in path.split(".")[1:]:
+                column = pc.struct_field(column, name)
+        keys[f"k{i}"] = partition_field.transform.pyarrow_transform(source.field_type)(column)
+    grouped = pa.table({**keys, "row": pa.array(np.arange(rows.num_rows))}).group_by(
+        list(keys), use_threads=False).aggregate([("row", "list")])
+    out = []
+    for group in grouped.to_pylist():
+        key = PartitionKey(field_values=[PartitionFieldValue(field=f, value=group[f"k{i}"])
+                                         for i, f in enumerate(spec.fields)], partition_spec=spec, schema=schema)
+        out.append((key.partition, f"{data_path}/{key.to_path()}", rows.take(pa.array(group["row_list"]))))
+    return sorted(out, key=lambda part: part[1])
+
+
+def _write_partition(metadata: Any, io: Any, rows: pa.Table, partition: Any, directory: str, per_row: float,
+                     tier: str, options: TableOptions) -> list[Any]:
+    """One partition's rows ordered as the tier says, written as files of about the target size
+    (`per_row`: the bytes a row took in the files read) in `directory`; their DataFiles."""
     rows_per_file = max(1, int(options.target_file_size / per_row))
     file_of_row = None  # None: files of `rows_per_file` rows in row order
     if tier == "major" and rows.num_rows:
@@ -278,7 +351,6 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
             rows = rows.sort_by([(c, "ascending") for c in options.sort_within])
     if file_of_row is None:
         file_of_row = np.arange(rows.num_rows) // rows_per_file
-    directory = tasks[0].file.file_path.rsplit("/", 1)[0]
     mark = layout_mark(options) if tier == "major" else "0"
     blooms = {c: rows.schema.field(c).type for c in options.bloom_columns if c in rows.schema.names
               and bloom.bloom_supported(rows.schema.field(c).type)}
@@ -286,7 +358,7 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     ends = np.r_[starts[1:], rows.num_rows]
     pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
     paths = [f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet" for _ in pieces]
-    describe = _data_file_maker(metadata, tasks[0].file.partition)
+    describe = _data_file_maker(metadata, partition)
 
     def write_one(path: str, piece: pa.Table) -> Any:
         with io.new_output(path).create(overwrite=False) as sink:

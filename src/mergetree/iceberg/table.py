@@ -191,7 +191,8 @@ class IcebergTable:
 
     def layout_group(self, meta: DataFileMeta) -> Hashable:
         """A data file's partition (with its spec: a rewrite lays out each partition's files on
-        their own; an older spec's files are not rewritten)."""
+        their own; an older spec's files, which it re-partitions by the current spec, are
+        simulated as the partition they are in)."""
         if not isinstance(meta.origin, IcebergFile):
             raise InvalidArgumentError(f"{meta.file_name} is not a data file of {self.path}")
         data = meta.origin.task.file
