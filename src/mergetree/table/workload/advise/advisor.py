@@ -167,7 +167,7 @@ def _hashes(queries: Sequence[LoggedQuery]) -> np.ndarray:
     return out
 
 
-def qdtree_fit_half(queries: Sequence[LoggedQuery]) -> np.ndarray:
+def qdtree_fit_half(queries: Sequence[LoggedQuery]) -> list[bool]:
     """D5's halves: True for the queries a qd-tree is fitted on, False for those that judge it.
     A query that recurs (a dashboard's, a report's) alternates between the halves by its
     occurrence, so the tree is judged on the next run of what it was fitted on, as a recurring
@@ -178,10 +178,10 @@ def qdtree_fit_half(queries: Sequence[LoggedQuery]) -> np.ndarray:
     counts = Counter(identities)
     seen: Counter = Counter()
     hashes = _hashes(queries)
-    out = np.empty(len(queries), dtype=bool)
-    for i, identity in enumerate(identities):
+    out: list[bool] = []
+    for identity, digest in zip(identities, hashes):
         seen[identity] += 1
-        out[i] = seen[identity] % 2 == 1 if counts[identity] > 1 else int(hashes[i]) % 2 == 0
+        out.append(seen[identity] % 2 == 1 if counts[identity] > 1 else int(digest) % 2 == 0)
     return out
 
 
@@ -451,7 +451,7 @@ def _qdtree_trial(inputs: _Inputs, filtering: _Replayed, candidates: list[str],
     for the same log), its layout, and the other half to judge it on; None
     when there is nothing to fit or judge, or the tree does not cut."""
     halves = qdtree_fit_half(filtering.queries)
-    fit, held_out = filtering.subset(halves), filtering.subset(~halves)
+    fit, held_out = filtering.subset(halves), filtering.subset([not h for h in halves])
     boxes = [box for box in (query_box(f) for f in fit.filters) if box]
     if not (candidates and boxes and len(held_out)):
         return None
