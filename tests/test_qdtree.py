@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from file_targets import rewrites_into
@@ -66,6 +67,52 @@ def test_routing_agrees_with_a_row_by_row_walk(values, bounds, leaves):
     order = np.argsort(routed, kind="stable")
     assert np.all(np.diff(files[order]) >= 0)
     assert QdTree.from_json(tree.to_json()).nodes == tree.nodes
+
+
+def _values_of(kind: str) -> tuple[pa.DataType, list]:
+    import datetime as dt
+    from decimal import Decimal
+    five = {"string": (pa.string(), ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"]),
+            "large_string": (pa.large_string(), ["a", "b", "b\x00", "c", "d"]),  # the cut itself a value
+            "string_view": (pa.string_view(), ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"]),
+            "binary": (pa.binary(), [b"a", b"b", b"c", b"d", b"e"]),
+            "date": (pa.date32(), [dt.date(1997, 12, d) for d in range(1, 6)]),
+            "timestamp": (pa.timestamp("us", "UTC"), [dt.datetime(2024, 1, 1, 0, 0, 0, d, tzinfo=dt.timezone.utc)
+                                                     for d in range(5)]),
+            "decimal": (pa.decimal128(9, 2), [Decimal(f"1.0{d}") for d in range(5)]),
+            "int": (pa.int16(), [-3, 4, 5, 6, 7])}
+    return five[kind]
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "string_view", "binary", "date", "timestamp",
+                                  "decimal", "int"])
+def test_an_equality_gets_a_cut_on_each_side_whatever_the_type(kind):
+    """`column = v` alone in the log: the rows equal to v end up in leaves of their own (a cut
+    below v and one just above it), for strings, binaries, dates, timestamps and decimals as for
+    integers; the tree routes the same after its JSON round trip, nulls with the smallest values."""
+    dtype, values = _values_of(kind)
+    rng = np.random.default_rng(3)
+    picked = rng.integers(0, 5, 5000)
+    column = pa.array([None if i % 97 == 0 else values[v] for i, v in enumerate(picked.tolist())], dtype)
+    sample = pa.table({"c": column})
+    wanted = values[2]
+    tree = build_qdtree(sample, [{"c": (wanted, wanted)}] * 10, 8)
+    routed = tree.route(sample)
+    assert list(routed) == [walk(tree, r) for r in sample.to_pylist()]
+    equal = np.asarray(pc.fill_null(pc.equal(column, pa.scalar(wanted, dtype)), False))
+    assert equal.any() and not set(routed[equal]) & set(routed[~equal])  # v's leaves hold only v
+    assert QdTree.from_json(tree.to_json()).route(sample).tolist() == routed.tolist()
+
+
+def test_a_high_bound_of_false_or_of_the_largest_value_cuts_nothing_above_it():
+    sample = pa.table({"flag": pa.array([True, False] * 500), "n": pa.array(list(range(999)) + [2**63 - 1])})
+    tree = build_qdtree(sample, [{"flag": (False, False)}] * 5, 4)
+    routed = tree.route(sample)
+    falses = ~np.asarray(sample.column("flag"))
+    assert not set(routed[falses]) & set(routed[~falses])
+    top = build_qdtree(sample, [{"n": (None, 2**63 - 1)}, {"flag": (True, True)}] * 5, 4)
+    assert all(t is not None for _, t, _, _ in top.nodes)
+    assert top.route(sample).tolist() == [walk(top, r) for r in sample.to_pylist()]
 
 
 def test_cuts_land_on_the_logged_bounds():
@@ -145,6 +192,38 @@ def test_a_recurring_querys_runs_alternate_between_the_halves_and_a_query_seen_o
     assert qdtree_fit_half(timed) == qdtree_fit_half(once)
 
 
+def test_a_filter_on_a_city_implies_its_region_for_the_trees_cuts():
+    """`implied_box`: the few-valued columns a query leaves unbounded get the bounds of the
+    sample's rows it selects (a city's nation and region), a column of many values does not (its
+    sample's ends are no bounds), a logged bound stays as logged; and a tree cut on the implied
+    bounds keeps that city's nation apart, where the logged box alone gives it nothing to cut."""
+    from mergetree.table.workload.advise.advisor import few_valued, implied_box
+    rng = np.random.default_rng(5)
+    n = 20_000
+    regions = np.array(["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"])
+    region = rng.integers(0, 5, n)
+    nation = region * 5 + rng.integers(0, 5, n)
+    sample = pa.table({"region": regions[region], "nation": [f"N{v:02d}" for v in nation],
+                       "city": [f"N{v:02d}-{c}" for v, c in zip(nation, rng.integers(0, 10, n))],
+                       "amount": rng.random(n)})
+    assert few_valued(sample, ["region", "nation", "city", "amount"]) == ["region", "nation", "city"]
+    columns = ["region", "nation"]
+    city = ("city", "in", ["N17-1", "N17-5"])  # nation 17: region 3, EUROPE
+    assert implied_box(sample, city, columns) == {"city": ("N17-1", "N17-5"), "region": ("EUROPE", "EUROPE"),
+                                                  "nation": ("N17", "N17")}
+    assert implied_box(sample, ("and", [city, ("region", ">=", "ASIA")]), columns)["region"] == ("ASIA", None)
+    assert implied_box(sample, ("city", "=", "nowhere"), columns) == {"city": ("nowhere", "nowhere")}
+    assert "amount" not in implied_box(sample, city, few_valued(sample, ["amount"]))
+    assert implied_box(sample, ("or", [city, ("region", "=", "ASIA")]), columns) == \
+        {"region": ("ASIA", "EUROPE"), "nation": ("N10", "N17")}  # what an OR's rows span
+    boxes = [implied_box(sample, city, columns)] * 10
+    tree = build_qdtree(sample, boxes, 40, columns)  # leaves of 250 rows at least: a nation holds 800
+    routed = tree.route(sample)
+    of_nation = nation == 17  # the implied nation is the tightest bound: its rows are leaves of their own
+    assert not set(routed[of_nation]) & set(routed[~of_nation])
+    assert build_qdtree(sample, [query_box(city)] * 10, 40, columns).leaves == 1  # logged alone: nothing to cut
+
+
 def test_a_table_laid_out_by_its_qdtree(tmp_path):
     rows = data(60_000, seed=4)
     t = Table.create(str(tmp_path / "t"), SCHEMA, options={
@@ -186,6 +265,23 @@ def test_a_qdtree_strategy_needs_its_cuts(tmp_path):
         Table.create(str(tmp_path / "u"), SCHEMA, options={"clustering.columns": "a",
                                                            "clustering.strategy": "qdtree",
                                                            "clustering.qdtree": "{not json"})
+
+
+def test_a_qdtree_may_cut_on_more_columns_than_a_curve_interleaves(tmp_path):
+    """A curve interleaves the bits of at most 8 columns; a qd-tree's cuts are on any number."""
+    wide = pa.schema([(f"c{i}", pa.int64()) for i in range(10)])
+    rows = pa.table({f"c{i}": np.arange(2000) % (i + 2) for i in range(10)}, schema=wide)
+    tree = build_qdtree(rows, [{f"c{i}": (1, 1)} for i in range(10)] * 3, 64)
+    assert len(tree.columns) > 8
+    t = Table.create(str(tmp_path / "t"), wide, options={"clustering.columns": ",".join(tree.columns),
+                                                         "clustering.strategy": "qdtree",
+                                                         "clustering.qdtree": tree.to_json()})
+    assert t.options.clustering.tree.nodes == tree.nodes
+    t.write(rows)
+    assert t.read().num_rows == 2000
+    with pytest.raises(InvalidArgumentError, match="at most 8 columns, got 10"):
+        Table.create(str(tmp_path / "u"), wide, options={"clustering.columns": ",".join(wide.names),
+                                                         "clustering.strategy": "hilbert"})
 
 
 def test_small_leaves_share_files_and_large_ones_have_their_own():

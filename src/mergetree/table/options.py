@@ -609,9 +609,9 @@ class TableOptions:
             # other columns (Paimon's pk-clustering-override); each file stays sorted by key
             if primary_key and not values.get(KEY_DELETION_VECTORS):
                 raise InvalidArgumentError(PK_CLUSTERING_MESSAGE)
-            if len(columns) > 8:
-                raise InvalidArgumentError(f"option {KEY_CLUSTERING_COLUMNS!r}: at most 8 columns, got {len(columns)}")
             strategy = values.get(KEY_CLUSTERING_STRATEGY, "linear" if len(columns) == 1 else "hilbert")
+            if len(columns) > 8 and strategy != "qdtree":  # a curve's bits; a qd-tree cuts on as many as it needs
+                raise InvalidArgumentError(f"option {KEY_CLUSTERING_COLUMNS!r}: at most 8 columns, got {len(columns)}")
             tree = values.get(KEY_QDTREE)
             if strategy == "qdtree":
                 if tree is None:

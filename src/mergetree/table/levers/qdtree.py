@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -185,18 +186,18 @@ def build_qdtree(sample: pa.Table, boxes: Sequence[dict[str, tuple[Any, Any]]], 
         keys[column] = values
         lows = np.array([-np.inf if k is None else k for k in low_keys])
         highs = np.array([np.inf if k is None else k for k in high_keys])
-        # thresholds: the queries' bounds (a low bound t cuts at t; a high bound h just above h)
-        raw = [(v, k, False) for v, k in zip(lows_given, low_keys) if v is not None]
-        if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):  # cut just above a high bound
-            raw += [(v, float(np.nextafter(float(k), np.inf)), True) for v, k in zip(highs_given, high_keys)
-                    if v is not None and k is not None]
+        # thresholds: the queries' bounds (a low bound t cuts at t; a high bound h just above h,
+        # so an equality's value gets a cut on each side, a string's as well as a number's)
+        raw = [(v, k) for v, k in zip(lows_given, low_keys) if v is not None]
+        raw += [cut for cut in (_just_above(v, k, arr.type) for v, k in zip(highs_given, high_keys)
+                                if v is not None and k is not None) if cut is not None]
         if not raw:
             continue
-        order = np.unique(np.array([k for _, k, _ in raw]), return_index=True)[1]
+        order = np.unique(np.array([k for _, k in raw]), return_index=True)[1]
         picked = order if len(order) <= MAX_CUTS_PER_COLUMN else \
             order[np.linspace(0, len(order) - 1, MAX_CUTS_PER_COLUMN).astype(int)]
         thresholds = np.array([raw[i][1] for i in picked])
-        originals = [_just_above(raw[i][0], arr.type) if raw[i][2] else raw[i][0] for i in picked]
+        originals = [raw[i][0] for i in picked]
         cuts[column] = (thresholds, originals, lows, highs)
     # reads[g, q]: whether query q reads partition g at all (its box meets the partition's rows)
     groups = int(group_of_row.max()) + 1 if group_of_row is not None and len(group_of_row) else 1
@@ -273,6 +274,8 @@ def _keys(arr: pa.Array, bounds: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     if not supports(dtype, "order"):
         raise TypeError(f"no order for {dtype}")
     both = pa.concat_arrays([arr, given])
+    if pa.types.is_string_view(dtype) or pa.types.is_binary_view(dtype):  # Arrow ranks no view type
+        both = both.cast(pa.large_string() if pa.types.is_string_view(dtype) else pa.large_binary())
     ranks = pc.rank(both, sort_keys="ascending", tiebreaker="dense")  # nulls ranked last, then set to -inf
     out = np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.float64)
     out[np.asarray(both.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = -np.inf
@@ -291,11 +294,38 @@ def _numeric(arr: pa.Array) -> np.ndarray:
     return np.where(np.isnan(out), -np.inf, out)
 
 
-def _just_above(value: Any, dtype: pa.DataType) -> Any:
-    """The smallest cut that sends a high bound's value left (`x < cut` is `x <= value`)."""
+def _just_above(value: Any, key: float, dtype: pa.DataType) -> tuple[Any, float] | None:
+    """The smallest cut that sends a high bound's `value` (whose key is `key`) left, so that
+    `x < cut` is `x <= value`: (the cut, its key), or None where nothing is above `value` or the
+    type has no successor to name.  Rank keys (strings, binaries, booleans) are dense integers,
+    so half a rank up lies between `value` and the next value the sample holds."""
+    cut: Any
     if pa.types.is_integer(dtype):
-        return int(value) + 1
-    return float(np.nextafter(float(value), np.inf))
+        cut, cut_key = int(value) + 1, key + 1
+    elif pa.types.is_floating(dtype):
+        cut = float(np.nextafter(float(value), np.inf))
+        cut_key = float(np.nextafter(key, np.inf))
+    elif pa.types.is_decimal(dtype):
+        cut = value + Decimal(1).scaleb(-dtype.scale)
+        cut_key = float(cut) if float(cut) > key else float(np.nextafter(key, np.inf))  # keys are floats
+    elif pa.types.is_date32(dtype) or (pa.types.is_timestamp(dtype) and dtype.unit != "ns"):
+        cut_key = key + 1
+        cut = pa.array([int(cut_key)], pa.int32() if dtype.bit_width == 32 else pa.int64()).view(dtype)[0].as_py()
+    elif pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        cut, cut_key = str(value) + "\x00", key + 0.5
+    elif pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype):
+        cut, cut_key = bytes(value) + b"\x00", key + 0.5
+    elif pa.types.is_boolean(dtype):
+        if value:
+            return None  # nothing is above true
+        cut, cut_key = True, key + 0.5
+    else:
+        return None
+    try:
+        pa.scalar(cut, type=dtype)  # routing compares with it as the column's type
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return None
+    return cut, cut_key
 
 
 def layout_order(rows: pa.Table | pa.RecordBatch, columns: Sequence[str], strategy: str,

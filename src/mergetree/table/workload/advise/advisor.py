@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ....errors import InvalidArgumentError, MergeTreeError
+from ... import filters as flt
 from ...directory import TableDirectory
 from ...display import count_text
 from ...files import DataFileMeta
@@ -66,9 +67,9 @@ from .simulate import IndexSpec, Sample, SimulatedLayout, draw_sample, simulate
 from .summary import LoggedQuery, Workload, read_log, summarize
 from .target import AdviceTarget, as_target
 
-__all__ = ["AS_NOW", "Advice", "LayoutChoice", "LeverAdvice", "advice_json", "advise", "advise_workload",
-           "aggregation_ratio", "canonical_order", "choose_layout", "estimate_ndv", "files_after_rewrite",
-           "qdtree_fit_half", "query_cost", "replay_sample"]
+__all__ = ["AS_NOW", "IMPLIED_MAX_VALUES", "Advice", "LayoutChoice", "LeverAdvice", "advice_json", "advise",
+           "advise_workload", "aggregation_ratio", "canonical_order", "choose_layout", "estimate_ndv",
+           "few_valued", "files_after_rewrite", "implied_box", "qdtree_fit_half", "query_cost", "replay_sample"]
 
 REPLAY_QUERIES = 2_000
 SAMPLE_COLUMNS = 24
@@ -445,6 +446,50 @@ def _simulate_tree(inputs: _Inputs, tree: QdTree, name: str, indexes: IndexSpec)
     return simulate(inputs.sample, name, parts, part_of_row=files_of_rows, indexes=indexes, ndv=inputs.ndv)
 
 
+IMPLIED_MAX_VALUES = 256  # a column this few-valued in the sample: its values there are all it has
+
+
+def few_valued(rows: pa.Table, columns: Sequence[str]) -> list[str]:
+    """The `columns` the sample holds at most IMPLIED_MAX_VALUES values of: all the values
+    they have, so bounds taken from the sample are values of theirs, not estimates of a range's ends."""
+    out = []
+    for column in columns:
+        try:
+            if column in rows.column_names and pc.count_distinct(rows.column(column)).as_py() <= IMPLIED_MAX_VALUES:
+                out.append(column)
+        except (pa.ArrowException, TypeError, ValueError):
+            continue
+    return out
+
+
+def implied_box(rows: pa.Table, f: Any, columns: Sequence[str]) -> dict[str, tuple[Any, Any]]:
+    """A query's box (`query_box`), with bounds on the `columns` (`few_valued` ones) it leaves
+    unbounded taken from the sample's rows it selects: a filter on a city implies its nation and
+    region, which the qd-tree's cuts on those columns can then separate (the tree only places
+    rows: what a query reads is still what the files' statistics let it skip).  A filter the
+    sample cannot evaluate, or holds no row for, keeps its box as logged."""
+    box = query_box(f)
+    unbounded = [c for c in columns if c not in box and c in rows.column_names]
+    readable = flt.restrict(f, set(rows.column_names))
+    if readable is None or not unbounded or not rows.num_rows:
+        return box
+    try:
+        expression = flt.to_expression(readable, rows.schema)
+        matched = rows.filter(expression) if expression is not None else rows
+    except (pa.ArrowException, InvalidArgumentError, TypeError, ValueError):
+        return box
+    if not matched.num_rows or matched.num_rows == rows.num_rows:
+        return box
+    for column in unbounded:
+        try:
+            low, high = (v.as_py() for v in pc.min_max(matched.column(column)).values())
+        except (pa.ArrowException, TypeError, ValueError):
+            continue  # a type without an order
+        if low is not None:
+            box[column] = (low, high)
+    return box
+
+
 def _qdtree_trial(inputs: _Inputs, filtering: _Replayed, candidates: list[str],
                   indexes: IndexSpec) -> tuple[QdTree, SimulatedLayout, _Replayed] | None:
     """D5's candidate: a qd-tree fitted on half of the filtering queries (`qdtree_fit_half`, the same
@@ -452,7 +497,8 @@ def _qdtree_trial(inputs: _Inputs, filtering: _Replayed, candidates: list[str],
     when there is nothing to fit or judge, or the tree does not cut."""
     halves = qdtree_fit_half(filtering.queries)
     fit, held_out = filtering.subset(halves), filtering.subset([not h for h in halves])
-    boxes = [box for box in (query_box(f) for f in fit.filters) if box]
+    implied = few_valued(inputs.sample.rows, candidates)
+    boxes = [box for box in (implied_box(inputs.sample.rows, f, implied) for f in fit.filters) if box]
     if not (candidates and boxes and len(held_out)):
         return None
     tree = build_qdtree(inputs.sample.rows, boxes, inputs.files_after, candidates,
