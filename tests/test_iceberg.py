@@ -739,6 +739,32 @@ def test_spark_rewrites_an_iceberg_table_as_the_local_rewrite_does(events, spark
         mergetree.spark.optimize(spark, events.path, filter=("site", "=", "1"))
 
 
+def test_spark_executors_rewrite_an_older_specs_files_into_the_current_spec(events, spark):
+    """After partition evolution (by month, then by site instead), Spark's
+    executors re-partition the older spec's rows as the local rewrite does."""
+    from pyiceberg.transforms import IdentityTransform
+
+    import mergetree.spark
+    with events.iceberg.update_spec() as spec:
+        spec.remove_field("day_month")
+        spec.add_field("site", IdentityTransform(), "site")
+    events.refresh()
+    before = _sorted_rows(events)
+    result = mergetree.spark.optimize(spark, events.path, order=["day"], strategy="linear")
+    assert result.status == "committed" and result.rows == len(before) and result.files_in == 3 * FILES, result
+    files = events.refresh().data_files()
+    current = events.iceberg.spec().spec_id
+    assert {m.origin.task.file.spec_id for m in files} == {current}
+    for meta in files:  # each file one site's rows (null: a partition of its own), in its folder
+        data = meta.origin.task.file
+        sites = pq.read_table(data.file_path.removeprefix("file://"), columns=["site"]).column("site").unique()
+        assert sites.to_pylist() == [data.partition[0]], (sites, data.partition)
+        assert f"/site={'null' if data.partition[0] is None else data.partition[0]}/" in data.file_path
+    assert len({m.origin.task.file.partition[0] for m in files}) == 41  # 40 sites and null
+    assert _sorted_rows(events) == before
+    assert sorted(events.iceberg.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == before
+
+
 def test_a_failed_spark_task_commits_nothing_and_leaves_no_file(events, spark):
     import mergetree.spark
     from mergetree.errors import MergeTreeError
