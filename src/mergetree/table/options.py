@@ -286,7 +286,8 @@ OPTIONS: dict[str, OptionSpec] = {spec.key: spec for spec in (
                "low-cardinality columns with a bitmap index (value -> rows; =, IN and ranges skip files and "
                "row groups)"),
     OptionSpec(KEY_CLUSTERING_COLUMNS, None, _parse_names,
-               "append tables: the layout `optimize` clusters files by (1 to 8 columns)"),
+               "append tables: the layout `optimize` clusters files by (1 to 8 columns; a qdtree, the columns "
+               "its cuts use)"),
     OptionSpec(KEY_CLUSTERING_STRATEGY, None, _parse_strategy,
                "linear (sort by the columns in order), zorder or hilbert (default: linear for one column, "
                "hilbert for more), or qdtree (the cuts in clustering.qdtree, which the advisor writes)"),
