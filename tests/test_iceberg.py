@@ -523,6 +523,77 @@ def test_files_of_an_older_partition_spec_are_rewritten_into_the_current_specs_p
     assert pending_groups(events, "major") == {}
 
 
+def test_a_v1_table_whose_transform_changed_is_rewritten_and_the_shares_merge_on_the_next_pass(lake):
+    """Format v1 keeps a removed partition field as `void`: month(day) -> day(day) leaves
+    [void(day), day(day)], which pyiceberg's own appends refuse; the rewrite still moves the
+    older spec's rows into the day partitions.  And where an older partition spreads over the
+    new ones (bucket(id) -> month(day)), each older partition leaves a share in each month: the
+    next pass merges a month's shares into its files."""
+    from pyiceberg.transforms import BucketTransform, DayTransform, MonthTransform, VoidTransform
+
+    from mergetree.iceberg.rewrite import RESPEC, pending_groups
+    data = _events(n=6000)
+    for name, version, older, newer in (("db.v1", "1", ("day", MonthTransform()), ("day", DayTransform())),
+                                        ("db.spread", "2", ("id", BucketTransform(4)), ("day", MonthTransform()))):
+        created = lake.create_table(name, data.schema, properties={"format-version": version,
+                                                                   "write.target-file-size-bytes": "60000"})
+        with created.update_spec() as spec:
+            spec.add_field(older[0], older[1], "older")
+        for i in range(4):
+            created.append(data.slice(i * 1500, 1500))
+        with lake.load_table(name).update_spec() as spec:
+            spec.remove_field("older")
+            spec.add_field(newer[0], newer[1], "newer")
+        table = open_iceberg(f"iceberg://lake/{name}")
+        fields = [type(f.transform) for f in table.iceberg.spec().fields]
+        assert fields == ([VoidTransform, DayTransform] if version == "1" else [MonthTransform])
+        before = _sorted_rows(table)
+        first = table.optimize()
+        assert first.status == "committed" and first.rows == 6000, first
+        files = table.refresh().data_files()
+        assert {m.origin.task.file.spec_id for m in files} == {table.iceberg.spec().spec_id}
+        assert all(f"-{RESPEC}-" in m.file_name for m in files)
+        assert _sorted_rows(table) == before
+        assert sorted(lake.load_table(name).scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == before
+        partitions = {tuple(m.origin.task.file.partition) for m in files}
+        if version == "2":  # four buckets' shares in each of three months
+            assert len(partitions) == 3 and len(files) == 12
+        second = table.optimize()
+        if len(files) > len(partitions):  # shares to merge
+            assert second.status == "committed" and second.files_out == len(partitions), second
+        else:
+            assert second.status == "nothing", second
+        assert len(table.refresh().data_files()) == len(partitions) and _sorted_rows(table) == before
+        assert pending_groups(table, "major") == {} and table.optimize().status == "nothing"
+
+
+def test_an_interrupted_rewrite_removes_the_files_its_threads_were_writing(events, monkeypatch):
+    import signal
+    import threading
+    import time
+
+    import mergetree.iceberg.rewrite as rewrite_module
+    real = rewrite_module.pq.ParquetWriter
+    main = threading.main_thread().ident
+    calls: list[int] = []
+
+    class Interrupted(real):
+        def write_table(self, table, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 1:
+                signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C while the threads write
+            time.sleep(0.2)
+            return super().write_table(table, *args, **kwargs)
+    monkeypatch.setattr(rewrite_module.pq, "ParquetWriter", Interrupted)
+    events.set_properties({"mergetree.clustering.columns": "site", "mergetree.clustering.strategy": "linear"})
+    snapshot = events.snapshot_id()
+    with pytest.raises(KeyboardInterrupt):
+        events.optimize()
+    assert len(calls) >= 1 and events.refresh().snapshot_id() == snapshot
+    warehouse = Path(events.iceberg.location().removeprefix("file://"))
+    assert not list(warehouse.rglob("mt-*.parquet"))
+
+
 @pytest.mark.parametrize("fields", [
     [("s.x", "identity")], [("n", "bucket")], [("day", "day"), ("site", "truncate")],
     [("s.x", "identity"), ("n", "bucket"), ("day", "month")], []])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -102,6 +103,42 @@ def test_an_equality_gets_a_cut_on_each_side_whatever_the_type(kind):
     equal = np.asarray(pc.fill_null(pc.equal(column, pa.scalar(wanted, dtype)), False))
     assert equal.any() and not set(routed[equal]) & set(routed[~equal])  # v's leaves hold only v
     assert QdTree.from_json(tree.to_json()).route(sample).tolist() == routed.tolist()
+
+
+@pytest.mark.parametrize("dtype,values", [
+    (pa.int64(), [10**18 + 256 * i for i in range(5)]),        # keys above 2**53: key + 1 is the key
+    (pa.float32(), [0.5, 1.0, 1.5, 2.0, 2.5]),                  # a float64 step rounds back in float32
+    (pa.float64(), [0.5, float("nan"), 1.5, 2.0, 2.5]),         # NaN routes left, as its key sends it
+    (pa.decimal128(38, 2), [Decimal(10**35 + d * 10**22) + Decimal("0.40") for d in range(5)]),
+])
+def test_cuts_agree_with_routing_at_the_types_edges(dtype, values):
+    """The builder's split of the keys and routing's `x < cut` send every row the same way at
+    the edges of float keys: huge integers, float32, NaN, 38-digit decimals (the cut above v is
+    computed in the column's digits, not the default context's 28)."""
+    column = pa.array([None if i % 50 == 0 else values[i % 5] for i in range(1000)], dtype)
+    sample = pa.table({"c": column})
+    wanted = values[2]
+    tree = build_qdtree(sample, [{"c": (wanted, wanted)}] * 10, 8)
+    routed = tree.route(sample)
+    assert routed.tolist() == [walk(tree, r) if not (isinstance(r["c"], float) and r["c"] != r["c"])
+                               else tree.route(sample.slice(i, 1))[0] for i, r in enumerate(sample.to_pylist())]
+    equal = np.array([v == wanted for v in column.to_pylist()])
+    assert len(tree.nodes) >= 2 and not set(routed[equal]) & set(routed[~equal])
+    if pa.types.is_floating(dtype):
+        nan = np.array([isinstance(v, float) and v != v for v in column.to_pylist()])
+        nulls = np.array([v is None for v in column.to_pylist()])
+        assert not nan.any() or set(routed[nan]) <= set(routed[nulls])  # NaN with the nulls, leftmost
+
+
+def test_the_largest_dates_a_log_bounds_give_no_cut_above_them_and_no_error():
+    import datetime as dt
+    sample = pa.table({"valid_to": pa.array([dt.date(2024, 1, 1), dt.date(9999, 12, 31)] * 500),
+                       "at": pa.array([dt.datetime(2024, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)] * 500,
+                                      pa.timestamp("us"))})
+    tree = build_qdtree(sample, [{"valid_to": (dt.date(9999, 12, 31), dt.date(9999, 12, 31)),
+                                  "at": (None, dt.datetime(9999, 12, 31, 23, 59, 59, 999999))}] * 5, 4)
+    assert [(c, t) for c, t, _, _ in tree.nodes] == [("valid_to", dt.date(9999, 12, 31))]
+    assert tree.route(sample).tolist() == [walk(tree, r) for r in sample.to_pylist()]
 
 
 def test_a_high_bound_of_false_or_of_the_largest_value_cuts_nothing_above_it():

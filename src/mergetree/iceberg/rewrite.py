@@ -26,7 +26,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,13 +61,14 @@ class IcebergTable(Protocol):
     def check_writable(self, what: str) -> None: ...
 
 
-__all__ = ["COMMIT_ATTEMPTS", "IcebergRewrite", "Job", "OlderSpec", "Writer", "background_pending", "batched",
+__all__ = ["COMMIT_ATTEMPTS", "RESPEC", "IcebergRewrite", "Job", "OlderSpec", "Writer", "background_pending", "batched",
            "current_partitions", "local_writer", "pending_groups", "remove_files", "rewrite", "write_files",
            "written_tier"]
 
 COMMIT_ATTEMPTS = 8
 TASK_BYTES = 512 * 1024 * 1024  # input bytes a task (one commit) gathers partitions up to
 MARK = "mt"  # file names of rewritten files: mt-<tier>-<layout hash>-<uuid>.parquet
+RESPEC = "respec"  # in place of the tier: rows an older partition spec's files moved into this one
 ROW_GROUP_ROWS = 128 * 1024
 
 
@@ -110,6 +111,10 @@ def written_tier(path: str, options: TableOptions) -> str | None:
     return _tier_of(path, layout_mark(options))
 
 
+def _is_respec(path: str) -> bool:
+    return path.rsplit("/", 1)[-1].startswith(f"{MARK}-{RESPEC}-")
+
+
 def _tier_of(path: str, mark: str) -> str | None:
     """"major" for a file written for the current layout, "minor" for one only bin-packed, None."""
     name = path.rsplit("/", 1)[-1]
@@ -137,8 +142,11 @@ def pending_groups(table: IcebergTable, tier: str) -> dict[tuple, list[Any]]:
     (below 70% of the target size) not laid out for the current layout, where there are at least
     two; `major`, every file not laid out for it (a partition of one such file too, when the
     table has a layout or an in-file sort; without one, as `minor`).  Files of an older partition
-    spec are laid out for no layout of the table's: they are grouped by their spec and partition
-    (key ``(OlderSpec(id), *partition)``) and rewritten into the current spec's partitions."""
+    spec are grouped by their spec and partition (key ``(OlderSpec(id), *partition)``) and
+    rewritten into the current spec's partitions: by `major`, every one of them; by `minor`, the
+    small ones, at least two.  What they leave in a partition is named as laid out for nothing
+    (RESPEC), so the next pass merges the shares a partition got (a share alone is left: it was
+    written in the layout's order)."""
     if tier not in ("minor", "major"):
         raise InvalidArgumentError(f"tier is 'minor' or 'major', not {tier!r}")
     options = table.options
@@ -147,19 +155,27 @@ def pending_groups(table: IcebergTable, tier: str) -> dict[tuple, list[Any]]:
     spec_id = table.iceberg.spec().spec_id
     small = options.compaction.small_file_ratio * options.target_file_size
     groups: dict[tuple, list[Any]] = defaultdict(list)
+    older: dict[tuple, list[Any]] = defaultdict(list)
     for meta in table.data_files():
         task = meta.origin.task
         data = task.file
-        current = data.spec_id == spec_id
-        key = tuple(data.partition) if current else (OlderSpec(data.spec_id), *data.partition)
-        written = _tier_of(data.file_path, mark) if current else None
+        if data.spec_id != spec_id:
+            if tier == "major" or data.file_size_in_bytes < small:
+                key = (OlderSpec(data.spec_id), *data.partition)
+                older[key].append(task)
+            continue
+        written = _tier_of(data.file_path, mark)
         if tier == "major" and laid_out:
             if written != "major":
-                groups[key].append(task)
+                groups[tuple(data.partition)].append(task)
         elif written is None and data.file_size_in_bytes < small:
-            groups[key].append(task)
+            groups[tuple(data.partition)].append(task)
     minimum = 1 if tier == "major" and laid_out else 2
-    return {p: tasks for p, tasks in groups.items() if len(tasks) >= minimum}
+    # one share an older spec left, alone: written in the layout's order already, nothing to merge
+    out = {p: tasks for p, tasks in groups.items() if len(tasks) >= minimum
+           and not (len(tasks) == 1 and _is_respec(tasks[0].file.file_path))}
+    out.update({p: tasks for p, tasks in older.items() if tier == "major" or len(tasks) >= 2})
+    return out
 
 
 def background_pending(table: IcebergTable) -> dict[str, dict[tuple, list[Any]]]:
@@ -284,14 +300,18 @@ def write_files(metadata: Any, io: Any, tasks: Sequence[Any], tier: str, options
     rows = pa.Table.from_arrays([rows.column(n).cast(file_schema.field(n).type) for n in names], schema=file_schema)
     per_row = max(1.0, sum(int(t.file.file_size_in_bytes) for t in tasks) / max(1, rows.num_rows))
     first = tasks[0].file
+    named = tier
     if first.spec_id == metadata.default_spec_id:
         parts = [(first.partition, first.file_path.rsplit("/", 1)[0], rows)]
     else:
         parts = current_partitions(metadata, rows)
+        # a partition's share of an older one: named as laid out for nothing, so that the next pass
+        # merges the shares the older partitions left in each partition (and lays them out)
+        named = RESPEC
     written: list[Any] = []
     try:
         for partition, directory, part in parts:
-            written += _write_partition(metadata, io, part, partition, directory, per_row, tier, options)
+            written += _write_partition(metadata, io, part, partition, directory, per_row, tier, options, named)
     except BaseException:
         remove_files(io, [f.file_path for f in written])
         raise
@@ -302,7 +322,7 @@ def current_partitions(metadata: Any, rows: pa.Table) -> list[tuple[Any, str, pa
     """`rows` split by the table's current partition spec: (partition record, the folder its
     files go in, its rows in their order) per partition, as pyiceberg's appends partition rows
     (each field's transform over its source column; a null value a partition of its own)."""
-    from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
+    from pyiceberg.partitioning import partition_record_value
     from pyiceberg.table.locations import load_location_provider
     from pyiceberg.typedef import Record
     spec, schema = metadata.spec(), metadata.schema()
@@ -326,16 +346,19 @@ def current_partitions(metadata: Any, rows: pa.Table) -> list[tuple[Any, str, pa
         list(keys), use_threads=False).aggregate([("row", "list")])
     out = []
     for group in grouped.to_pylist():
-        key = PartitionKey(field_values=[PartitionFieldValue(field=f, value=group[f"k{i}"])
-                                         for i, f in enumerate(spec.fields)], partition_spec=spec, schema=schema)
-        out.append((key.partition, f"{data_path}/{key.to_path()}", rows.take(pa.array(group["row_list"]))))
+        # each field's value as pyiceberg's PartitionKey records it (which refuses a v1 spec's void
+        # field beside a live one on the same column, as a changed transform leaves them)
+        record = Record(*(partition_record_value(f, group[f"k{i}"], schema) for i, f in enumerate(spec.fields)))
+        out.append((record, f"{data_path}/{spec.partition_to_path(record, schema)}",
+                    rows.take(pa.array(group["row_list"]))))
     return sorted(out, key=lambda part: part[1])
 
 
 def _write_partition(metadata: Any, io: Any, rows: pa.Table, partition: Any, directory: str, per_row: float,
-                     tier: str, options: TableOptions) -> list[Any]:
+                     tier: str, options: TableOptions, named: str) -> list[Any]:
     """One partition's rows ordered as the tier says, written as files of about the target size
-    (`per_row`: the bytes a row took in the files read) in `directory`; their DataFiles."""
+    (`per_row`: the bytes a row took in the files read) in `directory`, their names marked
+    `named` (the tier, or RESPEC); their DataFiles."""
     rows_per_file = max(1, int(options.target_file_size / per_row))
     file_of_row = None  # None: files of `rows_per_file` rows in row order
     if tier == "major" and rows.num_rows:
@@ -351,13 +374,13 @@ def _write_partition(metadata: Any, io: Any, rows: pa.Table, partition: Any, dir
             rows = rows.sort_by([(c, "ascending") for c in options.sort_within])
     if file_of_row is None:
         file_of_row = np.arange(rows.num_rows) // rows_per_file
-    mark = layout_mark(options) if tier == "major" else "0"
+    mark = layout_mark(options) if named == "major" else "0"
     blooms = {c: rows.schema.field(c).type for c in options.bloom_columns if c in rows.schema.names
               and bloom.bloom_supported(rows.schema.field(c).type)}
     starts = np.flatnonzero(np.r_[True, file_of_row[1:] != file_of_row[:-1]]) if rows.num_rows else np.empty(0, int)
     ends = np.r_[starts[1:], rows.num_rows]
     pieces = [rows.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
-    paths = [f"{directory}/{MARK}-{tier}-{mark}-{uuid.uuid4()}.parquet" for _ in pieces]
+    paths = [f"{directory}/{MARK}-{named}-{mark}-{uuid.uuid4()}.parquet" for _ in pieces]
     describe = _data_file_maker(metadata, partition)
 
     def write_one(path: str, piece: pa.Table) -> Any:
@@ -374,8 +397,15 @@ def _write_partition(metadata: Any, io: Any, rows: pa.Table, partition: Any, dir
 
     # Parquet encoding (and its Bloom filters) runs without the GIL: the files in parallel
     workers = min(len(pieces), os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="mergetree-iceberg-write") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="mergetree-iceberg-write")
+    try:
         futures = [pool.submit(write_one, path, piece) for path, piece in zip(paths, pieces)]
+        wait(futures)
+    except BaseException:  # interrupted while waiting: the files the threads finish go too
+        pool.shutdown(wait=True, cancel_futures=True)
+        remove_files(io, paths)
+        raise
+    pool.shutdown(wait=True)
     failed = [f.exception() for f in futures if f.exception() is not None]
     if failed:  # every file of the partition goes, a partly written one too
         remove_files(io, paths)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 import numpy as np
@@ -113,6 +113,8 @@ def _less(values: pa.Array | pa.ChunkedArray, threshold: Any) -> np.ndarray:
 
     scalar = pa.scalar(threshold, type=values.type)
     result = pc.less(values, scalar)
+    if pa.types.is_floating(values.type):  # NaN goes left, with nulls, as the builder's keys send it
+        result = pc.or_kleene(result, pc.is_nan(values))
     return np.asarray(pc.fill_null(result, True).to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -300,32 +302,43 @@ def _just_above(value: Any, key: float, dtype: pa.DataType) -> tuple[Any, float]
     type has no successor to name.  Rank keys (strings, binaries, booleans) are dense integers,
     so half a rank up lies between `value` and the next value the sample holds."""
     cut: Any
-    if pa.types.is_integer(dtype):
-        cut, cut_key = int(value) + 1, key + 1
-    elif pa.types.is_floating(dtype):
-        cut = float(np.nextafter(float(value), np.inf))
-        cut_key = float(np.nextafter(key, np.inf))
-    elif pa.types.is_decimal(dtype):
-        cut = value + Decimal(1).scaleb(-dtype.scale)
-        cut_key = float(cut) if float(cut) > key else float(np.nextafter(key, np.inf))  # keys are floats
-    elif pa.types.is_date32(dtype) or (pa.types.is_timestamp(dtype) and dtype.unit != "ns"):
-        cut_key = key + 1
-        cut = pa.array([int(cut_key)], pa.int32() if dtype.bit_width == 32 else pa.int64()).view(dtype)[0].as_py()
-    elif pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
-        cut, cut_key = str(value) + "\x00", key + 0.5
-    elif pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype):
-        cut, cut_key = bytes(value) + b"\x00", key + 0.5
-    elif pa.types.is_boolean(dtype):
-        if value:
-            return None  # nothing is above true
-        cut, cut_key = True, key + 0.5
-    else:
-        return None
     try:
+        if pa.types.is_integer(dtype):
+            cut, cut_key = int(value) + 1, key + 1
+        elif pa.types.is_float32(dtype):  # the next float32: a float64 step would round back to it
+            cut = float(np.nextafter(np.float32(value), np.float32(np.inf)))
+            cut_key = float(np.nextafter(key, np.inf))
+        elif pa.types.is_floating(dtype):
+            cut = float(np.nextafter(float(value), np.inf))
+            cut_key = float(np.nextafter(key, np.inf))
+        elif pa.types.is_decimal(dtype):
+            with localcontext() as exact:  # the column's digits, not the default context's 28
+                exact.prec = dtype.precision + 2
+                cut = value + Decimal(1).scaleb(-dtype.scale)
+            cut_key = float(cut)
+        elif pa.types.is_date32(dtype) or (pa.types.is_timestamp(dtype) and dtype.unit != "ns"):
+            cut_key = key + 1
+            count = pa.array([int(cut_key)], pa.int32() if dtype.bit_width == 32 else pa.int64())
+            cut = count.view(dtype)[0].as_py()  # past the last date Python has: OverflowError
+        elif pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+            if not isinstance(value, str):
+                return None  # a bound of another type: its successor is not a string's
+            cut, cut_key = value + "\x00", key + 0.5
+        elif pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype):
+            if not isinstance(value, bytes):
+                return None
+            cut, cut_key = value + b"\x00", key + 0.5
+        elif pa.types.is_boolean(dtype):
+            if value:
+                return None  # nothing is above true
+            cut, cut_key = True, key + 0.5
+        else:
+            return None
         pa.scalar(cut, type=dtype)  # routing compares with it as the column's type
-    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+    except (pa.ArrowException, ArithmeticError, OverflowError, TypeError, ValueError):
         return None
-    return cut, cut_key
+    # a float key one step up at least: above 2**53, key + 1 is the key itself
+    return cut, max(cut_key, float(np.nextafter(key, np.inf)))
 
 
 def layout_order(rows: pa.Table | pa.RecordBatch, columns: Sequence[str], strategy: str,

@@ -476,7 +476,7 @@ def implied_box(rows: pa.Table, f: Any, columns: Sequence[str]) -> dict[str, tup
     try:
         expression = flt.to_expression(readable, rows.schema)
         matched = rows.filter(expression) if expression is not None else rows
-    except (pa.ArrowException, InvalidArgumentError, TypeError, ValueError):
+    except (pa.ArrowException, InvalidArgumentError, OverflowError, TypeError, ValueError):
         return box
     if not matched.num_rows or matched.num_rows == rows.num_rows:
         return box
