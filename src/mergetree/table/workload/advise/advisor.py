@@ -158,10 +158,13 @@ def _hashes(queries: Sequence[LoggedQuery]) -> np.ndarray:
     not its time, so the same workload logged at another time (a history imported again, the
     same dashboard next week) is sampled and halved the same way (with the time in it, the
     import's clock decided D5's halves, and with them the SSB bench's layout, from run to run)."""
+    return _hashes_of([_identity(q, timed=False) for q in queries])
+
+
+def _hashes_of(identities: Sequence[str]) -> np.ndarray:
     seen: Counter = Counter()
-    out = np.empty(len(queries), dtype=np.uint64)
-    for i, q in enumerate(queries):
-        identity = _identity(q, timed=False)
+    out = np.empty(len(identities), dtype=np.uint64)
+    for i, identity in enumerate(identities):
         seen[identity] += 1
         digest = hashlib.blake2b(f"{identity}#{seen[identity]}".encode(), digest_size=8).digest()
         out[i] = int.from_bytes(digest, "little")
@@ -178,7 +181,7 @@ def qdtree_fit_half(queries: Sequence[LoggedQuery]) -> list[bool]:
     identities = [_identity(q, timed=False) for q in queries]
     counts = Counter(identities)
     seen: Counter = Counter()
-    hashes = _hashes(queries)
+    hashes = _hashes_of(identities)
     out: list[bool] = []
     for identity, digest in zip(identities, hashes):
         seen[identity] += 1
@@ -469,7 +472,7 @@ def implied_box(rows: pa.Table, f: Any, columns: Sequence[str]) -> dict[str, tup
     rows: what a query reads is still what the files' statistics let it skip).  A filter the
     sample cannot evaluate, or holds no row for, keeps its box as logged."""
     box = query_box(f)
-    unbounded = [c for c in columns if c not in box and c in rows.column_names]
+    unbounded = [c for c in columns if c not in box]
     readable = flt.restrict(f, set(rows.column_names))
     if readable is None or not unbounded or not rows.num_rows:
         return box
